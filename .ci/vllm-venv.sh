@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create (once) and print the path of a cached virtual environment holding a pinned real vLLM.
+# usage: .ci/vllm-venv.sh VLLM_VERSION
+# The venv lives outside the checkout, keyed on the vLLM version, the Python version and the
+# test requirements, so a warm CI run reuses it and a new machine builds it from scratch.
+set -euo pipefail
+version="$1"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+py="${PYTHON:-python3}"
+pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+key="$(cat "$here/requirements-test.txt" | sha256sum | cut -c1-12)"
+root="${DSV4_LAUNCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dsv4-launch}"
+venv="$root/venvs/vllm-$version-py$pyver-$key"
+if [ ! -f "$venv/.complete" ]; then
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  echo "creating $venv (vLLM $version: ~9 GB, a few minutes)" >&2
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip >&2
+  "$venv/bin/python" -m pip install -q "vllm==$version" -r "$here/requirements-test.txt" >&2
+  touch "$venv/.complete"
+fi
+echo "$venv"

@@ -1,0 +1,89 @@
+"""vLLM's ``serve`` options as recorded from the real parser, one table per vLLM release.
+
+The tables live in ``data/serve-options-<version>.json`` and are written by
+``tools/gen_vllm_options.py``. The table for the installed vLLM is used when there is one
+(``exact``: an option it does not know is one vLLM rejects); otherwise the newest table older
+than the installed vLLM, or the newest of all when the version is unknown (not exact: an
+unknown option may be new, and is only reported).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+from .versions import parse_version, same_release
+
+DATA = Path(__file__).resolve().parent / "data"
+Nargs = Union[int, str]
+
+
+@dataclass(frozen=True)
+class OptionAction:
+    dest: str
+    options: tuple[str, ...]
+    nargs: Nargs  # 0, 1, "?", "+", "*"
+    choices: Optional[tuple[str, ...]] = None
+    # For options that take no value: what each spelling stores (``--no-x`` → False).
+    flag_values: Optional[Mapping[str, Any]] = None
+
+
+@dataclass(frozen=True)
+class OptionTable:
+    vllm_version: str
+    positionals: tuple[str, ...]
+    actions: tuple[OptionAction, ...]
+    exact: bool = False  # recorded from the installed vLLM itself
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def action_for(self, option: str) -> Optional[OptionAction]:
+        """The action of an exact option string (``--api-key``, ``-tp``)."""
+        for action in self.actions:
+            if option in action.options:
+                return action
+        return None
+
+    @property
+    def option_strings(self) -> tuple[str, ...]:
+        return tuple(o for a in self.actions for o in a.options)
+
+
+def available_versions() -> list[str]:
+    names = (p.name for p in DATA.glob("serve-options-*.json"))
+    versions = [n[len("serve-options-") : -len(".json")] for n in names]
+    return sorted(versions, key=parse_version)
+
+
+@lru_cache(maxsize=None)
+def load_table(vllm_version: Optional[str]) -> OptionTable:
+    """The table that best describes ``vllm_version`` (None: unknown → newest)."""
+    versions = available_versions()
+    chosen = versions[-1]
+    if vllm_version is not None:
+        try:
+            wanted = parse_version(vllm_version)
+        except ValueError:
+            return load_table(None)
+        older = [v for v in versions if parse_version(v) <= wanted]
+        chosen = older[-1] if older else versions[0]
+    raw = json.loads((DATA / f"serve-options-{chosen}.json").read_text())
+    actions = tuple(
+        OptionAction(
+            dest=a["dest"],
+            options=tuple(a["options"]),
+            nargs=a["nargs"],
+            choices=tuple(a["choices"]) if "choices" in a else None,
+            flag_values=a.get("flag_values"),
+        )
+        for a in raw["actions"]
+    )
+    return OptionTable(
+        vllm_version=chosen,
+        positionals=tuple(raw["positionals"]),
+        actions=actions,
+        defaults=raw.get("defaults", {}),
+        exact=vllm_version is not None and same_release(vllm_version, chosen),
+    )

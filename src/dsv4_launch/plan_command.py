@@ -1,0 +1,67 @@
+"""``dsv4-launch plan``: everything dsv4-serve does except running vLLM."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from typing import Callable, Mapping, Optional, TextIO
+
+from . import exit_codes
+from .gather import gather
+from .nvml import GpuProbe, probe_gpus
+from .plan import make_plan
+from .redact import Redactor
+from .report import Reporter, plan_json, report_plan
+from .serve_args import ConfigFileError
+from .settings import SettingsError, read_settings
+from .vllm_install import VllmInstall
+
+
+def run_plan(
+    argv: list[str],
+    *,
+    as_json: bool,
+    env: Optional[Mapping[str, str]] = None,
+    stdout: Optional[TextIO] = None,
+    stderr: Optional[TextIO] = None,
+    probe: Callable[[], GpuProbe] = probe_gpus,
+    vllm: Optional[VllmInstall] = None,
+) -> int:
+    env = os.environ if env is None else env
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    redactor = Redactor()
+    redactor.remember_env(env)
+    errors = Reporter(stderr, env, redactor)
+    try:
+        settings = read_settings(env)
+    except SettingsError as exc:
+        errors.error(str(exc))
+        return exit_codes.USAGE
+    try:
+        gathered = gather(
+            argv,
+            env,
+            settings,
+            redactor,
+            probe_gpus_when="never" if settings.disabled else "always",
+            probe=probe,
+            vllm=vllm,
+        )
+    except ConfigFileError as exc:
+        errors.error(str(exc))
+        return exit_codes.USAGE
+    plan = make_plan(gathered.facts)
+    if settings.disabled:
+        plan = replace(
+            plan,
+            argv=tuple(argv),
+            changes=(),
+            notes=("DSV4_LAUNCH_DISABLE is set: dsv4-serve hands the arguments over unchanged",),
+        )
+    if as_json:
+        stdout.write(plan_json(plan, redactor, gathered.table) + "\n")
+    else:
+        report_plan(plan, Reporter(stdout, env, redactor), gathered.table, with_facts=True)
+    return exit_codes.OK
