@@ -70,17 +70,16 @@ def gather(
     )
     selection: Optional[GpuSelection] = None
     gpu_error = gpu_source = None
+    gpu_notes: tuple[str, ...] = ()
     result = None
     if settings.gpu_capabilities:
-        gpus = tuple(
-            GpuInfo(index=i, name=f"GPU {i} (set by {OVERRIDE})", capability=cc)
-            for i, cc in enumerate(settings.gpu_capabilities)
-        )
+        gpus = tuple(GpuInfo(index=i, capability=cc) for i, cc in enumerate(settings.gpu_capabilities))
         selection = GpuSelection(gpus)
         gpu_source = OVERRIDE
+        gpu_notes = (f"GPUs not probed: {OVERRIDE}={settings.gpu_capability_text} is used instead",)
     elif probe_gpus_when == "always" or (probe_gpus_when == "dsv4" and model.is_dsv4_family):
         result = probe()
-        gpu_source, gpu_error = result.source, result.error
+        gpu_source, gpu_error, gpu_notes = result.source, result.error, result.notes
         if result.gpus:
             selection = select_visible(
                 result.gpus, env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
@@ -91,6 +90,7 @@ def gather(
         gpus=selection,
         gpu_error=gpu_error,
         gpu_source=gpu_source,
+        gpu_notes=gpu_notes,
         vllm_version=vllm.version,
         vllm_note=vllm.note,
     )

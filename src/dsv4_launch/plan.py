@@ -27,6 +27,7 @@ class Facts:
     gpus: Optional[GpuSelection]  # None: the GPUs could not be read
     gpu_error: Optional[str] = None  # why they could not, or why some fields are unknown
     gpu_source: Optional[str] = None  # "nvml", "nvidia-smi", "DSV4_LAUNCH_GPU_CAPABILITY"
+    gpu_notes: tuple[str, ...] = ()  # how the GPUs were learnt, when it is worth saying
     vllm_version: Optional[str] = None
     vllm_note: Optional[str] = None
 
@@ -192,27 +193,23 @@ def _place_kv_value(argv: list[str], args: ServeArgs) -> None:
     """Write ``fp8`` where vLLM will read it, keeping every other token as it is.
 
     If the last command-line ``--kv-cache-dtype`` says ``auto``, its value is replaced in
-    place, in the user's own spelling. Otherwise ``--kv-cache-dtype fp8`` goes at the end (before
-    a bare ``--``, after which argparse reads only positionals) — never right after ``serve``,
-    where vLLM's positional-model checks would break.
+    place, in the user's own spelling. Otherwise ``--kv-cache-dtype fp8`` goes at the end —
+    never right after ``serve``, where vLLM's positional-model checks would break. (A bare
+    ``--`` never gets here: vLLM rejects it, so such arguments are handed over untouched.)
     """
     last = None
     for i, token in enumerate(argv):
-        if token == "--":
-            break
         if option_name(token) == KV_CACHE_DTYPE:
             last = i
     if last is not None:
-        token = argv[last]
-        if "=" in token:
-            if token.split("=", 1)[1] == "auto":
-                argv[last] = token.split("=", 1)[0] + "=" + quirks.KV_FIX_VALUE
-                return
-        elif last + 1 < len(argv) and argv[last + 1] == "auto":
+        name, eq, value = argv[last].partition("=")
+        if eq and value == "auto":
+            argv[last] = f"{name}={quirks.KV_FIX_VALUE}"
+            return
+        if not eq and last + 1 < len(argv) and argv[last + 1] == "auto":
             argv[last + 1] = quirks.KV_FIX_VALUE
             return
-    end = argv.index("--") if "--" in argv else len(argv)
-    argv[end:end] = ["--kv-cache-dtype", quirks.KV_FIX_VALUE]
+    argv += ["--kv-cache-dtype", quirks.KV_FIX_VALUE]
 
 
 def make_plan(facts: Facts) -> Plan:
@@ -236,10 +233,9 @@ def make_plan(facts: Facts) -> Plan:
         warnings.append(f"model {facts.model.name}: {facts.model.note}")
     if facts.model.is_dsv4_family and facts.gpu_error:
         warnings.append(f"GPUs: {facts.gpu_error}")
+    notes.extend(facts.gpu_notes)
     if facts.gpus is not None:
         notes.extend(facts.gpus.notes)
-    if facts.vllm_note:
-        notes.append(facts.vllm_note)
 
     changes, kv_notes, kv_warnings = _kv_rule(facts, argv)
     notes.extend(kv_notes)

@@ -64,9 +64,6 @@ class Redactor:
         i = 0
         while i < len(tokens):
             token = tokens[i]
-            if token == "--":
-                out.extend(tokens[i:])
-                break
             name = option_name(token)
             if name is None or not _secret_root(name, known):
                 out.append(token)

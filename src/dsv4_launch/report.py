@@ -105,7 +105,8 @@ def report_plan(plan: Plan, reporter: Reporter, table: OptionTable, *, with_fact
             reporter.info(f"unknown ({facts.gpu_error})", label="gpus")
         else:
             reporter.info("not probed (model is not DeepSeek-V4)", label="gpus")
-        reporter.info(facts.vllm_version or "unknown", label="vllm")
+        vllm = facts.vllm_version or "version unknown"
+        reporter.info(f"{vllm} ({facts.vllm_note})" if facts.vllm_note else vllm, label="vllm")
     for change in plan.changes:
         reporter.change(change)
     for note in plan.notes:

@@ -1,0 +1,260 @@
+"""dsv4-serve, dsv4-launch and python -m dsv4_launch end to end, as subprocesses.
+
+Faked at the boundaries only (see conftest.py): the NVIDIA driver library under the real
+nvidia-ml-py, and vLLM's CLI entry point (or the `vllm` executable on PATH).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import B200, BIN, FAKES, H200, RTX_PRO_6000, clean_env
+
+M = "deepseek-ai/DeepSeek-V4-Flash"
+V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
+
+
+@pytest.fixture
+def v4_dir(tmp_path) -> str:
+    folder = tmp_path / "models" / "my-v4-finetune"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(V4_CONFIG))
+    return str(folder)
+
+
+def test_rewrites_on_sm120_and_hands_over(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, "--port", "8000")
+    assert done.returncode == 0, done.stderr
+    assert record["argv"] == ["vllm", "serve", v4_dir, "--port", "8000", "--kv-cache-dtype", "fp8"]
+    err = done.stderr
+    assert "dsv4-serve: changed: --kv-cache-dtype (not set) → fp8" in err
+    assert "NVIDIA RTX PRO 6000 Blackwell Workstation Edition (SM 12.0)" in err
+    assert "vLLM 0.24.0" in err and "vLLM #47174" in err and "DeepseekV4ForCausalLM" in err
+    assert err.count("dsv4-serve: command: vllm serve") == 1
+    assert "Traceback" not in err
+    # NVML was shut down before vLLM ran; torch was never imported by us
+    assert record["nvml_open"] == 0
+    assert record["torch_loaded"] is False
+
+
+def test_in_place_replacement_keeps_the_users_spelling(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, "--kv_cache_dtype=auto", "-tp", "2")
+    assert record["argv"][2:] == [v4_dir, "--kv_cache_dtype=fp8", "-tp", "2"]
+    assert "--kv-cache-dtype auto → fp8" in done.stderr
+
+
+def test_left_alone_on_h200_with_fixed_vllm(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, gpus=(H200,), vllm="0.33.0")
+    assert record["argv"] == ["vllm", "serve", v4_dir]
+    assert "left not set: vLLM 0.33.0 resolves auto" in done.stderr
+    assert "changed:" not in done.stderr
+
+
+def test_flashinfer_plain_rows_on_b200_are_left_alone(run_cli, v4_dir):
+    args = (v4_dir, "--attention-backend", "FLASHINFER_MLA_SPARSE_DSV4")
+    done, record = run_cli("dsv4-serve", *args, gpus=(B200,))
+    assert record["argv"][2:] == list(args)
+    assert "plain KV rows" in done.stderr
+
+
+def test_explicit_value_is_kept_and_said(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, "--kv-cache-dtype", "fp8_ds_mla")
+    assert record["argv"][2:] == [v4_dir, "--kv-cache-dtype", "fp8_ds_mla"]
+    assert "fp8_ds_mla (command line) kept" in done.stderr
+
+
+def test_other_models_pass_through_without_probing(run_cli, tmp_path):
+    folder = tmp_path / "llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    done, record = run_cli("dsv4-serve", str(folder), "--port", "8000")
+    assert record["argv"][2:] == [str(folder), "--port", "8000"]
+    assert not (tmp_path / "nvml.log").exists()  # NVML never initialised
+    assert "changed" not in done.stderr
+
+
+@pytest.mark.parametrize("behaviour,code", [("return", 0), ("exit:0", 0), ("exit:2", 2), ("exit:17", 17), ("raise", 1)])
+def test_exit_status_is_vllms(run_cli, v4_dir, behaviour, code):
+    done, record = run_cli("dsv4-serve", v4_dir, behaviour=behaviour)
+    assert done.returncode == code
+    assert record is not None
+    if behaviour == "raise":
+        assert "RuntimeError: fake vLLM failed during start-up" in done.stderr
+
+
+def test_secrets_reach_vllm_but_are_never_printed(run_cli, v4_dir):
+    done, record = run_cli(
+        "dsv4-serve", v4_dir, "--api-key", "sk-live-123", "--hf-token=hf_abcdef",
+        env={"HF_TOKEN": "hf_fromenv_999"},
+    )
+    assert "sk-live-123" in record["argv"] and "--hf-token=hf_abcdef" in record["argv"]
+    for secret in ("sk-live-123", "hf_abcdef", "hf_fromenv_999"):
+        assert secret not in done.stderr and secret not in done.stdout
+    assert "--api-key '***'" in done.stderr
+
+
+def test_plain_lines_when_not_a_terminal(run_cli, v4_dir):
+    done, _ = run_cli("dsv4-serve", v4_dir)
+    lines = [l for l in done.stderr.splitlines() if l]
+    assert lines and all(l.startswith("dsv4-serve: ") for l in lines)
+    assert "\x1b[" not in done.stderr
+
+
+def test_quiet_keeps_only_warnings_and_errors(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, gpus=None, env={"DSV4_LAUNCH_QUIET": "1"})
+    assert record["argv"][-2:] == ["--kv-cache-dtype", "fp8"]
+    assert "changed:" not in done.stderr and "command:" not in done.stderr
+    assert "warning: GPUs: NVML" in done.stderr
+
+
+def test_disable_switch(run_cli, v4_dir, tmp_path):
+    done, record = run_cli("dsv4-serve", v4_dir, env={"DSV4_LAUNCH_DISABLE": "1"})
+    assert record["argv"] == ["vllm", "serve", v4_dir]
+    assert done.stderr.strip().splitlines() == [
+        "dsv4-serve: DSV4_LAUNCH_DISABLE is set: arguments go to vLLM unchanged, nothing checked"
+    ]
+    assert not (tmp_path / "nvml.log").exists()  # not probed
+
+
+def test_gpu_capability_override_without_nvml(run_cli, v4_dir, tmp_path):
+    done, record = run_cli("dsv4-serve", v4_dir, gpus=None, env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+    assert record["argv"][-2:] == ["--kv-cache-dtype", "fp8"]
+    assert "DSV4_LAUNCH_GPU_CAPABILITY=12.0" in done.stderr
+    assert not (tmp_path / "nvml.log").exists()
+
+
+def test_no_nvml_is_said_and_the_safe_fix_applied(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, gpus=None)
+    assert record["argv"][-2:] == ["--kv-cache-dtype", "fp8"]
+    assert "GPU type unknown" in done.stderr
+    assert "libnvidia-ml.so.1 not found" in done.stderr
+
+
+def test_help_goes_straight_to_vllm(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", "--help")
+    assert record["argv"] == ["vllm", "serve", "--help"]
+    assert done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "config_text,fragment",
+    [(None, "no such file"), ("a: [1, 2", "not valid YAML"), ("- a\n- b\n", "a mapping"), ("", "is empty")],
+)
+def test_bad_config_file_is_one_line_and_exit_2(run_cli, v4_dir, tmp_path, config_text, fragment):
+    path = tmp_path / "serve.yaml"
+    if config_text is not None:
+        path.write_text(config_text)
+    done, record = run_cli("dsv4-serve", v4_dir, "--config", str(path))
+    assert done.returncode == 2
+    assert record is None
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dsv4-serve: error: --config") and fragment in lines[0]
+
+
+def test_config_file_is_read_and_its_content_never_printed(run_cli, v4_dir, tmp_path):
+    path = tmp_path / "serve.yaml"
+    path.write_text(f"model: {v4_dir}\nkv_cache_dtype: auto\napi_key: sk-in-yaml-42\n")
+    done, record = run_cli("dsv4-serve", "--config", str(path))
+    assert record["argv"] == ["vllm", "serve", "--config", str(path), "--kv-cache-dtype", "fp8"]
+    assert "sk-in-yaml-42" not in done.stderr
+
+
+@pytest.mark.parametrize("var,value", [("DSV4_LAUNCH_GPU_CAPABILITY", "blackwell"), ("DSV4_LAUNCH_DISABLE", "maybe")])
+def test_bad_settings_exit_2(run_cli, v4_dir, var, value):
+    done, record = run_cli("dsv4-serve", v4_dir, env={var: value})
+    assert done.returncode == 2 and record is None
+    assert done.stderr.startswith(f"dsv4-serve: error: {var}=") and "Traceback" not in done.stderr
+
+
+# --- plan ----------------------------------------------------------------------------------
+
+
+def test_plan_json(run_cli, v4_dir):
+    done, record = run_cli("dsv4-launch", "plan", "--json", v4_dir, "--api-key", "sk-9", "--kv-cache-dtype", "auto")
+    assert done.returncode == 0, done.stderr
+    assert record is None  # vLLM did not run
+    plan = json.loads(done.stdout)
+    assert plan["schema_version"] == 1
+    assert plan["argv"] == [v4_dir, "--api-key", "***", "--kv-cache-dtype", "fp8"]
+    assert plan["changes"] == [
+        {"option": "--kv-cache-dtype", "before": "auto", "after": "fp8",
+         "reason": plan["changes"][0]["reason"], "reference": "vLLM #47174"}
+    ]
+    assert plan["gpus"] == [{"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+                             "compute_capability": "12.0", "uuid": "GPU-12000000-0000-0000-0000-000000000000"}]
+    assert plan["gpu_error"] is None
+    assert plan["model"] == {"name": v4_dir, "architecture": "DeepseekV4ForCausalLM",
+                             "source": f"config.json in {v4_dir}"}
+    assert plan["vllm_version"] == "0.24.0"
+    assert plan["refusals"] == [] and isinstance(plan["warnings"], list)
+    assert "sk-9" not in done.stdout + done.stderr
+
+
+def test_plan_json_argv_is_what_dsv4_serve_hands_over(run_cli, v4_dir):
+    args = (v4_dir, "-tp", "2", "--kv_cache_dtype=auto")
+    planned, _ = run_cli("dsv4-launch", "plan", "--json", "--", *args)
+    _, record = run_cli("dsv4-serve", *args)
+    assert json.loads(planned.stdout)["argv"] == record["argv"][2:]
+
+
+def test_plan_human_on_stdout(run_cli):
+    done, record = run_cli("dsv4-launch", "plan", M, gpus=None, env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+    assert done.returncode == 0 and record is None
+    out = done.stdout
+    assert "dsv4-serve: model: deepseek-ai/DeepSeek-V4-Flash: DeepseekV4ForCausalLM (from name)" in out
+    assert "dsv4-serve: gpus: 0: GPU 0 (SM 12.0) [DSV4_LAUNCH_GPU_CAPABILITY]" in out
+    assert "dsv4-serve: command: vllm serve deepseek-ai/DeepSeek-V4-Flash --kv-cache-dtype fp8" in out
+    assert "assumed DeepseekV4ForCausalLM from the name" in out
+
+
+def test_python_dash_m_and_launch_serve_are_the_same_tool(run_cli, v4_dir, tmp_path):
+    _, record = run_cli("dsv4-launch", "serve", v4_dir)
+    assert record["argv"] == ["vllm", "serve", v4_dir, "--kv-cache-dtype", "fp8"]
+    env = clean_env(tmp_path, DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    done = subprocess.run([sys.executable, "-m", "dsv4_launch", "plan", "--json", M], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stdout)["argv"] == [M, "--kv-cache-dtype", "fp8"]
+
+
+# --- exec fallback (vLLM installed elsewhere, e.g. dsv4-launch from pipx) -------------------
+
+
+@pytest.fixture
+def vllm_on_path(tmp_path) -> Path:
+    bindir = tmp_path / "other-env" / "bin"
+    bindir.mkdir(parents=True)
+    shutil.copy(FAKES / "vllm_on_path.py", bindir / "vllm")
+    return bindir
+
+
+def test_exec_fallback_keeps_the_pid(run_cli, tmp_path, v4_dir, vllm_on_path):
+    record = tmp_path / "vllm-record.json"
+    env = clean_env(tmp_path, FAKE_VLLM_RECORD=str(record), FAKE_VLLM_EXIT="5", DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    env["PATH"] = f"{BIN}{os.pathsep}{vllm_on_path}{os.pathsep}/usr/bin:/bin"
+    proc = subprocess.Popen([str(BIN / "dsv4-serve"), v4_dir], env=env, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 5
+    data = json.loads(record.read_text())
+    assert data["pid"] == proc.pid  # the same process, now running vllm
+    assert data["argv"] == ["serve", v4_dir, "--kv-cache-dtype", "fp8"]
+    assert "changed: --kv-cache-dtype" in err
+
+
+def test_no_vllm_anywhere_exits_127(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, vllm=None)
+    assert done.returncode == 127 and record is None
+    assert "dsv4-serve: error: vLLM is not installed" in done.stderr
+    assert "pip install" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_exec_loop_is_stopped(run_cli, v4_dir, vllm_on_path):
+    done, _ = run_cli("dsv4-serve", v4_dir, vllm=None, env={
+        "PATH": f"{BIN}{os.pathsep}{vllm_on_path}{os.pathsep}/usr/bin:/bin", "DSV4_LAUNCH_EXECED": "1"})
+    assert done.returncode == 127 and "wrapper" in done.stderr

@@ -1,0 +1,61 @@
+"""The planning path stays light: no torch or vllm before the hand-over, rich and PyYAML only
+when used, no click on the dsv4-serve path, and no import-time side effects.
+
+Faked: vLLM's entry point (it records sys.modules at the moment of the hand-over).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import BIN, clean_env
+
+
+def modules_at_handover(run_cli, *args, **kw):
+    done, record = run_cli("dsv4-serve", *args, **kw)
+    assert done.returncode == 0, done.stderr
+    return set(record["modules"])
+
+
+def test_nothing_heavy_before_handover(run_cli):
+    mods = modules_at_handover(run_cli, "deepseek-ai/DeepSeek-V4-Flash")
+    assert "torch" not in mods
+    assert {m for m in mods if m.startswith("vllm")} <= {
+        "vllm", "vllm.entrypoints", "vllm.entrypoints.cli", "vllm.entrypoints.cli.main"}
+    assert "rich" not in mods  # output is not a terminal
+    assert "yaml" not in mods  # no --config
+    assert "click" not in mods  # dsv4-serve parses nothing of its own
+
+
+def test_yaml_only_with_a_config_file(run_cli, tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("model: deepseek-ai/DeepSeek-V4-Flash\n")
+    assert "yaml" in modules_at_handover(run_cli, "--config", str(path))
+
+
+def test_importing_every_module_has_no_side_effects(tmp_path):
+    code = (
+        "import io, sys, os, signal, pkgutil, importlib, dsv4_launch\n"
+        "before = (list(sys.argv), dict(os.environ), signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))\n"
+        "out, err = sys.stdout, sys.stderr\n"
+        "sys.stdout, sys.stderr = io.StringIO(), io.StringIO()\n"
+        "names = [m.name for m in pkgutil.iter_modules(dsv4_launch.__path__)]\n"
+        "for n in names: importlib.import_module('dsv4_launch.' + n)\n"
+        "printed = sys.stdout.getvalue() + sys.stderr.getvalue()\n"
+        "sys.stdout, sys.stderr = out, err\n"
+        "after = (list(sys.argv), dict(os.environ), signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))\n"
+        "import json; print(json.dumps({'same': before == after, 'printed': printed, 'n': len(names),"
+        " 'heavy': sorted(m for m in ('torch', 'vllm', 'pynvml') if m in sys.modules)}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=clean_env(tmp_path), capture_output=True, text=True)
+    result = json.loads(done.stdout)
+    assert result == {"same": True, "printed": "", "n": result["n"], "heavy": []}
+    assert result["n"] >= 10
+
+
+def test_signal_handlers_are_left_to_vllm(run_cli):
+    _, record = run_cli("dsv4-serve", "deepseek-ai/DeepSeek-V4-Flash")
+    assert record["sigterm_handler"] in ("Handlers.SIG_DFL", "0")  # SIG_DFL
+    assert record["sigint_handler"] == "<built-in function default_int_handler>"

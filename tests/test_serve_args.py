@@ -1,0 +1,219 @@
+"""Reading ``vllm serve`` arguments the way vLLM does (facts §4). Pure: no vLLM, no files.
+
+The same cases run against the real vLLM parser in tests/vllm_real/test_parser_oracle.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dsv4_launch.option_table import available_versions, load_table
+from dsv4_launch.serve_args import ConfigFileError, config_to_args, option_name, read_serve_args
+
+TABLES = [load_table(v) for v in available_versions()]
+M = "deepseek-ai/DeepSeek-V4-Flash"
+
+
+def read(tokens, table=None, configs=None):
+    configs = configs or {}
+
+    def load(path):
+        if path not in configs:
+            raise ConfigFileError(f"--config {path}: no such file")
+        return configs[path]
+
+    return read_serve_args(tokens, table or TABLES[0], load)
+
+
+# (tokens, expected model, expected kv-cache-dtype (None = vLLM default "auto"))
+SPELLINGS = [
+    ([M], M, None),
+    ([M, "--kv-cache-dtype", "auto"], M, "auto"),
+    ([M, "--kv-cache-dtype", "fp8"], M, "fp8"),
+    ([M, "--kv-cache-dtype=fp8"], M, "fp8"),
+    ([M, "--kv_cache_dtype", "fp8"], M, "fp8"),
+    ([M, "--kv_cache_dtype=fp8"], M, "fp8"),
+    ([M, "--kv-cache_dtype=fp8_ds_mla"], M, "fp8_ds_mla"),
+    # last occurrence wins
+    ([M, "--kv-cache-dtype", "fp8", "--kv-cache-dtype", "auto"], M, "auto"),
+    ([M, "--kv-cache-dtype", "auto", "--kv_cache_dtype=fp8"], M, "fp8"),
+    # the option may come before the positional
+    (["--kv-cache-dtype", "fp8", M], M, "fp8"),
+    # look-alikes that are other options
+    ([M, "--kv-cache-dtype-skip-layers", "0", "1"], M, None),
+    ([M, "--kv_cache_dtype_skip_layers=3"], M, None),
+    ([M, "--speculative-config.kv_cache_dtype", "fp8"], M, None),
+    ([M, "--speculative_config.kv_cache_dtype=fp8"], M, None),
+    ([M, "--speculative-config", '{"kv_cache_dtype": "fp8"}'], M, None),
+    # --model forms, moved to the positional slot by vLLM
+    (["--model", M, "--kv-cache-dtype", "fp8"], M, "fp8"),
+    (["--model=" + M], M, None),
+    (["-tp", "2", "--model", M], M, None),
+    # flags and options before the positional
+    (["--enforce-eager", M], M, None),
+    (["-tp", "2", M, "--port", "8000"], M, None),
+    (["--tensor_parallel_size=2", M], M, None),
+    (["-O3", M], M, None),
+    # nargs="+" swallows what follows, as in argparse: the model is not positional here
+    (["--api-key", "k1", "k2", M], "Qwen/Qwen3-0.6B", None),
+    ([M, "--api-key", "k1", "k2", "--kv-cache-dtype", "fp8"], M, "fp8"),
+    # nargs="?": --hf-token takes the next word if there is one
+    (["--hf-token", M], "Qwen/Qwen3-0.6B", None),
+    ([M, "--hf-token"], M, None),
+    # a unique abbreviation of another option is that option
+    ([M, "--enable-prefix-cach"], M, None),
+    # no model at all: vLLM's default
+    ([], "Qwen/Qwen3-0.6B", None),
+]
+
+
+@pytest.mark.parametrize("table", TABLES, ids=lambda t: f"vllm-{t.vllm_version}")
+@pytest.mark.parametrize("tokens,model,kv", SPELLINGS, ids=lambda x: repr(x)[:60])
+def test_spellings(tokens, model, kv, table):
+    args = read(tokens, table)
+    assert args.rejection is None
+    assert args.model == model
+    assert args.value("kv_cache_dtype") == kv
+
+
+@pytest.mark.parametrize("table", TABLES, ids=lambda t: f"vllm-{t.vllm_version}")
+@pytest.mark.parametrize(
+    "tokens,fragment",
+    [
+        # every prefix of --kv-cache-dtype is ambiguous with --kv-cache-dtype-skip-layers
+        ([M, "--kv-cache-dt", "fp8"], "ambiguous option"),
+        ([M, "--kv-cache", "fp8"], "ambiguous option"),
+        ([M, "--kv-cache-dtype"], "expected one argument"),
+        ([M, "--model", "other"], "unrecognized arguments"),
+        ([M, "--", "x"], "unrecognized arguments"),
+        (["--served-model-name", "x", M], "first positional"),
+        ([M, "--no-such-option", "1"], "unrecognized arguments"),
+        (["--model"], "--model needs a value"),
+    ],
+)
+def test_arguments_vllm_rejects(tokens, fragment, table):
+    args = read(tokens, table)
+    assert args.rejection is not None and fragment in args.rejection
+
+
+def test_kv_cache_dtype_choices_follow_the_vllm_version():
+    # 0.24 validates the value at parse time (argparse choices); 0.33 accepts any string.
+    old, new = load_table("0.24.0"), load_table("0.33.0")
+    assert "invalid choice" in read([M, "--kv-cache-dtype", "FP8"], old).rejection
+    assert read([M, "--kv-cache-dtype", "FP8"], new).value("kv_cache_dtype") == "FP8"
+
+
+def test_values_are_case_sensitive():
+    args = read([M, "--kv-cache-dtype", "Auto"], load_table("0.33.0"))
+    assert args.value("kv_cache_dtype") == "Auto"
+
+
+def test_dotted_kv_cache_dtype_becomes_a_json_value_at_the_end():
+    # vLLM folds --kv-cache-dtype.x into '--kv-cache-dtype {"x": ...}' appended last.
+    args = read([M, "--kv-cache-dtype.x", "1", "--kv-cache-dtype", "auto"], load_table("0.33.0"))
+    assert args.value("kv_cache_dtype") == '{"x": 1}'
+
+
+def test_enable_disable_spellings_of_0_33():
+    table = load_table("0.33.0")
+    assert read([M, "--disable-prefix-caching"], table).value("enable_prefix_caching") is False
+    assert read([M, "--no-enable-prefix-caching"], table).value("enable_prefix_caching") is False
+    assert read([M, "--enable-prefix-caching"], table).value("enable_prefix_caching") is True
+    assert "unrecognized" in read([M, "--disable-prefix-caching"], load_table("0.24.0")).rejection
+
+
+def test_help_is_not_parsed():
+    for tokens in ([M, "--help"], ["-h"], ["--help=ModelConfig"]):
+        assert read(tokens).help_requested
+
+
+# --- --config YAML -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", TABLES, ids=lambda t: f"vllm-{t.vllm_version}")
+@pytest.mark.parametrize(
+    "tokens,config,model,kv,source",
+    [
+        ([M, "--config", "c.yaml"], {"kv_cache_dtype": "fp8"}, M, "fp8", "config file"),
+        ([M, "--config", "c.yaml"], {"kv-cache-dtype": "auto"}, M, "auto", "config file"),
+        # the command line beats the file, wherever it stands
+        ([M, "--config", "c.yaml", "--kv-cache-dtype", "auto"], {"kv_cache_dtype": "fp8"}, M, "auto", "command line"),
+        ([M, "--kv-cache-dtype", "auto", "--config", "c.yaml"], {"kv_cache_dtype": "fp8"}, M, "auto", "command line"),
+        # model from the file, and the positional beating it
+        (["--config", "c.yaml"], {"model": M}, M, None, None),
+        (["--config", "c.yaml", "--port", "8000"], {"model": M, "kv_cache_dtype": "fp8"}, M, "fp8", "config file"),
+        (["other/model", "--config", "c.yaml"], {"model": M}, "other/model", None, None),
+        # a nested mapping becomes JSON; the speculative dtype is not the main one
+        ([M, "--config", "c.yaml"], {"speculative_config": {"kv_cache_dtype": "fp8"}}, M, None, None),
+        # false booleans are dropped, true ones become flags, lists become nargs values
+        ([M, "--config", "c.yaml"], {"enforce_eager": False, "kv_cache_dtype_skip_layers": ["0", "1"]}, M, None, None),
+    ],
+)
+def test_config_file(tokens, config, model, kv, source, table):
+    args = read(tokens, table, {"c.yaml": config})
+    assert args.rejection is None
+    assert args.config_path == "c.yaml"
+    assert args.model == model
+    assert args.value("kv_cache_dtype") == kv
+    assert args.source("kv_cache_dtype") == source
+
+
+def test_config_with_equals_is_ignored_and_warned_about():
+    args = read([M, "--config=c.yaml"], configs={"c.yaml": {"kv_cache_dtype": "fp8"}})
+    assert args.config_path is None
+    assert args.value("kv_cache_dtype") is None
+    assert any("never read" in w for w in args.warnings)
+
+
+def test_model_from_config_needs_a_model_somewhere():
+    # vLLM checks the first token: a positional after an option does not count.
+    args = read(["--port", "8000", M, "--config", "c.yaml"], configs={"c.yaml": {"port": 1}})
+    assert args.rejection and "no model" in args.rejection
+
+
+@pytest.mark.parametrize(
+    "tokens,fragment",
+    [
+        ([M, "--config"], "needs a file name"),
+        ([M, "--config", "a.yaml", "--config", "b.yaml"], "more than once"),
+        ([M, "--config", "settings.json"], ".yaml/.yml"),
+        ([M, "--config", "missing.yaml"], "no such file"),
+    ],
+)
+def test_config_file_errors(tokens, fragment):
+    with pytest.raises(ConfigFileError) as err:
+        read(tokens, configs={"a.yaml": {}, "b.yaml": {}})
+    assert fragment in str(err.value)
+
+
+def test_config_to_args_mirrors_vllm_load_config_file():
+    assert config_to_args(
+        {"port": 8000, "enforce_eager": True, "trust_remote_code": False, "ignore_patterns": ["a", "b"],
+         "empty": [], "hf_overrides": {"x": 1}, "none": None}
+    ) == ["--port", "8000", "--enforce_eager", "--ignore_patterns", "a", "b",
+          "--hf_overrides", '{"x": 1}', "--none", "None"]
+
+
+@pytest.mark.parametrize(
+    "token,name",
+    [
+        ("--kv-cache-dtype", "kv-cache-dtype"),
+        ("--kv_cache_dtype=auto", "kv-cache-dtype"),
+        ("--speculative_config.kv_cache_dtype", "speculative-config.kv_cache_dtype"),
+        ("-tp", None),
+        ("--", None),
+        ("model", None),
+    ],
+)
+def test_option_name(token, name):
+    assert option_name(token) == name
+
+
+def test_unknown_option_with_an_older_table_is_reported_not_rejected():
+    # A vLLM newer than every table may have options we do not know: say so, do not refuse.
+    table = load_table("99.0.0")
+    assert not table.exact
+    args = read([M, "--brand-new-flag", "--kv-cache-dtype", "fp8"], table)
+    assert args.rejection is None
+    assert args.unknown_options == ("--brand-new-flag",)
+    assert args.value("kv_cache_dtype") == "fp8"
