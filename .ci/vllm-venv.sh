@@ -16,8 +16,13 @@ if [ ! -f "$venv/.complete" ]; then
   mkdir -p "$(dirname "$venv")"
   echo "creating $venv (vLLM $version: ~9 GB, a few minutes)" >&2
   "$py" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip >&2
-  "$venv/bin/python" -m pip install -q "vllm==$version" -r "$here/requirements-test.txt" >&2
+  log="$root/logs/vllm-$version.log"
+  mkdir -p "$(dirname "$log")"
+  if ! { "$venv/bin/python" -m pip install --upgrade pip &&
+         "$venv/bin/python" -m pip install "vllm==$version" -r "$here/requirements-test.txt"; } >"$log" 2>&1; then
+    grep -v "is ignored: it is neither" "$log" | tail -40 >&2
+    exit 1
+  fi
   touch "$venv/.complete"
 fi
 echo "$venv"

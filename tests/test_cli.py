@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import B200, BIN, FAKES, H200, RTX_PRO_6000, clean_env
+from tests.conftest import B200, BIN, FAKES, H200, RTX_PRO_6000, clean_env
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}

@@ -11,7 +11,7 @@ import pytest
 
 from dsv4_launch.nvml import probe_gpus
 
-from conftest import B200, H200, RTX_PRO_6000, gpu_spec
+from tests.conftest import B200, H200, RTX_PRO_6000, gpu_spec
 
 NO_SMI = lambda cmd: None  # noqa: E731  (nvidia-smi absent)
 

@@ -1,0 +1,54 @@
+"""Fixtures for tests against a real vLLM (marker ``vllm_real``).
+
+They need vLLM importable in the running interpreter; .ci/run creates one virtual environment
+per pinned vLLM (``.ci/vllm-venv.sh VERSION``) and runs them there. Without vLLM they skip,
+saying how to run them — unless DSV4_REQUIRE_VLLM=1 (CI), which turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+
+HOW = (
+    "needs a real vLLM: venv=$(.ci/vllm-venv.sh 0.24.0) && $venv/bin/pip install -e . && "
+    "$venv/bin/python -m pytest -m vllm_real tests/vllm_real"
+)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "vllm_real" in str(item.fspath):
+            item.add_marker(pytest.mark.vllm_real)
+
+
+@pytest.fixture(scope="session")
+def real_vllm():
+    """(top-level vLLM parser, serve subparser, vLLM version) built on the CPU platform."""
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
+            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
+        pytest.skip(HOW)
+    os.environ["VLLM_TARGET_DEVICE"] = "cpu"
+    sys.path.insert(0, str(TOOLS))
+    from vllm_serve_parser import make_serve_parser
+
+    top, serve = make_serve_parser()
+    return top, serve, importlib.metadata.version("vllm")
+
+
+def real_parse(top, tokens):
+    """("ok", namespace) or ("reject", what vLLM raised) — the way `vllm serve` would end."""
+    try:
+        return "ok", top.parse_args(["serve", *tokens])
+    except SystemExit as exc:  # argparse errors: exit 2
+        return "reject", f"SystemExit({exc.code})"
+    except Exception as exc:  # ValueError, AssertionError, yaml errors: a traceback for the user
+        return "reject", f"{type(exc).__name__}: {exc}"
