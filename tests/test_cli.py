@@ -45,7 +45,7 @@ def test_rewrites_on_sm120_and_hands_over(run_cli, v4_dir):
 
 
 def test_in_place_replacement_keeps_the_users_spelling(run_cli, v4_dir):
-    done, record = run_cli("dsv4-serve", v4_dir, "--kv_cache_dtype=auto", "-tp", "2")
+    done, record = run_cli("dsv4-serve", v4_dir, "--kv_cache_dtype=auto", "-tp", "2", gpus=(RTX_PRO_6000,) * 2)
     assert record["argv"][2:] == [v4_dir, "--kv_cache_dtype=fp8", "-tp", "2"]
     assert "--kv-cache-dtype auto → fp8" in done.stderr
 
@@ -199,8 +199,8 @@ def test_plan_json(run_cli, v4_dir):
 
 def test_plan_json_argv_is_what_dsv4_serve_hands_over(run_cli, v4_dir):
     args = (v4_dir, "-tp", "2", "--kv_cache_dtype=auto")
-    planned, _ = run_cli("dsv4-launch", "plan", "--json", "--", *args)
-    _, record = run_cli("dsv4-serve", *args)
+    planned, _ = run_cli("dsv4-launch", "plan", "--json", "--", *args, gpus=(RTX_PRO_6000,) * 2)
+    _, record = run_cli("dsv4-serve", *args, gpus=(RTX_PRO_6000,) * 2)
     assert json.loads(planned.stdout)["argv"] == record["argv"][2:]
 
 

@@ -11,7 +11,7 @@ from .model import ModelFacts
 from .model_files import model_facts
 from .nvml import GpuProbe, probe_gpus
 from .option_table import OptionTable, load_table
-from .plan import Facts
+from .facts import Facts
 from .redact import SECRET_OPTIONS, Redactor
 from .serve_args import read_serve_args
 from .settings import Settings
@@ -57,8 +57,8 @@ def gather(
     args = read_serve_args(argv, table, load)
     if args.help_requested or args.rejection:
         model = ModelFacts(name=args.model, source="not read")
-        return Gathered(Facts(args=args, model=model, gpus=None, vllm_version=vllm.version,
-                              vllm_note=vllm.note), table, vllm)
+        facts = Facts(args=args, model=model, gpus=None, vllm_version=vllm.version, vllm_note=vllm.note)
+        return Gathered(facts, table, vllm)
 
     model = model_facts(
         args.model,
@@ -93,5 +93,6 @@ def gather(
         gpu_notes=gpu_notes,
         vllm_version=vllm.version,
         vllm_note=vllm.note,
+        env_attention_backend=env.get("VLLM_ATTENTION_BACKEND") or None,
     )
     return Gathered(facts, table, vllm, result)

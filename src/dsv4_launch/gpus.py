@@ -53,6 +53,11 @@ class GpuSelection:
     gpus: tuple[GpuInfo, ...]
     ambiguous: bool = False  # True: ``gpus`` lists candidates, not a known set
     notes: tuple[str, ...] = field(default=())
+    count: Optional[int] = None  # how many GPUs CUDA will show (None: len(gpus))
+
+    @property
+    def visible_count(self) -> int:
+        return len(self.gpus) if self.count is None else self.count
 
 
 def parse_capability(text: str) -> tuple[int, int]:
@@ -117,7 +122,7 @@ def select_visible(
             "numbers cannot be matched to NVML's; every GPU is considered "
             "(set CUDA_DEVICE_ORDER=PCI_BUS_ID or use GPU UUIDs to be exact)"
         )
-        return GpuSelection(all_gpus, ambiguous=True, notes=tuple(notes))
+        return GpuSelection(all_gpus, ambiguous=True, notes=tuple(notes), count=len(chosen))
     return GpuSelection(tuple(chosen), notes=tuple(notes))
 
 

@@ -7,29 +7,15 @@ data that made it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import quirks
-from .gpus import GpuInfo, GpuSelection
-from .model import ModelFacts
-from .serve_args import KV_CACHE_DTYPE, ServeArgs, option_name
+from .facts import Facts, attention_backend
+from .gpus import GpuInfo
+from .preflight import run_checks
+from .serve_args import KV_CACHE_DTYPE, option_name
 from .versions import is_older
-
-
-@dataclass(frozen=True)
-class Facts:
-    """Everything the plan depends on, gathered before any decision."""
-
-    args: ServeArgs
-    model: ModelFacts
-    gpus: Optional[GpuSelection]  # None: the GPUs could not be read
-    gpu_error: Optional[str] = None  # why they could not, or why some fields are unknown
-    gpu_source: Optional[str] = None  # "nvml", "nvidia-smi", "DSV4_LAUNCH_GPU_CAPABILITY"
-    gpu_notes: tuple[str, ...] = ()  # how the GPUs were learnt, when it is worth saying
-    vllm_version: Optional[str] = None
-    vllm_note: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -49,27 +35,7 @@ class Plan:
     notes: tuple[str, ...] = ()  # decisions to leave something alone, and other information
     warnings: tuple[str, ...] = ()
     refusals: tuple[str, ...] = ()
-
-
-def attention_backend(args: ServeArgs) -> Optional[str]:
-    """The forced attention backend, upper case; None when vLLM picks (missing or ``auto``).
-
-    ``--attention-backend`` or the ``backend`` key of ``--attention-config`` (JSON, dotted or
-    ``-ac``); vLLM matches the name case-insensitively (``vllm/config/attention.py``).
-    """
-    value = args.value("attention_backend")
-    if value is None:
-        config = args.value("attention_config")
-        if isinstance(config, str):
-            try:
-                config = json.loads(config)
-            except json.JSONDecodeError:
-                config = None
-        if isinstance(config, dict):
-            value = config.get("backend")
-    if not isinstance(value, str) or value.lower() == "auto":
-        return None
-    return value.upper()
+    preflight: str = "refuse"  # DSV4_LAUNCH_PREFLIGHT mode the plan was made with
 
 
 @dataclass(frozen=True)
@@ -172,7 +138,7 @@ def _kv_rule(facts: Facts, argv: list[str]) -> tuple[list[Change], list[str], li
                 reference=quirks.CRASH_REFERENCE,
             )
         )
-        _place_kv_value(argv, facts.args)
+        _place_kv_value(argv)
         return changes, notes, warnings
     fine = [v for v in verdicts if v.path is not None]
     if plain and len(plain) == len(fine):
@@ -189,7 +155,7 @@ def _kv_rule(facts: Facts, argv: list[str]) -> tuple[list[Change], list[str], li
     return changes, notes, warnings
 
 
-def _place_kv_value(argv: list[str], args: ServeArgs) -> None:
+def _place_kv_value(argv: list[str]) -> None:
     """Write ``fp8`` where vLLM will read it, keeping every other token as it is.
 
     If the last command-line ``--kv-cache-dtype`` says ``auto``, its value is replaced in
@@ -212,8 +178,11 @@ def _place_kv_value(argv: list[str], args: ServeArgs) -> None:
     argv += ["--kv-cache-dtype", quirks.KV_FIX_VALUE]
 
 
-def make_plan(facts: Facts) -> Plan:
-    """Decide what ``vllm serve`` gets. Pure: same facts, same plan."""
+def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
+    """Decide what ``vllm serve`` gets. Pure: same facts, same plan.
+
+    ``preflight`` is the DSV4_LAUNCH_PREFLIGHT mode: "refuse", "warn" or "off".
+    """
     argv = list(facts.args.tokens)
     warnings: list[str] = list(facts.args.warnings)
     notes: list[str] = []
@@ -222,7 +191,7 @@ def make_plan(facts: Facts) -> Plan:
             f"vLLM will reject these arguments ({facts.args.rejection}); "
             "handing them over unchanged"
         )
-        return Plan(facts=facts, argv=tuple(argv), warnings=tuple(warnings))
+        return Plan(facts=facts, argv=tuple(argv), warnings=tuple(warnings), preflight=preflight)
     if facts.args.unknown_options:
         warnings.append(
             "options unknown to dsv4-launch's table of vLLM "
@@ -232,7 +201,8 @@ def make_plan(facts: Facts) -> Plan:
     if facts.model.note and facts.model.is_dsv4_family:
         warnings.append(f"model {facts.model.name}: {facts.model.note}")
     if facts.model.is_dsv4_family and facts.gpu_error:
-        warnings.append(f"GPUs: {facts.gpu_error}")
+        skipped = "; GPU-specific checks skipped" if not _known_gpus(facts) else ""
+        warnings.append(f"GPUs: {facts.gpu_error}{skipped}")
     notes.extend(facts.gpu_notes)
     if facts.gpus is not None:
         notes.extend(facts.gpus.notes)
@@ -240,13 +210,31 @@ def make_plan(facts: Facts) -> Plan:
     changes, kv_notes, kv_warnings = _kv_rule(facts, argv)
     notes.extend(kv_notes)
     warnings.extend(kv_warnings)
+
+    refusals: list[str] = []
+    if preflight == "off":
+        if facts.model.is_dsv4_family:
+            notes.append("pre-flight checks are off (DSV4_LAUNCH_PREFLIGHT=off)")
+    else:
+        findings = run_checks(facts)
+        warnings.extend(findings.warnings)
+        if preflight == "warn":
+            warnings.extend(f"{p} [DSV4_LAUNCH_PREFLIGHT=warn: starting anyway]" for p in findings.problems)
+        else:
+            refusals.extend(findings.problems)
     return Plan(
         facts=facts,
         argv=tuple(argv),
         changes=tuple(changes),
         notes=tuple(notes),
         warnings=tuple(warnings),
+        refusals=tuple(refusals),
+        preflight=preflight,
     )
+
+
+def _known_gpus(facts: Facts) -> list[GpuInfo]:
+    return [g for g in (facts.gpus.gpus if facts.gpus else ()) if g.capability is not None]
 
 
 def plan_summary(plan: Plan) -> dict[str, Any]:
@@ -283,6 +271,7 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
             "source": facts.model.source,
         },
         "vllm_version": facts.vllm_version,
+        "preflight": plan.preflight,
         "refusals": list(plan.refusals),
         "warnings": list(plan.warnings),
         "notes": list(plan.notes),

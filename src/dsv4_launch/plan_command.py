@@ -52,7 +52,7 @@ def run_plan(
     except ConfigFileError as exc:
         errors.error(str(exc))
         return exit_codes.USAGE
-    plan = make_plan(gathered.facts)
+    plan = make_plan(gathered.facts, settings.preflight)
     if settings.disabled:
         plan = replace(
             plan,

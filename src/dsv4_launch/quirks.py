@@ -87,3 +87,24 @@ def kv_path(major: int, backend: Optional[str]) -> Optional[KvPath]:
         if major in path.majors and backend in path.backends:
             return path
     return None
+
+
+# --- pre-flight refusals: configurations vLLM accepts at first and fails on later ---------
+
+# Attention backends that are not DeepSeek-V4 backends at all: ValueError in
+# ``_select_dsv4_attn_cls`` (vllm/models/deepseek_v4/nvidia/model.py).
+NOT_DSV4_BACKENDS = frozenset({"FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120"})
+# FlashMLA ships only sm_90a / sm_100f kernels: forcing it on SM 12.x cannot work.
+FLASHMLA_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4"})
+FLASHINFER_DSV4 = "FLASHINFER_MLA_SPARSE_DSV4"
+
+MIN_MAJOR = 9  # DeepSeek-V4 kernels exist for SM 9.x, 10.x, 12.x only
+MIN_VLLM_FOR_SM12 = "0.24.0"  # no SM 12.x DeepSeek-V4 path before
+ATTENTION_ENV_IGNORED_FROM = "0.26.0"  # VLLM_ATTENTION_BACKEND no longer read (vLLM #50292)
+
+# Block sizes must be a multiple of this (vllm/models/deepseek_v4/sparse_mla.py,
+# get_supported_kernel_block_sizes; "No common block size" after the weights load).
+BLOCK_MULTIPLE = {"deepseek_v4": 256, "deepseek_v41": 128}
+
+# DeepSeek-V4.1's own resolver rejects these explicit values (vLLM >= 0.30).
+DSV41_REJECTED_KV = frozenset({"fp8_e4m3", "bfloat16"})

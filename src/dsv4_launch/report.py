@@ -114,7 +114,14 @@ def report_plan(plan: Plan, reporter: Reporter, table: OptionTable, *, with_fact
     for warning in plan.warnings:
         reporter.warning(warning)
     for refusal in plan.refusals:
-        reporter.error(refusal)
+        reporter.error(f"pre-flight: {refusal}")
+    if plan.refusals and not with_facts:
+        n = len(plan.refusals)
+        reporter.error(
+            f"not starting vLLM: {n} pre-flight problem{'s' if n > 1 else ''} above would make it "
+            "fail later (DSV4_LAUNCH_PREFLIGHT=warn starts anyway, =off skips the checks)"
+        )
+        return
     reporter.info(command_line(reporter.redactor.argv(plan.argv, table)), label="command")
 
 

@@ -54,8 +54,11 @@ def run_serve(
         except ConfigFileError as exc:
             reporter.error(str(exc))
             return exit_codes.USAGE
+        except KeyboardInterrupt:  # Ctrl-C while probing: vLLM has not started
+            reporter.error("interrupted before vLLM started")
+            return exit_codes.INTERRUPTED
         if not gathered.facts.args.help_requested:
-            plan = make_plan(gathered.facts)
+            plan = make_plan(gathered.facts, settings.preflight)
             report_plan(plan, reporter, gathered.table, with_facts=False)
             if plan.refusals:
                 return exit_codes.REFUSED

@@ -9,6 +9,7 @@ from .gpus import parse_capability
 
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"", "0", "false", "no", "off"}
+PREFLIGHT_MODES = ("refuse", "warn", "off")
 
 
 class SettingsError(ValueError):
@@ -21,6 +22,7 @@ class Settings:
     quiet: bool = False  # DSV4_LAUNCH_QUIET
     gpu_capabilities: Optional[tuple[tuple[int, int], ...]] = None  # DSV4_LAUNCH_GPU_CAPABILITY
     gpu_capability_text: Optional[str] = None
+    preflight: str = "refuse"  # DSV4_LAUNCH_PREFLIGHT: refuse, warn, off
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
@@ -46,7 +48,14 @@ def read_settings(env: Mapping[str, str]) -> Settings:
                 f"DSV4_LAUNCH_GPU_CAPABILITY={text!r} is not a compute capability; use e.g. "
                 "12.0 (RTX PRO 6000), 10.0 (B200) or 9.0 (H100/H200), comma-separated per GPU"
             ) from None
+    preflight = (env.get("DSV4_LAUNCH_PREFLIGHT") or "refuse").strip().lower()
+    if preflight not in PREFLIGHT_MODES:
+        raise SettingsError(
+            f"DSV4_LAUNCH_PREFLIGHT={env['DSV4_LAUNCH_PREFLIGHT']!r} is not understood; use "
+            "refuse (default), warn or off"
+        )
     return Settings(
+        preflight=preflight,
         disabled=_flag(env, "DSV4_LAUNCH_DISABLE"),
         quiet=_flag(env, "DSV4_LAUNCH_QUIET"),
         gpu_capabilities=caps,

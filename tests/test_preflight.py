@@ -1,0 +1,144 @@
+"""Pre-flight refusals (issue: catch the known DeepSeek-V4 failures in a second).
+
+Each rule: one case that trips it and one that does not; then the warn/off modes. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+
+from dsv4_launch.facts import Facts
+from dsv4_launch.gpus import GpuInfo, GpuSelection
+from dsv4_launch.model import classify
+from dsv4_launch.option_table import load_table
+from dsv4_launch.plan import make_plan
+from dsv4_launch.serve_args import read_serve_args
+
+M = "deepseek-ai/DeepSeek-V4-Flash"
+V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
+V41 = {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41", "num_attention_heads": 64}
+LLAMA = {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 6}
+NAMES = {12: "NVIDIA RTX PRO 6000", 10: "NVIDIA B200", 9: "NVIDIA H200", 8: "NVIDIA A100"}
+SM120, SM100, SM90, SM80 = (12, 0), (10, 0), (9, 0), (8, 0)
+
+
+def gpus(*ccs):
+    return GpuSelection(tuple(GpuInfo(i, NAMES[c[0]], f"GPU-{i}", c) for i, c in enumerate(ccs)))
+
+
+def plan(tokens, gpu=None, version: Optional[str] = "0.33.0", config=V4, mode="refuse", source="nvml", env_backend=None):
+    if gpu is None:
+        gpu = gpus(SM120)
+    args = read_serve_args(tokens, load_table(version or "0.33.0"), lambda p: {})
+    facts = Facts(args=args, model=classify(M, config, "test"), gpus=gpu, gpu_source=source,
+                  vllm_version=version, env_attention_backend=env_backend)
+    return make_plan(facts, mode)
+
+
+FI = ["--attention-backend", "FLASHINFER_MLA_SPARSE_DSV4"]
+
+CASES = [
+    # (name, tripping case, passing case) — each as (tokens, kwargs)
+    ("non-fp8 KV on fp8_ds_mla", ([M, "--kv-cache-dtype", "bfloat16"], {}),
+     ([M, "--kv-cache-dtype", "fp8_e4m3"], {})),
+    ("float16 on FlashMLA (H200)", ([M, "--kv-cache-dtype", "float16"], {"gpu": gpus(SM90)}),
+     ([M, "--kv-cache-dtype", "bfloat16", *FI], {"gpu": gpus(SM100)})),  # plain rows take bf16
+    ("non-fp8 KV with unknown GPU, default backend",
+     ([M, "--kv-cache-dtype", "bfloat16"], {"gpu": GpuSelection((GpuInfo(0),)), "source": None}),
+     ([M, "--kv-cache-dtype", "bfloat16", *FI], {"gpu": GpuSelection((GpuInfo(0),)), "source": None})),
+    ("no GPU visible to CUDA", ([M], {"gpu": GpuSelection(())}), ([M], {"gpu": GpuSelection(()), "source": None})),
+    ("V4.1 rejects fp8_e4m3", ([M, "--kv-cache-dtype", "fp8_e4m3"], {"config": V41}),
+     ([M, "--kv-cache-dtype", "fp8"], {"config": V41})),
+    ("V4.1 rejects bfloat16", ([M, "--kv-cache-dtype", "bfloat16"], {"config": V41}),
+     ([M], {"config": V41})),
+    ("SM10 FlashInfer with fp8_ds_mla", ([M, *FI, "--kv-cache-dtype", "fp8_ds_mla"], {"gpu": gpus(SM100)}),
+     ([M, *FI, "--kv-cache-dtype", "fp8"], {"gpu": gpus(SM100)})),
+    ("FlashMLA forced on SM12", ([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {}),
+     ([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {"gpu": gpus(SM90)})),
+    ("FlashMLA (generic) forced on SM12", ([M, "--attention-backend", "flashmla_sparse"], {}),
+     ([M, "--attention-backend", "auto"], {})),
+    ("not a DSv4 backend", ([M, "--attention-backend", "FLASHINFER_MLA_SPARSE"], {"gpu": gpus(SM100)}),
+     ([M, *FI], {"gpu": gpus(SM100)})),
+    ("not a DSv4 backend (SM120 name)", ([M, "--attention-backend", "FLASHINFER_MLA_SPARSE_SM120"], {}),
+     ([M, *FI], {})),
+    ("compute capability below 9.0", ([M], {"gpu": gpus(SM80)}), ([M], {"gpu": gpus(SM90)})),
+    ("SM12 with vLLM older than 0.24", ([M], {"version": "0.23.1"}), ([M], {"version": "0.24.0"})),
+    ("block size V4", ([M, "--block-size", "128"], {}), ([M, "--block-size", "512"], {})),
+    ("block size V4.1", ([M, "--block-size", "64"], {"config": V41}), ([M, "--block-size", "128"], {"config": V41})),
+    ("TP does not divide heads", ([M, "-tp", "3"], {"gpu": gpus(SM120, SM120, SM120)}),
+     ([M, "-tp", "4"], {"gpu": gpus(*[SM120] * 4)})),
+    ("TP×PP more than visible GPUs", ([M, "-tp", "4", "-pp", "2"], {"gpu": gpus(*[SM120] * 4)}),
+     ([M, "-tp", "4", "-pp", "2"], {"gpu": gpus(*[SM120] * 8)})),
+]
+
+
+@pytest.mark.parametrize("name,trips,passes", CASES, ids=[c[0] for c in CASES])
+def test_rule_both_ways(name, trips, passes):
+    bad = plan(trips[0], **trips[1])
+    assert len(bad.refusals) == 1, bad.refusals
+    assert bad.preflight == "refuse"
+    good = plan(passes[0], **passes[1])
+    assert good.refusals == (), good.refusals
+
+
+def test_refusal_names_setting_reason_fix_and_reference():
+    (line,) = plan([M, "--kv-cache-dtype", "bfloat16"]).refusals
+    assert line.startswith("--kv-cache-dtype bfloat16 (command line):")
+    assert "fp8_ds_mla" in line and "Fix: --kv-cache-dtype fp8" in line and "vLLM #47174" in line
+    (line,) = plan([M, "-tp", "3"], gpu=gpus(SM120, SM120, SM120)).refusals
+    assert "64 attention heads" in line and "[1, 2, 4, 8, 16]" in line
+
+
+def test_several_problems_are_all_listed():
+    bad = plan([M, "--block-size", "100", "-tp", "3", "--attention-backend", "FLASHMLA_SPARSE"])
+    assert len(bad.refusals) == 4  # block, heads, GPUs, backend
+
+
+def test_gpu_count_needs_a_real_count():
+    # DSV4_LAUNCH_GPU_CAPABILITY says what the GPUs are, not how many.
+    assert plan([M, "-tp", "8"], source="DSV4_LAUNCH_GPU_CAPABILITY").refusals == ()
+
+
+@pytest.mark.parametrize("extra", [["--distributed-executor-backend", "ray"], ["--nnodes", "2"]])
+def test_gpu_count_is_per_node_only_on_single_node_runs(extra):
+    assert plan([M, "-tp", "8", *extra]).refusals == ()
+
+
+def test_cuda_visible_devices_count_not_candidates():
+    # Ambiguous FASTEST_FIRST mapping lists every GPU as a candidate, but only one is visible.
+    sel = GpuSelection(gpus(SM90, SM120).gpus, ambiguous=True, count=1)
+    assert len(plan([M, "-tp", "2"], gpu=sel).refusals) == 1
+
+
+def test_other_models_are_not_checked():
+    assert plan([M, "--block-size", "16", "-tp", "4"], config=LLAMA).refusals == ()
+
+
+def test_warn_mode_turns_refusals_into_warnings():
+    p = plan([M, "--kv-cache-dtype", "bfloat16"], mode="warn")
+    assert p.refusals == () and p.preflight == "warn"
+    assert any("bfloat16" in w and "DSV4_LAUNCH_PREFLIGHT=warn" in w for w in p.warnings)
+
+
+def test_off_mode_skips_and_says_so():
+    p = plan([M, "--kv-cache-dtype", "bfloat16"], mode="off")
+    assert p.refusals == () and not any("bfloat16" in w for w in p.warnings)
+    assert "pre-flight checks are off (DSV4_LAUNCH_PREFLIGHT=off)" in p.notes
+
+
+def test_warnings_attention_env_and_mixed_gpus():
+    p = plan([M], gpu=gpus(SM90, SM120), env_backend="FLASHMLA")
+    assert any("VLLM_ATTENTION_BACKEND=FLASHMLA is not read" in w and "--attention-backend FLASHMLA" in w
+               for w in p.warnings)
+    assert any("different compute capability" in w for w in p.warnings)
+    assert p.refusals == ()
+
+
+def test_unknown_gpus_are_said_not_refused():
+    args = read_serve_args([M, "-tp", "2"], load_table("0.33.0"), lambda p: {})
+    facts = Facts(args=args, model=classify(M, V4, "test"), gpus=None, gpu_error="NVML: driver not loaded")
+    p = make_plan(facts)
+    assert p.refusals == ()
+    assert any("driver not loaded" in w and "GPU-specific checks skipped" in w for w in p.warnings)
