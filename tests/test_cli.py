@@ -258,3 +258,42 @@ def test_exec_loop_is_stopped(run_cli, v4_dir, vllm_on_path):
     done, _ = run_cli("dsv4-serve", v4_dir, vllm=None, env={
         "PATH": f"{BIN}{os.pathsep}{vllm_on_path}{os.pathsep}/usr/bin:/bin", "DSV4_LAUNCH_EXECED": "1"})
     assert done.returncode == 127 and "wrapper" in done.stderr
+
+
+# --- pre-flight and doctor through the console scripts ---------------------------------------
+
+
+def test_preflight_refusal_stops_before_vllm(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, "--kv-cache-dtype", "bfloat16", "--block-size", "64")
+    assert done.returncode == 2 and record is None
+    errors = [l for l in done.stderr.splitlines() if l.startswith("dsv4-serve: error: ")]
+    assert len(errors) == 3  # two problems and the summary
+    assert "--kv-cache-dtype bfloat16" in errors[0] and "--block-size 64" in errors[1]
+    assert "DSV4_LAUNCH_PREFLIGHT=warn" in errors[2]
+    assert "command:" not in done.stderr
+
+
+def test_preflight_warn_mode_starts_anyway(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, "--kv-cache-dtype", "bfloat16", env={"DSV4_LAUNCH_PREFLIGHT": "warn"})
+    assert done.returncode == 0 and record["argv"][2:] == [v4_dir, "--kv-cache-dtype", "bfloat16"]
+    assert "dsv4-serve: warning: --kv-cache-dtype bfloat16" in done.stderr
+
+
+def test_plan_json_lists_refusals(run_cli, v4_dir):
+    done, _ = run_cli("dsv4-launch", "plan", "--json", v4_dir, "--attention-backend", "FLASHMLA_SPARSE_DSV4")
+    data = json.loads(done.stdout)
+    assert done.returncode == 0 and data["preflight"] == "refuse"
+    assert len(data["refusals"]) == 1 and "FlashMLA has no sm_120 kernels" in data["refusals"][0]
+
+
+def test_doctor_end_to_end(run_cli, v4_dir):
+    done, record = run_cli("dsv4-launch", "doctor", "--json", v4_dir)
+    assert record is None
+    data = json.loads(done.stdout)
+    gpu = [c for c in data["checks"] if c["section"] == "gpu"]
+    assert gpu[0]["status"] == "OK" and "NVIDIA RTX PRO 6000 Blackwell Workstation Edition (SM 12.0)" in gpu[0]["detail"]
+    # the fake vLLM package is importable but this test environment has no torch
+    torch = [c for c in data["checks"] if c["section"] == "torch"]
+    assert torch[0]["status"] == "FAIL" and done.returncode == 1
+    done, _ = run_cli("dsv4-launch", "doctor", v4_dir)
+    assert done.stdout.splitlines()[-1] == "FAIL: DeepSeek-V4 would not start here"

@@ -45,6 +45,20 @@ def plan(as_json: bool, vllm_args: tuple[str, ...]) -> None:
     sys.exit(run_plan(list(vllm_args), as_json=as_json))
 
 
+@cli.command(context_settings=PASS_THROUGH)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
+def doctor(as_json: bool, vllm_args: tuple[str, ...]) -> None:
+    """Check everything that decides whether DeepSeek-V4 will start here.
+
+    GPUs, driver, Python, vLLM, PyTorch and its CUDA architectures, FlashInfer, the model given
+    in VLLM_ARGS and the plan for it. Exit 0 when nothing fails, 1 when something would.
+    """
+    from .doctor_command import run_doctor
+
+    sys.exit(run_doctor(list(vllm_args), as_json=as_json))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Console script ``dsv4-launch``; ``serve`` goes straight to vLLM's argument handling."""
     args = sys.argv[1:] if argv is None else list(argv)

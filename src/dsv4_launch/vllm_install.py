@@ -83,3 +83,25 @@ def _version_beside_script(exe: str) -> Optional[str]:
         except OSError:
             continue
     return None
+
+
+def interpreter_of(install: VllmInstall) -> Optional[str]:
+    """The Python that runs vLLM: this one, or the one in the `vllm` script's shebang."""
+    import sys
+
+    if install.importable:
+        return sys.executable
+    if install.executable is None:
+        return None
+    try:
+        with open(install.executable, "rb") as handle:
+            first = handle.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if first.startswith("#!"):
+        parts = first[2:].split()
+        if parts and not parts[0].endswith("/env"):
+            return parts[0]
+        if len(parts) > 1:
+            return shutil.which(parts[1])
+    return None

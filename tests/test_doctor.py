@@ -1,0 +1,176 @@
+"""dsv4-launch doctor: every section with its subject present and missing.
+
+Faked: the GPU probe result (GpuProbe values, as nvml.py returns them) and the runtime probe
+(the JSON the child interpreter prints about torch and FlashInfer); the real runtime probe
+runs once against this test interpreter, and against real torch in tests/vllm_real.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+from dsv4_launch.doctor import FAIL, OK, WARN, Environment, _arch_coverage, diagnose
+from dsv4_launch.doctor_command import probe_runtime, run_doctor
+from dsv4_launch.facts import Facts
+from dsv4_launch.gpus import GpuInfo, GpuSelection
+from dsv4_launch.model import classify
+from dsv4_launch.nvml import GpuProbe
+from dsv4_launch.option_table import load_table
+from dsv4_launch.plan import make_plan
+from dsv4_launch.serve_args import read_serve_args
+from dsv4_launch.vllm_install import VllmInstall
+
+M = "deepseek-ai/DeepSeek-V4-Flash"
+V4 = {"architectures": ["DeepseekV4ForCausalLM"], "num_attention_heads": 64}
+RTX = GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-r", (12, 0), 97887 * 2**20)
+A100 = GpuInfo(1, "NVIDIA A100", "GPU-a", (8, 0), 80 * 2**30)
+TORCH_OK = {"version": "2.11.0+cu130", "cuda": "13.0", "arch_flags": ["sm_90", "sm_100", "sm_120"]}
+FI_OK = {"version": "0.6.12", "sm120_sparse_mla": True}
+
+
+def make(gpus=(RTX,), visible=None, tokens=(M,), version="0.24.0", runtime=None, where="this environment",
+         error=None, source="nvml"):
+    probe = GpuProbe(gpus=tuple(gpus), source=source, error=error, driver_version="550.54.15",
+                     cuda_driver_version="12.4") if gpus or error else None
+    selection = GpuSelection(tuple(visible if visible is not None else gpus)) if gpus else None
+    args = read_serve_args(list(tokens), load_table(version or "0.33.0"), lambda p: {})
+    facts = Facts(args=args, model=classify(M, V4, "config.json"), gpus=selection, gpu_source=source if gpus else None,
+                  gpu_error=error, vllm_version=version)
+    env = Environment(python="3.11.7", vllm_version=version, vllm_where=where,
+                      runtime=runtime if runtime is not None else {"torch": TORCH_OK, "flashinfer": FI_OK},
+                      runtime_error=None if runtime is not False else "no interpreter")
+    if runtime is False:
+        env = Environment(python="3.11.7", vllm_version=version, vllm_where=where, runtime=None,
+                          runtime_error="no interpreter")
+    return diagnose(make_plan(facts), probe, env)
+
+
+def statuses(diagnosis, section):
+    return [c.status for c in diagnosis.checks if c.section == section]
+
+
+def details(diagnosis, section):
+    return " | ".join(c.detail for c in diagnosis.checks if c.section == section)
+
+
+def test_all_present_and_fine():
+    d = make(version="0.33.0")
+    assert not d.failed
+    assert statuses(d, "gpu") == [OK] and "95.6 GiB" in details(d, "gpu") and "GPU-r" in details(d, "gpu")
+    assert "visible to CUDA" in details(d, "gpu")
+    assert statuses(d, "driver") == [OK] and "550.54.15" in details(d, "driver") and "CUDA driver 12.4" in details(d, "driver")
+    assert statuses(d, "vllm") == [OK]
+    assert statuses(d, "torch") == [OK, OK] and "has kernels for GPU 0 (SM 12.0)" in details(d, "torch")
+    assert statuses(d, "flashinfer") == [OK] and "present" in details(d, "flashinfer")
+    assert statuses(d, "model") == [OK] and statuses(d, "preflight") == [OK]
+
+
+def test_no_gpus():
+    d = make(gpus=(), error="NVML: NVIDIA driver not loaded")
+    assert statuses(d, "gpu") == [FAIL] and "driver not loaded" in details(d, "gpu")
+    assert d.failed
+
+
+def test_gpu_hidden_by_cuda_visible_devices_and_too_old():
+    d = make(gpus=(RTX, A100), visible=(RTX,))
+    assert statuses(d, "gpu") == [OK, WARN]
+    assert "hidden by CUDA_VISIBLE_DEVICES" in details(d, "gpu")
+    assert not d.failed
+    d = make(gpus=(RTX, A100))
+    assert FAIL in statuses(d, "gpu")
+
+
+def test_capability_override_is_said():
+    d = make(source="DSV4_LAUNCH_GPU_CAPABILITY")
+    assert statuses(d, "gpu") == [WARN] and "DSV4_LAUNCH_GPU_CAPABILITY" in details(d, "gpu")
+
+
+def test_vllm_with_and_without_the_crash_and_missing():
+    assert statuses(make(version="0.24.0"), "vllm") == [WARN]
+    assert "has the `auto` KV-cache crash" in details(make(version="0.24.0"), "vllm")
+    assert statuses(make(version="0.33.0"), "vllm") == [OK]
+    d = make(version=None, where=None)
+    assert statuses(d, "vllm") == [FAIL] and d.failed
+    assert statuses(make(version=None), "vllm") == [WARN]
+
+
+def test_torch_missing_cpu_build_and_arch_gaps():
+    d = make(runtime={"torch": None, "flashinfer": FI_OK})
+    assert statuses(d, "torch") == [FAIL] and "not installed" in details(d, "torch")
+    d = make(runtime={"torch": {"version": "2.13.0+cpu", "cuda": None, "arch_flags": []}, "flashinfer": FI_OK})
+    assert statuses(d, "torch") == [FAIL] and "CPU-only" in details(d, "torch")
+    old = {"version": "2.5.0", "cuda": "12.4", "arch_flags": ["sm_80", "sm_90"]}
+    d = make(runtime={"torch": old, "flashinfer": FI_OK})
+    assert statuses(d, "torch") == [OK, FAIL] and "no kernels for GPU 0 (SM 12.0)" in details(d, "torch")
+
+
+def test_runtime_not_inspectable():
+    d = make(runtime=False)
+    assert statuses(d, "torch") == [WARN] and "no interpreter" in details(d, "torch")
+
+
+def test_flashinfer_missing_or_without_sm120_api():
+    d = make(runtime={"torch": TORCH_OK, "flashinfer": None})
+    assert statuses(d, "flashinfer") == [FAIL]
+    d = make(runtime={"torch": TORCH_OK, "flashinfer": {"version": "0.2.0", "sm120_sparse_mla": False}})
+    assert statuses(d, "flashinfer") == [FAIL] and "missing" in details(d, "flashinfer")
+    h200 = GpuInfo(0, "NVIDIA H200", "GPU-h", (9, 0))
+    d = make(gpus=(h200,), runtime={"torch": TORCH_OK, "flashinfer": None}, version="0.33.0")
+    assert statuses(d, "flashinfer") == [OK]
+
+
+def test_plan_section_has_changes_and_refusals():
+    d = make()
+    assert "will set --kv-cache-dtype fp8" in details(d, "plan")
+    d = make(tokens=(M, "--kv-cache-dtype", "bfloat16"))
+    assert statuses(d, "preflight") == [FAIL] and d.failed
+
+
+@pytest.mark.parametrize(
+    "cc,flags,verdict",
+    [
+        ((12, 0), ["sm_90", "sm_120"], OK),
+        ((12, 1), ["sm_120"], OK),  # same major, lower minor cubin runs
+        ((12, 0), ["sm_121"], FAIL),
+        ((9, 0), ["sm_90a"], OK),
+        ((10, 0), ["sm_90a"], FAIL),  # arch-specific cubins do not carry over
+        ((12, 0), ["sm_90", "compute_90"], WARN),  # PTX only: JIT at start-up
+        ((12, 0), ["sm_80", "sm_90"], FAIL),
+    ],
+)
+def test_arch_coverage(cc, flags, verdict):
+    assert _arch_coverage(cc, flags) == verdict
+
+
+def test_runtime_probe_really_runs():
+    result, error = probe_runtime(sys.executable)
+    assert error is None and set(result) >= {"torch", "flashinfer"}
+    result, error = probe_runtime("/nonexistent/python")
+    assert result is None and "cannot run" in error
+
+
+def test_doctor_command_json_and_exit_codes():
+    out = io.StringIO()
+    gpus = GpuProbe(gpus=(RTX,), source="nvml", driver_version="550.54.15")
+    code = run_doctor(
+        [M, "--api-key", "sk-doc-1"], as_json=True, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
+        probe=lambda: gpus, vllm=VllmInstall(version="0.33.0", importable=True),
+        runtime=lambda python: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None),
+    )
+    data = json.loads(out.getvalue())
+    assert code == 0 and data["ok"] is True and data["schema_version"] == 1
+    assert {"gpu", "driver", "python", "vllm", "torch", "flashinfer", "model", "plan"} <= {c["section"] for c in data["checks"]}
+    assert data["plan"]["argv"] == [M, "--api-key", "***", "--kv-cache-dtype", "fp8"]
+    assert "sk-doc-1" not in out.getvalue()
+    out = io.StringIO()
+    code = run_doctor([M], as_json=False, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
+                      probe=lambda: GpuProbe(error="NVML: driver not loaded"),
+                      vllm=VllmInstall(version=None, importable=False),
+                      runtime=lambda python: (None, "no vLLM"))
+    assert code == 1
+    assert out.getvalue().splitlines()[-1] == "FAIL: DeepSeek-V4 would not start here"
+    assert out.getvalue().splitlines()[0].startswith("FAIL  gpu ")
