@@ -142,3 +142,14 @@ def test_unknown_gpus_are_said_not_refused():
     p = make_plan(facts)
     assert p.refusals == ()
     assert any("driver not loaded" in w and "GPU-specific checks skipped" in w for w in p.warnings)
+
+
+def test_ray_head_without_gpus_is_warned():
+    args = read_serve_args([M, "--distributed-executor-backend", "ray", "-tp", "16"], load_table("0.33.0"), lambda p: {})
+    blind = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=GpuSelection(()), gpu_source="nvml"))
+    assert any("Ray worker" in w and "DSV4_LAUNCH_GPU_CAPABILITY" in w for w in blind.warnings)
+    told = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120),
+                           gpu_source="DSV4_LAUNCH_GPU_CAPABILITY"))
+    assert not any("Ray worker" in w for w in told.warnings)
+    seeing = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120), gpu_source="nvml"))
+    assert not any("Ray worker" in w for w in seeing.warnings)

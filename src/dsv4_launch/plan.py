@@ -206,6 +206,17 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
     notes.extend(facts.gpu_notes)
     if facts.gpus is not None:
         notes.extend(facts.gpus.notes)
+    if (
+        facts.model.is_dsv4_family
+        and facts.args.value("distributed_executor_backend") == "ray"
+        and facts.gpu_source != "DSV4_LAUNCH_GPU_CAPABILITY"
+        and not _known_gpus(facts)
+    ):
+        warnings.append(
+            "--distributed-executor-backend ray on a host that sees no GPU: this process decides "
+            "the KV-cache dtype for every Ray worker without knowing their GPUs; set "
+            "DSV4_LAUNCH_GPU_CAPABILITY to the workers' compute capability (e.g. 12.0)"
+        )
 
     changes, kv_notes, kv_warnings = _kv_rule(facts, argv)
     notes.extend(kv_notes)
