@@ -63,6 +63,14 @@ B200 = gpu_spec("NVIDIA B200", "GPU-10000000-0000-0000-0000-000000000000", "10.0
 A100 = gpu_spec("NVIDIA A100-SXM4-80GB", "GPU-80000000-0000-0000-0000-000000000000", "8.0", 81920)
 
 
+def install_fake_vllm_executable(bindir: Path) -> Path:
+    """Put the fake `vllm` executable (fakes/vllm_on_path.py) into ``bindir``."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FAKES / "vllm_on_path.py", bindir / "vllm")
+    (bindir / "vllm_pkg").symlink_to(FAKES / "vllm_pkg")
+    return bindir
+
+
 @pytest.fixture(scope="session")
 def fake_nvml_dir(tmp_path_factory) -> Path:
     """A directory holding the compiled stand-in libnvidia-ml.so.1."""

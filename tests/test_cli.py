@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import B200, BIN, FAKES, H200, RTX_PRO_6000, clean_env
+from tests.conftest import B200, BIN, H200, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
@@ -228,10 +227,7 @@ def test_python_dash_m_and_launch_serve_are_the_same_tool(run_cli, v4_dir, tmp_p
 
 @pytest.fixture
 def vllm_on_path(tmp_path) -> Path:
-    bindir = tmp_path / "other-env" / "bin"
-    bindir.mkdir(parents=True)
-    shutil.copy(FAKES / "vllm_on_path.py", bindir / "vllm")
-    return bindir
+    return install_fake_vllm_executable(tmp_path / "other-env" / "bin")
 
 
 def test_exec_fallback_keeps_the_pid(run_cli, tmp_path, v4_dir, vllm_on_path):
@@ -243,7 +239,7 @@ def test_exec_fallback_keeps_the_pid(run_cli, tmp_path, v4_dir, vllm_on_path):
     assert proc.returncode == 5
     data = json.loads(record.read_text())
     assert data["pid"] == proc.pid  # the same process, now running vllm
-    assert data["argv"] == ["serve", v4_dir, "--kv-cache-dtype", "fp8"]
+    assert data["argv"] == ["vllm", "serve", v4_dir, "--kv-cache-dtype", "fp8"]
     assert "changed: --kv-cache-dtype" in err
 
 

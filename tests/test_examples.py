@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import BIN, FAKES, RTX_PRO_6000, clean_env
+from tests.conftest import BIN, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 M = "deepseek-ai/DeepSeek-V4-Flash"
@@ -132,10 +132,7 @@ def test_shell_snippet_passes_shellcheck():
 )
 def test_shell_snippet_routes_only_serve(tmp_path, fake_nvml_dir, fake_vllm_path, line, wrap, who, argv):
     """bash sources the snippet; `vllm` on PATH and vLLM's entry point are fakes that record."""
-    bindir = tmp_path / "vllm-env" / "bin"
-    bindir.mkdir(parents=True)
-    shutil.copy(FAKES / "vllm_on_path.py", bindir / "vllm")
-    (bindir / "vllm_pkg").symlink_to(FAKES / "vllm_pkg")
+    bindir = install_fake_vllm_executable(tmp_path / "vllm-env" / "bin")
     record = tmp_path / "record.json"
     env = clean_env(tmp_path, FAKE_VLLM_RECORD=str(record), DSV4_WRAP_VLLM=wrap,
                     LD_LIBRARY_PATH=str(fake_nvml_dir), FAKE_NVML_GPUS=RTX_PRO_6000 + ";" + RTX_PRO_6000,

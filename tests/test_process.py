@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIN, FAKES, RTX_PRO_6000, clean_env
+from tests.conftest import BIN, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 
@@ -49,10 +48,7 @@ def start(tmp_path, fake_nvml_dir, fake_vllm_path):
         env = clean_env(tmp_path, FAKE_VLLM_RECORD=str(record), FAKE_VLLM_BEHAVIOUR="serve",
                         LD_LIBRARY_PATH=str(fake_nvml_dir), FAKE_NVML_GPUS=RTX_PRO_6000)
         if exec_fallback:
-            bindir = tmp_path / "vllm-env" / "bin"
-            bindir.mkdir(parents=True)
-            shutil.copy(FAKES / "vllm_on_path.py", bindir / "vllm")
-            (bindir / "vllm_pkg").symlink_to(FAKES / "vllm_pkg")
+            bindir = install_fake_vllm_executable(tmp_path / "vllm-env" / "bin")
             env["PATH"] = f"{BIN}{os.pathsep}{bindir}{os.pathsep}/usr/bin:/bin"
         else:
             env["PYTHONPATH"] = str(fake_vllm_path("0.24.0"))
