@@ -27,6 +27,9 @@ def test_nothing_heavy_before_handover(run_cli):
     assert "rich" not in mods  # output is not a terminal
     assert "yaml" not in mods  # no --config
     assert "click" not in mods  # dsv4-serve parses nothing of its own
+    # the start-up budget (benchmarks/bench.py): these cost milliseconds each and are avoided
+    for heavy in ("typing", "dataclasses", "inspect", "pathlib", "importlib.metadata", "packaging"):
+        assert heavy not in mods, f"{heavy} is imported before the hand-over"
 
 
 def test_yaml_only_with_a_config_file(run_cli, tmp_path):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional, Sequence
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
 
 import click
 

@@ -8,26 +8,28 @@ and prints the report is ``doctor_command.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Optional
 
 from . import quirks
 from .gpus import GpuInfo
 from .nvml import GpuProbe
 from .plan import Plan
+from .records import record
 from .versions import is_older
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
 
-@dataclass(frozen=True)
+@record
 class Check:
     section: str
     status: str  # OK, WARN, FAIL
     detail: str
 
 
-@dataclass(frozen=True)
+@record
 class Environment:
     """What the interpreter that will run vLLM has; None for a part that could not be read."""
 
@@ -38,9 +40,9 @@ class Environment:
     runtime_error: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@record
 class Diagnosis:
-    checks: tuple[Check, ...] = field(default=())
+    checks: tuple[Check, ...] = ()
 
     @property
     def failed(self) -> bool:

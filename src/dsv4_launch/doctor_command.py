@@ -7,7 +7,9 @@ import os
 import platform
 import subprocess
 import sys
-from typing import Any, Callable, Mapping, Optional, TextIO
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Optional, TextIO
 
 from . import exit_codes
 from .doctor import Diagnosis, Environment, diagnose

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Optional
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Optional
 
 from .gpus import GpuSelection
 from .model import ModelFacts
 from .serve_args import ServeArgs
+from .records import record
 
 
-@dataclass(frozen=True)
+@record
 class Facts:
     """Everything the plan depends on, gathered before any decision."""
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Optional, Sequence
 
 from .config_file import load_config_file
 from .gpus import GpuInfo, GpuSelection, select_visible
@@ -16,11 +17,12 @@ from .redact import SECRET_OPTIONS, Redactor
 from .serve_args import read_serve_args
 from .settings import Settings
 from .vllm_install import VllmInstall, find_vllm
+from .records import record
 
 OVERRIDE = "DSV4_LAUNCH_GPU_CAPABILITY"
 
 
-@dataclass(frozen=True)
+@record
 class Gathered:
     facts: Facts
     table: OptionTable

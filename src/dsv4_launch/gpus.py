@@ -19,11 +19,14 @@ to it holds for whichever GPU CUDA really picks. Nothing here touches NVML or CU
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional, Sequence
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
+
+from .records import record
 
 
-@dataclass(frozen=True)
+@record
 class GpuInfo:
     """One physical GPU as NVML (or nvidia-smi) reports it; unknown fields are None."""
 
@@ -46,13 +49,13 @@ class GpuInfo:
         return f"{name} ({cc})"
 
 
-@dataclass(frozen=True)
+@record
 class GpuSelection:
     """The GPUs a process started with the given environment may run on."""
 
     gpus: tuple[GpuInfo, ...]
     ambiguous: bool = False  # True: ``gpus`` lists candidates, not a known set
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
     count: Optional[int] = None  # how many GPUs CUDA will show (None: len(gpus))
 
     @property

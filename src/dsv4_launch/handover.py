@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Mapping, Optional, Sequence
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Optional, Sequence
 
 from .vllm_install import VllmInstall
 

@@ -8,8 +8,12 @@ used, and the result says so.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+from .records import record
 
 # vLLM's DeepSeek-V4 code path (vllm/models/deepseek_v4/, vLLM ≥ 0.20).
 DSV4_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM", "DeepseekV4ForConditionalGeneration"})
@@ -22,7 +26,7 @@ V4 = "deepseek_v4"
 V41 = "deepseek_v41"
 
 
-@dataclass(frozen=True)
+@record
 class ModelFacts:
     """The model vLLM will load, as far as it could be told offline."""
 

@@ -16,27 +16,33 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
-from typing import Any, Mapping, Optional
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Optional
 
 from .model import ModelFacts, classify
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
-def hub_cache_dirs(env: Mapping[str, str], download_dir: Optional[str]) -> list[Path]:
-    dirs: list[Path] = []
+def hub_cache_dirs(env: Mapping[str, str], download_dir: Optional[str]) -> list[str]:
+    def expand(path: str) -> str:
+        if path.startswith("~") and env.get("HOME"):
+            path = env["HOME"] + path[1:]
+        return os.path.expanduser(path)
+
+    dirs: list[str] = []
     if download_dir:
-        dirs.append(Path(download_dir).expanduser())
+        dirs.append(expand(download_dir))
     explicit = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
     if explicit:
-        dirs.append(Path(explicit).expanduser())
+        dirs.append(expand(explicit))
     elif env.get("HF_HOME"):
-        dirs.append(Path(env["HF_HOME"]).expanduser() / "hub")
+        dirs.append(os.path.join(expand(env["HF_HOME"]), "hub"))
     else:
         xdg = env.get("XDG_CACHE_HOME")
-        base = Path(xdg).expanduser() if xdg else Path(env.get("HOME", "~")).expanduser() / ".cache"
-        dirs.append(base / "huggingface" / "hub")
+        base = expand(xdg) if xdg else os.path.join(expand(env.get("HOME", "~")), ".cache")
+        dirs.append(os.path.join(base, "huggingface", "hub"))
     return dirs
 
 
@@ -45,12 +51,12 @@ def locate_config(
     env: Mapping[str, str],
     revision: Optional[str] = None,
     download_dir: Optional[str] = None,
-) -> tuple[Optional[Path], str]:
+) -> tuple[Optional[str], str]:
     """Path of config.json for ``model`` and how it was found, or (None, why not)."""
-    local = Path(model).expanduser()
-    if local.is_dir():
-        candidate = local / "config.json"
-        if candidate.is_file():
+    local = os.path.expanduser(model)
+    if os.path.isdir(local):
+        candidate = os.path.join(local, "config.json")
+        if os.path.isfile(candidate):
             return candidate, f"config.json in {local}"
         return None, f"{local} has no config.json"
     if model.count("/") != 1 or model.startswith(("/", ".", "~")):
@@ -59,28 +65,30 @@ def locate_config(
     folder = "models--" + model.replace("/", "--")
     looked: list[str] = []
     for cache in hub_cache_dirs(env, download_dir):
-        repo = cache / folder
-        looked.append(str(cache))
-        commit = rev if _COMMIT.match(rev) else _read_ref(repo / "refs" / rev)
+        repo = os.path.join(cache, folder)
+        looked.append(cache)
+        commit = rev if _COMMIT.match(rev) else _read_ref(os.path.join(repo, "refs", rev))
         if commit is None:
             continue
-        candidate = repo / "snapshots" / commit / "config.json"
-        if candidate.is_file():
-            return candidate, f"Hugging Face cache ({candidate.parent})"
+        candidate = os.path.join(repo, "snapshots", commit, "config.json")
+        if os.path.isfile(candidate):
+            return candidate, f"Hugging Face cache ({os.path.dirname(candidate)})"
     return None, f"{model}@{rev} is not in the Hugging Face cache ({', '.join(looked)})"
 
 
-def _read_ref(path: Path) -> Optional[str]:
+def _read_ref(path: str) -> Optional[str]:
     try:
-        return path.read_text().strip() or None
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip() or None
     except OSError:
         return None
 
 
-def read_config(path: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+def read_config(path: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     """config.json as a dict, or (None, a one-line reason)."""
     try:
-        data = json.loads(path.read_text())
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
     except OSError as exc:
         return None, f"cannot read {path}: {exc.strerror or exc}"
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

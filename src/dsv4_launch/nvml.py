@@ -16,17 +16,17 @@ Failure modes and what they become:
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Optional
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 from .gpus import GpuInfo, parse_capability
+from .records import record
 
 NVIDIA_SMI_QUERY = "index,uuid,name,compute_cap,memory.total"
 
 
-@dataclass(frozen=True)
+@record
 class GpuProbe:
     """What the machine said about its GPUs."""
 
@@ -35,7 +35,7 @@ class GpuProbe:
     error: Optional[str] = None  # why the list is missing or incomplete
     driver_version: Optional[str] = None
     cuda_driver_version: Optional[str] = None
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
 
 def probe_gpus(
@@ -50,20 +50,20 @@ def probe_gpus(
     smi = _probe_smi(run_smi or _run_nvidia_smi)
     if not nvml_probe.gpus:
         if smi.gpus:
-            return replace(smi, notes=(f"NVML unavailable ({nvml_probe.error}); used nvidia-smi",))
+            return smi._replace(notes=(f"NVML unavailable ({nvml_probe.error}); used nvidia-smi",))
         error = nvml_probe.error or "NVML reported no GPU"
         if smi.error:
             error = f"{error}; {smi.error}"
-        return replace(nvml_probe, error=error)
+        return nvml_probe._replace(error=error)
     # NVML listed GPUs but some capabilities are unknown: fill them from nvidia-smi by UUID.
     by_uuid = {g.uuid: g for g in smi.gpus if g.uuid}
     filled = []
     for gpu in nvml_probe.gpus:
         other = by_uuid.get(gpu.uuid) if gpu.uuid else None
         if gpu.capability is None and other is not None and other.capability is not None:
-            gpu = replace(gpu, capability=other.capability, error=None)
+            gpu = gpu._replace(capability=other.capability, error=None)
         filled.append(gpu)
-    return replace(nvml_probe, gpus=tuple(filled))
+    return nvml_probe._replace(gpus=tuple(filled))
 
 
 def _import_pynvml():
@@ -185,6 +185,9 @@ def _mig_uuids(nvml, handle) -> tuple[str, ...]:
 
 
 def _run_nvidia_smi(cmd: list[str]) -> Optional[str]:
+    import shutil
+    import subprocess
+
     exe = shutil.which(cmd[0])
     if exe is None:
         return None

@@ -10,34 +10,35 @@ unknown option may be new, and is only reported).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+import os
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Optional
 
 from .versions import parse_version, same_release
+from .records import EMPTY, record
 
-DATA = Path(__file__).resolve().parent / "data"
-Nargs = Union[int, str]
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
-@dataclass(frozen=True)
+@record
 class OptionAction:
     dest: str
     options: tuple[str, ...]
-    nargs: Nargs  # 0, 1, "?", "+", "*"
+    nargs: int | str  # 0, 1, "?", "+", "*"
     choices: Optional[tuple[str, ...]] = None
     # For options that take no value: what each spelling stores (``--no-x`` → False).
     flag_values: Optional[Mapping[str, Any]] = None
 
 
-@dataclass(frozen=True)
+@record
 class OptionTable:
     vllm_version: str
     positionals: tuple[str, ...]
     actions: tuple[OptionAction, ...]
     exact: bool = False  # recorded from the installed vLLM itself
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = EMPTY
 
     def action_for(self, option: str) -> Optional[OptionAction]:
         """The action of an exact option string (``--api-key``, ``-tp``)."""
@@ -52,7 +53,7 @@ class OptionTable:
 
 
 def available_versions() -> list[str]:
-    names = (p.name for p in DATA.glob("serve-options-*.json"))
+    names = (n for n in os.listdir(DATA) if n.startswith("serve-options-") and n.endswith(".json"))
     versions = [n[len("serve-options-") : -len(".json")] for n in names]
     return sorted(versions, key=parse_version)
 
@@ -69,7 +70,8 @@ def load_table(vllm_version: Optional[str]) -> OptionTable:
             return load_table(None)
         older = [v for v in versions if parse_version(v) <= wanted]
         chosen = older[-1] if older else versions[0]
-    raw = json.loads((DATA / f"serve-options-{chosen}.json").read_text())
+    with open(os.path.join(DATA, f"serve-options-{chosen}.json"), encoding="utf-8") as handle:
+        raw = json.load(handle)
     actions = tuple(
         OptionAction(
             dest=a["dest"],

@@ -7,8 +7,9 @@ data that made it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 from . import quirks
 from .facts import Facts, attention_backend
@@ -16,9 +17,10 @@ from .gpus import GpuInfo
 from .preflight import run_checks
 from .serve_args import KV_CACHE_DTYPE, option_name
 from .versions import is_older
+from .records import record
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     option: str
     before: Optional[str]  # None: not set
@@ -27,7 +29,7 @@ class Change:
     reference: str
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     facts: Facts
     argv: tuple[str, ...]  # what goes to ``vllm serve``
@@ -38,7 +40,7 @@ class Plan:
     preflight: str = "refuse"  # DSV4_LAUNCH_PREFLIGHT mode the plan was made with
 
 
-@dataclass(frozen=True)
+@record
 class _KvVerdict:
     """What the KV rule says for one possible GPU."""
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
-from typing import Callable, Mapping, Optional, TextIO
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Optional, TextIO
 
 from . import exit_codes
 from .gather import gather
@@ -54,8 +55,7 @@ def run_plan(
         return exit_codes.USAGE
     plan = make_plan(gathered.facts, settings.preflight)
     if settings.disabled:
-        plan = replace(
-            plan,
+        plan = plan._replace(
             argv=tuple(argv),
             changes=(),
             notes=("DSV4_LAUNCH_DISABLE is set: dsv4-serve hands the arguments over unchanged",),

@@ -10,16 +10,18 @@ names, block multiples, version limits) is in ``quirks.py``. Pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Optional
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 from . import quirks
 from .gpus import GpuInfo
 from .model import V4, V41
 from .facts import Facts, attention_backend
 from .versions import is_older
+from .records import record
 
-@dataclass(frozen=True)
+@record
 class Findings:
     problems: tuple[str, ...] = ()  # would make vLLM fail: refusals in "refuse" mode
     warnings: tuple[str, ...] = ()  # worth knowing, never a refusal

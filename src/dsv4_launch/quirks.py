@@ -11,8 +11,11 @@ Source of the facts: ``vllm/models/deepseek_v4/nvidia/model.py`` (``_select_dsv4
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Optional
+
+from .records import record
 
 FP8_DS_MLA = "fp8_ds_mla"
 PLAIN_ROWS = "plain rows"
@@ -25,7 +28,7 @@ CRASH_REFERENCE = "vLLM #47174"
 FIX_REFERENCE = "vLLM #45091"
 
 
-@dataclass(frozen=True)
+@record
 class KvPath:
     """How vLLM's DeepSeek-V4 attention stores the KV cache on one kind of GPU and backend.
 

@@ -13,8 +13,9 @@ defence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping, Sequence
 
 from .option_table import OptionTable
 from .serve_args import option_name
@@ -53,9 +54,9 @@ def _secret_root(name: str, known: frozenset[str]) -> bool:
     return len(root) >= 2 and any(s.startswith(root) for s in SECRET_OPTIONS)
 
 
-@dataclass
 class Redactor:
-    secrets: set[str] = field(default_factory=set)
+    def __init__(self) -> None:
+        self.secrets: set[str] = set()
 
     def argv(self, tokens: Sequence[str], table: OptionTable) -> list[str]:
         """``tokens`` with every secret value replaced by ``***``."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, Mapping, Optional, TextIO
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Optional, TextIO
 
 from .plan import Change, Plan, plan_summary
 from .option_table import OptionTable

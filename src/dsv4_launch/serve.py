@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Mapping, Optional, Sequence, TextIO
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Optional, Sequence, TextIO
 
 from . import exit_codes
 from .gather import gather

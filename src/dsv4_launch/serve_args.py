@@ -27,12 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Optional, Sequence
+
+    ConfigLoader = Callable[[str], Mapping[str, Any]]
 
 from .option_table import OptionTable
+from .records import EMPTY, record
 
-ConfigLoader = Callable[[str], Mapping[str, Any]]
 
 KV_CACHE_DTYPE = "kv-cache-dtype"  # option name after vLLM's normalisation
 
@@ -45,13 +48,13 @@ class _ParseRejected(Exception):
     pass
 
 
-@dataclass(frozen=True)
+@record
 class ServeArgs:
     """What ``vllm serve`` will make of an argument list."""
 
     tokens: tuple[str, ...]  # the user's arguments after ``serve``, untouched
-    values: Mapping[str, Any] = field(default_factory=dict)  # dest -> effective value
-    cli_values: Mapping[str, Any] = field(default_factory=dict)  # from the command line alone
+    values: Mapping[str, Any] = EMPTY  # dest -> effective value
+    cli_values: Mapping[str, Any] = EMPTY  # from the command line alone
     model: Optional[str] = None
     model_source: Optional[str] = None  # "positional", "--model", "config file"
     config_path: Optional[str] = None  # the --config file that vLLM reads
@@ -316,6 +319,13 @@ def _human_readable_int(value: str) -> Any:
 class _ReplicaParser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would print and exit(2)
         raise _ParseRejected(message)
+
+    def _get_formatter(self):
+        # add_argument() asks for a formatter on every call (and the terminal's size with it);
+        # this parser never prints help, so one fixed-width formatter serves all.
+        if not hasattr(self, "_formatter"):
+            self._formatter = argparse.HelpFormatter(self.prog, width=80)
+        return self._formatter
 
 
 def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, Any], list[str]]:

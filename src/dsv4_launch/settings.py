@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping, Optional
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Mapping, Optional
 
 from .gpus import parse_capability
+from .records import record
 
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"", "0", "false", "no", "off"}
@@ -16,7 +18,7 @@ class SettingsError(ValueError):
     """A DSV4_LAUNCH_* variable holds a value dsv4-launch cannot use."""
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     disabled: bool = False  # DSV4_LAUNCH_DISABLE
     quiet: bool = False  # DSV4_LAUNCH_QUIET

@@ -7,17 +7,18 @@ from the metadata next to the interpreter of the ``vllm`` script on PATH.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
 import re
-import shutil
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Mapping, Optional
+import glob
+TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
+if TYPE_CHECKING:
+    from typing import Mapping, Optional
+
+from .records import record
 
 
-@dataclass(frozen=True)
+@record
 class VllmInstall:
     version: Optional[str]
     importable: bool  # vLLM can run in this process
@@ -26,13 +27,13 @@ class VllmInstall:
 
 
 def find_vllm(env: Mapping[str, str]) -> VllmInstall:
-    if importlib.util.find_spec("vllm") is not None:
-        try:
-            return VllmInstall(version=importlib.metadata.version("vllm"), importable=True)
-        except importlib.metadata.PackageNotFoundError:
-            version = _version_file(importlib.util.find_spec("vllm"))
-            note = None if version else "vLLM is importable but has no version metadata"
-            return VllmInstall(version=version, importable=True, note=note)
+    spec = importlib.util.find_spec("vllm")
+    if spec is not None:
+        version = _version_beside_package(spec) or _version_from_metadata() or _version_file(spec)
+        note = None if version else "vLLM is importable but its version could not be read"
+        return VllmInstall(version=version, importable=True, note=note)
+    import shutil  # only here: vLLM is not importable, look on PATH
+
     exe = shutil.which("vllm", path=env.get("PATH"))
     if exe is None:
         return VllmInstall(version=None, importable=False, note="vLLM is not installed here")
@@ -45,13 +46,51 @@ def find_vllm(env: Mapping[str, str]) -> VllmInstall:
     return VllmInstall(version=version, importable=False, executable=exe, note=note)
 
 
+def _read_metadata_version(metadata: str) -> Optional[str]:
+    try:
+        with open(metadata, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break  # end of the headers
+    except OSError:
+        pass
+    return None
+
+
+def _version_beside_package(spec) -> Optional[str]:
+    """``site-packages/vllm-X.dist-info/METADATA`` next to ``site-packages/vllm/``.
+
+    The same answer as ``importlib.metadata.version("vllm")`` for a normal install, without
+    importing importlib.metadata (it pulls in email, zipfile, socket…: ~15 ms per start).
+    """
+    for folder in spec.submodule_search_locations or ():
+        site = os.path.dirname(os.path.abspath(folder))
+        found = sorted(glob.glob(os.path.join(glob.escape(site), "vllm-*.dist-info", "METADATA")))
+        if len(found) == 1:
+            return _read_metadata_version(found[0])
+    return None
+
+
+def _version_from_metadata() -> Optional[str]:
+    """Editable and unusual installs: ask importlib.metadata (slower, always right)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _version_file(spec) -> Optional[str]:
     """Source checkouts: vllm/_version.py written by setuptools-scm."""
     if spec is None or not spec.submodule_search_locations:
         return None
     for folder in spec.submodule_search_locations:
         try:
-            text = (Path(folder) / "_version.py").read_text()
+            with open(os.path.join(folder, "_version.py"), encoding="utf-8") as handle:
+                text = handle.read()
         except OSError:
             continue
         m = re.search(r"""__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", text)
@@ -70,18 +109,14 @@ def _version_beside_script(exe: str) -> Optional[str]:
     if not first.startswith("#!"):
         return None
     interpreter = first[2:].strip().split()[0] if first[2:].strip() else ""
-    prefix = Path(os.path.realpath(exe)).parent.parent
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(exe)))
     if interpreter and not interpreter.endswith("/env"):
-        prefix = Path(interpreter).parent.parent
-    for metadata in sorted(prefix.glob("lib/python3*/site-packages/vllm-*.dist-info/METADATA")):
-        try:
-            for line in metadata.read_text(errors="replace").splitlines():
-                if line.startswith("Version:"):
-                    return line.split(":", 1)[1].strip()
-                if not line.strip():
-                    break
-        except OSError:
-            continue
+        prefix = os.path.dirname(os.path.dirname(interpreter))
+    pattern = os.path.join(glob.escape(prefix), "lib", "python3*", "site-packages", "vllm-*.dist-info", "METADATA")
+    for metadata in sorted(glob.glob(pattern)):
+        version = _read_metadata_version(metadata)
+        if version:
+            return version
     return None
 
 
@@ -103,5 +138,7 @@ def interpreter_of(install: VllmInstall) -> Optional[str]:
         if parts and not parts[0].endswith("/env"):
             return parts[0]
         if len(parts) > 1:
+            import shutil
+
             return shutil.which(parts[1])
     return None

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""What dsv4-launch costs at start-up, side by side with what it sits in front of.
+
+    python benchmarks/bench.py [--runs 21] [--vllm-python PATH] [--json benchmarks/results/latest.json]
+
+Stdlib only. Every case is a fresh process; wall time is measured around it and peak memory
+(max RSS) comes from the kernel's accounting of that process (os.wait4). Each case is warmed
+up, then run --runs times; the table shows medians.
+
+Cases:
+  floor        python -c pass (the interpreter itself)
+  click        python -c "import click" (the memory baseline of any click CLI)
+  plan         dsv4-launch plan --json deepseek-ai/DeepSeek-V4-Flash, fake SM 12.0 GPU
+  vllm stub    a `vllm` console script whose vllm.entrypoints.cli.main returns at once
+  dsv4-serve   dsv4-serve deepseek-ai/DeepSeek-V4-Flash up to the hand-over to that stub
+  with --vllm-python (an interpreter with a real vLLM and dsv4-launch installed):
+  vllm --help        vllm serve --help        (VLLM_TARGET_DEVICE=cpu)
+  dsv4-serve --help  dsv4-serve --help
+
+The fake GPU is the test suite's stand-in libnvidia-ml.so.1 (tests/fakes/fake_nvml.c, built
+with cc), so NVML's own start-up cost is part of the measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "deepseek-ai/DeepSeek-V4-Flash"
+FAKE_GPU = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition|GPU-0|12.0|97887"
+
+BUDGET_HANDOVER_MS = 50.0
+BUDGET_PLAN_MS = 100.0
+BUDGET_PLAN_MEMORY_MB = 15.0
+BUDGET_REAL_RATIO = 1.03
+
+# A tiny C runner: the peak RSS the kernel reports for a child includes the memory of whatever
+# forked it (Linux carries the old address space's high-water mark across exec), so a Python
+# parent would put its own ~14 MiB under every case. This runner is small, forks, execs the
+# command, and prints the child's wall time and max RSS.
+RUNNER_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    struct timespec a, b; struct rusage ru; int status;
+    if (argc < 2) return 2;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1); dup2(null, 2);
+        execvp(argv[1], argv + 1); _exit(127);
+    }
+    wait4(pid, &status, 0, &ru);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    printf("%.6f %ld %d\n", (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6,
+           ru.ru_maxrss, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return 0;
+}
+"""
+
+CONSOLE_SCRIPT = """#!{python}
+import sys
+from vllm.entrypoints.cli.main import main
+if __name__ == "__main__":
+    sys.exit(main())
+"""
+
+
+RUNNER: list[str] = []  # the compiled runner, when there is a C compiler
+
+
+def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(milliseconds, peak RSS in MiB, exit status) of one fresh process."""
+    if RUNNER:
+        out = subprocess.run(RUNNER + cmd, env=env, capture_output=True, text=True, check=True).stdout
+        ms, kib, status = out.split()
+        return float(ms), int(kib) / 1024.0, int(status)
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)  # peak RSS here includes this parent's
+    return (time.perf_counter() - start) * 1000, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+
+
+def measure(name: str, cmd: list[str], env: dict[str, str], runs: int, warmup: int) -> dict:
+    for _ in range(warmup):
+        run_once(cmd, env)
+    times, peaks = [], []
+    for _ in range(runs):
+        ms, peak, status = run_once(cmd, env)
+        if status != 0:
+            raise SystemExit(f"bench: {name}: {' '.join(cmd)} exited {status}")
+        times.append(ms)
+        peaks.append(peak)
+    result = {
+        "name": name,
+        "command": cmd,
+        "runs": runs,
+        "median_ms": statistics.median(times),
+        "min_ms": min(times),
+        "max_ms": max(times),
+        "peak_mib": statistics.median(peaks),
+    }
+    print(f"  {name:<18} {result['median_ms']:8.1f} ms  {result['peak_mib']:6.1f} MiB", file=sys.stderr)
+    return result
+
+
+def measure_pair(names: tuple[str, str], cmds: tuple[list[str], list[str]], env: dict[str, str],
+                 runs: int) -> tuple[dict, dict]:
+    """Two slow commands measured alternately (A B A B …), so that drift hits both alike."""
+    run_once(cmds[0], env)  # warm the page cache for both
+    run_once(cmds[1], env)
+    samples: tuple[list, list] = ([], [])
+    for _ in range(runs):
+        for i in (0, 1):
+            ms, peak, status = run_once(cmds[i], env)
+            if status != 0:
+                raise SystemExit(f"bench: {names[i]}: {' '.join(cmds[i])} exited {status}")
+            samples[i].append((ms, peak))
+    out = []
+    for name, cmd, sample in zip(names, cmds, samples):
+        times = [ms for ms, _ in sample]
+        result = {"name": name, "command": cmd, "runs": runs, "median_ms": statistics.median(times),
+                  "min_ms": min(times), "max_ms": max(times),
+                  "peak_mib": statistics.median(p for _, p in sample)}
+        print(f"  {name:<18} {result['median_ms']:8.1f} ms  {result['peak_mib']:6.1f} MiB", file=sys.stderr)
+        out.append(result)
+    return out[0], out[1]
+
+
+def build_fakes(work: Path) -> tuple[dict[str, str], Path]:
+    """Fake NVML library and a stub vLLM package + console script; returns (env, bin dir)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_LAUNCH_", "CUDA_", "HF_"))}
+    # As installed by pip: bytecode compiled and cached (an editable checkout may have none).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    import dsv4_launch
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(dsv4_launch.__file__).parent)], check=True)
+    env["HOME"] = str(work / "home")  # an empty Hugging Face cache: the name fallback is used
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc:
+        (work / "runner.c").write_text(RUNNER_C)
+        subprocess.run([cc, "-O2", "-o", str(work / "runner"), str(work / "runner.c")], check=True)
+        RUNNER.append(str(work / "runner"))
+        subprocess.run(
+            [cc, "-shared", "-fPIC", "-O2", "-Wl,-soname,libnvidia-ml.so.1", "-o",
+             str(work / "libnvidia-ml.so.1"), str(ROOT / "tests/fakes/fake_nvml.c")],
+            check=True,
+        )
+        env["LD_LIBRARY_PATH"] = str(work)
+        env["FAKE_NVML_GPUS"] = FAKE_GPU
+    else:
+        print("bench: no C compiler; DSV4_LAUNCH_GPU_CAPABILITY=12.0 replaces the NVML probe and "
+              "peak memory includes this script's own", file=sys.stderr)
+        env["DSV4_LAUNCH_GPU_CAPABILITY"] = "12.0"
+    stub = work / "stub"
+    cli = stub / "vllm" / "entrypoints" / "cli"
+    cli.mkdir(parents=True)
+    for folder in (stub / "vllm", stub / "vllm" / "entrypoints", cli):
+        (folder / "__init__.py").write_text("")
+    (cli / "main.py").write_text("def main():\n    return None\n")
+    info = stub / "vllm-0.24.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.24.0\n")
+    env["PYTHONPATH"] = str(stub)
+    bindir = work / "bin"
+    bindir.mkdir()
+    script = bindir / "vllm"
+    script.write_text(CONSOLE_SCRIPT.format(python=sys.executable))
+    script.chmod(0o755)
+    return env, bindir
+
+
+def tool(name: str, python: str) -> str:
+    path = Path(python).parent / name
+    if not path.exists():
+        raise SystemExit(f"bench: {path} not found: install dsv4-launch next to {python}")
+    return str(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--vllm-python", help="an interpreter with a real vLLM and dsv4-launch")
+    parser.add_argument("--vllm-runs", type=int, default=5)
+    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/latest.json"))
+    opts = parser.parse_args()
+
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        env, bindir = build_fakes(Path(tmp))
+        print(f"bench: {opts.runs} runs after {opts.warmup} warm-up runs, medians", file=sys.stderr)
+        r = {}
+        r["floor"] = measure("floor", [py, "-c", "pass"], env, opts.runs, opts.warmup)
+        r["click"] = measure("click", [py, "-c", "import click"], env, opts.runs, opts.warmup)
+        r["plan"] = measure("plan", [tool("dsv4-launch", py), "plan", "--json", MODEL], env, opts.runs, opts.warmup)
+        r["vllm stub"] = measure("vllm stub", [str(bindir / "vllm"), "serve", MODEL], env, opts.runs, opts.warmup)
+        r["dsv4-serve"] = measure("dsv4-serve", [tool("dsv4-serve", py), MODEL], env, opts.runs, opts.warmup)
+        if opts.vllm_python:
+            real = {k: v for k, v in env.items() if k not in ("PYTHONPATH",)}
+            real["VLLM_TARGET_DEVICE"] = "cpu"
+            vp = opts.vllm_python
+            r["vllm --help"], r["dsv4-serve --help"] = measure_pair(
+                ("vllm --help", "dsv4-serve --help"),
+                ([tool("vllm", vp), "serve", "--help"], [tool("dsv4-serve", vp), "--help"]),
+                real,
+                opts.vllm_runs,
+            )
+
+    overhead = r["dsv4-serve"]["median_ms"] - r["vllm stub"]["median_ms"]
+    plan_memory = r["plan"]["peak_mib"] - r["click"]["peak_mib"]
+    budgets = [
+        ("hand-over overhead (dsv4-serve − vllm stub)", overhead, "ms", BUDGET_HANDOVER_MS),
+        ("plan --json", r["plan"]["median_ms"], "ms", BUDGET_PLAN_MS),
+        ("plan peak memory − click's", plan_memory, "MiB", BUDGET_PLAN_MEMORY_MB),
+    ]
+    if "vllm --help" in r:
+        ratio = r["dsv4-serve --help"]["median_ms"] / r["vllm --help"]["median_ms"]
+        budgets.append(("dsv4-serve --help / vllm serve --help", ratio, "×", BUDGET_REAL_RATIO))
+
+    floor = r["floor"]["median_ms"]
+    lines = [
+        "| case | median | min | peak RSS | × floor |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, res in r.items():
+        lines.append(
+            f"| {name} | {res['median_ms']:.1f} ms | {res['min_ms']:.1f} ms | "
+            f"{res['peak_mib']:.1f} MiB | {res['median_ms'] / floor:.2f} |"
+        )
+    lines += ["", "| budget | measured | limit | |", "|---|---:|---:|---|"]
+    verdicts = []
+    for label, value, unit, limit in budgets:
+        ok = value <= limit
+        verdicts.append(ok)
+        fmt = f"{value:.3f}" if unit == "×" else f"{value:.1f}"
+        lines.append(f"| {label} | {fmt} {unit} | {limit} {unit} | {'ok' if ok else 'OVER'} |")
+    machine = f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
+    lines.append("")
+    lines.append(f"{machine}; {time.strftime('%Y-%m-%d')}; {opts.runs} runs per case")
+    print("\n".join(lines))
+
+    out = Path(opts.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "machine": machine,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "results": r,
+        "budgets": [
+            {"name": label, "value": value, "unit": unit, "limit": limit, "ok": ok}
+            for (label, value, unit, limit), ok in zip(budgets, verdicts)
+        ],
+    }, indent=2) + "\n")
+    print(f"bench: results written to {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""versions.py orders versions exactly as packaging.version (PEP 440) does."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.version import Version as Reference
+
+from dsv4_launch.versions import is_older, parse_version, same_release
+
+parts = st.lists(st.integers(0, 40), min_size=1, max_size=4).map(lambda xs: ".".join(map(str, xs)))
+pre = st.sampled_from(["", "a1", "b2", "rc1", "rc0", ".alpha3", "-beta1", "c1", "pre2", "preview1", "a"])
+post = st.sampled_from(["", ".post1", "-2", "post0", ".rev3", "r1"])
+dev = st.sampled_from(["", ".dev0", ".dev12", "dev3"])
+local = st.sampled_from(["", "+cu130", "+cpu", "+g1234abc", "+cu124.torch2", "+1.2", "+abc.5"])
+versions = st.builds(lambda e, r, a, b, c, d: e + r + a + b + c + d,
+                     st.sampled_from(["", "1!"]), parts, pre, post, dev, local)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(versions, versions)
+def test_ordering_matches_packaging(a, b):
+    ours, theirs = (parse_version(a), parse_version(b)), (Reference(a), Reference(b))
+    assert (ours[0] < ours[1]) == (theirs[0] < theirs[1]), (a, b)
+    assert (ours[0] == ours[1]) == (theirs[0] == theirs[1]), (a, b)
+
+
+@pytest.mark.parametrize(
+    "version,older",
+    [("0.24.0", True), ("0.29.1", True), ("0.30.0rc1", True), ("0.30.0.dev5+g12ab", True),
+     ("0.30.0", False), ("0.30.0+cu130", False), ("0.30", False), ("0.33.0", False), ("1.0.0", False),
+     (None, None), ("not-a-version", None)],
+)
+def test_is_older_than_0_30(version, older):
+    assert is_older(version, "0.30.0") is older
+
+
+def test_same_release():
+    assert same_release("0.24.0+cu130", "0.24.0")
+    assert same_release("0.24", "0.24.0")
+    assert not same_release("0.24.0rc1", "0.24.0")
+    assert not same_release("0.24.1", "0.24.0")
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1.0-", "1..0", "0.24.0 beta"])
+def test_rejects_non_versions(text):
+    with pytest.raises(ValueError):
+        parse_version(text)
