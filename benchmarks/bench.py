@@ -74,10 +74,14 @@ int main(int argc, char **argv) {
 }
 """
 
+# What pip writes for vLLM's `vllm = vllm.entrypoints.cli.main:main` (and for dsv4-serve).
 CONSOLE_SCRIPT = """#!{python}
+# -*- coding: utf-8 -*-
+import re
 import sys
 from vllm.entrypoints.cli.main import main
 if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
     sys.exit(main())
 """
 
