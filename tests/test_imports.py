@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import BIN, clean_env
+from tests.conftest import clean_env
 
 
 def modules_at_handover(run_cli, *args, **kw):

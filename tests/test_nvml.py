@@ -10,7 +10,6 @@ import pynvml
 import pytest
 
 from dsv4_launch.nvml import probe_gpus
-
 from tests.conftest import B200, H200, RTX_PRO_6000, gpu_spec
 
 NO_SMI = lambda cmd: None  # noqa: E731  (nvidia-smi absent)

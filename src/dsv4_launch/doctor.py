@@ -183,7 +183,7 @@ def plan_checks(plan: Plan) -> list[Check]:
 
 def diagnose(plan: Plan, probe: Optional[GpuProbe], env: Environment) -> Diagnosis:
     facts = plan.facts
-    used = list(facts.gpus.gpus) if facts.gpus else []  # candidates when the mapping is ambiguous
+    used = list(facts.all_gpus)  # every candidate when the mapping is ambiguous
     visible = {g.index for g in used}
     checks = [
         *gpu_checks(probe, visible, facts.gpu_source),

@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+
 TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping, Optional, TextIO

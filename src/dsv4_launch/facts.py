@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+
 TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
 if TYPE_CHECKING:
     from typing import Optional
 
-from .gpus import GpuSelection
+from .gpus import GpuInfo, GpuSelection
 from .model import ModelFacts
-from .serve_args import ServeArgs
 from .records import record
+from .serve_args import ServeArgs
 
 
 @record
@@ -27,6 +28,15 @@ class Facts:
     vllm_note: Optional[str] = None
     env_attention_backend: Optional[str] = None  # VLLM_ATTENTION_BACKEND (ignored by vLLM)
 
+    @property
+    def all_gpus(self) -> tuple[GpuInfo, ...]:
+        """The GPUs vLLM may use (every candidate when CUDA's numbering is ambiguous)."""
+        return self.gpus.gpus if self.gpus else ()
+
+    @property
+    def known_gpus(self) -> list[GpuInfo]:
+        """Those of ``all_gpus`` whose compute capability is known."""
+        return [g for g in self.all_gpus if g.capability is not None]
 
 
 def attention_backend(args: ServeArgs) -> Optional[str]:

@@ -7,17 +7,17 @@ if TYPE_CHECKING:
     from typing import Callable, Mapping, Optional, Sequence
 
 from .config_file import load_config_file
+from .facts import Facts
 from .gpus import GpuInfo, GpuSelection, select_visible
 from .model import ModelFacts
 from .model_files import model_facts
 from .nvml import GpuProbe, probe_gpus
 from .option_table import OptionTable, load_table
-from .facts import Facts
+from .records import record
 from .redact import SECRET_OPTIONS, Redactor
 from .serve_args import read_serve_args
 from .settings import Settings
 from .vllm_install import VllmInstall, find_vllm
-from .records import record
 
 OVERRIDE = "DSV4_LAUNCH_GPU_CAPABILITY"
 

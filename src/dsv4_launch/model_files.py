@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+
 TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
 if TYPE_CHECKING:
     from typing import Any, Mapping, Optional

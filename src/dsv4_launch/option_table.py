@@ -10,14 +10,15 @@ unknown option may be new, and is only reported).
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 import os
+from functools import lru_cache
+
 TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
 if TYPE_CHECKING:
     from typing import Any, Mapping, Optional
 
-from .versions import parse_version, same_release
 from .records import EMPTY, record
+from .versions import parse_version, same_release
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 

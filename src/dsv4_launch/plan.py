@@ -15,9 +15,9 @@ from . import quirks
 from .facts import Facts, attention_backend
 from .gpus import GpuInfo
 from .preflight import run_checks
+from .records import record
 from .serve_args import KV_CACHE_DTYPE, option_name
 from .versions import is_older
-from .records import record
 
 
 @record
@@ -51,8 +51,8 @@ class _KvVerdict:
 
 
 def _kv_verdicts(facts: Facts, backend: Optional[str]) -> list[_KvVerdict]:
-    known = [g for g in (facts.gpus.gpus if facts.gpus else ()) if g.capability is not None]
-    unknown = facts.gpus is None or not facts.gpus.gpus or len(known) < len(facts.gpus.gpus)
+    known = facts.known_gpus
+    unknown = not facts.all_gpus or len(known) < len(facts.all_gpus)
     candidates: list[tuple[int, Optional[GpuInfo]]] = [(g.capability[0], g) for g in known]
     if unknown:
         candidates += [(major, None) for major in sorted(quirks.DSV4_MAJORS)]
@@ -203,7 +203,7 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
     if facts.model.note and facts.model.is_dsv4_family:
         warnings.append(f"model {facts.model.name}: {facts.model.note}")
     if facts.model.is_dsv4_family and facts.gpu_error:
-        skipped = "; GPU-specific checks skipped" if not _known_gpus(facts) else ""
+        skipped = "; GPU-specific checks skipped" if not facts.known_gpus else ""
         warnings.append(f"GPUs: {facts.gpu_error}{skipped}")
     notes.extend(facts.gpu_notes)
     if facts.gpus is not None:
@@ -212,7 +212,7 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
         facts.model.is_dsv4_family
         and facts.args.value("distributed_executor_backend") == "ray"
         and facts.gpu_source != "DSV4_LAUNCH_GPU_CAPABILITY"
-        and not _known_gpus(facts)
+        and not facts.known_gpus
     ):
         warnings.append(
             "--distributed-executor-backend ray on a host that sees no GPU: this process decides "
@@ -244,10 +244,6 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
         refusals=tuple(refusals),
         preflight=preflight,
     )
-
-
-def _known_gpus(facts: Facts) -> list[GpuInfo]:
-    return [g for g in (facts.gpus.gpus if facts.gpus else ()) if g.capability is not None]
 
 
 def plan_summary(plan: Plan) -> dict[str, Any]:

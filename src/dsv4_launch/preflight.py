@@ -15,20 +15,17 @@ if TYPE_CHECKING:
     from typing import Callable, Optional
 
 from . import quirks
-from .gpus import GpuInfo
-from .model import V4, V41
 from .facts import Facts, attention_backend
-from .versions import is_older
+from .gpus import GpuInfo
+from .model import V41
 from .records import record
+from .versions import is_older
+
 
 @record
 class Findings:
     problems: tuple[str, ...] = ()  # would make vLLM fail: refusals in "refuse" mode
     warnings: tuple[str, ...] = ()  # worth knowing, never a refusal
-
-
-def _known(facts: Facts) -> list[GpuInfo]:
-    return [g for g in (facts.gpus.gpus if facts.gpus else ()) if g.capability is not None]
 
 
 def _gpu_list(gpus: list[GpuInfo]) -> str:
@@ -61,7 +58,7 @@ def check_kv_dtype(facts: Facts) -> list[str]:
     if kv.startswith("fp8"):
         return []
     backend = attention_backend(facts.args)
-    known = _known(facts)
+    known = facts.known_gpus
     on_ds_mla = [
         g for g in known
         if (p := quirks.kv_path(g.capability[0], backend)) and p.layout == quirks.FP8_DS_MLA
@@ -89,14 +86,14 @@ def check_backend(facts: Facts) -> list[str]:
             f"ValueError when it builds the model. Fix: --attention-backend {quirks.FLASHINFER_DSV4} "
             "(vllm/models/deepseek_v4/nvidia/model.py)"
         )
-    sm12 = [g for g in _known(facts) if g.capability[0] == 12]
+    sm12 = [g for g in facts.known_gpus if g.capability[0] == 12]
     if backend in quirks.FLASHMLA_BACKENDS and sm12:
         problems.append(
             f"--attention-backend {backend} on {_gpu_list(sm12)}: FlashMLA has no sm_120 kernels, "
             "so vLLM fails when the model starts. Fix: drop the option (SM 12.x uses FlashInfer "
             f"SM120 by default) or use {quirks.FLASHINFER_DSV4}"
         )
-    sm10 = [g for g in _known(facts) if g.capability[0] == 10]
+    sm10 = [g for g in facts.known_gpus if g.capability[0] == 10]
     if backend == quirks.FLASHINFER_DSV4 and sm10 and facts.args.value("kv_cache_dtype") == "fp8_ds_mla":
         problems.append(
             f"--kv-cache-dtype fp8_ds_mla with --attention-backend {backend} on {_gpu_list(sm10)}: "
@@ -108,7 +105,7 @@ def check_backend(facts: Facts) -> list[str]:
 
 
 def check_gpu_generation(facts: Facts) -> list[str]:
-    known = _known(facts)
+    known = facts.known_gpus
     problems = []
     old = [g for g in known if g.capability[0] < quirks.MIN_MAJOR]
     if old:
@@ -182,10 +179,10 @@ def warn_environment(facts: Facts) -> list[str]:
             f"{quirks.ATTENTION_ENV_IGNORED_FROM} and later (vLLM #50292); use "
             f"--attention-backend {env_backend} instead"
         )
-    majors = {g.capability for g in _known(facts)}
+    majors = {g.capability for g in facts.known_gpus}
     if len(majors) > 1:
         warnings.append(
-            f"GPUs of different compute capability in one run ({_gpu_list(_known(facts))}): "
+            f"GPUs of different compute capability in one run ({_gpu_list(facts.known_gpus)}): "
             "vLLM picks one attention path for all; run one kind per server "
             "(CUDA_VISIBLE_DEVICES)"
         )

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import shlex
+
 TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
 if TYPE_CHECKING:
     from typing import Any, Mapping, Optional, TextIO
 
-from .plan import Change, Plan, plan_summary
 from .option_table import OptionTable
+from .plan import Change, Plan, plan_summary
 from .redact import Redactor
 
 PREFIX = "dsv4-serve"

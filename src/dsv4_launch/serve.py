@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+
 TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
 if TYPE_CHECKING:
     from typing import Callable, Mapping, Optional, Sequence, TextIO

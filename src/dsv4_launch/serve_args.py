@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+
 TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping, Optional, Sequence
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 from .option_table import OptionTable
 from .records import EMPTY, record
-
 
 KV_CACHE_DTYPE = "kv-cache-dtype"  # option name after vLLM's normalisation
 

@@ -7,10 +7,11 @@ from the metadata next to the interpreter of the ``vllm`` script on PATH.
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
 import re
-import glob
+
 TYPE_CHECKING = False  # typing costs start-up time; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping, Optional

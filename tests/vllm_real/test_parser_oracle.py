@@ -7,7 +7,6 @@ effective --kv-cache-dtype and model we compute equal what vLLM parses, or both 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
