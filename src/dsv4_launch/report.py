@@ -92,7 +92,7 @@ def command_line(argv: list[str]) -> str:
 
 
 def report_plan(plan: Plan, reporter: Reporter, table: OptionTable, *, with_facts: bool) -> None:
-    """The plan as lines: facts first (``plan``), then changes, notes, warnings, command."""
+    """The plan as lines: facts (``plan`` only), notes, changes, warnings, refusals, command."""
     facts = plan.facts
     if with_facts:
         model = facts.model
@@ -110,10 +110,10 @@ def report_plan(plan: Plan, reporter: Reporter, table: OptionTable, *, with_fact
             reporter.info("not probed (model is not DeepSeek-V4)", label="gpus")
         vllm = facts.vllm_version or "version unknown"
         reporter.info(f"{vllm} ({facts.vllm_note})" if facts.vllm_note else vllm, label="vllm")
+    for note in plan.notes:  # how facts were learnt, and what was left alone
+        reporter.info(note)
     for change in plan.changes:
         reporter.change(change)
-    for note in plan.notes:
-        reporter.info(note)
     for warning in plan.warnings:
         reporter.warning(warning)
     for refusal in plan.refusals:
