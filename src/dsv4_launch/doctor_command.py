@@ -14,13 +14,13 @@ if TYPE_CHECKING:
 
 from . import exit_codes
 from .doctor import Diagnosis, Environment, diagnose
-from .gather import gather
 from .nvml import GpuProbe, probe_gpus
-from .plan import make_plan, plan_summary
+from .plan import plan_summary
+from .plan_command import prepare
 from .redact import Redactor
 from .report import SCHEMA_VERSION, Reporter, use_style
 from .serve_args import ConfigFileError
-from .settings import SettingsError, read_settings
+from .settings import SettingsError
 from .vllm_install import VllmInstall, interpreter_of
 
 # Runs in the interpreter that will run vLLM, in a child process, so that importing torch and
@@ -61,7 +61,7 @@ print(json.dumps(out))
 def probe_runtime(python: str, timeout: float = 120) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     """Run RUNTIME_PROBE with ``python``; (result, None) or (None, why not)."""
     env = dict(os.environ)
-    env.setdefault("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+    env["CUDA_VISIBLE_DEVICES"] = ""  # the probe needs no GPU: nothing it imports may touch one
     try:
         done = subprocess.run(
             [python, "-c", RUNTIME_PROBE], capture_output=True, text=True, timeout=timeout, env=env
@@ -93,14 +93,11 @@ def run_doctor(
     stderr = sys.stderr if stderr is None else stderr
     redactor = Redactor()
     redactor.remember_env(env)
-    errors = Reporter(stderr, env, redactor)
     try:
-        settings = read_settings(env)
-        gathered = gather(argv, env, settings, redactor, probe_gpus_when="always", probe=probe, vllm=vllm)
+        _, gathered, plan = prepare(argv, env, redactor, probe=probe, vllm=vllm, probe_even_if_disabled=True)
     except (SettingsError, ConfigFileError) as exc:
-        errors.error(str(exc))
+        Reporter(stderr, env, redactor).error(str(exc))
         return exit_codes.USAGE
-    plan = make_plan(gathered.facts, settings.preflight)
     install = gathered.vllm
     python = interpreter_of(install) or sys.executable
     result, why = runtime(python)

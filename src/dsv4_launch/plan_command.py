@@ -10,14 +10,46 @@ if TYPE_CHECKING:
     from typing import Callable, Mapping, Optional, TextIO
 
 from . import exit_codes
-from .gather import gather
+from .gather import Gathered, gather
 from .nvml import GpuProbe, probe_gpus
-from .plan import make_plan
+from .plan import Plan, make_plan
 from .redact import Redactor
 from .report import Reporter, plan_json, report_plan
 from .serve_args import ConfigFileError
-from .settings import SettingsError, read_settings
+from .settings import Settings, SettingsError, read_settings
 from .vllm_install import VllmInstall
+
+
+def prepare(
+    argv: list[str],
+    env: Mapping[str, str],
+    redactor: Redactor,
+    *,
+    probe: Callable[[], GpuProbe],
+    vllm: Optional[VllmInstall],
+    probe_even_if_disabled: bool = False,
+) -> tuple[Settings, Gathered, Plan]:
+    """Settings, facts and plan (shared by ``plan`` and ``doctor``). The GPUs are probed unless
+    DSV4_LAUNCH_DISABLE is set and the caller only plans. Raises SettingsError or
+    ConfigFileError for bad input."""
+    settings = read_settings(env)
+    gathered = gather(
+        argv,
+        env,
+        settings,
+        redactor,
+        probe_gpus_when="never" if settings.disabled and not probe_even_if_disabled else "always",
+        probe=probe,
+        vllm=vllm,
+    )
+    plan = make_plan(gathered.facts, settings.preflight)
+    if settings.disabled:
+        plan = plan._replace(
+            argv=tuple(argv),
+            changes=(),
+            notes=("DSV4_LAUNCH_DISABLE is set: dsv4-serve hands the arguments over unchanged",),
+        )
+    return settings, gathered, plan
 
 
 def run_plan(
@@ -35,32 +67,11 @@ def run_plan(
     stderr = sys.stderr if stderr is None else stderr
     redactor = Redactor()
     redactor.remember_env(env)
-    errors = Reporter(stderr, env, redactor)
     try:
-        settings = read_settings(env)
-    except SettingsError as exc:
-        errors.error(str(exc))
+        _, gathered, plan = prepare(argv, env, redactor, probe=probe, vllm=vllm)
+    except (SettingsError, ConfigFileError) as exc:
+        Reporter(stderr, env, redactor).error(str(exc))
         return exit_codes.USAGE
-    try:
-        gathered = gather(
-            argv,
-            env,
-            settings,
-            redactor,
-            probe_gpus_when="never" if settings.disabled else "always",
-            probe=probe,
-            vllm=vllm,
-        )
-    except ConfigFileError as exc:
-        errors.error(str(exc))
-        return exit_codes.USAGE
-    plan = make_plan(gathered.facts, settings.preflight)
-    if settings.disabled:
-        plan = plan._replace(
-            argv=tuple(argv),
-            changes=(),
-            notes=("DSV4_LAUNCH_DISABLE is set: dsv4-serve hands the arguments over unchanged",),
-        )
     if as_json:
         stdout.write(plan_json(plan, redactor, gathered.table) + "\n")
     else:
