@@ -153,3 +153,14 @@ def test_ray_head_without_gpus_is_warned():
     assert not any("Ray worker" in w for w in told.warnings)
     seeing = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120), gpu_source="nvml"))
     assert not any("Ray worker" in w for w in seeing.warnings)
+
+
+def test_ambiguous_gpu_numbering_only_warns_about_gpus_that_may_not_be_used():
+    # H200 + A100, CUDA_VISIBLE_DEVICES=0 in FASTEST_FIRST order: either GPU may be device 0.
+    sel = GpuSelection(gpus(SM90, SM80).gpus, ambiguous=True, count=1)
+    p = plan([M], gpu=sel)
+    assert p.refusals == ()
+    assert any("SM 8.0" in w and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in w for w in p.warnings)
+    # what fails on any GPU is still refused
+    p = plan([M, "--block-size", "64"], gpu=sel)
+    assert len(p.refusals) == 1 and "--block-size 64" in p.refusals[0]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 from . import quirks
 from .facts import Facts, attention_backend
-from .gpus import GpuInfo
+from .gpus import GpuInfo, GpuSelection
 from .model import V41
 from .records import record
 from .versions import is_older
@@ -203,4 +203,17 @@ def run_checks(facts: Facts) -> Findings:
     if not facts.model.is_dsv4_family or facts.args.rejection or facts.args.help_requested:
         return Findings()
     problems = [p for check in CHECKS for p in check(facts)]
-    return Findings(problems=tuple(problems), warnings=tuple(warn_environment(facts)))
+    warnings = warn_environment(facts)
+    if facts.gpus is not None and facts.gpus.ambiguous:
+        # CUDA's numbering could not be matched to NVML's, so every GPU is a candidate. Refuse
+        # only what fails whichever GPUs CUDA picks; the rest may not concern the GPUs in use.
+        blind = facts._replace(gpus=GpuSelection((), count=facts.gpus.visible_count))
+        certain = [p for check in CHECKS for p in check(blind)]
+        warnings += [
+            f"{p} [only if CUDA's device numbers name that GPU: set CUDA_DEVICE_ORDER=PCI_BUS_ID "
+            "to know]"
+            for p in problems
+            if p not in certain
+        ]
+        problems = certain
+    return Findings(problems=tuple(problems), warnings=tuple(warnings))
