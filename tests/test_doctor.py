@@ -174,3 +174,22 @@ def test_doctor_command_json_and_exit_codes():
     assert code == 1
     assert out.getvalue().splitlines()[-1] == "FAIL: DeepSeek-V4 would not start here"
     assert out.getvalue().splitlines()[0].startswith("FAIL  gpu ")
+
+
+def test_doctor_table_on_a_terminal_and_plain_elsewhere():
+    from dsv4_launch.doctor_command import render
+    from dsv4_launch.redact import Redactor
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    d = make(version="0.33.0")
+    out = Tty()
+    render(d, out, {"TERM": "xterm-256color", "COLUMNS": "200"}, Redactor())
+    text = out.getvalue()
+    assert "\x1b[" in text and "dsv4-launch doctor" in text and "NVIDIA RTX PRO 6000" in text
+    plain = io.StringIO()
+    render(d, plain, {"NO_COLOR": "1"}, Redactor())
+    assert "\x1b[" not in plain.getvalue()
+    assert plain.getvalue().splitlines()[0].startswith("OK    driver ")
