@@ -217,3 +217,9 @@ def test_unknown_option_with_an_older_table_is_reported_not_rejected():
     assert args.rejection is None
     assert args.unknown_options == ("--brand-new-flag",)
     assert args.value("kv_cache_dtype") == "fp8"
+
+
+def test_rejection_quotes_option_names_not_values():
+    # "--api-kee" is a typo for --api-key: the word after it may be the key itself.
+    args = read([M, "--api-kee", "sk-secret-123"], load_table("0.33.0"))
+    assert args.rejection == "unrecognized arguments: --api-kee, 1 other word"

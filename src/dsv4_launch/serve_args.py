@@ -119,8 +119,9 @@ def read_serve_args(
         if "--config" in args:
             args, config_path = _pull_config(args, load_config)
             cli_args = _drop_config(cli_args)
-        full = _parse(args, table)
-        cli = _parse(cli_args, table) if config_path else full
+        parser = _replica(table)  # built once: ~300 options
+        full = _parse(args, parser, table.exact)
+        cli = _parse(cli_args, parser, table.exact) if config_path else full
     except _ParseRejected as exc:
         return ServeArgs(tokens=tokens, rejection=str(exc), warnings=tuple(warnings))
 
@@ -328,17 +329,19 @@ class _ReplicaParser(argparse.ArgumentParser):
         return self._formatter
 
 
-def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, Any], list[str]]:
+def _parse(args: list[str], parser: argparse.ArgumentParser, exact: bool) -> tuple[dict[str, Any], list[str]]:
     processed = _fold_dotted(_normalise(args))
-    parser = _replica(table)
     try:
         namespace, extras = parser.parse_known_args(processed)
     except argparse.ArgumentError as exc:
         raise _ParseRejected(str(exc)) from None
     unknown = [e for e in extras if e.startswith("-")]
-    if extras and (table.exact or not unknown):
-        # The table was recorded from this very vLLM: it would reject these too.
-        raise _ParseRejected(f"unrecognized arguments: {' '.join(extras)}")
+    if extras and (exact or not unknown):
+        # The table was recorded from this very vLLM: it would reject these too. Only option
+        # names are quoted: a stray word may be a secret meant for a misspelt option.
+        others = len(extras) - len(unknown)
+        words = unknown + ([f"{others} other word{'s' if others > 1 else ''}"] if others else [])
+        raise _ParseRejected(f"unrecognized arguments: {', '.join(words)}")
     return vars(namespace), unknown
 
 
