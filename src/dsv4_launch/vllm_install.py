@@ -100,16 +100,22 @@ def _version_file(spec) -> Optional[str]:
     return None
 
 
-def _version_beside_script(exe: str) -> Optional[str]:
-    """Read ``vllm-X.dist-info`` in the environment of the script's interpreter."""
+def _shebang(exe: str) -> Optional[list[str]]:
+    """The words of a script's ``#!`` line (``[]`` for a bare one); None when it has none."""
     try:
         with open(exe, "rb") as handle:
             first = handle.readline(4096).decode("utf-8", "replace").strip()
     except OSError:
         return None
-    if not first.startswith("#!"):
+    return first[2:].split() if first.startswith("#!") else None
+
+
+def _version_beside_script(exe: str) -> Optional[str]:
+    """Read ``vllm-X.dist-info`` in the environment of the script's interpreter."""
+    words = _shebang(exe)
+    if words is None:
         return None
-    interpreter = first[2:].strip().split()[0] if first[2:].strip() else ""
+    interpreter = words[0] if words else ""
     prefix = os.path.dirname(os.path.dirname(os.path.realpath(exe)))
     if interpreter and not interpreter.endswith("/env"):
         prefix = os.path.dirname(os.path.dirname(interpreter))
@@ -129,17 +135,11 @@ def interpreter_of(install: VllmInstall) -> Optional[str]:
         return sys.executable
     if install.executable is None:
         return None
-    try:
-        with open(install.executable, "rb") as handle:
-            first = handle.readline(4096).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
-    if first.startswith("#!"):
-        parts = first[2:].split()
-        if parts and not parts[0].endswith("/env"):
-            return parts[0]
-        if len(parts) > 1:
-            import shutil
+    words = _shebang(install.executable) or []
+    if words and not words[0].endswith("/env"):
+        return words[0]
+    if len(words) > 1:
+        import shutil
 
-            return shutil.which(parts[1])
+        return shutil.which(words[1])
     return None
