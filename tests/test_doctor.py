@@ -193,3 +193,17 @@ def test_doctor_table_on_a_terminal_and_plain_elsewhere():
     render(d, plain, {"NO_COLOR": "1"}, Redactor())
     assert "\x1b[" not in plain.getvalue()
     assert plain.getvalue().splitlines()[0].startswith("OK    driver ")
+
+
+@pytest.mark.parametrize("command", ["plan", "doctor"])
+def test_bad_input_is_one_line_and_exit_2(command):
+    from dsv4_launch.plan_command import run_plan
+
+    run = run_plan if command == "plan" else run_doctor
+    out, err = io.StringIO(), io.StringIO()
+    code = run([M], as_json=True, env={"DSV4_LAUNCH_PREFLIGHT": "maybe"}, stdout=out, stderr=err,
+               probe=lambda: GpuProbe(), vllm=VllmInstall(version="0.33.0", importable=True))
+    assert code == 2 and out.getvalue() == ""
+    assert err.getvalue().splitlines() == [
+        "dsv4-serve: error: DSV4_LAUNCH_PREFLIGHT='maybe' is not understood; use refuse (default), warn or off"
+    ]

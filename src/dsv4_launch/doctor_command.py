@@ -18,9 +18,7 @@ from .nvml import GpuProbe, probe_gpus
 from .plan import plan_summary
 from .plan_command import prepare
 from .redact import Redactor
-from .report import SCHEMA_VERSION, Reporter, use_style
-from .serve_args import ConfigFileError
-from .settings import SettingsError
+from .report import SCHEMA_VERSION, use_style
 from .vllm_install import VllmInstall, interpreter_of
 
 # Runs in the interpreter that will run vLLM, in a child process, so that importing torch and
@@ -90,14 +88,12 @@ def run_doctor(
 ) -> int:
     env = os.environ if env is None else env
     stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    redactor = Redactor()
-    redactor.remember_env(env)
-    try:
-        _, gathered, plan = prepare(argv, env, redactor, probe=probe, vllm=vllm, probe_even_if_disabled=True)
-    except (SettingsError, ConfigFileError) as exc:
-        Reporter(stderr, env, redactor).error(str(exc))
+    prepared = prepare(
+        argv, env, sys.stderr if stderr is None else stderr, probe=probe, vllm=vllm, probe_even_if_disabled=True
+    )
+    if prepared is None:
         return exit_codes.USAGE
+    redactor, gathered, plan = prepared
     install = gathered.vllm
     python = interpreter_of(install) or sys.executable
     result, why = runtime(python)

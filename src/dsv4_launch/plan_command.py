@@ -16,32 +16,38 @@ from .plan import Plan, make_plan
 from .redact import Redactor
 from .report import Reporter, plan_json, report_plan
 from .serve_args import ConfigFileError
-from .settings import Settings, SettingsError, read_settings
+from .settings import SettingsError, read_settings
 from .vllm_install import VllmInstall
 
 
 def prepare(
     argv: list[str],
     env: Mapping[str, str],
-    redactor: Redactor,
+    stderr: TextIO,
     *,
     probe: Callable[[], GpuProbe],
     vllm: Optional[VllmInstall],
     probe_even_if_disabled: bool = False,
-) -> tuple[Settings, Gathered, Plan]:
-    """Settings, facts and plan (shared by ``plan`` and ``doctor``). The GPUs are probed unless
-    DSV4_LAUNCH_DISABLE is set and the caller only plans. Raises SettingsError or
-    ConfigFileError for bad input."""
-    settings = read_settings(env)
-    gathered = gather(
-        argv,
-        env,
-        settings,
-        redactor,
-        probe_gpus_when="never" if settings.disabled and not probe_even_if_disabled else "always",
-        probe=probe,
-        vllm=vllm,
-    )
+) -> Optional[tuple[Redactor, Gathered, Plan]]:
+    """Redactor, facts and plan (shared by ``plan`` and ``doctor``); None after reporting bad
+    input (a DSV4_LAUNCH_* value, a --config file) in one line on ``stderr``. The GPUs are
+    probed unless DSV4_LAUNCH_DISABLE is set and the caller only plans."""
+    redactor = Redactor()
+    redactor.remember_env(env)
+    try:
+        settings = read_settings(env)
+        gathered = gather(
+            argv,
+            env,
+            settings,
+            redactor,
+            probe_gpus_when="never" if settings.disabled and not probe_even_if_disabled else "always",
+            probe=probe,
+            vllm=vllm,
+        )
+    except (SettingsError, ConfigFileError) as exc:
+        Reporter(stderr, env, redactor).error(str(exc))
+        return None
     plan = make_plan(gathered.facts, settings.preflight)
     if settings.disabled:
         plan = plan._replace(
@@ -49,7 +55,7 @@ def prepare(
             changes=(),
             notes=("DSV4_LAUNCH_DISABLE is set: dsv4-serve hands the arguments over unchanged",),
         )
-    return settings, gathered, plan
+    return redactor, gathered, plan
 
 
 def run_plan(
@@ -64,14 +70,10 @@ def run_plan(
 ) -> int:
     env = os.environ if env is None else env
     stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    redactor = Redactor()
-    redactor.remember_env(env)
-    try:
-        _, gathered, plan = prepare(argv, env, redactor, probe=probe, vllm=vllm)
-    except (SettingsError, ConfigFileError) as exc:
-        Reporter(stderr, env, redactor).error(str(exc))
+    prepared = prepare(argv, env, sys.stderr if stderr is None else stderr, probe=probe, vllm=vllm)
+    if prepared is None:
         return exit_codes.USAGE
+    redactor, gathered, plan = prepared
     if as_json:
         stdout.write(plan_json(plan, redactor, gathered.table) + "\n")
     else:
