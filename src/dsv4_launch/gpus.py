@@ -63,6 +63,11 @@ class GpuSelection:
         return len(self.gpus) if self.count is None else self.count
 
 
+def describe_kinds(gpus) -> str:
+    """``NVIDIA H200 (SM 9.0), NVIDIA RTX PRO 6000 (SM 12.0)``: each kind of GPU once."""
+    return ", ".join(sorted({g.describe() for g in gpus}))
+
+
 def parse_capability(text: str) -> tuple[int, int]:
     """``"12.0"`` → ``(12, 0)``; also ``"9"`` and ``"sm_120"``/``"sm120"``. ValueError otherwise."""
     value = text.strip().lower()

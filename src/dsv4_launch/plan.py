@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from . import quirks
 from .facts import Facts, attention_backend
-from .gpus import GpuInfo
+from .gpus import GpuInfo, describe_kinds
 from .preflight import run_checks
 from .records import record
 from .serve_args import KV_CACHE_DTYPE, option_name
@@ -68,10 +68,10 @@ def _kv_verdicts(facts: Facts, backend: Optional[str]) -> list[_KvVerdict]:
 
 
 def _gpu_words(verdicts: list[_KvVerdict]) -> str:
-    named = sorted({v.gpu.describe() for v in verdicts if v.gpu is not None})
+    named = [describe_kinds(v.gpu for v in verdicts if v.gpu is not None)]
     if any(v.gpu is None for v in verdicts):
         named.append("GPU of unknown type")
-    return ", ".join(named)
+    return ", ".join(n for n in named if n)
 
 
 def _vllm_words(facts: Facts) -> str:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 from . import quirks
 from .facts import Facts, attention_backend
-from .gpus import GpuInfo, GpuSelection
+from .gpus import GpuSelection, describe_kinds
 from .model import V41
 from .records import record
 from .versions import is_older
@@ -26,10 +26,6 @@ from .versions import is_older
 class Findings:
     problems: tuple[str, ...] = ()  # would make vLLM fail: refusals in "refuse" mode
     warnings: tuple[str, ...] = ()  # worth knowing, never a refusal
-
-
-def _gpu_list(gpus: list[GpuInfo]) -> str:
-    return ", ".join(sorted({g.describe() for g in gpus}))
 
 
 def _int(value) -> Optional[int]:
@@ -66,7 +62,7 @@ def check_kv_dtype(facts: Facts) -> list[str]:
     unknown_all_ds_mla = not known and backend is None  # every default DSv4 path is fp8_ds_mla
     if not on_ds_mla and not unknown_all_ds_mla:
         return []
-    where = _gpu_list(on_ds_mla) if on_ds_mla else "every GPU it runs on with the default backend"
+    where = describe_kinds(on_ds_mla) if on_ds_mla else "every GPU it runs on with the default backend"
     return [
         f"--kv-cache-dtype {kv} ({source}): DeepSeek-V4 on {where} stores its KV cache as "
         f"fp8_ds_mla, which has no {kv} variant; {_vllm(facts)} fails at layer construction "
@@ -89,14 +85,14 @@ def check_backend(facts: Facts) -> list[str]:
     sm12 = [g for g in facts.known_gpus if g.capability[0] == 12]
     if backend in quirks.FLASHMLA_BACKENDS and sm12:
         problems.append(
-            f"--attention-backend {backend} on {_gpu_list(sm12)}: FlashMLA has no sm_120 kernels, "
+            f"--attention-backend {backend} on {describe_kinds(sm12)}: FlashMLA has no sm_120 kernels, "
             "so vLLM fails when the model starts. Fix: drop the option (SM 12.x uses FlashInfer "
             f"SM120 by default) or use {quirks.FLASHINFER_DSV4}"
         )
     sm10 = [g for g in facts.known_gpus if g.capability[0] == 10]
     if backend == quirks.FLASHINFER_DSV4 and sm10 and facts.args.value("kv_cache_dtype") == "fp8_ds_mla":
         problems.append(
-            f"--kv-cache-dtype fp8_ds_mla with --attention-backend {backend} on {_gpu_list(sm10)}: "
+            f"--kv-cache-dtype fp8_ds_mla with --attention-backend {backend} on {describe_kinds(sm10)}: "
             "this backend stores plain per-tensor FP8 rows on SM 10.x, not fp8_ds_mla, and the "
             "mismatch is not caught by vLLM. Fix: --kv-cache-dtype fp8 (or auto for bf16 rows) "
             "(vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py)"
@@ -110,14 +106,14 @@ def check_gpu_generation(facts: Facts) -> list[str]:
     old = [g for g in known if g.capability[0] < quirks.MIN_MAJOR]
     if old:
         problems.append(
-            f"{_gpu_list(old)}: DeepSeek-V4 needs compute capability 9.0 or newer (its attention "
+            f"{describe_kinds(old)}: DeepSeek-V4 needs compute capability 9.0 or newer (its attention "
             "kernels ship only for SM 9.x, 10.x and 12.x). Fix: run on H100/H200, B200/B300 or "
             "RTX PRO 6000-class GPUs, or exclude these with CUDA_VISIBLE_DEVICES"
         )
     sm12 = [g for g in known if g.capability[0] == 12]
     if sm12 and is_older(facts.vllm_version, quirks.MIN_VLLM_FOR_SM12):
         problems.append(
-            f"{_gpu_list(sm12)} with {_vllm(facts)}: vLLM has no DeepSeek-V4 path for SM 12.x "
+            f"{describe_kinds(sm12)} with {_vllm(facts)}: vLLM has no DeepSeek-V4 path for SM 12.x "
             f"before {quirks.MIN_VLLM_FOR_SM12}. Fix: pip install 'vllm>={quirks.MIN_VLLM_FOR_SM12}'"
         )
     return problems
@@ -182,7 +178,7 @@ def warn_environment(facts: Facts) -> list[str]:
     majors = {g.capability for g in facts.known_gpus}
     if len(majors) > 1:
         warnings.append(
-            f"GPUs of different compute capability in one run ({_gpu_list(facts.known_gpus)}): "
+            f"GPUs of different compute capability in one run ({describe_kinds(facts.known_gpus)}): "
             "vLLM picks one attention path for all; run one kind per server "
             "(CUDA_VISIBLE_DEVICES)"
         )
