@@ -18,6 +18,10 @@ if [ ! -f "$venv/.complete" ]; then
   "$py" -m venv "$venv"
   log="$root/logs/vllm-$version.log"
   mkdir -p "$(dirname "$log")"
+  # The real vLLM gets the CUDA torch it pins from the package index: a machine-local CPU
+  # torch wheel (pip find-links, e.g. /opt/wheels) beside PyPI's torchvision breaks vLLM's
+  # import ("operator torchvision::nms does not exist"), so pip's configuration is not read.
+  export PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS=
   if ! { "$venv/bin/python" -m pip install --upgrade pip &&
          "$venv/bin/python" -m pip install "vllm==$version" -r "$here/requirements-test.txt"; } >"$log" 2>&1; then
     grep -v "is ignored: it is neither" "$log" | tail -40 >&2

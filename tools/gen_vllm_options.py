@@ -45,6 +45,79 @@ def describe(action: argparse.Action, strings: list[str]) -> dict:
     return entry
 
 
+def _literal_values(tp) -> list[str]:
+    """Every string of a (possibly nested, possibly Optional) typing.Literal."""
+    import typing
+
+    out: list[str] = []
+    for arg in typing.get_args(tp):
+        if isinstance(arg, str):
+            out.append(arg)
+        elif arg is not type(None):
+            out.extend(_literal_values(arg))
+    return out
+
+
+def _value_sets() -> dict:
+    """Values vLLM accepts for the settings dsv4-launch's rules read, as far as this release
+    declares them (each guarded: a release without one simply has no entry)."""
+    found: dict = {}
+
+    def attempt(name, fn):
+        try:
+            value = fn()
+        except Exception:  # a release without this setting
+            return
+        if value:
+            found[name] = value
+
+    def kv():
+        from vllm.config.cache import CacheDType
+
+        return _literal_values(CacheDType)
+
+    def backends():
+        from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+        return sorted(m.name for m in AttentionBackendEnum)
+
+    def moe():
+        from vllm.config.kernel import MoEBackend
+
+        return _literal_values(MoEBackend)
+
+    def spec():
+        from vllm.config.speculative import SpeculativeMethod
+
+        return _literal_values(SpeculativeMethod)
+
+    def tokenizer():
+        from vllm.config.model import TokenizerMode
+
+        return _literal_values(TokenizerMode)
+
+    def attention_fields():
+        from vllm.config.attention import AttentionConfig
+
+        fields = getattr(AttentionConfig, "model_fields", None) or getattr(
+            AttentionConfig, "__dataclass_fields__", {}
+        )
+        return sorted(fields)
+
+    def flashinfer():
+        reqs = importlib.metadata.requires("vllm") or []
+        return sorted(r.split(";")[0].strip() for r in reqs if r.lower().startswith("flashinfer"))
+
+    attempt("kv_cache_dtype", kv)
+    attempt("attention_backend", backends)
+    attempt("moe_backend", moe)
+    attempt("speculative_method", spec)
+    attempt("tokenizer_mode", tokenizer)
+    attempt("attention_config_fields", attention_fields)
+    attempt("flashinfer_requirements", flashinfer)
+    return found
+
+
 def main() -> None:
     _, serve = make_serve_parser()
     # Every string the parser answers to, hidden ones included (vLLM 0.33 keeps the old
@@ -61,6 +134,9 @@ def main() -> None:
         "actions": actions,
         # Defaults the plan reports (vLLM serves this model when none is given).
         "defaults": {"model": serve.get_default("model")},
+        # Values the installed vLLM accepts for settings the rules read (not all are argparse
+        # choices: from 0.25 on, --kv-cache-dtype takes any string and pydantic rejects it).
+        "values": _value_sets(),
     }
     out = Path(__file__).resolve().parent.parent / "src/dsv4_launch/data"
     out.mkdir(parents=True, exist_ok=True)
