@@ -186,7 +186,8 @@ def test_plan_json(run_cli, v4_dir):
         {"option": "--kv-cache-dtype", "before": "auto", "after": "fp8",
          "reason": plan["changes"][0]["reason"], "reference": "vLLM #47174"}
     ]
-    assert plan["gpus"] == [{"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+    assert [{k: v for k, v in g.items() if k != "memory_bytes"} for g in plan["gpus"]] == [
+        {"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
                              "compute_capability": "12.0", "uuid": "GPU-12000000-0000-0000-0000-000000000000"}]
     assert plan["gpu_error"] is None
     assert plan["model"] == {"name": v4_dir, "architecture": "DeepseekV4ForCausalLM",
@@ -207,10 +208,18 @@ def test_plan_human_on_stdout(run_cli):
     done, record = run_cli("dsv4-launch", "plan", M, gpus=None, env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
     assert done.returncode == 0 and record is None
     out = done.stdout
-    assert "dsv4-serve: model: deepseek-ai/DeepSeek-V4-Flash: DeepseekV4ForCausalLM (from name)" in out
-    assert "dsv4-serve: gpus: 0: GPU 0 (SM 12.0) [DSV4_LAUNCH_GPU_CAPABILITY]" in out
-    assert "dsv4-serve: command: vllm serve deepseek-ai/DeepSeek-V4-Flash --kv-cache-dtype fp8" in out
-    assert "assumed DeepseekV4ForCausalLM from the name" in out
+    assert "model: deepseek-ai/DeepSeek-V4-Flash: DeepseekV4ForCausalLM (from the known-checkpoint table " \
+           "(deepseek-ai/DeepSeek-V4-Flash))" in out
+    assert "gpus: 0: GPU 0 (SM 12.0) [DSV4_LAUNCH_GPU_CAPABILITY]" in out
+    assert "command: vllm serve deepseek-ai/DeepSeek-V4-Flash --kv-cache-dtype fp8" in out
+    assert "dsv4-serve:" not in out  # plan's report is its own, not dsv4-serve's log
+
+
+def test_plan_says_when_only_the_name_was_recognised(run_cli):
+    done, _ = run_cli("dsv4-launch", "plan", "someone/DeepSeek-V4-Flash-abliterated", gpus=None,
+                      env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+    assert "DeepseekV4ForCausalLM (from the name)" in done.stdout
+    assert "assumed DeepseekV4ForCausalLM from the name" in done.stdout
 
 
 def test_python_dash_m_and_launch_serve_are_the_same_tool(run_cli, v4_dir, tmp_path):
@@ -246,8 +255,9 @@ def test_exec_fallback_keeps_the_pid(run_cli, tmp_path, v4_dir, vllm_on_path):
 def test_no_vllm_anywhere_exits_127(run_cli, v4_dir):
     done, record = run_cli("dsv4-serve", v4_dir, vllm=None)
     assert done.returncode == 127 and record is None
-    assert "dsv4-serve: error: vLLM is not installed" in done.stderr
-    assert "pip install" in done.stderr and "Traceback" not in done.stderr
+    assert "dsv4-serve: error: vLLM is not importable here and there is no usable `vllm` on PATH" in done.stderr
+    python = (BIN / "dsv4-serve").read_text().splitlines()[0][2:]  # the interpreter running dsv4-serve
+    assert f"{python} -m pip install vllm" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_exec_loop_is_stopped(run_cli, v4_dir, vllm_on_path):
@@ -278,7 +288,8 @@ def test_preflight_warn_mode_starts_anyway(run_cli, v4_dir):
 def test_plan_json_lists_refusals(run_cli, v4_dir):
     done, _ = run_cli("dsv4-launch", "plan", "--json", v4_dir, "--attention-backend", "FLASHMLA_SPARSE_DSV4")
     data = json.loads(done.stdout)
-    assert done.returncode == 0 and data["preflight"] == "refuse"
+    # plan gates like dsv4-serve: the status it would have (2: refused), and the JSON all the same
+    assert done.returncode == 2 and data["preflight"] == "refuse" and data["exit_status"] == 2
     assert len(data["refusals"]) == 1 and "FlashMLA has no sm_120 kernels" in data["refusals"][0]
 
 

@@ -13,16 +13,17 @@ import sys
 
 import pytest
 
-from dsv4_launch.doctor import FAIL, OK, WARN, Environment, _arch_coverage, diagnose
-from dsv4_launch.doctor_command import probe_runtime, run_doctor
-from dsv4_launch.facts import Facts
-from dsv4_launch.gpus import GpuInfo, GpuSelection
-from dsv4_launch.model import classify
-from dsv4_launch.nvml import GpuProbe
-from dsv4_launch.option_table import load_table
-from dsv4_launch.plan import make_plan
-from dsv4_launch.serve_args import read_serve_args
-from dsv4_launch.vllm_install import VllmInstall
+from dsv4_launch.adapters.nvml import GpuProbe
+from dsv4_launch.adapters.runtime_probe import probe_runtime
+from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.doctor import run_doctor
+from dsv4_launch.core.doctor import FAIL, OK, WARN, VllmRuntime, arch_coverage, diagnose
+from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+from dsv4_launch.core.model import classify
+from dsv4_launch.core.plan import make_plan
+from dsv4_launch.vllm_cli.option_table import load_table
+from dsv4_launch.vllm_cli.serve_args import read_serve_args
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 V4 = {"architectures": ["DeepseekV4ForCausalLM"], "num_attention_heads": 64}
@@ -40,13 +41,12 @@ def make(gpus=(RTX,), visible=None, tokens=(M,), version="0.24.0", runtime=None,
     args = read_serve_args(list(tokens), load_table(version or "0.33.0"), lambda p: {})
     facts = Facts(args=args, model=classify(M, V4, "config.json"), gpus=selection, gpu_source=source if gpus else None,
                   gpu_error=error, vllm_version=version)
-    env = Environment(python="3.11.7", vllm_version=version, vllm_where=where,
-                      runtime=runtime if runtime is not None else {"torch": TORCH_OK, "flashinfer": FI_OK},
-                      runtime_error=None if runtime is not False else "no interpreter")
+    rt = VllmRuntime(python="3.11.7", vllm_version=version, vllm_where=where,
+                     probe=runtime if runtime is not None else {"torch": TORCH_OK, "flashinfer": FI_OK})
     if runtime is False:
-        env = Environment(python="3.11.7", vllm_version=version, vllm_where=where, runtime=None,
-                          runtime_error="no interpreter")
-    return diagnose(make_plan(facts), probe, env)
+        rt = VllmRuntime(python="3.11.7", vllm_version=version, vllm_where=where, probe=None,
+                         probe_error="no interpreter")
+    return diagnose(make_plan(facts), facts, probe, rt, {}, install_hint="HINT", plugin_entry="dsv4_launch")
 
 
 def statuses(diagnosis, section):
@@ -115,9 +115,9 @@ def test_runtime_not_inspectable():
 
 def test_flashinfer_missing_or_without_sm120_api():
     d = make(runtime={"torch": TORCH_OK, "flashinfer": None})
-    assert statuses(d, "flashinfer") == [FAIL]
+    assert statuses(d, "flashinfer") == [OK, FAIL] and "not installed" in details(d, "flashinfer")
     d = make(runtime={"torch": TORCH_OK, "flashinfer": {"version": "0.2.0", "sm120_sparse_mla": False}})
-    assert statuses(d, "flashinfer") == [FAIL] and "missing" in details(d, "flashinfer")
+    assert statuses(d, "flashinfer") == [OK, FAIL] and "missing" in details(d, "flashinfer")
     h200 = GpuInfo(0, "NVIDIA H200", "GPU-h", (9, 0))
     d = make(gpus=(h200,), runtime={"torch": TORCH_OK, "flashinfer": None}, version="0.33.0")
     assert statuses(d, "flashinfer") == [OK]
@@ -143,7 +143,7 @@ def test_plan_section_has_changes_and_refusals():
     ],
 )
 def test_arch_coverage(cc, flags, verdict):
-    assert _arch_coverage(cc, flags) == verdict
+    assert arch_coverage(cc, flags) == verdict
 
 
 def test_runtime_probe_really_runs():
@@ -159,7 +159,7 @@ def test_doctor_command_json_and_exit_codes():
     code = run_doctor(
         [M, "--api-key", "sk-doc-1"], as_json=True, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
         probe=lambda: gpus, vllm=VllmInstall(version="0.33.0", importable=True),
-        runtime=lambda python: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None),
+        runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None),
     )
     data = json.loads(out.getvalue())
     assert code == 0 and data["ok"] is True and data["schema_version"] == 1
@@ -170,15 +170,14 @@ def test_doctor_command_json_and_exit_codes():
     code = run_doctor([M], as_json=False, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
                       probe=lambda: GpuProbe(error="NVML: driver not loaded"),
                       vllm=VllmInstall(version=None, importable=False),
-                      runtime=lambda python: (None, "no vLLM"))
+                      runtime=lambda python, shapes: (None, "no vLLM"))
     assert code == 1
     assert out.getvalue().splitlines()[-1] == "FAIL: DeepSeek-V4 would not start here"
     assert out.getvalue().splitlines()[0].startswith("FAIL  gpu ")
 
 
 def test_doctor_table_on_a_terminal_and_plain_elsewhere():
-    from dsv4_launch.doctor_command import render
-    from dsv4_launch.redact import Redactor
+    from dsv4_launch.output.tables import render_diagnosis
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -186,24 +185,26 @@ def test_doctor_table_on_a_terminal_and_plain_elsewhere():
 
     d = make(version="0.33.0")
     out = Tty()
-    render(d, out, {"TERM": "xterm-256color", "COLUMNS": "200"}, Redactor())
+    render_diagnosis(d, out, {"TERM": "xterm-256color", "COLUMNS": "200"})
     text = out.getvalue()
     assert "\x1b[" in text and "dsv4-launch doctor" in text and "NVIDIA RTX PRO 6000" in text
     plain = io.StringIO()
-    render(d, plain, {"NO_COLOR": "1"}, Redactor())
+    render_diagnosis(d, plain, {"NO_COLOR": "1"})
     assert "\x1b[" not in plain.getvalue()
     assert plain.getvalue().splitlines()[0].startswith("OK    driver ")
 
 
 @pytest.mark.parametrize("command", ["plan", "doctor"])
 def test_bad_input_is_one_line_and_exit_2(command):
-    from dsv4_launch.plan_command import run_plan
+    from dsv4_launch.commands.plan import run_plan
 
     run = run_plan if command == "plan" else run_doctor
     out, err = io.StringIO(), io.StringIO()
     code = run([M], as_json=True, env={"DSV4_LAUNCH_PREFLIGHT": "maybe"}, stdout=out, stderr=err,
                probe=lambda: GpuProbe(), vllm=VllmInstall(version="0.33.0", importable=True))
-    assert code == 2 and out.getvalue() == ""
+    # --json still prints one valid object (with the error), the one line goes to stderr
+    assert code == 2 and json.loads(out.getvalue())["error"].startswith("DSV4_LAUNCH_PREFLIGHT='maybe'")
     assert err.getvalue().splitlines() == [
-        "dsv4-serve: error: DSV4_LAUNCH_PREFLIGHT='maybe' is not understood; use refuse (default), warn or off"
+        f"dsv4-launch {command}: error: DSV4_LAUNCH_PREFLIGHT='maybe' is not understood; use refuse (default), "
+        "warn or off"
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsv4_launch.gpus import GpuInfo, parse_capability, select_visible
+from dsv4_launch.core.gpus import GpuInfo, parse_capability, select_visible
 
 G0 = GpuInfo(0, "NVIDIA H200", "GPU-aaaa1111-0000", (9, 0), mig_uuids=("MIG-aaaa-0001",))
 G1 = GpuInfo(1, "NVIDIA RTX PRO 6000", "GPU-bbbb2222-0000", (12, 0))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dsv4_launch.model import V4, V41, classify, family_from_name
-from dsv4_launch.model_files import model_facts
+from dsv4_launch.adapters.model_files import model_facts
+from dsv4_launch.core.model import V4, V41, classify, family_from_name
 
 V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
 V41_CONFIG = {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41"}
@@ -92,19 +92,19 @@ def test_hf_overrides_change_the_architecture(tmp_path):
 def test_unreadable_hf_overrides_are_said(tmp_path):
     folder = write_config(tmp_path / "m", V4_CONFIG)
     facts = model_facts(str(folder), {}, hf_overrides="{not json")
-    assert facts.family == V4 and "not JSON" in facts.note
+    assert facts.family == V4 and "not readable JSON" in facts.note
 
 
 def test_name_fallback_says_so(tmp_path):
     facts = model_facts("deepseek-ai/DeepSeek-V4-Flash", {"HOME": str(tmp_path)})
-    assert facts.family == V4 and facts.source == "name"
+    assert facts.family == V4 and facts.source == "the name"
     assert "no config.json readable" in facts.note and "assumed" in facts.note
 
 
 def test_malformed_config_falls_back_to_name_and_says_why(tmp_path):
     folder = write_config(tmp_path / "DeepSeek-V4-Pro", "{broken")
     facts = model_facts(str(folder), {})
-    assert facts.family == V4 and facts.source == "name"
+    assert facts.family == V4 and facts.source == "the name"
     assert "not valid JSON" in facts.note
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from dsv4_launch.nvml import probe_gpus
+from dsv4_launch.adapters.nvml import probe_gpus
 from tests.conftest import B200, H200, RTX_PRO_6000, gpu_spec
 
-NO_SMI = lambda cmd: None  # noqa: E731  (nvidia-smi absent)
+NO_SMI = lambda cmd: (None, "nvidia-smi not found on PATH")  # noqa: E731  (nvidia-smi absent)
 
 
 def test_reads_every_gpu(fake_nvml, tmp_path):
@@ -87,7 +87,7 @@ def test_one_bad_device_keeps_its_place(fake_nvml, code, fragment):
 def test_old_driver_without_compute_capability_asks_nvidia_smi(fake_nvml):
     fake_nvml(gpu_spec(uuid="GPU-old", cc_err=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND))
     smi = "0, GPU-old, NVIDIA RTX PRO 6000, 12.0, 97887\n"
-    probe = probe_gpus(run_smi=lambda cmd: smi)
+    probe = probe_gpus(run_smi=lambda cmd: (smi, None))
     assert probe.gpus[0].capability == (12, 0)
     assert probe.gpus[0].error is None
 
@@ -105,7 +105,7 @@ def test_nvidia_smi_fallback_when_nvml_fails(fake_nvml):
 
     def smi(cmd):
         calls.append(cmd)
-        return "0, GPU-x, NVIDIA B200, 10.0, 183359\n1, GPU-y, NVIDIA B200, [N/A], 183359\n"
+        return "0, GPU-x, NVIDIA B200, 10.0, 183359\n1, GPU-y, NVIDIA B200, [N/A], 183359\n", None
 
     probe = probe_gpus(run_smi=smi)
     assert "compute_cap" in calls[0][1]

@@ -9,11 +9,14 @@ from typing import Optional
 
 import pytest
 
-from dsv4_launch.gpus import GpuInfo, GpuSelection
-from dsv4_launch.model import classify
-from dsv4_launch.option_table import load_table
-from dsv4_launch.plan import Facts, make_plan
-from dsv4_launch.serve_args import read_serve_args
+from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+from dsv4_launch.core.model import classify
+from dsv4_launch.core.plan import make_plan
+from dsv4_launch.vllm_cli.argv_edit import apply_changes
+from dsv4_launch.vllm_cli.option_table import load_table
+from dsv4_launch.vllm_cli.serve_args import read_serve_args
+from tests.planning import gpus, planned
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4"}
@@ -21,18 +24,9 @@ V4_VL = {"architectures": ["DeepseekV4ForConditionalGeneration"]}
 V41 = {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41"}
 LLAMA = {"architectures": ["LlamaForCausalLM"]}
 
-NAMES = {12: "NVIDIA RTX PRO 6000", 10: "NVIDIA B200", 9: "NVIDIA H200", 8: "NVIDIA A100"}
-
-
-def gpus(*ccs) -> GpuSelection:
-    return GpuSelection(tuple(GpuInfo(i, NAMES[cc[0]], f"GPU-{i}", cc) for i, cc in enumerate(ccs)))
-
 
 def plan_for(tokens, *, gpu: Optional[GpuSelection], version: Optional[str] = "0.24.0", config=V4):
-    table = load_table(version or "0.33.0")
-    args = read_serve_args(tokens, table, lambda p: {})
-    facts = Facts(args=args, model=classify(args.model, config, "test"), gpus=gpu, vllm_version=version)
-    return make_plan(facts)
+    return planned(tokens, gpu=gpu, version=version, config=config, source=None)
 
 
 SM120, SM121, SM100, SM103, SM90, SM80 = (12, 0), (12, 1), (10, 0), (10, 3), (9, 0), (8, 0)
@@ -110,7 +104,7 @@ def test_config_file_value_is_overridden_on_the_command_line(tmp_path):
     args = read_serve_args([M, "--config", "c.yaml"], table, lambda p: {"kv_cache_dtype": "auto"})
     facts = Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120), vllm_version="0.24.0")
     plan = make_plan(facts)
-    assert list(plan.argv) == [M, "--config", "c.yaml", *FIX]
+    assert list(apply_changes(args.tokens, plan.changes)) == [M, "--config", "c.yaml", *FIX]
 
 
 def test_config_file_explicit_value_is_kept():
@@ -118,7 +112,7 @@ def test_config_file_explicit_value_is_kept():
     args = read_serve_args([M, "--config", "c.yaml"], table, lambda p: {"kv_cache_dtype": "fp8_e4m3"})
     facts = Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120), vllm_version="0.24.0")
     plan = make_plan(facts)
-    assert list(plan.argv) == [M, "--config", "c.yaml"]
+    assert list(apply_changes(args.tokens, plan.changes)) == [M, "--config", "c.yaml"]
     assert any("fp8_e4m3 (config file) kept" in n for n in plan.notes)
 
 

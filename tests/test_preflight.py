@@ -9,32 +9,19 @@ from typing import Optional
 
 import pytest
 
-from dsv4_launch.facts import Facts
-from dsv4_launch.gpus import GpuInfo, GpuSelection
-from dsv4_launch.model import classify
-from dsv4_launch.option_table import load_table
-from dsv4_launch.plan import make_plan
-from dsv4_launch.serve_args import read_serve_args
-
-M = "deepseek-ai/DeepSeek-V4-Flash"
-V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
-V41 = {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41", "num_attention_heads": 64}
-LLAMA = {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 6}
-NAMES = {12: "NVIDIA RTX PRO 6000", 10: "NVIDIA B200", 9: "NVIDIA H200", 8: "NVIDIA A100"}
-SM120, SM100, SM90, SM80 = (12, 0), (10, 0), (9, 0), (8, 0)
-
-
-def gpus(*ccs):
-    return GpuSelection(tuple(GpuInfo(i, NAMES[c[0]], f"GPU-{i}", c) for i, c in enumerate(ccs)))
+from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+from dsv4_launch.core.model import classify
+from dsv4_launch.core.plan import make_plan
+from dsv4_launch.vllm_cli.option_table import load_table
+from dsv4_launch.vllm_cli.serve_args import read_serve_args
+from tests.planning import LLAMA, SM80, SM90, SM100, SM120, V4, V41, M, gpus, planned
 
 
 def plan(tokens, gpu=None, version: Optional[str] = "0.33.0", config=V4, mode="refuse", source="nvml", env_backend=None):
-    if gpu is None:
-        gpu = gpus(SM120)
-    args = read_serve_args(tokens, load_table(version or "0.33.0"), lambda p: {})
-    facts = Facts(args=args, model=classify(M, config, "test"), gpus=gpu, gpu_source=source,
-                  vllm_version=version, env_attention_backend=env_backend)
-    return make_plan(facts, mode)
+    env = {"VLLM_ATTENTION_BACKEND": env_backend} if env_backend else {}
+    return planned(tokens, gpu=gpus(SM120) if gpu is None else gpu, version=version, config=config, mode=mode,
+                   source=source, env=env)
 
 
 FI = ["--attention-backend", "FLASHINFER_MLA_SPARSE_DSV4"]
@@ -53,8 +40,6 @@ CASES = [
      ([M, "--kv-cache-dtype", "fp8"], {"config": V41})),
     ("V4.1 rejects bfloat16", ([M, "--kv-cache-dtype", "bfloat16"], {"config": V41}),
      ([M], {"config": V41})),
-    ("SM10 FlashInfer with fp8_ds_mla", ([M, *FI, "--kv-cache-dtype", "fp8_ds_mla"], {"gpu": gpus(SM100)}),
-     ([M, *FI, "--kv-cache-dtype", "fp8"], {"gpu": gpus(SM100)})),
     ("FlashMLA forced on SM12", ([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {}),
      ([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {"gpu": gpus(SM90)})),
     ("FlashMLA (generic) forced on SM12", ([M, "--attention-backend", "flashmla_sparse"], {}),
@@ -88,7 +73,15 @@ def test_refusal_names_setting_reason_fix_and_reference():
     assert line.startswith("--kv-cache-dtype bfloat16 (command line):")
     assert "fp8_ds_mla" in line and "Fix: --kv-cache-dtype fp8" in line and "vLLM #47174" in line
     (line,) = plan([M, "-tp", "3"], gpu=gpus(SM120, SM120, SM120)).refusals
-    assert "64 attention heads" in line and "[1, 2, 4, 8, 16]" in line
+    assert "64 attention heads" in line and "size in 1, 2, 4, 8" in line
+
+
+def test_a_silent_layout_mismatch_is_a_warning_not_a_refusal():
+    # SM 10.x FlashInfer plain rows + fp8_ds_mla: vLLM does not fail, it mismatches silently.
+    bad = plan([M, *FI, "--kv-cache-dtype", "fp8_ds_mla"], gpu=gpus(SM100))
+    assert bad.refusals == () and any("does not check the mismatch" in w for w in bad.warnings)
+    good = plan([M, *FI, "--kv-cache-dtype", "fp8"], gpu=gpus(SM100))
+    assert not any("mismatch" in w for w in good.warnings)
 
 
 def test_several_problems_are_all_listed():

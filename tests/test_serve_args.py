@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from dsv4_launch.option_table import available_versions, load_table
-from dsv4_launch.serve_args import ConfigFileError, config_to_args, option_name, read_serve_args
+from dsv4_launch.vllm_cli.option_table import available_versions, load_table
+from dsv4_launch.vllm_cli.secrets import option_name
+from dsv4_launch.vllm_cli.serve_args import ConfigFileError, config_to_args, read_serve_args
 
 TABLES = [load_table(v) for v in available_versions()]
 M = "deepseek-ai/DeepSeek-V4-Flash"

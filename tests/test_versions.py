@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version as Reference
 
-from dsv4_launch.versions import is_older, parse_version, same_release
+from dsv4_launch.core.versions import is_older, parse_version, same_release
 
 parts = st.lists(st.integers(0, 40), min_size=1, max_size=4).map(lambda xs: ".".join(map(str, xs)))
 pre = st.sampled_from(["", "a1", "b2", "rc1", "rc0", ".alpha3", "-beta1", "c1", "pre2", "preview1", "a"])

@@ -12,12 +12,9 @@ import importlib
 
 import pytest
 
-from dsv4_launch.gpus import GpuInfo, GpuSelection
-from dsv4_launch.model import classify
-from dsv4_launch.option_table import load_table
-from dsv4_launch.plan import Facts, make_plan
-from dsv4_launch.serve_args import read_serve_args
-from dsv4_launch.versions import is_older
+from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+from dsv4_launch.core.versions import is_older
+from tests.planning import planned
 
 from .conftest import real_parse
 
@@ -49,11 +46,9 @@ def backend(real_vllm):
 def handed_kv_dtype(real_vllm, tokens):
     """What vLLM parses from the argv dsv4-serve hands over on an SM 12.0 GPU."""
     top, _, version = real_vllm
-    table = load_table(version)
-    args = read_serve_args(tokens, table, lambda p: {})
     gpus = GpuSelection((GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-0", (12, 0)),))
-    plan = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=gpus, vllm_version=version))
-    status, namespace = real_parse(top, list(plan.argv))
+    planned_argv = planned(tokens, gpu=gpus, version=version, config=V4).argv
+    status, namespace = real_parse(top, list(planned_argv))
     assert status == "ok"
     return namespace.kv_cache_dtype
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import sys
 
-from dsv4_launch.doctor_command import probe_runtime
+from dsv4_launch.adapters.runtime_probe import probe_runtime
 
 
 def test_runtime_probe_reads_real_torch_without_cuda(real_vllm):

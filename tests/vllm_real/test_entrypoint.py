@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from dsv4_launch.serve import run_serve
+from dsv4_launch.commands.serve import run_serve
 
 from .conftest import real_parse
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsv4_launch.config_file import load_config_file
-from dsv4_launch.option_table import load_table
-from dsv4_launch.serve_args import ConfigFileError, read_serve_args
+from dsv4_launch.adapters.config_file import load_config_file
+from dsv4_launch.vllm_cli.option_table import load_table
+from dsv4_launch.vllm_cli.serve_args import ConfigFileError, read_serve_args
 
 from .conftest import real_parse
 

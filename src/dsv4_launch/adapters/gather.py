@@ -1,0 +1,119 @@
+"""Gather the facts a plan needs (adapter): vLLM install, arguments, model files, GPUs.
+
+Every source degrades to "unknown, with a reason" on its own; only a ``--config`` file vLLM
+cannot use (ConfigFileError) stops here, because vLLM would die on it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from ..core.facts import RULE_ENV, Facts
+from ..core.gpus import GpuInfo, GpuSelection, select_visible
+from ..core.model import ModelFacts
+from ..core.records import record
+from ..core.settings import GPU_CAPABILITY, Settings
+from ..vllm_cli.option_table import OptionTable, load_table
+from ..vllm_cli.serve_args import ServeArgs, read_serve_args
+from .checkpoints import known_checkpoint
+from .config_file import load_config_file
+from .model_files import model_facts
+from .nvml import GpuProbe, probe_gpus
+from .vllm_install import VllmInstall, find_vllm
+
+PROBE_WHEN_DSV4, PROBE_ALWAYS, PROBE_NEVER = "dsv4", "always", "never"
+
+
+@record
+class Gathered:
+    facts: Facts
+    table: OptionTable
+    vllm: VllmInstall
+    probe: GpuProbe | None = None
+
+
+def read_args(argv: Sequence[str], table: OptionTable) -> ServeArgs:
+    """The arguments as vLLM reads them. Raises ConfigFileError for a --config file vLLM cannot
+    use; a --config left unread (a FIFO) is said in ``ServeArgs.unread``."""
+    return read_serve_args(argv, table, load_config_file)
+
+
+def _model(args: ServeArgs, env: Mapping[str, str]) -> ModelFacts:
+    def known():
+        return known_checkpoint(args.model) if args.model else None
+
+    try:
+        return model_facts(
+            args.model,
+            env,
+            hf_config_path=_text(args.value("hf_config_path")),
+            revision=_text(args.value("revision")),
+            download_dir=_text(args.value("download_dir")),
+            hf_overrides=args.value("hf_overrides"),
+            known=known(),
+        )
+    except Exception as exc:  # a model file we did not foresee: unknown, and said
+        return ModelFacts(name=args.model, note=f"could not read its files ({type(exc).__name__}: {str(exc)[:120]})")
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def gather(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    settings: Settings,
+    *,
+    probe_when: str = PROBE_WHEN_DSV4,
+    probe: Callable[[], GpuProbe] = probe_gpus,
+    vllm: VllmInstall | None = None,
+) -> Gathered:
+    """Read everything the plan depends on. Raises ConfigFileError for a bad --config file.
+
+    The GPUs are probed by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
+    big machines, and nothing else depends on it), always (doctor, fit) or never.
+    """
+    vllm = vllm or find_vllm(env)
+    table = load_table(vllm.version)
+    args = read_args(argv, table)
+    chosen_env = {k: env[k] for k in RULE_ENV if env.get(k)}
+    values = table.values if table.exact else {}
+    if args.help_requested or args.rejection or args.unread:
+        facts = Facts(args=args, model=ModelFacts(name=args.model), gpus=None, gpus_probed=False,
+                      vllm_version=vllm.version, vllm_note=vllm.note, env=chosen_env, values=values)
+        return Gathered(facts, table, vllm)
+
+    model = _model(args, env)
+    selection: GpuSelection | None = None
+    gpu_error = gpu_source = None
+    gpu_notes: tuple[str, ...] = ()
+    result = None
+    probed = False
+    if settings.gpu_capabilities:
+        gpus = tuple(GpuInfo(index=i, capability=cc, memory_total_bytes=settings.gpu_memory_bytes)
+                     for i, cc in enumerate(settings.gpu_capabilities))
+        selection = GpuSelection(gpus)
+        gpu_source = GPU_CAPABILITY
+        gpu_notes = (f"GPUs not probed: {GPU_CAPABILITY}={settings.gpu_capability_text} is used instead",)
+        probed = True
+    elif probe_when == PROBE_ALWAYS or (probe_when == PROBE_WHEN_DSV4 and model.is_dsv4_family):
+        result = probe()
+        probed = True
+        gpu_source, gpu_error, gpu_notes = result.source, result.error, result.notes
+        if result.gpus:
+            selection = select_visible(result.gpus, env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER"))
+    facts = Facts(
+        args=args,
+        model=model,
+        gpus=selection,
+        gpu_error=gpu_error,
+        gpu_source=gpu_source,
+        gpu_notes=gpu_notes,
+        gpus_probed=probed,
+        vllm_version=vllm.version,
+        vllm_note=vllm.note,
+        env=chosen_env,
+        values=values,
+    )
+    return Gathered(facts, table, vllm, result)

@@ -1,0 +1,87 @@
+"""Hand over to vLLM (adapter): its own CLI, in this process, so the process is vLLM's.
+
+``sys.argv`` is set before any vLLM module is imported (vLLM's ``main()`` reads it), and no
+signal handler is installed here: vLLM installs its own. When vLLM is not importable in this
+environment, the ``vllm`` on PATH replaces this process (``os.execve``: same PID, same
+signals). Nothing here runs at import time: vLLM's spawned workers re-import the console
+script that started them.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+
+from .vllm_install import VllmInstall, script_interpreter
+
+EXEC_MARK = "DSV4_LAUNCH_EXECED"  # set on the exec path, to stop a `vllm` → dsv4-serve loop
+
+
+class NoVllm(Exception):
+    """No vLLM to hand over to; the message says how to get one."""
+
+
+def install_hint() -> str:
+    """Commands that work as written from here: install vLLM into this very environment, or
+    point PATH at an environment that has it."""
+    python = shlex.quote(sys.executable)
+    return (
+        f"install it into this environment ({python} -m pip install vllm; it brings its own "
+        "torch/CUDA build) or put the bin/ folder of the environment that has vLLM on PATH "
+        "(export PATH=/path/to/venv/bin:$PATH)"
+    )
+
+
+def run_vllm_in_process(argv: Sequence[str]) -> int:
+    """Run ``vllm serve ARGV`` here; vLLM's own exit status (``None`` → 0)."""
+    sys.argv = ["vllm", "serve", *argv]
+    from vllm.entrypoints.cli.main import main  # only now: vLLM import costs seconds
+
+    result = main()
+    return 0 if result is None else result
+
+
+def exec_vllm(executable: str, argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """Replace this process with ``vllm serve ARGV``. Returns only by raising OSError."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed or full stream must not stop vLLM
+    new_env = dict(env)
+    new_env[EXEC_MARK] = "1"
+    os.execve(executable, ["vllm", "serve", *argv], new_env)
+
+
+def exec_failure(executable: str, error: OSError, env_path: str | None = None) -> str:
+    """Why ``exec`` of the `vllm` script failed, in words that point at the fix."""
+    import errno
+
+    if error.errno == errno.ENOENT:
+        _, written = script_interpreter(executable, env_path)
+        if written:
+            return (f"cannot run {executable}: its interpreter {written} does not exist (the environment it "
+                    "was installed in moved or was deleted; reinstall vLLM there)")
+    if error.errno == errno.EACCES:
+        return f"cannot run {executable}: permission denied (chmod +x it)"
+    if error.errno == errno.ENOEXEC:
+        return f"cannot run {executable}: not an executable or a script with a #! line"
+    return f"cannot run {executable}: {error.strerror or error}"
+
+
+def hand_over(argv: Sequence[str], vllm: VllmInstall, env: Mapping[str, str]) -> int:
+    if vllm.importable:
+        return run_vllm_in_process(argv)
+    if vllm.executable is None:
+        prefix = f"{vllm.note}; " if vllm.note and "not executable" in vllm.note else ""
+        raise NoVllm(f"{prefix}vLLM is not importable here and there is no usable `vllm` on PATH: {install_hint()}")
+    if env.get(EXEC_MARK):
+        raise NoVllm(
+            f"`{vllm.executable}` started dsv4-serve again instead of vLLM (it is a wrapper around "
+            "dsv4-serve?); put the bin/ folder of the environment that has vLLM first on PATH"
+        )
+    exec_vllm(vllm.executable, argv, env)
+    return 0  # not reached: exec replaces this process or raises

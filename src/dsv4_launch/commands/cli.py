@@ -1,0 +1,82 @@
+"""``dsv4-launch`` and ``python -m dsv4_launch``: serve, plan, doctor, fit.
+
+``serve``, ``plan``, ``doctor`` and ``fit`` go straight to their work: their own options are
+picked out by ``own_options`` (a handful of names), so the start-up budget is not spent on
+click. click renders the help (``--help``, ``--version``, no command) and the errors for
+unknown commands: the command surface, loaded only when needed (``click_app.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from . import exit_codes
+from .own_options import HelpRequested, UsageError, split_own_options
+
+JSON_ONLY = {"--json": None}
+
+
+def _positive_int(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or len(text) > 6 or int(text) < 1:
+        raise ValueError("expected a whole number of GPUs, 1 or more")
+    return int(text)
+
+
+def _size(text: str) -> int:
+    from ..core.settings import parse_size
+
+    value = parse_size(text)
+    if value <= 0:
+        raise ValueError("expected a memory size such as 96GiB or 80GB")
+    return value
+
+
+OWN_OPTIONS = {
+    "plan": JSON_ONLY,
+    "doctor": JSON_ONLY,
+}
+
+
+def _stderr_error(text: str) -> None:
+    from ..output.lines import safe_write
+
+    safe_write(sys.stderr, f"{text}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script ``dsv4-launch``."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    command = args[0] if args else None
+    if command == "serve":
+        from .serve import run_serve
+
+        return run_serve(args[1:])
+    if command in OWN_OPTIONS:
+        try:
+            own, rest = split_own_options(command, args[1:], OWN_OPTIONS[command])
+        except HelpRequested:
+            return _click(args)
+        except UsageError as exc:
+            _stderr_error(f"{exc} (see: dsv4-launch {command} --help)")
+            return exit_codes.USAGE
+        return run(command, own, rest)
+    return _click(args)
+
+
+def run(command: str, own: dict, rest: list[str]) -> int:
+    if command == "plan":
+        from .plan import run_plan
+
+        return run_plan(rest, as_json=bool(own.get("json")))
+    if command == "doctor":
+        from .doctor import run_doctor
+
+        return run_doctor(rest, as_json=bool(own.get("json")))
+    raise ValueError(f"unknown command {command!r}")
+
+
+def _click(args: list[str]) -> int:
+    from .click_app import run_click
+
+    return run_click(args)

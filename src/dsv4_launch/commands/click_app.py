@@ -1,0 +1,68 @@
+"""The command surface as click sees it: help texts, ``--version``, errors for unknown
+commands. ``cli.main`` sends only those here; the commands themselves run without click."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from . import exit_codes
+
+PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False, "help_option_names": ["-h", "--help"]}
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dsv4-launch")
+def cli() -> None:
+    """Run DeepSeek-V4 on vLLM without the known start-up crashes.
+
+    `dsv4-launch serve ARGS` (or `dsv4-serve ARGS`) takes exactly the arguments of
+    `vllm serve`, fixes the settings vLLM is known to crash on, says so, and runs vLLM.
+    """
+
+
+@cli.command(context_settings={**PASS_THROUGH, "help_option_names": []}, add_help_option=False)
+@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
+def serve(vllm_args: tuple[str, ...]) -> None:
+    """Same as dsv4-serve: plan, then run `vllm serve VLLM_ARGS` in this process."""
+    from .serve import run_serve
+
+    raise SystemExit(run_serve(list(vllm_args)))
+
+
+@cli.command(context_settings=PASS_THROUGH)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
+def plan(as_json: bool, vllm_args: tuple[str, ...]) -> None:
+    """Show what dsv4-serve would hand to vLLM, and why, without running it.
+
+    VLLM_ARGS are the arguments of `vllm serve`; --json may come anywhere before `--`, and
+    everything after `--` is vLLM's. Exit status: what dsv4-serve's would be before vLLM
+    starts (0, or 2 when it would refuse), so it can gate a deployment.
+    """
+    from .cli import run
+
+    raise SystemExit(run("plan", {"json": as_json}, list(vllm_args)))
+
+
+@cli.command(context_settings=PASS_THROUGH)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
+def doctor(as_json: bool, vllm_args: tuple[str, ...]) -> None:
+    """Check everything that decides whether DeepSeek-V4 will start here.
+
+    GPUs, driver, Python, vLLM, PyTorch and its CUDA architectures, FlashInfer, the vLLM
+    plugin, the model given in VLLM_ARGS (DeepSeek-V4-Flash when none is given) and the plan
+    for it. Exit 0 when nothing fails, 1 when something would.
+    """
+    from .cli import run
+
+    raise SystemExit(run("doctor", {"json": as_json}, list(vllm_args)))
+
+
+def run_click(args: list[str]) -> int:
+    try:
+        cli.main(args=args, prog_name="dsv4-launch", standalone_mode=True)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return exit_codes.OK

@@ -1,0 +1,90 @@
+"""``dsv4-launch doctor``: the pipeline's facts, the runtime probe, the diagnosis; a table,
+plain lines or JSON. Without a model it checks the machine for DeepSeek-V4-Flash."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from collections.abc import Callable, Mapping
+
+from ..adapters.handover import install_hint
+from ..adapters.runtime_probe import probe_runtime
+from ..adapters.vllm_install import interpreter_of
+from ..core.doctor import OK, Check, VllmRuntime, diagnose
+from ..core.doctor_rules import sm120_decode_shapes
+from ..output.documents import dump
+from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.tables import render_diagnosis
+from . import exit_codes
+from .pipeline import DOCTOR, prepare
+from .plan import plan_document
+
+DEFAULT_MODEL = "deepseek-ai/DeepSeek-V4-Flash"
+PLUGIN_ENTRY = "dsv4_launch"  # the name of our vllm.general_plugins entry point
+
+
+def run_doctor(
+    argv: list[str],
+    *,
+    as_json: bool,
+    env: Mapping[str, str] | None = None,
+    stdout=None,
+    stderr=None,
+    runtime: Callable[..., tuple[dict | None, str | None]] = probe_runtime,
+    probe=None,
+    vllm=None,
+) -> int:
+    """``probe``/``vllm``/``runtime``: the GPU probe, vLLM install and runtime probe, replaceable
+    by tests (None: the real ones)."""
+    env = os.environ if env is None else env
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    injected = {k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None}
+    prepared = prepare(argv, env, DOCTOR, **injected)
+    note = None
+    facts = prepared.facts
+    if facts is not None and facts.args.model_source in (None, "vLLM default") and not facts.args.rejection:
+        # No model given: check this machine for DeepSeek-V4 itself, not vLLM's default model.
+        prepared = prepare([DEFAULT_MODEL, *argv], env, DOCTOR, **injected)
+        note = f"no model given: checked for {DEFAULT_MODEL}"
+    if prepared.error:
+        Reporter(stderr, env, prefix="dsv4-launch doctor").error(prepared.error)
+        if as_json:
+            safe_write(stdout, dump({"ok": False, "error": prepared.error, "checks": []}) + "\n")
+        return prepared.status
+    facts = prepared.facts
+    install = prepared.vllm
+    python, why = interpreter_of(install, env.get("PATH"))
+    result = None
+    if python is not None:
+        shapes = sm120_decode_shapes(facts) if facts is not None else []
+        result, why = runtime(python, shapes)
+    where = "this environment" if install.importable else install.executable
+    vllm_runtime = VllmRuntime(
+        python=f"{platform.python_version()} ({sys.executable})",
+        vllm_version=install.version,
+        vllm_where=where,
+        probe=result,
+        probe_error=why,
+    )
+    diagnosis = diagnose(prepared.plan, facts, prepared.probe, vllm_runtime, env,
+                         install_hint=install_hint(), plugin_entry=PLUGIN_ENTRY)
+    if note:
+        diagnosis = diagnosis._replace(checks=(Check("model", OK, note), *diagnosis.checks))
+    make_lenient(stdout)
+    if as_json:
+        data = {
+            "ok": not diagnosis.failed,
+            "checks": [{"section": c.section, "status": c.status, "detail": c.detail} for c in diagnosis.checks],
+            "plan": plan_document(prepared),
+        }
+        ok = safe_write(stdout, dump(data) + "\n")
+    else:
+        ok = render_diagnosis(diagnosis, stdout, env)
+    if not ok:
+        silence(stdout)
+        Reporter(stderr, env, prefix="dsv4-launch doctor").error("cannot write the report to standard output")
+        return exit_codes.OUTPUT_FAILED
+    return exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
+

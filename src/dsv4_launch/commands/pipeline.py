@@ -1,0 +1,114 @@
+"""The one preparation every command goes through: ``prepare(argv, env, purpose) → Prepared``.
+
+``dsv4-serve``, ``plan``, ``doctor``, ``fit`` and the vLLM plugin all call this, so they
+cannot disagree. It is the only place that decides the off switch, help, the probing policy,
+interrupts and bad input:
+
+* ``DSV4_LAUNCH_DISABLE=1``: nothing is read or probed; the arguments go to vLLM unchanged;
+* bad input (a ``DSV4_LAUNCH_*`` value, a ``--config`` file vLLM would die on): exit 2 with
+  one line;
+* Ctrl-C before vLLM starts: exit 130 with one line;
+* anything unforeseen inside dsv4-launch: the arguments go to vLLM unchanged with a warning
+  (``DSV4_LAUNCH_DEBUG=1`` raises instead) — never worse than plain ``vllm serve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from ..adapters.gather import PROBE_ALWAYS, PROBE_WHEN_DSV4, gather
+from ..adapters.nvml import GpuProbe, probe_gpus
+from ..adapters.vllm_install import VllmInstall, find_vllm
+from ..core.facts import Facts
+from ..core.plan import Plan, disabled_plan, make_plan
+from ..core.records import record
+from ..core.settings import Settings, SettingsError, read_flag, read_settings
+from ..vllm_cli.argv_edit import apply_changes
+from ..vllm_cli.option_table import load_table
+from ..vllm_cli.secrets import SecretSpans, conservative_spans
+from ..vllm_cli.serve_args import ConfigFileError
+from . import exit_codes
+
+SERVE, PLAN, DOCTOR, FIT, PLUGIN = "serve", "plan", "doctor", "fit", "plugin"
+_PROBE_POLICY = {SERVE: PROBE_WHEN_DSV4, PLAN: PROBE_WHEN_DSV4, PLUGIN: PROBE_WHEN_DSV4,
+                 DOCTOR: PROBE_ALWAYS, FIT: PROBE_ALWAYS}
+
+
+@record
+class Prepared:
+    """Everything a command needs to render or act."""
+
+    status: int  # OK: hand over (serve); otherwise the exit status before vLLM
+    argv: tuple[str, ...]  # what goes to `vllm serve`
+    plan: Plan
+    secrets: SecretSpans  # where the secrets are in ``argv``
+    vllm: VllmInstall | None = None
+    facts: Facts | None = None  # None: nothing was gathered (off switch, bad input)
+    settings: Settings | None = None
+    probe: GpuProbe | None = None
+    error: str | None = None  # the one line for bad input or an interrupt
+    help_requested: bool = False
+
+
+def prepare(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    purpose: str,
+    *,
+    probe: Callable[[], GpuProbe] = probe_gpus,
+    vllm: VllmInstall | None = None,
+) -> Prepared:
+    argv = tuple(argv)
+    try:
+        return _prepare(argv, env, purpose, probe, vllm)
+    except KeyboardInterrupt:  # Ctrl-C while probing or reading: vLLM has not started
+        return Prepared(exit_codes.INTERRUPTED, argv, Plan(), SecretSpans(), vllm,
+                        error="interrupted before vLLM started")
+
+
+def _blind(argv: tuple[str, ...], vllm: VllmInstall) -> SecretSpans:
+    """Secret spans without a parse: everything that may be one."""
+    return conservative_spans(argv, load_table(vllm.version).option_strings)
+
+
+def _prepare(argv, env, purpose, probe, vllm) -> Prepared:
+    try:
+        disabled = read_flag(env, "DSV4_LAUNCH_DISABLE")
+    except SettingsError as exc:
+        return Prepared(exit_codes.USAGE, argv, Plan(), SecretSpans(), vllm or find_vllm(env), error=str(exc))
+    vllm = vllm or find_vllm(env)
+    if disabled:  # the off switch: before any other reading, so nothing else can interfere
+        secrets = SecretSpans() if purpose in (SERVE, PLUGIN) else _blind(argv, vllm)
+        return Prepared(exit_codes.OK, argv, disabled_plan(), secrets, vllm)
+    try:
+        settings = read_settings(env)
+    except SettingsError as exc:
+        return Prepared(exit_codes.USAGE, argv, Plan(), _blind(argv, vllm), vllm, error=str(exc))
+    try:
+        gathered = gather(argv, env, settings, probe_when=_PROBE_POLICY[purpose], probe=probe, vllm=vllm)
+    except ConfigFileError as exc:
+        return Prepared(exit_codes.USAGE, argv, Plan(), _blind(argv, vllm), vllm, settings=settings, error=str(exc))
+    except Exception as exc:
+        return _passed_through(argv, vllm, settings, exc)
+    facts = gathered.facts
+    if facts.args.help_requested:
+        return Prepared(exit_codes.OK, argv, Plan(), facts.args.secrets, vllm, facts, settings,
+                        gathered.probe, help_requested=True)
+    try:
+        plan = make_plan(facts, settings.preflight)
+        out = apply_changes(argv, plan.changes)
+    except Exception as exc:
+        return _passed_through(argv, vllm, settings, exc)
+    status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
+    return Prepared(status, out, plan, facts.args.secrets, vllm, facts, settings, gathered.probe)
+
+
+def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:
+    """A failure inside dsv4-launch itself: vLLM gets the arguments unchanged."""
+    if settings.debug:
+        raise exc
+    warning = (
+        f"dsv4-launch could not check these arguments (internal error: {type(exc).__name__}: "
+        f"{str(exc)[:160]}); handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)"
+    )
+    return Prepared(exit_codes.OK, argv, Plan(warnings=(warning,)), _blind(argv, vllm), vllm, settings=settings)

@@ -1,0 +1,62 @@
+"""``dsv4-launch plan``: everything dsv4-serve does except running vLLM.
+
+Exits with the status dsv4-serve would have before the hand-over (0, or 2 when it would
+refuse or the input is bad), so it serves as a gate; with ``--json`` the object is printed in
+every case, and is always valid JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from ..output.documents import dump, plan_data
+from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.redact import masked_argv
+from ..output.report import report_plan
+from . import exit_codes
+from .pipeline import PLAN, Prepared, prepare
+
+
+def plan_document(prepared: Prepared) -> dict:
+    data = plan_data(
+        prepared.plan,
+        prepared.facts,
+        masked_argv(prepared.argv, prepared.secrets),
+        vllm_version=prepared.vllm.version if prepared.vllm else None,
+        exit_status=prepared.status,
+    )
+    data["error"] = prepared.error
+    return data
+
+
+def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = None, stdout=None, stderr=None,
+             probe=None, vllm=None) -> int:
+    """``probe``/``vllm``: the GPU probe and vLLM install, replaceable by tests."""
+    env = os.environ if env is None else env
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    prepared = prepare(argv, env, PLAN, **{k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None})
+    make_lenient(stdout)
+    if as_json:
+        ok = safe_write(stdout, dump(plan_document(prepared)) + "\n")
+        if prepared.error:
+            Reporter(stderr, env, prefix="dsv4-launch plan").error(prepared.error)
+    else:
+        if prepared.error:
+            Reporter(stderr, env, prefix="dsv4-launch plan").error(prepared.error)
+            return prepared.status
+        out = Reporter(stdout, env, prefix=None)
+        if prepared.help_requested:
+            out.info("the arguments ask vLLM for its help: dsv4-serve would hand them over unchanged")
+        vllm = prepared.vllm
+        report_plan(out, prepared.plan, prepared.facts, masked_argv(prepared.argv, prepared.secrets),
+                    with_facts=True, vllm_version=vllm.version if vllm else None,
+                    vllm_note=vllm.note if vllm else None)
+        ok = not out.broken
+    if not ok:
+        silence(stdout)
+        Reporter(stderr, env, prefix="dsv4-launch plan").error("cannot write the plan to standard output")
+        return exit_codes.OUTPUT_FAILED
+    return prepared.status

@@ -1,0 +1,81 @@
+"""``dsv4-serve``: prepare, say it, hand over to ``vllm serve`` (the imperative shell).
+
+Takes exactly the arguments of ``vllm serve``. No click here: every millisecond before vLLM
+starts is the user's, and nothing in this path parses options of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+from ..adapters.handover import NoVllm, exec_failure, hand_over
+from ..core.plan import DISABLED_NOTE
+from ..core.settings import ENV_VARS
+from ..output.lines import Reporter, make_lenient, safe_write
+from ..output.redact import masked_argv
+from ..output.report import report_plan
+from . import exit_codes
+from .pipeline import SERVE, prepare
+
+USAGE = """\
+usage: dsv4-serve [VLLM SERVE ARGUMENTS...]
+
+A drop-in for `vllm serve` that knows DeepSeek-V4: it reads the GPUs (NVML), the model's
+config.json and the installed vLLM, sets --kv-cache-dtype fp8 where vLLM would otherwise
+crash on `auto` (vLLM #47174), refuses settings vLLM would certainly die on minutes later,
+says each decision in one line on stderr, then runs vLLM's own CLI in this process (same PID,
+signals and exit status). Every argument is vLLM's; other models pass through unchanged.
+
+Dry run: dsv4-launch plan [--json] ARGS...   This machine: dsv4-launch doctor [ARGS...]
+
+environment:
+{env}
+
+vLLM's options: `vllm serve --help` (shown below when vLLM is installed), or
+https://docs.vllm.ai/en/latest/cli/serve.html
+"""
+
+
+def usage_text() -> str:
+    width = max(len(name) for name, _ in ENV_VARS)
+    return USAGE.format(env="\n".join(f"  {name:<{width}}  {effect}" for name, effect in ENV_VARS))
+
+
+def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=None, stdout=None) -> int:
+    """Everything ``dsv4-serve ARGV`` does; returns the exit status (vLLM's, once it ran)."""
+    env = os.environ if env is None else env
+    stderr = sys.stderr if stderr is None else stderr
+    stdout = sys.stdout if stdout is None else stdout
+    prepared = prepare(argv, env, SERVE)
+    quiet = prepared.settings.quiet if prepared.settings else False
+    reporter = Reporter(stderr, env, quiet=quiet)
+    if prepared.error:
+        reporter.error(prepared.error)
+        return prepared.status
+    if prepared.help_requested:
+        make_lenient(stdout)
+        safe_write(stdout, usage_text() + ("\n" if prepared.vllm.importable or prepared.vllm.executable else ""))
+        if not (prepared.vllm.importable or prepared.vllm.executable):
+            return exit_codes.OK  # our usage is all the help there is without vLLM
+    elif prepared.plan.disabled:
+        reporter.info(DISABLED_NOTE)
+    else:
+        shown = masked_argv(prepared.argv, prepared.secrets)
+        report_plan(reporter, prepared.plan, prepared.facts, shown, with_facts=False)
+        if prepared.status != exit_codes.OK:
+            return prepared.status
+    try:
+        return hand_over(prepared.argv, prepared.vllm, env)
+    except NoVllm as exc:
+        reporter.error(str(exc))
+        return exit_codes.NO_VLLM
+    except OSError as exc:  # exec of the `vllm` on PATH failed
+        reporter.error(exec_failure(prepared.vllm.executable, exc, env.get("PATH")))
+        return exit_codes.EXEC_FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script ``dsv4-serve``."""
+    return run_serve(sys.argv[1:] if argv is None else list(argv))

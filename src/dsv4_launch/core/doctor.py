@@ -1,0 +1,216 @@
+"""``dsv4-launch doctor``, pure part: facts about this machine → checks, OK / WARN / FAIL.
+
+``diagnose()`` turns the facts (GPUs, driver, Python, vLLM, the runtime probe of the Python
+that runs vLLM, the model and the plan) into report lines; the conditions that fail are rule
+rows (``doctor_rules.py``) judged by the same ``rules.evaluate`` as the pre-flight. Every
+section works when its subject is missing and says so. The shell is ``commands/doctor.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .facts import Facts
+from .gpus import GpuInfo
+from .kv import CRASHES_BEFORE_FIX
+from .plan import Plan
+from .records import record
+from .rules import FAIL as FAIL_LEVEL
+from .rules import REFUSE, evaluate_all
+
+OK, WARN, FAIL = "OK", "WARN", "FAIL"
+
+
+@record
+class Check:
+    section: str
+    status: str  # OK, WARN, FAIL
+    detail: str
+
+
+@record
+class VllmRuntime:
+    """What the interpreter that will run vLLM has; None for a part that could not be read."""
+
+    python: str  # this interpreter: version (path)
+    vllm_version: str | None = None
+    vllm_where: str | None = None  # "this environment", "/path/to/vllm", None: missing
+    probe: Mapping[str, object] | None = None  # adapters/runtime_probe.py's answer
+    probe_error: str | None = None
+
+
+@record
+class Diagnosis:
+    checks: tuple[Check, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return any(c.status == FAIL for c in self.checks)
+
+
+def _gib(n: int | None) -> str:
+    return f"{n / 2**30:.1f} GiB" if n else "memory unknown"
+
+
+def gpu_checks(probe, visible: set[int], source: str | None) -> list[Check]:
+    if source == "DSV4_LAUNCH_GPU_CAPABILITY":
+        return [Check("gpu", WARN, "not probed: DSV4_LAUNCH_GPU_CAPABILITY replaces the probe")]
+    if probe is None or not probe.gpus:
+        why = probe.error if probe else "not probed"
+        return [Check("gpu", FAIL, f"no GPU found ({why})")]
+    checks = []
+    if probe.driver_version:
+        cuda = f", CUDA driver {probe.cuda_driver_version}" if probe.cuda_driver_version else ""
+        checks.append(Check("driver", OK, f"NVIDIA driver {probe.driver_version}{cuda} ({probe.source})"))
+    else:
+        checks.append(Check("driver", WARN, f"driver version unknown ({probe.source})"))
+    for g in probe.gpus:
+        seen = "visible to CUDA" if g.index in visible else "hidden by CUDA_VISIBLE_DEVICES"
+        line = f"{g.index}: {g.describe()}, {_gib(g.memory_total_bytes)}, {g.uuid or 'UUID unknown'}, {seen}"
+        if g.capability is None:
+            checks.append(Check("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
+        elif g.capability[0] < 9:
+            checks.append(Check("gpu", FAIL if g.index in visible else WARN, f"{line}: DeepSeek-V4 needs SM 9.0 or newer"))
+        else:
+            checks.append(Check("gpu", OK, line))
+    return checks
+
+
+def vllm_checks(runtime: VllmRuntime, install_hint: str) -> list[Check]:
+    if runtime.vllm_where is None:
+        return [Check("vllm", FAIL, f"not installed: {install_hint}")]
+    where = f" ({runtime.vllm_where})"
+    if runtime.vllm_version is None:
+        return [Check("vllm", WARN, f"version unknown{where}: dsv4-serve assumes the `auto` crash")]
+    if CRASHES_BEFORE_FIX.contains(runtime.vllm_version):
+        return [Check("vllm", WARN, f"{runtime.vllm_version}{where}: has the `auto` KV-cache crash on "
+                      "fp8_ds_mla paths (vLLM #47174); dsv4-serve rewrites it")]
+    return [Check("vllm", OK, f"{runtime.vllm_version}{where}: resolves `auto` on fp8_ds_mla itself (vLLM #45091)")]
+
+
+def arch_coverage(cc: tuple[int, int], arch_flags: list[str]) -> str:
+    """OK: a cubin for this GPU; WARN: only PTX to JIT; FAIL: nothing that runs."""
+    major, minor = cc
+    sm = {f.split("_", 1)[1] for f in arch_flags if f.startswith("sm_")}
+    ptx = {f.split("_", 1)[1] for f in arch_flags if f.startswith("compute_")}
+
+    def num(code: str) -> int | None:
+        digits = code.rstrip("af")
+        return int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 6 else None
+
+    # Cubins run on the same major with an equal or higher minor ("a"/"f" variants are
+    # architecture-specific: exact match only).
+    for code in sm:
+        n = num(code)
+        if n is None:
+            continue
+        if code.endswith(("a", "f")):
+            if n == major * 10 + minor:
+                return OK
+        elif n // 10 == major and n % 10 <= minor:
+            return OK
+    if any((n := num(c)) is not None and n <= major * 10 + minor and not c.endswith("a") for c in ptx):
+        return WARN
+    return FAIL
+
+
+def torch_checks(runtime: VllmRuntime, gpus: list[GpuInfo]) -> list[Check]:
+    probe = runtime.probe
+    if probe is None:
+        return [Check("torch", WARN, f"could not be inspected ({runtime.probe_error or 'no Python with vLLM'})")]
+    torch = probe.get("torch")
+    if not isinstance(torch, Mapping):
+        why = probe.get("torch_error")
+        return [Check("torch", FAIL if runtime.vllm_where else WARN,
+                      f"PyTorch cannot be imported ({why})" if why else "PyTorch is not installed")]
+    version, cuda, arch = torch.get("version"), torch.get("cuda"), list(torch.get("arch_flags") or [])
+    if not cuda:
+        return [Check("torch", FAIL if gpus else WARN, f"{version}: a CPU-only build (no CUDA)")]
+    checks = [Check("torch", OK, f"{version}, CUDA {cuda}, arch {' '.join(arch) or 'unknown'}")]
+    for g in gpus:
+        if g.capability is None or not arch:
+            continue
+        verdict = arch_coverage(g.capability, arch)
+        what = {
+            OK: f"this build has kernels for GPU {g.index} (SM {g.capability_str})",
+            WARN: f"this build only has PTX for GPU {g.index} (SM {g.capability_str}): compiled at start-up, slowly",
+            FAIL: f"this build has no kernels for GPU {g.index} (SM {g.capability_str}): 'no kernel image is "
+            "available'; install a PyTorch built for it",
+        }[verdict]
+        checks.append(Check("torch", verdict, what))
+    return checks
+
+
+def flashinfer_line(runtime: VllmRuntime) -> Check | None:
+    probe = runtime.probe
+    if probe is None:
+        return None
+    fi = probe.get("flashinfer")
+    if not isinstance(fi, Mapping):
+        return Check("flashinfer", OK, "not installed")
+    api = "present" if fi.get("sm120_sparse_mla") else "missing"
+    return Check("flashinfer", OK, f"{fi.get('version') or 'version unknown'}, SM120 sparse-MLA decode API {api}")
+
+
+def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str) -> Check | None:
+    """Is the dsv4-launch vLLM plugin installed where vLLM runs, and would vLLM load it?"""
+    probe = runtime.probe
+    if probe is None or probe.get("plugins") is None:
+        return None
+    names = [p.get("name") for p in probe["plugins"] if isinstance(p, Mapping)]
+    if our_entry not in names:
+        return Check("plugin", OK, "not installed in vLLM's environment: plain `vllm serve`, LLM() and Ray "
+                     "workers there get no KV fix (README: Without changing your command)")
+    allowed = env.get("VLLM_PLUGINS")
+    if allowed is not None and our_entry not in [a.strip() for a in allowed.split(",")]:
+        return Check("plugin", WARN, f"installed, but VLLM_PLUGINS={allowed} does not list {our_entry}: vLLM will not load it")
+    if env.get("DSV4_LAUNCH_DISABLE"):
+        return Check("plugin", WARN, "installed, but DSV4_LAUNCH_DISABLE is set: it does nothing")
+    return Check("plugin", OK, "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
+
+
+def plan_checks(plan: Plan, facts: Facts | None) -> list[Check]:
+    checks = []
+    if facts is not None:
+        m = facts.model
+        what = m.architecture or m.model_type or "architecture unknown"
+        source = f" (from {m.source})" if m.source else ""
+        if m.is_dsv4_family:
+            status = WARN if m.source == "the name" else OK
+            checks.append(Check("model", status, f"{m.name}: {what}{source}"))
+        else:
+            checks.append(Check("model", OK, f"{m.name or 'vLLM default'}: {what}{source}; not DeepSeek-V4, passed through"))
+    for change in plan.changes:
+        checks.append(Check("plan", OK, f"will set {change.option} {change.after}: {change.reason} ({change.reference})"))
+    for note in plan.notes:
+        checks.append(Check("plan", OK, note))
+    for warning in plan.warnings:
+        checks.append(Check("plan", WARN, warning))
+    for refusal in plan.refusals:
+        checks.append(Check("preflight", FAIL, refusal))
+    if facts is not None and facts.model.is_dsv4_family and plan.preflight != "off" and not plan.refusals \
+            and not plan.disabled:
+        checks.append(Check("preflight", OK, f"no known start-up failure (mode {plan.preflight})"))
+    return checks
+
+
+def diagnose(plan: Plan, facts: Facts | None, probe, runtime: VllmRuntime, env: Mapping[str, str],
+             *, install_hint: str, plugin_entry: str) -> Diagnosis:
+    from .doctor_rules import DOCTOR_RULES
+
+    used = list(facts.all_gpus) if facts else []  # every candidate when the mapping is ambiguous
+    checks = [
+        *gpu_checks(probe, {g.index for g in used}, facts.gpu_source if facts else None),
+        Check("python", OK, runtime.python),
+        *vllm_checks(runtime, install_hint),
+        *torch_checks(runtime, used),
+    ]
+    for extra in (flashinfer_line(runtime), plugin_check(runtime, env, plugin_entry)):
+        if extra is not None:
+            checks.append(extra)
+    if facts is not None and runtime.probe is not None:
+        for finding in evaluate_all(DOCTOR_RULES, facts._replace(runtime=runtime.probe)):
+            status = FAIL if finding.level in (FAIL_LEVEL, REFUSE) else WARN
+            checks.append(Check(finding.section, status, finding.text))
+    checks += plan_checks(plan, facts)
+    return Diagnosis(tuple(checks))

@@ -1,0 +1,100 @@
+"""The facts a plan is made from: pure data, gathered by ``adapters/gather.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from .gpus import GpuInfo, GpuSelection
+from .model import ModelFacts
+from .records import EMPTY, record
+
+# Environment variables the rules read (gather copies just these into Facts.env).
+RULE_ENV = (
+    "VLLM_ATTENTION_BACKEND",
+    "VLLM_USE_DEEP_GEMM",
+    "VLLM_USE_V2_MODEL_RUNNER",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "HF_HUB_OFFLINE",
+    "VLLM_PLUGINS",
+)
+
+
+@record
+class Facts:
+    """Everything the plan depends on, gathered before any decision.
+
+    ``args`` is a ``vllm_cli.serve_args.ServeArgs`` (read through ``value``/``source`` only).
+    """
+
+    args: object
+    model: ModelFacts
+    gpus: GpuSelection | None  # None: the GPUs could not be read (or were not probed)
+    gpu_error: str | None = None  # why they could not, or why some fields are unknown
+    gpu_source: str | None = None  # "nvml", "nvidia-smi", "DSV4_LAUNCH_GPU_CAPABILITY"
+    gpu_notes: tuple[str, ...] = ()  # how the GPUs were learnt, when it is worth saying
+    gpus_probed: bool = True  # False: not asked (other model, or switched off)
+    vllm_version: str | None = None
+    vllm_note: str | None = None
+    env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set
+    values: Mapping[str, tuple[str, ...]] = EMPTY  # accepted values per setting, this vLLM
+    memory: object = None  # core.memory.MemoryFacts, when gathered
+    runtime: Mapping[str, object] | None = None  # doctor: torch/FlashInfer in vLLM's Python
+
+    @property
+    def all_gpus(self) -> tuple[GpuInfo, ...]:
+        """The GPUs vLLM may use (every candidate when CUDA's numbering is ambiguous)."""
+        return self.gpus.gpus if self.gpus else ()
+
+    @property
+    def known_gpus(self) -> list[GpuInfo]:
+        """Those of ``all_gpus`` whose compute capability is known."""
+        return [g for g in self.all_gpus if g.capability is not None]
+
+    @property
+    def gpu_type_unknown(self) -> bool:
+        """No GPU, or some GPU, whose compute capability is known to be what vLLM will use."""
+        return not self.all_gpus or len(self.known_gpus) < len(self.all_gpus)
+
+    def vllm_words(self) -> str:
+        return f"vLLM {self.vllm_version}" if self.vllm_version else "vLLM (version unknown)"
+
+
+def json_option(args, dest: str) -> dict | None:
+    """A JSON-object option (``--attention-config``, ``--speculative-config``) as a dict.
+
+    The replica parser keeps values as text (dotted forms arrive folded into JSON); anything
+    that is not a readable JSON object is None.
+    """
+    value = args.value(dest)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def attention_backend(args) -> str | None:
+    """The forced attention backend, upper case; None when vLLM picks (missing or ``auto``).
+
+    ``--attention-backend`` or the ``backend`` key of ``--attention-config`` (JSON, dotted or
+    ``-ac``); vLLM matches the name case-insensitively (``vllm/config/attention.py``).
+    """
+    value = args.value("attention_backend")
+    if value is None:
+        value = (json_option(args, "attention_config") or {}).get("backend")
+    if not isinstance(value, str) or value.lower() == "auto":
+        return None
+    return value.upper()
+
+
+def as_int(value: object) -> int | None:
+    """An option value as vLLM's ``int`` would read it; None for anything else (or huge)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if 0 < len(text) <= 18 and text.lstrip("+-").isascii() and text.lstrip("+-").isdigit():
+            return int(text)
+    return None

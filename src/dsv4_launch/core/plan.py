@@ -1,0 +1,101 @@
+"""Facts in, plan out: the pure core of dsv4-launch.
+
+``make_plan(facts, preflight)`` decides what changes in the arguments handed to ``vllm serve``
+and why, and what is refused or worth a warning. It reads the KV-path table (``kv.py``) and
+the rule rows (``rules_dsv4.py``), never touches files, NVML or vLLM, and explains every
+decision from the same data that made it. Turning the changes into argv tokens is
+``vllm_cli/argv_edit.py``'s job; printing them is ``output/``'s.
+"""
+
+from __future__ import annotations
+
+from .facts import Facts
+from .kv import Change, kv_decision
+from .records import record
+from .rules import REFUSE, Finding, evaluate_all
+from .rules_dsv4 import RULES
+
+DISABLED_NOTE = "DSV4_LAUNCH_DISABLE is set: arguments go to vLLM unchanged, nothing checked"
+
+
+@record
+class Plan:
+    changes: tuple[Change, ...] = ()
+    notes: tuple[str, ...] = ()  # how facts were learnt, and what was deliberately left alone
+    warnings: tuple[str, ...] = ()
+    refusals: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()  # every rule that applied, as judged (refusals included)
+    preflight: str = "refuse"  # DSV4_LAUNCH_PREFLIGHT mode the plan was made with
+    disabled: bool = False  # DSV4_LAUNCH_DISABLE: nothing was looked at
+
+
+def disabled_plan(preflight: str = "refuse") -> Plan:
+    return Plan(notes=(DISABLED_NOTE,), preflight=preflight, disabled=True)
+
+
+def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
+    """Decide what ``vllm serve`` gets. Pure: same facts, same plan.
+
+    ``preflight`` is the DSV4_LAUNCH_PREFLIGHT mode: "refuse", "warn" or "off".
+    """
+    args = facts.args
+    model = facts.model
+    warnings: list[str] = list(args.warnings)
+    notes: list[str] = []
+    if args.rejection:
+        warnings.append(f"vLLM will reject these arguments ({args.rejection}); handing them over unchanged")
+        return Plan(warnings=tuple(warnings), preflight=preflight)
+    if args.unknown_options:
+        warnings.append(
+            f"options unknown to dsv4-launch's table of {facts.vllm_words()} options: "
+            f"{', '.join(args.unknown_options)}; passed through unchanged"
+        )
+    if model.note:
+        if model.is_dsv4_family:
+            warnings.append(f"model {model.name}: {model.note}")
+        else:
+            notes.append(f"model {model.name}: {model.note}; arguments passed through unchanged")
+    if model.is_dsv4_family and facts.gpu_error:
+        skipped = "; GPU-specific checks skipped" if not facts.known_gpus else ""
+        warnings.append(f"GPUs: {facts.gpu_error}{skipped}")
+    notes.extend(facts.gpu_notes)
+    if facts.gpus is not None:
+        notes.extend(facts.gpus.notes)
+    if (
+        model.is_dsv4_family
+        and args.value("distributed_executor_backend") == "ray"
+        and facts.gpu_source != "DSV4_LAUNCH_GPU_CAPABILITY"
+        and not facts.known_gpus
+    ):
+        warnings.append(
+            "--distributed-executor-backend ray on a host that sees no GPU: this process decides "
+            "the KV-cache dtype for every Ray worker without knowing their GPUs; set "
+            "DSV4_LAUNCH_GPU_CAPABILITY to the workers' compute capability (e.g. 12.0)"
+        )
+
+    kv = kv_decision(facts)
+    notes.extend(kv.notes)
+    warnings.extend(kv.warnings)
+
+    refusals: list[str] = []
+    findings: tuple[Finding, ...] = ()
+    if preflight == "off":
+        if model.is_dsv4_family:
+            notes.append("pre-flight checks are off (DSV4_LAUNCH_PREFLIGHT=off)")
+    else:
+        findings = tuple(evaluate_all(RULES, facts))
+        for finding in findings:
+            if finding.level != REFUSE:
+                warnings.append(finding.text)
+            elif preflight == "warn":
+                warnings.append(f"{finding.text} [DSV4_LAUNCH_PREFLIGHT=warn: starting anyway]")
+            else:
+                refusals.append(finding.text)
+    return Plan(
+        changes=(kv.change,) if kv.change else (),
+        notes=tuple(notes),
+        warnings=tuple(warnings),
+        refusals=tuple(refusals),
+        findings=findings,
+        preflight=preflight,
+    )

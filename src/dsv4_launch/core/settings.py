@@ -1,0 +1,119 @@
+"""dsv4-launch's own settings, read from ``DSV4_LAUNCH_*`` environment variables (pure)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from .gpus import parse_capability
+from .records import record
+
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"", "0", "false", "no", "off"}
+PREFLIGHT_MODES = ("refuse", "warn", "off")
+GPU_CAPABILITY = "DSV4_LAUNCH_GPU_CAPABILITY"
+GPU_MEMORY = "DSV4_LAUNCH_GPU_MEMORY"
+
+
+class SettingsError(ValueError):
+    """A DSV4_LAUNCH_* variable holds a value dsv4-launch cannot use."""
+
+
+@record
+class Settings:
+    disabled: bool = False  # DSV4_LAUNCH_DISABLE
+    quiet: bool = False  # DSV4_LAUNCH_QUIET
+    gpu_capabilities: tuple[tuple[int, int], ...] | None = None  # DSV4_LAUNCH_GPU_CAPABILITY
+    gpu_capability_text: str | None = None
+    gpu_memory_bytes: int | None = None  # DSV4_LAUNCH_GPU_MEMORY: per GPU
+    preflight: str = "refuse"  # DSV4_LAUNCH_PREFLIGHT: refuse, warn, off
+    debug: bool = False  # DSV4_LAUNCH_DEBUG: internal errors raise instead of passing through
+
+
+def read_flag(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name)
+    if raw is None:
+        return False
+    value = raw.strip().lower()
+    if value in TRUE:
+        return True
+    if value in FALSE:
+        return False
+    raise SettingsError(f"{name}={raw!r} is not understood; use 1 (on) or 0 (off)")
+
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+_SIZE = re.compile(r"(\d{1,15}(?:\.\d{1,6})?)\s*([a-z]{0,3})", re.ASCII)
+
+
+def parse_size(text: str) -> int:
+    """``96GiB`` → 103079215104; ``80GB``, ``81920MiB``, ``1e9``-free plain bytes too.
+
+    GB/G are powers of ten, GiB powers of two (as nvidia-smi's MiB and vLLM's GiB). ValueError
+    for anything else.
+    """
+    m = _SIZE.fullmatch(text.strip().lower())
+    if m is None or m.group(2) not in _UNITS:
+        raise ValueError(f"not a size: {text!r}")
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def read_settings(env: Mapping[str, str]) -> Settings:
+    caps = None
+    text = env.get(GPU_CAPABILITY)
+    if text is not None and text.strip():
+        try:
+            caps = tuple(parse_capability(part) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise SettingsError(
+                f"{GPU_CAPABILITY}={text!r} is not a compute capability; use e.g. "
+                "12.0 (RTX PRO 6000), 10.0 (B200) or 9.0 (H100/H200), comma-separated per GPU"
+            ) from None
+    memory = None
+    raw_memory = env.get(GPU_MEMORY)
+    if raw_memory is not None and raw_memory.strip():
+        try:
+            memory = parse_size(raw_memory)
+        except ValueError:
+            memory = 0
+        if memory <= 0:
+            raise SettingsError(
+                f"{GPU_MEMORY}={raw_memory!r} is not a memory size; use e.g. 96GiB, 80GB or 143771MiB "
+                "(the memory of one GPU)"
+            )
+    raw_preflight = env.get("DSV4_LAUNCH_PREFLIGHT")
+    preflight = (raw_preflight or "refuse").strip().lower()
+    if preflight not in PREFLIGHT_MODES:
+        raise SettingsError(
+            f"DSV4_LAUNCH_PREFLIGHT={raw_preflight!r} is not understood; use refuse (default), warn or off"
+        )
+    return Settings(
+        preflight=preflight,
+        disabled=read_flag(env, "DSV4_LAUNCH_DISABLE"),
+        quiet=read_flag(env, "DSV4_LAUNCH_QUIET"),
+        debug=read_flag(env, "DSV4_LAUNCH_DEBUG"),
+        gpu_capabilities=caps,
+        gpu_capability_text=text.strip() if caps else None,
+        gpu_memory_bytes=memory,
+    )
+
+
+# Every environment variable dsv4-launch reads, with its effect: `dsv4-serve --help` and README's
+# table are made from these rows.
+ENV_VARS: tuple[tuple[str, str], ...] = (
+    ("DSV4_LAUNCH_DISABLE=1", "no reading, probing or rewriting: arguments go to vLLM unchanged (one line says so)"),
+    ("DSV4_LAUNCH_QUIET=1", "print only warnings and errors"),
+    ("DSV4_LAUNCH_PREFLIGHT=refuse|warn|off",
+     "pre-flight problems stop dsv4-serve (default), only warn, or are not checked"),
+    (f"{GPU_CAPABILITY}=12.0",
+     "use this compute capability instead of probing (hosts that cannot see the GPUs; comma-separated per GPU)"),
+    (f"{GPU_MEMORY}=96GiB", "the memory of one GPU, for hosts that cannot see the GPUs (memory fit)"),
+    ("DSV4_LAUNCH_DEBUG=1", "an internal error raises with its traceback instead of passing the arguments through"),
+    ("NO_COLOR", "plain output even on a terminal"),
+    ("CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER", "which GPUs count, as for CUDA"),
+    ("HF_HUB_CACHE, HF_HOME, HF_HUB_OFFLINE", "where to look for the model's files; whether vLLM may download"),
+)

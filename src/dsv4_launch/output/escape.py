@@ -1,0 +1,46 @@
+"""Outside text (config values, names, paths, argv) made safe to print on a terminal or in a log.
+
+Control characters (ESC sequences, newlines that could forge a ``dsv4-serve: changed:`` line),
+bidirectional and other invisible format characters, and the lone surrogates that stand for
+undecodable bytes are shown as Python-style escapes (``\\x1b``, ``\\n``, ``\\u202e``, ``\\xff``).
+"""
+
+from __future__ import annotations
+
+import re
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s@?#]+)@")
+
+
+def escape(text: str) -> str:
+    """``text`` with every non-printable character written as an escape."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+            continue
+        code = ord(ch)
+        if ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif 0xDC80 <= code <= 0xDCFF:  # surrogateescape: an undecodable byte
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+def mask_url_credentials(text: str) -> str:
+    """``https://user:PASS@host`` → ``https://***@host``: credentials in any URL, anywhere."""
+    if "@" not in text or "://" not in text:
+        return text
+    return _URL_USERINFO.sub(r"\1***@", text)

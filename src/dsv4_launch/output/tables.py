@@ -1,0 +1,71 @@
+"""Tables: doctor's report and fit's layouts, Rich on a terminal, aligned plain text otherwise.
+
+Every cell is escaped outside text passed to Rich as ``Text``, never as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .escape import escape
+from .lines import safe_write, use_style
+
+COLOURS = {"OK": "green", "WARN": "yellow", "FAIL": "bold red"}
+
+
+def render_diagnosis(diagnosis, stream, env: Mapping[str, str]) -> bool:
+    """Doctor's checks; False when the stream could not take them."""
+    failed = diagnosis.failed
+    verdict = "FAIL: DeepSeek-V4 would not start here" if failed else "OK: nothing known to fail"
+    if not use_style(stream, env):
+        lines = [f"{c.status:<4}  {c.section:<10}  {escape(c.detail)}" for c in diagnosis.checks]
+        return safe_write(stream, "\n".join([*lines, verdict]) + "\n")
+    try:
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(title="dsv4-launch doctor", show_lines=False)
+        table.add_column("", no_wrap=True)
+        table.add_column("check", no_wrap=True)
+        table.add_column("detail")
+        for c in diagnosis.checks:
+            table.add_row(Text(c.status, style=COLOURS[c.status]), Text(c.section), Text(escape(c.detail)))
+        console = Console(file=stream, highlight=False)
+        console.print(table)
+        console.print(Text(verdict, style="bold red" if failed else "green"))
+        return True
+    except (OSError, ValueError, UnicodeError):
+        return False
+
+
+def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], styles: Sequence[str | None],
+                 stream, env: Mapping[str, str], footer: Sequence[str] = (), right: Sequence[bool] = ()) -> bool:
+    """A generic table: ``styles[i]`` colours row i on a terminal (None: plain)."""
+    right = list(right) or [False] * len(headers)
+    if not use_style(stream, env):
+        cells = [[escape(str(c)) for c in row] for row in rows]
+        widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+
+        def fmt(row):
+            return "  ".join((c.rjust(w) if right[i] else c.ljust(w)) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+        out = [title, fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in cells), *footer]
+        return safe_write(stream, "\n".join(out) + "\n")
+    try:
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(title=title, title_justify="left")
+        for i, h in enumerate(headers):
+            table.add_column(h, justify="right" if right[i] else "left", no_wrap=i == 0)
+        for row, style in zip(rows, styles):
+            table.add_row(*(Text(escape(str(c))) for c in row), style=style)
+        console = Console(file=stream, highlight=False)
+        console.print(table)
+        for line in footer:
+            console.print(Text(escape(line)))
+        return True
+    except (OSError, ValueError, UnicodeError):
+        return False

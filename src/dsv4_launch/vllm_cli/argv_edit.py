@@ -1,0 +1,43 @@
+"""Write a planned change into the user's argv so that vLLM reads it, touching nothing else.
+
+Edits only ever replace a value in place or append at the end, so every other token keeps its
+bytes and its position (secret positions found by the parse stay valid for the edited argv).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .secrets import option_name
+
+
+def set_option(argv: Sequence[str], option: str, value: str, replaces: str = "auto") -> list[str]:
+    """``option`` set to ``value``: the last command-line occurrence rewritten in place, in the
+    user's own spelling, when its value is ``replaces``; otherwise ``option value`` appended.
+
+    Never inserted right after ``serve``: vLLM's positional-model checks would then fail. (A bare
+    ``--`` never gets here: vLLM rejects it, so such arguments are handed over untouched.)
+    """
+    out = list(argv)
+    name = option[2:]
+    last = None
+    for i, token in enumerate(out):
+        if option_name(token) == name:
+            last = i
+    if last is not None:
+        head, eq, current = out[last].partition("=")
+        if eq and current == replaces:
+            out[last] = f"{head}={value}"
+            return out
+        if not eq and last + 1 < len(out) and out[last + 1] == replaces:
+            out[last + 1] = value
+            return out
+    return out + [option, value]
+
+
+def apply_changes(argv: Sequence[str], changes: Iterable) -> tuple[str, ...]:
+    """Every ``core.kv.Change`` (``option``, ``after``) written into ``argv``."""
+    out = list(argv)
+    for change in changes:
+        out = set_option(out, change.option, change.after)
+    return tuple(out)

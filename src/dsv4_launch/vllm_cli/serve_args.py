@@ -1,0 +1,487 @@
+"""Read ``vllm serve`` arguments exactly the way vLLM does, without importing vLLM.
+
+vLLM's ``FlexibleArgumentParser.parse_args`` (``vllm/utils/argparse_utils.py``, 0.24–0.33)
+first rewrites the argument list, then hands it to the stdlib's argparse:
+
+1. the first ``--model X`` / ``--model=X`` is moved to the positional slot;
+2. without a positional model (first token an option), no ``--config`` and a
+   ``--served-model-name``, it raises ValueError;
+3. ``--config FILE`` (that exact token; ``--config=FILE`` is kept as an ordinary option and the
+   file is never read) is replaced by the YAML's keys as options, right after the positional
+   model, so the command line beats the file;
+4. in every ``--name`` / ``--name=value`` token, ``_`` becomes ``-`` in the name up to the first
+   ``.``; ``-O3``/``-O=3``/``-O 3`` become ``--optimization-level``;
+5. dotted options (``--speculative-config.kv_cache_dtype fp8``) are folded into one JSON value
+   per root option and appended at the end.
+
+Steps 1–5 are reproduced here token for token. The final parse is done by argparse itself, on a
+replica parser that has vLLM's option strings, arities and string choices (recorded from the
+real parser by ``tools/gen_vllm_options.py``) — so positional/option splitting, greedy
+``nargs='+'``, abbreviations and "ambiguous option" errors are argparse's own, not imitations.
+
+Every token carries the positions of the user's argv it came from through all five steps, so
+the parse also tells exactly which tokens argparse gave to a secret option (``SecretSpans``):
+secrets are masked by position, never by searching printed text.
+
+This module is pure: the YAML file is read by a loader passed in by the caller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from ..core.records import EMPTY, record
+from .option_table import OptionTable
+from .secrets import AFTER_EQ, SECRET_DESTS, WHOLE, SecretSpans, conservative_spans
+
+KV_CACHE_DTYPE = "kv-cache-dtype"  # option name after vLLM's normalisation
+
+ConfigLoader = Callable[[str], Mapping[str, object]]
+
+
+class ConfigFileError(Exception):
+    """The ``--config`` file cannot be used; vLLM would die on it too."""
+
+
+class ConfigNotRead(Exception):
+    """The ``--config`` file is left to vLLM unread (a FIFO, a device): its options are unknown."""
+
+
+class _ParseRejected(Exception):
+    pass
+
+
+_EXPLICIT_VALUE = re.compile(r"(--?[A-Za-z0-9_.+\-]+)=[^\s,]*")
+
+
+def _without_values(message: str) -> str:
+    """argparse quotes whole tokens (``ambiguous option: --api=VALUE could match …``): keep the
+    option, drop the value, which may be a secret."""
+    return _EXPLICIT_VALUE.sub(r"\1=…", message)
+
+
+# Exceptions vLLM's own pre-processing raises on some inputs (a 5000-digit JSON number, nesting
+# deeper than the recursion limit, an infinite ``80e999k``): vLLM dies on them too.
+_VLLM_FAILURES = (ValueError, RecursionError, OverflowError, TypeError, IndexError)
+
+
+@record
+class ServeArgs:
+    """What ``vllm serve`` will make of an argument list."""
+
+    tokens: tuple[str, ...]  # the user's arguments after ``serve``, untouched
+    values: Mapping[str, object] = EMPTY  # dest -> effective value
+    cli_values: Mapping[str, object] = EMPTY  # from the command line alone
+    model: str | None = None
+    model_source: str | None = None  # "positional", "--model", "config file", "vLLM default"
+    config_path: str | None = None  # the --config file that vLLM reads
+    unknown_options: tuple[str, ...] = ()  # option names this vLLM's table does not know
+    rejection: str | None = None  # why vLLM will refuse these arguments, if it will
+    unread: str | None = None  # why some arguments could not be seen (a --config left to vLLM)
+    warnings: tuple[str, ...] = ()
+    help_requested: bool = False
+    secrets: SecretSpans = SecretSpans()
+
+    def value(self, dest: str) -> object:
+        return self.values.get(dest)
+
+    def source(self, dest: str) -> str | None:
+        """Where the effective value of ``dest`` came from."""
+        if self.values.get(dest) is None:
+            return None
+        if self.cli_values.get(dest) is not None:
+            return "command line"
+        return "config file"
+
+
+class _Tok(str):
+    """An argument that remembers which parts of the user's argv it came from.
+
+    ``origins`` holds ``(index, WHOLE | AFTER_EQ)`` pairs. argparse splits ``--opt=value`` with
+    ``str.split``/``str.partition``; both keep the origin here, so a value argparse hands to an
+    action still says where it came from.
+    """
+
+    def __new__(cls, text: str, origins: tuple[tuple[int, str], ...] = ()):
+        made = str.__new__(cls, text)
+        made.origins = origins
+        return made
+
+    def _tail(self, text: str) -> _Tok:
+        return _Tok(text, tuple((i, AFTER_EQ) for i, _ in self.origins))
+
+    def split(self, sep=None, maxsplit=-1):
+        parts = str.split(self, sep, maxsplit)
+        if sep == "=" and len(parts) == 2:
+            return [parts[0], self._tail(parts[1])]
+        return parts
+
+    def partition(self, sep):
+        head, found, tail = str.partition(self, sep)
+        return (head, found, self._tail(tail)) if sep == "=" and found else (head, found, tail)
+
+
+def _origins(value: object) -> tuple[tuple[int, str], ...] | None:
+    """The argv spans behind an argparse value; None when one part cannot be traced."""
+    items = value if isinstance(value, list) else [value]
+    spans: list[tuple[int, str]] = []
+    for item in items:
+        if isinstance(item, _Tok):
+            spans.extend(item.origins)
+        elif isinstance(item, str):
+            return None
+    return tuple(spans)
+
+
+def read_serve_args(
+    tokens: Sequence[str],
+    table: OptionTable,
+    load_config: ConfigLoader | None = None,
+) -> ServeArgs:
+    """Parse the arguments given after ``vllm serve``.
+
+    Raises ConfigFileError for a ``--config`` file vLLM cannot use. Every other problem vLLM
+    would have with the arguments is returned in ``rejection``: vLLM reports those itself.
+    """
+    tokens = tuple(tokens)
+    conservative = conservative_spans(tokens, table.option_strings)
+    warnings: list[str] = []
+    if any(t in ("-h", "--help") or t.startswith("--help=") for t in tokens):
+        return ServeArgs(tokens=tokens, help_requested=True, secrets=conservative)
+    for t in tokens:
+        if t.startswith("--config="):
+            warnings.append(
+                "'--config=…' is accepted by vLLM but the file is never read; write "
+                "'--config FILE' (two words) for vLLM to use it"
+            )
+            break
+
+    tagged = [_Tok(t, ((i, WHOLE),)) for i, t in enumerate(tokens)]
+    try:
+        args, model_moved = _move_model_option(tagged)
+        _check_served_model_name(args)
+        config_path = None
+        cli_args = list(args)
+        if "--config" in args:
+            args, config_path = _pull_config(args, load_config)
+            cli_args = _drop_config(cli_args)
+        parser = _replica(table)  # built once: ~300 options
+        values, unknown = _parse(args, parser, table.exact)
+        traced = [_origins(v) for v in parser.secret_values]
+        cli_values = _cli_only(cli_args, table) if config_path else values
+    except ConfigNotRead as exc:
+        return ServeArgs(tokens=tokens, unread=str(exc), warnings=tuple(warnings), secrets=conservative)
+    except _ParseRejected as exc:
+        return ServeArgs(tokens=tokens, rejection=str(exc), warnings=tuple(warnings), secrets=conservative)
+    except _VLLM_FAILURES as exc:
+        reason = f"vLLM's argument reading fails on them: {type(exc).__name__}: {str(exc)[:160]}"
+        return ServeArgs(tokens=tokens, rejection=reason, warnings=tuple(warnings), secrets=conservative)
+
+    if any(t is None for t in traced):
+        secrets = conservative  # a value argparse rebuilt: mask everything that could be one
+    else:
+        secrets = SecretSpans(frozenset(span for spans in traced for span in spans))
+    model, model_source = values.get("model_tag"), "positional"
+    if model is not None and model_moved:
+        model_source = "--model"
+    if model is None and values.get("model") is not None:
+        model = values["model"]
+        model_source = "--model" if cli_values.get("model") is not None else "config file"
+    if model is None and table.defaults.get("model"):
+        model, model_source = table.defaults["model"], "vLLM default"
+    if model is None:
+        model_source = None
+    return ServeArgs(
+        tokens=tokens,
+        values={k: _plain(v) for k, v in values.items()},
+        cli_values={k: _plain(v) for k, v in cli_values.items()},
+        model=_plain(model),
+        model_source=model_source,
+        config_path=config_path,
+        unknown_options=tuple(dict.fromkeys(u.split("=", 1)[0] for u in unknown)),
+        warnings=tuple(warnings),
+        help_requested=values.get("help") is True,
+        secrets=secrets,
+    )
+
+
+def _cli_only(cli_args: list[str], table: OptionTable) -> dict[str, object]:
+    """The command line's own values (to say where a value came from). vLLM never parses the
+    command line without the file, so this parse may fail where vLLM's does not (a stray word
+    the file's greedy option swallows): then nothing is attributed to the command line."""
+    try:
+        return _parse(cli_args, _replica(table), table.exact)[0]
+    except (_ParseRejected, *_VLLM_FAILURES):
+        return {}
+
+
+def _plain(value):
+    """Parsed values as plain ``str`` (no origin tags) for everything downstream."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return str(value) if isinstance(value, str) else value
+
+
+# --- vLLM's pre-processing, step by step -------------------------------------------------
+
+_MODEL_RE = re.compile(r"^--model(=.+|$)")
+_CONFIG_RE = re.compile(r"^--config(=.+|$)")
+_SERVED_NAME_RE = re.compile(r"^--served[-_]model[-_]name(=.+|$)")
+
+
+def _move_model_option(args: list[str]) -> tuple[list[str], bool]:
+    for i, arg in enumerate(args):
+        if _MODEL_RE.match(arg):
+            if arg == "--model":
+                if i + 1 >= len(args):
+                    raise _ParseRejected("--model needs a value")
+                return [args[i + 1], *args[:i], *args[i + 2 :]], True
+            return [arg.partition("=")[2], *args[:i], *args[i + 1 :]], True
+    return args, False
+
+
+def _check_served_model_name(args: list[str]) -> None:
+    if (
+        args
+        and args[0].startswith("-")
+        and not any(_CONFIG_RE.match(a) for a in args)
+        and any(_SERVED_NAME_RE.match(a) for a in args)
+    ):
+        raise _ParseRejected(
+            "with --served-model-name, vLLM needs the model as the first positional "
+            "argument (vllm serve <model> --served-model-name …)"
+        )
+
+
+def _pull_config(args: list[str], load_config: ConfigLoader | None) -> tuple[list[str], str]:
+    if args.count("--config") > 1:
+        raise ConfigFileError("--config is given more than once; vLLM reads exactly one file")
+    index = args.index("--config")
+    if index == len(args) - 1:
+        raise ConfigFileError("--config needs a file name (--config FILE.yaml)")
+    path = str(args[index + 1])
+    extension = path.split(".")[-1]
+    if extension not in ("yaml", "yml"):
+        raise ConfigFileError(
+            f"--config {path}: vLLM reads only .yaml/.yml files; rename it or pass the "
+            "options on the command line"
+        )
+    if load_config is None:
+        raise ConfigFileError(f"--config {path}: no reader for config files")
+    config = load_config(path)
+    try:
+        config_args = [_Tok(t) for t in config_to_args(config)]
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ConfigFileError(
+            f"--config {path}: vLLM cannot turn it into options ({type(exc).__name__}: {str(exc)[:120]})"
+        ) from None
+    model_in_cli = bool(args) and not args[0].startswith("-")
+    if not model_in_cli and "--model" not in config_args:
+        raise _ParseRejected(
+            "no model: give it as the first positional argument or as 'model:' in the --config file"
+        )
+    if model_in_cli:
+        return [args[0], *config_args, *args[1:index], *args[index + 2 :]], path
+    return [*config_args, *args[:index], *args[index + 2 :]], path
+
+
+def _drop_config(args: list[str]) -> list[str]:
+    index = args.index("--config")
+    return args[:index] + args[index + 2 :]
+
+
+def config_to_args(config: Mapping[str, object]) -> list[str]:
+    """A ``--config`` YAML mapping as the option tokens vLLM inserts (``load_config_file``).
+
+    The same expressions as vLLM's, so the same inputs fail: a key that is not a string
+    (``"--" + key``), a value JSON cannot hold (``json.dumps``), nesting deeper than Python's
+    recursion limit.
+    """
+    out: list[str] = []
+    for key, value in config.items():
+        if isinstance(value, bool):
+            if value:
+                out.append("--" + key)
+        elif isinstance(value, list):
+            if value:
+                out.append("--" + key)
+                out.extend(str(item) for item in value)
+        elif isinstance(value, dict):
+            out += ["--" + key, json.dumps(value)]
+        else:
+            out += ["--" + key, str(value)]
+    return out
+
+
+_NAME_PART = re.compile(r"(?<=--)[^\.]*")
+
+
+def _dashes(match: re.Match) -> str:
+    return match.group(0).replace("_", "-")
+
+
+def _normalise(args: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        origins = getattr(arg, "origins", ())
+        if arg.startswith("--"):
+            if "=" in arg:
+                key, value = str.split(arg, "=", 1)
+                out.append(_Tok(f"{_NAME_PART.sub(_dashes, key, count=1)}={value}", origins))
+            else:
+                out.append(_Tok(_NAME_PART.sub(_dashes, arg, count=1), origins))
+        elif arg.startswith("-O") and arg != "-O":
+            out += ["--optimization-level", arg[3:] if arg[2] == "=" else arg[2:]]
+        elif arg == "-O" and i + 1 < len(args) and args[i + 1] in {"0", "1", "2", "3"}:
+            out.append("--optimization-level")
+        else:
+            out.append(arg)
+    return out
+
+
+def _fold_dotted(args: list[str]) -> list[str]:
+    delete: set[int] = set()
+    dicts: dict[str, dict[str, object]] = {}
+    sources: dict[str, list[tuple[int, str]]] = {}
+    for i, arg in enumerate(args):
+        if i in delete:
+            continue
+        if arg.startswith("--") and "." not in arg:
+            continue
+        if arg.startswith("-") and "." in arg:
+            if "=" in arg:
+                name, value_str = str.split(arg, "=", 1)
+                if "." not in name:
+                    continue
+                spans = [(j, AFTER_EQ) for j, _ in getattr(arg, "origins", ())]
+            else:
+                if i + 1 >= len(args):
+                    raise _ParseRejected(f"{arg.split('.', 1)[0]}.… needs a value")
+                name, value_str = str(arg), args[i + 1]
+                spans = list(getattr(value_str, "origins", ()))
+                delete.add(i + 1)
+            if name.endswith("+"):
+                name = name[:-1]
+                value_str = json.dumps(str(value_str).split(","))
+            key, *keys = name.split(".")
+            try:
+                value: object = json.loads(value_str)
+            except json.JSONDecodeError:
+                value = _human_readable_int(str(value_str))
+            nested: object = value
+            for k in reversed(keys):
+                nested = {k: nested}
+            _merge(dicts.setdefault(key, {}), nested)
+            sources.setdefault(key, []).extend(spans)
+            delete.add(i)
+    kept = [a for i, a in enumerate(args) if i not in delete]
+    for key, value in dicts.items():
+        kept += [key, _Tok(json.dumps(value), tuple(sources[key]))]
+    return kept
+
+
+def _merge(original: dict[str, object], update: dict[str, object]) -> None:
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            _merge(original[k], v)
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            original[k] = v
+
+
+def _human_readable_int(value: str) -> object:
+    """vLLM's fallback for dotted values that are not JSON (``80g`` → 80000000000)."""
+    text = value.strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
+    if m:
+        number, suffix = m.groups()
+        if suffix in "kmgt":
+            return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
+        if number.isdigit():
+            return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
+        return value
+    try:
+        return int(text)
+    except ValueError:
+        return value
+
+
+class _ReplicaParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.secret_values: list[object] = []
+
+    def error(self, message: str):  # argparse would print and exit(2)
+        raise _ParseRejected(_without_values(message))
+
+    def _get_formatter(self):
+        # add_argument() asks for a formatter on every call (and the terminal's size with it);
+        # this parser never prints help, so one fixed-width formatter serves all.
+        if not hasattr(self, "_formatter"):
+            self._formatter = argparse.HelpFormatter(self.prog, width=80)
+        return self._formatter
+
+
+def _parse(args: list[str], parser: _ReplicaParser, exact: bool) -> tuple[dict[str, object], list[str]]:
+    processed = _fold_dotted(_normalise(args))
+    try:
+        namespace, extras = parser.parse_known_args(processed)
+    except argparse.ArgumentError as exc:
+        raise _ParseRejected(_without_values(str(exc))) from None
+    unknown = [str(e) for e in extras if e.startswith("-")]
+    if extras and (exact or not unknown):
+        # The table was recorded from this very vLLM: it would reject these too. Only option
+        # names are quoted: a stray word may be a secret meant for a misspelt option.
+        others = len(extras) - len(unknown)
+        words = [u.split("=", 1)[0] for u in unknown]
+        words += [f"{others} other word{'s' if others > 1 else ''}"] if others else []
+        raise _ParseRejected(f"unrecognized arguments: {', '.join(words)}")
+    return vars(namespace), unknown
+
+
+def _replica(table: OptionTable) -> _ReplicaParser:
+    parser = _ReplicaParser(prog="vllm serve", add_help=False, exit_on_error=False)
+    for dest in table.positionals:
+        parser.add_argument(dest, nargs="?", default=None)
+    for action in table.actions:
+        if action.nargs == 0:
+            parser.add_argument(
+                *action.options,
+                dest=action.dest,
+                action=_StoreFlag,
+                values_by_option=dict(action.flag_values or {}),
+                default=None,
+            )
+        else:
+            parser.add_argument(
+                *action.options,
+                dest=action.dest,
+                nargs=None if action.nargs == 1 else action.nargs,
+                choices=action.choices,
+                default=None,
+                **({"action": _StoreSecret} if action.dest in SECRET_DESTS else {}),
+            )
+    return parser
+
+
+class _StoreFlag(argparse.Action):
+    """An option without a value; stores what vLLM's own action stores for that spelling."""
+
+    def __init__(self, option_strings, dest, values_by_option, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+        self.values_by_option = values_by_option
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, self.values_by_option.get(option_string, True))
+
+
+class _StoreSecret(argparse.Action):
+    """Stores like argparse's default, and tells the parser which tokens it was given."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        parser.secret_values.append(values)

@@ -1,0 +1,58 @@
+"""Pure planning for tests: facts built by hand (no NVML, no files, no vLLM), planned by the
+real core, argv edited by the real vllm_cli. What a command would hand to vLLM, without one."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+from dsv4_launch.core.model import classify
+from dsv4_launch.core.plan import make_plan
+from dsv4_launch.core.records import record
+from dsv4_launch.vllm_cli.argv_edit import apply_changes
+from dsv4_launch.vllm_cli.option_table import load_table
+from dsv4_launch.vllm_cli.serve_args import read_serve_args
+
+M = "deepseek-ai/DeepSeek-V4-Flash"
+V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
+V41 = {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41", "num_attention_heads": 64}
+LLAMA = {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 6}
+NAMES = {12: "NVIDIA RTX PRO 6000", 10: "NVIDIA B200", 9: "NVIDIA H200", 8: "NVIDIA A100"}
+SM120, SM121, SM100, SM103, SM90, SM80 = (12, 0), (12, 1), (10, 0), (10, 3), (9, 0), (8, 0)
+UNSET = object()
+
+
+def gpus(*ccs, memory: Optional[int] = None) -> GpuSelection:
+    return GpuSelection(tuple(GpuInfo(i, NAMES.get(cc[0], "GPU"), f"GPU-{i}", cc, memory) for i, cc in enumerate(ccs)))
+
+
+@record
+class Planned:
+    argv: tuple
+    plan: object
+    facts: object
+
+    def __getattr__(self, name):  # plan fields read directly: .changes, .refusals, …
+        return getattr(self.plan, name)
+
+
+def facts_for(tokens, *, gpu=UNSET, version: Optional[str] = "0.33.0", config=V4, source="nvml", env=None,
+              loader=None, name=M, values=None) -> Facts:
+    table = load_table(version or "0.33.0")
+    args = read_serve_args(tokens, table, loader or (lambda p: {}))
+    return Facts(
+        args=args,
+        model=classify(name, config, "test"),
+        gpus=gpus(SM120) if gpu is UNSET else gpu,
+        gpu_source=source,
+        vllm_version=version,
+        env=env or {},
+        values=table.values if values is None and table.exact else (values or {}),
+    )
+
+
+def planned(tokens, *, mode="refuse", **kw) -> Planned:
+    facts = facts_for(tokens, **kw)
+    plan = make_plan(facts, mode)
+    return Planned(apply_changes(facts.args.tokens, plan.changes), plan, facts)
