@@ -43,12 +43,16 @@ def usage_text() -> str:
     return USAGE.format(env="\n".join(f"  {name:<{width}}  {effect}" for name, effect in ENV_VARS))
 
 
-def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=None, stdout=None) -> int:
-    """Everything ``dsv4-serve ARGV`` does; returns the exit status (vLLM's, once it ran)."""
+def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=None, stdout=None, *,
+              probe=None, vllm=None) -> int:
+    """Everything ``dsv4-serve ARGV`` does; returns the exit status (vLLM's, once it ran).
+
+    ``probe``/``vllm``: the GPU probe and vLLM install, replaceable by tests (None: the real ones).
+    """
     env = os.environ if env is None else env
     stderr = sys.stderr if stderr is None else stderr
     stdout = sys.stdout if stdout is None else stdout
-    prepared = prepare(argv, env, SERVE)
+    prepared = prepare(argv, env, SERVE, **{k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None})
     quiet = prepared.settings.quiet if prepared.settings else False
     reporter = Reporter(stderr, env, quiet=quiet)
     if prepared.error:
