@@ -48,7 +48,8 @@ def facts_for(tokens, *, gpu=UNSET, version: Optional[str] = "0.33.0", config=V4
         gpu_source=source,
         vllm_version=version,
         env=env or {},
-        values=table.values if values is None and table.exact else (values or {}),
+        values=table.values if values is None else values,
+        values_exact=table.exact,
     )
 
 

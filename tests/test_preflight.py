@@ -157,3 +157,27 @@ def test_ambiguous_gpu_numbering_only_warns_about_gpus_that_may_not_be_used():
     # what fails on any GPU is still refused
     p = plan([M, "--block-size", "64"], gpu=sel)
     assert len(p.refusals) == 1 and "--block-size 64" in p.refusals[0]
+
+
+@pytest.mark.parametrize("version", ["0.33.0", None, "0.40.0"])
+@pytest.mark.parametrize("value", ["fp9", "Auto", "bf16"])
+def test_an_invalid_value_is_vllms_own_error_not_a_refusal(version, value):
+    # vLLM rejects these itself at once (pydantic's Literal from 0.25 on): say so, do not refuse
+    # with a reason about layouts (issue: "has no fp9 variant … fails at layer construction").
+    p = plan([M, "--kv-cache-dtype", value], version=version)
+    assert p.refusals == ()
+    (line,) = [w for w in p.warnings if f"--kv-cache-dtype {value}: not a value" in w]
+    assert "rejects it itself" in line and "fp8_ds_mla" in line  # the valid values are listed
+    assert not any("variant" in w for w in p.warnings)
+
+
+def test_an_invalid_value_on_0_24_is_rejected_by_its_parser():
+    p = plan([M, "--kv-cache-dtype", "fp9"], version="0.24.0")
+    assert p.refusals == () and any("invalid choice: 'fp9'" in w for w in p.warnings)
+
+
+def test_counts_are_worded_for_one_and_many():
+    (line,) = plan([M], gpu=GpuSelection(())).refusals
+    assert "needs 1 GPU on this node, but 0 are visible" in line
+    (line,) = plan([M, "-tp", "2"], gpu=gpus(SM120)).refusals
+    assert "needs 2 GPUs on this node, but 1 is visible" in line

@@ -78,10 +78,11 @@ def gather(
     table = load_table(vllm.version)
     args = read_args(argv, table)
     chosen_env = {k: env[k] for k in RULE_ENV if env.get(k)}
-    values = table.values if table.exact else {}
+    values, exact = table.values, table.exact
     if args.help_requested or args.rejection or args.unread:
         facts = Facts(args=args, model=ModelFacts(name=args.model), gpus=None, gpus_probed=False,
-                      vllm_version=vllm.version, vllm_note=vllm.note, env=chosen_env, values=values)
+                      vllm_version=vllm.version, vllm_note=vllm.note, env=chosen_env, values=values,
+                      values_exact=exact)
         return Gathered(facts, table, vllm)
 
     model = _model(args, env)
@@ -115,5 +116,6 @@ def gather(
         vllm_note=vllm.note,
         env=chosen_env,
         values=values,
+        values_exact=exact,
     )
     return Gathered(facts, table, vllm, result)

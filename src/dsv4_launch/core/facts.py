@@ -37,7 +37,8 @@ class Facts:
     vllm_version: str | None = None
     vllm_note: str | None = None
     env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set
-    values: Mapping[str, tuple[str, ...]] = EMPTY  # accepted values per setting, this vLLM
+    values: Mapping[str, tuple[str, ...]] = EMPTY  # accepted values per setting (nearest vLLM table)
+    values_exact: bool = False  # ``values`` were recorded from this very vLLM release
     memory: object = None  # core.memory.MemoryFacts, when gathered
     runtime: Mapping[str, object] | None = None  # doctor: torch/FlashInfer in vLLM's Python
 

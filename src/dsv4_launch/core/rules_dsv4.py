@@ -53,6 +53,14 @@ def _kv_is_valid(facts: Facts, kv: str) -> bool:
     return not valid or kv in valid
 
 
+def kv_invalid(facts: Facts, gpu: GpuInfo | None):
+    kv = _kv_value(facts)
+    if kv is None or _kv_is_valid(facts, kv):
+        return None
+    which = facts.vllm_words() if facts.values_exact else f"{facts.vllm_words()} (judged by the nearest release dsv4-launch knows)"
+    return {"kv": kv, "which": which, "valid": ", ".join(facts.values["kv_cache_dtype"])}
+
+
 # --- checks: each returns the template's values when its condition holds ------------------
 
 def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
@@ -137,9 +145,10 @@ def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
         return None
     visible = facts.gpus.visible_count
     sizes = f"--tensor-parallel-size {tp}" + (f" × --pipeline-parallel-size {pp}" if pp > 1 else "")
+    needed = tp * pp
     return {
         "sizes": sizes,
-        "needed": tp * pp,
+        "needed": f"{needed} GPU{'' if needed == 1 else 's'}",
         "visible": f"{visible} {'is' if visible == 1 else 'are'}",
     }
 
@@ -158,6 +167,19 @@ def mixed_gpus(facts: Facts, gpu: GpuInfo | None):
 
 
 RULES: tuple[Rule, ...] = (
+    Rule(
+        id="kv-invalid",
+        level=WARN,
+        evidence=CONFIRMED,
+        title="`--kv-cache-dtype` set to a value the installed vLLM does not have (`fp9`, `Auto`)",
+        effect="rejected by vLLM itself at once, with its own error (argparse before 0.25, pydantic after)",
+        check=kv_invalid,
+        message="--kv-cache-dtype {kv}: not a value {which} accepts (it takes {valid}); vLLM rejects it "
+        "itself before loading anything and prints its own error",
+        fix="--kv-cache-dtype fp8, or drop the option",
+        reference="vllm/config/cache.py CacheDType",
+        models=BOTH,
+    ),
     Rule(
         id="kv-not-fp8",
         level=REFUSE,
@@ -284,7 +306,7 @@ RULES: tuple[Rule, ...] = (
         title="TP × PP larger than the GPUs visible here (single node)",
         effect="the workers fail to start",
         check=tp_pp_vs_visible_gpus,
-        message="{sizes} needs {needed} GPUs on this node, but {visible} visible here; {vllm} fails when "
+        message="{sizes} needs {needed} on this node, but {visible} visible here; {vllm} fails when "
         "it starts the workers",
         fix="lower the sizes, expose more GPUs (CUDA_VISIBLE_DEVICES), or run multi-node (--nnodes, or "
         "--distributed-executor-backend ray)",
