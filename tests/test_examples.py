@@ -3,8 +3,12 @@ each contains extracted and run through `dsv4-launch plan --json` with fake SM 1
 (stand-in NVML) and a fake vLLM 0.24.0 — an example that drifts from the tool fails here.
 
 The linters (systemd-analyze, shellcheck, hadolint, kubernetes-validate, check-jsonschema) come
-from the `test` extra and the OS; without one a test skips saying so, unless
-DSV4_REQUIRE_TOOLS=1 (CI), which makes that a failure.
+from the `test` extra and the OS, and so does dash (the POSIX sh the shell snippet is run in);
+without one a test skips saying so, unless DSV4_REQUIRE_TOOLS=1 (CI), which makes that a failure.
+
+Every tensor-parallel size anywhere in examples/ is checked against the model it serves: vLLM
+splits DeepSeek-V4's attention output groups over the TP ranks (o_groups // tp), so a TP size
+that does not divide o_groups crashes after the weights load.
 """
 
 from __future__ import annotations
@@ -28,21 +32,27 @@ EIGHT_GPUS = (RTX_PRO_6000,) * 8
 FIX = ["--kv-cache-dtype", "fp8"]
 
 
-def tool(name: str) -> str:
+def tool(name: str, hint: str = "pip install -e '.[test]' (systemd-analyze: apt-get install systemd)") -> str:
     path = shutil.which(name) or (str(BIN / name) if (BIN / name).exists() else None)
     if path is None:
         if os.environ.get("DSV4_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"{name} is required (DSV4_REQUIRE_TOOLS=1) but not installed")
-        pytest.skip(f"{name} not installed: pip install -e '.[test]' (systemd-analyze: apt-get install systemd)")
+            pytest.fail(f"{name} is required (DSV4_REQUIRE_TOOLS=1) but not installed: {hint}")
+        pytest.skip(f"{name} not installed: {hint}")
     return path
 
 
 def plan_json(run_cli, args: list[str], env: dict[str, str] | None = None) -> dict:
+    """`dsv4-launch plan --json` on the example's command; it must plan a start (exit 0, not 2)."""
     assert args[0] == "dsv4-serve", args
+    assert_layout_fits(args)
     done, record = run_cli("dsv4-launch", "plan", "--json", "--", *args[1:], gpus=EIGHT_GPUS, env=env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, (
+        f"dsv4-launch plan exited {done.returncode} (2: dsv4-serve would refuse to start)\n"
+        f"{done.stdout}{done.stderr}")
     assert record is None
-    return json.loads(done.stdout)
+    plan = json.loads(done.stdout)
+    assert plan["exit_status"] == 0 and plan["refusals"] == [], plan
+    return plan
 
 
 def assert_fixed(plan: dict, argv: list[str]) -> None:
@@ -52,16 +62,139 @@ def assert_fixed(plan: dict, argv: list[str]) -> None:
     assert plan["refusals"] == []
 
 
+# --- parallel layout -----------------------------------------------------------------------
+
+# Attention output groups (config.json `o_groups`) of the DeepSeek-V4 checkpoints the examples
+# may serve. vLLM gives each tensor-parallel rank `o_groups // tensor_parallel_size` of them, so
+# the TP size must divide o_groups (which divides num_attention_heads): Flash has 64 heads and
+# 8 groups (TP 16 → 0 groups → ZeroDivisionError after the weights load), Pro 128 and 16.
+O_GROUPS = {"deepseek-ai/DeepSeek-V4-Flash": 8, "deepseek-ai/DeepSeek-V4-Pro": 16}
+MODEL_RE = re.compile(r"deepseek-ai/DeepSeek-V4-[A-Za-z0-9-]*[A-Za-z0-9]")
+# --tensor-parallel-size / -tp, then its value however the file writes it: `--tensor-parallel-size 2`,
+# `=2`, `"--tensor-parallel-size", "2"` (JSON), `- --tensor-parallel-size` + `- "2"` (YAML list).
+TP_FLAG = re.compile(r"(?<![\w-])(?:--tensor-parallel-size|-tp)\b")
+TP_VALUE = re.compile(r"""(?:=|[\s"',-]+)(\d+)\b""")
+TP_KEY = re.compile(r"""^\s*tensor[_-]parallel[_-]size\s*:\s*["']?(\d+)""", re.M)
+
+
+def tp_sizes_in(text: str) -> list[str | None]:
+    """Every tensor-parallel size written in an example (None: one that is not a literal number)."""
+    sizes = []
+    for flag in TP_FLAG.finditer(text):
+        value = TP_VALUE.match(text, flag.end())
+        sizes.append(value.group(1) if value else None)
+    return sizes + TP_KEY.findall(text)
+
+
+def option_value(args: list[str], *names: str) -> str | None:
+    """The value of the last `--name VALUE` / `--name=VALUE` in args."""
+    found = None
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                found = args[i + 1]
+            elif arg.startswith(name + "="):
+                found = arg.split("=", 1)[1]
+    return found
+
+
+def parallel_layout(argv: list[str]) -> tuple[str | None, int]:
+    """(model, tensor-parallel size) of a dsv4-serve command line, its --config file included."""
+    args = argv[1:]
+    config_path = option_value(args, "--config")
+    config = yaml.safe_load(Path(config_path).read_text()) if config_path else {}
+    config = {k.replace("-", "_"): v for k, v in (config or {}).items()}
+    model = args[0] if args and not args[0].startswith("-") else option_value(args, "--model") or config.get("model")
+    tp = option_value(args, "--tensor-parallel-size", "-tp") or config.get("tensor_parallel_size") or 1
+    return model, int(tp)
+
+
+def assert_layout_fits(argv: list[str]) -> None:
+    model, tp = parallel_layout(argv)
+    assert model in O_GROUPS, f"{model}: unknown model, add its o_groups (config.json) to O_GROUPS"
+    assert O_GROUPS[model] % tp == 0, (
+        f"{model} at tensor-parallel size {tp}: vLLM gives each rank o_groups // tp = "
+        f"{O_GROUPS[model]} // {tp} = {O_GROUPS[model] // tp} attention output groups; "
+        f"use a TP size dividing {O_GROUPS[model]} (add GPUs with --data-parallel-size)")
+
+
+EXAMPLE_FILES = sorted(p for p in EXAMPLES.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_every_tensor_parallel_size_fits_the_model(path):
+    """Commands, config keys and comments alike: every TP size in examples/ divides o_groups."""
+    text = path.read_text()
+    sizes = tp_sizes_in(text)
+    if not sizes:
+        return
+    models = set(MODEL_RE.findall(text)) or set(O_GROUPS)  # no model named: must fit them all
+    unknown = models - set(O_GROUPS)
+    assert not unknown, f"{path}: add o_groups of {sorted(unknown)} (config.json) to O_GROUPS"
+    for size in sizes:
+        assert size is not None, f"{path}: a tensor-parallel size that is not a literal number"
+        for model in models:
+            assert O_GROUPS[model] % int(size) == 0, (
+                f"{path}: {model} at tensor-parallel size {size}: o_groups // tp = "
+                f"{O_GROUPS[model]} // {size} = {O_GROUPS[model] // int(size)} groups per rank")
+
+
+def test_tensor_parallel_sweep_reads_every_form():
+    assert tp_sizes_in("--tensor-parallel-size 2 -tp=4") == ["2", "4"]
+    assert tp_sizes_in('CMD ["m", "--tensor-parallel-size", "8"]') == ["8"]
+    assert tp_sizes_in('args:\n  - --tensor-parallel-size\n  - "16"\n') == ["16"]
+    assert tp_sizes_in("tensor_parallel_size: 2\ntensor-parallel-size: '4'\n") == ["2", "4"]
+    assert tp_sizes_in("- --tensor-parallel-size\n- $(TP)") == [None]
+    assert tp_sizes_in("--data-parallel-size 2 --pipeline-parallel-size 2") == []
+    seen = {str(p.relative_to(EXAMPLES)) for p in EXAMPLE_FILES if tp_sizes_in(p.read_text())}
+    assert seen >= {"config/deepseek-v4-flash.yaml", "docker/Dockerfile", "docker/compose.yaml",
+                    "kubernetes/deployment.yaml", "kubernetes/leaderworkerset.yaml", "shell/dsv4-serve.sh",
+                    "systemd/dsv4-serve.env"}, seen
+
+
+def test_o_groups_agree_with_the_checkpoint_table():
+    from importlib.resources import files
+
+    table = json.loads(files("dsv4_launch").joinpath("data").joinpath("checkpoints.json").read_text())
+    for entry in table["checkpoints"]:
+        config = entry.get("config", {})
+        if entry["id"] in O_GROUPS and "o_groups" in config:
+            assert config["o_groups"] == O_GROUPS[entry["id"]], entry
+            assert config["num_attention_heads"] % config["o_groups"] == 0, entry
+
+
+def test_layout_check_catches_tp16_on_flash(tmp_path):
+    assert_layout_fits(["dsv4-serve", M, "--tensor-parallel-size", "8", "--data-parallel-size", "2"])
+    with pytest.raises(AssertionError, match="0 attention output groups"):
+        assert_layout_fits(["dsv4-serve", M, "-tp", "16"])
+    config = tmp_path / "c.yaml"
+    config.write_text(f"model: {M}\ntensor-parallel-size: 16\n")
+    with pytest.raises(AssertionError, match="tensor-parallel size 16"):
+        assert_layout_fits(["dsv4-serve", "--config", str(config)])
+    assert_layout_fits(["dsv4-serve", "deepseek-ai/DeepSeek-V4-Pro", "--tensor-parallel-size=16"])
+
+
 # --- systemd -----------------------------------------------------------------------------
 
 
+UNIT = EXAMPLES / "systemd" / "dsv4-serve.service"
+ENV_FILE = EXAMPLES / "systemd" / "dsv4-serve.env"
+
+
 def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=value lines as systemd's EnvironmentFile= reads them: whitespace around the value
+    stripped, and a value in double or single quotes taken without them."""
     env = {}
     for line in path.read_text().splitlines():
         line = line.strip()
-        if line and not line.startswith("#"):
+        if line and not line.startswith(("#", ";")):
             key, _, value = line.partition("=")
-            env[key.strip()] = value.strip()
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == "'":
+                value = value[1:-1]
+            elif len(value) >= 2 and value[0] == value[-1] == '"':
+                value = re.sub(r'\\([\\"`$])', r"\1", value[1:-1])
+            env[key.strip()] = value
     return env
 
 
@@ -80,9 +213,96 @@ def unit_exec_start(unit: Path, env: dict[str, str]) -> list[str]:
     return words
 
 
+def comment_above(lines: list[str], directive: str) -> str:
+    """The comment lines right above a unit's `directive=` line."""
+    (i,) = [n for n, l in enumerate(lines) if l.startswith(directive + "=")]
+    block = []
+    while i > 0 and lines[i - 1].startswith("#"):
+        i -= 1
+        block.insert(0, lines[i])
+    return "\n".join(block)
+
+
+def test_systemd_unit_says_what_to_adapt():
+    """ExecStart's path and the User= are this machine's: the unit says so, and how to find them."""
+    lines = UNIT.read_text().splitlines()
+    header = "\n".join(lines[: lines.index("[Unit]")])
+    assert "command -v dsv4-serve" in header and "User=" in header and "model cache" in header
+    exec_comment = comment_above(lines, "ExecStart")
+    assert "ADAPT" in exec_comment and "command -v dsv4-serve" in exec_comment, exec_comment
+    user_comment = comment_above(lines, "User")
+    assert "ADAPT" in user_comment and "model cache" in user_comment, user_comment
+
+
+def test_systemd_env_file_reads_alike_in_sh_and_systemd(tmp_path):
+    """The check sources the env file with sh: every value must come out as systemd reads it."""
+    done = subprocess.run([tool("sh"), "-c", 'set -a -f; . "$1"; exec env -0', "sh", str(ENV_FILE)],
+                          env=clean_env(tmp_path), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    in_sh = dict(kv.split("=", 1) for kv in done.stdout.split("\0") if kv)
+    systemd = read_env_file(ENV_FILE)
+    assert {k: in_sh.get(k) for k in systemd} == systemd
+
+
+def unit_check_command(unit: Path) -> str:
+    """The unit's `# Check:` command, with any backslash-continued comment lines after it."""
+    lines = unit.read_text().splitlines()
+    (i,) = [n for n, l in enumerate(lines) if l.startswith("# Check:")]
+    command = lines[i].split("Check:", 1)[1].strip()
+    while command.endswith("\\"):
+        i += 1
+        command += "\n" + lines[i].lstrip("#").strip()
+    return command
+
+
+def run_unit_check(tmp_path: Path, shell: str, dsv4_launch: Path, **extra: str) -> subprocess.CompletedProcess:
+    """Paste the check into `shell`, reading the shipped env file where the unit reads its own,
+    with `dsv4-launch` on PATH being `dsv4_launch`."""
+    command = unit_check_command(UNIT)
+    (env_file,) = [l.split("=", 1)[1].lstrip("-") for l in UNIT.read_text().splitlines()
+                   if l.startswith("EnvironmentFile=")]
+    assert env_file in command, f"the check must read the unit's EnvironmentFile {env_file}: {command}"
+    command = re.sub(r"^sudo\s+(?:-u\s+\S+\s+)?", "", command)  # run it as whoever runs the tests
+    bindir = tmp_path / "check-bin"
+    bindir.mkdir()
+    (bindir / "dsv4-launch").symlink_to(dsv4_launch)
+    env = clean_env(tmp_path, **extra)
+    env["PATH"] = f"{bindir}{os.pathsep}/usr/bin:/bin"
+    return subprocess.run([shell, "-c", command.replace(env_file, shlex.quote(str(ENV_FILE)))], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh", "zsh"])
+def test_systemd_check_line_plans_the_units_command(tmp_path, fake_vllm_path, shell):
+    """The `# Check:` line works pasted into a shell: plan exits 0 and names the env file's model."""
+    path = shutil.which(shell) if shell == "zsh" else tool(shell)
+    if path is None:
+        pytest.skip(f"{shell} not installed (optional)")
+    done = run_unit_check(tmp_path, path, BIN / "dsv4-launch", DSV4_LAUNCH_GPU_CAPABILITY="12.0",
+                          PYTHONPATH=str(fake_vllm_path("0.24.0")))
+    assert done.returncode == 0, f"rc {done.returncode}\n{done.stdout}{done.stderr}"
+    assert read_env_file(ENV_FILE)["MODEL"] in done.stdout, done.stdout
+    assert "--tensor-parallel-size 2" in done.stdout, done.stdout  # $VLLM_ARGS reached the plan
+
+
+def test_systemd_check_line_splits_like_exec_start(tmp_path):
+    """What the check hands dsv4-launch plan is exactly what ExecStart hands dsv4-serve, in the
+    environment file's environment."""
+    recorder = tmp_path / "record-argv"
+    recorder.write_text('#!/bin/sh\nprintf "%s\\0" "$@" > "$ARGV_RECORD"\n'
+                        'printf "%s" "$CUDA_VISIBLE_DEVICES" > "$ARGV_RECORD.cuda"\n')
+    recorder.chmod(0o755)
+    record = tmp_path / "argv"
+    done = run_unit_check(tmp_path, "bash", recorder, ARGV_RECORD=str(record))
+    assert done.returncode == 0, done.stderr
+    env = read_env_file(ENV_FILE)
+    assert record.read_text().split("\0")[:-1] == ["plan", *unit_exec_start(UNIT, env)[1:]]
+    assert Path(f"{record}.cuda").read_text() == env["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
 def test_systemd_unit_verifies(tmp_path):
     analyze = tool("systemd-analyze")
-    unit = (EXAMPLES / "systemd" / "dsv4-serve.service").read_text()
+    unit = UNIT.read_text()
     assert "Type=exec" in unit and "Restart=on-failure" in unit and "EnvironmentFile=" in unit
     assert "KillSignal=SIGTERM" in unit and "TimeoutStopSec=" in unit
     # verify checks that ExecStart exists: point it at this environment's dsv4-serve.
@@ -95,15 +315,15 @@ def test_systemd_unit_verifies(tmp_path):
 def test_systemd_verify_catches_a_broken_unit(tmp_path):
     analyze = tool("systemd-analyze")
     bad = tmp_path / "bad.service"
-    bad.write_text((EXAMPLES / "systemd" / "dsv4-serve.service").read_text()
+    bad.write_text(UNIT.read_text()
                    .replace("/usr/local/bin/dsv4-serve", str(BIN / "dsv4-serve")).replace("Type=exec", "Type=exce"))
     done = subprocess.run([analyze, "verify", str(bad)], capture_output=True, text=True)
     assert "Failed to parse service type" in done.stdout + done.stderr
 
 
 def test_systemd_command_plans_the_fix(run_cli):
-    env = read_env_file(EXAMPLES / "systemd" / "dsv4-serve.env")
-    argv = unit_exec_start(EXAMPLES / "systemd" / "dsv4-serve.service", env)
+    env = read_env_file(ENV_FILE)
+    argv = unit_exec_start(UNIT, env)
     assert Path(argv[0]).name == "dsv4-serve"
     argv[0] = "dsv4-serve"
     assert argv[1] == M and "--tensor-parallel-size" in argv
@@ -115,11 +335,72 @@ def test_systemd_command_plans_the_fix(run_cli):
 # --- shell -------------------------------------------------------------------------------
 
 
+SNIPPET = EXAMPLES / "shell" / "dsv4-serve.sh"
+
+
+def run_sourced(shell: str, line: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Source the snippet with `.` (POSIX), then run `line` the way an interactive shell runs
+    what is typed after its rc file: parsed only then (eval: zsh -c parses its whole string
+    first), aliases expanded (bash does that outside interactive shells only if told)."""
+    path = tool(shell, "apt-get install dash") if shell == "dash" else shutil.which(shell)
+    if path is None:  # zsh is optional: the snippet is POSIX sh, proven in dash and bash
+        pytest.skip(f"{shell} not installed")
+    options = ["-O", "expand_aliases"] if shell == "bash" else []
+    script = f'. {shlex.quote(str(SNIPPET))}\neval "$TYPED"\n'
+    return subprocess.run([path, *options, "-c", script], env={**env, "TYPED": line},
+                          capture_output=True, text=True, timeout=60)
+
+
 def test_shell_snippet_passes_shellcheck():
-    done = subprocess.run([tool("shellcheck"), str(EXAMPLES / "shell" / "dsv4-serve.sh")], capture_output=True, text=True)
+    text = SNIPPET.read_text()
+    assert "# shellcheck shell=sh" in text  # so shellcheck holds it to POSIX sh, not bash
+    done = subprocess.run([tool("shellcheck"), str(SNIPPET)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
 
 
+def test_shell_snippet_documents_the_alias():
+    """Users search for "alias": the comments say it, and give the one-line alias to copy."""
+    comments = "\n".join(l for l in SNIPPET.read_text().splitlines() if l.startswith("#"))
+    assert "shell alias" in comments.lower() and "alias" in comments
+    assert re.search(r"^#\s+alias vllm-serve=dsv4-serve$", comments, re.M), comments
+    assert re.search(r"^alias vllm-serve=dsv4-serve$", SNIPPET.read_text(), re.M)
+
+
+FAKE_COMMAND = '#!/bin/sh\nprintf "%s\\0" "${0##*/}" "$@" >> "$RECORD"\nexit 3\n'
+
+
+@pytest.mark.parametrize("shell", ["dash", "bash", "zsh"])
+@pytest.mark.parametrize(
+    "line,wrap,argv",
+    [
+        (f"vllm-serve {M} --served-model-name 'a b'", "0", ["dsv4-serve", M, "--served-model-name", "a b"]),
+        (f"vllm-serve {M}", "1", ["dsv4-serve", M]),
+        (f"vllm serve {M} --served-model-name 'a b'", "1", ["dsv4-serve", M, "--served-model-name", "a b"]),
+        ("vllm --version", "1", ["vllm", "--version"]),
+        ("vllm bench serve --help", "1", ["vllm", "bench", "serve", "--help"]),
+        ("vllm 'serve x'", "1", ["vllm", "serve x"]),
+        ("vllm", "1", ["vllm"]),
+        (f"vllm serve {M}", "0", ["vllm", "serve", M]),  # not wrapped unless asked
+    ],
+)
+def test_shell_snippet_routes_in_every_shell(tmp_path, shell, line, wrap, argv):
+    """Sourced into dash, bash and zsh (`.`, POSIX): `vllm-serve` and (with DSV4_WRAP_VLLM=1)
+    `vllm serve` reach dsv4-serve, everything else the real vllm — arguments intact, and the
+    command's exit status comes back. Both commands are fakes that record their argv."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("vllm", "dsv4-serve"):
+        (bindir / name).write_text(FAKE_COMMAND)
+        (bindir / name).chmod(0o755)
+    record = tmp_path / "record"
+    env = clean_env(tmp_path, RECORD=str(record), DSV4_WRAP_VLLM=wrap)
+    env["PATH"] = f"{bindir}{os.pathsep}/usr/bin:/bin"
+    done = run_sourced(shell, line, env)
+    assert done.stderr == "" and done.returncode == 3, f"rc {done.returncode}: {done.stderr}"
+    assert record.read_text().split("\0")[:-1] == argv
+
+
+@pytest.mark.parametrize("shell", ["dash", "bash", "zsh"])
 @pytest.mark.parametrize(
     "line,wrap,who,argv",
     [
@@ -130,16 +411,16 @@ def test_shell_snippet_passes_shellcheck():
         (f"vllm serve {M}", "0", "vllm", ["vllm", "serve", M]),  # not wrapped unless asked
     ],
 )
-def test_shell_snippet_routes_only_serve(tmp_path, fake_nvml_dir, fake_vllm_path, line, wrap, who, argv):
-    """bash sources the snippet; `vllm` on PATH and vLLM's entry point are fakes that record."""
+def test_shell_snippet_routes_only_serve(tmp_path, fake_nvml_dir, fake_vllm_path, shell, line, wrap, who, argv):
+    """The real dsv4-serve: the shell sources the snippet; `vllm` on PATH and vLLM's entry point
+    are fakes that record."""
     bindir = install_fake_vllm_executable(tmp_path / "vllm-env" / "bin")
     record = tmp_path / "record.json"
     env = clean_env(tmp_path, FAKE_VLLM_RECORD=str(record), DSV4_WRAP_VLLM=wrap,
                     LD_LIBRARY_PATH=str(fake_nvml_dir), FAKE_NVML_GPUS=RTX_PRO_6000 + ";" + RTX_PRO_6000,
                     PYTHONPATH=str(fake_vllm_path("0.24.0")))
     env["PATH"] = f"{BIN}{os.pathsep}{bindir}{os.pathsep}/usr/bin:/bin"
-    script = f"source {shlex.quote(str(EXAMPLES / 'shell' / 'dsv4-serve.sh'))}\n{line}\n"
-    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    done = run_sourced(shell, line, env)
     assert done.returncode == 0, done.stderr
     data = json.loads(record.read_text())
     assert data["argv"] == argv
@@ -183,7 +464,10 @@ def test_compose_file_is_valid_and_plans_the_fix(run_cli):
 
 # --- Kubernetes ----------------------------------------------------------------------------
 
-LWS_ENV = {"LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1", "LWS_LEADER_ADDRESS": "deepseek-v4-flash-0.deepseek-v4-flash"}
+# What LWS injects into every pod (https://lws.sigs.k8s.io), with the worker's values; POD_IP is
+# the leader's own downward-API variable.
+LWS_ENV = {"LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1", "LWS_NAME": "deepseek-v4-flash",
+           "LWS_LEADER_ADDRESS": "deepseek-v4-flash-0.deepseek-v4-flash.default", "POD_IP": "10.0.0.10"}
 
 
 def container_command(container: dict, env: dict[str, str]) -> list[str]:
@@ -235,6 +519,35 @@ def test_leaderworkerset_is_valid(run_cli):
         # each pod template against Kubernetes' own PodTemplateSpec schema
         wrapped = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role}, "template": template}
         kv.validate(wrapped, kv.latest_version(), strict=True)
+
+
+def test_leaderworkerset_layout_fills_the_gpus():
+    """TP × PP × DP spans exactly the group's GPUs, each pod's share fits its GPU limit, the
+    worker's engines start after the leader's, and every $(VAR) is one the pod has."""
+    doc = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+    group = doc["spec"]["leaderWorkerTemplate"]["size"]
+    worlds = set()
+    for role, template in lws_pod_templates(doc).items():
+        (container,) = template["spec"]["containers"]
+        defined = {e["name"] for e in container.get("env", [])} | {k for k in LWS_ENV if k.startswith("LWS_")}
+        used = {v for w in container["command"] + container["args"] for v in re.findall(r"\$\((\w+)\)", w)}
+        assert used <= defined, f"{role}: $({sorted(used - defined)}) is not set in the pod"
+        args = container_command(container, {**LWS_ENV, "LWS_WORKER_INDEX": "0" if role == "leader" else "1"})
+        gpus = int(container["resources"]["limits"]["nvidia.com/gpu"])
+        tp = int(option_value(args, "--tensor-parallel-size", "-tp") or 1)
+        pp = int(option_value(args, "--pipeline-parallel-size", "-pp") or 1)
+        dp = int(option_value(args, "--data-parallel-size", "-dp") or 1)
+        nnodes = int(option_value(args, "--nnodes", "-n") or 1)
+        worlds.add((tp, pp, dp, nnodes))
+        if nnodes > 1:  # one engine spread over the nodes
+            assert tp * pp * dp == nnodes * gpus and nnodes == group, (role, tp, pp, dp, nnodes, gpus)
+        else:  # data parallel: whole engines per node
+            local = int(option_value(args, "--data-parallel-size-local", "-dpl") or dp)
+            assert tp * pp * local == gpus and local * group == dp, (role, tp, pp, dp, local, gpus)
+            start = int(option_value(args, "--data-parallel-start-rank", "-dpr") or 0)
+            assert start == (0 if role == "leader" else local), (role, start)
+            assert ("--headless" in args) == (role == "worker")
+    assert len(worlds) == 1, worlds  # leader and worker agree on the layout
 
 
 def test_leaderworkerset_leader_and_worker_decide_alike(run_cli):

@@ -1,15 +1,25 @@
-# shellcheck shell=bash
-# dsv4-serve in your shell. Source it from ~/.bashrc or ~/.zshrc:
+# shellcheck shell=sh
+# dsv4-serve in your shell: POSIX sh, so it works in bash, zsh and dash alike. Source it from
+# ~/.bashrc or ~/.zshrc (or from the file $ENV names, for an interactive POSIX sh/dash):
 #
-#     source /path/to/dsv4-launch/examples/shell/dsv4-serve.sh
+#     . /path/to/dsv4-launch/examples/shell/dsv4-serve.sh
 #
-# Then `vllm-serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size 2` runs dsv4-serve.
-# Set DSV4_WRAP_VLLM=1 before sourcing and `vllm serve ...` goes through dsv4-serve as well;
-# every other vllm subcommand (bench, chat, collect-env, --version, ...) runs vLLM unchanged.
+# Shell alias: `vllm-serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size 2` runs
+# dsv4-serve. It is an alias, not a function, because a name with a '-' in it is not a valid
+# POSIX function name (dash: "Bad function name") but is a valid alias name. If you only want
+# the alias, this one line in your shell's rc file is all it takes:
+#
+#     alias vllm-serve=dsv4-serve
+#
+# (Shells expand aliases only where you type commands — interactive shells; a script should
+# call dsv4-serve itself.)
+#
+# Set DSV4_WRAP_VLLM=1 before sourcing and `vllm serve ...` goes through dsv4-serve as well: a
+# shell function named `vllm` sends `vllm serve ARGS` to `dsv4-serve ARGS`, and every other vllm
+# subcommand (bench, chat, collect-env, --version, ...) to the real vllm unchanged
+# (`command vllm`, which skips the function).
 
-vllm-serve() {
-    dsv4-serve "$@"
-}
+alias vllm-serve=dsv4-serve
 
 if [ "${DSV4_WRAP_VLLM:-0}" = 1 ]; then
     vllm() {
