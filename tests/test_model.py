@@ -148,3 +148,29 @@ def test_family_from_name(name, family):
 )
 def test_classify_keys_on_config(config, family):
     assert classify("x/DeepSeek-V4-Flash", config, "test").family == family
+
+
+def test_known_checkpoints_give_facts_for_names_not_downloaded_yet():
+    from dsv4_launch.adapters.checkpoints import known_checkpoint, load_checkpoints
+
+    flash = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
+    facts = classify("deepseek-ai/DeepSeek-V4-Flash", None, None, missing_reason="not downloaded", known=flash)
+    assert facts.family == V4 and facts.architecture == "DeepseekV4ForCausalLM"
+    assert facts.source == "the known-checkpoint table (deepseek-ai/DeepSeek-V4-Flash)"
+    assert facts.number("num_attention_heads") == 64 and facts.number("o_groups") == 8
+    assert known_checkpoint("DEEPSEEK-AI/deepseek-v4-flash/") is flash  # letter case, trailing slash
+    # every entry is a DeepSeek-V4 family checkpoint with an architecture and its sources
+    for entry in load_checkpoints().values():
+        known = classify(entry["id"], None, None, known=entry)
+        assert known.is_dsv4_family, entry["id"]
+        assert entry["sources"], entry["id"]
+    v41 = classify("deepseek-ai/DeepSeek-V4.1-Flash", None, None, known=known_checkpoint("deepseek-ai/DeepSeek-V4.1-Flash"))
+    assert v41.family == V41 and v41.number("num_attention_heads")  # read from text_config
+
+
+def test_a_local_config_always_wins_over_the_table(tmp_path):
+    from dsv4_launch.adapters.checkpoints import known_checkpoint
+
+    facts = classify("deepseek-ai/DeepSeek-V4-Flash", {"architectures": ["LlamaForCausalLM"]}, "config.json",
+                     known=known_checkpoint("deepseek-ai/DeepSeek-V4-Flash"))
+    assert facts.family is None and facts.source == "config.json"

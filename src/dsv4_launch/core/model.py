@@ -51,8 +51,12 @@ class ModelFacts:
         return FAMILY_NAMES.get(self.family or "", "the model")
 
     def number(self, key: str) -> int | None:
-        """An integer field of config.json (``num_attention_heads``), or None."""
-        value = (self.config or {}).get(key)
+        """An integer field of config.json (``num_attention_heads``), or None. Multimodal
+        configs (DeepSeek-V4.1) keep the language model's fields under ``text_config``."""
+        config = self.config or {}
+        value = config.get(key)
+        if value is None and isinstance(config.get("text_config"), Mapping):
+            value = config["text_config"].get(key)
         return value if type(value) is int else None
 
 
