@@ -22,7 +22,7 @@ ALLOWED = {
     "adapters": {"core", "vllm_cli", "adapters"},
     "output": {"core", "vllm_cli", "output"},
     "commands": {"core", "vllm_cli", "adapters", "output", "commands"},
-    "plugin": {"core", "vllm_cli", "adapters", "commands", "plugin"},
+    "plugin": {"core", "vllm_cli", "adapters", "output", "commands", "plugin"},
 }
 # third-party imports each layer may make (always inside the function that needs it)
 THIRD_PARTY_ALLOWED = {

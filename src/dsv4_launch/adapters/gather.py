@@ -86,36 +86,53 @@ def gather(
         return Gathered(facts, table, vllm)
 
     model = _model(args, env)
-    selection: GpuSelection | None = None
-    gpu_error = gpu_source = None
-    gpu_notes: tuple[str, ...] = ()
-    result = None
-    probed = False
-    if settings.gpu_capabilities:
-        gpus = tuple(GpuInfo(index=i, capability=cc, memory_total_bytes=settings.gpu_memory_bytes)
-                     for i, cc in enumerate(settings.gpu_capabilities))
-        selection = GpuSelection(gpus)
-        gpu_source = GPU_CAPABILITY
-        gpu_notes = (f"GPUs not probed: {GPU_CAPABILITY}={settings.gpu_capability_text} is used instead",)
-        probed = True
-    elif probe_when == PROBE_ALWAYS or (probe_when == PROBE_WHEN_DSV4 and model.is_dsv4_family):
-        result = probe()
-        probed = True
-        gpu_source, gpu_error, gpu_notes = result.source, result.error, result.notes
-        if result.gpus:
-            selection = select_visible(result.gpus, env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER"))
+    gpus = gather_gpus(settings, env, model, probe_when=probe_when, probe=probe)
     facts = Facts(
         args=args,
         model=model,
-        gpus=selection,
-        gpu_error=gpu_error,
-        gpu_source=gpu_source,
-        gpu_notes=gpu_notes,
-        gpus_probed=probed,
+        gpus=gpus.selection,
+        gpu_error=gpus.error,
+        gpu_source=gpus.source,
+        gpu_notes=gpus.notes,
+        gpus_probed=gpus.probed,
         vllm_version=vllm.version,
         vllm_note=vllm.note,
         env=chosen_env,
         values=values,
         values_exact=exact,
     )
-    return Gathered(facts, table, vllm, result)
+    return Gathered(facts, table, vllm, gpus.probe)
+
+
+@record
+class GpuFacts:
+    selection: GpuSelection | None = None
+    error: str | None = None
+    source: str | None = None
+    notes: tuple[str, ...] = ()
+    probed: bool = False
+    probe: GpuProbe | None = None
+
+
+def gather_gpus(
+    settings: Settings,
+    env: Mapping[str, str],
+    model: ModelFacts,
+    *,
+    probe_when: str = PROBE_WHEN_DSV4,
+    probe: Callable[[], GpuProbe] = probe_gpus,
+) -> GpuFacts:
+    """The GPUs vLLM will use: DSV4_LAUNCH_GPU_CAPABILITY, or NVML (nvidia-smi as a fallback)
+    mapped through CUDA_VISIBLE_DEVICES, asked by policy."""
+    if settings.gpu_capabilities:
+        gpus = tuple(GpuInfo(index=i, capability=cc, memory_total_bytes=settings.gpu_memory_bytes)
+                     for i, cc in enumerate(settings.gpu_capabilities))
+        note = f"GPUs not probed: {GPU_CAPABILITY}={settings.gpu_capability_text} is used instead"
+        return GpuFacts(GpuSelection(gpus), source=GPU_CAPABILITY, notes=(note,), probed=True)
+    if not (probe_when == PROBE_ALWAYS or (probe_when == PROBE_WHEN_DSV4 and model.is_dsv4_family)):
+        return GpuFacts()
+    result = probe()
+    selection = None
+    if result.gpus:
+        selection = select_visible(result.gpus, env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER"))
+    return GpuFacts(selection, result.error, result.source, result.notes, True, result)

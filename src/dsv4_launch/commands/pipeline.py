@@ -112,3 +112,47 @@ def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:
         f"{str(exc)[:160]}); handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)"
     )
     return Prepared(exit_codes.OK, argv, Plan(warnings=(warning,)), _blind(argv, vllm), vllm, settings=settings)
+
+
+def prepare_engine(
+    values: Mapping[str, object],
+    model_name: str | None,
+    hf_config: Mapping[str, object] | None,
+    vllm_version: str | None,
+    env: Mapping[str, str],
+    *,
+    probe: Callable[[], GpuProbe] = probe_gpus,
+) -> Prepared:
+    """The same preparation for the vLLM plugin, where vLLM has parsed the arguments already:
+    ``values`` are the engine's arguments by name, ``hf_config`` the model config vLLM loaded.
+    ``argv`` stays empty; the plan's changes are applied to the engine by the plugin."""
+    from ..adapters.gather import gather_gpus
+    from ..core.facts import RULE_ENV
+    from ..core.model import classify
+    from ..vllm_cli.serve_args import ServeArgs
+
+    empty = SecretSpans()
+    try:
+        if read_flag(env, "DSV4_LAUNCH_DISABLE"):
+            return Prepared(exit_codes.OK, (), disabled_plan(), empty)
+        settings = read_settings(env)
+    except SettingsError as exc:
+        return Prepared(exit_codes.USAGE, (), Plan(), empty, error=str(exc))
+    try:
+        args = ServeArgs(tokens=(), values=dict(values), cli_values=dict(values), model=model_name,
+                         model_source="engine")
+        model = classify(model_name, hf_config, "vLLM's model config") if hf_config is not None else \
+            classify(model_name, None, None, missing_reason="vLLM gave no model config")
+        gpus = gather_gpus(settings, env, model, probe=probe)
+        table = load_table(vllm_version)
+        facts = Facts(args=args, model=model, gpus=gpus.selection, gpu_error=gpus.error, gpu_source=gpus.source,
+                      gpu_notes=gpus.notes, gpus_probed=gpus.probed, vllm_version=vllm_version,
+                      env={k: env[k] for k in RULE_ENV if env.get(k)}, values=table.values, values_exact=table.exact)
+        plan = make_plan(facts, settings.preflight)
+    except Exception as exc:
+        if settings.debug:
+            raise
+        warning = f"dsv4-launch could not check this engine (internal error: {type(exc).__name__}: {str(exc)[:160]})"
+        return Prepared(exit_codes.OK, (), Plan(warnings=(warning,)), empty, settings=settings)
+    status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
+    return Prepared(status, (), plan, empty, facts=facts, settings=settings, probe=gpus.probe)

@@ -1,0 +1,152 @@
+"""The vLLM plugin against the real vLLM, on the CPU: discovered and loaded by vLLM's own
+``load_general_plugins()``, and ``EngineArgs(...).create_engine_config()`` — the path of
+``vllm serve``, ``LLM()`` and Ray Serve's engines — yields ``cache_config.cache_dtype == "fp8"``
+exactly where dsv4-serve would have rewritten the argument.
+
+Faked: only the GPU type (DSV4_LAUNCH_GPU_CAPABILITY; the CPU platform builds the config), and
+the model is a small DeepSeek-V4 config.json on disk (no weights are loaded by a config).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dsv4_launch.core.versions import is_older
+
+V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64,
+             "o_groups": 8, "hidden_size": 1024, "num_hidden_layers": 2, "vocab_size": 1024,
+             "max_position_embeddings": 4096, "torch_dtype": "bfloat16", "num_key_value_heads": 1,
+             "head_dim": 512, "sliding_window": 128, "compress_ratios": [0, 4]}
+LLAMA_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+                "intermediate_size": 512, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1024,
+                "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    made = {}
+    for name, config in (("v4", V4_CONFIG), ("llama", LLAMA_CONFIG)):
+        (root / name).mkdir()
+        (root / name / "config.json").write_text(json.dumps(config))
+        made[name] = str(root / name)
+    return made
+
+
+@pytest.fixture(scope="module")
+def plugin(real_vllm):
+    """Load plugins the way vLLM does; the patch must then be in place."""
+    import vllm.engine.arg_utils as arg_utils
+    from vllm.plugins import load_general_plugins
+
+    load_general_plugins()
+    assert getattr(arg_utils.resolve_kv_cache_dtype_string, "_dsv4_launch_patched", False), \
+        "vLLM did not load the dsv4_launch plugin (is dsv4-launch installed in this environment?)"
+    return real_vllm[2]
+
+
+def engine_dtype(model, monkeypatch, capability, **kwargs):
+    from vllm.engine.arg_utils import EngineArgs
+
+    monkeypatch.setenv("DSV4_LAUNCH_GPU_CAPABILITY", capability)
+    config = EngineArgs(model=model, skip_tokenizer_init=True, **kwargs).create_engine_config()
+    return config.cache_config.cache_dtype
+
+
+def expected_default(version, capability):
+    """What dsv4-serve would hand vLLM for no --kv-cache-dtype: fp8 on SM 12.x always (the
+    layout's only dtype), on SM 9.x/10.x before 0.30 (the crash); otherwise left alone."""
+    return "fp8" if capability.startswith("12") or is_older(version, "0.30.0") else "auto"
+
+
+@pytest.mark.parametrize("capability", ["12.0", "9.0", "10.0"])
+def test_llm_path_engine_args(plugin, models, monkeypatch, capability):
+    assert engine_dtype(models["v4"], monkeypatch, capability) == expected_default(plugin, capability)
+
+
+@pytest.mark.parametrize("capability", ["12.0", "9.0"])
+def test_vllm_serve_path_real_cli(plugin, real_vllm, models, monkeypatch, capability):
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    top, _, version = real_vllm
+    namespace = top.parse_args(["serve", models["v4"], "--skip-tokenizer-init"])
+    namespace.model = namespace.model_tag  # what `vllm serve` does before it builds the engine
+    monkeypatch.setenv("DSV4_LAUNCH_GPU_CAPABILITY", capability)
+    config = AsyncEngineArgs.from_cli_args(namespace).create_engine_config()
+    assert config.cache_config.cache_dtype == expected_default(version, capability)
+
+
+@pytest.mark.parametrize(
+    "model,kwargs,capability",
+    [
+        ("v4", {"kv_cache_dtype": "fp8_ds_mla"}, "12.0"),  # explicit values are never changed
+        ("v4", {"kv_cache_dtype": "fp8"}, "12.0"),  # what dsv4-serve already wrote: a no-op
+        ("llama", {}, "12.0"),  # other models
+        ("v4", {"attention_backend": "FLASHINFER_MLA_SPARSE_DSV4"}, "10.0"),  # plain rows: auto is bf16
+    ],
+)
+def test_left_alone(plugin, models, monkeypatch, model, kwargs, capability):
+    expected = kwargs.get("kv_cache_dtype", "auto")
+    assert engine_dtype(models[model], monkeypatch, capability, **kwargs) == expected
+
+
+def test_off_switch_at_decision_time(plugin, models, monkeypatch):
+    monkeypatch.setenv("DSV4_LAUNCH_DISABLE", "1")
+    assert engine_dtype(models["v4"], monkeypatch, "12.0") == "auto"
+
+
+def test_loading_twice_is_harmless(plugin, models, monkeypatch):
+    import vllm.engine.arg_utils as arg_utils
+
+    from dsv4_launch.plugin import register
+
+    before = arg_utils.resolve_kv_cache_dtype_string
+    register()
+    register()
+    assert arg_utils.resolve_kv_cache_dtype_string is before
+    assert engine_dtype(models["v4"], monkeypatch, "12.0") == "fp8"
+
+
+def fresh(code: str, **env) -> subprocess.CompletedProcess:
+    full = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", **env}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=600)
+
+
+DISCOVER = """
+import json
+from vllm.plugins import load_plugins_by_group
+import vllm.engine.arg_utils as a
+loaded = load_plugins_by_group("vllm.general_plugins")
+for f in loaded.values(): f()
+print(json.dumps({"names": sorted(loaded), "patched": getattr(a.resolve_kv_cache_dtype_string, "_dsv4_launch_patched", False)}))
+"""
+
+
+def test_vllm_discovers_it_and_vllm_plugins_turns_it_off(real_vllm):
+    on = json.loads(fresh(DISCOVER).stdout.strip().splitlines()[-1])
+    assert "dsv4_launch" in on["names"] and on["patched"] is True
+    off = json.loads(fresh(DISCOVER, VLLM_PLUGINS="some_other_plugin").stdout.strip().splitlines()[-1])
+    assert "dsv4_launch" not in off["names"] and off["patched"] is False
+    disabled = json.loads(fresh(DISCOVER, DSV4_LAUNCH_DISABLE="1").stdout.strip().splitlines()[-1])
+    assert "dsv4_launch" in disabled["names"] and disabled["patched"] is False
+
+
+COST = """
+import time, importlib
+import vllm.engine.arg_utils
+t = time.perf_counter()
+importlib.import_module("dsv4_launch.plugin").register()
+print(time.perf_counter() - t)
+"""
+
+
+def test_loading_costs_under_5_ms(real_vllm):
+    # vLLM imports its engine arguments before it loads plugins; the plugin's own cost is the rest.
+    costs = sorted(float(fresh(COST).stdout.strip().splitlines()[-1]) for _ in range(3))
+    assert costs[1] < 0.005, costs
