@@ -155,16 +155,16 @@ def test_runtime_probe_really_runs():
 
 def test_doctor_command_json_and_exit_codes():
     out = io.StringIO()
-    gpus = GpuProbe(gpus=(RTX,), source="nvml", driver_version="550.54.15")
+    gpus = GpuProbe(gpus=(RTX, RTX._replace(index=1, uuid="GPU-r2")), source="nvml", driver_version="550.54.15")
     code = run_doctor(
-        [M, "--api-key", "sk-doc-1"], as_json=True, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
+        [M, "-tp", "2", "--api-key", "sk-doc-1"], as_json=True, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
         probe=lambda: gpus, vllm=VllmInstall(version="0.33.0", importable=True),
         runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None),
     )
     data = json.loads(out.getvalue())
     assert code == 0 and data["ok"] is True and data["schema_version"] == 1
     assert {"gpu", "driver", "python", "vllm", "torch", "flashinfer", "model", "plan"} <= {c["section"] for c in data["checks"]}
-    assert data["plan"]["argv"] == [M, "--api-key", "***", "--kv-cache-dtype", "fp8"]
+    assert data["plan"]["argv"] == [M, "-tp", "2", "--api-key", "***", "--kv-cache-dtype", "fp8"]
     assert "sk-doc-1" not in out.getvalue()
     out = io.StringIO()
     code = run_doctor([M], as_json=False, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),

@@ -10,7 +10,9 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import clean_env
+from tests.conftest import RTX_PRO_6000, clean_env
+
+TWO = (RTX_PRO_6000, RTX_PRO_6000)  # DeepSeek-V4-Flash's weights need two 96 GB GPUs
 
 
 def modules_at_handover(run_cli, *args, **kw):
@@ -20,7 +22,7 @@ def modules_at_handover(run_cli, *args, **kw):
 
 
 def test_nothing_heavy_before_handover(run_cli):
-    mods = modules_at_handover(run_cli, "deepseek-ai/DeepSeek-V4-Flash")
+    mods = modules_at_handover(run_cli, "deepseek-ai/DeepSeek-V4-Flash", "-tp", "2", gpus=TWO)
     assert "torch" not in mods
     assert {m for m in mods if m.startswith("vllm")} <= {
         "vllm", "vllm.entrypoints", "vllm.entrypoints.cli", "vllm.entrypoints.cli.main"}
@@ -34,8 +36,8 @@ def test_nothing_heavy_before_handover(run_cli):
 
 def test_yaml_only_with_a_config_file(run_cli, tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("model: deepseek-ai/DeepSeek-V4-Flash\n")
-    assert "yaml" in modules_at_handover(run_cli, "--config", str(path))
+    path.write_text("model: deepseek-ai/DeepSeek-V4-Flash\ntensor_parallel_size: 2\n")
+    assert "yaml" in modules_at_handover(run_cli, "--config", str(path), gpus=TWO)
 
 
 def test_importing_every_module_has_no_side_effects(tmp_path):
@@ -64,6 +66,6 @@ def test_signal_handlers_are_left_to_vllm(run_cli, tmp_path):
     probe = "import signal; print(signal.getsignal(signal.SIGTERM)); print(signal.getsignal(signal.SIGINT))"
     fresh = subprocess.run([sys.executable, "-c", probe], env=clean_env(tmp_path), capture_output=True, text=True)
     sigterm, sigint = fresh.stdout.splitlines()
-    _, record = run_cli("dsv4-serve", "deepseek-ai/DeepSeek-V4-Flash")
+    _, record = run_cli("dsv4-serve", "deepseek-ai/DeepSeek-V4-Flash", "-tp", "2", gpus=TWO)
     assert record["sigterm_handler"] == sigterm
     assert record["sigint_handler"] == sigint

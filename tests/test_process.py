@@ -46,13 +46,13 @@ def start(tmp_path, fake_nvml_dir, fake_vllm_path):
     def run(exec_fallback: bool = False):
         record = tmp_path / "record.json"
         env = clean_env(tmp_path, FAKE_VLLM_RECORD=str(record), FAKE_VLLM_BEHAVIOUR="serve",
-                        LD_LIBRARY_PATH=str(fake_nvml_dir), FAKE_NVML_GPUS=RTX_PRO_6000)
+                        LD_LIBRARY_PATH=str(fake_nvml_dir), FAKE_NVML_GPUS=f"{RTX_PRO_6000};{RTX_PRO_6000}")
         if exec_fallback:
             bindir = install_fake_vllm_executable(tmp_path / "vllm-env" / "bin")
             env["PATH"] = f"{BIN}{os.pathsep}{bindir}{os.pathsep}/usr/bin:/bin"
         else:
             env["PYTHONPATH"] = str(fake_vllm_path("0.24.0"))
-        proc = subprocess.Popen([str(BIN / "dsv4-serve"), M, "--port", "8000"], env=env,
+        proc = subprocess.Popen([str(BIN / "dsv4-serve"), M, "-tp", "2", "--port", "8000"], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(proc)
         first = proc.stdout.readline()  # the server's own first line: it is up

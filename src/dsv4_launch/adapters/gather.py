@@ -13,11 +13,12 @@ from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts
 from ..core.records import record
 from ..core.settings import GPU_CAPABILITY, Settings
-from ..vllm_cli.option_table import OptionTable, load_table
+from ..vllm_cli.option_table import OptionTable, available_versions, load_table
 from ..vllm_cli.serve_args import ServeArgs, read_serve_args
 from .checkpoints import known_checkpoint
 from .config_file import load_config_file
 from .model_files import model_facts
+from .model_weights import read_weights
 from .nvml import GpuProbe, probe_gpus
 from .vllm_install import VllmInstall, find_vllm
 
@@ -87,6 +88,7 @@ def gather(
 
     model = _model(args, env)
     gpus = gather_gpus(settings, env, model, probe_when=probe_when, probe=probe)
+    weights = _weights(args, model, env) if model.is_dsv4_family else None
     facts = Facts(
         args=args,
         model=model,
@@ -100,8 +102,23 @@ def gather(
         env=chosen_env,
         values=values,
         values_exact=exact,
+        memory=weights,
+        newest_release=available_versions()[-1],
     )
     return Gathered(facts, table, vllm, gpus.probe)
+
+
+def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
+    """The checkpoint's size and shards; never raises (unknown is said by the estimate)."""
+    import os
+
+    try:
+        local = bool(args.model) and os.path.isdir(os.path.expanduser(args.model))
+        offline = (env.get("HF_HUB_OFFLINE") or "").strip().lower() in ("1", "true", "yes", "on")
+        known = known_checkpoint(args.model) if args.model else None
+        return read_weights(model.directory, local or offline, known)
+    except Exception:
+        return None
 
 
 @record

@@ -184,6 +184,7 @@ def model_facts(
         if config is not None:
             if hf_config_path:
                 how = f"--hf-config-path: {how}"
-            return classify(model, config, how, hf_overrides)
+            facts = classify(model, config, how, hf_overrides)
+            return facts if hf_config_path else facts._replace(directory=os.path.dirname(path))
         how = problem
     return classify(model, None, None, hf_overrides, missing_reason=how, known=known)

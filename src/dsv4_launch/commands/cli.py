@@ -35,6 +35,7 @@ def _size(text: str) -> int:
 OWN_OPTIONS = {
     "plan": JSON_ONLY,
     "doctor": JSON_ONLY,
+    "fit": {"--json": None, "--gpus": _positive_int, "--gpu-memory": _size},
 }
 
 
@@ -73,7 +74,9 @@ def run(command: str, own: dict, rest: list[str]) -> int:
         from .doctor import run_doctor
 
         return run_doctor(rest, as_json=bool(own.get("json")))
-    raise ValueError(f"unknown command {command!r}")
+    from .fit import run_fit
+
+    return run_fit(rest, as_json=bool(own.get("json")), gpus=own.get("gpus"), gpu_memory=own.get("gpu_memory"))
 
 
 def _click(args: list[str]) -> int:

@@ -60,6 +60,29 @@ def doctor(as_json: bool, vllm_args: tuple[str, ...]) -> None:
     raise SystemExit(run("doctor", {"json": as_json}, list(vllm_args)))
 
 
+@cli.command(context_settings=PASS_THROUGH)
+@click.option("--json", "as_json", is_flag=True, help="Print the table as one JSON object.")
+@click.option("--gpus", type=click.IntRange(min=1), help="How many GPUs (default: those visible here).")
+@click.option("--gpu-memory", metavar="SIZE", help="Memory of one GPU, e.g. 96GiB (default: read through NVML).")
+@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
+def fit(as_json: bool, gpus: int | None, gpu_memory: str | None, vllm_args: tuple[str, ...]) -> None:
+    """Will it fit? Every tensor/pipeline/data-parallel layout of MODEL on these GPUs.
+
+    VLLM_ARGS: the model (DeepSeek-V4-Flash when none is given) and any `vllm serve` options
+    that change memory (--gpu-memory-utilization, --max-model-len, --max-num-batched-tokens,
+    --cpu-offload-gb, ...). Shows weights per GPU, KV cache left, the longest single request
+    and the concurrency at --max-model-len (65,536 when not given); an estimate.
+    """
+    from .cli import run
+
+    own = {"json": as_json, "gpus": gpus}
+    if gpu_memory:
+        from ..core.settings import parse_size
+
+        own["gpu_memory"] = parse_size(gpu_memory)
+    raise SystemExit(run("fit", own, list(vllm_args)))
+
+
 def run_click(args: list[str]) -> int:
     try:
         cli.main(args=args, prog_name="dsv4-launch", standalone_mode=True)

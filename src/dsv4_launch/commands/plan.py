@@ -11,12 +11,19 @@ import os
 import sys
 from collections.abc import Mapping
 
+from ..core.memory import summary, summary_line
 from ..output.documents import dump, plan_data
 from ..output.lines import Reporter, make_lenient, safe_write, silence
 from ..output.redact import masked_argv
 from ..output.report import report_plan
 from . import exit_codes
 from .pipeline import PLAN, Prepared, prepare
+
+
+def memory_data(prepared: Prepared) -> dict | None:
+    if prepared.facts is None or prepared.facts.args.rejection or prepared.plan.disabled:
+        return None
+    return summary(prepared.facts)
 
 
 def plan_document(prepared: Prepared) -> dict:
@@ -26,6 +33,7 @@ def plan_document(prepared: Prepared) -> dict:
         masked_argv(prepared.argv, prepared.secrets),
         vllm_version=prepared.vllm.version if prepared.vllm else None,
         exit_status=prepared.status,
+        memory=memory_data(prepared),
     )
     data["error"] = prepared.error
     return data
@@ -53,7 +61,7 @@ def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = 
         vllm = prepared.vllm
         report_plan(out, prepared.plan, prepared.facts, masked_argv(prepared.argv, prepared.secrets),
                     with_facts=True, vllm_version=vllm.version if vllm else None,
-                    vllm_note=vllm.note if vllm else None)
+                    vllm_note=vllm.note if vllm else None, memory_line=summary_line(memory_data(prepared)))
         ok = not out.broken
     if not ok:
         silence(stdout)

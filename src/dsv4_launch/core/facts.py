@@ -36,6 +36,7 @@ class Facts:
     gpus_probed: bool = True  # False: not asked (other model, or switched off)
     vllm_version: str | None = None
     vllm_note: str | None = None
+    newest_release: str | None = None  # the newest vLLM release dsv4-launch knows (its option tables)
     env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set
     values: Mapping[str, tuple[str, ...]] = EMPTY  # accepted values per setting (nearest vLLM table)
     values_exact: bool = False  # ``values`` were recorded from this very vLLM release
@@ -99,3 +100,21 @@ def as_int(value: object) -> int | None:
         if 0 < len(text) <= 18 and text.lstrip("+-").isascii() and text.lstrip("+-").isdigit():
             return int(text)
     return None
+
+
+def as_human_int(value: object) -> int | None:
+    """vLLM's ``human_readable_int`` (``--max-model-len 128k``): lower-case k/m/g/t are powers of
+    ten, upper-case K/M/G/T powers of two (whole numbers only); plain integers as ``as_int``."""
+    n = as_int(value)
+    if n is not None or not isinstance(value, str):
+        return n
+    text = value.strip()
+    if len(text) < 2 or len(text) > 20 or text[-1] not in "kmgtKMGT":
+        return None
+    number, suffix = text[:-1], text[-1]
+    try:
+        if suffix in "kmgt":
+            return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1))) if number.replace(".", "", 1).isdigit() else None
+        return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1)) if number.isascii() and number.isdigit() else None
+    except (ValueError, OverflowError):
+        return None

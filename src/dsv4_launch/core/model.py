@@ -37,6 +37,7 @@ class ModelFacts:
     config: Mapping[str, object] | None = None  # config.json as read (after --hf-overrides)
     note: str | None = None  # what could not be read, said out loud
     known_id: str | None = None  # the known-checkpoint table entry used, if any
+    directory: str | None = None  # where config.json was read (a local directory or a cache snapshot)
 
     @property
     def is_dsv4(self) -> bool:

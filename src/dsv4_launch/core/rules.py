@@ -90,6 +90,8 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
     in_range = rule.vllm.contains(facts.vllm_version)
     if in_range is False:
         return None
+    if in_range is None and facts.newest_release and rule.vllm.contains(facts.newest_release) is False:
+        return None  # version unknown: a rule about old releases only is not guessed at (plan says so)
     qualifiers: list[str] = []
     if in_range is None:
         qualifiers.append(f"if vLLM is {rule.vllm.short()}: the installed version is unknown")

@@ -14,6 +14,7 @@ from .gpus import GpuInfo
 from .kv import AUTO_VALUES, FP8_DS_MLA, kv_path
 from .model import V4, V41
 from .rules import CITED, CONFIRMED, DERIVED, REFUSE, WARN, Rule
+from .rules_memory import MEMORY_RULES
 from .versions import VersionRange
 
 BOTH = frozenset({V4, V41})
@@ -339,4 +340,5 @@ RULES: tuple[Rule, ...] = (
         reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls",
         models=BOTH,
     ),
+    *MEMORY_RULES,
 )

@@ -53,6 +53,7 @@ class OptionTable:
         return tuple(o for a in self.actions for o in a.options)
 
 
+@lru_cache(maxsize=1)
 def available_versions() -> list[str]:
     names = (n for n in os.listdir(DATA) if n.startswith("serve-options-") and n.endswith(".json"))
     versions = [n[len("serve-options-") : -len(".json")] for n in names]
