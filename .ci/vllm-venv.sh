@@ -8,7 +8,7 @@ version="$1"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 py="${PYTHON:-python3}"
 pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-key="$(cat "$here/requirements-test.txt" | sha256sum | cut -c1-12)"
+key="$(cat "$here/requirements-test.txt" "$here/vllm-venv.sh" | sha256sum | cut -c1-12)"  # a new recipe builds anew
 root="${DSV4_LAUNCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dsv4-launch}"
 venv="$root/venvs/vllm-$version-py$pyver-$key"
 if [ ! -f "$venv/.complete" ]; then
