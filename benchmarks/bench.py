@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
 """What dsv4-launch costs at start-up, side by side with what it sits in front of.
 
-    python benchmarks/bench.py [--runs 21] [--vllm-python PATH] [--json benchmarks/results/latest.json]
+    .venv/bin/python benchmarks/bench.py [--runs 21] [--vllm-python PATH] [--json FILE]
 
-Stdlib only. Every case is a fresh process; wall time is measured around it and peak memory
-(max RSS) comes from the kernel's accounting of that process (os.wait4). Each case is warmed
-up, then run --runs times; the table shows medians.
+Run it with the Python that has dsv4-launch installed (it runs that environment's
+`dsv4-serve` and `dsv4-launch`). Stdlib only. Every case is a fresh process; wall time is
+measured around it and peak memory (max RSS) comes from the kernel's accounting of that process
+(os.wait4). Each case is warmed up, then run --runs times; the table shows medians. Nothing is
+written unless --json FILE is given (benchmarks/results/latest.json is the committed run).
 
 Cases:
   floor        python -c pass (the interpreter itself)
   click        python -c "import click" (the memory baseline of any click CLI)
-  plan         dsv4-launch plan --json deepseek-ai/DeepSeek-V4-Flash, fake SM 12.0 GPU
+  plan         dsv4-launch plan --json deepseek-ai/DeepSeek-V4-Flash -tp 2, two fake SM 12.0 GPUs
   vllm stub    a `vllm` console script whose vllm.entrypoints.cli.main returns at once
-  dsv4-serve   dsv4-serve deepseek-ai/DeepSeek-V4-Flash up to the hand-over to that stub
+  dsv4-serve   dsv4-serve deepseek-ai/DeepSeek-V4-Flash -tp 2 up to the hand-over to that stub
+  launch serve dsv4-launch serve …, the same
+  secrets ×N   dsv4-serve with N --api-key values (our cost must grow linearly; argparse's own
+               is quadratic before Python 3.13 — vLLM's parser pays that too)
   with --vllm-python (an interpreter with a real vLLM and dsv4-launch installed):
   vllm --help        vllm serve --help        (VLLM_TARGET_DEVICE=cpu)
   dsv4-serve --help  dsv4-serve --help
@@ -37,10 +42,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "deepseek-ai/DeepSeek-V4-Flash"
-FAKE_GPU = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition|GPU-0|12.0|97887"
+FAKE_GPUS = ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition|GPU-0|12.0|97887;"
+             "NVIDIA RTX PRO 6000 Blackwell Workstation Edition|GPU-1|12.0|97887")
+ARGS = [MODEL, "-tp", "2"]  # Flash's weights need two 96 GB GPUs
 
-BUDGET_HANDOVER_MS = 50.0
-BUDGET_PLAN_MS = 100.0
+BUDGET_HANDOVER_MS = 40.0
+BUDGET_PLAN_MS = 60.0
 BUDGET_PLAN_MEMORY_MB = 15.0
 BUDGET_REAL_RATIO = 1.03
 
@@ -167,7 +174,7 @@ def build_fakes(work: Path) -> tuple[dict[str, str], Path]:
             check=True,
         )
         env["LD_LIBRARY_PATH"] = str(work)
-        env["FAKE_NVML_GPUS"] = FAKE_GPU
+        env["FAKE_NVML_GPUS"] = FAKE_GPUS
     else:
         print("bench: no C compiler; DSV4_LAUNCH_GPU_CAPABILITY=12.0 replaces the NVML probe and "
               "peak memory includes this script's own", file=sys.stderr)
@@ -203,8 +210,14 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--vllm-python", help="an interpreter with a real vLLM and dsv4-launch")
     parser.add_argument("--vllm-runs", type=int, default=5)
-    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/latest.json"))
+    parser.add_argument("--json", help="also write the results here (e.g. benchmarks/results/latest.json)")
+    parser.add_argument("--secrets", type=int, default=5000, help="--api-key values in the linearity cases")
     opts = parser.parse_args()
+    try:
+        import dsv4_launch  # noqa: F401
+    except ImportError:
+        raise SystemExit(f"bench: dsv4-launch is not installed for {sys.executable}; run this script with the "
+                         "Python of the environment that has it (e.g. .venv/bin/python benchmarks/bench.py)")
 
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
@@ -213,9 +226,16 @@ def main() -> None:
         r = {}
         r["floor"] = measure("floor", [py, "-c", "pass"], env, opts.runs, opts.warmup)
         r["click"] = measure("click", [py, "-c", "import click"], env, opts.runs, opts.warmup)
-        r["plan"] = measure("plan", [tool("dsv4-launch", py), "plan", "--json", MODEL], env, opts.runs, opts.warmup)
-        r["vllm stub"] = measure("vllm stub", [str(bindir / "vllm"), "serve", MODEL], env, opts.runs, opts.warmup)
-        r["dsv4-serve"] = measure("dsv4-serve", [tool("dsv4-serve", py), MODEL], env, opts.runs, opts.warmup)
+        r["plan"] = measure("plan", [tool("dsv4-launch", py), "plan", "--json", *ARGS], env, opts.runs, opts.warmup)
+        r["vllm stub"] = measure("vllm stub", [str(bindir / "vllm"), "serve", *ARGS], env, opts.runs, opts.warmup)
+        r["dsv4-serve"] = measure("dsv4-serve", [tool("dsv4-serve", py), *ARGS], env, opts.runs, opts.warmup)
+        r["launch serve"] = measure("launch serve", [tool("dsv4-launch", py), "serve", *ARGS], env, opts.runs,
+                                    opts.warmup)
+        n = opts.secrets
+        for k in (n, 2 * n):
+            keys = [f"sk-{i:08d}" for i in range(k)]
+            r[f"secrets ×{k}"] = measure(f"secrets ×{k}", [tool("dsv4-serve", py), *ARGS, "--api-key", *keys], env,
+                                         max(3, opts.runs // 4), 1)
         if opts.vllm_python:
             real = {k: v for k, v in env.items() if k not in ("PYTHONPATH",)}
             real["VLLM_TARGET_DEVICE"] = "cpu"
@@ -228,12 +248,18 @@ def main() -> None:
             )
 
     overhead = r["dsv4-serve"]["median_ms"] - r["vllm stub"]["median_ms"]
+    launch_overhead = r["launch serve"]["median_ms"] - r["vllm stub"]["median_ms"]
     plan_memory = r["plan"]["peak_mib"] - r["click"]["peak_mib"]
+    small, large = (r[f"secrets ×{k}"]["median_ms"] - r["dsv4-serve"]["median_ms"] for k in (opts.secrets, 2 * opts.secrets))
     budgets = [
         ("hand-over overhead (dsv4-serve − vllm stub)", overhead, "ms", BUDGET_HANDOVER_MS),
+        ("hand-over overhead (dsv4-launch serve − vllm stub)", launch_overhead, "ms", BUDGET_HANDOVER_MS),
         ("plan --json", r["plan"]["median_ms"], "ms", BUDGET_PLAN_MS),
         ("plan peak memory − click's", plan_memory, "MiB", BUDGET_PLAN_MEMORY_MB),
     ]
+    print(f"bench: {opts.secrets} → {2 * opts.secrets} --api-key values cost {small:.0f} → {large:.0f} ms more than "
+          f"none (× {large / max(small, 1e-9):.2f}; linear is × 2, argparse's own share is quadratic before "
+          "Python 3.13)", file=sys.stderr)
     if "vllm --help" in r:
         ratio = r["dsv4-serve --help"]["median_ms"] / r["vllm --help"]["median_ms"]
         budgets.append(("dsv4-serve --help / vllm serve --help", ratio, "×", BUDGET_REAL_RATIO))
@@ -260,6 +286,8 @@ def main() -> None:
     lines.append(f"{machine}; {time.strftime('%Y-%m-%d')}; {opts.runs} runs per case")
     print("\n".join(lines))
 
+    if not opts.json:
+        return
     out = Path(opts.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({

@@ -45,6 +45,9 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
     if args.rejection:
         warnings.append(f"vLLM will reject these arguments ({args.rejection}); handing them over unchanged")
         return Plan(warnings=tuple(warnings), preflight=preflight)
+    if args.unread:
+        warnings.append(f"{args.unread}; handing the arguments over unchanged")
+        return Plan(warnings=tuple(warnings), preflight=preflight)
     if args.unknown_options:
         warnings.append(
             f"options unknown to dsv4-launch's table of {facts.vllm_words()} options: "
