@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import threading
 
 import pytest
