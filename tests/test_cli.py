@@ -286,11 +286,13 @@ def test_preflight_warn_mode_starts_anyway(run_cli, v4_dir):
 
 
 def test_plan_json_lists_refusals(run_cli, v4_dir):
-    done, _ = run_cli("dsv4-launch", "plan", "--json", v4_dir, "--attention-backend", "FLASHMLA_SPARSE_DSV4")
+    done, _ = run_cli("dsv4-launch", "plan", "--json", v4_dir, "--block-size", "64")
     data = json.loads(done.stdout)
     # plan gates like dsv4-serve: the status it would have (2: refused), and the JSON all the same
     assert done.returncode == 2 and data["preflight"] == "refuse" and data["exit_status"] == 2
-    assert len(data["refusals"]) == 1 and "FlashMLA has no sm_120 kernels" in data["refusals"][0]
+    assert len(data["refusals"]) == 1 and "No common block size" in data["refusals"][0]
+    (block,) = [f for f in data["findings"] if f["rule"] == "block-size"]
+    assert block["level"] == "refuse" and block["evidence"] == "confirmed" and block["certain"] is True
 
 
 def test_doctor_end_to_end(run_cli, v4_dir):

@@ -47,6 +47,11 @@ class KvPath:
 
 
 DEFAULT_BACKENDS = frozenset({None, "FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4"})
+FLASHMLA_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4"})
+FLASHINFER_DSV4 = "FLASHINFER_MLA_SPARSE_DSV4"
+# Names `_select_dsv4_attn_cls` acts on; every other --attention-backend is ignored by
+# DeepSeek-V4 (the default class is used), identical in 0.24–0.33 (docs/rules-evidence.md §1).
+DSV4_BACKEND_NAMES = FLASHMLA_BACKENDS | {FLASHINFER_DSV4, "FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120"}
 CRASHES_BEFORE_FIX = VersionRange(before="0.30.0")
 
 KV_PATHS: tuple[KvPath, ...] = (
@@ -61,7 +66,7 @@ KV_PATHS: tuple[KvPath, ...] = (
     ),
     KvPath(
         name="FlashInfer sparse MLA (plain rows)",
-        families=frozenset({"10"}),
+        families=frozenset({"9", "10"}),
         backends=frozenset({"FLASHINFER_MLA_SPARSE_DSV4"}),
         layout=PLAIN_ROWS,
         auto_crashes=None,  # auto = bf16 rows; fp8 would mean per-tensor FP8 instead
@@ -77,10 +82,26 @@ KV_PATHS: tuple[KvPath, ...] = (
         always_rewrite=True,
         reference=CRASH_REFERENCE,
     ),
+    KvPath(
+        name="FlashMLA sparse forced on SM 12.x",
+        families=frozenset({"12"}),
+        backends=FLASHMLA_BACKENDS,
+        layout=FP8_DS_MLA,
+        auto_crashes=CRASHES_BEFORE_FIX,
+        always_rewrite=False,
+        reference=CRASH_REFERENCE,
+    ),
 )
 
 # GPU families a GPU of unknown type may belong to, among those DeepSeek-V4 runs on.
 DSV4_FAMILIES = frozenset({"9", "10", "12"})
+
+
+def dsv4_backend(args) -> str | None:
+    """The attention backend DeepSeek-V4's selector acts on: a forced name it knows, else None
+    (missing, ``auto``, or a name it ignores such as ``TRITON_MLA``)."""
+    name = attention_backend(args)
+    return name if name in DSV4_BACKEND_NAMES else None
 
 
 def kv_path(capability: tuple[int, int], backend: str | None) -> KvPath | None:
@@ -153,7 +174,7 @@ def kv_decision(facts: Facts) -> KvDecision:
         source = facts.args.source("kv_cache_dtype")
         return KvDecision(notes=(f"{KV_OPTION} {current} ({source}) kept: values you set are never changed",))
 
-    backend = attention_backend(facts.args)
+    backend = dsv4_backend(facts.args)
     verdicts = _verdicts(facts, backend)
     needing = [v for v in verdicts if v.rewrite]
     plain = [v for v in verdicts if v.path is not None and v.path.layout == PLAIN_ROWS]

@@ -1,0 +1,224 @@
+"""Every rule row, both ways: one case that trips it and one that passes, plus the table's own
+invariants (evidence behind every refusal, templates that fill, README generated from the rows).
+
+Pure: facts built by hand (tests/planning.py); no NVML, no files, no vLLM. Adding a row without
+its pair here fails `test_every_row_has_a_trips_and_a_passes_case`.
+"""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+
+from dsv4_launch.adapters.checkpoints import known_checkpoint
+from dsv4_launch.core.doctor_rules import DOCTOR_RULES
+from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+from dsv4_launch.core.memory import GiB, WeightFacts
+from dsv4_launch.core.rules import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN
+from dsv4_launch.core.rules_dsv4 import RULES
+from tests.planning import LLAMA, M, SM80, SM90, SM100, SM120, SM121, V4, V41, facts_for, gpus, planned
+
+FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
+F0731 = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-0731")
+VISION = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-Vision-Exp")
+BASE = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-Base")
+V4_FULL = FLASH["config"]
+FI = ["--attention-backend", "FLASHINFER_MLA_SPARSE_DSV4"]
+MEGA = ["--moe-backend", "deep_gemm_mega_moe"]
+EP = ["--enable-expert-parallel"]
+DSPARK = ["--speculative-config", '{"method": "dspark", "num_speculative_tokens": 5}']
+LMCACHE = ["--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}']
+NIXL = ["--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}']
+
+
+def big(*ccs):
+    """GPUs with plenty of memory, so that no memory row interferes."""
+    return gpus(*ccs, memory=400 * GiB)
+
+
+def weights(total_gib, exact=True):
+    return WeightFacts(total_bytes=int(total_gib * GiB), source="test", exact=exact, replicated_bytes=GiB)
+
+
+# rule id -> (trips, passes); each case: (tokens after the model, keyword arguments for facts_for)
+CASES = {
+    "kv-invalid": (([M, "--kv-cache-dtype", "fp9"], {}), ([M, "--kv-cache-dtype", "fp8"], {})),
+    "kv-not-fp8": (([M, "--kv-cache-dtype", "bfloat16"], {}), ([M, "--kv-cache-dtype", "fp8_e4m3"], {})),
+    "nvfp4-on-mla": (([M, "--kv-cache-dtype", "nvfp4"], {}), ([M, "--kv-cache-dtype", "nvfp4_ds_mla"], {})),
+    "v41-kv": (([M, "--kv-cache-dtype", "fp8_e4m3"], {"config": V41}), ([M, "--kv-cache-dtype", "fp8"], {"config": V41})),
+    "backend-not-dsv4": (([M, "--attention-backend", "FLASHINFER_MLA_SPARSE"], {}), ([M, *FI], {})),
+    "backend-ignored": (([M, "--attention-backend", "TRITON_MLA"], {}), ([M, "--attention-backend", "auto"], {})),
+    "flashmla-on-sm12": (([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {}),
+                         ([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {"gpu": big(SM90)})),
+    "flashinfer-dsv4-on-sm9": (([M, *FI], {"gpu": big(SM90)}), ([M, *FI], {"gpu": big(SM100)})),
+    "fp8-ds-mla-on-plain-rows": (([M, *FI, "--kv-cache-dtype", "fp8_ds_mla"], {"gpu": big(SM100)}),
+                                 ([M, *FI, "--kv-cache-dtype", "fp8"], {"gpu": big(SM100)})),
+    "attention-env-ignored": (([M], {"env": {"VLLM_ATTENTION_BACKEND": "FLASHMLA"}}), ([M], {})),
+    "gpu-too-old": (([M], {"gpu": big(SM80)}), ([M], {"gpu": big(SM90)})),
+    "sm12-before-0.24": (([M], {"version": "0.23.1"}), ([M], {"version": "0.24.0"})),
+    "sm12-0.27": (([M], {"version": "0.27.1"}), ([M], {"version": "0.26.0"})),
+    "sm12-0.24-deepgemm": (([M], {"version": "0.24.0"}), ([M], {"version": "0.24.0", "env": {"VLLM_USE_DEEP_GEMM": "0"}})),
+    "sm10-0.28-v2-runner": (([M], {"version": "0.28.0", "gpu": big(SM100)}),
+                            ([M], {"version": "0.28.0", "gpu": big(SM100), "env": {"VLLM_USE_V2_MODEL_RUNNER": "0"}})),
+    "h20-0.27.1": (([M], {"version": "0.27.1", "gpu": GpuSelection((GpuInfo(0, "NVIDIA H20", "GPU-0", SM90, 96 * GiB),))}),
+                   ([M], {"version": "0.27.1", "gpu": big(SM90)})),
+    "gb10-stock": (([M], {"gpu": big(SM121)}), ([M], {"gpu": big(SM120)})),
+    "mixed-gpus": (([M], {"gpu": big(SM90, SM120)}), ([M], {"gpu": big(SM120, SM120)})),
+    "mega-moe-needs-ep": (([M, *MEGA], {"gpu": big(SM100)}), ([M, *MEGA, *EP], {"gpu": big(SM100)})),
+    "mega-moe-fp4": (([M, *MEGA, *EP], {"gpu": big(SM100), "config": BASE["config"]}),
+                     ([M, *MEGA, *EP], {"gpu": big(SM100), "config": V4_FULL})),
+    "mega-moe-not-sm100": (([M, *MEGA, *EP], {}), ([M, *MEGA, *EP], {"gpu": big(SM100)})),
+    "fp4-indexer-off-sm10": (([M, "--attention_config.use_fp4_indexer_cache=True"], {"version": "0.29.0"}),
+                             ([M, "--attention_config.use_fp4_indexer_cache=True"], {"version": "0.29.0",
+                                                                                    "gpu": big(SM100)})),
+    "fp4-indexer-removed": (([M, "--attention-config", '{"use_fp4_indexer_cache": true}'], {"gpu": big(SM100)}),
+                            ([M, "--attention-config.indexer_kv_dtype", "mxfp4"], {"gpu": big(SM100)})),
+    "mxfp4-indexer-off-sm10": (([M, "--attention-config.indexer_kv_dtype", "mxfp4"], {}),
+                               ([M, "--attention-config.indexer_kv_dtype", "mxfp4"], {"gpu": big(SM100)})),
+    "indexer-dtype-ignored": (([M, "--attention-config.indexer_kv_dtype", "mxfp4"], {"version": "0.26.0", "gpu": big(SM100)}),
+                              ([M, "--attention_config.use_fp4_indexer_cache=True"], {"version": "0.26.0", "gpu": big(SM100)})),
+    "tp-heads": (([M, "-tp", "3"], {"gpu": big(SM120, SM120, SM120)}), ([M, "-tp", "4"], {"gpu": big(*[SM120] * 4)})),
+    "tp-o-groups": (([M, "-tp", "16"], {"gpu": big(*[SM120] * 16), "config": V4_FULL}),
+                    ([M, "-tp", "8", "-dp", "2"], {"gpu": big(*[SM120] * 16), "config": V4_FULL})),
+    "tp-pp-gpus": (([M, "-tp", "4", "-pp", "2"], {"gpu": big(*[SM120] * 4)}),
+                   ([M, "-tp", "4", "-pp", "2"], {"gpu": big(*[SM120] * 8)})),
+    "block-size": (([M, "--block-size", "128"], {}), ([M, "--block-size", "512"], {})),
+    "block-size-v41": (([M, "--block-size", "64"], {"config": V41}), ([M, "--block-size", "64"], {"config": V41,
+                                                                                                 "gpu": big(SM90)})),
+    "dspark-before-0.25": (([M, *DSPARK], {"version": "0.24.0", "config": F0731["config"]}),
+                           ([M, *DSPARK], {"version": "0.25.0", "config": F0731["config"]})),
+    "dspark-without-module": (([M, *DSPARK], {"config": V4_FULL}), ([M, *DSPARK], {"config": F0731["config"]})),
+    "dspark-pp": (([M, *DSPARK, "-pp", "2"], {"version": "0.29.0", "config": F0731["config"], "gpu": big(SM120, SM120)}),
+                  ([M, *DSPARK, "-pp", "2"], {"version": "0.30.0", "config": F0731["config"], "gpu": big(SM120, SM120)})),
+    "dspark-k-below-block": (([M, "--speculative-config", '{"method": "dspark", "num_speculative_tokens": 2}'],
+                              {"version": "0.26.0", "config": F0731["config"]}),
+                             ([M, *DSPARK], {"version": "0.26.0", "config": F0731["config"]})),
+    "dspark-v1-runner": (([M, *DSPARK], {"config": F0731["config"], "env": {"VLLM_USE_V2_MODEL_RUNNER": "0"}}),
+                         ([M, *DSPARK], {"config": F0731["config"]})),
+    "mtp-on-dspark-checkpoint": (([M, "--speculative-config.method", "mtp"], {"config": F0731["config"]}),
+                                 ([M, "--speculative-config.method", "mtp"], {"config": V4_FULL})),
+    "vision-before-0.30": (([M], {"version": "0.29.0", "config": VISION["config"]}),
+                           ([M], {"version": "0.30.0", "config": VISION["config"]})),
+    "hma-disabled": (([M, "--disable-hybrid-kv-cache-manager"], {}), ([M, "--no-disable-hybrid-kv-cache-manager"], {})),
+    "connector-turns-hma-off": (([M, *LMCACHE], {}), ([M, *NIXL], {})),
+    "connector-hma-forced": (([M, *LMCACHE, "--no-disable-hybrid-kv-cache-manager"], {}),
+                             ([M, *NIXL, "--no-disable-hybrid-kv-cache-manager"], {})),
+    "tokenizer-without-template": (([M, "--tokenizer-mode", "hf"], {}), ([M, "--tokenizer-mode", "auto"], {})),
+    "v4-parsers-on-v41": (([M, "--tool-call-parser", "deepseek_v4"], {"config": V41}),
+                          ([M, "--tool-call-parser", "deepseek_v41"], {"config": V41})),
+    "think-max-short": (([M, "--default-chat-template-kwargs", '{"reasoning_effort": "max"}', "--max-model-len", "131072"], {}),
+                        ([M, "--default-chat-template-kwargs", '{"reasoning_effort": "max"}', "--max-model-len", "393216"], {})),
+    "weights-exceed-memory": (([M], {"gpu": gpus(SM120, memory=96 * GiB), "weights_facts": weights(148)}),
+                              ([M, "-tp", "2"], {"gpu": gpus(SM120, SM120, memory=96 * GiB), "weights_facts": weights(148)})),
+    "weights-tight": (([M], {"gpu": gpus(SM120, memory=96 * GiB), "weights_facts": weights(148, exact=False)}),
+                      ([M, "-tp", "2"], {"gpu": gpus(SM120, SM120, memory=96 * GiB), "weights_facts": weights(148, exact=False)})),
+    "max-model-len-too-long": (([M, "-tp", "2"], {"gpu": gpus(SM120, SM120, memory=96 * GiB), "config": V4_FULL,
+                                                  "weights_facts": weights(148)}),
+                               ([M, "-tp", "2", "--max-model-len", "auto"], {"gpu": gpus(SM120, SM120, memory=96 * GiB),
+                                                                             "config": V4_FULL, "weights_facts": weights(148)})),
+    "shards-missing": (([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)}),
+                       ([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=False)})),
+}
+
+
+def judge(case):
+    tokens, kw = case
+    kw = dict(kw)
+    memory = kw.pop("weights_facts", None)
+    kw.setdefault("gpu", big(SM120))
+    kw.setdefault("config", V4)
+    f = facts_for(tokens, **kw)._replace(memory=memory)
+    from dsv4_launch.core.plan import make_plan
+
+    return make_plan(f), f
+
+
+def test_every_row_has_a_trips_and_a_passes_case():
+    assert set(CASES) == {r.id for r in RULES}
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_both_ways(rule):
+    trips, passes = CASES[rule.id]
+    plan, _ = judge(trips)
+    found = {f.rule: f for f in plan.findings}
+    assert rule.id in found, (rule.id, [f.text for f in plan.findings])
+    finding = found[rule.id]
+    assert finding.certain and finding.level == rule.level, finding
+    if rule.level == REFUSE:
+        assert finding.text in plan.refusals
+    else:
+        assert finding.text in plan.warnings
+    assert "{" not in finding.text and "Fix: " in finding.text and rule.reference in finding.text
+    plan, _ = judge(passes)
+    assert rule.id not in {f.rule for f in plan.findings}, [f.text for f in plan.findings if f.rule == rule.id]
+
+
+@pytest.mark.parametrize("rule", [*RULES, *DOCTOR_RULES], ids=[r.id for r in (*RULES, *DOCTOR_RULES)])
+def test_the_table_itself(rule):
+    assert rule.evidence in EVIDENCE
+    if rule.level in (REFUSE, FAIL):
+        assert rule.evidence in REFUSAL_EVIDENCE, f"{rule.id}: refusing needs vLLM's code as evidence"
+    else:
+        assert rule.level == WARN
+    assert rule.reference and rule.title and rule.effect
+    for template in (rule.message, rule.fix):
+        for _, field, _, _ in string.Formatter().parse(template):
+            assert field is None or field.isidentifier()
+
+
+def test_ids_are_unique():
+    ids = [r.id for r in (*RULES, *DOCTOR_RULES)]
+    assert len(ids) == len(set(ids))
+
+
+def test_other_models_are_never_judged():
+    for rule in RULES:
+        plan, _ = judge((CASES[rule.id][0][0], {**CASES[rule.id][0][1], "config": LLAMA}))
+        assert plan.findings == (), rule.id
+
+
+def test_a_refusal_with_an_unknown_gpu_type_is_a_qualified_warning():
+    # mega-moe-not-sm100 on a GPU of unknown type: it fails on SM 9.x and 12.x, not on 10.x
+    plan, _ = judge(([M, *MEGA, *EP], {"gpu": GpuSelection((GpuInfo(0),)), "source": None}))
+    (finding,) = [f for f in plan.findings if f.rule == "mega-moe-not-sm100"]
+    assert finding.level == WARN and not finding.certain and "if the GPUs are SM 9.x, SM 12.x" in finding.text
+
+
+def test_the_indexer_flag_fix_names_the_replacement_for_this_gpu_and_release():
+    plan, _ = judge(([M, "--attention_config.use_fp4_indexer_cache=True"], {"gpu": big(SM100)}))
+    (line,) = plan.refusals
+    assert "Fix: --attention-config.indexer_kv_dtype mxfp4" in line
+    plan, _ = judge(([M, "--attention_config.use_fp4_indexer_cache=True"], {}))
+    assert any("Fix: drop --attention_config.use_fp4_indexer_cache" in r for r in plan.refusals)
+    plan, _ = judge(([M, "--attention_config.use_fp4_indexer_cache=True"], {"version": "0.26.0", "gpu": big(SM100)}))
+    assert plan.refusals == ()  # a real option on SM 10.x before 0.30
+
+
+def test_tp_16_on_flash_says_how_to_use_16_gpus():
+    plan, _ = judge(CASES["tp-o-groups"][0])
+    (line,) = [r for r in plan.refusals if "o_groups" in r]
+    assert "--tensor-parallel-size 8 --data-parallel-size 2" in line and "1, 2, 4, 8" in line
+
+
+def test_ignored_backends_keep_the_kv_fix():
+    # TRITON_MLA is ignored by DeepSeek-V4: the default fp8_ds_mla path, so auto is still rewritten
+    p = planned([M, "--attention-backend", "TRITON_MLA"], version="0.24.0", config=V4, gpu=big(SM90))
+    assert p.argv[-2:] == ("--kv-cache-dtype", "fp8")
+
+
+def test_readme_tables_are_generated_from_the_rows():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "tools"))
+    import readme_tables
+
+    readme = (root / "README.md").read_text()
+    assert readme_tables.render(readme) == readme, "README tables are stale: python tools/readme_tables.py --write"
+    for rule in (*RULES, *DOCTOR_RULES):
+        assert f"`{rule.id}`" in readme
+    del subprocess
