@@ -17,7 +17,7 @@ from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory import GiB, WeightFacts
 from dsv4_launch.core.rules import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN
 from dsv4_launch.core.rules_dsv4 import RULES
-from tests.planning import LLAMA, M, SM80, SM90, SM100, SM120, SM121, V4, V41, facts_for, gpus, planned
+from tests.planning import LLAMA, SM80, SM90, SM100, SM120, SM121, V4, V41, M, facts_for, gpus, planned
 
 FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
 F0731 = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-0731")
