@@ -74,6 +74,17 @@ def test_what_we_hand_over_is_accepted(real_vllm, resolver, backend, tokens):
     assert reason is None or "kv_cache_dtype" not in reason, reason
 
 
+@pytest.mark.rule("kv-not-fp8")
+@pytest.mark.parametrize("kv", ["bfloat16", "float16"])
+def test_an_explicit_non_fp8_dtype_fails_in_vllm_and_is_refused(real_vllm, resolver, kv):
+    _, _, version = real_vllm
+    with pytest.raises((AssertionError, ValueError), match="fp8_ds_mla layout only supports fp8 kv-cache"):
+        resolver(True, kv, None)
+    gpus = GpuSelection((GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-0", (12, 0)),))
+    assert any(f.rule == "kv-not-fp8" for f in planned([M, "--kv-cache-dtype", kv], gpu=gpus, version=version,
+                                                        config=V4).plan.findings)
+
+
 def test_the_users_auto_is_the_crash(real_vllm, resolver, backend):
     import torch
 
