@@ -103,11 +103,12 @@ def test_the_estimate_is_conservative_where_vllm_026_counted_less():
     assert needed > 7.01 and needed / 7.01 < 1.35
 
 
-@pytest.mark.parametrize("entry,expected", [(FLASH, 3850), (PRO, 5511)])
-def test_kv_bytes_per_token_from_config(entry, expected):
-    # facts-2 §3: Flash ≈ 3,850 B/token, Pro ≈ 5,511 B/token (fp8_ds_mla + FP8 indexer)
-    assert abs(kv_bytes_per_token(entry["config"]) - expected) <= 2
-    assert kv_bytes_per_token(entry["config"], "mxfp4") < kv_bytes_per_token(entry["config"])
+@pytest.mark.parametrize("entry,expected,mxfp4", [(FLASH, 3915, 3584), (PRO, 5609, 5137)])
+def test_kv_bytes_per_token_from_config(entry, expected, mxfp4):
+    # docs/rules-evidence.md §11: 584-byte states, 132-byte indexer (68 MXFP4), 256-token pages
+    # padded to 576 bytes: Flash 3,915 B/token (3,584 MXFP4); unpadded it would be ≈ 3,850.
+    assert abs(kv_bytes_per_token(entry["config"]) - expected) <= 1
+    assert abs(kv_bytes_per_token(entry["config"], "mxfp4") - mxfp4) <= 1
     assert kv_bytes_per_token(entry["config"], pp=2) == pytest.approx(kv_bytes_per_token(entry["config"]) / 2, abs=1)
 
 
@@ -150,14 +151,15 @@ def test_a_rounded_checkpoint_size_is_never_refused_on():
 
 
 def test_the_default_context_that_will_not_fit_is_a_warning_with_the_fix():
-    # 2 × 96 GB at TP 2: the weights fit, one request of 1,048,576 tokens does not (MNBT 8192).
-    plan, found = findings(facts(["-tp", "2"], gpus=2))
+    # 2 × 96 GB at TP 2, gmu 0.9: the weights fit, one request of 1,048,576 tokens does not (MNBT 8192).
+    plan, found = findings(facts(["-tp", "2", "--gpu-memory-utilization", "0.9"], gpus=2))
     assert plan.refusals == ()
     line = found["max-model-len-too-long"].text
     assert "--max-model-len 1,048,576" in line and "--max-num-batched-tokens 2048" in line
     assert "--max-model-len auto" in line
     # the suggested fix passes
-    plan, found = findings(facts(["-tp", "2", "--max-num-batched-tokens", "2048"], gpus=2))
+    plan, found = findings(facts(["-tp", "2", "--gpu-memory-utilization", "0.9", "--max-num-batched-tokens", "2048"],
+                                 gpus=2))
     assert "max-model-len-too-long" not in found
     # and an explicit length that fits passes too
     plan, found = findings(facts(["-tp", "2", "--max-model-len", "65536", "--gpu-memory-utilization", "0.95"], gpus=2))
@@ -165,7 +167,7 @@ def test_the_default_context_that_will_not_fit_is_a_warning_with_the_fix():
 
 
 def test_a_shorter_length_is_suggested_when_some_fits():
-    plan, found = findings(facts(["-tp", "2", "--gpu-memory-utilization", "0.95"], gpus=2))
+    plan, found = findings(facts(["-tp", "2"], gpus=2))  # vLLM's default gmu 0.92
     line = found["max-model-len-too-long"].text
     assert "tokens fit" in line and "Fix: --max-model-len " in line
 

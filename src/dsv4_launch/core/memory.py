@@ -7,10 +7,11 @@ load itself costs), the rest over tensor × pipeline parallel ranks — experts 
 data-parallel ranks when expert parallel is on. Options that move weights off the GPU count
 as vLLM counts them (``--cpu-offload-gb`` GiB per GPU; the prefetch offloader's groups).
 
-KV cache per token, fp8_ds_mla (``get_kv_cache_spec``, vLLM 0.33): a 584-byte compressed state
-per ``compress_ratio`` tokens on CSA (ratio 4) and HCA (ratio 128) layers, plus the 132-byte
-FP8 indexer state per 4 tokens on CSA layers (68 bytes MXFP4 on SM 10.x); every TP rank holds
-all of it, pipeline stages their own layers. vLLM refuses to start unless *one* request of
+KV cache per token, fp8_ds_mla (``get_kv_cache_spec``): a 584-byte compressed state per
+``compress_ratio`` tokens on CSA (ratio 4) and HCA (ratio 128) layers, plus the 132-byte FP8
+indexer state per 4 tokens on CSA layers (68 bytes MXFP4 on SM 10.x from 0.27), each page of
+256 tokens padded to a multiple of 576 bytes; every TP rank holds all of it, pipeline stages
+their own layers. vLLM refuses to start unless *one* request of
 ``max_model_len`` fits, counting a per-request reserve for the sliding-window and compressor
 groups that grows with ``--max-num-batched-tokens``.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from .facts import Facts, as_human_int, as_int
 from .records import record
+from .versions import VersionRange
 
 GiB = 2**30
 MiB = 2**20
@@ -44,7 +46,9 @@ RESERVE_FIXED = int(0.33 * GiB)
 ACTIVATION_PER_BATCHED_TOKEN = int(0.64 * MiB)
 CUDA_GRAPHS = int(1.5 * GiB)
 EXPERT_SHARE = 0.93  # of the weights, in DeepSeek-V4's MoE experts (non-expert ≈ 10–13 GB of 160)
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vLLM's default in 0.24–0.33 (config/cache.py)
+KV_BLOCK = 256  # DeepSeek-V4's kernel block size
+KV_ALIGNMENT = 576  # fp8_ds_mla pages are padded to multiples of this (_apply_alignment_padding)
 DSV4_MAX_MODEL_LEN = 1_048_576  # max_position_embeddings: vLLM's default --max-model-len
 
 
@@ -106,8 +110,16 @@ class Estimate:
         return max(self.kv_available_bytes // per, 0)
 
 
+def _padded_per_token(state_bytes: int, ratio: int) -> float:
+    """Bytes per token of one cache group: a block of 256 tokens holds 256/ratio states, and
+    its page is padded to a multiple of 576 bytes."""
+    per_block = -(-(KV_BLOCK // ratio) * state_bytes // KV_ALIGNMENT) * KV_ALIGNMENT
+    return per_block / KV_BLOCK
+
+
 def kv_bytes_per_token(config, indexer: str = "fp8", pp: int = 1) -> int | None:
-    """fp8_ds_mla KV bytes one token costs on one GPU (all layers / pipeline stages)."""
+    """fp8_ds_mla KV bytes one token costs on one GPU (all layers / pipeline stages), pages
+    padded as vLLM pads them (V4-Flash: 3,915 B/token; 3,584 with the MXFP4 indexer)."""
     ratios = config.get("compress_ratios") if config else None
     layers = config.get("num_hidden_layers") if config else None
     if not isinstance(ratios, list) or not ratios:
@@ -118,17 +130,15 @@ def kv_bytes_per_token(config, indexer: str = "fp8", pp: int = 1) -> int | None:
     for ratio in ratios:
         if type(ratio) is not int or ratio <= 0:
             continue  # sliding-window-only layers: a fixed window per request, no per-token cost
-        total += STATE_BYTES / ratio
+        total += _padded_per_token(STATE_BYTES, ratio)
         if ratio == CSA_RATIO:
-            total += INDEXER_BYTES[indexer] / ratio
+            total += _padded_per_token(INDEXER_BYTES[indexer], ratio)
     return int(round(total / max(pp, 1)))
 
 
 def default_max_num_batched_tokens(gpu_memory: int | None, gpu_name: str | None, capability,
                                    vllm_version: str | None) -> int | None:
     """vLLM's default for `vllm serve` (``_set_default_max_num_seqs_and_batched_tokens_args``)."""
-    from .versions import VersionRange
-
     if gpu_memory is None:
         return None
     name = (gpu_name or "").lower()
@@ -196,7 +206,9 @@ def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = 
     if per_gpu is not None and gpu_memory:
         fits = per_gpu + (kv_memory or 0) <= (gpu_memory if kv_memory else budget)
 
-    family_indexer = "mxfp4" if _mxfp4_indexer(args) else "fp8"
+    # The 68-byte MXFP4 indexer state exists from 0.27 (before, it allocated FP8's 132 bytes).
+    mxfp4 = _mxfp4_indexer(args) and VersionRange(since="0.27.0").contains(facts.vllm_version) is not False
+    family_indexer = "mxfp4" if mxfp4 else "fp8"
     per_token = kv_bytes_per_token(facts.model.config, family_indexer, layout.pp)
     mnbt = as_int(args.value("max_num_batched_tokens")) or default_max_num_batched_tokens(
         gpu_memory, first.name if first else None, first.capability if first else None, facts.vllm_version)
