@@ -441,9 +441,43 @@ def dockerfile_command(path: Path) -> list[str]:
     return entry + cmd
 
 
-def test_dockerfile_passes_hadolint():
-    done = subprocess.run([tool("hadolint"), str(EXAMPLES / "docker" / "Dockerfile")], capture_output=True, text=True)
+@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.plugin"])
+def test_dockerfile_passes_hadolint(name):
+    done = subprocess.run([tool("hadolint"), str(EXAMPLES / "docker" / name)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_plugin_image_keeps_vllms_entrypoint_and_checks_the_plugin_is_found(run_cli):
+    text = (EXAMPLES / "docker" / "Dockerfile.plugin").read_text()
+    instructions = [line.split()[0] for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    assert "ENTRYPOINT" not in instructions  # the stock `vllm serve` entrypoint
+    assert "vllm.general_plugins" in text and "'dsv4_launch' in" in text
+    # the entry point the build checks for is the one this package declares
+    import importlib.metadata as md
+
+    assert "dsv4_launch" in {e.name for e in md.entry_points(group="vllm.general_plugins")}
+    cmd = json.loads(text.split("CMD", 1)[1].strip())
+    done, _ = run_cli("dsv4-launch", "plan", "--json", *cmd, gpus=EIGHT_GPUS)
+    assert done.returncode == 0, done.stdout
+
+
+def test_the_ray_serve_example_installs_the_plugin_and_plans_clean(run_cli):
+    import ast
+
+    path = EXAMPLES / "ray" / "serve_deepseek_v4.py"
+    tree = ast.parse(path.read_text())
+    calls = {n.func.id: n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    config = {k.arg: k.value for k in calls["LLMConfig"].keywords}
+    runtime_env = ast.literal_eval(ast.unparse(config["runtime_env"]).replace("WHEEL", "'w'"))
+    assert runtime_env == {"pip": ["w"]}  # dsv4-launch, into every replica's Python
+    engine = ast.literal_eval(config["engine_kwargs"])
+    model = ast.literal_eval(config["model_loading_config"])["model_source"]
+    args = [model]
+    for key, value in engine.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    done, _ = run_cli("dsv4-launch", "plan", "--json", *args, gpus=EIGHT_GPUS)
+    assert done.returncode == 0, done.stdout
+    assert "from ray.serve.llm import LLMConfig, build_openai_app" in path.read_text()
 
 
 def test_dockerfile_command_plans_the_fix(run_cli):

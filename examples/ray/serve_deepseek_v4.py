@@ -1,0 +1,37 @@
+"""DeepSeek-V4-Flash on Ray Serve LLM, with the dsv4-launch vLLM plugin on every node.
+
+Ray Serve LLM builds vLLM engines inside Ray workers, so no `vllm serve` command exists to
+change. The runtime environment installs dsv4-launch into each replica's Python; vLLM then
+loads its plugin there (the `vllm.general_plugins` entry point) and fixes the KV-cache dtype
+where the engine resolves it, logging `dsv4-launch: changed: --kv-cache-dtype auto → fp8: …`.
+
+    pip wheel --no-deps -w /shared/wheels /path/to/dsv4-launch      # once, where every node can read it
+    DSV4_LAUNCH_WHEEL=/shared/wheels/dsv4_launch-0.1.0-py3-none-any.whl serve run serve_deepseek_v4:app
+
+(Any pip requirement works in its place: a wheel on an HTTP server, your own package index.)
+Set DSV4_LAUNCH_GPU_CAPABILITY in env_vars only if the workers cannot read their GPUs through
+NVML; the plugin probes them itself where the engine runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ray.serve.llm import LLMConfig, build_openai_app
+
+WHEEL = os.environ.get("DSV4_LAUNCH_WHEEL", "/shared/wheels/dsv4_launch-0.1.0-py3-none-any.whl")
+
+llm_config = LLMConfig(
+    model_loading_config={
+        "model_id": "deepseek-v4-flash",
+        "model_source": "deepseek-ai/DeepSeek-V4-Flash",
+    },
+    deployment_config={"autoscaling_config": {"min_replicas": 1, "max_replicas": 1}},
+    # The same arguments `vllm serve` takes, as engine keyword arguments. Two 96 GB GPUs hold
+    # Flash's weights at TP 2 (`dsv4-launch fit --gpus 2` shows the margins).
+    engine_kwargs={"tensor_parallel_size": 2, "max_model_len": 32768},
+    # Installed into every replica (and the engine's workers) before vLLM starts there.
+    runtime_env={"pip": [WHEEL]},
+)
+
+app = build_openai_app({"llm_configs": [llm_config]})
