@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from ..core.facts import as_human_int
 from ..core.fit import DEFAULT_CONTEXT, fit_rows
-from ..core.memory import GiB
+from ..core.memory import DEFAULT_GPU_MEMORY_UTILIZATION, GiB
 from ..output.documents import dump
 from ..output.lines import Reporter, make_lenient, safe_write, silence
 from ..output.tables import render_table
@@ -62,8 +62,10 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     e0 = rows[0].estimate if rows else None
     gpu_memory_used = e0.gpu_memory_bytes if e0 else memory
     source = weights.source if weights and weights.total_bytes else "checkpoint size unknown"
-    title = (f"{facts.model.name} on {count} × {_gib(gpu_memory_used)} GiB GPUs "
-             f"(gpu-memory-utilization {facts.args.value('gpu_memory_utilization') or 0.9}; weights: {source})")
+    gmu = facts.args.value("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION
+    mnbt = e0.max_num_batched_tokens if e0 else None
+    title = (f"{facts.model.name} on {count} × {_gib(gpu_memory_used)} GiB GPUs (gpu-memory-utilization {gmu}, "
+             f"max-num-batched-tokens {mnbt or '?'}; weights: {source})")
     make_lenient(stdout)
     if as_json:
         data = {
