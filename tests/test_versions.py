@@ -47,3 +47,16 @@ def test_same_release():
 def test_rejects_non_versions(text):
     with pytest.raises(ValueError):
         parse_version(text)
+
+
+def test_version_ranges():
+    from dsv4_launch.core.versions import ANY_VERSION, VersionRange
+
+    crash = VersionRange(before="0.30.0")
+    assert crash.contains("0.29.0") and crash.contains("0.30.0rc1") and not crash.contains("0.30.0")
+    assert crash.contains(None) is None and crash.contains("not a version") is None
+    assert ANY_VERSION.contains(None) is True
+    window = VersionRange(since="0.27.0", before="0.28.0")
+    assert [window.contains(v) for v in ("0.26.0", "0.27.0", "0.27.1+cu130", "0.28.0")] == [False, True, True, False]
+    assert (window.short(), crash.short(), VersionRange(since="0.30.0").short(), ANY_VERSION.short()) == (
+        "≥ 0.27.0, < 0.28.0", "< 0.30.0", "≥ 0.30.0", "all")

@@ -138,18 +138,8 @@ class VersionRange:
         except ValueError:
             return None
 
-    def words(self) -> str:
-        """``0.24.0 – 0.29.x``, ``0.30.0 and later``, ``before 0.24.0``, ``every release``."""
-        if self.since and self.before:
-            return f"{self.since} up to (not including) {self.before}"
-        if self.since:
-            return f"{self.since} and later"
-        if self.before:
-            return f"before {self.before}"
-        return "every release"
-
     def short(self) -> str:
-        """For tables: ``0.24.0–<0.30.0``, ``≥ 0.30.0``, ``< 0.30.0``, ``all``."""
+        """``≥ 0.24.0, < 0.30.0``, ``≥ 0.30.0``, ``< 0.30.0``, ``all`` (messages and tables)."""
         if self.since and self.before:
             return f"≥ {self.since}, < {self.before}"
         if self.since:
