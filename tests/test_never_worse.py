@@ -248,3 +248,66 @@ def test_undecodable_argv_bytes_under_a_utf8_locale(tmp_path, v4_dir, locale):
             data = json.loads(done.stdout)
             argv = data["plan"]["argv"] if command[0] == "doctor" else data["argv"]
             assert argv[2] == "na\udcffme"  # the byte, as a JSON escape of Python's surrogate
+
+
+# --- the hostile-input run's findings, each as a fixed case (tests/test_hostile.py finds more) ----
+
+def test_the_fix_goes_before_a_bare_double_dash():
+    from tests.planning import SM120, gpus, planned
+
+    for tokens in (["m", "--"], ["--", "m"]):
+        p = planned(tokens, gpu=gpus(SM120), version="0.24.0")
+        end = p.argv.index("--")
+        assert p.argv[end - 2:end] == ("--kv-cache-dtype", "fp8") and p.facts.args.rejection is None
+
+
+def test_a_change_vllm_would_not_read_is_dropped_with_a_warning(run_cli, v4_dir):
+    # vLLM folds "-." (a dotted option) to the end, past an appended option: re-read, it would
+    # be rejected, so vLLM gets the user's own arguments and a line says what to add.
+    done, record = run_cli("dsv4-serve", v4_dir, "--api-key", "k", "-.", "z", gpus=TWO)
+    assert record["argv"][2:] == [v4_dir, "--api-key", "k", "-.", "z"]
+    assert "could not write --kv-cache-dtype fp8 where vLLM reads it" in done.stderr
+
+
+def test_doctor_survives_absurd_numbers_in_config_json(run_cli, tmp_path):
+    folder = tmp_path / "edge"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"architectures": ["DeepseekV4ForCausalLM"], "num_attention_heads": 64, '
+                                        '"sliding_window": ' + "9" * 4300 + "}")
+    done, _ = run_cli("dsv4-launch", "doctor", "--json", str(folder), "--speculative-config.method", "dspark", gpus=TWO)
+    assert "Traceback" not in done.stderr and json.loads(done.stdout)["checks"]
+
+
+def test_doctor_json_error_path_is_valid_utf8(tmp_path, v4_dir):
+    env = clean_env(tmp_path, DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    done = subprocess.run([str(BIN / "dsv4-launch").encode(), b"doctor", b"--json", v4_dir.encode(), b"--config",
+                           b"c\xff.yaml"], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 2 and "no such file" in json.loads(done.stdout.decode("utf-8"))["error"]
+
+
+@pytest.mark.parametrize("args,secret", [
+    (["--api-key", "k1", "-Zq1secret"], "Zq1secret"),  # a second value vLLM reads as an option
+    (["--api-key", "--Zq2secret"], "Zq2secret"),  # a value that looks like a long option
+    (["--api=Zq3 Zq4secret"], "Zq4secret"),  # an ambiguous abbreviation argparse quotes whole
+    (["--api=Zq5,Zq6secret"], "Zq6secret"),
+    (["--otlp-traces-endpoint", "https://user:Zq7 secret@collector:4317/v1"], "Zq7"),
+    (["--otlp-traces-endpoint", "https://user:Zq8#secret@collector:4317/v1"], "Zq8"),
+    (["--otlp-traces-endpoint", "https://user:Zq9/se cret@collector:4317"], "Zq9"),
+    (["--kv-cache-dtype", "https://user:Zq10secret@host/x"], "Zq10secret"),  # quoted by argparse
+])
+def test_secrets_that_slipped_through(run_cli, v4_dir, args, secret):
+    for command in (("dsv4-serve",), ("dsv4-launch", "plan"), ("dsv4-launch", "plan", "--json")):
+        done, _ = run_cli(*command, v4_dir, *args, gpus=TWO)
+        assert secret not in done.stdout + done.stderr, (command, done.stdout + done.stderr)
+
+
+def test_a_secret_list_in_the_config_file_is_never_quoted(run_cli, tmp_path, v4_dir):
+    config = tmp_path / "c.yaml"
+    config.write_text("api_key: [k1, -Zq11secret]\n")
+    done, _ = run_cli("dsv4-launch", "plan", "--json", v4_dir, "--config", str(config), gpus=TWO)
+    assert "Zq11secret" not in done.stdout + done.stderr and json.loads(done.stdout)
+
+
+def test_url_credentials_in_a_model_name_are_masked_in_every_line(run_cli):
+    done, _ = run_cli("dsv4-serve", "https://user:Zq12secret@host/org/model", gpus=TWO)
+    assert "Zq12secret" not in done.stderr and "https://***@host/org/model" in done.stderr

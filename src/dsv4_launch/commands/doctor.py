@@ -11,10 +11,11 @@ from collections.abc import Callable, Mapping
 from ..adapters.handover import install_hint
 from ..adapters.runtime_probe import probe_runtime
 from ..adapters.vllm_install import interpreter_of
-from ..core.doctor import OK, Check, VllmRuntime, diagnose
+from ..core.doctor import FAIL, OK, Check, Diagnosis, VllmRuntime, diagnose
 from ..core.doctor_rules import sm120_decode_shapes
 from ..output.documents import dump
 from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.redact import Scrubber
 from ..output.tables import render_diagnosis
 from . import exit_codes
 from .pipeline import DOCTOR, prepare
@@ -40,6 +41,7 @@ def run_doctor(
     env = os.environ if env is None else env
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
+    make_lenient(stdout)
     injected = {k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None}
     prepared = prepare(argv, env, DOCTOR, **injected)
     note = None
@@ -48,11 +50,39 @@ def run_doctor(
         # No model given: check this machine for DeepSeek-V4 itself, not vLLM's default model.
         prepared = prepare([DEFAULT_MODEL, *argv], env, DOCTOR, **injected)
         note = f"no model given: checked for {DEFAULT_MODEL}"
+    scrub = Scrubber.for_argv(prepared.argv)
+    err = Reporter(stderr, env, prefix="dsv4-launch doctor", scrub=scrub)
     if prepared.error:
-        Reporter(stderr, env, prefix="dsv4-launch doctor").error(prepared.error)
+        err.error(prepared.error)
         if as_json:
-            safe_write(stdout, dump({"ok": False, "error": prepared.error, "checks": []}) + "\n")
+            safe_write(stdout, dump({"ok": False, "error": prepared.error, "checks": []}, scrub) + "\n")
         return prepared.status
+    try:
+        diagnosis = _diagnose(prepared, env, runtime)
+    except Exception as exc:  # never a traceback of ours: say it as a failed check
+        if prepared.settings and prepared.settings.debug:
+            raise
+        diagnosis = Diagnosis((Check("doctor", FAIL, f"internal error: {type(exc).__name__}: {str(exc)[:160]} "
+                                                      "(DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
+    if note:
+        diagnosis = diagnosis._replace(checks=(Check("model", OK, note), *diagnosis.checks))
+    if as_json:
+        data = {
+            "ok": not diagnosis.failed,
+            "checks": [{"section": c.section, "status": c.status, "detail": c.detail} for c in diagnosis.checks],
+            "plan": plan_document(prepared),
+        }
+        ok = safe_write(stdout, dump(data, scrub) + "\n")
+    else:
+        ok = render_diagnosis(diagnosis, stdout, env, scrub)
+    if not ok:
+        silence(stdout)
+        err.error("cannot write the report to standard output")
+        return exit_codes.OUTPUT_FAILED
+    return exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
+
+
+def _diagnose(prepared, env, runtime) -> Diagnosis:
     facts = prepared.facts
     install = prepared.vllm
     python, why = interpreter_of(install, env.get("PATH"))
@@ -68,23 +98,5 @@ def run_doctor(
         probe=result,
         probe_error=why,
     )
-    diagnosis = diagnose(prepared.plan, facts, prepared.probe, vllm_runtime, env,
-                         install_hint=install_hint(), plugin_entry=PLUGIN_ENTRY)
-    if note:
-        diagnosis = diagnosis._replace(checks=(Check("model", OK, note), *diagnosis.checks))
-    make_lenient(stdout)
-    if as_json:
-        data = {
-            "ok": not diagnosis.failed,
-            "checks": [{"section": c.section, "status": c.status, "detail": c.detail} for c in diagnosis.checks],
-            "plan": plan_document(prepared),
-        }
-        ok = safe_write(stdout, dump(data) + "\n")
-    else:
-        ok = render_diagnosis(diagnosis, stdout, env)
-    if not ok:
-        silence(stdout)
-        Reporter(stderr, env, prefix="dsv4-launch doctor").error("cannot write the report to standard output")
-        return exit_codes.OUTPUT_FAILED
-    return exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
-
+    return diagnose(prepared.plan, facts, prepared.probe, vllm_runtime, env,
+                    install_hint=install_hint(), plugin_entry=PLUGIN_ENTRY)

@@ -17,6 +17,7 @@ from ..core.fit import DEFAULT_CONTEXT, fit_rows
 from ..core.memory import DEFAULT_GPU_MEMORY_UTILIZATION, GiB
 from ..output.documents import dump
 from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.redact import Scrubber
 from ..output.tables import render_table
 from . import exit_codes
 from .pipeline import FIT, prepare
@@ -34,11 +35,13 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     env = os.environ if env is None else env
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
+    make_lenient(stdout)
     injected = {k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None}
-    err = Reporter(stderr, env, prefix="dsv4-launch fit")
     prepared = prepare(argv, env, FIT, **injected)
     if prepared.facts is not None and prepared.facts.args.model_source in (None, "vLLM default"):
         prepared = prepare([DEFAULT_MODEL, *argv], env, FIT, **injected)
+    scrub = Scrubber.for_argv(prepared.argv)
+    err = Reporter(stderr, env, prefix="dsv4-launch fit", scrub=scrub)
     facts = prepared.facts
     problem = prepared.error
     if problem is None and facts is None:
@@ -53,7 +56,7 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     if problem is not None:
         err.error(problem)
         if as_json:
-            safe_write(stdout, dump({"error": problem, "rows": []}) + "\n")
+            safe_write(stdout, dump({"error": problem, "rows": []}, scrub) + "\n")
         return exit_codes.USAGE
     context = as_human_int(facts.args.value("max_model_len")) or DEFAULT_CONTEXT
     memory = gpu_memory or (prepared.settings.gpu_memory_bytes if prepared.settings else None)
@@ -66,7 +69,6 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     mnbt = e0.max_num_batched_tokens if e0 else None
     title = (f"{facts.model.name} on {count} × {_gib(gpu_memory_used)} GiB GPUs (gpu-memory-utilization {gmu}, "
              f"max-num-batched-tokens {mnbt or '?'}; weights: {source})")
-    make_lenient(stdout)
     if as_json:
         data = {
             "model": facts.model.name,
@@ -84,7 +86,7 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
             ],
             "estimate": True,
         }
-        ok = safe_write(stdout, dump(data) + "\n")
+        ok = safe_write(stdout, dump(data, scrub) + "\n")
     else:
         table_rows = [
             [r.estimate.layout.words(), r.flags, _gib(r.estimate.weights_bytes_per_gpu),
@@ -100,7 +102,7 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
         ok = render_table(title, ["layout", "flags", "weights/GPU GiB", "KV left GiB", "max context",
                                   f"conc. @{context // 1024}k", "verdict"], table_rows,
                           [STYLES.get(r.verdict) for r in rows], stdout, env, footer,
-                          right=[False, False, True, True, True, True, False])
+                          right=[False, False, True, True, True, True, False], scrub=scrub)
     if not ok:
         silence(stdout)
         err.error("cannot write the table to standard output")

@@ -97,10 +97,30 @@ def _prepare(argv, env, purpose, probe, vllm) -> Prepared:
     try:
         plan = make_plan(facts, settings.preflight)
         out = apply_changes(argv, plan.changes)
+        plan, out = _verified(plan, argv, out, gathered.table)
     except Exception as exc:
         return _passed_through(argv, vllm, settings, exc)
     status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
     return Prepared(status, out, plan, facts.args.secrets, vllm, facts, settings, gathered.probe)
+
+
+def _verified(plan: Plan, argv: tuple[str, ...], out: tuple[str, ...], table) -> tuple[Plan, tuple[str, ...]]:
+    """The edited argv, read again the way vLLM reads it: it must parse, and give each change's
+    value. Where it would not (a value vLLM's own pre-processing moves past it, say), vLLM gets
+    the user's arguments unchanged and a warning says what to add — never a command vLLM would
+    reject that it would have accepted."""
+    if not plan.changes:
+        return plan, out
+    from ..adapters.gather import read_args
+
+    reread = read_args(out, table)
+    wrong = [c for c in plan.changes if reread.value(c.option[2:].replace("-", "_")) != c.after]
+    if not reread.rejection and not reread.unread and not wrong:
+        return plan, out
+    lost = ", ".join(f"{c.option} {c.after}" for c in plan.changes)
+    warning = (f"could not write {lost} where vLLM reads it in these arguments; handing them over unchanged "
+               f"(add it yourself: {plan.changes[0].reason})")
+    return plan._replace(changes=(), warnings=(*plan.warnings, warning)), argv
 
 
 def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:

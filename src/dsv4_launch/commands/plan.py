@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from ..core.memory import summary, summary_line
 from ..output.documents import dump, plan_data
 from ..output.lines import Reporter, make_lenient, safe_write, silence
-from ..output.redact import masked_argv
+from ..output.redact import Scrubber, masked_argv
 from ..output.report import report_plan
 from . import exit_codes
 from .pipeline import PLAN, Prepared, prepare
@@ -47,15 +47,17 @@ def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = 
     stderr = sys.stderr if stderr is None else stderr
     prepared = prepare(argv, env, PLAN, **{k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None})
     make_lenient(stdout)
+    scrub = Scrubber.for_argv(prepared.argv)
+    err = Reporter(stderr, env, prefix="dsv4-launch plan", scrub=scrub)
     if as_json:
-        ok = safe_write(stdout, dump(plan_document(prepared)) + "\n")
+        ok = safe_write(stdout, dump(plan_document(prepared), scrub) + "\n")
         if prepared.error:
-            Reporter(stderr, env, prefix="dsv4-launch plan").error(prepared.error)
+            err.error(prepared.error)
     else:
         if prepared.error:
-            Reporter(stderr, env, prefix="dsv4-launch plan").error(prepared.error)
+            err.error(prepared.error)
             return prepared.status
-        out = Reporter(stdout, env, prefix=None)
+        out = Reporter(stdout, env, prefix=None, scrub=scrub)
         if prepared.help_requested:
             out.info("the arguments ask vLLM for its help: dsv4-serve would hand them over unchanged")
         vllm = prepared.vllm
@@ -65,6 +67,6 @@ def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = 
         ok = not out.broken
     if not ok:
         silence(stdout)
-        Reporter(stderr, env, prefix="dsv4-launch plan").error("cannot write the plan to standard output")
+        err.error("cannot write the plan to standard output")
         return exit_codes.OUTPUT_FAILED
     return prepared.status

@@ -14,7 +14,7 @@ from ..adapters.handover import NoVllm, exec_failure, hand_over
 from ..core.plan import DISABLED_NOTE
 from ..core.settings import ENV_VARS
 from ..output.lines import Reporter, make_lenient, safe_write
-from ..output.redact import masked_argv
+from ..output.redact import Scrubber, masked_argv
 from ..output.report import report_plan
 from . import exit_codes
 from .pipeline import SERVE, prepare
@@ -54,7 +54,7 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
     stdout = sys.stdout if stdout is None else stdout
     prepared = prepare(argv, env, SERVE, **{k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None})
     quiet = prepared.settings.quiet if prepared.settings else False
-    reporter = Reporter(stderr, env, quiet=quiet)
+    reporter = Reporter(stderr, env, quiet=quiet, scrub=Scrubber.for_argv(prepared.argv))
     if prepared.error:
         reporter.error(prepared.error)
         return prepared.status

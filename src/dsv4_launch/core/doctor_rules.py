@@ -32,18 +32,18 @@ def sm120_decode_shapes(facts: Facts) -> list[tuple[int, int]]:
     (``_required_sm120_sparse_topk``, ``get_padded_num_q_heads``): the main model's sliding
     window, and the DSpark draft's non-causal width ``ceil((window + n) / 64) * 64``."""
     heads = facts.model.number("num_attention_heads")
-    if not heads:
-        return []
+    window = facts.model.number("sliding_window") or 128
+    if not heads or not 0 < window <= 1 << 20:
+        return []  # absent, or no real model's: nothing to ask FlashInfer about
     tp = as_int(facts.args.value("tensor_parallel_size")) or 1
     local = max(heads // max(tp, 1), 1)
     padded = next((h for h in SM120_HEADS if local <= h), None)
     if padded is None:
         return []
-    window = facts.model.number("sliding_window") or 128
     shapes = [(padded, window)]
     spec = json_option(facts.args, "speculative_config") or {}
     if spec.get("method") == "dspark":
-        n = as_int(spec.get("num_speculative_tokens")) or 1
+        n = min(max(as_int(spec.get("num_speculative_tokens")) or 1, 1), 1 << 10)
         width = -(-(window + n) // DSPARK_INDEX_ALIGNMENT) * DSPARK_INDEX_ALIGNMENT
         shapes.append((padded, width))
     return shapes

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..core.facts import Facts
 from ..core.plan import Plan
-from .redact import masked
+from .redact import NO_SCRUB, Scrubber, masked
 
 SCHEMA_VERSION = 1
 
@@ -55,6 +55,6 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
     }
 
 
-def dump(data: dict) -> str:
+def dump(data: dict, scrub: Scrubber = NO_SCRUB) -> str:
     """One JSON object, with credentials in URLs masked in every string."""
-    return json.dumps({"schema_version": SCHEMA_VERSION, **masked(data)}, indent=2, ensure_ascii=False)
+    return json.dumps({"schema_version": SCHEMA_VERSION, **masked(data, scrub)}, indent=2, ensure_ascii=False)

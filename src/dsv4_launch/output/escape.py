@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s@?#]+)@")
+_SCHEME = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://")
 
 
 def escape(text: str) -> str:
@@ -40,7 +41,25 @@ def escape(text: str) -> str:
 
 
 def mask_url_credentials(text: str) -> str:
-    """``https://user:PASS@host`` → ``https://***@host``: credentials in any URL, anywhere."""
+    """``https://user:PASS@host`` → ``https://***@host``: credentials in any URL, anywhere in a
+    line (the user part ends at the first ``/ ? # @`` or blank)."""
     if "@" not in text or "://" not in text:
         return text
     return _URL_USERINFO.sub(r"\1***@", text)
+
+
+def url_userinfo(token: str) -> str | None:
+    """The credentials of a URL that is a whole argument, however odd (a password with blanks,
+    ``#``, ``/`` or ``@`` in it): everything between ``scheme://`` and the *last* ``@`` — unless
+    that stretch is a plain path (a ``/`` and no ``:``), as in ``https://host/a@b``."""
+    m = _SCHEME.search(token)
+    if m is None:
+        return None
+    rest = token[m.end():]
+    at = rest.rfind("@")
+    if at <= 0:
+        return None
+    userinfo = rest[:at]
+    if "/" in userinfo and ":" not in userinfo:
+        return None
+    return userinfo

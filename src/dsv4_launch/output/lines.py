@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .escape import escape
+from .escape import escape, mask_url_credentials
 
 STYLES = {"changed": "bold green", "warning": "bold yellow", "error": "bold red"}
 
@@ -69,8 +69,10 @@ def silence(stream) -> None:
 class Reporter:
     """Writes one-line messages to a stream; ``quiet`` keeps only warnings and errors."""
 
-    def __init__(self, stream, env: Mapping[str, str], *, prefix: str | None = "dsv4-serve", quiet: bool = False):
+    def __init__(self, stream, env: Mapping[str, str], *, prefix: str | None = "dsv4-serve", quiet: bool = False,
+                 scrub=None):
         self.stream = stream
+        self.scrub = scrub
         self.prefix = prefix
         self.quiet = quiet
         self.styled = use_style(stream, env)
@@ -81,7 +83,7 @@ class Reporter:
     def _write(self, label: str | None, text: str, style: str) -> None:
         if self.broken:
             return
-        text = escape(text)
+        text = escape(self.scrub(text) if self.scrub else mask_url_credentials(text))
         head = f"{self.prefix}: " if self.prefix else ""
         if not self.styled:
             if not safe_write(self.stream, head + (f"{label}: " if label else "") + text + "\n"):

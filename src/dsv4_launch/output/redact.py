@@ -9,12 +9,20 @@ Environment variables are never printed, so there is nothing to mask there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 
 from ..vllm_cli.secrets import AFTER_EQ, WHOLE, SecretSpans
-from .escape import mask_url_credentials
+from .escape import mask_url_credentials, url_userinfo
 
 MASK = "***"
+
+
+def _mask_token(token: str) -> str:
+    userinfo = url_userinfo(token)
+    if userinfo:
+        token = token.replace(userinfo + "@", MASK + "@", 1)
+    return mask_url_credentials(token)
 
 
 def masked_argv(argv: Sequence[str], secrets: SecretSpans) -> list[str]:
@@ -25,17 +33,39 @@ def masked_argv(argv: Sequence[str], secrets: SecretSpans) -> list[str]:
             token = MASK
         elif (i, AFTER_EQ) in secrets.spans:
             token = token.partition("=")[0] + "=" + MASK
-        out.append(mask_url_credentials(token))
+        out.append(_mask_token(token))
     return out
 
 
-def masked(data):
+class Scrubber:
+    """Masks, in any printed text, the credentials of URLs the user passed (a model name, an
+    endpoint, a path) — also the odd ones a line-level pattern cannot delimit (a password with
+    blanks in it) — and every URL credential the pattern can. Built once per run from argv."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        found = sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
+
+    @classmethod
+    def for_argv(cls, argv: Sequence[str]) -> "Scrubber":
+        return cls(u for u in map(url_userinfo, argv) if u)
+
+    def __call__(self, text: str) -> str:
+        if self._pattern is not None:
+            text = self._pattern.sub(MASK, text)
+        return mask_url_credentials(text)
+
+
+NO_SCRUB = Scrubber()
+
+
+def masked(data, scrub: Scrubber = NO_SCRUB):
     """A JSON-ready structure with URL credentials masked in every string (argv is masked
     separately, by position, before it gets here)."""
     if isinstance(data, str):
-        return mask_url_credentials(data)
+        return scrub(data)
     if isinstance(data, dict):
-        return {k: masked(v) for k, v in data.items()}
+        return {k: masked(v, scrub) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
-        return [masked(v) for v in data]
+        return [masked(v, scrub) for v in data]
     return data

@@ -7,18 +7,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .escape import escape
+from .escape import escape, mask_url_credentials
 from .lines import safe_write, use_style
+
+
+def _cell(text, scrub=None) -> str:
+    text = str(text)
+    return escape(scrub(text) if scrub else mask_url_credentials(text))
 
 COLOURS = {"OK": "green", "WARN": "yellow", "FAIL": "bold red"}
 
 
-def render_diagnosis(diagnosis, stream, env: Mapping[str, str]) -> bool:
+def render_diagnosis(diagnosis, stream, env: Mapping[str, str], scrub=None) -> bool:
     """Doctor's checks; False when the stream could not take them."""
     failed = diagnosis.failed
     verdict = "FAIL: DeepSeek-V4 would not start here" if failed else "OK: nothing known to fail"
     if not use_style(stream, env):
-        lines = [f"{c.status:<4}  {c.section:<10}  {escape(c.detail)}" for c in diagnosis.checks]
+        lines = [f"{c.status:<4}  {c.section:<10}  {_cell(c.detail, scrub)}" for c in diagnosis.checks]
         return safe_write(stream, "\n".join([*lines, verdict]) + "\n")
     try:
         from rich.console import Console
@@ -30,7 +35,7 @@ def render_diagnosis(diagnosis, stream, env: Mapping[str, str]) -> bool:
         table.add_column("check", no_wrap=True)
         table.add_column("detail")
         for c in diagnosis.checks:
-            table.add_row(Text(c.status, style=COLOURS[c.status]), Text(c.section), Text(escape(c.detail)))
+            table.add_row(Text(c.status, style=COLOURS[c.status]), Text(c.section), Text(_cell(c.detail, scrub)))
         console = Console(file=stream, highlight=False)
         console.print(table)
         console.print(Text(verdict, style="bold red" if failed else "green"))
@@ -40,11 +45,13 @@ def render_diagnosis(diagnosis, stream, env: Mapping[str, str]) -> bool:
 
 
 def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], styles: Sequence[str | None],
-                 stream, env: Mapping[str, str], footer: Sequence[str] = (), right: Sequence[bool] = ()) -> bool:
+                 stream, env: Mapping[str, str], footer: Sequence[str] = (), right: Sequence[bool] = (),
+                 scrub=None) -> bool:
     """A generic table: ``styles[i]`` colours row i on a terminal (None: plain)."""
     right = list(right) or [False] * len(headers)
     if not use_style(stream, env):
-        cells = [[escape(str(c)) for c in row] for row in rows]
+        cells = [[_cell(c, scrub) for c in row] for row in rows]
+        title = _cell(title, scrub)
         widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
 
         def fmt(row):
@@ -57,15 +64,15 @@ def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=title, title_justify="left")
+        table = Table(title=_cell(title, scrub), title_justify="left")
         for i, h in enumerate(headers):
             table.add_column(h, justify="right" if right[i] else "left", no_wrap=i == 0)
         for row, style in zip(rows, styles):
-            table.add_row(*(Text(escape(str(c))) for c in row), style=style)
+            table.add_row(*(Text(_cell(c, scrub)) for c in row), style=style)
         console = Console(file=stream, highlight=False)
         console.print(table)
         for line in footer:
-            console.print(Text(escape(line)))
+            console.print(Text(_cell(line, scrub)))
         return True
     except (OSError, ValueError, UnicodeError):
         return False

@@ -13,15 +13,18 @@ from .secrets import option_name
 
 def set_option(argv: Sequence[str], option: str, value: str, replaces: str = "auto") -> list[str]:
     """``option`` set to ``value``: the last command-line occurrence rewritten in place, in the
-    user's own spelling, when its value is ``replaces``; otherwise ``option value`` appended.
+    user's own spelling, when its value is ``replaces``; otherwise ``option value`` appended —
+    before a bare ``--`` if there is one (after it, everything is a positional to argparse).
 
-    Never inserted right after ``serve``: vLLM's positional-model checks would then fail. (A bare
-    ``--`` never gets here: vLLM rejects it, so such arguments are handed over untouched.)
+    Never inserted right after ``serve``: vLLM's positional-model checks would then fail. The
+    pipeline re-reads the result and hands the arguments over unchanged if vLLM would not read
+    the value from it (``commands/pipeline.py``).
     """
     out = list(argv)
     name = option[2:]
     last = None
-    for i, token in enumerate(out):
+    end = out.index("--") if "--" in out else len(out)
+    for i, token in enumerate(out[:end]):
         if option_name(token) == name:
             last = i
     if last is not None:
@@ -32,7 +35,7 @@ def set_option(argv: Sequence[str], option: str, value: str, replaces: str = "au
         if not eq and last + 1 < len(out) and out[last + 1] == replaces:
             out[last + 1] = value
             return out
-    return out + [option, value]
+    return out[:end] + [option, value] + out[end:]
 
 
 def apply_changes(argv: Sequence[str], changes: Iterable) -> tuple[str, ...]:

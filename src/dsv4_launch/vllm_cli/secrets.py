@@ -90,9 +90,23 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str]) -> S
             continue
         root = name.split(".", 1)[0].rstrip("+")
         secret = _resolves_to_secret(root, known)
+        if secret is None and masking:
+            spans.add((i, WHOLE))  # an unknown "--x" right among a secret's values: maybe the secret
+            continue
         if secret is None:
             secret = any(word in root.lower() for word in SECRET_WORDS)
         masking = secret and "=" not in token
         if secret and "=" in token:
             spans.add((i, AFTER_EQ))
     return SecretSpans(frozenset(spans))
+
+
+def secret_texts(tokens: Sequence[str], spans: SecretSpans) -> list[str]:
+    """The secret strings the spans point at (to scrub from a message that quotes tokens)."""
+    found = []
+    for i, token in enumerate(tokens):
+        if (i, WHOLE) in spans.spans:
+            found.append(token)
+        elif (i, AFTER_EQ) in spans.spans:
+            found.append(token.partition("=")[2])
+    return [t for t in found if t]

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..core.records import EMPTY, record
 from .option_table import OptionTable
-from .secrets import AFTER_EQ, SECRET_DESTS, WHOLE, SecretSpans, conservative_spans
+from .secrets import AFTER_EQ, SECRET_DESTS, WHOLE, SecretSpans, conservative_spans, secret_texts
 
 KV_CACHE_DTYPE = "kv-cache-dtype"  # option name after vLLM's normalisation
 
@@ -52,15 +52,6 @@ class ConfigNotRead(Exception):
 
 class _ParseRejected(Exception):
     pass
-
-
-_EXPLICIT_VALUE = re.compile(r"(--?[A-Za-z0-9_.+\-]+)=[^\s,]*")
-
-
-def _without_values(message: str) -> str:
-    """argparse quotes whole tokens (``ambiguous option: --api=VALUE could match …``): keep the
-    option, drop the value, which may be a secret."""
-    return _EXPLICIT_VALUE.sub(r"\1=…", message)
 
 
 # Exceptions vLLM's own pre-processing raises on some inputs (a 5000-digit JSON number, nesting
@@ -160,13 +151,14 @@ def read_serve_args(
             break
 
     tagged = [_Tok(t, ((i, WHOLE),)) for i, t in enumerate(tokens)]
+    file_secrets: list[str] = []  # values of secret keys in the --config file, never to be quoted
     try:
         args, model_moved = _move_model_option(tagged)
         _check_served_model_name(args)
         config_path = None
         cli_args = list(args)
         if "--config" in args:
-            args, config_path = _pull_config(args, load_config)
+            args, config_path = _pull_config(args, load_config, file_secrets)
             cli_args = _drop_config(cli_args)
         parser = _replica(table)  # built once: ~300 options
         values, unknown = _parse(args, parser, table.exact)
@@ -175,10 +167,12 @@ def read_serve_args(
     except ConfigNotRead as exc:
         return ServeArgs(tokens=tokens, unread=str(exc), warnings=tuple(warnings), secrets=conservative)
     except _ParseRejected as exc:
-        return ServeArgs(tokens=tokens, rejection=str(exc), warnings=tuple(warnings), secrets=conservative)
+        return ServeArgs(tokens=tokens, rejection=_scrubbed(str(exc), tokens, conservative, file_secrets),
+                         warnings=tuple(warnings), secrets=conservative)
     except _VLLM_FAILURES as exc:
         reason = f"vLLM's argument reading fails on them: {type(exc).__name__}: {str(exc)[:160]}"
-        return ServeArgs(tokens=tokens, rejection=reason, warnings=tuple(warnings), secrets=conservative)
+        return ServeArgs(tokens=tokens, rejection=_scrubbed(reason, tokens, conservative, file_secrets),
+                         warnings=tuple(warnings), secrets=conservative)
 
     if any(t is None for t in traced):
         secrets = conservative  # a value argparse rebuilt: mask everything that could be one
@@ -201,11 +195,23 @@ def read_serve_args(
         model=_plain(model),
         model_source=model_source,
         config_path=config_path,
-        unknown_options=tuple(dict.fromkeys(u.split("=", 1)[0] for u in unknown)),
+        unknown_options=tuple(dict.fromkeys(
+            name for name in (u.split("=", 1)[0] for u in unknown)
+            if not any(name in secret for secret in (*secret_texts(tokens, conservative), *file_secrets)))),
         warnings=tuple(warnings),
         help_requested=values.get("help") is True,
         secrets=secrets,
     )
+
+
+def _scrubbed(message: str, tokens: Sequence[str], spans: SecretSpans, more: Sequence[str] = ()) -> str:
+    """A message argparse built from the tokens, with every token that may be a secret value
+    masked — whatever it looks like (``-k x``, ``--Zq…``) and wherever argparse quoted it — and
+    the values of the ``--config`` file's secret keys."""
+    for secret in sorted({*secret_texts(tokens, spans), *more}, key=len, reverse=True):
+        if len(secret) >= 2:
+            message = message.replace(secret, "***")
+    return message
 
 
 def _cli_only(cli_args: list[str], table: OptionTable) -> dict[str, object]:
@@ -256,7 +262,21 @@ def _check_served_model_name(args: list[str]) -> None:
         )
 
 
-def _pull_config(args: list[str], load_config: ConfigLoader | None) -> tuple[list[str], str]:
+def _secret_values(config: Mapping[str, object]) -> list[str]:
+    """The values of a config file's secret keys (``api_key: [a, b]``), as vLLM would pass them."""
+    from .secrets import SECRET_OPTIONS, SECRET_WORDS
+
+    found: list[str] = []
+    for key, value in config.items():
+        name = str(key).replace("_", "-")
+        if name in SECRET_OPTIONS or any(w in name.lower() for w in SECRET_WORDS):
+            items = value if isinstance(value, list) else [value]
+            found += [json.dumps(v) if isinstance(v, dict) else str(v) for v in items]
+    return found
+
+
+def _pull_config(args: list[str], load_config: ConfigLoader | None,
+                 file_secrets: list[str] | None = None) -> tuple[list[str], str]:
     if args.count("--config") > 1:
         raise ConfigFileError("--config is given more than once; vLLM reads exactly one file")
     index = args.index("--config")
@@ -272,6 +292,11 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None) -> tuple[lis
     if load_config is None:
         raise ConfigFileError(f"--config {path}: no reader for config files")
     config = load_config(path)
+    if file_secrets is not None:
+        try:
+            file_secrets += _secret_values(config)
+        except (TypeError, ValueError, RecursionError):
+            pass
     try:
         config_args = [_Tok(t) for t in config_to_args(config)]
     except (TypeError, ValueError, RecursionError) as exc:
@@ -416,7 +441,7 @@ class _ReplicaParser(argparse.ArgumentParser):
         self.secret_values: list[object] = []
 
     def error(self, message: str):  # argparse would print and exit(2)
-        raise _ParseRejected(_without_values(message))
+        raise _ParseRejected(message)
 
     def _get_formatter(self):
         # add_argument() asks for a formatter on every call (and the terminal's size with it);
@@ -431,7 +456,7 @@ def _parse(args: list[str], parser: _ReplicaParser, exact: bool) -> tuple[dict[s
     try:
         namespace, extras = parser.parse_known_args(processed)
     except argparse.ArgumentError as exc:
-        raise _ParseRejected(_without_values(str(exc))) from None
+        raise _ParseRejected(str(exc)) from None
     unknown = [str(e) for e in extras if e.startswith("-")]
     if extras and (exact or not unknown):
         # The table was recorded from this very vLLM: it would reject these too. Only option
