@@ -47,7 +47,7 @@ _UNITS = {
     "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
-_SIZE = re.compile(r"(\d{1,15}(?:\.\d{1,6})?)\s*([a-z]{0,3})", re.ASCII)
+_SIZE = r"(?a)(\d{1,15}(?:\.\d{1,6})?)\s*([a-z]{0,3})"  # compiled on first use
 
 
 def parse_size(text: str) -> int:
@@ -56,7 +56,7 @@ def parse_size(text: str) -> int:
     GB/G are powers of ten, GiB powers of two (as nvidia-smi's MiB and vLLM's GiB). ValueError
     for anything else.
     """
-    m = _SIZE.fullmatch(text.strip().lower())
+    m = re.fullmatch(_SIZE, text.strip().lower())
     if m is None or m.group(2) not in _UNITS:
         raise ValueError(f"not a size: {text!r}")
     return int(float(m.group(1)) * _UNITS[m.group(2)])

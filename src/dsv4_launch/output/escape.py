@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s@?#]+)@")
-_SCHEME = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://")
+# Patterns compiled on first use (re caches them): most runs print no URL at all.
+_URL_USERINFO = r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s@?#]+)@"
+_SCHEME = r"(?i)\b[a-z][a-z0-9+.\-]*://"
 
 
 def escape(text: str) -> str:
@@ -45,14 +46,16 @@ def mask_url_credentials(text: str) -> str:
     line (the user part ends at the first ``/ ? # @`` or blank)."""
     if "@" not in text or "://" not in text:
         return text
-    return _URL_USERINFO.sub(r"\1***@", text)
+    return re.sub(_URL_USERINFO, r"\1***@", text)
 
 
 def url_userinfo(token: str) -> str | None:
     """The credentials of a URL that is a whole argument, however odd (a password with blanks,
     ``#``, ``/`` or ``@`` in it): everything between ``scheme://`` and the *last* ``@`` — unless
     that stretch is a plain path (a ``/`` and no ``:``), as in ``https://host/a@b``."""
-    m = _SCHEME.search(token)
+    if "://" not in token:
+        return None
+    m = re.search(_SCHEME, token)
     if m is None:
         return None
     rest = token[m.end():]

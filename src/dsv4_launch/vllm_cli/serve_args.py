@@ -160,7 +160,7 @@ def read_serve_args(
         if "--config" in args:
             args, config_path = _pull_config(args, load_config, file_secrets)
             cli_args = _drop_config(cli_args)
-        parser = _replica(table)  # built once: ~300 options
+        parser = _replica(table)  # ~300 options: built once per table and process
         values, unknown = _parse(args, parser, table.exact)
         traced = [_origins(v) for v in parser.secret_values]
         cli_values = _cli_only(cli_args, table) if config_path else values
@@ -468,7 +468,22 @@ def _parse(args: list[str], parser: _ReplicaParser, exact: bool) -> tuple[dict[s
     return vars(namespace), unknown
 
 
+_REPLICAS: dict[int, tuple[OptionTable, _ReplicaParser]] = {}
+
+
 def _replica(table: OptionTable) -> _ReplicaParser:
+    """The replica parser for ``table`` (building one costs ~3 ms; parsing with it ~0.2 ms).
+    argparse keeps no state between parses but our record of secret values, reset here."""
+    kept = _REPLICAS.get(id(table))
+    if kept is not None and kept[0] is table:
+        kept[1].secret_values = []
+        return kept[1]
+    parser = _build_replica(table)
+    _REPLICAS[id(table)] = (table, parser)
+    return parser
+
+
+def _build_replica(table: OptionTable) -> _ReplicaParser:
     parser = _ReplicaParser(prog="vllm serve", add_help=False, exit_on_error=False)
     for dest in table.positionals:
         parser.add_argument(dest, nargs="?", default=None)
