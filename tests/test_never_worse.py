@@ -311,3 +311,14 @@ def test_a_secret_list_in_the_config_file_is_never_quoted(run_cli, tmp_path, v4_
 def test_url_credentials_in_a_model_name_are_masked_in_every_line(run_cli):
     done, _ = run_cli("dsv4-serve", "https://user:Zq12secret@host/org/model", gpus=TWO)
     assert "Zq12secret" not in done.stderr and "https://***@host/org/model" in done.stderr
+
+
+@pytest.mark.parametrize("command", [("dsv4-launch", "plan", "--json"), ("dsv4-launch", "doctor", "--json")])
+def test_environment_values_never_garble_the_output(run_cli, v4_dir, command):
+    # Environment values are never printed, so none is "masked" into the JSON: AWS_USE_FIPS_ENDPOINT
+    # =false once turned "gpus_ambiguous": false into *** (invalid JSON).
+    env = {"AWS_USE_FIPS_ENDPOINT": "false", "S3_REGION": "0", "HF_TOKEN": "hf_Zq13secret", "AWS_SECRET_ACCESS_KEY": "→"}
+    done, _ = run_cli(*command, v4_dir, gpus=TWO, env=env)
+    data = json.loads(done.stdout)
+    plan = data["plan"] if "plan" in data else data
+    assert plan["gpus_ambiguous"] is False and "***" not in done.stdout and "hf_Zq13secret" not in done.stdout
