@@ -1,0 +1,111 @@
+"""The vLLM plugin's own logic, without vLLM: a stand-in `vllm` package at the boundary (its
+version, `vllm.logger.init_logger`, and `vllm.engine.arg_utils` with the two names the plugin
+wraps, `resolve_kv_cache_dtype_string` and `EngineArgs.create_engine_config`). The real vLLM
+judges the same plugin in tests/vllm_real/test_plugin.py. Each case runs in a fresh interpreter:
+the patch is process-wide, as in vLLM's own processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import clean_env
+
+FAKE = {
+    "vllm/__init__.py": "__version__ = {version!r}\n",
+    "vllm/logger.py": textwrap.dedent("""
+        import logging, sys
+        def init_logger(name):
+            log = logging.getLogger(name)
+            if not log.handlers:
+                handler = logging.StreamHandler(sys.stdout)
+                handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+                log.addHandler(handler)
+                log.setLevel(logging.INFO)
+            return log
+    """),
+    "vllm/engine/__init__.py": "",
+    "vllm/engine/arg_utils.py": textwrap.dedent("""
+        def resolve_kv_cache_dtype_string(kv_cache_dtype, model_config):
+            return kv_cache_dtype
+
+        class EngineArgs:
+            def __init__(self, model, kv_cache_dtype="auto", attention_backend=None):
+                self.model, self.kv_cache_dtype, self.attention_backend = model, kv_cache_dtype, attention_backend
+
+            def create_engine_config(self):
+                class HfConfig:
+                    def to_dict(inner):
+                        return {"architectures": [self.model], "model_type": "x", "num_attention_heads": 64}
+                class ModelConfig:
+                    model = self.model
+                    hf_config = HfConfig()
+                return resolve_kv_cache_dtype_string(self.kv_cache_dtype, ModelConfig())
+    """),
+}
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import vllm.engine.arg_utils as a
+    from dsv4_launch.plugin import register
+    register(); register()   # vLLM may load plugins more than once: harmless
+    cases = json.loads(sys.argv[1])
+    out = [a.EngineArgs(**c).create_engine_config() for c in cases]
+    print("RESULT " + json.dumps({"patched": getattr(a.resolve_kv_cache_dtype_string, "_dsv4_launch_patched", False),
+                                   "dtypes": out}))
+""")
+
+V4, LLAMA = "DeepseekV4ForCausalLM", "LlamaForCausalLM"
+
+
+def run(tmp_path, version, cases, **env):
+    root = tmp_path / f"fake-vllm-{version}"
+    for name, text in FAKE.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.format(version=version) if name == "vllm/__init__.py" else text)
+    e = clean_env(tmp_path, PYTHONPATH=str(root), **env)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(cases)], env=e, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.split("RESULT ", 1)[1])
+    return result, done.stdout
+
+
+@pytest.mark.parametrize("version,capability,expected", [
+    ("0.24.0", "12.0", "fp8"), ("0.29.0", "9.0", "fp8"), ("0.33.0", "12.0", "fp8"), ("0.33.0", "9.0", "auto"),
+    ("0.24.0+cu130", "10.0", "fp8"),
+])
+def test_auto_becomes_fp8_where_dsv4_serve_would_write_it(tmp_path, version, capability, expected):
+    result, log = run(tmp_path, version, [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY=capability)
+    assert result == {"patched": True, "dtypes": [expected]}
+    if expected == "fp8":  # one line, dsv4-serve's reason
+        assert log.count("dsv4-launch: changed: --kv-cache-dtype auto → fp8: DeepseekV4ForCausalLM on") == 1
+
+
+def test_everything_else_is_left_alone(tmp_path):
+    cases = [{"model": V4, "kv_cache_dtype": "fp8_ds_mla"}, {"model": V4, "kv_cache_dtype": "fp8"}, {"model": LLAMA},
+             {"model": V4, "attention_backend": "FLASHINFER_MLA_SPARSE_DSV4"}]
+    result, log = run(tmp_path, "0.24.0", cases, DSV4_LAUNCH_GPU_CAPABILITY="10.0")
+    assert result["dtypes"] == ["fp8_ds_mla", "fp8", "auto", "auto"] and "changed:" not in log
+
+
+@pytest.mark.parametrize("version", ["0.34.0", "0.30.0rc1", "0.24.0.dev12", "not-a-version"])
+def test_an_unverified_release_is_never_patched_and_said_once(tmp_path, version):
+    result, log = run(tmp_path, version, [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    assert result == {"patched": False, "dtypes": ["auto"]}
+    assert log.count("is not a release it was verified against; it does nothing") == 1
+
+
+def test_the_off_switch(tmp_path):
+    result, log = run(tmp_path, "0.24.0", [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY="12.0", DSV4_LAUNCH_DISABLE="1")
+    assert result == {"patched": False, "dtypes": ["auto"]} and "dsv4-launch" not in log
+
+
+def test_a_bad_setting_makes_it_do_nothing_and_say_so(tmp_path):
+    result, log = run(tmp_path, "0.24.0", [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY="twelve")
+    assert result["dtypes"] == ["auto"] and "dsv4-launch plugin does nothing: DSV4_LAUNCH_GPU_CAPABILITY" in log
