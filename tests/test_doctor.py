@@ -208,3 +208,46 @@ def test_bad_input_is_one_line_and_exit_2(command):
         f"dsv4-launch {command}: error: DSV4_LAUNCH_PREFLIGHT='maybe' is not understood; use refuse (default), "
         "warn or off"
     ]
+
+
+# --- every doctor row, both ways ----------------------------------------------------------------
+from dsv4_launch.core.doctor_rules import DOCTOR_RULES  # noqa: E402
+
+PIN = {"version": "0.33.0", "requires": ["flashinfer-python==0.7.2.post1", "torch==2.14.0"]}
+DOCTOR_CASES = {
+    # rule id -> (runtime probe answer that trips it, one that passes), SM 12.0, vLLM 0.33.0
+    "flashinfer-missing": ({"torch": TORCH_OK, "flashinfer": None}, {"torch": TORCH_OK, "flashinfer": FI_OK}),
+    "flashinfer-sm120-api": ({"torch": TORCH_OK, "flashinfer": {"version": "0.5.0", "sm120_sparse_mla": False}},
+                             {"torch": TORCH_OK, "flashinfer": FI_OK}),
+    "flashinfer-sm120-shape": (
+        {"torch": TORCH_OK, "flashinfer": {**FI_OK, "sm120_dsv4_decode": {"32,128": False}}},
+        {"torch": TORCH_OK, "flashinfer": {**FI_OK, "sm120_dsv4_decode": {"32,128": True}}}),
+    "flashinfer-pin": ({"torch": TORCH_OK, "flashinfer": {**FI_OK, "version": "0.7.4"}, "vllm": PIN},
+                       {"torch": TORCH_OK, "flashinfer": {**FI_OK, "version": "0.7.2.post1"}, "vllm": PIN}),
+}
+
+
+def test_every_doctor_row_has_a_pair():
+    assert set(DOCTOR_CASES) == {r.id for r in DOCTOR_RULES}
+
+
+@pytest.mark.parametrize("rule", DOCTOR_RULES, ids=[r.id for r in DOCTOR_RULES])
+def test_doctor_row_both_ways(rule):
+    trips, passes = DOCTOR_CASES[rule.id]
+    tokens = (M, "-tp", "2")  # 64 heads over 2: 32 per GPU, the (32, 128) shape
+    d = make(runtime=trips, version="0.33.0", tokens=tokens)
+    mine = [c for c in d.checks if rule.reference in c.detail]
+    assert mine and mine[0].status == (FAIL if rule.level == "fail" else WARN), [c.detail for c in d.checks]
+    d = make(runtime=passes, version="0.33.0", tokens=tokens)
+    assert not [c for c in d.checks if rule.reference in c.detail and c.status != OK]
+
+
+def test_sm120_shapes_asked_of_flashinfer():
+    from dsv4_launch.core.doctor_rules import sm120_decode_shapes
+    from tests.planning import facts_for
+
+    flash = {"architectures": ["DeepseekV4ForCausalLM"], "num_attention_heads": 64, "sliding_window": 128}
+    assert sm120_decode_shapes(facts_for([M, "-tp", "2"], config=flash)) == [(32, 128)]
+    dspark = facts_for([M, "--speculative-config", '{"method": "dspark", "num_speculative_tokens": 5}'], config=flash)
+    assert sm120_decode_shapes(dspark) == [(64, 128), (64, 192)]  # the draft's non-causal width
+    assert sm120_decode_shapes(facts_for([M], config={**flash, "sliding_window": 10**5000})) == []
