@@ -165,11 +165,25 @@ def test_config_file_is_read_and_its_content_never_printed(run_cli, v4_dir, tmp_
     assert "sk-in-yaml-42" not in done.stderr
 
 
-@pytest.mark.parametrize("var,value", [("DSV4_LAUNCH_GPU_CAPABILITY", "blackwell"), ("DSV4_LAUNCH_DISABLE", "maybe")])
+@pytest.mark.parametrize("var,value", [("DSV4_LAUNCH_GPU_CAPABILITY", "blackwell"), ("DSV4_LAUNCH_PREFLIGHT", "maybe")])
 def test_bad_settings_exit_2(run_cli, v4_dir, var, value):
     done, record = run_cli("dsv4-serve", v4_dir, env={var: value})
     assert done.returncode == 2 and record is None
     assert done.stderr.startswith(f"dsv4-serve: error: {var}=") and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("var,value,handed", [
+    ("DSV4_LAUNCH_DISABLE", "maybe", "unchanged"),  # unclear off switch: off is the safe side
+    ("DSV4_LAUNCH_DISABLE", "y", "unchanged"),
+    ("DSV4_LAUNCH_QUIET", "2", "planned"),  # a typo in a flag never stops vLLM
+    ("DSV4_LAUNCH_DEBUG", "please", "planned"),
+])
+def test_a_typo_in_a_flag_never_stops_vllm(run_cli, v4_dir, var, value, handed):
+    done, record = run_cli("dsv4-serve", v4_dir, env={var: value})
+    assert done.returncode == 0 and record is not None
+    expected = [v4_dir] if handed == "unchanged" else [v4_dir, "--kv-cache-dtype", "fp8"]
+    assert record["argv"][2:] == expected
+    assert f"warning: {var}={value!r} is not 1 (on) or 0 (off)" in done.stderr
 
 
 # --- plan ----------------------------------------------------------------------------------

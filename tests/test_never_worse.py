@@ -100,10 +100,9 @@ def test_a_yaml_link_to_stdin_is_not_read(run_cli, tmp_path):
 def test_odd_cuda_visible_devices_never_stop_vllm(run_cli, v4_dir, value):
     done, record = run_cli("dsv4-serve", v4_dir, env={"CUDA_VISIBLE_DEVICES": value}, gpus=TWO)
     assert "Traceback" not in done.stderr
-    if value.startswith("0"):
-        assert record is not None
-    else:  # CUDA reads ASCII digits only: no GPU is visible, which vLLM would fail on too
-        assert done.returncode == 2 and "needs 1 GPU on this node, but 0 are visible" in done.stderr
+    assert record is not None  # CUDA reads ASCII digits only; whatever it makes of these, vLLM decides
+    if not value.startswith("0"):
+        assert "matches no GPU" in done.stderr
     assert "\x1b" not in done.stderr
 
 

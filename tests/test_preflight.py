@@ -35,7 +35,8 @@ CASES = [
     ("non-fp8 KV with unknown GPU, default backend",
      ([M, "--kv-cache-dtype", "bfloat16"], {"gpu": GpuSelection((GpuInfo(0),)), "source": None}),
      ([M, "--kv-cache-dtype", "bfloat16", *FI], {"gpu": GpuSelection((GpuInfo(0),)), "source": None})),
-    ("no GPU visible to CUDA", ([M], {"gpu": GpuSelection(())}), ([M], {"gpu": GpuSelection(()), "source": None})),
+    ("no GPU visible to CUDA", ([M, "-tp", "2"], {"gpu": GpuSelection(())}),
+     ([M, "-tp", "2"], {"gpu": GpuSelection(()), "source": None})),
     ("V4.1 rejects fp8_e4m3", ([M, "--kv-cache-dtype", "fp8_e4m3"], {"config": V41}),
      ([M, "--kv-cache-dtype", "fp8"], {"config": V41})),
     ("V4.1 rejects bfloat16", ([M, "--kv-cache-dtype", "bfloat16"], {"config": V41}),
@@ -126,9 +127,12 @@ def test_off_mode_skips_and_says_so():
 
 def test_warnings_attention_env_and_mixed_gpus():
     p = plan([M], gpu=gpus(SM90, SM120), env_backend="FLASHMLA")
-    assert any("VLLM_ATTENTION_BACKEND=FLASHMLA is not read" in w and "--attention-backend FLASHMLA" in w
+    assert any("VLLM_ATTENTION_BACKEND=FLASHMLA is not read" in w and "unset VLLM_ATTENTION_BACKEND" in w
                for w in p.warnings)
     assert any("different compute capability" in w for w in p.warnings)
+    named = plan([M], env_backend="flashmla_sparse_dsv4")  # a name DeepSeek-V4 uses: the flag that works
+    assert any("Fix: --attention-backend FLASHMLA_SPARSE_DSV4 (and unset VLLM_ATTENTION_BACKEND)" in w
+               for w in named.warnings)
     assert p.refusals == ()
 
 
@@ -180,7 +184,10 @@ def test_an_invalid_value_on_0_24_is_rejected_by_its_parser():
 
 
 def test_counts_are_worded_for_one_and_many():
-    (line,) = plan([M], gpu=GpuSelection(())).refusals
-    assert "needs 1 GPU on this node, but 0 are visible" in line
+    (line,) = plan([M, "-tp", "2"], gpu=GpuSelection(())).refusals
+    assert "needs 2 GPUs on this node, but 0 are visible" in line
     (line,) = plan([M, "-tp", "2"], gpu=gpus(SM120)).refusals
     assert "needs 2 GPUs on this node, but 1 is visible" in line
+    # vLLM's own check applies only to a world size above 1 and no executor backend given
+    assert plan([M], gpu=GpuSelection(())).refusals == ()
+    assert plan([M, "-tp", "2", "--distributed-executor-backend", "mp"], gpu=gpus(SM120)).refusals == ()

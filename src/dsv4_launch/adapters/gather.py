@@ -22,7 +22,7 @@ from .model_weights import read_weights
 from .nvml import GpuProbe, probe_gpus
 from .vllm_install import VllmInstall, find_vllm
 
-PROBE_WHEN_DSV4, PROBE_ALWAYS, PROBE_NEVER = "dsv4", "always", "never"
+PROBE_WHEN_DSV4, PROBE_ALWAYS = "dsv4", "always"
 
 
 @record
@@ -40,7 +40,7 @@ def read_args(argv: Sequence[str], table: OptionTable) -> ServeArgs:
 
 
 def _model(args: ServeArgs, env: Mapping[str, str]) -> ModelFacts:
-    def known():
+    def known():  # read only when no config.json is: the table is parsed on demand
         return known_checkpoint(args.model) if args.model else None
 
     try:
@@ -51,7 +51,7 @@ def _model(args: ServeArgs, env: Mapping[str, str]) -> ModelFacts:
             revision=_text(args.value("revision")),
             download_dir=_text(args.value("download_dir")),
             hf_overrides=args.value("hf_overrides"),
-            known=known(),
+            known=known,
         )
     except Exception as exc:  # a model file we did not foresee: unknown, and said
         return ModelFacts(name=args.model, note=f"could not read its files ({type(exc).__name__}: {str(exc)[:120]})")
@@ -69,6 +69,7 @@ def gather(
     probe_when: str = PROBE_WHEN_DSV4,
     probe: Callable[[], GpuProbe] = probe_gpus,
     vllm: VllmInstall | None = None,
+    default_model: str | None = None,
 ) -> Gathered:
     """Read everything the plan depends on. Raises ConfigFileError for a bad --config file.
 
@@ -78,6 +79,8 @@ def gather(
     vllm = vllm or find_vllm(env)
     table = load_table(vllm.version)
     args = read_args(argv, table)
+    if default_model and args.model_source in (None, "vLLM default") and not (args.rejection or args.unread):
+        args = read_args([default_model, *argv], table)  # doctor and fit: DeepSeek-V4, not vLLM's default
     chosen_env = {k: env[k] for k in RULE_ENV if env.get(k)}
     values, exact = table.values, table.exact
     if args.help_requested or args.rejection or args.unread:
@@ -150,6 +153,11 @@ def gather_gpus(
         return GpuFacts()
     result = probe()
     selection = None
-    if result.gpus:
-        selection = select_visible(result.gpus, env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER"))
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if result.gpus and result.source == "nvidia-smi" and visible and "MIG-" in visible:
+        # nvidia-smi's list names no MIG devices: which GPUs (and how many) is not known here.
+        note = "CUDA_VISIBLE_DEVICES names MIG devices, which nvidia-smi's GPU list cannot resolve; every GPU is considered"
+        selection = GpuSelection(result.gpus, ambiguous=True, notes=(note,))
+    elif result.gpus:
+        selection = select_visible(result.gpus, visible, env.get("CUDA_DEVICE_ORDER"))
     return GpuFacts(selection, result.error, result.source, result.notes, True, result)

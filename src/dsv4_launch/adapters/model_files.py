@@ -168,12 +168,12 @@ def model_facts(
     revision: str | None = None,
     download_dir: str | None = None,
     hf_overrides: object = None,
-    known: Mapping[str, object] | None = None,
+    known=None,
 ) -> ModelFacts:
     """Everything that can be said offline about the model vLLM will load.
 
-    ``known``: the known-checkpoint table entry for ``model``'s name, used only when no
-    config.json can be read.
+    ``known``: a function giving the known-checkpoint table entry for ``model``'s name (or
+    None); called only when no config.json can be read.
     """
     if model is None and hf_config_path is None:
         return ModelFacts(name=None, note="no model given: vLLM serves its default model")
@@ -187,4 +187,4 @@ def model_facts(
             facts = classify(model, config, how, hf_overrides)
             return facts if hf_config_path else facts._replace(directory=os.path.dirname(path))
         how = problem
-    return classify(model, None, None, hf_overrides, missing_reason=how, known=known)
+    return classify(model, None, None, hf_overrides, missing_reason=how, known=known() if known else None)

@@ -135,14 +135,6 @@ def script_lines(exe: str) -> list[str]:
     return [line.decode("utf-8", "replace").strip() for line in head.splitlines()[:2]]
 
 
-def _shebang(exe: str) -> list[str] | None:
-    """The words of a script's ``#!`` line (``[]`` for a bare one); None when it has none."""
-    lines = script_lines(exe)
-    if not lines or not lines[0].startswith("#!"):
-        return None
-    return lines[0][2:].split()
-
-
 def script_interpreter(exe: str, env_path: str | None = None) -> tuple[str | None, str | None]:
     """The program a script's ``#!`` line runs (resolving ``/usr/bin/env NAME`` and pip's
     ``/bin/sh`` trampoline), and its name as written; (None, None) when it has none."""

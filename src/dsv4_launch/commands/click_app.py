@@ -77,9 +77,12 @@ def fit(as_json: bool, gpus: int | None, gpu_memory: str | None, vllm_args: tupl
 
     own = {"json": as_json, "gpus": gpus}
     if gpu_memory:
-        from ..core.settings import parse_size
+        from .cli import _size
 
-        own["gpu_memory"] = parse_size(gpu_memory)
+        try:
+            own["gpu_memory"] = _size(gpu_memory)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--gpu-memory") from None
     raise SystemExit(run("fit", own, list(vllm_args)))
 
 

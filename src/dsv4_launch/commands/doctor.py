@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Mapping
 
 from ..adapters.handover import install_hint
+from ..adapters.nvml import probe_gpus
 from ..adapters.runtime_probe import probe_runtime
 from ..adapters.vllm_install import interpreter_of
 from ..core.doctor import FAIL, OK, Check, Diagnosis, VllmRuntime, diagnose
@@ -43,13 +44,11 @@ def run_doctor(
     stderr = sys.stderr if stderr is None else stderr
     make_lenient(stdout)
     injected = {k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None}
-    prepared = prepare(argv, env, DOCTOR, **injected)
-    note = None
-    facts = prepared.facts
-    if facts is not None and facts.args.model_source in (None, "vLLM default") and not facts.args.rejection:
-        # No model given: check this machine for DeepSeek-V4 itself, not vLLM's default model.
-        prepared = prepare([DEFAULT_MODEL, *argv], env, DOCTOR, **injected)
-        note = f"no model given: checked for {DEFAULT_MODEL}"
+    # No model given: check this machine for DeepSeek-V4 itself, not vLLM's default model.
+    prepared = prepare(argv, env, DOCTOR, default_model=DEFAULT_MODEL, **injected)
+    defaulted = prepared.facts is not None and prepared.facts.args.tokens[:1] == (DEFAULT_MODEL,) and \
+        tuple(argv[:1]) != (DEFAULT_MODEL,)
+    note = f"no model given: checked for {DEFAULT_MODEL}" if defaulted else None
     scrub = Scrubber.for_argv(prepared.argv)
     err = Reporter(stderr, env, prefix="dsv4-launch doctor", scrub=scrub)
     if prepared.error:
@@ -58,7 +57,7 @@ def run_doctor(
             safe_write(stdout, dump({"ok": False, "error": prepared.error, "checks": []}, scrub) + "\n")
         return prepared.status
     try:
-        diagnosis = _diagnose(prepared, env, runtime)
+        diagnosis = _diagnose(prepared, env, runtime, probe)
     except Exception as exc:  # never a traceback of ours: say it as a failed check
         if prepared.settings and prepared.settings.debug:
             raise
@@ -82,7 +81,7 @@ def run_doctor(
     return exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
 
 
-def _diagnose(prepared, env, runtime) -> Diagnosis:
+def _diagnose(prepared, env, runtime, probe) -> Diagnosis:
     facts = prepared.facts
     install = prepared.vllm
     python, why = interpreter_of(install, env.get("PATH"))
@@ -91,12 +90,16 @@ def _diagnose(prepared, env, runtime) -> Diagnosis:
         shapes = sm120_decode_shapes(facts) if facts is not None else []
         result, why = runtime(python, shapes)
     where = "this environment" if install.importable else install.executable
+    gpus = prepared.probe
+    if gpus is None and prepared.plan.disabled:  # the plan is off; the machine report is not
+        gpus = (probe or probe_gpus)()
+    version = result.get("python") if isinstance(result, dict) and isinstance(result.get("python"), str) else None
     vllm_runtime = VllmRuntime(
-        python=f"{platform.python_version()} ({sys.executable})",
+        python=f"{version} ({python})" if version and python else f"{platform.python_version()} ({sys.executable})",
         vllm_version=install.version,
         vllm_where=where,
         probe=result,
         probe_error=why,
     )
-    return diagnose(prepared.plan, facts, prepared.probe, vllm_runtime, env,
+    return diagnose(prepared.plan, facts, gpus, vllm_runtime, env,
                     install_hint=install_hint(), plugin_entry=PLUGIN_ENTRY)

@@ -37,9 +37,7 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     stderr = sys.stderr if stderr is None else stderr
     make_lenient(stdout)
     injected = {k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None}
-    prepared = prepare(argv, env, FIT, **injected)
-    if prepared.facts is not None and prepared.facts.args.model_source in (None, "vLLM default"):
-        prepared = prepare([DEFAULT_MODEL, *argv], env, FIT, **injected)
+    prepared = prepare(argv, env, FIT, default_model=DEFAULT_MODEL, **injected)
     scrub = Scrubber.for_argv(prepared.argv)
     err = Reporter(stderr, env, prefix="dsv4-launch fit", scrub=scrub)
     facts = prepared.facts

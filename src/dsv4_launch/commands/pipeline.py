@@ -1,12 +1,13 @@
 """The one preparation every command goes through: ``prepare(argv, env, purpose) → Prepared``.
 
 ``dsv4-serve``, ``plan``, ``doctor``, ``fit`` and the vLLM plugin all call this, so they
-cannot disagree. It is the only place that decides the off switch, help, the probing policy,
+cannot disagree. It decides, for every command, the off switch, help, the probing policy,
 interrupts and bad input:
 
-* ``DSV4_LAUNCH_DISABLE=1``: nothing is read or probed; the arguments go to vLLM unchanged;
-* bad input (a ``DSV4_LAUNCH_*`` value, a ``--config`` file vLLM would die on): exit 2 with
-  one line;
+* ``DSV4_LAUNCH_DISABLE=1`` (or any value that is not clearly off): nothing is read or probed;
+  the arguments go to vLLM unchanged;
+* bad input (a ``DSV4_LAUNCH_PREFLIGHT``/``_GPU_*`` value, a ``--config`` file vLLM would die
+  on): exit 2 with one line; an unclear on/off flag is a warning;
 * Ctrl-C before vLLM starts: exit 130 with one line;
 * anything unforeseen inside dsv4-launch: the arguments go to vLLM unchanged with a warning
   (``DSV4_LAUNCH_DEBUG=1`` raises instead) — never worse than plain ``vllm serve``.
@@ -22,7 +23,7 @@ from ..adapters.vllm_install import VllmInstall, find_vllm
 from ..core.facts import Facts
 from ..core.plan import Plan, disabled_plan, make_plan
 from ..core.records import record
-from ..core.settings import Settings, SettingsError, read_flag, read_settings
+from ..core.settings import Settings, SettingsError, disable_switch, read_settings
 from ..vllm_cli.argv_edit import apply_changes
 from ..vllm_cli.option_table import load_table
 from ..vllm_cli.secrets import SecretSpans, conservative_spans
@@ -57,45 +58,52 @@ def prepare(
     *,
     probe: Callable[[], GpuProbe] = probe_gpus,
     vllm: VllmInstall | None = None,
+    default_model: str | None = None,
 ) -> Prepared:
+    """``default_model``: the model to plan for when the arguments name none (doctor and fit
+    check DeepSeek-V4, not vLLM's default model); the plan's argv then starts with it."""
     argv = tuple(argv)
     try:
-        return _prepare(argv, env, purpose, probe, vllm)
+        return _prepare(argv, env, purpose, probe, vllm, default_model)
     except KeyboardInterrupt:  # Ctrl-C while probing or reading: vLLM has not started
-        return Prepared(exit_codes.INTERRUPTED, argv, Plan(), SecretSpans(), vllm,
+        return Prepared(exit_codes.INTERRUPTED, argv, Plan(), _blind(argv, vllm), vllm,
                         error="interrupted before vLLM started")
 
 
-def _blind(argv: tuple[str, ...], vllm: VllmInstall) -> SecretSpans:
+def _blind(argv: tuple[str, ...], vllm: VllmInstall | None) -> SecretSpans:
     """Secret spans without a parse: everything that may be one."""
-    return conservative_spans(argv, load_table(vllm.version).option_strings)
+    return conservative_spans(argv, load_table(vllm.version if vllm else None).option_strings)
 
 
-def _prepare(argv, env, purpose, probe, vllm) -> Prepared:
-    try:
-        disabled = read_flag(env, "DSV4_LAUNCH_DISABLE")
-    except SettingsError as exc:
-        return Prepared(exit_codes.USAGE, argv, Plan(), SecretSpans(), vllm or find_vllm(env), error=str(exc))
+def _prepare(argv, env, purpose, probe, vllm, default_model=None) -> Prepared:
+    disabled, unclear = disable_switch(env)
     vllm = vllm or find_vllm(env)
     if disabled:  # the off switch: before any other reading, so nothing else can interfere
         secrets = SecretSpans() if purpose in (SERVE, PLUGIN) else _blind(argv, vllm)
-        return Prepared(exit_codes.OK, argv, disabled_plan(), secrets, vllm)
+        plan = disabled_plan()
+        if unclear:
+            plan = plan._replace(warnings=(unclear,))
+        return Prepared(exit_codes.OK, argv, plan, secrets, vllm)
     try:
         settings = read_settings(env)
     except SettingsError as exc:
         return Prepared(exit_codes.USAGE, argv, Plan(), _blind(argv, vllm), vllm, error=str(exc))
     try:
-        gathered = gather(argv, env, settings, probe_when=_PROBE_POLICY[purpose], probe=probe, vllm=vllm)
+        gathered = gather(argv, env, settings, probe_when=_PROBE_POLICY[purpose], probe=probe, vllm=vllm,
+                          default_model=default_model)
     except ConfigFileError as exc:
         return Prepared(exit_codes.USAGE, argv, Plan(), _blind(argv, vllm), vllm, settings=settings, error=str(exc))
     except Exception as exc:
         return _passed_through(argv, vllm, settings, exc)
     facts = gathered.facts
+    argv = facts.args.tokens or argv  # with the default model in front, when one was added
     if facts.args.help_requested:
         return Prepared(exit_codes.OK, argv, Plan(), facts.args.secrets, vllm, facts, settings,
                         gathered.probe, help_requested=True)
     try:
         plan = make_plan(facts, settings.preflight)
+        if settings.warnings:
+            plan = plan._replace(warnings=(*settings.warnings, *plan.warnings))
         out = apply_changes(argv, plan.changes)
         plan, out = _verified(plan, argv, out, gathered.table)
     except Exception as exc:
@@ -153,7 +161,7 @@ def prepare_engine(
 
     empty = SecretSpans()
     try:
-        if read_flag(env, "DSV4_LAUNCH_DISABLE"):
+        if disable_switch(env)[0]:
             return Prepared(exit_codes.OK, (), disabled_plan(), empty)
         settings = read_settings(env)
     except SettingsError as exc:

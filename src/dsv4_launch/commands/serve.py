@@ -65,6 +65,8 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
             return exit_codes.OK  # our usage is all the help there is without vLLM
     elif prepared.plan.disabled:
         reporter.info(DISABLED_NOTE)
+        for warning in prepared.plan.warnings:
+            reporter.warning(warning)
     else:
         shown = masked_argv(prepared.argv, prepared.secrets)
         report_plan(reporter, prepared.plan, prepared.facts, shown, with_facts=False)

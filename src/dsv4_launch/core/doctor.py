@@ -164,7 +164,9 @@ def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str) -
     allowed = env.get("VLLM_PLUGINS")
     if allowed is not None and our_entry not in [a.strip() for a in allowed.split(",")]:
         return Check("plugin", WARN, f"installed, but VLLM_PLUGINS={allowed} does not list {our_entry}: vLLM will not load it")
-    if env.get("DSV4_LAUNCH_DISABLE"):
+    from .settings import disable_switch
+
+    if disable_switch(env)[0]:
         return Check("plugin", WARN, "installed, but DSV4_LAUNCH_DISABLE is set: it does nothing")
     return Check("plugin", OK, "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .facts import Facts, as_int, attention_backend, json_option
+from .facts import Facts, as_int
 from .gpus import GpuInfo
+from .kv import dsv4_backend
 from .model import V4
 from .rules import CITED, FAIL, WARN, Rule
+from .rules_dsv4 import spec_config, spec_method
 from .versions import VersionRange
 
 SM120_HEADS = (8, 16, 32, 64, 128)  # _SPARSE_MLA_SUPPORTED_Q_HEADS (flashinfer_sparse.py)
@@ -24,7 +26,7 @@ def _flashinfer(facts: Facts) -> Mapping | None:
 
 
 def _on_sm120_path(facts: Facts) -> bool:
-    return attention_backend(facts.args) in (None, "FLASHINFER_MLA_SPARSE_DSV4")
+    return dsv4_backend(facts.args) in (None, "FLASHINFER_MLA_SPARSE_DSV4")
 
 
 def sm120_decode_shapes(facts: Facts) -> list[tuple[int, int]]:
@@ -41,9 +43,8 @@ def sm120_decode_shapes(facts: Facts) -> list[tuple[int, int]]:
     if padded is None:
         return []
     shapes = [(padded, window)]
-    spec = json_option(facts.args, "speculative_config") or {}
-    if spec.get("method") == "dspark":
-        n = min(max(as_int(spec.get("num_speculative_tokens")) or 1, 1), 1 << 10)
+    if spec_method(facts) == "dspark":
+        n = min(max(as_int(spec_config(facts).get("num_speculative_tokens")) or 1, 1), 1 << 10)
         width = -(-(window + n) // DSPARK_INDEX_ALIGNMENT) * DSPARK_INDEX_ALIGNMENT
         shapes.append((padded, width))
     return shapes

@@ -97,9 +97,16 @@ def as_int(value: object) -> int | None:
         return value
     if isinstance(value, str):
         text = value.strip()
-        if 0 < len(text) <= 18 and text.lstrip("+-").isascii() and text.lstrip("+-").isdigit():
+        body = text[1:] if text[:1] in "+-" else text
+        if 0 < len(body) <= 18 and body.isascii() and body.isdigit():
             return int(text)
     return None
+
+
+def as_bool(value: object) -> bool:
+    """A flag value as vLLM's pydantic would read it: True, or a true-ish string (a dotted
+    ``--x.flag=True`` arrives as the string "True")."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"))
 
 
 def as_human_int(value: object) -> int | None:

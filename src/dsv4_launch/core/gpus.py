@@ -89,6 +89,10 @@ FAMILY_NAMES = {
 }
 
 
+# The families DeepSeek-V4 has kernels for (and the stand-ins for a GPU of unknown type).
+DSV4_FAMILIES = frozenset({"9", "10", "12"})
+
+
 def in_family(capability: tuple[int, int], family: str) -> bool:
     major, _, minor = family.partition(".")
     if capability[0] != int(major):
@@ -141,7 +145,7 @@ def select_visible(
         return GpuSelection((), notes=("CUDA_VISIBLE_DEVICES is empty: no GPU is visible",))
 
     pci_order = (cuda_device_order or "").strip().upper() == "PCI_BUS_ID"
-    uniform = len({g.capability for g in all_gpus}) <= 1 and all(
+    uniform = len({(g.capability, g.memory_total_bytes) for g in all_gpus}) <= 1 and all(
         g.capability is not None for g in all_gpus
     )
     chosen: list[GpuInfo] = []

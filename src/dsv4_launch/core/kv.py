@@ -12,7 +12,7 @@ family and forced attention backend; ``kv_decision`` reads it and nothing else. 
 from __future__ import annotations
 
 from .facts import Facts, attention_backend
-from .gpus import GpuInfo, describe_kinds, family_words, in_families
+from .gpus import DSV4_FAMILIES, GpuInfo, describe_kinds, family_words, in_families
 from .records import record
 from .versions import VersionRange
 
@@ -92,10 +92,6 @@ KV_PATHS: tuple[KvPath, ...] = (
         reference=CRASH_REFERENCE,
     ),
 )
-
-# GPU families a GPU of unknown type may belong to, among those DeepSeek-V4 runs on.
-DSV4_FAMILIES = frozenset({"9", "10", "12"})
-
 
 def dsv4_backend(args) -> str | None:
     """The attention backend DeepSeek-V4's selector acts on: a forced name it knows, else None
@@ -180,10 +176,12 @@ def kv_decision(facts: Facts) -> KvDecision:
     plain = [v for v in verdicts if v.path is not None and v.path.layout == PLAIN_ROWS]
     shown = "auto" if current else "not set"
     if needing and plain:
+        unknown = any(v.gpu is None for v in (*needing, *plain))
+        advice = (f"set DSV4_LAUNCH_GPU_CAPABILITY or {KV_OPTION} yourself" if unknown
+                  else f"run one GPU kind per server, or set {KV_OPTION} yourself")
         return KvDecision(warnings=(
             f"{KV_OPTION} left {shown}: with --attention-backend {backend}, {_gpu_words(plain)} stores "
-            f"plain KV rows (auto is right) but {_gpu_words(needing)} needs fp8; set "
-            f"DSV4_LAUNCH_GPU_CAPABILITY or {KV_OPTION} yourself",
+            f"plain KV rows (auto is right) but {_gpu_words(needing)} needs fp8; {advice}",
         ))
     if needing:
         path = needing[0].path

@@ -21,7 +21,7 @@ test_memory.py checks the estimate against every one of them with the tolerance 
 
 from __future__ import annotations
 
-from .facts import Facts, as_human_int, as_int
+from .facts import Facts, as_bool, as_human_int, as_int, json_option
 from .records import record
 from .versions import VersionRange
 
@@ -200,7 +200,7 @@ def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = 
             uncertain = uncertain or "--quantization changes the weights' size when vLLM loads them"
 
     gmu = _number(args.value("gpu_memory_utilization")) or DEFAULT_GPU_MEMORY_UTILIZATION
-    kv_memory = as_int(args.value("kv_cache_memory_bytes"))
+    kv_memory = as_human_int(args.value("kv_cache_memory_bytes"))
     budget = int(gpu_memory * gmu) if gpu_memory else None
     fits = None
     if per_gpu is not None and gpu_memory:
@@ -252,10 +252,8 @@ def _number(value) -> float | None:
 
 
 def _mxfp4_indexer(args) -> bool:
-    from .facts import json_option
-
     config = json_option(args, "attention_config") or {}
-    return config.get("indexer_kv_dtype") == "mxfp4" or config.get("use_fp4_indexer_cache") is True
+    return config.get("indexer_kv_dtype") == "mxfp4" or as_bool(config.get("use_fp4_indexer_cache"))
 
 
 def summary(facts: Facts) -> dict | None:

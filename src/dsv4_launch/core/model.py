@@ -47,10 +47,6 @@ class ModelFacts:
     def is_dsv4_family(self) -> bool:
         return self.family in (V4, V41)
 
-    @property
-    def family_name(self) -> str:
-        return FAMILY_NAMES.get(self.family or "", "the model")
-
     def number(self, key: str) -> int | None:
         """An integer field of config.json (``num_attention_heads``), or None. Multimodal
         configs (DeepSeek-V4.1) keep the language model's fields under ``text_config``."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from .facts import Facts
-from .gpus import GpuInfo, describe_kinds, family_words, in_families
+from .gpus import DSV4_FAMILIES, GpuInfo, describe_kinds, family_words, in_families
 from .model import V4
 from .records import record
 from .versions import ANY_VERSION, VersionRange
@@ -35,8 +35,7 @@ DERIVED = "derived"  # worked out from vLLM's code, not observed: a warning only
 EVIDENCE = (CONFIRMED, CITED, REPORTED, DERIVED)
 REFUSAL_EVIDENCE = frozenset({CONFIRMED, CITED})
 
-# GPU families DeepSeek-V4 has kernels for; stand-ins when a GPU's type is unknown.
-DSV4_FAMILIES = frozenset({"9", "10", "12"})
+# Stand-ins when a GPU's type is unknown: one of each family DeepSeek-V4 runs on.
 _STAND_INS = tuple(GpuInfo(index=-1, capability=(int(f), 0)) for f in sorted(DSV4_FAMILIES, key=int))
 
 Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]
@@ -57,6 +56,9 @@ class Rule:
     families: frozenset[str] | None = None  # None: the rule does not depend on the GPU
     vllm: VersionRange = ANY_VERSION
     section: str = "preflight"  # doctor's section name for this row
+    # The check reads the GPU list itself (memory, mixed kinds): with CUDA's numbering ambiguous
+    # it cannot be certain, so a refusal becomes a qualified warning.
+    reads_gpus: bool = False
 
 
 @record
@@ -95,12 +97,16 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
     qualifiers: list[str] = []
     if in_range is None:
         qualifiers.append(f"if vLLM is {rule.vllm.short()}: the installed version is unknown")
+    ambiguous = bool(facts.gpus and facts.gpus.ambiguous)
     if rule.families is None:
         values = rule.check(facts, None)
         if values is None:
             return None
         hit_gpus: list[GpuInfo] = []
         certain = in_range is True
+        if rule.reads_gpus and ambiguous:
+            certain = False
+            qualifiers.append("only if CUDA's device numbers name those GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to know")
     else:
         candidates, exact = _candidates(facts)
         hits = []
@@ -115,7 +121,6 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         if values is None:
             return None
         real = [g for g in hits if g.index >= 0]
-        ambiguous = bool(facts.gpus and facts.gpus.ambiguous)
         # A known GPU that is certainly in use decides; otherwise every candidate must agree.
         gpu_certain = exact or (bool(real) and not ambiguous) or len(hits) == len(candidates)
         if not gpu_certain:

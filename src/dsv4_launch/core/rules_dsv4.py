@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import re
 
-from .facts import Facts, as_int, attention_backend, json_option
-from .gpus import GpuInfo, describe_kinds
-from .kv import AUTO_VALUES, FLASHINFER_DSV4, FLASHMLA_BACKENDS, FP8_DS_MLA, dsv4_backend, kv_path
+from .facts import Facts, as_bool, as_int, attention_backend, json_option
+from .gpus import DSV4_FAMILIES, GpuInfo, describe_kinds
+from .kv import AUTO_VALUES, DSV4_BACKEND_NAMES, FLASHINFER_DSV4, FLASHMLA_BACKENDS, FP8_DS_MLA, dsv4_backend, kv_path
 from .model import V4, V41
 from .rules import CITED, CONFIRMED, DERIVED, REFUSE, REPORTED, WARN, Rule
 from .rules_memory import MEMORY_RULES
 from .versions import VersionRange
 
 BOTH = frozenset({V4, V41})
-DSV4_GPUS = frozenset({"9", "10", "12"})
 OLD_GPUS = frozenset({"3", "5", "6", "7", "8"})  # below SM 9.0: no DeepSeek-V4 kernels
 NOT_SM10 = frozenset({"9", "12"})
 
@@ -39,10 +38,6 @@ THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-mo
 MEGA_MOE = "deep_gemm_mega_moe"
 
 RECIPES = "vllm-project/recipes"
-
-
-def _truthy(value) -> bool:
-    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"))
 
 
 def _setting(facts: Facts, dest: str, option: str) -> str:
@@ -73,12 +68,12 @@ def _is_nvfp4_on_mla(kv: str, version: str | None) -> bool:
     return kv.startswith("nvfp4") and not kv.endswith("_ds_mla")
 
 
-def _spec(facts: Facts) -> dict:
+def spec_config(facts: Facts) -> dict:
     return json_option(facts.args, "speculative_config") or {}
 
 
-def _method(facts: Facts) -> str | None:
-    method = _spec(facts).get("method")
+def spec_method(facts: Facts) -> str | None:
+    method = spec_config(facts).get("method")
     return method.lower() if isinstance(method, str) else None
 
 
@@ -204,8 +199,8 @@ def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     groups = facts.model.number("o_groups")
     heads = facts.model.number("num_attention_heads")
-    if not groups or groups % tp == 0 or (heads and heads % tp):
-        return None  # (TP not dividing the heads is the tp-heads row's)
+    if not groups or tp <= groups or (heads and heads % tp):
+        return None  # n_local_groups = 0 only past o_groups (TP not dividing the heads: tp-heads)
     dp_gpus = tp // groups if tp > groups else 1
     return {"setting": _setting(facts, "tensor_parallel_size", "--tensor-parallel-size"), "tp": tp, "groups": groups,
             "arch": facts.model.architecture or "the model", "sizes": _tp_sizes(facts),
@@ -216,13 +211,12 @@ def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
 def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1
-    multi_node = (
-        facts.args.value("distributed_executor_backend") == "ray"
-        or (as_int(facts.args.value("nnodes")) or 1) > 1
-        or bool(facts.args.value("headless"))
-    )
+    # vLLM's own check (config/parallel.py): only with no executor backend given, a world size
+    # above 1 and one node.
+    multi_node = (as_int(facts.args.value("nnodes")) or 1) > 1 or bool(facts.args.value("headless"))
     counted = facts.gpus is not None and facts.gpu_source in ("nvml", "nvidia-smi")
-    if not counted or multi_node or pp < 1 or tp * pp <= facts.gpus.visible_count:
+    if (not counted or multi_node or pp < 1 or tp * pp <= 1 or facts.args.value("distributed_executor_backend")
+            is not None or tp * pp <= facts.gpus.visible_count):
         return None
     visible = facts.gpus.visible_count
     sizes = f"--tensor-parallel-size {tp}" + (f" × --pipeline-parallel-size {pp}" if pp > 1 else "")
@@ -233,7 +227,12 @@ def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
 
 def attention_env_ignored(facts: Facts, gpu: GpuInfo | None):
     value = facts.env.get("VLLM_ATTENTION_BACKEND")
-    return {"value": value} if value else None
+    if not value:
+        return None
+    usable = value.strip().upper() in DSV4_BACKEND_NAMES - NOT_DSV4_BACKENDS
+    fix = (f"--attention-backend {value.strip().upper()} (and unset VLLM_ATTENTION_BACKEND)" if usable
+           else "unset VLLM_ATTENTION_BACKEND (DeepSeek-V4's default attention is used either way)")
+    return {"value": value, "fix": fix}
 
 
 def mixed_gpus(facts: Facts, gpu: GpuInfo | None):
@@ -262,7 +261,7 @@ def mega_moe_off_sm100(facts: Facts, gpu: GpuInfo | None):
 
 
 def _fp4_indexer_flag(facts: Facts) -> bool:
-    return _truthy(_attention_config(facts).get("use_fp4_indexer_cache"))
+    return as_bool(_attention_config(facts).get("use_fp4_indexer_cache"))
 
 
 def _fp4_indexer_fix(facts: Facts) -> str:
@@ -303,36 +302,36 @@ def _has_dspark(facts: Facts) -> bool:
 
 
 def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
-    return {} if _method(facts) == "dspark" else None
+    return {} if spec_method(facts) == "dspark" else None
 
 
 def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
-    if _method(facts) != "dspark" or _spec(facts).get("model") or facts.model.config is None or _has_dspark(facts):
+    if spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None or _has_dspark(facts):
         return None
     return {"arch": facts.model.architecture or "the model"}
 
 
 def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1
-    return {"pp": pp} if _method(facts) == "dspark" and pp > 1 else None
+    return {"pp": pp} if spec_method(facts) == "dspark" and pp > 1 else None
 
 
 def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     block = facts.model.number("dspark_block_size")
-    k = as_int(_spec(facts).get("num_speculative_tokens"))
-    if _method(facts) != "dspark" or not block or k is None or k >= block:
+    k = as_int(spec_config(facts).get("num_speculative_tokens"))
+    if spec_method(facts) != "dspark" or not block or k is None or k >= block:
         return None
     return {"k": k, "block": block}
 
 
 def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
-    if _method(facts) != "dspark" or (facts.env.get("VLLM_USE_V2_MODEL_RUNNER") or "").strip() not in ("0", "false"):
+    if spec_method(facts) != "dspark" or (facts.env.get("VLLM_USE_V2_MODEL_RUNNER") or "").strip() not in ("0", "false"):
         return None
     return {}
 
 
 def mtp_on_dspark_checkpoint(facts: Facts, gpu: GpuInfo | None):
-    if _method(facts) not in ("mtp", "deepseek_mtp") or not _has_dspark(facts):
+    if spec_method(facts) not in ("mtp", "deepseek_mtp") or not _has_dspark(facts):
         return None
     return {"arch": facts.model.known_id or facts.model.name or "this checkpoint"}
 
@@ -438,7 +437,7 @@ RULES: tuple[Rule, ...] = (
         "ValueError from 0.30)",
         fix="--kv-cache-dtype fp8, or drop the option",
         reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174",
-        families=DSV4_GPUS,
+        families=DSV4_FAMILIES,
     ),
     Rule(
         id="nvfp4-on-mla", level=REFUSE, evidence=CITED,
@@ -519,7 +518,7 @@ RULES: tuple[Rule, ...] = (
         title="`VLLM_ATTENTION_BACKEND` set", effect="read nowhere by vLLM 0.24–0.33 (the default backend is used)",
         check=attention_env_ignored,
         message="VLLM_ATTENTION_BACKEND={value} is not read by {vllm}",
-        fix="--attention-backend {value}", reference="vLLM #50292; vllm/envs.py", models=BOTH,
+        fix="{fix}", reference="vLLM #50292; vllm/envs.py", models=BOTH,
     ),
     # --- GPUs and vLLM releases ----------------------------------------------------------
     Rule(
@@ -594,7 +593,7 @@ RULES: tuple[Rule, ...] = (
         check=mixed_gpus,
         message="GPUs of different compute capability in one run ({kinds}): vLLM picks one attention path for all",
         fix="run one kind per server (CUDA_VISIBLE_DEVICES)",
-        reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", models=BOTH,
+        reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", models=BOTH, reads_gpus=True,
     ),
     # --- F1: the Blackwell data-centre recipe flags copied elsewhere ---------------------
     Rule(
@@ -681,7 +680,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="tp-o-groups", level=REFUSE, evidence=CITED,
-        title="`--tensor-parallel-size` not dividing `o_groups` (DeepSeek-V4-Flash: 8; Pro: 16)",
+        title="`--tensor-parallel-size` larger than `o_groups` (DeepSeek-V4-Flash: 8; Pro: 16)",
         effect="ZeroDivisionError after the weights load (n_local_groups = o_groups // TP = 0)",
         check=tp_vs_o_groups,
         message="{setting}: {arch} has o_groups {groups}, and vLLM splits them over the tensor-parallel ranks "
@@ -692,7 +691,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="tp-pp-gpus", level=REFUSE, evidence=CITED,
-        title="TP × PP larger than the GPUs visible here (single node)",
+        title="TP × PP (above 1) larger than the GPUs visible here, one node, no executor backend given",
         effect="`World size (N) is larger than the number of available GPUs` when the engine config is made",
         check=tp_pp_vs_visible_gpus,
         message="{sizes} needs {needed} on this node, but {visible} visible here; {vllm} refuses it ('World size "
@@ -719,7 +718,7 @@ RULES: tuple[Rule, ...] = (
         message="{setting}: {name}'s sparse attention on {gpus} needs a multiple of {multiple}; {vllm} fails with "
         "'No common block size' after loading the weights",
         fix="--block-size {suggested}, or drop the option",
-        reference="vllm/models/deepseek_v41/sparse_mla.py", models=frozenset({V41}), families=DSV4_GPUS,
+        reference="vllm/models/deepseek_v41/sparse_mla.py", models=frozenset({V41}), families=DSV4_FAMILIES,
         vllm=VersionRange(since="0.30.0"),
     ),
     # --- F4: speculative decoding versus the checkpoint -------------------------------------

@@ -5,7 +5,7 @@ what is fitted."""
 
 from __future__ import annotations
 
-from .facts import Facts
+from .facts import Facts, as_human_int
 from .gpus import GpuInfo
 from .memory import GiB, estimate
 from .model import V4, V41
@@ -28,7 +28,7 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
     e = estimate(facts, weights)
     if e.fits is not False or e.uncertain or e.budget_bytes is None:
         return None
-    kv_memory = facts.args.value("kv_cache_memory_bytes")
+    kv_memory = as_human_int(facts.args.value("kv_cache_memory_bytes"))
     limit = e.gpu_memory_bytes if kv_memory else e.budget_bytes
     needed = e.weights_bytes_per_gpu + (e.kv_available_bytes if kv_memory else 0)
     if needed < limit * CERTAIN_MARGIN:
@@ -72,8 +72,8 @@ def _suggestion(facts: Facts, length: int) -> str:
          {"max_num_batched_tokens": "2048", "gpu_memory_utilization": "0.95"}),
     ]
     for words, values in tries:
-        if facts.args.value(next(iter(values))) is not None:
-            continue  # the user set it: never suggested over their value
+        if any(facts.args.value(key) is not None for key in values):
+            continue  # the user set one of them: never suggested over their value
         e = estimate(_with(facts, **values), facts.memory)
         if e.max_model_len_fits is not None and e.max_model_len_fits >= length:
             return words
@@ -105,10 +105,15 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     }
 
 
+SAFETENSORS_LOADERS = (None, "auto", "safetensors", "fastsafetensors")
+
+
 def shards_missing(facts: Facts, gpu: GpuInfo | None):
     weights = facts.memory
     if weights is None or not weights.local or not weights.shards_missing:
         return None
+    if facts.args.value("load_format") not in SAFETENSORS_LOADERS:
+        return None  # dummy weights, tensorizer, GGUF…: the safetensors shards are not read
     size = f" (about {weights.missing_bytes / 1e9:.0f} GB)" if weights.missing_bytes else ""
     return {"missing": weights.shards_missing, "total": weights.shards_total, "size": size,
             "where": facts.model.directory or facts.model.name}
@@ -127,7 +132,7 @@ MEMORY_RULES: tuple[Rule, ...] = (
         fix="more GPUs (at least {more} of these), a larger --tensor-parallel-size/--pipeline-parallel-size, "
         "--cpu-offload-gb, or a smaller (quantised) checkpoint; `dsv4-launch fit` lists the layouts that fit",
         reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_utils.py",
-        models=BOTH,
+        models=BOTH, reads_gpus=True,
     ),
     Rule(
         id="weights-tight",
@@ -140,7 +145,7 @@ MEMORY_RULES: tuple[Rule, ...] = (
         "({why})",
         fix="more GPUs or a larger --tensor-parallel-size; `dsv4-launch fit` shows the margins",
         reference="dsv4-launch's memory estimate (docs/memory.md)",
-        models=BOTH,
+        models=BOTH, reads_gpus=True,
     ),
     Rule(
         id="max-model-len-too-long",
@@ -154,7 +159,7 @@ MEMORY_RULES: tuple[Rule, ...] = (
         "likely refuse to start after loading them; {fits} (an estimate: vLLM's accounting differs between "
         "releases)",
         fix="{fix}",
-        reference="vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory; docs/memory.md",
+        reference="vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory; docs/memory.md", reads_gpus=True,
     ),
     Rule(
         id="shards-missing",
@@ -165,7 +170,7 @@ MEMORY_RULES: tuple[Rule, ...] = (
         check=shards_missing,
         message="{missing} of the {total} shards that model.safetensors.index.json names are missing in "
         "{where}{size}; vLLM cannot load the model without them",
-        fix="finish the download (huggingface-cli download <repo> --local-dir <dir>), or point at a complete copy",
+        fix="finish the download of the checkpoint into {where}, or point at a complete copy",
         reference="vllm/model_executor/model_loader/default_loader.py",
         models=BOTH,
     ),

@@ -28,18 +28,27 @@ class Settings:
     gpu_memory_bytes: int | None = None  # DSV4_LAUNCH_GPU_MEMORY: per GPU
     preflight: str = "refuse"  # DSV4_LAUNCH_PREFLIGHT: refuse, warn, off
     debug: bool = False  # DSV4_LAUNCH_DEBUG: internal errors raise instead of passing through
+    warnings: tuple[str, ...] = ()  # flags whose values were not understood, and what was assumed
 
 
-def read_flag(env: Mapping[str, str], name: str) -> bool:
+def read_flag(env: Mapping[str, str], name: str, unclear: bool = False) -> tuple[bool, str | None]:
+    """An on/off variable: (value, None), or (``unclear``, a warning) for a value that is neither
+    — never an error: a typo in a flag must not stop vLLM from starting."""
     raw = env.get(name)
     if raw is None:
-        return False
+        return False, None
     value = raw.strip().lower()
     if value in TRUE:
-        return True
+        return True, None
     if value in FALSE:
-        return False
-    raise SettingsError(f"{name}={raw!r} is not understood; use 1 (on) or 0 (off)")
+        return False, None
+    return unclear, f"{name}={raw!r} is not 1 (on) or 0 (off); taken as {'on' if unclear else 'off'}"
+
+
+def disable_switch(env: Mapping[str, str]) -> tuple[bool, str | None]:
+    """DSV4_LAUNCH_DISABLE, read the same way everywhere (dsv4-serve, plan, doctor, the plugin):
+    any value that is not clearly off turns dsv4-launch off — the safe side is vLLM untouched."""
+    return read_flag(env, "DSV4_LAUNCH_DISABLE", unclear=True)
 
 
 _UNITS = {
@@ -91,11 +100,15 @@ def read_settings(env: Mapping[str, str]) -> Settings:
         raise SettingsError(
             f"DSV4_LAUNCH_PREFLIGHT={raw_preflight!r} is not understood; use refuse (default), warn or off"
         )
+    disabled, w1 = disable_switch(env)
+    quiet, w2 = read_flag(env, "DSV4_LAUNCH_QUIET")
+    debug, w3 = read_flag(env, "DSV4_LAUNCH_DEBUG")
     return Settings(
         preflight=preflight,
-        disabled=read_flag(env, "DSV4_LAUNCH_DISABLE"),
-        quiet=read_flag(env, "DSV4_LAUNCH_QUIET"),
-        debug=read_flag(env, "DSV4_LAUNCH_DEBUG"),
+        disabled=disabled,
+        quiet=quiet,
+        debug=debug,
+        warnings=tuple(w for w in (w1, w2, w3) if w),
         gpu_capabilities=caps,
         gpu_capability_text=text.strip() if caps else None,
         gpu_memory_bytes=memory,
@@ -105,7 +118,8 @@ def read_settings(env: Mapping[str, str]) -> Settings:
 # Every environment variable dsv4-launch reads, with its effect: `dsv4-serve --help` and README's
 # table are made from these rows.
 ENV_VARS: tuple[tuple[str, str], ...] = (
-    ("DSV4_LAUNCH_DISABLE=1", "no reading, probing or rewriting: arguments go to vLLM unchanged (one line says so)"),
+    ("DSV4_LAUNCH_DISABLE=1", "no reading, probing or rewriting: arguments go to vLLM unchanged (one line says so); "
+     "also turns the vLLM plugin off. Any value other than 0/false/no/off counts as on"),
     ("DSV4_LAUNCH_QUIET=1", "print only warnings and errors"),
     ("DSV4_LAUNCH_PREFLIGHT=refuse|warn|off",
      "pre-flight problems stop dsv4-serve (default), only warn, or are not checked"),

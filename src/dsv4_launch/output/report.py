@@ -50,7 +50,7 @@ def gpus_line(facts: Facts | None, plan: Plan) -> str:
     return f"unknown ({facts.gpu_error})" if facts.gpu_error else "none found"
 
 
-def vllm_line(facts: Facts | None, version: str | None, note: str | None) -> str:
+def vllm_line(version: str | None, note: str | None) -> str:
     text = version or "version unknown"
     return f"{text} ({note})" if note else text
 
@@ -71,7 +71,7 @@ def report_plan(
     if with_facts:
         reporter.info(model_line(facts, plan), label="model")
         reporter.info(gpus_line(facts, plan), label="gpus")
-        reporter.info(vllm_line(facts, vllm_version, vllm_note), label="vllm")
+        reporter.info(vllm_line(vllm_version, vllm_note), label="vllm")
         if memory_line:
             reporter.info(memory_line, label="memory")
     for note in plan.notes:

@@ -30,8 +30,10 @@ MARK = "_dsv4_launch_patched"
 
 def register() -> None:
     """The ``vllm.general_plugins`` entry point: patch vLLM's KV-dtype resolution (once)."""
+    from ..core.settings import disable_switch
+
+    if disable_switch(os.environ)[0]:
+        return
     from .kv_patch import install
 
-    if os.environ.get("DSV4_LAUNCH_DISABLE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return
     install()

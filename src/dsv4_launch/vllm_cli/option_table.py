@@ -41,13 +41,6 @@ class OptionTable:
     # see tools/gen_vllm_options.py.
     values: Mapping[str, tuple[str, ...]] = EMPTY
 
-    def action_for(self, option: str) -> OptionAction | None:
-        """The action of an exact option string (``--api-key``, ``-tp``)."""
-        for action in self.actions:
-            if option in action.options:
-                return action
-        return None
-
     @property
     def option_strings(self) -> tuple[str, ...]:
         return tuple(o for a in self.actions for o in a.options)

@@ -39,9 +39,6 @@ class SecretSpans:
 
     spans: frozenset[tuple[int, str]] = frozenset()
 
-    def __contains__(self, index: int) -> bool:
-        return (index, WHOLE) in self.spans or (index, AFTER_EQ) in self.spans
-
 
 def option_name(token: str) -> str | None:
     """The option a ``--name``/``--name=value`` token names, normalised as vLLM does.
