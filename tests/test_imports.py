@@ -30,7 +30,8 @@ def test_nothing_heavy_before_handover(run_cli):
     assert "yaml" not in mods  # no --config
     assert "click" not in mods  # dsv4-serve parses nothing of its own
     # the start-up budget (benchmarks/bench.py): these cost milliseconds each and are avoided
-    for heavy in ("typing", "dataclasses", "inspect", "pathlib", "importlib.metadata", "packaging"):
+    for heavy in ("typing", "dataclasses", "inspect", "pathlib", "importlib.metadata", "packaging", "glob",
+                  "importlib.util"):
         assert heavy not in mods, f"{heavy} is imported before the hand-over"
 
 

@@ -26,6 +26,21 @@ def test_ordering_matches_packaging(a, b):
     assert (ours[0] == ours[1]) == (theirs[0] == theirs[1]), (a, b)
 
 
+@settings(max_examples=300, deadline=None)
+@given(parts)
+def test_plain_release_shortcut_is_the_pep440_reading(text):
+    """Plain "N.N.N" skips the regular expression; the same version read through it (the
+    leading "v" forces that path) must be the same version in every field."""
+    fast, slow = parse_version(text), parse_version("v" + text)
+    assert (fast.key, fast.release, fast.pre, fast.dev) == (slow.key, slow.release, slow.pre, slow.dev)
+
+
+@pytest.mark.parametrize("text", ["１.0", "0.24.0.", "", ".", "0..1", "٣.1"])
+def test_not_quite_plain_text_is_judged_by_the_full_reading(text):
+    with pytest.raises(ValueError):
+        parse_version(text)
+
+
 @pytest.mark.parametrize(
     "version,older",
     [("0.24.0", True), ("0.29.1", True), ("0.30.0rc1", True), ("0.30.0.dev5+g12ab", True),

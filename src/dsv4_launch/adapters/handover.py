@@ -10,7 +10,6 @@ script that started them.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -26,6 +25,8 @@ class NoVllm(Exception):
 def install_hint() -> str:
     """Commands that work as written from here: install vLLM into this very environment, or
     point PATH at an environment that has it."""
+    import shlex  # only on this error path
+
     python = shlex.quote(sys.executable)
     return (
         f"install it into this environment ({python} -m pip install vllm; it brings its own "

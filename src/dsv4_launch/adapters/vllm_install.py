@@ -7,8 +7,6 @@ from the metadata next to the interpreter of the ``vllm`` script on PATH.
 
 from __future__ import annotations
 
-import glob
-import importlib.util
 import os
 import re
 import sys
@@ -27,7 +25,7 @@ class VllmInstall:
 
 def find_vllm(env: Mapping[str, str]) -> VllmInstall:
     try:
-        spec = importlib.util.find_spec("vllm")
+        spec = _find_spec("vllm")
     except (ImportError, ValueError) as exc:  # a broken ``vllm`` entry on sys.path
         spec = None
         broken = f"vLLM cannot be found in this environment ({type(exc).__name__})"
@@ -54,6 +52,34 @@ def find_vllm(env: Mapping[str, str]) -> VllmInstall:
         else f"vLLM runs from {exe}; its version could not be read"
     )
     return VllmInstall(version=version, importable=False, executable=exe, note=note)
+
+
+def _find_spec(name: str):
+    """``importlib.util.find_spec`` for a top-level name, without importing importlib.util (and
+    contextlib with it) on every start: the import system's own finders, asked in order."""
+    module = sys.modules.get(name)
+    if module is not None:
+        spec = getattr(module, "__spec__", None)
+        if spec is None:
+            raise ValueError(f"{name}.__spec__ is None")  # as importlib.util.find_spec says
+        return spec
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        spec = find(name, None) if find is not None else None
+        if spec is not None:
+            return spec
+    return None
+
+
+def _dist_info_metadata(site: str) -> list[str]:
+    """``site/vllm-*.dist-info/METADATA`` files, sorted (glob without importing glob)."""
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return []
+    found = (os.path.join(site, n, "METADATA") for n in sorted(n for n in names if n.startswith("vllm-")
+                                                                and n.endswith(".dist-info")))
+    return [m for m in found if os.path.isfile(m)]
 
 
 def _non_executable_vllm(path: str | None) -> str | None:
@@ -86,7 +112,7 @@ def _version_beside_package(spec) -> str | None:
     """
     for folder in spec.submodule_search_locations or ():
         site = os.path.dirname(os.path.abspath(folder))
-        found = sorted(glob.glob(os.path.join(glob.escape(site), "vllm-*.dist-info", "METADATA")))
+        found = _dist_info_metadata(site)
         if len(found) == 1:
             return _read_metadata_version(found[0])
     return None
@@ -173,8 +199,12 @@ def _version_beside_script(exe: str) -> str | None:
         prefix = os.path.dirname(os.path.dirname(written))
     else:  # `#!/usr/bin/env python3` and the like: the script's own environment
         prefix = os.path.dirname(os.path.dirname(os.path.realpath(exe)))
-    pattern = os.path.join(glob.escape(prefix), "lib", "python3*", "site-packages", "vllm-*.dist-info", "METADATA")
-    for metadata in sorted(glob.glob(pattern)):
+    lib = os.path.join(prefix, "lib")
+    try:
+        pythons = sorted(n for n in os.listdir(lib) if n.startswith("python3"))
+    except OSError:
+        pythons = []
+    for metadata in (m for n in pythons for m in _dist_info_metadata(os.path.join(lib, n, "site-packages"))):
         version = _read_metadata_version(metadata)
         if version:
             return version

@@ -32,7 +32,15 @@ class Version:
     __slots__ = ("text", "release", "pre", "dev", "key")
 
     def __init__(self, text: str) -> None:
-        m = re.match(_PEP440_SOURCE, text, re.VERBOSE | re.IGNORECASE)  # compiled once, on first use
+        parts = text.split(".")
+        if text.isascii() and all(p.isdigit() for p in parts):  # "0.24.0": no regex needed
+            self.text, self.release, self.pre, self.dev = text, tuple(int(p) for p in parts), None, None
+            trimmed = list(self.release)
+            while len(trimmed) > 1 and trimmed[-1] == 0:
+                trimmed.pop()
+            self.key = (0, tuple(trimmed), (_INF,), (-_INF,), (_INF,), ((-_INF, ""),))
+            return
+        m = re.match(_PEP440_SOURCE, text, re.VERBOSE | re.IGNORECASE | re.ASCII)  # compiled on first use
         if m is None:
             raise ValueError(f"not a version: {text!r}")
         self.text = text
