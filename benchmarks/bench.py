@@ -6,14 +6,21 @@
 Run it with the Python that has dsv4-launch installed (it runs that environment's
 `dsv4-serve` and `dsv4-launch`). Stdlib only. Every case is a fresh process; wall time is
 measured around it and peak memory (max RSS) comes from the kernel's accounting of that process
-(os.wait4). Each case is warmed up, then run --runs times; the table shows medians. Nothing is
-written unless --json FILE is given (benchmarks/results/latest.json is the committed run).
+(os.wait4). The cases are run in turns (A B C A B C …, after warm-up rounds) so that drift hits
+all alike; the table shows medians. Nothing is written unless --json FILE is given
+(benchmarks/results/latest.json is the committed run).
 
 Cases:
   floor        python -c pass (the interpreter itself)
   click        python -c "import click" (the memory baseline of any click CLI)
   plan         dsv4-launch plan --json deepseek-ai/DeepSeek-V4-Flash -tp 2, two fake SM 12.0 GPUs
   vllm stub    a `vllm` console script whose vllm.entrypoints.cli.main returns at once
+  vllm stub+   the same stub, importing first what every real vLLM imports on
+               `import vllm.entrypoints.cli.main` and dsv4-serve imports too (SHARED_WITH_VLLM:
+               json, argparse, ctypes.util, pynvml; checked against the real vLLM when
+               --vllm-python is given). dsv4-serve hands over in the same process, so these
+               are imported once either way: dsv4-serve − vllm stub+ is what a real start waits
+               longer (reported, not a budget: the budgets are on the plain stub)
   dsv4-serve   dsv4-serve deepseek-ai/DeepSeek-V4-Flash -tp 2 up to the hand-over to that stub
   launch serve dsv4-launch serve …, the same
   secrets ×N   dsv4-serve with N --api-key values (our cost must grow linearly; argparse's own
@@ -47,6 +54,10 @@ FAKE_GPUS = ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition|GPU-0|12.0|97887
 ARGS = [MODEL, "-tp", "2"]  # Flash's weights need two 96 GB GPUs
 
 BUDGET_HANDOVER_MS = 40.0
+# Imported by `import vllm.entrypoints.cli.main` in every release 0.24.0–0.33.0 (CPU build
+# checked) and by dsv4-serve before the hand-over (pynvml pulls in ctypes.util, with
+# subprocess, shutil and tempfile).
+SHARED_WITH_VLLM = ("json", "argparse", "ctypes.util", "pynvml")
 BUDGET_PLAN_MS = 60.0
 BUDGET_PLAN_MEMORY_MB = 15.0
 BUDGET_REAL_RATIO = 1.03
@@ -108,50 +119,28 @@ def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     return (time.perf_counter() - start) * 1000, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
 
-def measure(name: str, cmd: list[str], env: dict[str, str], runs: int, warmup: int) -> dict:
+def measure(cases: dict[str, list[str]], env: dict[str, str], runs: int, warmup: int) -> dict[str, dict]:
+    """Each case ``runs`` times, taken in turns (A B C A B C …) after ``warmup`` rounds, so that
+    the machine's drift during the run hits every case alike: differences between cases are
+    what the budgets are about."""
     for _ in range(warmup):
-        run_once(cmd, env)
-    times, peaks = [], []
+        for cmd in cases.values():
+            run_once(cmd, env)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(runs):
-        ms, peak, status = run_once(cmd, env)
-        if status != 0:
-            raise SystemExit(f"bench: {name}: {' '.join(cmd)} exited {status}")
-        times.append(ms)
-        peaks.append(peak)
-    result = {
-        "name": name,
-        "command": cmd,
-        "runs": runs,
-        "median_ms": statistics.median(times),
-        "min_ms": min(times),
-        "max_ms": max(times),
-        "peak_mib": statistics.median(peaks),
-    }
-    print(f"  {name:<18} {result['median_ms']:8.1f} ms  {result['peak_mib']:6.1f} MiB", file=sys.stderr)
-    return result
-
-
-def measure_pair(names: tuple[str, str], cmds: tuple[list[str], list[str]], env: dict[str, str],
-                 runs: int) -> tuple[dict, dict]:
-    """Two slow commands measured alternately (A B A B …), so that drift hits both alike."""
-    run_once(cmds[0], env)  # warm the page cache for both
-    run_once(cmds[1], env)
-    samples: tuple[list, list] = ([], [])
-    for _ in range(runs):
-        for i in (0, 1):
-            ms, peak, status = run_once(cmds[i], env)
+        for name, cmd in cases.items():
+            ms, peak, status = run_once(cmd, env)
             if status != 0:
-                raise SystemExit(f"bench: {names[i]}: {' '.join(cmds[i])} exited {status}")
-            samples[i].append((ms, peak))
-    out = []
-    for name, cmd, sample in zip(names, cmds, samples):
-        times = [ms for ms, _ in sample]
-        result = {"name": name, "command": cmd, "runs": runs, "median_ms": statistics.median(times),
-                  "min_ms": min(times), "max_ms": max(times),
-                  "peak_mib": statistics.median(p for _, p in sample)}
-        print(f"  {name:<18} {result['median_ms']:8.1f} ms  {result['peak_mib']:6.1f} MiB", file=sys.stderr)
-        out.append(result)
-    return out[0], out[1]
+                raise SystemExit(f"bench: {name}: {' '.join(cmd)} exited {status}")
+            samples[name].append((ms, peak))
+    out = {}
+    for name, cmd in cases.items():
+        times = [ms for ms, _ in samples[name]]
+        out[name] = {"name": name, "command": cmd, "runs": runs, "median_ms": statistics.median(times),
+                     "min_ms": min(times), "max_ms": max(times),
+                     "peak_mib": statistics.median(p for _, p in samples[name])}
+        print(f"  {name:<18} {out[name]['median_ms']:8.1f} ms  {out[name]['peak_mib']:6.1f} MiB", file=sys.stderr)
+    return out
 
 
 def build_fakes(work: Path) -> tuple[dict[str, str], Path]:
@@ -185,6 +174,8 @@ def build_fakes(work: Path) -> tuple[dict[str, str], Path]:
     for folder in (stub / "vllm", stub / "vllm" / "entrypoints", cli):
         (folder / "__init__.py").write_text("")
     (cli / "main.py").write_text("def main():\n    return None\n")
+    (cli / "shared.py").write_text("".join(f"import {m}\n" for m in SHARED_WITH_VLLM)
+                                   + "from vllm.entrypoints.cli.main import main\n")
     info = stub / "vllm-0.24.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.24.0\n")
@@ -194,7 +185,20 @@ def build_fakes(work: Path) -> tuple[dict[str, str], Path]:
     script = bindir / "vllm"
     script.write_text(CONSOLE_SCRIPT.format(python=sys.executable))
     script.chmod(0o755)
+    shared = bindir / "vllm-shared"
+    shared.write_text(CONSOLE_SCRIPT.format(python=sys.executable).replace("cli.main import", "cli.shared import"))
+    shared.chmod(0o755)
     return env, bindir
+
+
+def check_shared_with_vllm(python: str, env: dict[str, str]) -> list[str]:
+    """The SHARED_WITH_VLLM modules the real vLLM at ``python`` does not import (should be none)."""
+    code = ("import sys, vllm.entrypoints.cli.main; "
+            f"print(' '.join(m for m in {SHARED_WITH_VLLM!r} if m not in sys.modules))")
+    done = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise SystemExit(f"bench: {python} cannot import vllm.entrypoints.cli.main")
+    return done.stdout.split()
 
 
 def tool(name: str, python: str) -> str:
@@ -223,32 +227,33 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env, bindir = build_fakes(Path(tmp))
         print(f"bench: {opts.runs} runs after {opts.warmup} warm-up runs, medians", file=sys.stderr)
-        r = {}
-        r["floor"] = measure("floor", [py, "-c", "pass"], env, opts.runs, opts.warmup)
-        r["click"] = measure("click", [py, "-c", "import click"], env, opts.runs, opts.warmup)
-        r["plan"] = measure("plan", [tool("dsv4-launch", py), "plan", "--json", *ARGS], env, opts.runs, opts.warmup)
-        r["vllm stub"] = measure("vllm stub", [str(bindir / "vllm"), "serve", *ARGS], env, opts.runs, opts.warmup)
-        r["dsv4-serve"] = measure("dsv4-serve", [tool("dsv4-serve", py), *ARGS], env, opts.runs, opts.warmup)
-        r["launch serve"] = measure("launch serve", [tool("dsv4-launch", py), "serve", *ARGS], env, opts.runs,
-                                    opts.warmup)
+        stub, shared = [str(bindir / "vllm"), "serve", *ARGS], [str(bindir / "vllm-shared"), "serve", *ARGS]
+        r = measure({
+            "floor": [py, "-c", "pass"],
+            "click": [py, "-c", "import click"],
+            "plan": [tool("dsv4-launch", py), "plan", "--json", *ARGS],
+            "vllm stub": stub,
+            "vllm stub+": shared,
+            "dsv4-serve": [tool("dsv4-serve", py), *ARGS],
+            "launch serve": [tool("dsv4-launch", py), "serve", *ARGS],
+        }, env, opts.runs, opts.warmup)
         n = opts.secrets
-        for k in (n, 2 * n):
-            keys = [f"sk-{i:08d}" for i in range(k)]
-            r[f"secrets ×{k}"] = measure(f"secrets ×{k}", [tool("dsv4-serve", py), *ARGS, "--api-key", *keys], env,
-                                         max(3, opts.runs // 4), 1)
+        r.update(measure({f"secrets ×{k}": [tool("dsv4-serve", py), *ARGS, "--api-key", *(f"sk-{i:08d}" for i in range(k))]
+                          for k in (n, 2 * n)}, env, max(3, opts.runs // 4), 1))
         if opts.vllm_python:
             real = {k: v for k, v in env.items() if k not in ("PYTHONPATH",)}
             real["VLLM_TARGET_DEVICE"] = "cpu"
             vp = opts.vllm_python
-            r["vllm --help"], r["dsv4-serve --help"] = measure_pair(
-                ("vllm --help", "dsv4-serve --help"),
-                ([tool("vllm", vp), "serve", "--help"], [tool("dsv4-serve", vp), "--help"]),
-                real,
-                opts.vllm_runs,
-            )
+            missing = check_shared_with_vllm(vp, real)
+            if missing:
+                print(f"bench: the real vLLM does not import {', '.join(missing)}: the vllm stub+ line "
+                      "overstates what is shared", file=sys.stderr)
+            r.update(measure({"vllm --help": [tool("vllm", vp), "serve", "--help"],
+                              "dsv4-serve --help": [tool("dsv4-serve", vp), "--help"]}, real, opts.vllm_runs, 1))
 
     overhead = r["dsv4-serve"]["median_ms"] - r["vllm stub"]["median_ms"]
     launch_overhead = r["launch serve"]["median_ms"] - r["vllm stub"]["median_ms"]
+    net = r["dsv4-serve"]["median_ms"] - r["vllm stub+"]["median_ms"]
     plan_memory = r["plan"]["peak_mib"] - r["click"]["peak_mib"]
     small, large = (r[f"secrets ×{k}"]["median_ms"] - r["dsv4-serve"]["median_ms"] for k in (opts.secrets, 2 * opts.secrets))
     budgets = [
@@ -257,6 +262,8 @@ def main() -> None:
         ("plan --json", r["plan"]["median_ms"], "ms", BUDGET_PLAN_MS),
         ("plan peak memory − click's", plan_memory, "MiB", BUDGET_PLAN_MEMORY_MB),
     ]
+    print(f"bench: dsv4-serve − vllm stub+ = {net:.1f} ms: what a real vLLM start waits longer (the modules both "
+          f"import, {', '.join(SHARED_WITH_VLLM)}, are imported once either way)", file=sys.stderr)
     print(f"bench: {opts.secrets} → {2 * opts.secrets} --api-key values cost {small:.0f} → {large:.0f} ms more than "
           f"none (× {large / max(small, 1e-9):.2f}; linear is × 2, argparse's own share is quadratic before "
           "Python 3.13)", file=sys.stderr)
@@ -281,6 +288,7 @@ def main() -> None:
         verdicts.append(ok)
         fmt = f"{value:.3f}" if unit == "×" else f"{value:.1f}"
         lines.append(f"| {label} | {fmt} {unit} | {limit} {unit} | {'ok' if ok else 'OVER'} |")
+    lines.append(f"| what a real vLLM start waits longer (dsv4-serve − vllm stub+) | {net:.1f} ms | — | reported |")
     machine = f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
     lines.append("")
     lines.append(f"{machine}; {time.strftime('%Y-%m-%d')}; {opts.runs} runs per case")
@@ -294,6 +302,7 @@ def main() -> None:
         "machine": machine,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "results": r,
+        "net_handover_ms": net,
         "budgets": [
             {"name": label, "value": value, "unit": unit, "limit": limit, "ok": ok}
             for (label, value, unit, limit), ok in zip(budgets, verdicts)
