@@ -1,6 +1,7 @@
 """Run the real-vLLM oracle suite release by release and write the release matrix.
 
     python3 tools/oracle_sweep.py [--releases 0.24.0 0.25.0 …] [--tables] [--out docs/release-matrix.md]
+    python3 tools/oracle_sweep.py --render     # rows changed, outcomes not: rewrite the matrix only
 
 For each release: a fresh virtual environment (one at a time, deleted after: ~9 GB each) with
 that vLLM from the package index, dsv4-launch from this checkout, then
@@ -50,7 +51,7 @@ def run_release(release: str, work: Path, tables: bool) -> dict:
     report = work / f"{release}.json"
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     started = time.monotonic()
-    result = {"release": release, "installed": False, "tests": []}
+    result = {"release": release, "installed": False, "tests": [], "commit": checkout_commit()}
     try:
         if sh([sys.executable, "-m", "venv", str(venv)], log, env) != 0:
             return result
@@ -73,6 +74,15 @@ def run_release(release: str, work: Path, tables: bool) -> dict:
         shutil.rmtree(venv, ignore_errors=True)
         result["seconds"] = round(time.monotonic() - started)
     return result
+
+
+def checkout_commit() -> str:
+    """The commit the oracle suite runs from (``+changes`` when the checkout has uncommitted ones)."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def status(rule, result: dict) -> str:
@@ -99,6 +109,10 @@ def matrix(results: list[dict]) -> str:
         "called that release's own vLLM code on the CPU and it behaved as the row says; **cited**: the",
         "row cites the failing line for the releases in its range (docs/rules-evidence.md); **derived** /",
         "**reported**: the row only warns; **n/a**: the release is outside the row's range.",
+        "",
+        "Oracle suite run from commit " + ", ".join(sorted({r.get("commit") or "not recorded" for r in results}))
+        + f"; rows as of commit {checkout_commit()}. CI runs the same suite on every change for "
+        "the releases in .ci/run's VLLM_VERSIONS.",
         "",
         "| oracle suite | " + " | ".join(releases) + " |",
         "|---|" + "---|" * len(releases),
@@ -133,7 +147,12 @@ def main() -> None:
     parser.add_argument("--results", default=str(ROOT / "docs/release-matrix.json"),
                         help="the raw outcomes (committed beside the matrix)")
     parser.add_argument("--work", help="where the venvs and logs go (default: a temporary directory)")
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite the matrix from --results (after a row changed), running nothing")
     opts = parser.parse_args()
+    if opts.render:
+        Path(opts.out).write_text(matrix(json.loads(Path(opts.results).read_text())))
+        return
     work = Path(opts.work or tempfile.mkdtemp(prefix="dsv4-oracle-"))
     work.mkdir(parents=True, exist_ok=True)
     previous = {}
