@@ -222,3 +222,27 @@ def test_readme_tables_are_generated_from_the_rows():
     for rule in (*RULES, *DOCTOR_RULES):
         assert f"`{rule.id}`" in readme
     del subprocess
+
+
+def test_release_matrix_is_rendered_from_the_rows_and_the_recorded_outcomes():
+    """docs/release-matrix.md is tools/oracle_sweep.py's rendering of docs/release-matrix.json
+    with today's rows (only the "rows as of commit" line may differ): a row added, removed or
+    re-ranged without `python3 tools/oracle_sweep.py --render` fails here."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "tools"))
+    import oracle_sweep
+
+    def without_commit_line(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("Oracle suite run from commit")]
+
+    results = json.loads((root / "docs/release-matrix.json").read_text())
+    committed = (root / "docs/release-matrix.md").read_text()
+    assert without_commit_line(oracle_sweep.matrix(results)) == without_commit_line(committed), (
+        "docs/release-matrix.md is stale: python3 tools/oracle_sweep.py --render")
+    for rule in (*RULES, *DOCTOR_RULES):
+        assert f"| `{rule.id}` |" in committed
+    assert all(r["installed"] and r.get("returncode") == 0 for r in results), "a release failed its oracle suite"
