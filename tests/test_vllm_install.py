@@ -73,3 +73,61 @@ def test_a_non_executable_vllm_is_named(tmp_path):
     found = find_vllm({"PATH": str(script.parent)})
     assert found.executable is None
     assert f"{script} is not executable" in found.note
+
+
+def importable_vllm(site, version="0.30.0", extra_dist_infos=()):
+    (site / "vllm").mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("")
+    for name in (f"vllm-{version}.dist-info", *extra_dist_infos):
+        (site / name).mkdir()
+        (site / name / "METADATA").write_text(f"Name: vllm\nVersion: {name[5:-10]}\n\n")
+
+
+def test_an_importable_vllm_is_found_as_importlib_finds_it(tmp_path, monkeypatch):
+    import importlib.util
+
+    importable_vllm(tmp_path / "site", extra_dist_infos=("vllm_flash_attn-2.0.dist-info",))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "vllm", raising=False)
+    found = find_vllm({"PATH": ""})
+    assert (found.version, found.importable) == ("0.30.0", True)
+    # the finder we ask is the one importlib asks
+    from dsv4_launch.adapters.vllm_install import _find_spec
+
+    for name in ("vllm", "json", "no_such_module_here"):
+        ours, theirs = _find_spec(name), importlib.util.find_spec(name)
+        assert (ours is None) == (theirs is None) and (ours is None or ours.origin == theirs.origin)
+
+
+def test_two_dist_infos_beside_the_package_are_not_guessed_between(tmp_path, monkeypatch):
+    importable_vllm(tmp_path / "site", extra_dist_infos=("vllm-0.29.0.dist-info",))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "vllm", raising=False)
+    import dsv4_launch.adapters.vllm_install as vi
+
+    monkeypatch.setattr(vi, "_version_from_metadata", lambda: None)  # the slow fallback, off
+    assert find_vllm({"PATH": ""}).version is None  # two candidates: not read beside the package
+
+
+class BrokenFinder:
+    def __init__(self, exc):
+        self.exc = exc
+
+    def find_spec(self, name, path, target=None):
+        if name == "vllm":
+            raise self.exc
+        return None
+
+
+def test_a_broken_import_hook_is_said_not_raised(tmp_path, monkeypatch):
+    # An editable install's finder that raises (any exception) must not stop dsv4-serve: the
+    # `vllm` on PATH is used, as plain `vllm serve` would be.
+    script = fake_env(tmp_path / "venv", f"#!{tmp_path}/venv/bin/python3.11")
+    for exc in (ImportError("x"), TypeError("y"), AttributeError("z")):
+        monkeypatch.setattr(sys, "meta_path", [BrokenFinder(exc), *sys.meta_path])
+        monkeypatch.delitem(sys.modules, "vllm", raising=False)
+        found = find_vllm({"PATH": str(script.parent)})
+        assert (found.importable, found.executable, found.version) == (False, str(script), "0.33.0")
+        found = find_vllm({"PATH": ""})
+        assert found.executable is None and type(exc).__name__ in found.note
+        monkeypatch.undo()

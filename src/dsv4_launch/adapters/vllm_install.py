@@ -26,7 +26,7 @@ class VllmInstall:
 def find_vllm(env: Mapping[str, str]) -> VllmInstall:
     try:
         spec = _find_spec("vllm")
-    except (ImportError, ValueError) as exc:  # a broken ``vllm`` entry on sys.path
+    except Exception as exc:  # a broken ``vllm`` entry on sys.path, or a broken import hook
         spec = None
         broken = f"vLLM cannot be found in this environment ({type(exc).__name__})"
     else:
