@@ -28,6 +28,7 @@ Cases:
   with --vllm-python (an interpreter with a real vLLM and dsv4-launch installed):
   vllm --help        vllm serve --help        (VLLM_TARGET_DEVICE=cpu)
   dsv4-serve --help  dsv4-serve --help
+  plugin load        the vLLM plugin's register(), timed inside a process with vLLM imported
 
 The fake GPU is the test suite's stand-in libnvidia-ml.so.1 (tests/fakes/fake_nvml.c, built
 with cc), so NVML's own start-up cost is part of the measurement.
@@ -201,6 +202,30 @@ def check_shared_with_vllm(python: str, env: dict[str, str]) -> list[str]:
     return done.stdout.split()
 
 
+PLUGIN_LOAD = """
+import time, importlib
+import vllm.engine.arg_utils
+t = time.perf_counter()
+importlib.import_module("dsv4_launch.plugin").register()
+print((time.perf_counter() - t) * 1000)
+"""
+
+
+def plugin_load(python: str, env: dict[str, str], runs: int) -> dict:
+    """What loading the vLLM plugin costs each vLLM process: register(), timed inside a process
+    that has imported vLLM's engine arguments (vLLM has, before it loads plugins)."""
+    times = []
+    for _ in range(runs):
+        done = subprocess.run([python, "-c", PLUGIN_LOAD], env=env, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise SystemExit(f"bench: plugin load failed: {done.stderr.strip().splitlines()[-1:]}")
+        times.append(float(done.stdout.split()[-1]))
+    result = {"name": "plugin load", "command": [python, "-c", "register()"], "runs": runs,
+              "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "peak_mib": 0.0}
+    print(f"  {'plugin load':<18} {result['median_ms']:8.1f} ms  (in-process, register() only)", file=sys.stderr)
+    return result
+
+
 def tool(name: str, python: str) -> str:
     path = Path(python).parent / name
     if not path.exists():
@@ -250,6 +275,7 @@ def main() -> None:
                       "overstates what is shared", file=sys.stderr)
             r.update(measure({"vllm --help": [tool("vllm", vp), "serve", "--help"],
                               "dsv4-serve --help": [tool("dsv4-serve", vp), "--help"]}, real, opts.vllm_runs, 1))
+            r["plugin load"] = plugin_load(vp, real, opts.vllm_runs)
 
     overhead = r["dsv4-serve"]["median_ms"] - r["vllm stub"]["median_ms"]
     launch_overhead = r["launch serve"]["median_ms"] - r["vllm stub"]["median_ms"]
@@ -277,6 +303,9 @@ def main() -> None:
         "|---|---:|---:|---:|---:|",
     ]
     for name, res in r.items():
+        if name == "plugin load":  # timed inside a process: no process of its own
+            lines.append(f"| {name} (in a vLLM process) | {res['median_ms']:.1f} ms | {res['min_ms']:.1f} ms | — | — |")
+            continue
         lines.append(
             f"| {name} | {res['median_ms']:.1f} ms | {res['min_ms']:.1f} ms | "
             f"{res['peak_mib']:.1f} MiB | {res['median_ms'] / floor:.2f} |"

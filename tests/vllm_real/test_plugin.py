@@ -136,16 +136,23 @@ def test_vllm_discovers_it_and_vllm_plugins_turns_it_off(real_vllm):
     assert "dsv4_launch" in disabled["names"] and disabled["patched"] is False
 
 
-COST = """
-import time, importlib
+LOADED = """
+import json, sys
 import vllm.engine.arg_utils
-t = time.perf_counter()
+before = set(sys.modules)
+import importlib
 importlib.import_module("dsv4_launch.plugin").register()
-print(time.perf_counter() - t)
+print(json.dumps(sorted(set(sys.modules) - before)))
 """
 
 
-def test_loading_costs_under_5_ms(real_vllm):
-    # vLLM imports its engine arguments before it loads plugins; the plugin's own cost is the rest.
-    costs = sorted(float(fresh(COST).stdout.strip().splitlines()[-1]) for _ in range(3))
-    assert costs[1] < 0.005, costs
+def test_loading_imports_only_the_patch_and_its_settings(real_vllm):
+    # vLLM loads the plugin in every process; what loading adds must stay a handful of small
+    # modules: the facts (NVML, config files, the rules) are gathered only when vLLM resolves
+    # the dtype. (The cost in milliseconds is the benchmark's: timings do not belong in tests.)
+    added = json.loads(fresh(LOADED).stdout.strip().splitlines()[-1])
+    ours = {m for m in added if m.startswith("dsv4_launch")}
+    assert ours <= {"dsv4_launch", "dsv4_launch.plugin", "dsv4_launch.plugin.kv_patch", "dsv4_launch.core",
+                    "dsv4_launch.core.records", "dsv4_launch.core.gpus", "dsv4_launch.core.settings"}, ours
+    assert "dsv4_launch.plugin.kv_patch" in ours  # it did load and patch
+    assert not set(added) - ours, set(added) - ours  # nothing else: no pynvml, yaml, rich, click, json readers
