@@ -19,10 +19,9 @@ from ..output.lines import Reporter, make_lenient, safe_write, silence
 from ..output.redact import Scrubber
 from ..output.tables import render_diagnosis
 from . import exit_codes
-from .pipeline import DOCTOR, prepare
+from .pipeline import DEFAULT_MODEL, DOCTOR, prepare
 from .plan import plan_document
 
-DEFAULT_MODEL = "deepseek-ai/DeepSeek-V4-Flash"
 PLUGIN_ENTRY = "dsv4_launch"  # the name of our vllm.general_plugins entry point
 
 
@@ -43,9 +42,8 @@ def run_doctor(
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     make_lenient(stdout)
-    injected = {k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None}
     # No model given: check this machine for DeepSeek-V4 itself, not vLLM's default model.
-    prepared = prepare(argv, env, DOCTOR, default_model=DEFAULT_MODEL, **injected)
+    prepared = prepare(argv, env, DOCTOR, default_model=DEFAULT_MODEL, probe=probe, vllm=vllm)
     defaulted = prepared.facts is not None and prepared.facts.args.tokens[:1] == (DEFAULT_MODEL,) and \
         tuple(argv[:1]) != (DEFAULT_MODEL,)
     note = f"no model given: checked for {DEFAULT_MODEL}" if defaulted else None

@@ -20,9 +20,8 @@ from ..output.lines import Reporter, make_lenient, safe_write, silence
 from ..output.redact import Scrubber
 from ..output.tables import render_table
 from . import exit_codes
-from .pipeline import FIT, prepare
+from .pipeline import DEFAULT_MODEL, FIT, prepare
 
-DEFAULT_MODEL = "deepseek-ai/DeepSeek-V4-Flash"
 STYLES = {"fits": "green", "short context": "yellow", "does not fit": "red", "unknown": None}
 
 
@@ -36,8 +35,7 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     make_lenient(stdout)
-    injected = {k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None}
-    prepared = prepare(argv, env, FIT, default_model=DEFAULT_MODEL, **injected)
+    prepared = prepare(argv, env, FIT, default_model=DEFAULT_MODEL, probe=probe, vllm=vllm)
     scrub = Scrubber.for_argv(prepared.argv)
     err = Reporter(stderr, env, prefix="dsv4-launch fit", scrub=scrub)
     facts = prepared.facts

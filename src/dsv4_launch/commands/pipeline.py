@@ -31,6 +31,7 @@ from ..vllm_cli.serve_args import ConfigFileError
 from . import exit_codes
 
 SERVE, PLAN, DOCTOR, FIT, PLUGIN = "serve", "plan", "doctor", "fit", "plugin"
+DEFAULT_MODEL = "deepseek-ai/DeepSeek-V4-Flash"  # what doctor and fit check when no model is given
 _PROBE_POLICY = {SERVE: PROBE_WHEN_DSV4, PLAN: PROBE_WHEN_DSV4, PLUGIN: PROBE_WHEN_DSV4,
                  DOCTOR: PROBE_ALWAYS, FIT: PROBE_ALWAYS}
 
@@ -56,15 +57,16 @@ def prepare(
     env: Mapping[str, str],
     purpose: str,
     *,
-    probe: Callable[[], GpuProbe] = probe_gpus,
+    probe: Callable[[], GpuProbe] | None = None,
     vllm: VllmInstall | None = None,
     default_model: str | None = None,
 ) -> Prepared:
-    """``default_model``: the model to plan for when the arguments name none (doctor and fit
-    check DeepSeek-V4, not vLLM's default model); the plan's argv then starts with it."""
+    """``probe``/``vllm``: the GPU probe and the vLLM install, replaceable by tests (None: the
+    real ones). ``default_model``: the model to plan for when the arguments name none (doctor
+    and fit check DeepSeek-V4, not vLLM's default model); the plan's argv then starts with it."""
     argv = tuple(argv)
     try:
-        return _prepare(argv, env, purpose, probe, vllm, default_model)
+        return _prepare(argv, env, purpose, probe or probe_gpus, vllm, default_model)
     except KeyboardInterrupt:  # Ctrl-C while probing or reading: vLLM has not started
         return Prepared(exit_codes.INTERRUPTED, argv, Plan(), _blind(argv, vllm), vllm,
                         error="interrupted before vLLM started")

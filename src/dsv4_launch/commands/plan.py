@@ -45,7 +45,7 @@ def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = 
     env = os.environ if env is None else env
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
-    prepared = prepare(argv, env, PLAN, **{k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None})
+    prepared = prepare(argv, env, PLAN, probe=probe, vllm=vllm)
     make_lenient(stdout)
     scrub = Scrubber.for_argv(prepared.argv)
     err = Reporter(stderr, env, prefix="dsv4-launch plan", scrub=scrub)

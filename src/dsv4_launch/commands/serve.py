@@ -52,7 +52,7 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
     env = os.environ if env is None else env
     stderr = sys.stderr if stderr is None else stderr
     stdout = sys.stdout if stdout is None else stdout
-    prepared = prepare(argv, env, SERVE, **{k: v for k, v in (("probe", probe), ("vllm", vllm)) if v is not None})
+    prepared = prepare(argv, env, SERVE, probe=probe, vllm=vllm)
     quiet = prepared.settings.quiet if prepared.settings else False
     reporter = Reporter(stderr, env, quiet=quiet, scrub=Scrubber.for_argv(prepared.argv))
     if prepared.error:
