@@ -109,3 +109,13 @@ def test_the_off_switch(tmp_path):
 def test_a_bad_setting_makes_it_do_nothing_and_say_so(tmp_path):
     result, log = run(tmp_path, "0.24.0", [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY="twelve")
     assert result["dtypes"] == ["auto"] and "dsv4-launch plugin does nothing: DSV4_LAUNCH_GPU_CAPABILITY" in log
+
+
+def test_what_it_logs_is_printable_and_masks_url_credentials(tmp_path):
+    # vLLM's log goes where dsv4-serve's lines go (journald, a terminal): outside text in it is
+    # masked and escaped exactly as dsv4-serve prints it.
+    value = "https://user:S3CRET@host/x\u202e"
+    result, log = run(tmp_path, "0.24.0", [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY=value)
+    assert result["dtypes"] == ["auto"]
+    assert "S3CRET" not in log and "user:" not in log and "***@host" in log
+    assert "\u202e" not in log

@@ -41,6 +41,12 @@ def escape(text: str) -> str:
     return "".join(out)
 
 
+def printable(text: str, scrub=None) -> str:
+    """Outside text ready to print: secrets masked (``scrub``, a ``redact.Scrubber``; without
+    one, URL credentials), then every non-printable character escaped."""
+    return escape(scrub(text) if scrub else mask_url_credentials(text))
+
+
 def mask_url_credentials(text: str) -> str:
     """``https://user:PASS@host`` → ``https://***@host``: credentials in any URL, anywhere in a
     line (the user part ends at the first ``/ ? # @`` or blank)."""

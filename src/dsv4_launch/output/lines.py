@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .escape import escape, mask_url_credentials
+from .escape import printable
 
 STYLES = {"changed": "bold green", "warning": "bold yellow", "error": "bold red"}
 
@@ -83,7 +83,7 @@ class Reporter:
     def _write(self, label: str | None, text: str, style: str) -> None:
         if self.broken:
             return
-        text = escape(self.scrub(text) if self.scrub else mask_url_credentials(text))
+        text = printable(text, self.scrub)
         head = f"{self.prefix}: " if self.prefix else ""
         if not self.styled:
             if not safe_write(self.stream, head + (f"{label}: " if label else "") + text + "\n"):

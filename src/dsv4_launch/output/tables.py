@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .escape import escape, mask_url_credentials
+from .escape import printable
 from .lines import safe_write, use_style
 
 
 def _cell(text, scrub=None) -> str:
-    text = str(text)
-    return escape(scrub(text) if scrub else mask_url_credentials(text))
+    return printable(str(text), scrub)
+
 
 COLOURS = {"OK": "green", "WARN": "yellow", "FAIL": "bold red"}
 

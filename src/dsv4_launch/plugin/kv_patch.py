@@ -117,7 +117,7 @@ def _plain(value):
 def _decide(model_config, version: str) -> str | None:
     """The pipeline's plan for this engine; "fp8" when it sets --kv-cache-dtype fp8."""
     from ..commands.pipeline import prepare_engine
-    from ..output.escape import escape
+    from ..output.escape import printable
     from ..output.report import describe_change
 
     hf_config = getattr(model_config, "hf_config", None)
@@ -126,13 +126,13 @@ def _decide(model_config, version: str) -> str | None:
                               version, os.environ)
     log = _logger()
     if prepared.error:
-        _once("settings", "warning", "dsv4-launch plugin does nothing: %s", escape(prepared.error))
+        _once("settings", "warning", "dsv4-launch plugin does nothing: %s", printable(prepared.error))
         return None
     plan = prepared.plan
     for warning in (*plan.warnings, *(f"pre-flight: {r}" for r in plan.refusals)):
-        _once("w:" + warning, "warning", "dsv4-launch: %s", escape(warning))
+        _once("w:" + warning, "warning", "dsv4-launch: %s", printable(warning))
     for change in plan.changes:
         if change.option == "--kv-cache-dtype":
-            log.info("dsv4-launch: changed: %s", escape(describe_change(change)))
+            log.info("dsv4-launch: changed: %s", printable(describe_change(change)))
             return change.after
     return None
