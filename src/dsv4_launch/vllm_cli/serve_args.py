@@ -35,7 +35,16 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..core.records import EMPTY, record
 from .option_table import OptionTable
-from .secrets import AFTER_EQ, SECRET_DESTS, WHOLE, SecretSpans, conservative_spans, secret_texts
+from .secrets import (
+    AFTER_EQ,
+    SECRET_DESTS,
+    SECRET_OPTIONS,
+    SECRET_WORDS,
+    WHOLE,
+    SecretSpans,
+    conservative_spans,
+    secret_texts,
+)
 
 KV_CACHE_DTYPE = "kv-cache-dtype"  # option name after vLLM's normalisation
 
@@ -264,8 +273,6 @@ def _check_served_model_name(args: list[str]) -> None:
 
 def _secret_values(config: Mapping[str, object]) -> list[str]:
     """The values of a config file's secret keys (``api_key: [a, b]``), as vLLM would pass them."""
-    from .secrets import SECRET_OPTIONS, SECRET_WORDS
-
     found: list[str] = []
     for key, value in config.items():
         name = str(key).replace("_", "-")
