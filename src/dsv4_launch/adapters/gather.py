@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ..core.facts import RULE_ENV, Facts
+from ..core.facts import RULE_ENV, Facts, as_bool
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts
 from ..core.records import record
@@ -117,7 +117,7 @@ def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
 
     try:
         local = bool(args.model) and os.path.isdir(os.path.expanduser(args.model))
-        offline = (env.get("HF_HUB_OFFLINE") or "").strip().lower() in ("1", "true", "yes", "on")
+        offline = as_bool(env.get("HF_HUB_OFFLINE"))
         known = known_checkpoint(args.model) if args.model else None
         return read_weights(model.directory, local or offline, known)
     except Exception:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from .facts import Facts
 from .gpus import GpuInfo
 from .kv import CRASHES_BEFORE_FIX
+from .memory import gib_text
 from .plan import Plan
 from .records import record
 from .rules import FAIL as FAIL_LEVEL
@@ -48,10 +49,6 @@ class Diagnosis:
         return any(c.status == FAIL for c in self.checks)
 
 
-def _gib(n: int | None) -> str:
-    return f"{n / 2**30:.1f} GiB" if n else "memory unknown"
-
-
 def gpu_checks(probe, visible: set[int], source: str | None) -> list[Check]:
     if source == "DSV4_LAUNCH_GPU_CAPABILITY":
         return [Check("gpu", WARN, "not probed: DSV4_LAUNCH_GPU_CAPABILITY replaces the probe")]
@@ -66,7 +63,7 @@ def gpu_checks(probe, visible: set[int], source: str | None) -> list[Check]:
         checks.append(Check("driver", WARN, f"driver version unknown ({probe.source})"))
     for g in probe.gpus:
         seen = "visible to CUDA" if g.index in visible else "hidden by CUDA_VISIBLE_DEVICES"
-        line = f"{g.index}: {g.describe()}, {_gib(g.memory_total_bytes)}, {g.uuid or 'UUID unknown'}, {seen}"
+        line = f"{g.index}: {g.describe()}, {gib_text(g.memory_total_bytes or None, 'memory unknown')}, {g.uuid or 'UUID unknown'}, {seen}"
         if g.capability is None:
             checks.append(Check("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
         elif g.capability[0] < 9:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from .gpus import GpuInfo, GpuSelection
 from .model import ModelFacts
 from .records import EMPTY, record
+from .settings import TRUE
 
 # Environment variables the rules read (gather copies just these into Facts.env).
 RULE_ENV = (
@@ -106,7 +107,7 @@ def as_int(value: object) -> int | None:
 def as_bool(value: object) -> bool:
     """A flag value as vLLM's pydantic would read it: True, or a true-ish string (a dotted
     ``--x.flag=True`` arrives as the string "True")."""
-    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"))
+    return value is True or (isinstance(value, str) and value.strip().lower() in TRUE)
 
 
 def as_human_int(value: object) -> int | None:

@@ -25,12 +25,10 @@ def divisors(n: int) -> list[int]:
 def layouts(facts: Facts, gpus: int) -> list[Layout]:
     """TP × PP (× DP with expert parallel) using all ``gpus``, where TP divides the attention
     heads and ``o_groups`` (vLLM's n_local_groups = o_groups // TP) and PP the layers."""
-    heads = facts.model.number("num_attention_heads")
-    groups = facts.model.number("o_groups")
     layers = facts.model.number("num_hidden_layers")
     found = []
     for tp in divisors(gpus):
-        if (heads and heads % tp) or (groups and groups % tp):
+        if not facts.model.tp_splits(tp):
             continue
         for pp in divisors(gpus // tp):
             if layers and pp > layers:

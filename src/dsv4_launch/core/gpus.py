@@ -89,8 +89,10 @@ FAMILY_NAMES = {
 }
 
 
-# The families DeepSeek-V4 has kernels for (and the stand-ins for a GPU of unknown type).
+# The families DeepSeek-V4 has kernels for, and a stand-in of each for a GPU of unknown type
+# (index -1: no real GPU).
 DSV4_FAMILIES = frozenset({"9", "10", "12"})
+UNKNOWN_GPU_STAND_INS = tuple(GpuInfo(index=-1, capability=(int(f), 0)) for f in sorted(DSV4_FAMILIES, key=int))
 
 
 def in_family(capability: tuple[int, int], family: str) -> bool:

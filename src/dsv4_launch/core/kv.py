@@ -12,7 +12,7 @@ family and forced attention backend; ``kv_decision`` reads it and nothing else. 
 from __future__ import annotations
 
 from .facts import Facts, attention_backend
-from .gpus import DSV4_FAMILIES, GpuInfo, describe_kinds, family_words, in_families
+from .gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
 from .records import record
 from .versions import VersionRange
 
@@ -93,6 +93,7 @@ KV_PATHS: tuple[KvPath, ...] = (
     ),
 )
 
+
 def dsv4_backend(args) -> str | None:
     """The attention backend DeepSeek-V4's selector acts on: a forced name it knows, else None
     (missing, ``auto``, or a name it ignores such as ``TRITON_MLA``)."""
@@ -140,7 +141,7 @@ class _Verdict:
 def _verdicts(facts: Facts, backend: str | None) -> list[_Verdict]:
     candidates: list[tuple[tuple[int, int], GpuInfo | None]] = [(g.capability, g) for g in facts.known_gpus]
     if facts.gpu_type_unknown:
-        candidates += [((int(f), 0), None) for f in sorted(DSV4_FAMILIES, key=int)]
+        candidates += [(g.capability, None) for g in UNKNOWN_GPU_STAND_INS]
     verdicts = []
     for capability, gpu in candidates:
         path = kv_path(capability, backend)

@@ -52,6 +52,11 @@ KV_ALIGNMENT = 576  # fp8_ds_mla pages are padded to multiples of this (_apply_a
 DSV4_MAX_MODEL_LEN = 1_048_576  # max_position_embeddings: vLLM's default --max-model-len
 
 
+def gib_text(n: int | None, unknown: str = "unknown") -> str:
+    """``96.0 GiB``: a byte count as every message writes it; ``unknown`` for None."""
+    return unknown if n is None else f"{n / GiB:.1f} GiB"
+
+
 @record
 class WeightFacts:
     """What is known about the checkpoint's bytes (gathered by adapters/model_weights.py)."""
@@ -220,7 +225,7 @@ def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = 
         available = kv_memory
     elif budget is not None and per_gpu is not None and activations is not None:
         available = max(budget - per_gpu - activations - graphs, 0)
-    requested = _max_model_len(facts)
+    requested = max_model_len_tried(facts)
     longest = None
     if available is not None and per_token and reserve is not None:
         longest = max((available - reserve) // per_token, 0)
@@ -231,7 +236,7 @@ def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = 
                     fits, mnbt, offloaded, uncertain)
 
 
-def _max_model_len(facts: Facts) -> int | None:
+def max_model_len_tried(facts: Facts) -> int | None:
     """What vLLM will try: the flag (None for ``auto``/-1: vLLM fits it to memory itself), else
     the model's ``max_position_embeddings``."""
     value = facts.args.value("max_model_len")
@@ -292,7 +297,7 @@ def summary_line(data: dict | None) -> str | None:
     if data is None:
         return None
     def gib(key):
-        return f"{data[key] / GiB:.1f} GiB" if data.get(key) is not None else "unknown"
+        return gib_text(data.get(key))
 
     parts = [f"{data['layout']}: weights {gib('weights_bytes_per_gpu')} per GPU"]
     if data.get("budget_bytes") is not None:

@@ -47,6 +47,12 @@ class ModelFacts:
     def is_dsv4_family(self) -> bool:
         return self.family in (V4, V41)
 
+    def tp_splits(self, tp: int) -> bool:
+        """``tp`` divides the attention heads and ``o_groups`` (where the config gives them):
+        the tensor-parallel sizes dsv4-launch suggests (fit's layouts, the tp-* rows' fixes)."""
+        heads, groups = self.number("num_attention_heads"), self.number("o_groups")
+        return (not heads or heads % tp == 0) and (not groups or groups % tp == 0)
+
     def number(self, key: str) -> int | None:
         """An integer field of config.json (``num_attention_heads``), or None. Multimodal
         configs (DeepSeek-V4.1) keep the language model's fields under ``text_config``."""

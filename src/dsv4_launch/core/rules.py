@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from .facts import Facts
-from .gpus import DSV4_FAMILIES, GpuInfo, describe_kinds, family_words, in_families
+from .gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
 from .model import V4
 from .records import record
 from .versions import ANY_VERSION, VersionRange
@@ -34,9 +34,6 @@ REPORTED = "reported"  # upstream reports (kernels, hardware, a given build): a 
 DERIVED = "derived"  # worked out from vLLM's code, not observed: a warning only
 EVIDENCE = (CONFIRMED, CITED, REPORTED, DERIVED)
 REFUSAL_EVIDENCE = frozenset({CONFIRMED, CITED})
-
-# Stand-ins when a GPU's type is unknown: one of each family DeepSeek-V4 runs on.
-_STAND_INS = tuple(GpuInfo(index=-1, capability=(int(f), 0)) for f in sorted(DSV4_FAMILIES, key=int))
 
 Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]
 
@@ -82,7 +79,7 @@ def _candidates(facts: Facts) -> tuple[list[GpuInfo], bool]:
     ambiguous = bool(facts.gpus and facts.gpus.ambiguous)
     if not facts.gpu_type_unknown and not ambiguous:
         return known, True
-    return known + (list(_STAND_INS) if facts.gpu_type_unknown else []), False
+    return known + (list(UNKNOWN_GPU_STAND_INS) if facts.gpu_type_unknown else []), False
 
 
 def evaluate(rule: Rule, facts: Facts) -> Finding | None:

@@ -179,11 +179,7 @@ def _block(facts: Facts, multiple: int, name: str):
 
 
 def _tp_sizes(facts: Facts) -> str:
-    heads = facts.model.number("num_attention_heads")
-    groups = facts.model.number("o_groups")
-    sizes = [d for d in (1, 2, 4, 8, 16, 32, 64, 128)
-             if (not heads or heads % d == 0) and (not groups or groups % d == 0)]
-    return ", ".join(map(str, sizes))
+    return ", ".join(str(d) for d in (1, 2, 4, 8, 16, 32, 64, 128) if facts.model.tp_splits(d))
 
 
 def tp_vs_heads(facts: Facts, gpu: GpuInfo | None):
@@ -201,7 +197,7 @@ def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
     heads = facts.model.number("num_attention_heads")
     if not groups or tp <= groups or (heads and heads % tp):
         return None  # n_local_groups = 0 only past o_groups (TP not dividing the heads: tp-heads)
-    dp_gpus = tp // groups if tp > groups else 1
+    dp_gpus = tp // groups
     return {"setting": _setting(facts, "tensor_parallel_size", "--tensor-parallel-size"), "tp": tp, "groups": groups,
             "arch": facts.model.architecture or "the model", "sizes": _tp_sizes(facts),
             "dp": f"--tensor-parallel-size {groups} --data-parallel-size {dp_gpus}" if dp_gpus > 1
@@ -392,9 +388,9 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
     kwargs = json_option(facts.args, "default_chat_template_kwargs") or {}
     if str(kwargs.get("reasoning_effort", "")).lower() != "max":
         return None
-    from .memory import _max_model_len
+    from .memory import max_model_len_tried
 
-    length = _max_model_len(facts)
+    length = max_model_len_tried(facts)
     if length is None or length >= THINK_MAX_MIN_LEN:
         return None
     return {"length": f"{length:,}"}

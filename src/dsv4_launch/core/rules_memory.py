@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .facts import Facts, as_human_int
 from .gpus import GpuInfo
-from .memory import GiB, estimate
+from .memory import estimate, gib_text
 from .model import V4, V41
 from .rules import CITED, DERIVED, REFUSE, WARN, Rule
 
@@ -15,10 +15,6 @@ BOTH = frozenset({V4, V41})
 # A refusal needs the weights to exceed the budget by more than the estimate's error (README:
 # per-GPU weights within 3 % of vLLM's "Model loading took" logs).
 CERTAIN_MARGIN = 1.05
-
-
-def _gib(n: int) -> str:
-    return f"{n / GiB:.1f} GiB"
 
 
 def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
@@ -36,10 +32,10 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
     what = "--kv-cache-memory-bytes plus the weights" if kv_memory else "the weights"
     return {
         "layout": e.layout.words(),
-        "weights": _gib(e.weights_bytes_per_gpu),
+        "weights": gib_text(e.weights_bytes_per_gpu),
         "what": what,
-        "limit": _gib(limit),
-        "where": f"{_gib(e.gpu_memory_bytes)} × gpu-memory-utilization" if not kv_memory else _gib(limit),
+        "limit": gib_text(limit),
+        "where": f"{gib_text(e.gpu_memory_bytes)} × gpu-memory-utilization" if not kv_memory else gib_text(limit),
         "source": weights.source,
         "more": max(2, -(-e.layout.gpus * e.weights_bytes_per_gpu // max(limit, 1))),
     }
@@ -52,7 +48,7 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
     e = estimate(facts, weights)
     if e.fits is not False or weights_exceed_budget(facts, gpu) is not None:
         return None
-    return {"layout": e.layout.words(), "weights": _gib(e.weights_bytes_per_gpu), "budget": _gib(e.budget_bytes),
+    return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu), "budget": gib_text(e.budget_bytes),
             "why": e.uncertain or "the estimate's error"}
 
 
@@ -97,8 +93,8 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
         fix = f"{_suggestion(facts, e.max_model_len)} (by the estimate), or --max-model-len auto"
     return {
         "length": f"{e.max_model_len:,}",
-        "needed": _gib(e.kv_bytes_per_token * e.max_model_len + e.reserve_bytes),
-        "left": _gib(e.kv_available_bytes),
+        "needed": gib_text(e.kv_bytes_per_token * e.max_model_len + e.reserve_bytes),
+        "left": gib_text(e.kv_available_bytes),
         "fits": fits,
         "fix": fix,
         "mnbt": e.max_num_batched_tokens,

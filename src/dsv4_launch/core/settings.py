@@ -21,7 +21,8 @@ class SettingsError(ValueError):
 
 @record
 class Settings:
-    disabled: bool = False  # DSV4_LAUNCH_DISABLE
+    """The settings a run works with; DSV4_LAUNCH_DISABLE is read before them (``disable_switch``)."""
+
     quiet: bool = False  # DSV4_LAUNCH_QUIET
     gpu_capabilities: tuple[tuple[int, int], ...] | None = None  # DSV4_LAUNCH_GPU_CAPABILITY
     gpu_capability_text: str | None = None
@@ -100,15 +101,13 @@ def read_settings(env: Mapping[str, str]) -> Settings:
         raise SettingsError(
             f"DSV4_LAUNCH_PREFLIGHT={raw_preflight!r} is not understood; use refuse (default), warn or off"
         )
-    disabled, w1 = disable_switch(env)
-    quiet, w2 = read_flag(env, "DSV4_LAUNCH_QUIET")
-    debug, w3 = read_flag(env, "DSV4_LAUNCH_DEBUG")
+    quiet, w1 = read_flag(env, "DSV4_LAUNCH_QUIET")
+    debug, w2 = read_flag(env, "DSV4_LAUNCH_DEBUG")
     return Settings(
         preflight=preflight,
-        disabled=disabled,
         quiet=quiet,
         debug=debug,
-        warnings=tuple(w for w in (w1, w2, w3) if w),
+        warnings=tuple(w for w in (w1, w2) if w),
         gpu_capabilities=caps,
         gpu_capability_text=text.strip() if caps else None,
         gpu_memory_bytes=memory,
