@@ -1,0 +1,117 @@
+"""``@record`` value classes behave like the frozen dataclasses they replace: construction binds
+arguments as a function call does, values never change, equality is by type and value."""
+
+import copy
+import pickle
+
+import pytest
+
+from dsv4_launch.core.records import record
+
+
+@record
+class Point:
+    """A point."""
+
+    x: int
+    y: int = 0
+    label: str = ""
+
+    @property
+    def norm1(self) -> int:
+        return abs(self.x) + abs(self.y)
+
+    def moved(self, dx: int) -> "Point":
+        return self._replace(x=self.x + dx)
+
+
+@record
+class Other:
+    x: int
+    y: int = 0
+    label: str = ""
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, expected",
+    [
+        ((1, 2, "a"), {}, (1, 2, "a")),
+        ((1,), {}, (1, 0, "")),
+        ((), {"x": 3}, (3, 0, "")),
+        ((1,), {"label": "b"}, (1, 0, "b")),
+        ((), {"label": "c", "y": 5, "x": 4}, (4, 5, "c")),
+    ],
+)
+def test_arguments_bind_as_in_a_call(args, kwargs, expected):
+    p = Point(*args, **kwargs)
+    assert (p.x, p.y, p.label) == expected
+    assert tuple(p) == expected
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, words",
+    [
+        ((), {}, "missing required argument 'x'"),
+        ((), {"y": 1}, "missing required argument 'x'"),
+        ((1,), {"x": 2}, "multiple values for argument 'x'"),
+        ((1,), {"z": 2}, "unexpected keyword argument 'z'"),
+        ((1, 2, "a", 4), {}, "takes 3 arguments but 4 were given"),
+    ],
+)
+def test_bad_arguments_are_a_type_error_naming_the_field(args, kwargs, words):
+    with pytest.raises(TypeError, match=words):
+        Point(*args, **kwargs)
+
+
+def test_defaults_must_come_last():
+    with pytest.raises(TypeError, match="defaults must come last"):
+        @record
+        class Bad:
+            a: int = 1
+            b: int
+
+
+def test_values_cannot_change():
+    p = Point(1, 2)
+    with pytest.raises(AttributeError):
+        p.x = 5
+    with pytest.raises(AttributeError):
+        p.extra = 1  # no __dict__: nothing can be added either
+    assert p == Point(1, 2)
+
+
+def test_equal_by_type_and_value_and_hashable():
+    assert Point(1, 2) == Point(1, 2)
+    assert Point(1, 2) != Point(1, 3)
+    assert Point(1, 2) != (1, 2, "")
+    assert Point(1, 2) != Other(1, 2)
+    assert not (Point(1, 2) == Other(1, 2))
+    assert len({Point(1, 2), Point(1, 2), Point(2, 1)}) == 2
+
+
+def test_methods_properties_and_docstring_are_kept():
+    p = Point(-3, 4)
+    assert p.norm1 == 7
+    assert p.moved(2) == Point(-1, 4)
+    assert type(p.moved(2)) is Point
+    assert Point.__doc__ == "A point."
+    assert Point.__qualname__ == "Point"
+    assert Point._fields == ("x", "y", "label")
+
+
+def test_replace_copies_and_rejects_unknown_fields():
+    p = Point(1, 2, "a")
+    assert p._replace(label="b") == Point(1, 2, "b")
+    assert p == Point(1, 2, "a")
+    with pytest.raises(TypeError, match="unexpected field"):
+        p._replace(z=1)
+
+
+def test_repr_names_the_fields():
+    assert repr(Point(1, label="a")) == "Point(x=1, y=0, label='a')"
+
+
+def test_copy_and_pickle_round_trip():
+    p = Point(1, 2, "a")
+    assert copy.copy(p) == p and copy.deepcopy(p) == p
+    assert pickle.loads(pickle.dumps(p)) == p
