@@ -29,9 +29,10 @@ def test_nothing_heavy_before_handover(run_cli):
     assert "rich" not in mods  # output is not a terminal
     assert "yaml" not in mods  # no --config
     assert "click" not in mods  # dsv4-serve parses nothing of its own
+    assert "pynvml" in mods  # the GPUs were read (without ctypes.util: adapters/nvml.py)
     # the start-up budget (benchmarks/bench.py): these cost milliseconds each and are avoided
     for heavy in ("typing", "dataclasses", "inspect", "pathlib", "importlib.metadata", "packaging", "glob",
-                  "importlib.util"):
+                  "importlib.util", "ctypes.util", "subprocess", "shutil", "tempfile"):
         assert heavy not in mods, f"{heavy} is imported before the hand-over"
 
 

@@ -6,6 +6,8 @@ loaded library cannot show (library missing), the loader. nvidia-smi is faked as
 
 from __future__ import annotations
 
+import os
+
 import pynvml
 import pytest
 
@@ -118,3 +120,83 @@ def test_no_gpu_at_all(fake_nvml):
     fake_nvml()
     probe = probe_gpus(run_smi=NO_SMI)
     assert probe.gpus == () and "no GPU" in probe.error
+
+
+# -- importing nvidia-ml-py without ctypes.util ----------------------------------------------
+# Each case runs in a fresh interpreter (what is in sys.modules is the point); the real
+# nvidia-ml-py is imported, nothing is faked but, in two cases, a pynvml module put first on
+# the path.
+
+STDLIB_PULLED_IN = ("ctypes.util", "subprocess", "shutil", "tempfile")
+
+
+def _fresh(code: str, tmp_path, path: str = "") -> dict:
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import clean_env
+
+    env = clean_env(tmp_path)
+    if path:
+        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
+    prelude = "import json, sys\nfrom dsv4_launch.adapters.nvml import _import_pynvml\n"
+    done = subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_pynvml_is_imported_without_ctypes_util_and_its_find_library_still_works(tmp_path):
+    seen = _fresh(
+        "nvml = _import_pynvml()\n"
+        f"loaded = [m for m in {STDLIB_PULLED_IN!r} if m in sys.modules]\n"
+        "found = nvml.find_library('c')\n"  # the stand-in loads the real ctypes.util now
+        "import ctypes.util\n"
+        "print(json.dumps({'loaded': loaded, 'found': found, 'real': ctypes.util.find_library('c'),\n"
+        "    'file': getattr(sys.modules['ctypes.util'], '__file__', None),\n"
+        "    'nvml': nvml.nvmlInit.__module__, 'again': _import_pynvml() is nvml}))\n",
+        tmp_path,
+    )
+    assert seen["loaded"] == []
+    assert seen["found"] == seen["real"] and seen["found"]
+    assert seen["file"] and seen["file"].endswith("util.py")  # the real module, not the stand-in
+    assert seen["nvml"] == "pynvml" and seen["again"] is True
+
+
+def test_when_ctypes_util_is_already_loaded_pynvml_gets_the_real_one(tmp_path):
+    seen = _fresh(
+        "import ctypes.util\nnvml = _import_pynvml()\n"
+        "print(json.dumps({'same': nvml.find_library is ctypes.util.find_library,\n"
+        "    'module': sys.modules['ctypes.util'] is ctypes.util}))\n",
+        tmp_path,
+    )
+    assert seen == {"same": True, "module": True}
+
+
+def test_a_pynvml_that_fails_to_import_leaves_no_stand_in_behind(tmp_path):
+    (tmp_path / "fakes").mkdir()
+    (tmp_path / "fakes" / "pynvml.py").write_text("from ctypes.util import find_library\nraise ImportError('broken')\n")
+    seen = _fresh(
+        "try:\n    _import_pynvml()\n    error = None\nexcept ImportError as exc:\n    error = str(exc)\n"
+        "left = 'ctypes.util' in sys.modules\n"
+        "import ctypes.util\n"
+        "print(json.dumps({'error': error, 'left': left, 'file': getattr(ctypes.util, '__file__', None)}))\n",
+        tmp_path,
+        path=str(tmp_path / "fakes"),
+    )
+    assert seen["error"] == "broken" and seen["left"] is False
+    assert seen["file"] and seen["file"].endswith("util.py")
+
+
+def test_a_pynvml_asking_ctypes_util_for_another_name_gets_the_real_one(tmp_path):
+    # A later nvidia-ml-py may use more of ctypes.util: anything but find_library is read from
+    # the real module at once.
+    (tmp_path / "fakes").mkdir()
+    (tmp_path / "fakes" / "pynvml.py").write_text("from ctypes.util import find_library, test\n")
+    seen = _fresh(
+        "nvml = _import_pynvml()\nimport ctypes.util\n"
+        "print(json.dumps({'test': nvml.test is ctypes.util.test, 'real': hasattr(ctypes.util, '__file__')}))\n",
+        tmp_path,
+        path=str(tmp_path / "fakes"),
+    )
+    assert seen == {"test": True, "real": True}
