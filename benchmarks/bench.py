@@ -15,14 +15,15 @@ Cases:
   click        python -c "import click" (the memory baseline of any click CLI)
   plan         dsv4-launch plan --json deepseek-ai/DeepSeek-V4-Flash -tp 2, two fake SM 12.0 GPUs
   vllm stub    a `vllm` console script whose vllm.entrypoints.cli.main returns at once
-  vllm stub+   the same stub, importing first what every real vLLM imports on
-               `import vllm.entrypoints.cli.main` and dsv4-serve imports too (SHARED_WITH_VLLM:
-               json, argparse, ctypes.util, pynvml; checked against the real vLLM when
-               --vllm-python is given). dsv4-serve hands over in the same process, so these
-               are imported once either way: dsv4-serve − vllm stub+ is what a real start waits
-               longer (reported, not a budget: the budgets are on the plain stub)
-  dsv4-serve   dsv4-serve deepseek-ai/DeepSeek-V4-Flash -tp 2 up to the hand-over to that stub
+  vllm stub+   the same stub importing, as `import vllm.entrypoints.cli.main` does in every
+               real vLLM, the modules dsv4-serve imports too (SHARED_WITH_VLLM: json, argparse,
+               ctypes.util, pynvml; checked against the real vLLM when --vllm-python is given)
+  dsv4-serve   dsv4-serve deepseek-ai/DeepSeek-V4-Flash -tp 2 up to the hand-over to the stub
   launch serve dsv4-launch serve …, the same
+  dsv4-serve → stub+
+               dsv4-serve handing over to vllm stub+. It hands over in the same process, so
+               what both import is imported once: (dsv4-serve → stub+) − (vllm stub+) is what a
+               real start waits longer (reported, not a budget: the budgets are on the plain stub)
   secrets ×N   dsv4-serve with N --api-key values (our cost must grow linearly; argparse's own
                is quadratic before Python 3.13 — vLLM's parser pays that too)
   with --vllm-python (an interpreter with a real vLLM and dsv4-launch installed):
@@ -59,6 +60,7 @@ BUDGET_HANDOVER_MS = 40.0
 # checked) and by dsv4-serve before the hand-over (pynvml pulls in ctypes.util, with
 # subprocess, shutil and tempfile).
 SHARED_WITH_VLLM = ("json", "argparse", "ctypes.util", "pynvml")
+VLLM_IMPORTS = "BENCH_STUB_IMPORTS_SHARED"  # set: the stub's main module imports them, as vLLM's does
 BUDGET_PLAN_MS = 60.0
 BUDGET_PLAN_MEMORY_MB = 15.0
 BUDGET_REAL_RATIO = 1.03
@@ -120,25 +122,30 @@ def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     return (time.perf_counter() - start) * 1000, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
 
-def measure(cases: dict[str, list[str]], env: dict[str, str], runs: int, warmup: int) -> dict[str, dict]:
+Case = "list[str] | tuple[list[str], dict[str, str]]"  # a command, or a command and env additions
+
+
+def measure(cases: dict[str, Case], env: dict[str, str], runs: int, warmup: int) -> dict[str, dict]:
     """Each case ``runs`` times, taken in turns (A B C A B C …) after ``warmup`` rounds, so that
     the machine's drift during the run hits every case alike: differences between cases are
     what the budgets are about."""
+    plain = {name: case if isinstance(case, tuple) else (case, {}) for name, case in cases.items()}
+    envs = {name: {**env, **extra} for name, (_, extra) in plain.items()}
     for _ in range(warmup):
-        for cmd in cases.values():
-            run_once(cmd, env)
+        for name, (cmd, _) in plain.items():
+            run_once(cmd, envs[name])
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(runs):
-        for name, cmd in cases.items():
-            ms, peak, status = run_once(cmd, env)
+        for name, (cmd, _) in plain.items():
+            ms, peak, status = run_once(cmd, envs[name])
             if status != 0:
                 raise SystemExit(f"bench: {name}: {' '.join(cmd)} exited {status}")
             samples[name].append((ms, peak))
     out = {}
-    for name, cmd in cases.items():
+    for name, (cmd, extra) in plain.items():
         times = [ms for ms, _ in samples[name]]
-        out[name] = {"name": name, "command": cmd, "runs": runs, "median_ms": statistics.median(times),
-                     "min_ms": min(times), "max_ms": max(times),
+        out[name] = {"name": name, "command": [*(f"{k}={v}" for k, v in extra.items()), *cmd], "runs": runs,
+                     "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
                      "peak_mib": statistics.median(p for _, p in samples[name])}
         print(f"  {name:<18} {out[name]['median_ms']:8.1f} ms  {out[name]['peak_mib']:6.1f} MiB", file=sys.stderr)
     return out
@@ -174,9 +181,11 @@ def build_fakes(work: Path) -> tuple[dict[str, str], Path]:
     cli.mkdir(parents=True)
     for folder in (stub / "vllm", stub / "vllm" / "entrypoints", cli):
         (folder / "__init__.py").write_text("")
-    (cli / "main.py").write_text("def main():\n    return None\n")
-    (cli / "shared.py").write_text("".join(f"import {m}\n" for m in SHARED_WITH_VLLM)
-                                   + "from vllm.entrypoints.cli.main import main\n")
+    (cli / "main.py").write_text(
+        f"import os\nif os.environ.get({VLLM_IMPORTS!r}):\n"
+        + "".join(f"    import {m}\n" for m in SHARED_WITH_VLLM)
+        + "def main():\n    return None\n"
+    )
     info = stub / "vllm-0.24.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.24.0\n")
@@ -186,9 +195,6 @@ def build_fakes(work: Path) -> tuple[dict[str, str], Path]:
     script = bindir / "vllm"
     script.write_text(CONSOLE_SCRIPT.format(python=sys.executable))
     script.chmod(0o755)
-    shared = bindir / "vllm-shared"
-    shared.write_text(CONSOLE_SCRIPT.format(python=sys.executable).replace("cli.main import", "cli.shared import"))
-    shared.chmod(0o755)
     return env, bindir
 
 
@@ -252,15 +258,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env, bindir = build_fakes(Path(tmp))
         print(f"bench: {opts.runs} runs after {opts.warmup} warm-up runs, medians", file=sys.stderr)
-        stub, shared = [str(bindir / "vllm"), "serve", *ARGS], [str(bindir / "vllm-shared"), "serve", *ARGS]
+        stub = [str(bindir / "vllm"), "serve", *ARGS]
+        plus = {VLLM_IMPORTS: "1"}
         r = measure({
             "floor": [py, "-c", "pass"],
             "click": [py, "-c", "import click"],
             "plan": [tool("dsv4-launch", py), "plan", "--json", *ARGS],
             "vllm stub": stub,
-            "vllm stub+": shared,
+            "vllm stub+": (stub, plus),
             "dsv4-serve": [tool("dsv4-serve", py), *ARGS],
             "launch serve": [tool("dsv4-launch", py), "serve", *ARGS],
+            "dsv4-serve → stub+": ([tool("dsv4-serve", py), *ARGS], plus),
         }, env, opts.runs, opts.warmup)
         n = opts.secrets
         r.update(measure({f"secrets ×{k}": [tool("dsv4-serve", py), *ARGS, "--api-key", *(f"sk-{i:08d}" for i in range(k))]
@@ -279,7 +287,7 @@ def main() -> None:
 
     overhead = r["dsv4-serve"]["median_ms"] - r["vllm stub"]["median_ms"]
     launch_overhead = r["launch serve"]["median_ms"] - r["vllm stub"]["median_ms"]
-    net = r["dsv4-serve"]["median_ms"] - r["vllm stub+"]["median_ms"]
+    net = r["dsv4-serve → stub+"]["median_ms"] - r["vllm stub+"]["median_ms"]
     plan_memory = r["plan"]["peak_mib"] - r["click"]["peak_mib"]
     small, large = (r[f"secrets ×{k}"]["median_ms"] - r["dsv4-serve"]["median_ms"] for k in (opts.secrets, 2 * opts.secrets))
     budgets = [
@@ -288,8 +296,8 @@ def main() -> None:
         ("plan --json", r["plan"]["median_ms"], "ms", BUDGET_PLAN_MS),
         ("plan peak memory − click's", plan_memory, "MiB", BUDGET_PLAN_MEMORY_MB),
     ]
-    print(f"bench: dsv4-serve − vllm stub+ = {net:.1f} ms: what a real vLLM start waits longer (the modules both "
-          f"import, {', '.join(SHARED_WITH_VLLM)}, are imported once either way)", file=sys.stderr)
+    print(f"bench: (dsv4-serve → stub+) − (vllm stub+) = {net:.1f} ms: what a real vLLM start waits longer (the "
+          f"modules both import, {', '.join(SHARED_WITH_VLLM)}, are imported once either way)", file=sys.stderr)
     print(f"bench: {opts.secrets} → {2 * opts.secrets} --api-key values cost {small:.0f} → {large:.0f} ms more than "
           f"none (× {large / max(small, 1e-9):.2f}; linear is × 2, argparse's own share is quadratic before "
           "Python 3.13)", file=sys.stderr)
@@ -317,7 +325,7 @@ def main() -> None:
         verdicts.append(ok)
         fmt = f"{value:.3f}" if unit == "×" else f"{value:.1f}"
         lines.append(f"| {label} | {fmt} {unit} | {limit} {unit} | {'ok' if ok else 'OVER'} |")
-    lines.append(f"| what a real vLLM start waits longer (dsv4-serve − vllm stub+) | {net:.1f} ms | — | reported |")
+    lines.append(f"| what a real vLLM start waits longer ((dsv4-serve → stub+) − vllm stub+) | {net:.1f} ms | — | reported |")
     machine = f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
     lines.append("")
     lines.append(f"{machine}; {time.strftime('%Y-%m-%d')}; {opts.runs} runs per case")
