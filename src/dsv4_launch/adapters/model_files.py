@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from ..core.model import ModelFacts, classify
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_COMMIT = r"^[0-9a-f]{40}$"
 MAX_CONFIG_BYTES = 64 * 2**20  # a config.json is kilobytes; anything this big is not one
 
 
@@ -92,7 +92,7 @@ def locate_config(
     for cache in hub_cache_dirs(env, download_dir):
         repo = os.path.join(cache, folder)
         looked.append(cache)
-        if _COMMIT.match(rev):
+        if re.match(_COMMIT, rev):
             commit, why = rev, None
         else:
             commit, why = _read_ref(os.path.join(repo, "refs", rev))
@@ -126,7 +126,7 @@ def _read_ref(path: str) -> tuple[str | None, str | None]:
     except (OSError, ValueError) as exc:
         return None, f"cannot read {path} ({exc.strerror or exc})"
     text = raw.decode("ascii", "replace").strip()
-    if not _COMMIT.match(text):
+    if not re.match(_COMMIT, text):
         return None, f"{path} does not hold a commit hash"
     return text, None
 

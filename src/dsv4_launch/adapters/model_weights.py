@@ -15,8 +15,8 @@ from ..core.memory import WeightFacts
 
 INDEX = "model.safetensors.index.json"
 MAX_INDEX_BYTES = 64 * 2**20
-_TOTAL = re.compile(rb'"total_size"\s*:\s*(\d{1,20})')
-_SHARD = re.compile(rb'"([^"\\/]{1,255}\.safetensors)"')
+_TOTAL = rb'"total_size"\s*:\s*(\d{1,20})'
+_SHARD = rb'"([^"\\/]{1,255}\.safetensors)"'
 
 
 def _from_table(known: Mapping[str, object] | None, local: bool) -> WeightFacts:
@@ -50,8 +50,8 @@ def read_weights(model_dir: str | None, local: bool, known: Mapping[str, object]
             raw = handle.read(MAX_INDEX_BYTES)
     except (OSError, ValueError):
         return table
-    total = _TOTAL.search(raw)
-    shards = sorted({m.decode("utf-8", "replace") for m in _SHARD.findall(raw)})
+    total = re.search(_TOTAL, raw)
+    shards = sorted({m.decode("utf-8", "replace") for m in re.findall(_SHARD, raw)})
     if total is None and not shards:
         return table
     missing = [s for s in shards if not _present(os.path.join(model_dir, s))]

@@ -147,8 +147,8 @@ def _version_file(spec) -> str | None:
 # pip writes this second line when the interpreter's path is too long for a ``#!`` line:
 #   #!/bin/sh
 #   '''exec' "/very/long/venv/bin/python" "$0" "$@"
-_PIP_SH_EXEC = re.compile(r"""^'''exec' (?:"([^"]+)"|(\S+)) "\$0" "\$@"$""")
-_PYTHON_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
+_PIP_SH_EXEC = r"""^'''exec' (?:"([^"]+)"|(\S+)) "\$0" "\$@"$"""
+_PYTHON_NAME = r"^(python|pypy)(\d+(\.\d+)*)?$"
 
 
 def script_lines(exe: str) -> list[str]:
@@ -176,7 +176,7 @@ def script_interpreter(exe: str, env_path: str | None = None) -> tuple[str | Non
         name = words[-1] if words[1] == "-S" and len(words) > 2 else words[1]
         return shutil.which(name, path=env_path), name
     if os.path.basename(words[0]) == "sh" and len(lines) > 1:
-        m = _PIP_SH_EXEC.match(lines[1])
+        m = re.match(_PIP_SH_EXEC, lines[1])
         if m:
             target = m.group(1) or m.group(2)
             return target, target
@@ -185,7 +185,7 @@ def script_interpreter(exe: str, env_path: str | None = None) -> tuple[str | Non
 
 def is_python(path: str | None) -> bool:
     """An executable file whose name says it is a Python interpreter."""
-    if not path or not _PYTHON_NAME.match(os.path.basename(path)):
+    if not path or not re.match(_PYTHON_NAME, os.path.basename(path)):
         return False
     return os.path.isfile(path) and os.access(path, os.X_OK)
 

@@ -46,24 +46,20 @@ def _getnewargs(self):  # copy and pickle rebuild a record through __new__
 
 def _bind(cls, args: tuple, kwargs: dict) -> list:
     """The field values for ``cls(*args, **kwargs)``, as a call of a function would bind them."""
-    names, defaults = cls._fields, cls._defaults
+    names = cls._fields
     if len(args) > len(names):
         raise TypeError(f"{cls.__name__}() takes {len(names)} arguments but {len(args)} were given")
-    values = list(args) + [_MISSING] * (len(names) - len(args))
+    values = [*args, *cls._slots[len(args):]]  # _slots: each field's default, or _MISSING
     for name, value in kwargs.items():
-        try:
-            at = cls._index[name]
-        except KeyError:
-            raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}") from None
-        if values[at] is not _MISSING:
+        at = cls._index.get(name)
+        if at is None:
+            raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
+        if at < len(args):
             raise TypeError(f"{cls.__name__}() got multiple values for argument {name!r}")
         values[at] = value
-    first_default = len(names) - len(defaults)
     for at, value in enumerate(values):
         if value is _MISSING:
-            if at < first_default:
-                raise TypeError(f"{cls.__name__}() missing required argument {names[at]!r}")
-            values[at] = defaults[at - first_default]
+            raise TypeError(f"{cls.__name__}() missing required argument {names[at]!r}")
     return values
 
 
@@ -83,7 +79,8 @@ def record(cls):
     body.update(__new__=_new, __repr__=_repr, __getnewargs__=_getnewargs, _replace=_replace)
     body.update((k, v) for k, v in cls.__dict__.items() if k not in _SKIPPED and k not in names)
     body.update(__slots__=(), __eq__=_eq, __ne__=_ne, __hash__=tuple.__hash__, _fields=names,
-                _defaults=defaults, _index={n: at for at, n in enumerate(names)})
+                _slots=(_MISSING,) * (len(names) - len(defaults)) + defaults,
+                _index={n: at for at, n in enumerate(names)})
     made = type(cls.__name__, (tuple,), body)
     made.__qualname__ = cls.__qualname__
     return made

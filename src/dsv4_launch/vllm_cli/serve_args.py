@@ -242,14 +242,15 @@ def _plain(value):
 
 # --- vLLM's pre-processing, step by step -------------------------------------------------
 
-_MODEL_RE = re.compile(r"^--model(=.+|$)")
-_CONFIG_RE = re.compile(r"^--config(=.+|$)")
-_SERVED_NAME_RE = re.compile(r"^--served[-_]model[-_]name(=.+|$)")
+# Patterns, compiled by re at first use (re caches them), not at import: start-up time.
+_MODEL_RE = r"^--model(=.+|$)"
+_CONFIG_RE = r"^--config(=.+|$)"
+_SERVED_NAME_RE = r"^--served[-_]model[-_]name(=.+|$)"
 
 
 def _move_model_option(args: list[str]) -> tuple[list[str], bool]:
     for i, arg in enumerate(args):
-        if _MODEL_RE.match(arg):
+        if re.match(_MODEL_RE, arg):
             if arg == "--model":
                 if i + 1 >= len(args):
                     raise _ParseRejected("--model needs a value")
@@ -262,8 +263,8 @@ def _check_served_model_name(args: list[str]) -> None:
     if (
         args
         and args[0].startswith("-")
-        and not any(_CONFIG_RE.match(a) for a in args)
-        and any(_SERVED_NAME_RE.match(a) for a in args)
+        and not any(re.match(_CONFIG_RE, a) for a in args)
+        and any(re.match(_SERVED_NAME_RE, a) for a in args)
     ):
         raise _ParseRejected(
             "with --served-model-name, vLLM needs the model as the first positional "
@@ -348,7 +349,7 @@ def config_to_args(config: Mapping[str, object]) -> list[str]:
     return out
 
 
-_NAME_PART = re.compile(r"(?<=--)[^\.]*")
+_NAME_PART = r"(?<=--)[^\.]*"
 
 
 def _dashes(match: re.Match) -> str:
@@ -362,9 +363,9 @@ def _normalise(args: list[str]) -> list[str]:
         if arg.startswith("--"):
             if "=" in arg:
                 key, value = str.split(arg, "=", 1)
-                out.append(_Tok(f"{_NAME_PART.sub(_dashes, key, count=1)}={value}", origins))
+                out.append(_Tok(f"{re.sub(_NAME_PART, _dashes, key, count=1)}={value}", origins))
             else:
-                out.append(_Tok(_NAME_PART.sub(_dashes, arg, count=1), origins))
+                out.append(_Tok(re.sub(_NAME_PART, _dashes, arg, count=1), origins))
         elif arg.startswith("-O") and arg != "-O":
             out += ["--optimization-level", arg[3:] if arg[2] == "=" else arg[2:]]
         elif arg == "-O" and i + 1 < len(args) and args[i + 1] in {"0", "1", "2", "3"}:
