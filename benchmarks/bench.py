@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """What dsv4-launch costs at start-up, side by side with what it sits in front of.
 
-    .venv/bin/python benchmarks/bench.py [--runs 21] [--vllm-python PATH] [--json FILE]
+    .venv/bin/python benchmarks/bench.py [--runs 21] [--vllm-python PATH] [--json FILE] [--write-readme]
 
 Run it with the Python that has dsv4-launch installed (it runs that environment's
 `dsv4-serve` and `dsv4-launch`). Stdlib only. Every case is a fresh process; wall time is
 measured around it and peak memory (max RSS) comes from the kernel's accounting of that process
 (os.wait4). The cases are run in turns (A B C A B C …, after warm-up rounds) so that drift hits
-all alike; the table shows medians. Nothing is written unless --json FILE is given
-(benchmarks/results/latest.json is the committed run).
+all alike; the table shows medians. Nothing is written unless asked: --json FILE
+(benchmarks/results/latest.json is the committed run), --write-readme (its tables into
+README.md's bench block; tests/test_readme_bench.py keeps the two the same).
 
 Cases:
   floor        python -c pass (the interpreter itself)
@@ -246,6 +247,7 @@ def main() -> None:
     parser.add_argument("--vllm-python", help="an interpreter with a real vLLM and dsv4-launch")
     parser.add_argument("--vllm-runs", type=int, default=5)
     parser.add_argument("--json", help="also write the results here (e.g. benchmarks/results/latest.json)")
+    parser.add_argument("--write-readme", action="store_true", help="put the tables into README.md's bench block")
     parser.add_argument("--secrets", type=int, default=5000, help="--api-key values in the linearity cases")
     opts = parser.parse_args()
     try:
@@ -305,6 +307,39 @@ def main() -> None:
         ratio = r["dsv4-serve --help"]["median_ms"] / r["vllm --help"]["median_ms"]
         budgets.append(("dsv4-serve --help / vllm serve --help", ratio, "×", BUDGET_REAL_RATIO))
 
+    machine = f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
+    document = {
+        "machine": machine,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "results": r,
+        "net_handover_ms": net,
+        "budgets": [
+            {"name": label, "value": value, "unit": unit, "limit": limit, "ok": value <= limit}
+            for label, value, unit, limit in budgets
+        ],
+    }
+    print(render(document), end="")
+    if opts.json:
+        out = Path(opts.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(document, indent=2) + "\n")
+        print(f"bench: results written to {out}", file=sys.stderr)
+    if opts.write_readme:
+        readme = ROOT / "README.md"
+        text = readme.read_text(encoding="utf-8")
+        head, rest = text.split(README_BEGIN, 1)
+        _, tail = rest.split(README_END, 1)
+        readme.write_text(f"{head}{README_BEGIN}\n{render(document)}{README_END}{tail}", encoding="utf-8")
+        print(f"bench: {readme} updated", file=sys.stderr)
+
+
+README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def render(document: dict) -> str:
+    """The Markdown tables of one run (README's block between the bench markers is this, for
+    benchmarks/results/latest.json; tests/test_readme_bench.py keeps the two the same)."""
+    r = document["results"]
     floor = r["floor"]["median_ms"]
     lines = [
         "| case | median | min | peak RSS | × floor |",
@@ -319,33 +354,15 @@ def main() -> None:
             f"{res['peak_mib']:.1f} MiB | {res['median_ms'] / floor:.2f} |"
         )
     lines += ["", "| budget | measured | limit | |", "|---|---:|---:|---|"]
-    verdicts = []
-    for label, value, unit, limit in budgets:
-        ok = value <= limit
-        verdicts.append(ok)
+    for budget in document["budgets"]:
+        unit, value = budget["unit"], budget["value"]
         fmt = f"{value:.3f}" if unit == "×" else f"{value:.1f}"
-        lines.append(f"| {label} | {fmt} {unit} | {limit} {unit} | {'ok' if ok else 'OVER'} |")
-    lines.append(f"| what a real vLLM start waits longer ((dsv4-serve → stub+) − vllm stub+) | {net:.1f} ms | — | reported |")
-    machine = f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
-    lines.append("")
-    lines.append(f"{machine}; {time.strftime('%Y-%m-%d')}; {opts.runs} runs per case")
-    print("\n".join(lines))
-
-    if not opts.json:
-        return
-    out = Path(opts.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "machine": machine,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "results": r,
-        "net_handover_ms": net,
-        "budgets": [
-            {"name": label, "value": value, "unit": unit, "limit": limit, "ok": ok}
-            for (label, value, unit, limit), ok in zip(budgets, verdicts)
-        ],
-    }, indent=2) + "\n")
-    print(f"bench: results written to {out}", file=sys.stderr)
+        lines.append(f"| {budget['name']} | {fmt} {unit} | {budget['limit']} {unit} | "
+                     f"{'ok' if budget['ok'] else 'OVER'} |")
+    lines.append("| what a real vLLM start waits longer ((dsv4-serve → stub+) − vllm stub+) | "
+                 f"{document['net_handover_ms']:.1f} ms | — | reported |")
+    lines += ["", f"{document['machine']}; {document['date'][:10]}; {r['floor']['runs']} runs per case"]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
