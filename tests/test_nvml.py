@@ -200,3 +200,16 @@ def test_a_pynvml_asking_ctypes_util_for_another_name_gets_the_real_one(tmp_path
         path=str(tmp_path / "fakes"),
     )
     assert seen == {"test": True, "real": True}
+
+
+def test_with_other_threads_running_pynvml_is_imported_plainly(tmp_path):
+    # Another thread could import ctypes.util while the stand-in is in place: no stand-in then.
+    seen = _fresh(
+        "import threading\nstop = threading.Event()\n"
+        "worker = threading.Thread(target=stop.wait)\nworker.start()\n"
+        "nvml = _import_pynvml()\nstop.set()\nworker.join()\n"
+        "import ctypes.util\n"
+        "print(json.dumps({'same': nvml.find_library is ctypes.util.find_library}))\n",
+        tmp_path,
+    )
+    assert seen == {"same": True}

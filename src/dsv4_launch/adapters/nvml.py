@@ -74,9 +74,12 @@ def _import_pynvml():
     of `plan`'s. While pynvml is imported, a stand-in answers that one import; its
     ``find_library`` (and any other name asked of it) imports the real ``ctypes.util`` at first
     use. The stand-in leaves ``sys.modules`` as soon as pynvml is in, so whoever imports
-    ``ctypes.util`` next — vLLM does, after the hand-over — gets the real module.
+    ``ctypes.util`` next — vLLM does, after the hand-over — gets the real module. Only where
+    no other thread could import ``ctypes.util`` meanwhile (our CLI at this point).
     """
-    if "pynvml" not in sys.modules and "ctypes.util" not in sys.modules:
+    threading = sys.modules.get("threading")
+    alone = threading is None or threading.active_count() == 1
+    if alone and "pynvml" not in sys.modules and "ctypes.util" not in sys.modules:
         stand_in = _lazy_ctypes_util()
         sys.modules["ctypes.util"] = stand_in
         try:
