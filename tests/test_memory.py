@@ -212,6 +212,17 @@ def test_a_local_checkpoint_with_missing_shards_is_refused(tmp_path):
     assert "shards-missing" not in findings(f._replace(memory=complete))[1]
 
 
+def test_an_empty_shard_file_counts_as_missing(tmp_path):
+    # An interrupted download can leave 0-byte files; safetensors cannot open them.
+    folder = checkpoint(tmp_path, present=(0, 1))
+    (folder / "model-00003-of-00003.safetensors").write_bytes(b"")
+    w = read_weights(str(folder), True, None)
+    assert (w.shards_total, w.shards_missing) == (3, 1)
+    f = facts(gpus=1, memory_gib=400)._replace(memory=w)
+    plan, found = findings(f._replace(model=f.model._replace(directory=str(folder))))
+    assert "1 of the 3 shards that model.safetensors.index.json names are missing or empty" in found["shards-missing"].text
+
+
 def test_an_online_cache_with_missing_shards_is_a_download_note(tmp_path):
     w = read_weights(str(checkpoint(tmp_path, present=(0,))), False, None)
     plan, found = findings(facts(gpus=1, memory_gib=400)._replace(memory=w))

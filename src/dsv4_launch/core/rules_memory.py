@@ -164,7 +164,7 @@ MEMORY_RULES: tuple[Rule, ...] = (
         title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
         effect="the weight load fails: tensors the model needs are not in the files present",
         check=shards_missing,
-        message="{missing} of the {total} shards that model.safetensors.index.json names are missing in "
+        message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
         "{where}{size}; vLLM cannot load the model without them",
         fix="finish the download of the checkpoint into {where}, or point at a complete copy",
         reference="vllm/model_executor/model_loader/default_loader.py",
