@@ -71,6 +71,13 @@ def test_defaults_must_come_last():
             b: int
 
 
+def test_field_names_cannot_shadow_the_records_own():
+    with pytest.raises(TypeError, match="underscore"):
+        @record
+        class Bad:
+            _fields: int
+
+
 def test_values_cannot_change():
     p = Point(1, 2)
     with pytest.raises(AttributeError):
@@ -115,3 +122,14 @@ def test_copy_and_pickle_round_trip():
     p = Point(1, 2, "a")
     assert copy.copy(p) == p and copy.deepcopy(p) == p
     assert pickle.loads(pickle.dumps(p)) == p
+
+
+def test_fields_may_be_called_like_the_methods_parameters():
+    @record
+    class Odd:
+        cls: str
+        self: str = "s"
+
+    odd = Odd(cls="c")
+    assert (odd.cls, odd.self) == ("c", "s")
+    assert odd._replace(self="t") == Odd("c", "t")

@@ -33,7 +33,7 @@ def _repr(self):
     return f"{type(self).__name__}({fields})"
 
 
-def _replace(self, **changes):
+def _replace(self, /, **changes):
     values = [changes.pop(name, value) for name, value in zip(self._fields, self)]
     if changes:
         raise TypeError(f"{type(self).__name__}._replace() got unexpected field(s): {sorted(changes)}")
@@ -63,7 +63,7 @@ def _bind(cls, args: tuple, kwargs: dict) -> list:
     return values
 
 
-def _new(cls, *args, **kwargs):
+def _new(cls, /, *args, **kwargs):  # positional-only: a field may be called "cls"
     if kwargs or len(args) != len(cls._fields):
         args = _bind(cls, args, kwargs)
     return tuple.__new__(cls, args)
@@ -75,6 +75,9 @@ def record(cls):
     missing = [n for n in names[len(names) - len(defaults):] if n not in cls.__dict__]
     if missing:
         raise TypeError(f"{cls.__name__}: fields with defaults must come last ({missing})")
+    private = [n for n in names if n.startswith("_")]
+    if private:  # _fields, _replace, … belong to the record
+        raise TypeError(f"{cls.__name__}: field names cannot start with an underscore ({private})")
     body = {name: property(itemgetter(at)) for at, name in enumerate(names)}
     body.update(__new__=_new, __repr__=_repr, __getnewargs__=_getnewargs, _replace=_replace)
     body.update((k, v) for k, v in cls.__dict__.items() if k not in _SKIPPED and k not in names)
