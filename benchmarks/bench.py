@@ -7,9 +7,9 @@ Run it with the Python that has dsv4-launch installed (it runs that environment'
 `dsv4-serve` and `dsv4-launch`). Stdlib only. Every case is a fresh process; wall time is
 measured around it and peak memory (max RSS) comes from the kernel's accounting of that process
 (os.wait4). The cases are run in turns (A B C A B C …, after warm-up rounds) so that drift hits
-all alike; the table shows medians. Nothing is written unless asked: --json FILE
-(benchmarks/results/latest.json is the committed run), --write-readme (its tables into
-README.md's bench block; tests/test_readme_bench.py keeps the two the same).
+all alike; the table shows medians. Nothing is written unless asked: --json FILE, or
+--write-readme: the run into benchmarks/results/latest.json (the committed run) and its tables
+into README.md's bench block (tests/test_readme_bench.py keeps the two the same).
 
 Cases:
   floor        python -c pass (the interpreter itself)
@@ -247,9 +247,14 @@ def main() -> None:
     parser.add_argument("--vllm-python", help="an interpreter with a real vLLM and dsv4-launch")
     parser.add_argument("--vllm-runs", type=int, default=5)
     parser.add_argument("--json", help="also write the results here (e.g. benchmarks/results/latest.json)")
-    parser.add_argument("--write-readme", action="store_true", help="put the tables into README.md's bench block")
+    parser.add_argument("--write-readme", action="store_true",
+                        help="put the tables into README.md's bench block and the run into " + COMMITTED_RUN)
     parser.add_argument("--secrets", type=int, default=5000, help="--api-key values in the linearity cases")
     opts = parser.parse_args()
+    if opts.write_readme:  # README shows the committed run: both are written, or neither
+        if opts.json and Path(opts.json).resolve() != ROOT / COMMITTED_RUN:
+            parser.error(f"--write-readme writes {COMMITTED_RUN}; leave --json out or give that path")
+        opts.json = str(ROOT / COMMITTED_RUN)
     try:
         import dsv4_launch  # noqa: F401
     except ImportError:
@@ -334,6 +339,7 @@ def main() -> None:
 
 
 README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+COMMITTED_RUN = "benchmarks/results/latest.json"
 
 
 def render(document: dict) -> str:

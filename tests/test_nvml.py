@@ -202,12 +202,21 @@ def test_a_pynvml_asking_ctypes_util_for_another_name_gets_the_real_one(tmp_path
     assert seen == {"test": True, "real": True}
 
 
-def test_with_other_threads_running_pynvml_is_imported_plainly(tmp_path):
-    # Another thread could import ctypes.util while the stand-in is in place: no stand-in then.
+@pytest.mark.parametrize("start", ["threading", "_thread"])
+def test_with_other_threads_running_pynvml_is_imported_plainly(tmp_path, start):
+    # Another thread could import ctypes.util while the stand-in is in place: no stand-in then,
+    # also for a thread started without the threading module (threading.active_count() misses it).
+    worker = {
+        "threading": "import threading\nstop = threading.Event()\n"
+                     "worker = threading.Thread(target=stop.wait)\nworker.start()\n",
+        "_thread": "import _thread, time\nstop = _thread.allocate_lock()\nstop.acquire()\nstarted = []\n"
+                   "def wait():\n    started.append(1)\n    stop.acquire()\n"
+                   "_thread.start_new_thread(wait, ())\n"
+                   "while not started:\n    time.sleep(0.001)\n",
+    }[start]
+    finish = {"threading": "stop.set()\nworker.join()\n", "_thread": "stop.release()\n"}[start]
     seen = _fresh(
-        "import threading\nstop = threading.Event()\n"
-        "worker = threading.Thread(target=stop.wait)\nworker.start()\n"
-        "nvml = _import_pynvml()\nstop.set()\nworker.join()\n"
+        worker + "nvml = _import_pynvml()\n" + finish +
         "import ctypes.util\n"
         "print(json.dumps({'same': nvml.find_library is ctypes.util.find_library}))\n",
         tmp_path,

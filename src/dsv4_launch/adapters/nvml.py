@@ -75,10 +75,16 @@ def _import_pynvml():
     ``find_library`` (and any other name asked of it) imports the real ``ctypes.util`` at first
     use. The stand-in leaves ``sys.modules`` as soon as pynvml is in, so whoever imports
     ``ctypes.util`` next — vLLM does, after the hand-over — gets the real module. Only where
-    no other thread could import ``ctypes.util`` meanwhile (our CLI at this point).
+    no other thread could import ``ctypes.util`` meanwhile (our CLI at this point): any thread,
+    also one ``threading`` does not know of, has a frame in ``sys._current_frames()``.
+
+    For `plan`, `doctor` and `fit` this is time saved; for a start it is time moved: vLLM
+    imports ``ctypes.util`` itself on ``import vllm.entrypoints.cli.main``, also after this
+    import (tests/vllm_real/test_shared_imports.py, on CI's releases), so nothing in it relies
+    on ours.
     """
-    threading = sys.modules.get("threading")
-    alone = threading is None or threading.active_count() == 1
+    frames = getattr(sys, "_current_frames", None)
+    alone = frames is not None and len(frames()) == 1
     if alone and "pynvml" not in sys.modules and "ctypes.util" not in sys.modules:
         stand_in = _lazy_ctypes_util()
         sys.modules["ctypes.util"] = stand_in
