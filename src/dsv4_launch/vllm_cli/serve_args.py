@@ -242,15 +242,17 @@ def _plain(value):
 
 # --- vLLM's pre-processing, step by step -------------------------------------------------
 
-# Patterns, compiled by re at first use (re caches them), not at import: start-up time.
+# Patterns, compiled by re at first use (re caches them), not at import: start-up time. Loops
+# over the arguments take the compiled pattern once.
 _MODEL_RE = r"^--model(=.+|$)"
 _CONFIG_RE = r"^--config(=.+|$)"
 _SERVED_NAME_RE = r"^--served[-_]model[-_]name(=.+|$)"
 
 
 def _move_model_option(args: list[str]) -> tuple[list[str], bool]:
+    model = re.compile(_MODEL_RE).match  # once per call, not once per argument
     for i, arg in enumerate(args):
-        if re.match(_MODEL_RE, arg):
+        if model(arg):
             if arg == "--model":
                 if i + 1 >= len(args):
                     raise _ParseRejected("--model needs a value")
@@ -263,8 +265,8 @@ def _check_served_model_name(args: list[str]) -> None:
     if (
         args
         and args[0].startswith("-")
-        and not any(re.match(_CONFIG_RE, a) for a in args)
-        and any(re.match(_SERVED_NAME_RE, a) for a in args)
+        and not any(map(re.compile(_CONFIG_RE).match, args))
+        and any(map(re.compile(_SERVED_NAME_RE).match, args))
     ):
         raise _ParseRejected(
             "with --served-model-name, vLLM needs the model as the first positional "
@@ -357,15 +359,16 @@ def _dashes(match: re.Match) -> str:
 
 
 def _normalise(args: list[str]) -> list[str]:
+    name_part = re.compile(_NAME_PART).sub
     out: list[str] = []
     for i, arg in enumerate(args):
         origins = getattr(arg, "origins", ())
         if arg.startswith("--"):
             if "=" in arg:
                 key, value = str.split(arg, "=", 1)
-                out.append(_Tok(f"{re.sub(_NAME_PART, _dashes, key, count=1)}={value}", origins))
+                out.append(_Tok(f"{name_part(_dashes, key, count=1)}={value}", origins))
             else:
-                out.append(_Tok(re.sub(_NAME_PART, _dashes, arg, count=1), origins))
+                out.append(_Tok(name_part(_dashes, arg, count=1), origins))
         elif arg.startswith("-O") and arg != "-O":
             out += ["--optimization-level", arg[3:] if arg[2] == "=" else arg[2:]]
         elif arg == "-O" and i + 1 < len(args) and args[i + 1] in {"0", "1", "2", "3"}:
