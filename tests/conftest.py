@@ -24,6 +24,9 @@ import pytest
 FAKES = Path(__file__).resolve().parent / "fakes"
 BIN = Path(sys.executable).parent
 
+# The smallest config.json that vLLM and dsv4-launch both read as DeepSeek-V4.
+V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
+
 # Variables of ours, CUDA's and Hugging Face's that must not leak in from the developer's shell.
 _SCRUB = ("DSV4_LAUNCH_", "CUDA_", "HF_", "HUGGING", "FAKE_", "NO_COLOR", "VLLM_")
 
@@ -161,3 +164,12 @@ def run_cli(tmp_path, fake_nvml_dir, fake_vllm_path):
         return done, data
 
     return run
+
+
+@pytest.fixture
+def v4_dir(tmp_path) -> str:
+    """A local model directory holding only a DeepSeek-V4 config.json (no weights)."""
+    folder = tmp_path / "v4"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(V4_CONFIG))
+    return str(folder)

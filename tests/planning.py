@@ -13,9 +13,9 @@ from dsv4_launch.core.records import record
 from dsv4_launch.vllm_cli.argv_edit import apply_changes
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
+from tests.conftest import V4_CONFIG as V4
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
-V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
 V41 = {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41", "num_attention_heads": 64}
 LLAMA = {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 6}
 NAMES = {12: "NVIDIA RTX PRO 6000", 10: "NVIDIA B200", 9: "NVIDIA H200", 8: "NVIDIA A100"}

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import B200, BIN, H200, RTX_PRO_6000, clean_env, install_fake_vllm_executable
+from tests.conftest import B200, BIN, H200, RTX_PRO_6000, V4_CONFIG, clean_env, install_fake_vllm_executable
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
-V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
 
 
 @pytest.fixture

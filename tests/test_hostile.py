@@ -56,11 +56,10 @@ from dsv4_launch.output.escape import escape
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import ConfigFileError, read_serve_args
 from tests import hostile_strategies as hs
-from tests.conftest import BIN, FAKES, clean_env
+from tests.conftest import BIN, FAKES, V4_CONFIG, clean_env
 
 TRACEBACK = "Traceback (most recent call last)"
 INTERNAL = "(internal error: "  # the pipeline's pass-through warning
-V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
 VLLM_0240 = VllmInstall(version="0.24.0", importable=True)
 
 SCALE = float(os.environ.get("HOSTILE_SCALE", "1"))  # more examples for a longer hunt

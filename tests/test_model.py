@@ -9,8 +9,8 @@ import pytest
 
 from dsv4_launch.adapters.model_files import model_facts
 from dsv4_launch.core.model import V4, V41, classify, family_from_name
+from tests.conftest import V4_CONFIG
 
-V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
 V41_CONFIG = {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41"}
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -17,15 +17,6 @@ from tests.conftest import BIN, RTX_PRO_6000, clean_env, install_fake_vllm_execu
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 TWO = (RTX_PRO_6000, RTX_PRO_6000)
-V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
-
-
-@pytest.fixture
-def v4_dir(tmp_path):
-    folder = tmp_path / "v4"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(V4))
-    return str(folder)
 
 
 def shell(run_cli, tmp_path, command: str, **kw):

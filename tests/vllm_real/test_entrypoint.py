@@ -7,23 +7,11 @@ namespace it receives, so everything up to the moment the server would start is 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from dsv4_launch.commands.serve import run_serve
 
 from .conftest import real_parse
-
-V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
-
-
-@pytest.fixture
-def model_dir(tmp_path):
-    folder = tmp_path / "DeepSeek-V4-Flash-local"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(V4_CONFIG))
-    return str(folder)
 
 
 @pytest.fixture
@@ -61,11 +49,11 @@ def comparable(namespace):
     ],
     ids=lambda t: " ".join(t)[:60],
 )
-def test_vllm_parses_the_fix_and_nothing_else(real_vllm, served, model_dir, tmp_path, tokens):
+def test_vllm_parses_the_fix_and_nothing_else(real_vllm, served, v4_dir, tmp_path, tokens):
     top, _, version = real_vllm
     yaml = tmp_path / "serve.yaml"
-    yaml.write_text(f"model: {model_dir}\nkv_cache_dtype: auto\nport: 8002\n")
-    tokens = [t.format(m=model_dir, yaml=yaml) for t in tokens]
+    yaml.write_text(f"model: {v4_dir}\nkv_cache_dtype: auto\nport: 8002\n")
+    tokens = [t.format(m=v4_dir, yaml=yaml) for t in tokens]
 
     assert run_serve(tokens) == 0
     (handed,) = served
@@ -86,9 +74,9 @@ def test_vllm_parses_the_fix_and_nothing_else(real_vllm, served, model_dir, tmp_
     assert {k: after.get(k, "<missing>") for k in before} == before
 
 
-def test_vllm_rejection_keeps_vllms_status_and_message(real_vllm, served, model_dir, capsys):
+def test_vllm_rejection_keeps_vllms_status_and_message(real_vllm, served, v4_dir, capsys):
     with pytest.raises(SystemExit) as exit_:
-        run_serve([model_dir, "--no-such-flag"])
+        run_serve([v4_dir, "--no-such-flag"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "unrecognized arguments: --no-such-flag" in err  # vLLM's own argparse message

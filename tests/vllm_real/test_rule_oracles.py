@@ -12,12 +12,12 @@ import importlib
 import pytest
 
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+from tests.conftest import V4_CONFIG as V4
 from tests.planning import planned
 
 from .conftest import real_parse
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
-V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
 SM120 = GpuSelection((GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-0", (12, 0)),))
 SM100 = GpuSelection((GpuInfo(0, "NVIDIA B200", "GPU-0", (10, 0)),))
 
