@@ -57,14 +57,16 @@ FAKE_GPUS = ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition|GPU-0|12.0|97887
 ARGS = [MODEL, "-tp", "2"]  # Flash's weights need two 96 GB GPUs
 
 BUDGET_HANDOVER_MS = 40.0
-# Imported by `import vllm.entrypoints.cli.main` in every release 0.24.0–0.33.0 (CPU build
-# checked) and by dsv4-serve before the hand-over (pynvml pulls in ctypes.util, with
-# subprocess, shutil and tempfile).
-SHARED_WITH_VLLM = ("json", "argparse", "ctypes.util", "pynvml")
-VLLM_IMPORTS = "BENCH_STUB_IMPORTS_SHARED"  # set: the stub's main module imports them, as vLLM's does
 BUDGET_PLAN_MS = 60.0
 BUDGET_PLAN_MEMORY_MB = 15.0
 BUDGET_REAL_RATIO = 1.03
+# Imported by `import vllm.entrypoints.cli.main` in every release 0.24.0–0.33.0 (CPU build
+# checked); dsv4-serve imports all but ctypes.util before the hand-over (adapters/nvml.py
+# imports pynvml without it), so the stub+ cases put them after the hand-over, where vLLM does.
+SHARED_WITH_VLLM = ("json", "argparse", "ctypes.util", "pynvml")
+VLLM_IMPORTS = "BENCH_STUB_IMPORTS_SHARED"  # set: the stub's main module imports them, as vLLM's does
+README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+COMMITTED_RUN = "benchmarks/results/latest.json"  # the run README shows
 
 # A tiny C runner: the peak RSS the kernel reports for a child includes the memory of whatever
 # forked it (Linux carries the old address space's high-water mark across exec), so a Python
@@ -336,10 +338,6 @@ def main() -> None:
         _, tail = rest.split(README_END, 1)
         readme.write_text(f"{head}{README_BEGIN}\n{render(document)}{README_END}{tail}", encoding="utf-8")
         print(f"bench: {readme} updated", file=sys.stderr)
-
-
-README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
-COMMITTED_RUN = "benchmarks/results/latest.json"
 
 
 def render(document: dict) -> str:

@@ -49,7 +49,7 @@ def _bind(cls, args: tuple, kwargs: dict) -> list:
     names = cls._fields
     if len(args) > len(names):
         raise TypeError(f"{cls.__name__}() takes {len(names)} arguments but {len(args)} were given")
-    values = [*args, *cls._slots[len(args):]]  # _slots: each field's default, or _MISSING
+    values = [*args, *cls._defaults[len(args):]]  # each field's default, or _MISSING
     for name, value in kwargs.items():
         at = cls._index.get(name)
         if at is None:
@@ -82,7 +82,7 @@ def record(cls):
     body.update(__new__=_new, __repr__=_repr, __getnewargs__=_getnewargs, _replace=_replace)
     body.update((k, v) for k, v in cls.__dict__.items() if k not in _SKIPPED and k not in names)
     body.update(__slots__=(), __eq__=_eq, __ne__=_ne, __hash__=tuple.__hash__, _fields=names,
-                _slots=(_MISSING,) * (len(names) - len(defaults)) + defaults,
+                _defaults=(_MISSING,) * (len(names) - len(defaults)) + defaults,
                 _index={n: at for at, n in enumerate(names)})
     made = type(cls.__name__, (tuple,), body)
     made.__qualname__ = cls.__qualname__
