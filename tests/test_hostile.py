@@ -408,6 +408,12 @@ def draw_argv(ws: Workspace, draw, focus: bool = False) -> tuple[list[str], dict
     return model + rest, env
 
 
+def draw_hostile(ws: Workspace, draw, focus: bool = False) -> tuple[list[str], dict[str, str]]:
+    """Arguments and a hostile environment; the model's own variables (offline cache) last."""
+    argv, model_env = draw_argv(ws, draw, focus)
+    return argv, {**draw(hs.hostile_env(ws.odd_dirs), label="env"), **model_env}
+
+
 def write_yaml(ws: Workspace, draw, name: str = "config.yaml") -> str:
     path = ws.fresh("yaml") / name
     path.write_bytes(draw(hs.yaml_text(), label="--config YAML").encode("utf-8", "surrogateescape"))
@@ -554,8 +560,7 @@ def check_prepared_argv(tokens: list[str], prepared, what: str) -> None:
 @given(data=st.data())
 def test_plan_in_process(ws, data):
     draw = data.draw
-    argv, model_env = draw_argv(ws, draw)
-    extra_env = {**draw(hs.hostile_env(ws.odd_dirs), label="env"), **model_env}
+    argv, extra_env = draw_hostile(ws, draw)
     env = {**ws.base_env(), **extra_env}
     probe = draw(probe_strategy(), label="GPU probe")
     vllm = draw(st.sampled_from([VLLM_0240, VLLM_0240, VllmInstall("0.33.0", True), VllmInstall(None, True),
@@ -613,8 +618,7 @@ def test_argv_edit_in_process(ws, data):
 @given(data=st.data())
 def test_doctor_in_process(ws, data):
     draw = data.draw
-    argv, model_env = draw_argv(ws, draw, focus=draw(st.booleans(), label="focus on config.json"))
-    extra_env = {**draw(hs.hostile_env(ws.odd_dirs), label="env"), **model_env}
+    argv, extra_env = draw_hostile(ws, draw, focus=draw(st.booleans(), label="focus on config.json"))
     env = {**ws.base_env(), **extra_env}
     probe = draw(probe_strategy(), label="GPU probe")
     what = f"doctor --json argv={argv!r}\nenv={extra_env!r}"
@@ -763,8 +767,7 @@ def test_secrets_serve(ws, family, data):
 @given(data=st.data())
 def test_serve_hostile(ws, data):
     draw = data.draw
-    argv, model_env = draw_argv(ws, draw)
-    env = {**draw(hs.hostile_env(ws.odd_dirs), label="env"), **model_env}
+    argv, env = draw_hostile(ws, draw)
     gpus = draw(gpu_setup(), label="GPUs")
     res = run_sub(ws, "dsv4-serve", argv, env, gpus)
     check_serve(res, argv)
@@ -774,8 +777,7 @@ def test_serve_hostile(ws, data):
 @given(data=st.data())
 def test_plan_and_doctor_json_hostile(ws, data):
     draw = data.draw
-    argv, model_env = draw_argv(ws, draw)
-    env = {**draw(hs.hostile_env(ws.odd_dirs), label="env"), **model_env}
+    argv, env = draw_hostile(ws, draw)
     gpus = draw(gpu_setup(), label="GPUs")
     sep = draw(st.sampled_from([["--"], []]), label="separator")
     res = run_sub(ws, "dsv4-launch", ["plan", "--json", *sep, *argv], env, gpus)
@@ -792,8 +794,7 @@ def test_plan_and_doctor_json_hostile(ws, data):
 @given(data=st.data())
 def test_plan_text_hostile(ws, data):
     draw = data.draw
-    argv, model_env = draw_argv(ws, draw)
-    env = {**draw(hs.hostile_env(ws.odd_dirs), label="env"), **model_env}
+    argv, env = draw_hostile(ws, draw)
     gpus = draw(gpu_setup(), label="GPUs")
     res = run_sub(ws, "dsv4-launch", ["plan", "--", *argv], env, gpus)
     check_no_crash(res)
@@ -806,9 +807,8 @@ def test_plan_text_hostile(ws, data):
 @given(data=st.data())
 def test_disable_always_starts_vllm(ws, data):
     draw = data.draw
-    argv, model_env = draw_argv(ws, draw)
-    env = {**draw(hs.hostile_env(ws.odd_dirs), label="env"), **model_env,
-           "DSV4_LAUNCH_DISABLE": draw(st.sampled_from(["1", "true", " YES ", "on"]), label="DSV4_LAUNCH_DISABLE")}
+    argv, env = draw_hostile(ws, draw)
+    env["DSV4_LAUNCH_DISABLE"] = draw(st.sampled_from(["1", "true", " YES ", "on"]), label="DSV4_LAUNCH_DISABLE")
     env.update(draw(st.dictionaries(st.sampled_from(["DSV4_LAUNCH_PREFLIGHT", "DSV4_LAUNCH_GPU_CAPABILITY",
                                                      "DSV4_LAUNCH_GPU_MEMORY", "DSV4_LAUNCH_QUIET"]),
                                     hs.hostile_text(8).filter(lambda s: "\x00" not in s), max_size=3),
