@@ -2,8 +2,11 @@
 
 Secret values are found by position: the parse of the arguments records exactly which tokens
 vLLM's parser gives to ``--api-key``, ``--hf-token``, ``--watermark-config`` and the JSON
-options that may carry credentials, in every spelling (``vllm_cli/secrets.py``). Those spans
-become ``***``; credentials in URLs (``https://user:PASS@host``) are masked in every string.
+options that may carry credentials, in every spelling (``vllm_cli/secrets.py``) — and, where
+the recorded tables cannot say (an option they do not know, a vLLM release they do not
+record), to every option whose name looks like a credential (``secrets.looks_like_credential``).
+Those spans become ``***``; credentials in URLs (``https://user:PASS@host``) are masked in
+every string, and the ``Scrubber`` masks the secret values wherever a line quotes them.
 Environment variables are never printed, so there is nothing to mask there.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ..vllm_cli.secrets import AFTER_EQ, WHOLE, SecretSpans
+from ..vllm_cli.secrets import AFTER_EQ, WHOLE, SecretSpans, secret_texts
 from .escape import mask_url_credentials, url_userinfo
 
 MASK = "***"
@@ -47,8 +50,14 @@ class Scrubber:
         self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
 
     @classmethod
-    def for_argv(cls, argv: Sequence[str]) -> "Scrubber":
-        return cls(u for u in map(url_userinfo, argv) if u)
+    def for_argv(cls, argv: Sequence[str], secrets: SecretSpans | None = None) -> "Scrubber":
+        """URL credentials of ``argv``; with ``secrets``, also the secret values themselves, so
+        that a warning or an error line that quotes one (an exception's message, say) shows
+        ``***`` too."""
+        found = [u for u in map(url_userinfo, argv) if u]
+        if secrets is not None:
+            found += secret_texts(argv, secrets)
+        return cls(found)
 
     def __call__(self, text: str) -> str:
         if self._pattern is not None:

@@ -8,9 +8,10 @@ everything that could be such a value instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
-from ..core.records import record
+from ..core.args import SecretSpans
 
 SECRET_OPTIONS = frozenset(
     {
@@ -27,17 +28,19 @@ SECRET_OPTIONS = frozenset(
 SECRET_DESTS = frozenset(o.replace("-", "_") for o in SECRET_OPTIONS)
 
 # Words that make an option *unknown to the table* look like it carries a credential
-# (a misspelt ``--api-keyy``, an option of a newer vLLM): its value is masked too.
-SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "credential", "auth")
+# (a misspelt ``--api-keyy``, an option of a newer vLLM): its value is masked too. See
+# ``looks_like_credential`` for how a name is split into words and judged.
+SECRET_WORDS = ("key", "token", "secret", "passw", "passphrase", "pwd", "credential", "auth", "cookie",
+                "bearer")
+# Ordinary words that contain one of SECRET_WORDS (counts, tokenizers, authors, keywords).
+_ORDINARY = r"^(?:.*tokens|.*tokeniz.*|detokeniz.*|author.*|keyword.*|keyboard.*|keyframe.*)$"
+# A last word that says what the value is, when that is not a secret: a location (the option
+# is a path: ``--ssl-keyfile``) or a quantity (``--dbo-decode-token-threshold``).
+_LOCATION = r"^(?:.*(?:file|files|path|paths|dir|dirs|directory|filename|location)|threshold|count|limit|size|len)$"
 
 WHOLE, AFTER_EQ = "whole", "after="  # a span is a whole token, or the part after its first "="
 
 
-@record
-class SecretSpans:
-    """Positions in the user's argv whose text is a secret: ``(token index, WHOLE|AFTER_EQ)``."""
-
-    spans: frozenset[tuple[int, str]] = frozenset()
 
 
 def option_name(token: str) -> str | None:
@@ -54,6 +57,38 @@ def option_name(token: str) -> str | None:
     return root.replace("_", "-") + dot + rest
 
 
+def looks_like_credential(name: str) -> bool:
+    """Whether an option's name (``api-keyy``, ``--foo-auth-token``, ``speculative-config.hf_token``)
+    looks like it carries a credential — used where the recorded tables cannot say: an option
+    they do not know, every option of a vLLM release they do not record, a dotted sub-key, a
+    ``--config`` file's keys.
+
+    The rule works on words: the name, lower-cased and without its leading dashes, is split at
+    ``-``, ``_`` and ``.``.
+
+    * If the *last* word names a location (``file``, ``path``, ``dir``, ``directory``,
+      ``filename``, ``location``, also fused: ``keyfile``, ``tokenpath``), the value is a path
+      to a secret, not the secret: ``--ssl-keyfile``, ``--api-key-file``, ``--token-path`` are
+      shown. (``--ssl-keyfile-password`` ends in ``password``: masked.) So is a last word that
+      names a quantity (``threshold``, ``count``, ``limit``, ``size``, ``len``:
+      ``--long-prefill-token-threshold``).
+    * Otherwise the name is a credential's when any word contains one of ``SECRET_WORDS``
+      (key, token, secret, passw[or]d, passphrase, pwd, credential, auth, cookie, bearer) —
+      inside a word too, so typos and fused names count: ``keyy``, ``apikey``, ``authtoken``,
+      ``oauth`` — unless that word is an ordinary one that merely contains it: a count
+      (``tokens``: ``--max-num-batched-tokens``), ``tokenizer``/``detokenize``, ``author``,
+      ``keyword``, ``keyboard``, ``keyframe``.
+
+    Masking too much only hides a value from our own output (vLLM always gets it unchanged);
+    masking too little prints a secret, so the rule leans to masking.
+    """
+    words = [w for w in re.split(r"[-_.+]+", name.lower().lstrip("-")) if w]
+    if not words or re.match(_LOCATION, words[-1]):
+        return False
+    ordinary = re.compile(_ORDINARY).match
+    return any(stem in word and not ordinary(word) for word in words for stem in SECRET_WORDS)
+
+
 def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
     """True: names a secret option; False: names another known option; None: unknown."""
     if root in SECRET_OPTIONS:
@@ -68,10 +103,16 @@ def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
     return None
 
 
-def conservative_spans(tokens: Sequence[str], known_options: Iterable[str]) -> SecretSpans:
+def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, exact: bool = True,
+                       guessed_only: bool = False) -> SecretSpans:
     """Every span that may hold a secret when there is no parse to ask (vLLM rejects the
-    arguments): after a secret option (or an unknown option whose name looks like one), every
-    token up to the next token naming a known option."""
+    arguments): after a secret option (or one whose name looks like a credential, where the
+    table cannot say: an unknown option, a dotted sub-key, any option when the table is not
+    ``exact`` for the installed release), every token up to the next token naming a known
+    option.
+
+    ``guessed_only``: only the options judged by their name start masking (the parse already
+    placed the recorded secret options' values exactly); used after a successful parse."""
     options = list(known_options)
     known = frozenset(o[2:] for o in options if o.startswith("--"))
     short = frozenset(o for o in options if not o.startswith("--"))
@@ -90,9 +131,20 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str]) -> S
         if secret is None and masking:
             spans.add((i, WHOLE))  # an unknown "--x" right among a secret's values: maybe the secret
             continue
-        if secret is None:
-            secret = any(word in root.lower() for word in SECRET_WORDS)
-        masking = secret and "=" not in token
+        if secret and guessed_only:
+            # A recorded secret option: the parse placed its values (dotted ones too). The word
+            # the user wrote right after it is the value they meant, whatever vLLM's
+            # pre-processing makes of it (``--api-key -sk.live-4f9a``: a "dotted option" that
+            # swallows the next token): masked too, unless it names a known option.
+            following = tokens[i + 1] if i + 1 < len(tokens) and "=" not in token else None
+            if following is not None and following != "--" and following.split("=", 1)[0] not in short:
+                after = option_name(following)
+                if after is None or _resolves_to_secret(after.split(".", 1)[0].rstrip("+"), known) is None:
+                    spans.add((i + 1, WHOLE))
+            secret = False
+        elif not secret and (secret is None or not exact or "." in name):
+            secret = looks_like_credential(name)
+        masking = bool(secret) and "=" not in token
         if secret and "=" in token:
             spans.add((i, AFTER_EQ))
     return SecretSpans(frozenset(spans))

@@ -33,16 +33,15 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from ..core.records import EMPTY, record
+from ..core.args import SecretSpans, ServeArgs
 from .option_table import OptionTable
 from .secrets import (
     AFTER_EQ,
     SECRET_DESTS,
     SECRET_OPTIONS,
-    SECRET_WORDS,
     WHOLE,
-    SecretSpans,
     conservative_spans,
+    looks_like_credential,
     secret_texts,
 )
 
@@ -66,35 +65,6 @@ class _ParseRejected(Exception):
 # Exceptions vLLM's own pre-processing raises on some inputs (a 5000-digit JSON number, nesting
 # deeper than the recursion limit, an infinite ``80e999k``): vLLM dies on them too.
 _VLLM_FAILURES = (ValueError, RecursionError, OverflowError, TypeError, IndexError)
-
-
-@record
-class ServeArgs:
-    """What ``vllm serve`` will make of an argument list."""
-
-    tokens: tuple[str, ...]  # the user's arguments after ``serve``, untouched
-    values: Mapping[str, object] = EMPTY  # dest -> effective value
-    cli_values: Mapping[str, object] = EMPTY  # from the command line alone
-    model: str | None = None
-    model_source: str | None = None  # "positional", "--model", "config file", "vLLM default"
-    config_path: str | None = None  # the --config file that vLLM reads
-    unknown_options: tuple[str, ...] = ()  # option names this vLLM's table does not know
-    rejection: str | None = None  # why vLLM will refuse these arguments, if it will
-    unread: str | None = None  # why some arguments could not be seen (a --config left to vLLM)
-    warnings: tuple[str, ...] = ()
-    help_requested: bool = False
-    secrets: SecretSpans = SecretSpans()
-
-    def value(self, dest: str) -> object:
-        return self.values.get(dest)
-
-    def source(self, dest: str) -> str | None:
-        """Where the effective value of ``dest`` came from."""
-        if self.values.get(dest) is None:
-            return None
-        if self.cli_values.get(dest) is not None:
-            return "command line"
-        return "config file"
 
 
 class _Tok(str):
@@ -147,7 +117,7 @@ def read_serve_args(
     would have with the arguments is returned in ``rejection``: vLLM reports those itself.
     """
     tokens = tuple(tokens)
-    conservative = conservative_spans(tokens, table.option_strings)
+    conservative = conservative_spans(tokens, table.option_strings, exact=table.exact)
     warnings: list[str] = []
     if any(t in ("-h", "--help") or t.startswith("--help=") for t in tokens):
         return ServeArgs(tokens=tokens, help_requested=True, secrets=conservative)
@@ -179,14 +149,20 @@ def read_serve_args(
         return ServeArgs(tokens=tokens, rejection=_scrubbed(str(exc), tokens, conservative, file_secrets),
                          warnings=tuple(warnings), secrets=conservative)
     except _VLLM_FAILURES as exc:
-        reason = f"vLLM's argument reading fails on them: {type(exc).__name__}: {str(exc)[:160]}"
-        return ServeArgs(tokens=tokens, rejection=_scrubbed(reason, tokens, conservative, file_secrets),
+        # Scrubbed before it is cut: a secret cut in half would escape the scrub.
+        detail = _scrubbed(str(exc), tokens, conservative, file_secrets)[:160]
+        reason = f"vLLM's argument reading fails on them: {type(exc).__name__}: {detail}"
+        return ServeArgs(tokens=tokens, rejection=reason,
                          warnings=tuple(warnings), secrets=conservative)
 
     if any(t is None for t in traced):
         secrets = conservative  # a value argparse rebuilt: mask everything that could be one
     else:
-        secrets = SecretSpans(frozenset(span for spans in traced for span in spans))
+        # The recorded secret options, where the parse put their values; and the options whose
+        # names look like credentials where the table cannot say (unknown to it, dotted sub-keys,
+        # any option when the table is not this release's own).
+        guessed = conservative_spans(tokens, table.option_strings, exact=table.exact, guessed_only=True)
+        secrets = SecretSpans(frozenset(span for spans in traced for span in spans) | guessed.spans)
     model, model_source = values.get("model_tag"), "positional"
     if model is not None and model_moved:
         model_source = "--model"
@@ -217,7 +193,9 @@ def _scrubbed(message: str, tokens: Sequence[str], spans: SecretSpans, more: Seq
     """A message argparse built from the tokens, with every token that may be a secret value
     masked — whatever it looks like (``-k x``, ``--Zq…``) and wherever argparse quoted it — and
     the values of the ``--config`` file's secret keys."""
-    for secret in sorted({*secret_texts(tokens, spans), *more}, key=len, reverse=True):
+    found = {*secret_texts(tokens, spans), *more}
+    found |= {_normalise([s])[0] for s in found if s.startswith("--")}  # as quoted after step 4
+    for secret in sorted(found, key=len, reverse=True):
         if len(secret) >= 2:
             message = message.replace(secret, "***")
     return message
@@ -279,7 +257,7 @@ def _secret_values(config: Mapping[str, object]) -> list[str]:
     found: list[str] = []
     for key, value in config.items():
         name = str(key).replace("_", "-")
-        if name in SECRET_OPTIONS or any(w in name.lower() for w in SECRET_WORDS):
+        if name in SECRET_OPTIONS or looks_like_credential(name):
             items = value if isinstance(value, list) else [value]
             found += [json.dumps(v) if isinstance(v, dict) else str(v) for v in items]
     return found
@@ -395,7 +373,9 @@ def _fold_dotted(args: list[str]) -> list[str]:
                 spans = [(j, AFTER_EQ) for j, _ in getattr(arg, "origins", ())]
             else:
                 if i + 1 >= len(args):
-                    raise _ParseRejected(f"{arg.split('.', 1)[0]}.… needs a value")
+                    # The whole token: a secret value that looks like a dotted option
+                    # (``--api-key -sk.live-4f9a``) is then masked whole by the scrub.
+                    raise _ParseRejected(f"{arg} needs a value")
                 name, value_str = str(arg), args[i + 1]
                 spans = list(getattr(value_str, "origins", ()))
                 delete.add(i + 1)
@@ -514,9 +494,17 @@ def _build_replica(table: OptionTable) -> _ReplicaParser:
                 nargs=None if action.nargs == 1 else action.nargs,
                 choices=action.choices,
                 default=None,
-                **({"action": _StoreSecret} if action.dest in SECRET_DESTS else {}),
+                **({"action": _StoreSecret} if _secret_action(action, table.exact) else {}),
             )
     return parser
+
+
+def _secret_action(action, exact: bool) -> bool:
+    """A recorded secret option; or, in a table that is not the installed release's own, an
+    option whose name looks like a credential (``secrets.looks_like_credential``)."""
+    if action.dest in SECRET_DESTS:
+        return True
+    return not exact and any(looks_like_credential(o) for o in action.options if o.startswith("--"))
 
 
 class _StoreFlag(argparse.Action):

@@ -1,0 +1,99 @@
+"""Round three of "never worse than plain ``vllm serve``" (issue 20): one section per attack
+class, each with several inputs. What is faked: the vLLM install (``VllmInstall`` in-process,
+``tests/fakes/vllm_pkg`` with a dist-info of the wanted version in subprocesses), NVML (the
+stand-in library), and, where said, a ``vllm`` script on PATH."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.plan import run_plan
+from dsv4_launch.output.redact import masked_argv
+from dsv4_launch.vllm_cli.option_table import load_table
+from dsv4_launch.vllm_cli.secrets import looks_like_credential
+from dsv4_launch.vllm_cli.serve_args import read_serve_args
+
+M = "deepseek-ai/DeepSeek-V4-Flash"
+NEWER = VllmInstall("0.34.0", True)  # a release the option tables do not record
+
+
+def _streams():
+    return (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape", write_through=True),
+            io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True))
+
+
+def _plan(argv, env=None, vllm=NEWER, as_json=False):
+    out, err = _streams()
+    rc = run_plan(list(argv), as_json=as_json, env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})},
+                  stdout=out, stderr=err, vllm=vllm)
+    return rc, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()
+
+
+# --- class 2: secrets where the tables do not know the release or the option ------------------
+
+CREDENTIAL_CASES = [
+    ["--ssl-keyfile-password", "Zqhunter2secret"],
+    ["--ssl-keyfile-password=Zqhunter2secret"],
+    ["--foo-auth-token=Zqabc123secret"],
+    ["--foo-auth-token", "Zqabc123secret"],
+    ["--api-keyy", "Zqsekrit9secret"],
+    ["--api_keyy", "Zqsekrit9secret"],
+    ["--apikey", "Zqsekrit9secret"],
+    ["--hf-tokenn", "Zqsekrit9secret"],
+    ["--oauth-client-secret", "Zqsekrit9secret"],
+    ["--session-cookie", "Zqsekrit9secret"],
+    ["--db-passwd", "Zqsekrit9secret"],
+    ["--speculative-config.hf_token", "Zqsekrit9secret"],
+    ["--api-key", "-sk.live-Zq4f9asecret"],
+    ["--api-key", "--s_k.live-Zq4f9asecret"],
+    ["--api-key=-sk.live-Zq4f9asecret"],
+]
+
+
+@pytest.mark.parametrize("version", [NEWER, VllmInstall(None, True), VllmInstall("0.33.0", True)],
+                         ids=["0.34.0", "unknown", "0.33.0"])
+@pytest.mark.parametrize("case", CREDENTIAL_CASES, ids=lambda c: c[0][:28])
+def test_credential_named_options_are_masked_everywhere(case, version):
+    secret = next(t for t in case if "Zq" in t).split("=", 1)[-1]
+    core = secret[secret.index("Zq"):]
+    argv = [M, *case, "--port", "8000"]
+    for as_json in (False, True):
+        rc, out, err = _plan(argv, vllm=version, as_json=as_json)
+        assert core not in out and core not in err, (out, err)
+        assert secret.split(".")[0] not in out + err or secret.split(".")[0] in ("--s_k", "-sk"), (out, err)
+        if as_json:
+            assert "***" in " ".join(json.loads(out)["argv"])
+
+
+@pytest.mark.parametrize("name", ["--ssl-keyfile", "--ssl-certfile", "--ssl-ca-certs", "--api-key-file", "--token-path",
+                                  "--max-num-batched-tokens", "--tokenizer", "--long-prefill-token-threshold",
+                                  "--secrets-dir", "--hf-config-path"])
+def test_paths_and_counts_are_not_credentials(name):
+    assert not looks_like_credential(name)
+    shown = masked_argv([M, name, "/etc/x.pem"], read_serve_args([M, name, "/etc/x.pem"], load_table("0.34.0")).secrets)
+    assert shown[2] == "/etc/x.pem"
+
+
+@pytest.mark.parametrize("name", ["--ssl-keyfile-password", "--api-keyy", "--x-auth", "--authtoken", "--passphrase",
+                                  "--client-credentials", "--bearer", "--my_secret.value", "--kv-token-file-password"])
+def test_credential_words(name):
+    assert looks_like_credential(name)
+
+
+def test_known_release_keeps_its_table():
+    # 0.33.0 is recorded: --ssl-keyfile is a path there, shown; --api-key masked by position.
+    args = read_serve_args([M, "--ssl-keyfile", "/k.pem", "--api-key", "a", "b"], load_table("0.33.0"))
+    assert masked_argv(args.tokens, args.secrets) == [M, "--ssl-keyfile", "/k.pem", "--api-key", "***", "***"]
+
+
+def test_serve_with_a_newer_vllm_masks_the_hand_over_line(run_cli, v4_dir):
+    done, record = run_cli("dsv4-serve", v4_dir, "--ssl-keyfile-password", "Zqhunter2secret", "--foo-auth-token=Zqtok99",
+                           vllm="0.34.0", env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+    assert done.returncode == 0, done.stderr
+    assert "Zqhunter2" not in done.stderr and "Zqtok99" not in done.stderr, done.stderr
+    assert "command: vllm serve" in done.stderr
+    assert record["argv"][2:5] == [v4_dir, "--ssl-keyfile-password", "Zqhunter2secret"]  # vLLM gets it unchanged
