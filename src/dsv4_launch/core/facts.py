@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from .args import ServeArgs
 from .gpus import GpuInfo, GpuSelection
 from .model import ModelFacts
 from .records import EMPTY, record
@@ -23,12 +24,9 @@ RULE_ENV = (
 
 @record
 class Facts:
-    """Everything the plan depends on, gathered before any decision.
+    """Everything the plan depends on, gathered before any decision."""
 
-    ``args`` is a ``vllm_cli.serve_args.ServeArgs`` (read through ``value``/``source`` only).
-    """
-
-    args: object
+    args: ServeArgs  # read by vllm_cli (dsv4-serve's argv) or from vLLM's EngineArgs (the plugin)
     model: ModelFacts
     gpus: GpuSelection | None  # None: the GPUs could not be read (or were not probed)
     gpu_error: str | None = None  # why they could not, or why some fields are unknown
