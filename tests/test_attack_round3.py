@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -16,6 +19,7 @@ from dsv4_launch.output.redact import masked_argv
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.secrets import looks_like_credential
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
+from tests.conftest import BIN, clean_env
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 NEWER = VllmInstall("0.34.0", True)  # a release the option tables do not record
@@ -97,3 +101,41 @@ def test_serve_with_a_newer_vllm_masks_the_hand_over_line(run_cli, v4_dir):
     assert "Zqhunter2" not in done.stderr and "Zqtok99" not in done.stderr, done.stderr
     assert "command: vllm serve" in done.stderr
     assert record["argv"][2:5] == [v4_dir, "--ssl-keyfile-password", "Zqhunter2secret"]  # vLLM gets it unchanged
+
+
+# --- class 3: code from the environment -----------------------------------------------------
+
+PLANTED = ["json.py", "torch.py", "importlib.py", "flashinfer.py", "sitecustomize.py", "usercustomize.py"]
+
+
+@pytest.mark.parametrize("pythonpath", [None, ".", "", ":", "./"])
+def test_runtime_probe_imports_nothing_from_the_working_directory(tmp_path, monkeypatch, pythonpath):
+    """A model repository (the working directory) holding modules named like the ones the probe
+    imports: none of them runs (each would write a marker file)."""
+    from dsv4_launch.adapters.runtime_probe import probe_runtime
+
+    planted = tmp_path / "model-repo"
+    planted.mkdir()
+    marker = tmp_path / "executed"
+    for name in PLANTED:
+        (planted / name).write_text(f"open({str(marker)!r}, 'a').write({name!r} + '\\n')\n")
+    monkeypatch.chdir(planted)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    env["PYTHONSTARTUP"] = str(planted / "json.py")
+    result, error = probe_runtime(sys.executable, env=env, timeout=60)
+    assert error is None and result["python"], error
+    assert not marker.exists(), marker.read_text()
+
+
+def test_runtime_probe_keeps_pythonpath(tmp_path):
+    """PYTHONPATH still counts (vLLM will see it): a package found only through it is seen."""
+    from dsv4_launch.adapters.runtime_probe import probe_runtime
+
+    site = tmp_path / "site"
+    (site / "vllm-9.9.9.dist-info").mkdir(parents=True)
+    (site / "vllm-9.9.9.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 9.9.9\n")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, "PYTHONPATH": str(site)}
+    result, error = probe_runtime(sys.executable, env=env, timeout=60)
+    assert error is None and result["vllm"]["version"] == "9.9.9", (result, error)

@@ -5,6 +5,17 @@ The probe runs in a child process of *that* interpreter (verified to be a Python
 ``vllm_install.interpreter_of``), so importing torch and FlashInfer costs this process nothing.
 It never touches a GPU: torch's arch list is a build-time string, and the child runs with
 ``CUDA_VISIBLE_DEVICES=""``.
+
+**Isolation.** The child never imports code from the current directory or the model's folder
+(a downloaded model repository may hold a ``json.py`` or ``torch.py``): it runs in a fresh,
+empty temporary directory, with ``PYTHONSAFEPATH=1`` (3.11+) and the probe's first statement
+removing the script directory entry (``''``) from ``sys.path`` (3.10 has no ``-P``), with stdin
+closed and ``PYTHONINSPECT``/``PYTHONSTARTUP`` dropped. It is deliberately *not* ``-I``:
+``-I`` also ignores ``PYTHONPATH`` and the user's site-packages, which some users need to find
+vLLM, and the probe must see the packages vLLM itself will see when it runs with this
+environment. A relative ``PYTHONPATH`` entry (``.``, or an empty one) then names the empty
+directory. What the interpreter's own installation runs at start-up (``sitecustomize``,
+``.pth`` files) is part of the environment vLLM runs in and is not avoided.
 """
 
 from __future__ import annotations
@@ -21,6 +32,8 @@ PLUGIN_GROUP = "vllm.general_plugins"
 # (heads, top-k) membership has_flashinfer_sparse_mla_sm120_config() asks
 # (vllm/utils/flashinfer.py); vLLM's pinned requirements; the entry points of vLLM's plugin group.
 PROBE_SOURCE = r"""
+import sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 import importlib.metadata as md, importlib.util as iu, json, sys
 out = {"python": sys.version.split()[0], "torch": None, "flashinfer": None, "vllm": None, "plugins": None}
 if iu.find_spec("torch"):
@@ -81,10 +94,18 @@ def probe_runtime(
     ``sm120_shapes``: the (query heads, top-k) pairs vLLM will ask FlashInfer's SM120 DSv4
     decode table for; the answer is ``flashinfer.sm120_dsv4_decode["h,k"]``.
     """
+    import tempfile
+
     child_env = dict(os.environ if env is None else env)
     child_env["CUDA_VISIBLE_DEVICES"] = ""  # the probe needs no GPU: nothing it imports may touch one
+    child_env["PYTHONSAFEPATH"] = "1"  # 3.11+: no script directory on sys.path (the source does it too)
+    for name in ("PYTHONINSPECT", "PYTHONSTARTUP"):
+        child_env.pop(name, None)
+    shapes = json.dumps([list(p) for p in sm120_shapes])
     try:
-        done = subprocess.run([python, "-c", PROBE_SOURCE, json.dumps([list(p) for p in sm120_shapes])], capture_output=True, timeout=timeout, env=child_env)
+        with tempfile.TemporaryDirectory(prefix="dsv4-probe-") as neutral:  # nothing to import from
+            done = subprocess.run([python, "-c", PROBE_SOURCE, shapes], capture_output=True, timeout=timeout,
+                                  env=child_env, cwd=neutral, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return None, f"{python} did not answer within {timeout:.0f} s"
     except (OSError, subprocess.SubprocessError) as exc:
