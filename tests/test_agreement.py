@@ -8,6 +8,7 @@ by a recorder (what vLLM's entry point would receive). Model files are real conf
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -17,9 +18,16 @@ from dsv4_launch.adapters.nvml import GpuProbe
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands import serve as serve_command
 from dsv4_launch.commands.doctor import run_doctor
+from dsv4_launch.commands.pipeline import SERVE, prepare, prepare_engine
 from dsv4_launch.commands.plan import run_plan
+from dsv4_launch.core.facts import as_human_int, as_int
 from dsv4_launch.core.gpus import GpuInfo
+from dsv4_launch.core.plan import make_plan
+from dsv4_launch.vllm_cli.engine_args import read_engine_args
+from dsv4_launch.vllm_cli.option_table import load_table
 from tests.planning import LLAMA, V4, V41
+from tests.test_rules import CASES as RULE_CASES
+from tests.test_rules import judge
 
 RTX, H200, B200, A100 = (GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-r", (12, 0), 97887 * 2**20),
                          GpuInfo(0, "NVIDIA H200", "GPU-h", (9, 0), 143771 * 2**20),
@@ -106,3 +114,113 @@ def test_every_command_agrees(case, tmp_path, monkeypatch):
     assert text.count("error: pre-flight:") == len(plan["refusals"])
     for change in plan["changes"]:
         assert change["reason"] in text
+
+
+# --- The plugin: vLLM's EngineArgs as the source of the same pipeline ----------------------
+#
+# Faked here: vLLM's EngineArgs itself. `engine_for` builds a dataclass whose fields are exactly
+# the real option table's dests (every action of data/serve-options-<release>.json), with
+# defaults None except a few that are vLLM's own (kv_cache_dtype "auto", tensor_parallel_size 1,
+# enable_expert_parallel False, an attention_config object of defaults), and fills it the way
+# vLLM's argparse types would from the replica's reading (ints, floats, JSON objects as dicts,
+# --max-model-len auto as -1). The real EngineArgs judges the same in
+# tests/vllm_real/test_plugin.py.
+
+@dataclasses.dataclass
+class _AttentionConfig:  # a config object with defaults, as vLLM's AttentionConfig is
+    backend: object = None
+    use_fp4_indexer_cache: bool = False
+
+
+_VLLM_DEFAULTS = {"kv_cache_dtype": "auto", "tensor_parallel_size": 1, "enable_expert_parallel": False}
+
+
+def _typed(dest, value):
+    """A replica value (text) as vLLM's argparse types give it in EngineArgs."""
+    if dest == "max_model_len" and isinstance(value, str):
+        return -1 if value.strip().lower() in ("auto", "-1") else as_human_int(value)
+    if not isinstance(value, str):
+        return value
+    if value.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    if as_int(value) is not None:
+        return as_int(value)
+    try:
+        return float(value) if "." in value else value
+    except ValueError:
+        return value
+
+
+def engine_for(args, version):
+    table = load_table(version)
+    fields = []
+    for dest in dict.fromkeys(a.dest for a in table.actions):
+        if dest == "attention_config":
+            fields.append((dest, object, dataclasses.field(default_factory=_AttentionConfig)))
+        else:
+            fields.append((dest, object, dataclasses.field(default=_VLLM_DEFAULTS.get(dest))))
+    EngineArgs = dataclasses.make_dataclass("EngineArgs", fields)  # noqa: N806
+    given = {k: _typed(k, v) for k, v in args.values.items() if v is not None and k in EngineArgs.__dataclass_fields__}
+    if isinstance(given.get("attention_config"), dict):
+        known = {k: v for k, v in given["attention_config"].items() if k in ("backend", "use_fp4_indexer_cache")}
+        if len(known) == len(given["attention_config"]):
+            given["attention_config"] = _AttentionConfig(**known)
+    given["model"] = args.model
+    return EngineArgs(**given)
+
+
+def _said(plan):
+    return (plan.changes, plan.warnings, plan.refusals,
+            sorted((f.rule, f.level, f.certain, f.text) for f in plan.findings))
+
+
+MATRIX = [pytest.param(case, id=f"{rule}-{way}")
+          for rule, pair in RULE_CASES.items() for way, case in zip(("trips", "passes"), pair)]
+
+
+@pytest.mark.parametrize("case", MATRIX)
+def test_the_plugin_reads_the_rule_matrix_as_dsv4_serve_does(case):
+    """Every rule row, tripped and passed: the plan from vLLM's EngineArgs (what the plugin is
+    given) equals the plan from the same arguments as dsv4-serve reads them — changes,
+    warnings, refusals (would-refuse) and every finding."""
+    _, kw = case
+    serve_plan, facts = judge(case)
+    version = kw.get("version", "0.33.0")
+    engine = engine_for(facts.args, version)
+    plugin_args = read_engine_args(engine, load_table(version or "0.33.0"))
+    plugin_plan = make_plan(facts._replace(args=plugin_args))
+    assert _said(plugin_plan) == _said(serve_plan)
+    assert plugin_args.values  # it did read the engine (at least the model's own settings)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_the_plugin_and_dsv4_serve_gather_the_same(case, tmp_path):
+    """The whole pipeline both ways (model files on disk, the GPU probe, settings): prepare()
+    from argv and prepare_engine() from the EngineArgs vLLM would build from that argv say
+    the same changes, warnings and refusals. Arguments vLLM itself rejects never become an
+    engine: those cases check that dsv4-serve does not start them either."""
+    _, rest, gpus, version, config, extra = case
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(config))
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **extra}
+    probe = lambda: GpuProbe(gpus=gpus, source="nvml", driver_version="580.1")  # noqa: E731
+    served = prepare([str(model), *rest], env, SERVE, probe=probe, vllm=VllmInstall(version=version, importable=True))
+    if served.facts is None or served.facts.args.rejection:
+        assert served.error or served.plan.disabled or served.status != 0 or served.facts.args.rejection
+        if served.facts is None:
+            plugged = prepare_engine(None, str(model), None, version, env, probe=probe)
+            assert (plugged.error is None) == (served.error is None) and plugged.plan.disabled == served.plan.disabled
+        return
+    engine = engine_for(served.facts.args, version)
+    plugged = prepare_engine(engine, None, None, version, env, probe=probe)
+    # One thing the plugin cannot know: whether `--kv-cache-dtype auto` was typed. vLLM's
+    # EngineArgs holds "auto" either way, so the change starts from "not set".
+    served_changes = tuple(c._replace(before=None) if c.before == "auto" else c for c in served.plan.changes)
+    assert (plugged.plan.changes, plugged.plan.warnings, plugged.plan.refusals) == \
+        (served_changes, served.plan.warnings, served.plan.refusals)
+    assert plugged.facts.model == served.facts.model and plugged.facts.gpus == served.facts.gpus
+    assert plugged.facts.memory == served.facts.memory

@@ -17,16 +17,18 @@ from tests.conftest import clean_env
 
 FAKE = {
     "vllm/__init__.py": "__version__ = {version!r}\n",
+    # As vLLM's logging config does (vllm/logger.py DEFAULT_LOGGING_CONFIG): one handler, on
+    # the "vllm" logger only, level INFO, not propagated; init_logger only fetches a logger.
     "vllm/logger.py": textwrap.dedent("""
         import logging, sys
+        _vllm = logging.getLogger("vllm")
+        _handler = logging.StreamHandler(sys.stdout)
+        _handler.setFormatter(logging.Formatter("%(levelname)s [%(name)s] %(message)s"))
+        _vllm.addHandler(_handler)
+        _vllm.setLevel(logging.INFO)
+        _vllm.propagate = False
         def init_logger(name):
-            log = logging.getLogger(name)
-            if not log.handlers:
-                handler = logging.StreamHandler(sys.stdout)
-                handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
-                log.addHandler(handler)
-                log.setLevel(logging.INFO)
-            return log
+            return logging.getLogger(name)
     """),
     "vllm/engine/__init__.py": "",
     "vllm/engine/arg_utils.py": textwrap.dedent("""
@@ -34,8 +36,9 @@ FAKE = {
             return kv_cache_dtype
 
         class EngineArgs:
-            def __init__(self, model, kv_cache_dtype="auto", attention_backend=None):
+            def __init__(self, model, kv_cache_dtype="auto", attention_backend=None, block_size=None):
                 self.model, self.kv_cache_dtype, self.attention_backend = model, kv_cache_dtype, attention_backend
+                self.block_size = block_size
 
             def create_engine_config(self):
                 class HfConfig:
@@ -83,8 +86,20 @@ def run(tmp_path, version, cases, **env):
 def test_auto_becomes_fp8_where_dsv4_serve_would_write_it(tmp_path, version, capability, expected):
     result, log = run(tmp_path, version, [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY=capability)
     assert result == {"patched": True, "dtypes": [expected]}
-    if expected == "fp8":  # one line, dsv4-serve's reason
-        assert log.count("dsv4-launch: changed: --kv-cache-dtype auto → fp8: DeepseekV4ForCausalLM on") == 1
+    if expected == "fp8":  # one line, dsv4-serve's reason, at INFO through vLLM's handler
+        assert log.count("INFO [vllm.dsv4_launch] dsv4-launch: changed: --kv-cache-dtype auto → fp8: "
+                         "DeepseekV4ForCausalLM on") == 1
+
+
+def test_what_dsv4_serve_would_refuse_is_a_warning_naming_that(tmp_path):
+    # --block-size 64 on SM 12.x: dsv4-serve exits 2 (block-size row); a plugin cannot stop
+    # vLLM, so it says so at WARNING, and the KV change still comes at INFO.
+    result, log = run(tmp_path, "0.24.0", [{"model": V4, "block_size": 64}], DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    assert result["dtypes"] == ["fp8"]
+    (line,) = [x for x in log.splitlines() if "would refuse" in x]
+    assert line.startswith("WARNING [vllm.dsv4_launch] dsv4-launch: dsv4-serve would refuse to start this")
+    assert "pre-flight: --block-size 64" in line
+    assert "INFO [vllm.dsv4_launch] dsv4-launch: changed: --kv-cache-dtype" in log
 
 
 def test_everything_else_is_left_alone(tmp_path):

@@ -1,5 +1,9 @@
 """Gather the facts a plan needs (adapter): vLLM install, arguments, model files, GPUs.
 
+The arguments come from one of two sources — ``vllm serve``'s argv (``gather``: dsv4-serve,
+plan, doctor, fit) or vLLM's own ``EngineArgs`` (``gather_engine``: the plugin) — and then go
+through the same ``gather_facts``: the same model files, weights and GPUs, one ``Facts``.
+
 Every source degrades to "unknown, with a reason" on its own; only a ``--config`` file vLLM
 cannot use (ConfigFileError) stops here, because vLLM would die on it too.
 """
@@ -8,13 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from ..core.args import ServeArgs
 from ..core.facts import RULE_ENV, Facts, as_bool
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
-from ..core.model import ModelFacts
+from ..core.model import ModelFacts, classify
 from ..core.records import record
 from ..core.settings import GPU_CAPABILITY, Settings
+from ..vllm_cli.engine_args import read_engine_args
 from ..vllm_cli.option_table import OptionTable, available_versions, load_table
-from ..vllm_cli.serve_args import ServeArgs, read_serve_args
+from ..vllm_cli.serve_args import read_serve_args
 from .checkpoints import known_checkpoint
 from .config_file import load_config_file
 from .model_files import model_facts
@@ -71,7 +77,8 @@ def gather(
     vllm: VllmInstall | None = None,
     default_model: str | None = None,
 ) -> Gathered:
-    """Read everything the plan depends on. Raises ConfigFileError for a bad --config file.
+    """Read everything the plan depends on from ``vllm serve``'s arguments. Raises
+    ConfigFileError for a bad --config file.
 
     The GPUs are probed by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
     big machines, and nothing else depends on it), always (doctor, fit) or never.
@@ -81,17 +88,49 @@ def gather(
     args = read_args(argv, table)
     if default_model and args.model_source in (None, "vLLM default") and not (args.rejection or args.unread):
         args = read_args([default_model, *argv], table)  # doctor and fit: DeepSeek-V4, not vLLM's default
-    chosen_env = {k: env[k] for k in RULE_ENV if env.get(k)}
-    values, exact = table.values, table.exact
-    if args.help_requested or args.rejection or args.unread:
-        facts = Facts(args=args, model=ModelFacts(name=args.model), gpus=None, gpus_probed=False,
-                      vllm_version=vllm.version, vllm_note=vllm.note, env=chosen_env, values=values,
-                      values_exact=exact)
-        return Gathered(facts, table, vllm)
+    return gather_facts(args, env, settings, table, vllm, probe_when=probe_when, probe=probe)
 
-    model = _model(args, env)
-    gpus = gather_gpus(settings, env, model, probe_when=probe_when, probe=probe)
-    weights = _weights(args, model, env) if model.is_dsv4_family else None
+
+def gather_engine(
+    engine: object,
+    env: Mapping[str, str],
+    settings: Settings,
+    vllm_version: str | None,
+    *,
+    model: str | None = None,
+    hf_config: Mapping[str, object] | None = None,
+    probe: Callable[[], GpuProbe] = probe_gpus,
+) -> Gathered:
+    """The same facts from vLLM's own ``EngineArgs`` (the plugin): every field the release's
+    option table names, read by ``vllm_cli/engine_args``, then the same model files, weights
+    and GPUs as ``gather``. ``hf_config``: the model config vLLM loaded, used only when no
+    config.json can be read here."""
+    vllm = VllmInstall(version=vllm_version, importable=True, note="the running vLLM")
+    table = load_table(vllm_version)
+    args = read_engine_args(engine, table, model)
+    return gather_facts(args, env, settings, table, vllm, probe_when=PROBE_WHEN_DSV4, probe=probe,
+                        hf_config=hf_config)
+
+
+def gather_facts(
+    args: ServeArgs,
+    env: Mapping[str, str],
+    settings: Settings,
+    table: OptionTable,
+    vllm: VllmInstall,
+    *,
+    probe_when: str = PROBE_WHEN_DSV4,
+    probe: Callable[[], GpuProbe] = probe_gpus,
+    hf_config: Mapping[str, object] | None = None,
+) -> Gathered:
+    """Facts from arguments however they were read: model files, weights, GPUs."""
+    model, gpus, weights = ModelFacts(name=args.model), GpuFacts(probed=False), None
+    if not (args.help_requested or args.rejection or args.unread):
+        model = _model(args, env)
+        if model.config is None and hf_config is not None:
+            model = classify(args.model, hf_config, "vLLM's model config")
+        gpus = gather_gpus(settings, env, model, probe_when=probe_when, probe=probe)
+        weights = _weights(args, model, env) if model.is_dsv4_family else None
     facts = Facts(
         args=args,
         model=model,
@@ -102,9 +141,9 @@ def gather(
         gpus_probed=gpus.probed,
         vllm_version=vllm.version,
         vllm_note=vllm.note,
-        env=chosen_env,
-        values=values,
-        values_exact=exact,
+        env={k: env[k] for k in RULE_ENV if env.get(k)},
+        values=table.values,
+        values_exact=table.exact,
         memory=weights,
         newest_release=available_versions()[-1],
     )

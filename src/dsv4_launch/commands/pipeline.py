@@ -1,7 +1,10 @@
 """The one preparation every command goes through: ``prepare(argv, env, purpose) → Prepared``.
 
-``dsv4-serve``, ``plan``, ``doctor``, ``fit`` and the vLLM plugin all call this, so they
-cannot disagree. It decides, for every command, the off switch, help, the probing policy,
+``dsv4-serve``, ``plan``, ``doctor`` and ``fit`` call ``prepare`` with argv; the vLLM plugin
+calls ``prepare_engine`` with vLLM's ``EngineArgs``. Both run ``_through_the_pipeline``: the
+same off switch, settings, fact gathering (``adapters/gather.gather_facts``), rule rows and plan
+— only where the arguments are read from differs (tests/test_agreement.py compares the two on
+the rule matrix). It decides, for every command, the off switch, help, the probing policy,
 interrupts and bad input:
 
 * ``DSV4_LAUNCH_DISABLE=1`` (or any value that is not clearly off): nothing is read or probed;
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ..adapters.gather import PROBE_ALWAYS, PROBE_WHEN_DSV4, gather
+from ..adapters.gather import PROBE_ALWAYS, PROBE_WHEN_DSV4, Gathered, gather, gather_engine
 from ..adapters.nvml import GpuProbe, probe_gpus
 from ..adapters.vllm_install import VllmInstall, find_vllm
 from ..core.facts import Facts
@@ -78,8 +81,19 @@ def _blind(argv: tuple[str, ...], vllm: VllmInstall | None) -> SecretSpans:
 
 
 def _prepare(argv, env, purpose, probe, vllm, default_model=None) -> Prepared:
-    disabled, unclear = disable_switch(env)
     vllm = vllm or find_vllm(env)
+
+    def from_argv(settings: Settings) -> Gathered:
+        return gather(argv, env, settings, probe_when=_PROBE_POLICY[purpose], probe=probe, vllm=vllm,
+                      default_model=default_model)
+
+    return _through_the_pipeline(argv, env, purpose, vllm, from_argv)
+
+
+def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings], Gathered]) -> Prepared:
+    """Every command's and the plugin's one path: off switch, settings, ``source`` (the facts,
+    from argv or from vLLM's engine arguments), the plan, and for argv the edited argv."""
+    disabled, unclear = disable_switch(env)
     if disabled:  # the off switch: before any other reading, so nothing else can interfere
         secrets = SecretSpans() if purpose in (SERVE, PLUGIN) else _blind(argv, vllm)
         plan = disabled_plan()
@@ -91,8 +105,7 @@ def _prepare(argv, env, purpose, probe, vllm, default_model=None) -> Prepared:
     except SettingsError as exc:
         return Prepared(exit_codes.USAGE, argv, Plan(), _blind(argv, vllm), vllm, error=str(exc))
     try:
-        gathered = gather(argv, env, settings, probe_when=_PROBE_POLICY[purpose], probe=probe, vllm=vllm,
-                          default_model=default_model)
+        gathered = source(settings)
     except ConfigFileError as exc:
         return Prepared(exit_codes.USAGE, argv, Plan(), _blind(argv, vllm), vllm, settings=settings, error=str(exc))
     except Exception as exc:
@@ -106,8 +119,9 @@ def _prepare(argv, env, purpose, probe, vllm, default_model=None) -> Prepared:
         plan = make_plan(facts, settings.preflight)
         if settings.warnings:
             plan = plan._replace(warnings=(*settings.warnings, *plan.warnings))
-        out = apply_changes(argv, plan.changes)
-        plan, out = _verified(plan, argv, out, gathered.table)
+        out = argv
+        if purpose != PLUGIN:  # the plugin sets the engine's value itself
+            plan, out = _verified(plan, argv, apply_changes(argv, plan.changes), gathered.table)
     except Exception as exc:
         return _passed_through(argv, vllm, settings, exc)
     status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
@@ -145,44 +159,22 @@ def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:
 
 
 def prepare_engine(
-    values: Mapping[str, object],
+    engine: object,
     model_name: str | None,
     hf_config: Mapping[str, object] | None,
     vllm_version: str | None,
     env: Mapping[str, str],
     *,
-    probe: Callable[[], GpuProbe] = probe_gpus,
+    probe: Callable[[], GpuProbe] | None = None,
 ) -> Prepared:
     """The same preparation for the vLLM plugin, where vLLM has parsed the arguments already:
-    ``values`` are the engine's arguments by name, ``hf_config`` the model config vLLM loaded.
-    ``argv`` stays empty; the plan's changes are applied to the engine by the plugin."""
-    from ..adapters.gather import gather_gpus
-    from ..core.facts import RULE_ENV
-    from ..core.model import classify
-    from ..vllm_cli.serve_args import ServeArgs
+    ``engine`` is vLLM's ``EngineArgs`` (its fields are read as the option table names them),
+    ``hf_config`` the model config vLLM loaded. ``argv`` stays empty; the plugin applies the
+    plan's change to the engine itself."""
+    vllm = VllmInstall(version=vllm_version, importable=True)
 
-    empty = SecretSpans()
-    try:
-        if disable_switch(env)[0]:
-            return Prepared(exit_codes.OK, (), disabled_plan(), empty)
-        settings = read_settings(env)
-    except SettingsError as exc:
-        return Prepared(exit_codes.USAGE, (), Plan(), empty, error=str(exc))
-    try:
-        args = ServeArgs(tokens=(), values=dict(values), cli_values=dict(values), model=model_name,
-                         model_source="engine")
-        model = classify(model_name, hf_config, "vLLM's model config") if hf_config is not None else \
-            classify(model_name, None, None, missing_reason="vLLM gave no model config")
-        gpus = gather_gpus(settings, env, model, probe=probe)
-        table = load_table(vllm_version)
-        facts = Facts(args=args, model=model, gpus=gpus.selection, gpu_error=gpus.error, gpu_source=gpus.source,
-                      gpu_notes=gpus.notes, gpus_probed=gpus.probed, vllm_version=vllm_version,
-                      env={k: env[k] for k in RULE_ENV if env.get(k)}, values=table.values, values_exact=table.exact)
-        plan = make_plan(facts, settings.preflight)
-    except Exception as exc:
-        if settings.debug:
-            raise
-        warning = f"dsv4-launch could not check this engine (internal error: {type(exc).__name__}: {str(exc)[:160]})"
-        return Prepared(exit_codes.OK, (), Plan(warnings=(warning,)), empty, settings=settings)
-    status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
-    return Prepared(status, (), plan, empty, facts=facts, settings=settings, probe=gpus.probe)
+    def from_engine(settings: Settings) -> Gathered:
+        return gather_engine(engine, env, settings, vllm_version, model=model_name, hf_config=hf_config,
+                             probe=probe or probe_gpus)
+
+    return _through_the_pipeline((), env, PLUGIN, vllm, from_engine)  # Ctrl-C here is vLLM's to handle

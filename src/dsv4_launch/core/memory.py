@@ -240,7 +240,7 @@ def max_model_len_tried(facts: Facts) -> int | None:
     """What vLLM will try: the flag (None for ``auto``/-1: vLLM fits it to memory itself), else
     the model's ``max_position_embeddings``."""
     value = facts.args.value("max_model_len")
-    if isinstance(value, str) and value.strip().lower() in ("auto", "-1"):
+    if value == -1 or isinstance(value, str) and value.strip().lower() in ("auto", "-1"):  # -1: EngineArgs
         return None
     n = as_human_int(value)
     if n and n > 0:

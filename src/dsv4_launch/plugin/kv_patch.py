@@ -1,6 +1,12 @@
 """The patch itself: wrap ``resolve_kv_cache_dtype_string`` as ``vllm.engine.arg_utils`` calls it,
-and remember which ``EngineArgs`` is being turned into a config (for its attention backend).
-Only vLLM modules that are already imported when plugins load are touched."""
+and remember which ``EngineArgs`` is being turned into a config: that object is the plugin's
+source of arguments for the same pipeline as dsv4-serve (``commands/pipeline.prepare_engine``:
+every field the release's option table names, the same model files, weights, GPUs and rows).
+Only vLLM modules that are already imported when plugins load are touched.
+
+It logs through ``vllm.dsv4_launch``, a child of the ``vllm`` logger that vLLM's logging config
+gives its handler and format (``vllm/logger.py`` DEFAULT_LOGGING_CONFIG, 0.24–0.33), at the
+levels vLLM shows by default: the change at INFO, findings at WARNING."""
 
 from __future__ import annotations
 
@@ -13,10 +19,13 @@ _engine_args: contextvars.ContextVar = contextvars.ContextVar("dsv4_launch_engin
 _said: set[str] = set()
 
 
+LOGGER = "vllm.dsv4_launch"  # a child of vLLM's "vllm" logger: vLLM's handler, format and level
+
+
 def _logger():
     from vllm.logger import init_logger
 
-    return init_logger("dsv4_launch")
+    return init_logger(LOGGER)
 
 
 def _once(key: str, level: str, message: str, *args) -> None:
@@ -82,57 +91,31 @@ def _wrap_resolver(original, version: str):
     return resolve_kv_cache_dtype_string
 
 
-def _values(engine_args) -> dict[str, object]:
-    """The engine's arguments the rules read, as plain values (configs as dicts, enums as names)."""
-    if engine_args is None:
-        return {"kv_cache_dtype": "auto"}
-    names = ("kv_cache_dtype", "attention_backend", "attention_config", "tensor_parallel_size",
-             "pipeline_parallel_size", "data_parallel_size", "block_size", "distributed_executor_backend",
-             "nnodes", "headless", "speculative_config", "moe_backend", "enable_expert_parallel",
-             "tokenizer_mode", "tool_call_parser", "reasoning_parser", "max_model_len",
-             "disable_hybrid_kv_cache_manager", "kv_transfer_config", "gpu_memory_utilization")
-    return {n: _plain(getattr(engine_args, n, None)) for n in names if getattr(engine_args, n, None) is not None}
-
-
-def _plain(value):
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    name = getattr(value, "name", None)
-    if isinstance(name, str) and type(value).__module__ != "builtins" and hasattr(type(value), "__members__"):
-        return name  # an enum: its name, as the CLI spells it
-    for method in ("model_dump", "to_dict"):
-        if callable(getattr(value, method, None)):
-            try:
-                return {k: _plain(v) for k, v in getattr(value, method)().items()}
-            except Exception:
-                break
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    fields = getattr(value, "__dataclass_fields__", None)
-    if fields:
-        return {k: _plain(getattr(value, k, None)) for k in fields}
-    return str(value)
-
-
 def _decide(model_config, version: str) -> str | None:
-    """The pipeline's plan for this engine; "fp8" when it sets --kv-cache-dtype fp8."""
+    """The pipeline's plan for this engine, said in vLLM's log; "fp8" when it sets
+    --kv-cache-dtype fp8. What dsv4-serve would refuse is a warning that says so: a plugin
+    cannot stop vLLM."""
     from ..commands.pipeline import prepare_engine
     from ..output.escape import printable
     from ..output.report import describe_change
 
     hf_config = getattr(model_config, "hf_config", None)
     as_dict = hf_config.to_dict() if callable(getattr(hf_config, "to_dict", None)) else None
-    prepared = prepare_engine(_values(_engine_args.get()), getattr(model_config, "model", None), as_dict,
-                              version, os.environ)
-    log = _logger()
+    prepared = prepare_engine(_engine_args.get(), getattr(model_config, "model", None), as_dict, version,
+                              os.environ)
     if prepared.error:
         _once("settings", "warning", "dsv4-launch plugin does nothing: %s", printable(prepared.error))
         return None
     plan = prepared.plan
-    for warning in (*plan.warnings, *(f"pre-flight: {r}" for r in plan.refusals)):
+    for warning in plan.warnings:
         _once("w:" + warning, "warning", "dsv4-launch: %s", printable(warning))
+    for refusal in plan.refusals:
+        _once("r:" + refusal, "warning", "dsv4-launch: dsv4-serve would refuse to start this (exit 2; the "
+              "plugin cannot stop vLLM): pre-flight: %s", printable(refusal))
     for change in plan.changes:
         if change.option == "--kv-cache-dtype":
-            log.info("dsv4-launch: changed: %s", printable(describe_change(change)))
+            # vLLM's EngineArgs holds "auto" whether or not it was typed: say what it holds.
+            said = change._replace(before=change.before or "auto")
+            _logger().info("dsv4-launch: changed: %s", printable(describe_change(said)))
             return change.after
     return None
