@@ -21,6 +21,15 @@ class VllmInstall:
     importable: bool  # vLLM can run in this process
     executable: str | None = None  # the `vllm` on PATH, used when not importable
     note: str | None = None  # how the version was found, or why it is unknown
+    location: str | None = None  # the vllm package folder, when importable
+    assumed: bool = False  # the version was given (--vllm-version), not found: nothing installed is consulted
+
+
+def assumed_vllm(version: str) -> VllmInstall:
+    """The install ``plan/doctor/fit --vllm-version X`` plan for: release X's recorded option
+    table and rows, whatever is (or is not) installed here."""
+    return VllmInstall(version=version, importable=False, assumed=True,
+                       note=f"vLLM {version} assumed (--vllm-version): planned with its recorded option table")
 
 
 def find_vllm(env: Mapping[str, str]) -> VllmInstall:
@@ -34,7 +43,9 @@ def find_vllm(env: Mapping[str, str]) -> VllmInstall:
     if spec is not None:
         version = _version_beside_package(spec) or _version_from_metadata() or _version_file(spec)
         note = None if version else "vLLM is importable but its version could not be read"
-        return VllmInstall(version=version, importable=True, note=note)
+        folders = list(spec.submodule_search_locations or ())
+        location = folders[0] if folders else spec.origin
+        return VllmInstall(version=version, importable=True, note=note, location=location)
     import shutil  # only here: vLLM is not importable, look on PATH
 
     exe = shutil.which("vllm", path=env.get("PATH"))

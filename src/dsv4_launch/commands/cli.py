@@ -49,6 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``dsv4-launch``."""
     args = sys.argv[1:] if argv is None else list(argv)
     command = args[0] if args else None
+    if command in ("--version", "-V"):  # eager, as click's own version option is
+        from .version import run_version
+
+        return run_version("dsv4-launch")
     if command == "serve":
         from .serve import run_serve
 

@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import click
 
-from .. import __version__
 from . import exit_codes
 
 PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False, "help_option_names": ["-h", "--help"]}
 
 
+def _version(ctx: click.Context, _param, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from .version import run_version
+
+        ctx.exit(run_version("dsv4-launch"))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="dsv4-launch")
+@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show dsv4-launch's version, the vLLM it would run (and where) and Python's, then exit.")
 def cli() -> None:
     """Run DeepSeek-V4 on vLLM without the known start-up crashes.
 

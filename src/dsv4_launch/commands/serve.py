@@ -29,6 +29,7 @@ says each decision in one line on stderr, then runs vLLM's own CLI in this proce
 signals and exit status). Every argument is vLLM's; other models pass through unchanged.
 
 Dry run: dsv4-launch plan [--json] ARGS...   This machine: dsv4-launch doctor [ARGS...]
+Versions (dsv4-launch, the vLLM it runs, Python): dsv4-serve --version (alone; also -V)
 
 environment:
 {env}
@@ -52,6 +53,10 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
     env = os.environ if env is None else env
     stderr = sys.stderr if stderr is None else stderr
     stdout = sys.stdout if stdout is None else stdout
+    if len(argv) == 1 and argv[0] in ("--version", "-V"):  # alone: no vLLM release has it on `serve`
+        from .version import run_version
+
+        return run_version("dsv4-serve", env, stdout, stderr, vllm)
     prepared = prepare(argv, env, SERVE, probe=probe, vllm=vllm)
     quiet = prepared.settings.quiet if prepared.settings else False
     reporter = Reporter(stderr, env, quiet=quiet, scrub=Scrubber.for_argv(prepared.argv))

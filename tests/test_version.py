@@ -1,0 +1,103 @@
+"""``dsv4-serve --version`` / ``-V`` and ``dsv4-launch --version`` / ``-V``: our version, the vLLM
+that would run (version and where) and Python; exit 0; vLLM not started.
+
+Faked: vLLM's entry point (tests/fakes/vllm_pkg, which records any start) and the `vllm` on PATH
+(tests/fakes/vllm_on_path.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import dsv4_launch
+from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.serve import run_serve
+from dsv4_launch.commands.version import run_version
+from tests.conftest import BIN, install_fake_vllm_executable
+
+DATA = Path(dsv4_launch.__file__).parent / "data"
+
+
+@pytest.mark.parametrize("script, flag", [("dsv4-serve", "--version"), ("dsv4-serve", "-V"),
+                                          ("dsv4-launch", "--version"), ("dsv4-launch", "-V")])
+def test_version_names_dsv4_launch_vllm_and_python_without_starting_vllm(run_cli, fake_vllm_path, script, flag):
+    done, record = run_cli(script, flag, vllm="0.29.0")
+    assert done.returncode == 0, done.stderr
+    assert record is None  # the fake vLLM records every start: none
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"dsv4-launch {dsv4_launch.__version__}"
+    where = fake_vllm_path("0.29.0") / "vllm"
+    assert lines[1] == f"vLLM 0.29.0 ({where}, runs in this process)"
+    python = (BIN / script).read_text().splitlines()[0][2:]  # the interpreter the script runs
+    assert lines[2] == f"Python {sys.version.split()[0]} ({python})"
+    assert len(lines) == 3 and done.stderr == ""
+
+
+def test_version_names_the_vllm_on_path_when_not_importable(run_cli, tmp_path):
+    bindir = install_fake_vllm_executable(tmp_path / "other-env" / "bin")
+    done, record = run_cli("dsv4-serve", "--version", vllm=None,
+                           env={"PATH": f"{BIN}{os.pathsep}{bindir}{os.pathsep}/usr/bin:/bin"})
+    assert done.returncode == 0 and record is None
+    assert done.stdout.splitlines()[1].startswith(f"vLLM version unknown ({bindir / 'vllm'}, started in place")
+
+
+def test_version_without_any_vllm_says_so(run_cli):
+    done, record = run_cli("dsv4-launch", "--version", vllm=None)
+    assert done.returncode == 0 and record is None
+    assert done.stdout.splitlines()[1] == "vLLM: none (vLLM is not installed here)"
+
+
+def test_version_with_other_arguments_is_vllms(run_cli, v4_dir):
+    """Only the bare flag is ours: with a model it is an argument for `vllm serve` (which rejects
+    it itself, as it would without dsv4-serve)."""
+    done, record = run_cli("dsv4-serve", v4_dir, "--version")
+    assert record is not None and record["argv"][:4] == ["vllm", "serve", v4_dir, "--version"]
+
+
+def test_no_vllm_release_has_a_serve_version_option():
+    """Why the bare flag may be ours: no recorded `vllm serve` option table has it, nor an option
+    that `--version` or `-V` abbreviates."""
+    tables = sorted(DATA.glob("serve-options-*.json"))
+    assert len(tables) >= 12
+    for table in tables:
+        options = [o for a in json.loads(table.read_text())["actions"] for o in a["options"]]
+        assert not [o for o in options if o.startswith("--version") or o.startswith("-V")], table.name
+
+
+def test_version_on_a_full_stdout_is_one_line_and_74():
+    class Full(io.StringIO):
+        def write(self, _):
+            raise OSError(28, "No space left on device")
+
+    err = io.StringIO()
+    code = run_version("dsv4-serve", {}, Full(), err, VllmInstall("0.33.0", True))
+    assert code == 74
+    assert err.getvalue() == "dsv4-serve: error: cannot write the version to standard output\n"
+
+
+def test_version_escapes_outside_text():
+    out = io.StringIO()
+    run_version("dsv4-launch", {}, out, io.StringIO(), VllmInstall("0.33.0\x1b[2J", False, "/x/\nvllm"))
+    assert "\x1b" not in out.getvalue() and out.getvalue().count("\n") == 3
+    assert "vLLM 0.33.0\\x1b[2J (/x/\\nvllm, started in place of this process)" in out.getvalue()
+
+
+def test_run_serve_version_does_not_prepare_or_hand_over(monkeypatch):
+    import dsv4_launch.commands.serve as serve
+
+    monkeypatch.setattr(serve, "prepare", lambda *a, **k: pytest.fail("prepared"))
+    monkeypatch.setattr(serve, "hand_over", lambda *a, **k: pytest.fail("handed over"))
+    out = io.StringIO()
+    assert run_serve(["-V"], {}, io.StringIO(), out, vllm=VllmInstall("0.24.0", True, location="/v/vllm")) == 0
+    assert out.getvalue().splitlines()[1] == "vLLM 0.24.0 (/v/vllm, runs in this process)"
+
+
+def test_launch_help_lists_the_version_option(run_cli):
+    done, _ = run_cli("dsv4-launch", "--help")
+    assert done.returncode == 0 and "-V, --version" in done.stdout
