@@ -139,3 +139,74 @@ def test_runtime_probe_keeps_pythonpath(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, "PYTHONPATH": str(site)}
     result, error = probe_runtime(sys.executable, env=env, timeout=60)
     assert error is None and result["vllm"]["version"] == "9.9.9", (result, error)
+
+
+# --- class 8: cost as an attack (YAML aliases) -------------------------------------------------
+
+
+def _bomb(kind: str, width: int = 9, depth: int = 9) -> str:
+    names = "abcdefghijklmnop"[:depth]
+    if kind == "list":
+        lines = ["a: &a [" + ",".join(["x"] * width) + "]"]
+        lines += [f"{n}: &{n} [" + ",".join([f"*{p}"] * width) + "]" for p, n in zip(names, names[1:])]
+    elif kind == "dict":
+        lines = ["a: &a {" + ",".join(f"k{i}: x" for i in range(width)) + "}"]
+        lines += [f"{n}: &{n} {{" + ",".join(f"k{i}: *{p}" for i in range(width)) + "}" for p, n in zip(names, names[1:])]
+    elif kind == "strings":  # few aliases of one long string
+        lines = ["a: &a " + "y" * 100_000, "b: &b [" + ",".join(["*a"] * 200) + "]",
+                 "c: [" + ",".join(["*b"] * 200) + "]"]
+    else:  # block style, and the bomb under an option vLLM has
+        lines = ["a: &a", *[f"  - x{i}" for i in range(width)]]
+        lines += [f"{n}: &{n}\n" + "\n".join([f"  - *{p}"] * width) for p, n in zip(names, names[1:])]
+        lines += [f"served-model-name: *{names[-1]}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("kind", ["list", "dict", "strings", "block"])
+def test_yaml_alias_bomb_is_left_to_vllm_quickly(tmp_path, kind, v4_dir):
+    import time
+
+    from dsv4_launch.adapters.config_file import load_config_file
+    from dsv4_launch.vllm_cli.serve_args import ConfigNotRead
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(_bomb(kind))
+    start = time.monotonic()
+    with pytest.raises(ConfigNotRead, match="aliases expand"):
+        load_config_file(str(path))
+    rc, out, err = _plan([v4_dir, "--config", str(path)], as_json=True, vllm=VllmInstall("0.33.0", True))
+    took = time.monotonic() - start
+    assert rc == 0, (out, err)  # never a refusal: vLLM reads the file itself
+    doc = json.loads(out)
+    assert any("aliases expand" in w for w in doc["warnings"]), doc["warnings"]
+    assert doc["argv"][-2:] == ["--config", str(path)]
+    assert took < 1.5, f"{took:.2f} s"
+
+
+def test_yaml_alias_bomb_small_memory(tmp_path, v4_dir):
+    """The 307-byte bomb under a 600 MiB address-space limit (main peaked at gigabytes)."""
+    import resource
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(_bomb("list"))
+    assert len(path.read_bytes()) < 320
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (600 * 2**20, 600 * 2**20))
+
+    done = subprocess.run([str(BIN / "dsv4-launch"), "plan", "--json", v4_dir, "--config", str(path)],
+                          env=clean_env(tmp_path, DSV4_LAUNCH_GPU_CAPABILITY="12.0"), capture_output=True,
+                          timeout=30, preexec_fn=limit)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "aliases expand" in json.loads(done.stdout)["warnings"][-1] or any(
+        "aliases expand" in w for w in json.loads(done.stdout)["warnings"])
+
+
+@pytest.mark.parametrize("text", ["a: &a [x, y]\nb: [*a, *a, *a]\n", "port: 8000\nx: &x {a: 1}\ny: *x\n",
+                                  "served-model-name: [" + ",".join(f"n{i}" for i in range(5000)) + "]\n"])
+def test_ordinary_aliases_and_long_lists_are_still_read(tmp_path, text):
+    from dsv4_launch.adapters.config_file import load_config_file
+
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    assert isinstance(load_config_file(str(path)), dict)

@@ -2,6 +2,16 @@
 
 Only a regular file is read: vLLM reads the file again after us, and a FIFO or ``/dev/stdin``
 read here would be consumed before vLLM sees it. Such a file is left to vLLM (ConfigNotRead).
+
+**Cost is bounded.** YAML aliases let 300 bytes stand for hundreds of millions of values
+(``a: &a [x,x,…]``, ``b: &b [*a,*a,…]``, …): PyYAML builds them cheaply, as shared objects,
+but everything that turns them into options (``str``, ``json.dumps``, as vLLM does) expands
+every alias. So after loading, the size of the mapping *as expanded* is counted — one per
+value and one per character of a string, each shared object counted once and then reused, so
+the count is linear in the file — and a file that expands past ``max(EXPANDED_LIMIT, 2 × its
+length)`` is left to vLLM unread (ConfigNotRead: a warning, the arguments handed over
+unchanged; vLLM parses the file itself). A file without aliases never counts above twice its
+length, so it is always read.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import stat
 from ..vllm_cli.serve_args import ConfigFileError, ConfigNotRead
 
 MAX_BYTES = 64 * 2**20
+EXPANDED_LIMIT = 4 * 2**20  # values + string characters, as the aliases expand
 
 _KINDS = {
     stat.S_IFIFO: "FIFO (named pipe)",
@@ -63,7 +74,65 @@ def load_config_file(path: str) -> dict[str, object]:
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise ConfigFileError(f"--config {path}: vLLM needs a mapping of option: value, but the file is {kind}")
+    limit = max(EXPANDED_LIMIT, 2 * len(text))
+    if expanded_size(data, limit) > limit:
+        raise ConfigNotRead(
+            f"--config {path}: its YAML aliases expand to more than {limit:,} values and characters: "
+            "dsv4-launch leaves it to vLLM unread, so the options in it are unknown here"
+        )
     return data
+
+
+def expanded_size(data: object, limit: int) -> int:
+    """The size of ``data`` with every shared object (a YAML alias) written out in full: one per
+    value, plus the characters of each string. Each distinct container is walked once (its size
+    is remembered), so this costs time linear in the loaded objects and their references; no
+    recursion (any depth), and it stops once past ``limit``. A container that contains itself
+    (``a: &a [*a]``) counts its cycle once; vLLM fails on it later (json.dumps: circular
+    reference), as before."""
+    sizes: dict[int, int] = {}
+    keep = [data]  # the containers whose id() is in ``sizes``, alive for the whole count
+
+    def children(value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield k
+                yield v
+        else:
+            yield from value
+
+    def leaf(value: object) -> int | None:
+        if isinstance(value, str):
+            return 1 + len(value)
+        if not isinstance(value, (list, dict)):
+            return 1
+        return sizes.get(id(value))
+
+    top = leaf(data)
+    if top is not None:
+        return top
+    sizes[id(data)] = 1  # in progress: a cycle back here counts 1
+    stack = [(data, children(data), 1)]
+    while stack:
+        value, items, total = stack.pop()
+        for child in items:
+            known = leaf(child)
+            if known is None:  # a container not seen yet: walk it first, then come back here
+                sizes[id(child)] = 1
+                keep.append(child)
+                stack.append((value, items, total))
+                stack.append((child, children(child), 1))
+                break
+            total += known
+            if total > limit:
+                return total
+        else:
+            sizes[id(value)] = total
+            if stack:  # add it to its parent
+                parent, parent_items, parent_total = stack.pop()
+                stack.append((parent, parent_items, parent_total + total))
+            continue
+    return sizes[id(data)]
 
 
 def _load_like_vllm(yaml, path: str, text: str):
