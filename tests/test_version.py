@@ -101,3 +101,67 @@ def test_run_serve_version_does_not_prepare_or_hand_over(monkeypatch):
 def test_launch_help_lists_the_version_option(run_cli):
     done, _ = run_cli("dsv4-launch", "--help")
     assert done.returncode == 0 and "-V, --version" in done.stdout
+
+
+# --- plan/doctor/fit --vllm-version X.Y.Z: plan for a release without vLLM installed ----------
+
+FP4_INDEXER = "--attention_config.use_fp4_indexer_cache=True"  # the B200 recipe's flag (recipes#760)
+SM100 = {"DSV4_LAUNCH_GPU_CAPABILITY": "10.0"}  # a CI runner: no GPU, no vLLM
+
+
+def _plan(run_cli, *args, vllm=None):
+    done, record = run_cli("dsv4-launch", "plan", "--json", *args, gpus=None, vllm=vllm, env=SM100)
+    assert record is None
+    return done, json.loads(done.stdout)
+
+
+def test_b200_recipe_flag_is_refused_for_0_30_and_not_for_0_29_without_vllm(run_cli):
+    """vLLM 0.30 removed use_fp4_indexer_cache (vllm/config/attention.py: 'Unexpected keyword
+    argument'); 0.29 on SM 10.x accepts it. Without vLLM the release is unknown: a warning only."""
+    model = "deepseek-ai/DeepSeek-V4-Flash"
+    done, blind = _plan(run_cli, model, "-tp", "8", FP4_INDEXER)
+    assert done.returncode == 0 and blind["vllm_version"] is None and blind["vllm_version_assumed"] is False
+    assert any("use_fp4_indexer_cache" in w for w in blind["warnings"]) and not blind["refusals"]
+
+    done, new = _plan(run_cli, model, "-tp", "8", FP4_INDEXER, "--vllm-version", "0.30.0")
+    assert done.returncode == 2 and new["exit_status"] == 2
+    assert new["vllm_version"] == "0.30.0" and new["vllm_version_assumed"] is True
+    assert [f["rule"] for f in new["findings"] if f["level"] == "refuse"] == ["fp4-indexer-removed"]
+
+    done, old = _plan(run_cli, "--vllm-version=0.29.0", model, "-tp", "8", FP4_INDEXER)
+    assert done.returncode == 0 and old["refusals"] == [] and old["vllm_version"] == "0.29.0"
+    assert old["vllm_version_assumed"] is True
+    assert "--vllm-version" not in " ".join(old["argv"])  # ours, not vLLM's
+
+
+def test_assumed_release_wins_over_the_installed_one(run_cli, v4_dir):
+    done, doc = _plan(run_cli, v4_dir, "--vllm-version", "0.29.0", vllm="0.33.0")
+    assert done.returncode == 0 and doc["vllm_version"] == "0.29.0" and doc["vllm_version_assumed"] is True
+    assert doc["argv"] == [v4_dir, "--kv-cache-dtype", "fp8"]  # 0.29 crashes on auto; 0.33 would not need it
+    done, installed = _plan(run_cli, v4_dir, vllm="0.33.0")
+    assert installed["vllm_version"] == "0.33.0" and installed["vllm_version_assumed"] is False
+
+
+@pytest.mark.parametrize("command", ["plan", "doctor", "fit"])
+@pytest.mark.parametrize("value", ["0.34.0", "latest", "0.30.1"])
+def test_a_release_without_a_recorded_table_is_one_line_and_exit_2(run_cli, command, value):
+    from dsv4_launch.vllm_cli.option_table import available_versions
+
+    done, record = run_cli("dsv4-launch", command, "--vllm-version", value, gpus=None, vllm=None)
+    assert done.returncode == 2 and record is None and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"dsv4-launch {command}: --vllm-version {value!r}: no recorded option table")
+    assert f"known: {', '.join(available_versions())}" in done.stderr
+
+
+def test_doctor_and_fit_take_the_assumed_release(run_cli):
+    done, _ = run_cli("dsv4-launch", "doctor", "--json", "--vllm-version", "0.30.0", "deepseek-ai/DeepSeek-V4-Flash",
+                      FP4_INDEXER, gpus=None, vllm=None, env=SM100)
+    doc = json.loads(done.stdout)
+    assert doc["plan"]["vllm_version"] == "0.30.0" and doc["plan"]["vllm_version_assumed"] is True
+    assert doc["plan"]["exit_status"] == 2
+    # the machine checks are this machine's: no vLLM here, whatever was assumed for the plan
+    assert [c["status"] for c in doc["checks"] if c["section"] == "vllm"] == ["FAIL"]
+    done, _ = run_cli("dsv4-launch", "fit", "--vllm-version", "0.30.0", "--gpus", "8", "--gpu-memory", "180GiB",
+                      gpus=None, vllm=None, env=SM100)
+    assert done.returncode == 0, done.stderr

@@ -29,7 +29,8 @@ def assumed_vllm(version: str) -> VllmInstall:
     """The install ``plan/doctor/fit --vllm-version X`` plan for: release X's recorded option
     table and rows, whatever is (or is not) installed here."""
     return VllmInstall(version=version, importable=False, assumed=True,
-                       note=f"vLLM {version} assumed (--vllm-version): planned with its recorded option table")
+                       note="assumed with --vllm-version: planned with that release's recorded option table and rules; "
+                            "the installed vLLM, if any, is not consulted")
 
 
 def find_vllm(env: Mapping[str, str]) -> VllmInstall:

@@ -32,10 +32,26 @@ def _size(text: str) -> int:
     return value
 
 
+def _release(text: str) -> str:
+    """A vLLM release with a recorded option table (``data/serve-options-X.json``); a local
+    build of one (``0.30.0+cu130``) is that release."""
+    from ..core.versions import same_release
+    from ..vllm_cli.option_table import available_versions
+
+    known = available_versions()
+    try:
+        if any(same_release(text, v) for v in known):
+            return text
+    except ValueError:
+        pass
+    raise ValueError(f"no recorded option table for that release; known: {', '.join(known)}")
+
+
+VLLM_VERSION = {"--vllm-version": _release}  # plan for this release, without vLLM installed
 OWN_OPTIONS = {
-    "plan": JSON_ONLY,
-    "doctor": JSON_ONLY,
-    "fit": {"--json": None, "--gpus": _positive_int, "--gpu-memory": _size},
+    "plan": {**JSON_ONLY, **VLLM_VERSION},
+    "doctor": {**JSON_ONLY, **VLLM_VERSION},
+    "fit": {"--json": None, "--gpus": _positive_int, "--gpu-memory": _size, **VLLM_VERSION},
 }
 
 
@@ -70,17 +86,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(command: str, own: dict, rest: list[str]) -> int:
+    vllm = None
+    if own.get("vllm_version"):
+        from ..adapters.vllm_install import assumed_vllm
+
+        vllm = assumed_vllm(str(own["vllm_version"]))
     if command == "plan":
         from .plan import run_plan
 
-        return run_plan(rest, as_json=bool(own.get("json")))
+        return run_plan(rest, as_json=bool(own.get("json")), vllm=vllm)
     if command == "doctor":
         from .doctor import run_doctor
 
-        return run_doctor(rest, as_json=bool(own.get("json")))
+        return run_doctor(rest, as_json=bool(own.get("json")), vllm=vllm)
     from .fit import run_fit
 
-    return run_fit(rest, as_json=bool(own.get("json")), gpus=own.get("gpus"), gpu_memory=own.get("gpu_memory"))
+    return run_fit(rest, as_json=bool(own.get("json")), gpus=own.get("gpus"), gpu_memory=own.get("gpu_memory"),
+                   vllm=vllm)
 
 
 def _click(args: list[str]) -> int:

@@ -39,8 +39,10 @@ def serve(vllm_args: tuple[str, ...]) -> None:
 
 @cli.command(context_settings=PASS_THROUGH)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+@click.option("--vllm-version", metavar="X.Y.Z",
+              help="Plan for this vLLM release (its recorded option table and rules) instead of the installed one.")
 @click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
-def plan(as_json: bool, vllm_args: tuple[str, ...]) -> None:
+def plan(as_json: bool, vllm_version: str | None, vllm_args: tuple[str, ...]) -> None:
     """Show what dsv4-serve would hand to vLLM, and why, without running it.
 
     VLLM_ARGS are the arguments of `vllm serve`; --json may come anywhere before `--`, and
@@ -49,13 +51,15 @@ def plan(as_json: bool, vllm_args: tuple[str, ...]) -> None:
     """
     from .cli import run
 
-    raise SystemExit(run("plan", {"json": as_json}, list(vllm_args)))
+    raise SystemExit(run("plan", {"json": as_json, "vllm_version": _release(vllm_version)}, list(vllm_args)))
 
 
 @cli.command(context_settings=PASS_THROUGH)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option("--vllm-version", metavar="X.Y.Z",
+              help="Plan for this vLLM release (its recorded option table and rules) instead of the installed one.")
 @click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
-def doctor(as_json: bool, vllm_args: tuple[str, ...]) -> None:
+def doctor(as_json: bool, vllm_version: str | None, vllm_args: tuple[str, ...]) -> None:
     """Check everything that decides whether DeepSeek-V4 will start here.
 
     GPUs, driver, Python, vLLM, PyTorch and its CUDA architectures, FlashInfer, the vLLM
@@ -64,15 +68,18 @@ def doctor(as_json: bool, vllm_args: tuple[str, ...]) -> None:
     """
     from .cli import run
 
-    raise SystemExit(run("doctor", {"json": as_json}, list(vllm_args)))
+    raise SystemExit(run("doctor", {"json": as_json, "vllm_version": _release(vllm_version)}, list(vllm_args)))
 
 
 @cli.command(context_settings=PASS_THROUGH)
 @click.option("--json", "as_json", is_flag=True, help="Print the table as one JSON object.")
+@click.option("--vllm-version", metavar="X.Y.Z",
+              help="Plan for this vLLM release (its recorded option table and rules) instead of the installed one.")
 @click.option("--gpus", type=click.IntRange(min=1), help="How many GPUs (default: those visible here).")
 @click.option("--gpu-memory", metavar="SIZE", help="Memory of one GPU, e.g. 96GiB (default: read through NVML).")
 @click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
-def fit(as_json: bool, gpus: int | None, gpu_memory: str | None, vllm_args: tuple[str, ...]) -> None:
+def fit(as_json: bool, vllm_version: str | None, gpus: int | None, gpu_memory: str | None,
+        vllm_args: tuple[str, ...]) -> None:
     """Will it fit? Every tensor/pipeline/data-parallel layout of MODEL on these GPUs.
 
     VLLM_ARGS: the model (DeepSeek-V4-Flash when none is given) and any `vllm serve` options
@@ -82,7 +89,7 @@ def fit(as_json: bool, gpus: int | None, gpu_memory: str | None, vllm_args: tupl
     """
     from .cli import run
 
-    own = {"json": as_json, "gpus": gpus}
+    own = {"json": as_json, "gpus": gpus, "vllm_version": _release(vllm_version)}
     if gpu_memory:
         from .cli import _size
 
@@ -91,6 +98,17 @@ def fit(as_json: bool, gpus: int | None, gpu_memory: str | None, vllm_args: tupl
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--gpu-memory") from None
     raise SystemExit(run("fit", own, list(vllm_args)))
+
+
+def _release(text: str | None) -> str | None:
+    if text is None:
+        return None
+    from .cli import _release as release
+
+    try:
+        return release(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--vllm-version") from None
 
 
 def run_click(args: list[str]) -> int:

@@ -82,6 +82,10 @@ def run_doctor(
 def _diagnose(prepared, env, runtime, probe) -> Diagnosis:
     facts = prepared.facts
     install = prepared.vllm
+    if install is not None and install.assumed:  # --vllm-version is for the plan; the machine is this one
+        from ..adapters.vllm_install import find_vllm
+
+        install = find_vllm(env)
     python, why = interpreter_of(install, env.get("PATH"))
     result = None
     if python is not None:

@@ -36,7 +36,14 @@ def plan_document(prepared: Prepared) -> dict:
         memory=memory_data(prepared),
     )
     data["error"] = prepared.error
-    return data
+    # New field (schema 1 unchanged: no existing field changed), right after vllm_version: true when
+    # the version is the one --vllm-version gave, not the installed vLLM's.
+    document = {}
+    for key, value in data.items():
+        document[key] = value
+        if key == "vllm_version":
+            document["vllm_version_assumed"] = bool(prepared.vllm and prepared.vllm.assumed)
+    return document
 
 
 def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = None, stdout=None, stderr=None,
