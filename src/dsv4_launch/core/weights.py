@@ -1,0 +1,474 @@
+"""DeepSeek-V4's weights per GPU, tensor class by tensor class, from config.json's shapes (pure).
+
+Every tensor of the checkpoint is counted from the config the way vLLM builds it
+(``models/deepseek_v4/nvidia/model.py``, ``attention.py``, ``compressor.py``, ``nvidia/mtp.py``,
+``nvidia/dspark.py`` @0.33.0; the same layout in 0.24.0) and split the way vLLM splits it:
+
+- **Attention** (``DeepseekV4Attention``): ``fused_wqa_wkv`` is replicated (``disable_tp=True``,
+  attention.py:252-259@0.33), ``wq_b``/``wo_a`` are column-parallel and ``wo_b`` row-parallel
+  (÷ TP). The compressor (``fused_wkv_wgate``, ``disable_tp=True``, bf16, compressor.py:271-279)
+  and the CSA layers' indexer (``ReplicatedLinear`` ``wq_b``/``weights_proj``, attention.py:
+  990-1002, plus its own compressor) are replicated.
+- **MoE** (``DeepseekV4MoE``): the gate (``GateLinear``, a ``ReplicatedLinear``) is replicated.
+  The routed experts follow ``FusedMoEParallelConfig.make`` (fused_moe/config.py:1117-1233@0.33):
+  with ``--enable-expert-parallel`` and TP × DP > 1 each GPU holds whole experts, E / (TP × DP);
+  without it the experts are tensor-parallel over TP × DP (``flatten_tp_across_dp_and_pcp``).
+  The shared experts (``DeepseekV4MLP``) are TP-sharded, the intermediate size rounded up to
+  whole 128-blocks per rank (``cdiv``, nvidia/model.py:149-152), and replicated under sequence
+  parallelism (``_use_sequence_parallel``: PP 1, EP, TP > 1 and DP > 1, model.py:571-582).
+- **Embeddings / LM head**: ``VocabParallelEmbedding``/``ParallelLMHead`` (÷ TP, vocab padded to
+  64), embeddings on the first pipeline stage, head and final norm on the last.
+- **Norms, gates, mHC** (``hc_attn_fn``, ``hc_ffn_fn`` [(2+hc)·hc, hc·D] fp32 per layer,
+  ``hc_head_*`` on every stage) are replicated. DeepSeek-V4 has no dense FFN layers: every
+  layer is MoE (the first ``num_hash_layers`` route by a token hash, ``tid2eid``).
+- **Pipeline stages** hold the layers ``get_pp_indices`` gives them (distributed/utils.py:198
+  @0.33, the same in 0.24.0; ``VLLM_PP_LAYER_PARTITION`` as ``pp_partition``).
+- **Draft modules** (MTP layers, the DSpark module) are loaded only with speculative decoding:
+  the target model maps ``mtp.`` to None (model.py:1257-1267@0.33; ``skip_substrs=["mtp."]``
+  @0.24.0); the drafter's layers sit on the last stage.
+
+Dtypes (``quantization_config``): ``quant_method: fp8`` linears are FP8 e4m3 with one scale per
+``weight_block_size`` block (1 byte for ``scale_fmt: ue8m0``, else 4); routed experts are
+``expert_dtype`` ``fp4`` (MXFP4: e2m1 packed two per byte + one UE8M0 byte per 32) or ``fp8``;
+``moe_quant_algo: NVFP4`` makes the backbone's experts e2m1 + an FP8 scale per 16 + two fp32
+scalars per projection (the draft's experts keep ``expert_dtype``, as nvidia's checkpoints store
+them). No ``quantization_config``: bf16. Checked against every exact total there is
+(tests/test_weights.py): V4-Flash 159,609,485,896 B and its NVFP4 168,266,793,544 B.
+
+Cost: one pass over at most ``MAX_LAYERS`` layers with a per-layer-kind cache; list fields are
+read only up to the layers they describe, so a 7 MB ``compress_ratios`` costs nothing extra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .records import record
+
+MAX_LAYERS = 1024  # a config naming more layers is not a DeepSeek-V4 we can tally
+MAX_DIM = 1 << 24  # any size past this is not a real checkpoint's
+MAX_DRAFT_LAYERS = 16
+VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of this
+CHECK_TOLERANCE = 0.005  # a tally within 0.5 % of an exact total counts as checked
+
+# transformers' DeepseekV4Config defaults (configuration_deepseek_v4.py), what vLLM uses for a
+# key config.json leaves out.
+DEFAULTS = {
+    "vocab_size": 129280, "hidden_size": 4096, "moe_intermediate_size": 2048, "num_hidden_layers": 43,
+    "num_attention_heads": 64, "head_dim": 512, "q_lora_rank": 1024, "o_lora_rank": 1024, "o_groups": 8,
+    "num_experts_per_tok": 6, "n_routed_experts": 256, "n_shared_experts": 1, "hc_mult": 4,
+    "index_n_heads": 64, "index_head_dim": 128, "num_nextn_predict_layers": 1, "num_hash_layers": 3,
+}
+
+# The classes, in the order every report lists them.
+ROUTED = "routed experts"
+SHARED = "shared experts"
+ATTENTION = "attention (with compressor and indexer)"
+EMBEDDING = "embeddings"
+HEAD = "LM head and final norm"
+NORMS = "norms, gates and mHC"
+DRAFT = "draft modules (MTP / DSpark)"
+CLASSES = (ROUTED, SHARED, ATTENTION, EMBEDDING, HEAD, NORMS, DRAFT)
+
+
+@record
+class ClassBytes:
+    name: str
+    checkpoint_bytes: int  # in the checkpoint (the draft: the checkpoint's own draft module)
+    scale_bytes: int  # of which quantisation scales
+    per_gpu_bytes: int  # on the most loaded GPU (0 for a draft not loaded)
+    split: str  # how vLLM spreads it: "replicated", "÷ TP 8", "whole experts over 8 EP ranks", …
+
+
+@record
+class WeightSplit:
+    classes: tuple  # ClassBytes, in CLASSES order
+    per_gpu_bytes: int  # the most loaded GPU: the heaviest pipeline stage, its most loaded rank
+    checkpoint_bytes: int  # every tensor of the checkpoint, draft included
+    loaded_bytes: int  # what vLLM reads from it: without speculative decoding, no draft
+    draft_loaded: bool
+    stages: tuple  # per pipeline stage, bytes on one GPU of it
+    layers_per_stage: tuple
+    basis: str  # "from shapes" or "from shapes, within 0.05 % of the index's total_size"
+    checked: bool = False  # agrees with an exact total within CHECK_TOLERANCE
+    deviation: float | None = None  # (tally − exact) / exact
+    notes: tuple = ()
+
+    def bytes_of(self, name: str) -> ClassBytes | None:
+        for c in self.classes:
+            if c.name == name:
+                return c
+        return None
+
+
+class _Unknown(Exception):
+    """A config field this tally cannot read (absent without a default, wrong type, absurd)."""
+
+
+def _int(config: Mapping, key: str, default: int | None = None, low: int = 1) -> int:
+    value = config.get(key, None) if key in config else DEFAULTS.get(key, default)
+    if value is None and default is not None:
+        value = default
+    if type(value) is not int or not low <= value <= MAX_DIM:
+        raise _Unknown(key)
+    return value
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class _Dtypes:
+    """Bytes of one linear / one expert projection as the checkpoint stores it."""
+
+    def __init__(self, config: Mapping):
+        qc = config.get("quantization_config")
+        if qc is None:
+            self.fp8 = False
+            self.block = None
+            self.scale = 0
+            self.experts = "bf16"
+            self.backbone_experts = "bf16"
+            return
+        if not isinstance(qc, Mapping):
+            raise _Unknown("quantization_config")
+        if qc.get("quant_method") != "fp8":
+            raise _Unknown("quantization_config.quant_method")  # not what this tally models
+        block = qc.get("weight_block_size", [128, 128])
+        if (not isinstance(block, list) or len(block) != 2
+                or not all(type(b) is int and 0 < b <= MAX_DIM for b in block)):
+            raise _Unknown("quantization_config.weight_block_size")
+        self.fp8 = True
+        self.block = (block[0], block[1])
+        self.scale = 1 if qc.get("scale_fmt") == "ue8m0" else 4
+        expert_dtype = config.get("expert_dtype", qc.get("expert_dtype", "fp4"))
+        if expert_dtype not in ("fp4", "fp8"):
+            raise _Unknown("expert_dtype")
+        self.experts = expert_dtype
+        algo = qc.get("moe_quant_algo")
+        self.backbone_experts = "nvfp4" if isinstance(algo, str) and algo.upper() == "NVFP4" else expert_dtype
+
+    def linear(self, out: int, inp: int) -> tuple[int, int]:
+        """(weight + scales, scales) of a quantised linear [out, in]."""
+        if not self.fp8:
+            return 2 * out * inp, 0
+        scales = _cdiv(out, self.block[0]) * _cdiv(inp, self.block[1]) * self.scale
+        return out * inp + scales, scales
+
+    def expert(self, fmt: str, out: int, inp: int) -> tuple[int, int]:
+        """(bytes, scales) of one expert projection [out, in] in ``fmt``."""
+        if fmt == "fp4":  # MXFP4: e2m1 two per byte, one UE8M0 scale per 32
+            scales = out * _cdiv(inp, 32)
+            return out * _cdiv(inp, 2) + scales, scales
+        if fmt == "nvfp4":  # e2m1 + an FP8 scale per 16 + weight_scale_2 and input_scale (fp32)
+            scales = out * _cdiv(inp, 16) + 8
+            return out * _cdiv(inp, 2) + scales, scales
+        if fmt == "fp8":
+            return self.linear(out, inp)
+        return 2 * out * inp, 0
+
+
+def _bf16(*dims: int) -> int:
+    n = 2
+    for d in dims:
+        n *= d
+    return n
+
+
+class _Shapes:
+    def __init__(self, config: Mapping):
+        g = _int
+        self.D = g(config, "hidden_size")
+        self.L = g(config, "num_hidden_layers")
+        if self.L > MAX_LAYERS:
+            raise _Unknown("num_hidden_layers")
+        self.H = g(config, "num_attention_heads")
+        self.hd = g(config, "head_dim")
+        self.ql = g(config, "q_lora_rank")
+        self.ol = g(config, "o_lora_rank")
+        self.G = g(config, "o_groups")
+        self.ih = g(config, "index_n_heads")
+        self.ihd = g(config, "index_head_dim")
+        self.E = g(config, "n_routed_experts")
+        shared = config.get("n_shared_experts", DEFAULTS["n_shared_experts"])
+        self.S = 0 if shared is None else g(config, "n_shared_experts", low=0)
+        self.I = g(config, "moe_intermediate_size")
+        self.V = g(config, "vocab_size")
+        self.hc = g(config, "hc_mult")
+        self.topk = g(config, "num_experts_per_tok")
+        self.n_hash = g(config, "num_hash_layers", low=0)
+        self.nextn = min(g(config, "num_nextn_predict_layers", low=0), MAX_DRAFT_LAYERS)
+        self.vision = type(config.get("vision_n_layers")) is int and config["vision_n_layers"] > 0
+        ratios = config.get("compress_ratios")
+        if ratios is None:
+            ratios = []
+        if not isinstance(ratios, list):
+            raise _Unknown("compress_ratios")
+        self.ratios = ratios[: self.L]  # the rest describe MTP/draft layers, which vLLM gives ratio 1
+        targets = config.get("dspark_target_layer_ids")
+        self.dspark_targets = len(targets) if isinstance(targets, list) and 0 < len(targets) <= MAX_DIM else 0
+        n_dspark = config.get("n_mtp_layers")
+        self.dspark_layers = n_dspark if type(n_dspark) is int and 0 < n_dspark <= MAX_DRAFT_LAYERS else 3
+        rank = config.get("dspark_markov_rank")
+        self.markov_rank = rank if type(rank) is int and 0 < rank <= MAX_DIM else None
+        draft_vocab = config.get("draft_vocab_size")
+        self.draft_vocab = draft_vocab if type(draft_vocab) is int and 0 < draft_vocab <= MAX_DIM else self.V
+        self.topk_method = config.get("topk_method")
+
+    def ratio(self, layer: int) -> int:
+        """The compress ratio vLLM gives a backbone layer: max(1, ratio) (attention.py:234-240)."""
+        r = self.ratios[layer] if layer < len(self.ratios) else 0
+        if type(r) is not int or r < 0 or r > MAX_DIM:
+            raise _Unknown("compress_ratios")
+        return max(1, r)
+
+
+class _Layout:
+    def __init__(self, tp: int, pp: int, dp: int, expert_parallel: bool, redundant_experts: int):
+        self.tp, self.pp, self.dp = tp, pp, dp
+        self.ep = tp * dp if expert_parallel and tp * dp > 1 else 1  # FusedMoEParallelConfig.make
+        self.moe_tp = 1 if self.ep > 1 else tp * dp  # flatten_tp_across_dp_and_pcp without EP
+        self.sequence_parallel = pp == 1 and expert_parallel and tp > 1 and dp > 1
+        self.redundant = redundant_experts
+
+
+def _add(acc: dict, name: str, checkpoint: int, scales: int, per_gpu: int) -> None:
+    c = acc[name]
+    c[0] += checkpoint
+    c[1] += scales
+    c[2] += per_gpu
+
+
+class _Tally:
+    def __init__(self, s: _Shapes, q: _Dtypes, lay: _Layout):
+        self.s, self.q, self.lay = s, q, lay
+        self.cache: dict = {}
+
+    def layer(self, ratio: int, hashed: bool, fmt: str) -> dict:
+        """Per class: [checkpoint bytes, scales, bytes on one GPU] of one decoder layer."""
+        key = (ratio, hashed, fmt)
+        got = self.cache.get(key)
+        if got is not None:
+            return got
+        s, q, lay = self.s, self.q, self.lay
+        tp = lay.tp
+        acc = {name: [0, 0, 0] for name in CLASSES}
+        # attention: fused_wqa_wkv replicated; wq_b, wo_a column- and wo_b row-parallel
+        for out, inp in ((s.ql, s.D), (s.hd, s.D)):
+            b, sc = q.linear(out, inp)
+            _add(acc, ATTENTION, b, sc, b)
+        for full, local in (((s.H * s.hd, s.ql), (_cdiv(s.H * s.hd, tp), s.ql)),
+                            ((s.G * s.ol, s.H * s.hd // s.G), (_cdiv(s.G * s.ol, tp), s.H * s.hd // s.G)),
+                            ((s.D, s.G * s.ol), (s.D, _cdiv(s.G * s.ol, tp)))):
+            b, sc = q.linear(*full)
+            lb, _ = q.linear(*local)
+            _add(acc, ATTENTION, b, sc, lb)
+        _add(acc, ATTENTION, _bf16(s.ql) + _bf16(s.hd) + 4 * s.H, 0,
+             _bf16(s.ql) + _bf16(s.hd) + 4 * _cdiv(s.H, tp))  # q_norm, kv_norm, attn_sink
+        if ratio > 1:  # the compressor: ape fp32, wkv + wgate bf16, norm — replicated
+            coff = 2 if ratio == 4 else 1
+            b = 4 * ratio * coff * s.hd + 2 * _bf16(coff * s.hd, s.D) + _bf16(s.hd)
+            _add(acc, ATTENTION, b, 0, b)
+        if ratio == 4:  # the indexer (CSA layers): replicated, with its own compressor
+            b, sc = q.linear(s.ih * s.ihd, s.ql)
+            b += _bf16(s.ih, s.D) + 4 * 4 * 2 * s.ihd + 2 * _bf16(2 * s.ihd, s.D) + _bf16(s.ihd)
+            _add(acc, ATTENTION, b, sc, b)
+        # MoE gate (replicated): weight bf16; bias fp32 (noaux_tc, not hash); tid2eid on hash layers
+        gate = _bf16(s.E, s.D)
+        if s.topk_method in (None, "noaux_tc") and (not hashed or s.vision):
+            gate += 4 * s.E
+        if s.vision:
+            gate += 4 * s.E  # bias_vl
+        ckpt_gate = gate + (8 * s.V * s.topk if hashed else 0)  # int64 in the checkpoint
+        gpu_gate = gate + (4 * s.V * s.topk if hashed else 0)  # int32 in vLLM (not MegaMoE)
+        norms = 2 * _bf16(s.D) + 2 * (4 * (2 + s.hc) * s.hc * s.hc * s.D + 4 * (2 + s.hc) * s.hc + 12)
+        _add(acc, NORMS, ckpt_gate + norms, 0, gpu_gate + norms)
+        # shared experts: gate_up column-, down row-parallel; cdiv to whole blocks; SP replicates
+        if s.S:
+            inter = s.I * s.S
+            b = sc = 0
+            for out, inp in ((inter, s.D), (inter, s.D), (s.D, inter)):
+                x, y = q.linear(out, inp)
+                b, sc = b + x, sc + y
+            if lay.sequence_parallel or tp == 1:
+                local = b
+            else:
+                block = q.block[0] if q.block else 1
+                per_rank = _cdiv(inter // block, tp) * block if q.block else _cdiv(inter, tp)
+                local = 2 * q.linear(per_rank, s.D)[0] + q.linear(s.D, per_rank)[0]
+            _add(acc, SHARED, b, sc, local)
+        # routed experts: w1, w3 [I, D], w2 [D, I]
+        b = sc = 0
+        for out, inp in ((s.I, s.D), (s.I, s.D), (s.D, s.I)):
+            x, y = q.expert(fmt, out, inp)
+            b, sc = b + x, sc + y
+        if lay.ep > 1:
+            local = _cdiv(s.E + lay.redundant, lay.ep) * b
+        else:
+            mt = lay.moe_tp
+            local = s.E * (2 * q.expert(fmt, _cdiv(s.I, mt), s.D)[0] + q.expert(fmt, s.D, _cdiv(s.I, mt))[0])
+        _add(acc, ROUTED, s.E * b, s.E * sc, local)
+        self.cache[key] = acc
+        return acc
+
+
+def _stage_layers(layers: int, pp: int, partition: Sequence[int] | None) -> list[int]:
+    """Layers per pipeline stage, as ``get_pp_indices`` splits them."""
+    if partition is not None:
+        return list(partition)
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert_parallel: bool = False,
+                  speculative: bool | str | None = False, exact_total: int | None = None,
+                  pp_partition: Sequence[int] | None = None, redundant_experts: int = 0) -> WeightSplit | None:
+    """The checkpoint's bytes by tensor class and on the most loaded GPU of a layout.
+
+    ``speculative``: False/None (no draft loaded), True (the checkpoint's own draft: DSpark when
+    it has ``dspark_target_layer_ids``, else its MTP layers), or the method ("mtp", "dspark").
+    ``exact_total``: the checkpoint's exact byte count (``total_size`` of its index, the shard
+    headers, or the table's exact figure) to check the tally against. None where the config is
+    not a DeepSeek-V4 this tally models (V4.1's nested ``text_config``, another quantisation,
+    a field of the wrong type, a layout that does not divide).
+    """
+    if not isinstance(config, Mapping) or isinstance(config.get("text_config"), Mapping):
+        return None
+    if not all(type(n) is int and 0 < n <= MAX_DIM for n in (tp, pp, dp)):
+        return None
+    try:
+        s = _Shapes(config)
+        q = _Dtypes(config)
+    except _Unknown:
+        return None
+    if s.H % tp or s.G % tp or pp > s.L:
+        return None  # vLLM refuses these itself (attention.py asserts n_heads % tp == 0)
+    if pp_partition is not None and (len(pp_partition) != pp or sum(pp_partition) != s.L
+                                     or any(type(n) is not int or n < 0 for n in pp_partition)):
+        return None
+    lay = _Layout(tp, pp, dp, expert_parallel, max(int(redundant_experts or 0), 0))
+    t = _Tally(s, q, lay)
+    parts = _stage_layers(s.L, pp, pp_partition)
+    totals = {name: [0, 0, 0] for name in CLASSES}
+    stages = []
+    layer = 0
+    try:
+        for count in parts:
+            stage = 0
+            for _ in range(count):
+                acc = t.layer(s.ratio(layer), layer < s.n_hash, q.backbone_experts)
+                for name, (ck, sc, gpu) in acc.items():
+                    c = totals[name]
+                    c[0] += ck
+                    c[1] += sc
+                    c[2] += gpu
+                    stage += gpu
+                layer += 1
+            stages.append(stage)
+    except _Unknown:
+        return None
+
+    padded_vocab = _cdiv(s.V, VOCAB_PAD) * VOCAB_PAD
+    table = _bf16(s.V, s.D)
+    local_table = _bf16(_cdiv(padded_vocab, tp), s.D)
+    hc_head = 4 * s.hc * s.hc * s.D + 4 * s.hc + 4
+    totals[EMBEDDING][0] += table
+    totals[EMBEDDING][2] += local_table
+    stages[0] += local_table
+    totals[HEAD][0] += table + _bf16(s.D)
+    totals[HEAD][2] += local_table + _bf16(s.D)
+    stages[-1] += local_table + _bf16(s.D)
+    totals[NORMS][0] += hc_head
+    totals[NORMS][2] += hc_head
+    stages = [st + hc_head for st in stages]  # hc_head_* exist on every stage (DeepseekV4Model)
+
+    # draft modules: the checkpoint's own, and the one speculative decoding loads
+    notes = []
+    own = "dspark" if s.dspark_targets else ("mtp" if s.nextn else None)
+    method = own if speculative is True else (speculative or None)
+    if method not in (None, "mtp", "dspark"):
+        method = None
+        notes.append(f"speculative method {speculative!r}: its draft weights are not counted")
+    draft_ckpt = {"mtp": _mtp(t, s, q, hc_head), "dspark": _dspark(t, s, q, hc_head)}
+    if own:
+        d = draft_ckpt[own]
+        totals[DRAFT][0] += d[0]
+        totals[DRAFT][1] += d[1]
+    if method:
+        d = draft_ckpt[method]
+        totals[DRAFT][2] += d[2]
+        stages[-1] += d[2]
+        if method == "dspark" and s.markov_rank is None:
+            notes.append("the DSpark Markov head is not counted (no dspark_markov_rank)")
+    if s.vision:
+        notes.append("the vision tower is not counted")
+
+    classes = tuple(ClassBytes(name, *totals[name], _split_words(name, lay, method)) for name in CLASSES)
+    checkpoint = sum(c.checkpoint_bytes for c in classes)
+    loaded = checkpoint - (totals[DRAFT][0] if own and not method else 0)
+    deviation = None
+    checked = False
+    basis = "from shapes"
+    if type(exact_total) is int and exact_total > 0:
+        deviation = (checkpoint - exact_total) / exact_total
+        checked = abs(deviation) <= CHECK_TOLERANCE and not s.vision
+        basis = (f"from shapes, within {abs(deviation) * 100:.2f} % of the exact total" if checked
+                 else f"from shapes ({deviation * 100:+.1f} % off the exact total: unchecked)")
+    return WeightSplit(classes, max(stages), checkpoint, loaded, bool(method), tuple(stages), tuple(parts),
+                       basis, checked, deviation, tuple(notes))
+
+
+def _mtp(t: _Tally, s: _Shapes, q: _Dtypes, hc_head: int) -> tuple[int, int, int]:
+    """The MTP layers (nvidia/mtp.py): a decoder layer each (ratio 1: layer ids past
+    num_hidden_layers get no compressor), e_proj/h_proj replicated, three norms, an hc_head."""
+    if not s.nextn:
+        return 0, 0, 0
+    acc = t.layer(1, False, q.experts)
+    ck = sum(v[0] for v in acc.values())
+    sc = sum(v[1] for v in acc.values())
+    gpu = sum(v[2] for v in acc.values())
+    proj, proj_sc = q.linear(s.D, s.D)
+    extra = 2 * proj + 3 * _bf16(s.D) + hc_head
+    return s.nextn * (ck + extra), s.nextn * (sc + 2 * proj_sc), s.nextn * (gpu + extra)
+
+
+def _dspark(t: _Tally, s: _Shapes, q: _Dtypes, hc_head: int) -> tuple[int, int, int]:
+    """The DSpark module (nvidia/dspark.py): n_mtp_layers (default 3) decoder layers,
+    main_proj and context_wkv_proj replicated, norms, hc_head, the Markov and confidence heads."""
+    if not s.dspark_targets:
+        return 0, 0, 0
+    acc = t.layer(1, False, q.experts)
+    ck = sum(v[0] for v in acc.values())
+    sc = sum(v[1] for v in acc.values())
+    gpu = sum(v[2] for v in acc.values())
+    main, main_sc = q.linear(s.D, s.D * s.dspark_targets)
+    ctx, ctx_sc = q.linear(s.hd * s.dspark_layers, s.D)
+    extra = main + ctx + 2 * _bf16(s.D) + hc_head
+    if s.markov_rank:  # markov_w1/w2 [V, r] and the confidence head [1, D + r], bf16
+        extra += _bf16(s.V, s.markov_rank) + _bf16(s.draft_vocab, s.markov_rank) + _bf16(s.D + s.markov_rank)
+    n = s.dspark_layers
+    # The checkpoint's draft layers carry no wkv (context_wkv_proj gives their KV); vLLM's
+    # DeepseekV4DecoderLayer still allocates one (fused_wqa_wkv).
+    wkv, wkv_sc = q.linear(s.hd, s.D)
+    return n * (ck - wkv) + extra, n * (sc - wkv_sc) + main_sc + ctx_sc, n * gpu + extra
+
+
+def _split_words(name: str, lay: _Layout, method: str | None) -> str:
+    tp = f"÷ TP {lay.tp}" if lay.tp > 1 else "whole (TP 1)"
+    if name == ROUTED:
+        if lay.ep > 1:
+            return f"whole experts over {lay.ep} EP ranks"
+        return f"tensor-parallel over {lay.moe_tp} ranks" if lay.moe_tp > 1 else "whole"
+    if name == SHARED:
+        return "replicated (sequence parallel)" if lay.sequence_parallel else tp
+    if name == ATTENTION:
+        return f"wq_b/wo_a/wo_b {tp}; wq_a/wkv, compressor, indexer replicated"
+    if name == EMBEDDING:
+        return f"{tp}, first stage"
+    if name == HEAD:
+        return f"{tp}, last stage"
+    if name == NORMS:
+        return "replicated"
+    return f"loaded ({method}), last stage" if method else "not loaded (no speculative decoding)"
