@@ -1,0 +1,110 @@
+"""vLLM's output read back from a file or standard input, one line at a time.
+
+Streaming and bounded: a line is read with a length limit (an overlong line keeps its first
+``LINE_LIMIT`` bytes, the rest is skipped), nothing else is kept, so a log of any size is read
+in linear time and constant memory. Undecodable bytes become U+FFFD (binary garbage is read
+leniently, never refused). What surrounds vLLM's message is taken off, in any combination:
+
+* ANSI colour and other terminal sequences, and a carriage return's overwritten text (what
+  a terminal shows is what is kept; vLLM's own multi-line records end in ``\\r\\n``);
+* kubectl ``--timestamps`` (``2026-12-01T08:00:00.123456789Z``) and ``--prefix``
+  (``[pod/NAME/CONTAINER]``);
+* journald's ``Dec 01 08:00:00 host unit[pid]:`` (short and ISO timestamps);
+* vLLM's process prefix ``(EngineCore_DP0 pid=…)``, ``(APIServer pid=…)``, ``(Worker pid=…)``,
+  ``(Worker_TP1 pid=…)``, Ray's ``(RayWorkerWrapper pid=…, ip=…)``;
+* vLLM's record header ``INFO 12-01 08:00:00 [file.py:123]`` (its level is kept apart).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+LINE_LIMIT = 64 * 1024  # bytes of one line that are read
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_PREFIXES = (
+    # kubectl --timestamps (RFC 3339, nanoseconds)
+    re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}) "),
+    # kubectl --prefix
+    re.compile(r"\[pod/[^\s\]]+/[^\s\]]+\] "),
+    # journald: short (Dec 01 08:00:00) or ISO timestamp, host, unit[pid]:
+    re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.,+\-Z]+) \S+ "
+               r"[^\s:\[]+(?:\[\d+\])?: "),
+    # vLLM's process prefix
+    re.compile(r"\([\w.\-]+ pid=\d+(?:, ip=[\w.:\-]+)?\) "),
+)
+_HEADER = re.compile(r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? "
+                     r"\[[^\]]{0,200}\] ?")
+
+
+class LogReadError(Exception):
+    """The input cannot be read at all (missing, a directory, no permission): one line."""
+
+
+def clean(line: str) -> tuple[str, str | None]:
+    """(vLLM's message, its log level or None) from one raw line."""
+    line = line.rstrip("\n")
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\r" in line:
+        line = line.rstrip("\r")
+        if "\r" in line:
+            line = line.rsplit("\r", 1)[1]
+    level = None
+    for _ in range(6):  # the prefixes nest (kubectl around journald around vLLM): peel each once
+        for pattern in _PREFIXES:
+            found = pattern.match(line)
+            if found:
+                line = line[found.end():]
+                break
+        else:
+            header = _HEADER.match(line)
+            if header:
+                level = header.group(1)
+                line = line[header.end():]
+                continue
+            break
+    return line, level
+
+
+def _raw_lines(stream) -> Iterator[bytes]:
+    while True:
+        chunk = stream.readline(LINE_LIMIT)
+        if not chunk:
+            return
+        if len(chunk) == LINE_LIMIT and not chunk.endswith(b"\n"):
+            while True:  # the rest of an overlong line: skipped, in bounded pieces
+                rest = stream.readline(LINE_LIMIT)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        yield chunk
+
+
+def read_lines(stream) -> Iterator[tuple[str, str | None]]:
+    """(message, level) per line of a binary stream."""
+    for raw in _raw_lines(stream):
+        yield clean(raw.decode("utf-8", "replace"))
+
+
+def open_log(path: str):
+    """The binary stream for ``path`` (``-``: standard input). Raises LogReadError."""
+    if path == "-":
+        import sys
+
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            raise LogReadError("standard input is closed")
+        return stream
+    import os
+
+    if os.path.isdir(path):
+        raise LogReadError(f"{path!r} is a directory, not a log file")
+    try:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except FileNotFoundError:
+        raise LogReadError(f"{path!r}: no such file") from None
+    except PermissionError:
+        raise LogReadError(f"{path!r}: permission denied") from None
+    except OSError as exc:
+        raise LogReadError(f"{path!r}: {exc.strerror or type(exc).__name__}") from None

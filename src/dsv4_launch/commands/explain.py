@@ -1,0 +1,394 @@
+"""``dsv4-launch explain [FILE|-] [--json]``: which known failure a vLLM log shows, and the fix.
+
+The log (a file, or standard input: a terminal's scrollback, ``journalctl -u vllm``, ``kubectl
+logs``) is streamed line by line (``adapters/log_reader``) through the signature table
+(``core/signatures``). For each known failure: the rule, what vLLM did (the row's effect), the
+fix and the reference (the row's own text), the matching lines. Where the log shows vLLM's
+version and its ``non-default args``, the same pipeline as ``plan`` runs on those arguments
+(GPUs as the log names them, else unknown; never this machine's) and prints the command
+dsv4-serve would run. Unknown failure: the root-cause lines found, and ``doctor``.
+
+Exit 0: a known failure is explained; 1: none found; 2: bad input (one line); 74: the
+report could not be written. Every log line printed is masked (secrets) and escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+
+from ..core.signatures import KV_AUTO, Match, Scan, Scanner, mask_secrets_in_text
+from . import exit_codes
+
+EXPLAINED, NOT_FOUND, BAD_INPUT = 0, 1, 2
+_SKIPPED_DESTS = frozenset({"model_tag", "model", "config", "subparser", "dispatch_function"})
+_PASSED_ENV = ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE")  # where the model's config.json may be read
+
+
+def _rules() -> dict:
+    from ..core.doctor_rules import DOCTOR_RULES
+    from ..core.rules_dsv4 import RULES
+
+    return {rule.id: rule for rule in (*RULES, *DOCTOR_RULES)}
+
+
+class _Fill(dict):
+    """A row's fix template filled where no plan can: the signature's words, else '…'."""
+
+    def __missing__(self, key: str) -> str:
+        return "…"
+
+
+def row_text(rule_id: str, signature=None) -> dict:
+    """What happened, the fix and the reference, from the row itself (the KV rule: core/kv.py)."""
+    if rule_id == KV_AUTO:
+        from ..core.kv import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE, KV_FIX_VALUE, KV_OPTION
+
+        return {
+            "title": f"{KV_OPTION} missing or auto for DeepSeek-V4 on an fp8_ds_mla path",
+            "effect": f"AssertionError when the attention layers are built: vLLM before {CRASHES_BEFORE_FIX.before} "
+            f"does not resolve auto on the fp8_ds_mla layout ({FIX_REFERENCE} made it do so)",
+            "fix": f"{KV_OPTION} {KV_FIX_VALUE}", "reference": CRASH_REFERENCE, "level": "changed",
+            "evidence": "confirmed",
+        }
+    rule = _rules()[rule_id]
+    fill = _Fill((signature.fill or {}) if signature is not None else {})
+    fill.setdefault("gpus", "these GPUs")
+    fill.setdefault("vllm", "vLLM")
+    return {"title": rule.title, "effect": rule.effect, "fix": rule.fix.format_map(fill), "reference": rule.reference,
+            "level": rule.level, "evidence": rule.evidence}
+
+
+def _in_range(match: Match, version: str | None) -> bool | None:
+    return match.signature.vllm.contains(version)
+
+
+def group_matches(scan: Scan) -> list[list[Match]]:
+    """Matches by log line; on each line the signatures of the release the log names (when
+    any of them is in range)."""
+    by_line: dict[int, list[Match]] = {}
+    for match in scan.matches:
+        by_line.setdefault(match.line.number, []).append(match)
+    groups = []
+    for number in sorted(by_line):
+        found = by_line[number]
+        in_range = [m for m in found if _in_range(m, scan.version) is not False]
+        groups.append(in_range or found)
+    return groups
+
+
+# --- the arguments in the log, through the same pipeline as plan ------------------------------
+
+def _option_text(value) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def rebuild_argv(values: Mapping[str, object], table) -> tuple[list[str], list[str]]:
+    """``vllm serve`` arguments equivalent to vLLM's logged non-default args: (argv, dests that
+    could not be written as options)."""
+    by_dest = {action.dest: action for action in table.actions}
+    argv: list[str] = []
+    model = values.get("model_tag") or values.get("model")
+    if isinstance(model, str):
+        argv.append(model)
+    skipped = []
+    for dest, value in values.items():
+        if dest in _SKIPPED_DESTS or value is None:
+            continue
+        action = by_dest.get(dest)
+        longs = [o for o in action.options if o.startswith("--")] if action else []
+        if action is None or not longs:
+            skipped.append(dest)
+            continue
+        if action.nargs == 0:
+            chosen = [o for o, v in (action.flag_values or {}).items() if v == value and type(v) is type(value)]
+            if chosen:
+                argv.append(chosen[0])
+            else:
+                skipped.append(dest)
+        elif action.nargs in ("+", "*") and isinstance(value, list):
+            if value:
+                argv += [longs[0], *(_option_text(v) for v in value)]
+        else:
+            argv += [longs[0], _option_text(value)]
+    return argv, skipped
+
+
+def _no_gpus():
+    from ..adapters.nvml import GpuProbe
+
+    return GpuProbe(error="the log does not say which GPUs vLLM ran on")
+
+
+def corrected_plan(scan: Scan, env: Mapping[str, str]):
+    """(Prepared, argv rebuilt, dests left out) for the log's arguments, or None without them."""
+    if scan.args is None:
+        return None
+    from ..adapters.vllm_install import VllmInstall
+    from ..vllm_cli.option_table import load_table
+    from .pipeline import PLAN, prepare
+
+    table = load_table(scan.version)
+    argv, skipped = rebuild_argv(scan.args.values, table)
+    run_env = {k: env[k] for k in _PASSED_ENV if env.get(k)}
+    if scan.gpu is not None:
+        run_env["DSV4_LAUNCH_GPU_CAPABILITY"] = "{}.{}".format(*scan.gpu.capability)
+    note = "the version the log shows" if scan.version else "the log does not show vLLM's version"
+    vllm = VllmInstall(version=scan.version, importable=False, note=note)
+    prepared = prepare(argv, run_env, PLAN, probe=_no_gpus, vllm=vllm)
+    return prepared, argv, skipped
+
+
+def _plan_rules(prepared) -> set[str]:
+    if prepared is None:
+        return set()
+    found = {f.rule for f in prepared.plan.findings}
+    if any(c.option == "--kv-cache-dtype" for c in prepared.plan.changes):
+        found.add(KV_AUTO)
+    return found
+
+
+# --- the document both renderings are made from ------------------------------------------------
+
+def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
+    from ..output.redact import masked_argv
+    from ..output.report import command_line
+
+    corrected = corrected_plan(scan, env)
+    prepared = corrected[0] if corrected else None
+    planned = _plan_rules(prepared)
+    explained = []
+    for group in group_matches(scan):
+        rules = list(dict.fromkeys(m.signature.rule for m in group))
+        confirmed = [r for r in rules if r in planned]
+        chosen = confirmed or rules
+        for match in group:
+            if match.signature.rule not in chosen:
+                continue
+            item = {"rule": match.signature.rule, "candidates": rules if len(chosen) > 1 else [match.signature.rule],
+                    "line": match.line.number, "text": match.line.text, "count": match.count,
+                    "exception": match.signature.exception,
+                    "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
+                    "plan_agrees": (match.signature.rule in planned) if prepared is not None and
+                    prepared.facts is not None else None}
+            item.update(row_text(match.signature.rule, match.signature))
+            finding = next((f for f in prepared.plan.findings if f.rule == match.signature.rule), None) \
+                if prepared is not None else None
+            item["plan_text"] = finding.text if finding else None
+            explained.append(item)
+            chosen = [r for r in chosen if r != match.signature.rule]  # one entry per rule and line
+    root = [{"line": x.number, "text": x.text} for x in (scan.exceptions or scan.errors)]
+    pointers = [{"line": x.number, "text": x.text} for x in scan.pointers]
+    corrected_doc = None
+    if corrected is not None:
+        prepared, argv, skipped = corrected
+        shown = masked_argv(prepared.argv, prepared.secrets)
+        corrected_doc = {
+            "argv": shown, "command": command_line(shown), "exit_status": prepared.status,
+            "changes": [{"option": c.option, "before": c.before, "after": c.after, "reason": c.reason,
+                         "reference": c.reference} for c in prepared.plan.changes],
+            "refusals": list(prepared.plan.refusals), "warnings": list(prepared.plan.warnings),
+            "left_out": skipped + [d for d in scan.args.unread if d not in _SKIPPED_DESTS], "error": prepared.error,
+            "vllm_version": scan.version,
+            "gpus": "DSV4_LAUNCH_GPU_CAPABILITY={}.{} (from the log)".format(*scan.gpu.capability)
+            if scan.gpu else "unknown (the log does not name them)",
+        }
+    return {
+        "command": "explain",
+        "source": source,
+        "lines_read": scan.lines,
+        "vllm_version": scan.version,
+        "vllm_version_line": scan.version_line,
+        "gpu": {"name": scan.gpu.name, "compute_capability": "{}.{}".format(*scan.gpu.capability),
+                "line": scan.gpu.line} if scan.gpu else None,
+        "arguments_line": scan.args.line if scan.args else None,
+        "explained": explained,
+        "root_cause": root,
+        "pointers": pointers,
+        "corrected": corrected_doc,
+        "exit_status": EXPLAINED if explained else NOT_FOUND,
+        "error": None,
+    }
+
+
+def _scrubber(scan: Scan | None):
+    from ..output.redact import Scrubber
+
+    base = Scrubber(scan.args.secrets if scan and scan.args else ())
+
+    def scrub(text: str) -> str:
+        return base(mask_secrets_in_text(text))
+
+    return scrub
+
+
+def _error_document(source: str, message: str) -> dict:
+    return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
+            "gpu": None, "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
+            "corrected": None, "exit_status": BAD_INPUT, "error": message}
+
+
+def _json_text(data: dict, scrub, stream) -> str:
+    """One JSON object, valid in the stream's encoding (ASCII escapes where it cannot hold a
+    character)."""
+    from ..output.documents import dump
+
+    text = dump(data, scrub)
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        text = json.dumps(json.loads(text), indent=2, ensure_ascii=True)
+    return text
+
+
+# --- reading and rendering -----------------------------------------------------------------------
+
+def scan_source(path: str) -> Scan:
+    """Stream ``path`` (``-``: stdin) through the signatures. Raises LogReadError."""
+    from ..adapters.log_reader import LogReadError, open_log, read_lines
+
+    stream = open_log(path)
+    scanner = Scanner()
+    try:
+        for text, level in read_lines(stream):
+            scanner.feed(text, level)
+    except OSError as exc:
+        raise LogReadError(f"{path!r}: read failed after {scanner.count} lines ({exc.strerror or type(exc).__name__})") \
+            from None
+    finally:
+        if path != "-":
+            stream.close()
+    return scanner.result()
+
+
+def render_text(out, data: dict) -> None:
+    where = "standard input" if data["source"] == "-" else data["source"]
+    facts = [f"{data['lines_read']:,} lines from {where}"]
+    facts.append(f"vLLM {data['vllm_version']} (line {data['vllm_version_line']})" if data["vllm_version"]
+                 else "vLLM's version not in the log")
+    gpu = data["gpu"]
+    facts.append(f"GPU {gpu['name']} (SM {gpu['compute_capability']}, line {gpu['line']})" if gpu
+                 else "GPUs not named in the log")
+    facts.append(f"vLLM's arguments on line {data['arguments_line']}" if data["arguments_line"]
+                 else "no 'non-default args' line")
+    out.info("; ".join(facts), label="read")
+    for item in data["explained"]:
+        others = [r for r in item["candidates"] if r != item["rule"]]
+        one_of = f" (or {', '.join(others)}: the log does not tell them apart)" if others else ""
+        repeat = f", {item['count']} lines alike" if item["count"] > 1 else ""
+        out.info(f"{item['rule']}{one_of} — line {item['line']}{repeat}: {item['text']}", label="known failure")
+        out.info(f"  what vLLM does: {item['effect']}")
+        if item["plan_text"]:
+            out.info(f"  on the logged arguments: {item['plan_text']}")
+        else:
+            out.info(f"  fix: {item['fix']}")
+            out.info(f"  reference: {item['reference']}")
+        out.info(f"  raised at ({item['signature']['releases']}): {item['signature']['source']}")
+    corrected = data["corrected"]
+    if data["explained"] and corrected is not None:
+        context = f"vLLM {corrected['vllm_version'] or 'version unknown'}, GPUs {corrected['gpus']}"
+        if corrected["error"]:
+            out.info(f"the logged arguments cannot be planned: {corrected['error']}", label="corrected command")
+        elif corrected["refusals"]:
+            for refusal in corrected["refusals"]:
+                out.info(refusal, label="dsv4-serve would refuse")
+            out.info("fix the arguments above first; `dsv4-launch plan ARGS` checks them", label="corrected command")
+        else:
+            out.info(f"{corrected['command']}   (as dsv4-serve would run it; {context})", label="corrected command")
+            for change in corrected["changes"]:
+                out.info(f"  {change['option']} {change['before'] or '(not set)'} → {change['after']}: "
+                         f"{change['reason']} ({change['reference']})")
+        if corrected["left_out"]:
+            out.info(f"  not rebuilt from the log (add them yourself): {', '.join(corrected['left_out'])}")
+    elif data["explained"]:
+        out.info("the log has no 'non-default args' line (vLLM logs it at start): run `dsv4-launch plan` with "
+                 "your arguments for the corrected command", label="corrected command")
+    if not data["explained"]:
+        out.info("no known DeepSeek-V4 failure found in the log", label="unknown")
+        for line in data["root_cause"]:
+            out.info(f"line {line['line']}: {line['text']}", label="root cause")
+        for line in data["pointers"]:
+            out.info(f"line {line['line']}: {line['text']}", label="vLLM says")
+        if not data["root_cause"]:
+            out.info("no exception or error line found", label="root cause")
+        out.info("`dsv4-launch doctor` checks this machine; `dsv4-launch plan ARGS` checks the arguments",
+                 label="next")
+
+
+def run_explain(rest: list[str], *, as_json: bool, env: Mapping[str, str] | None = None, stdout=None,
+                stderr=None) -> int:
+    from ..adapters.log_reader import LogReadError
+    from ..output.lines import Reporter, make_lenient, safe_write, silence
+
+    env = os.environ if env is None else env
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    make_lenient(stdout)
+    err = Reporter(stderr, env, prefix="dsv4-launch explain", scrub=_scrubber(None))
+    if len(rest) > 1 or (rest and rest[0].startswith("-") and rest[0] != "-"):
+        message = (f"expected one log file (or - for standard input), got {' '.join(rest)!r}" if len(rest) > 1
+                   else f"unknown option {rest[0]!r}")
+        return _fail(stdout, err, as_json, rest[0] if rest else "-", message + " (see: dsv4-launch explain --help)")
+    source = rest[0] if rest else "-"
+    if source == "-" and _is_terminal(sys.stdin):
+        return _fail(stdout, err, as_json, source, "no log given: dsv4-launch explain FILE, or pipe vLLM's output "
+                     "in (journalctl -u vllm | dsv4-launch explain -)")
+    try:
+        scan = scan_source(source)
+    except LogReadError as exc:
+        return _fail(stdout, err, as_json, source, str(exc))
+    except KeyboardInterrupt:
+        err.error("interrupted")
+        return exit_codes.INTERRUPTED
+    data = explain_data(scan, source, env)
+    scrub = _scrubber(scan)
+    if as_json:
+        ok = safe_write(stdout, _json_text(data, scrub, stdout) + "\n")
+    else:
+        out = Reporter(stdout, env, prefix=None, scrub=scrub)
+        render_text(out, data)
+        ok = not out.broken
+    if not ok:
+        silence(stdout)
+        err.error("cannot write the explanation to standard output")
+        return exit_codes.OUTPUT_FAILED
+    return data["exit_status"]
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (ValueError, OSError, AttributeError):
+        return False
+
+
+def _fail(stdout, err, as_json: bool, source: str, message: str) -> int:
+    from ..output.lines import safe_write
+
+    if as_json:
+        safe_write(stdout, _json_text(_error_document(source, message), _scrubber(None), stdout) + "\n")
+    err.error(message)
+    return BAD_INPUT
+
+
+def main(args: list[str]) -> int:
+    """``dsv4-launch explain ARGS``: its own options read without click (help goes to click)."""
+    from .own_options import HelpRequested, UsageError, split_own_options
+
+    try:
+        own, rest = split_own_options("explain", args, {"--json": None})
+    except HelpRequested:
+        from .click_app import run_click
+
+        return run_click(["explain", "--help"])
+    except UsageError as exc:
+        from ..output.lines import safe_write
+
+        safe_write(sys.stderr, f"{exc} (see: dsv4-launch explain --help)\n")
+        return exit_codes.USAGE
+    return run_explain(rest, as_json=bool(own.get("json")))

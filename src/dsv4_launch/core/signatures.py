@@ -1,0 +1,707 @@
+"""What vLLM prints when a rule row's condition fails, per release, and how a log is read for it.
+
+A ``Signature`` is a row too: the rule id it belongs to (a ``Rule`` of ``rules_dsv4.py``,
+``rules_memory.py`` or ``doctor_rules.py``, or ``kv-auto``, the KV rule of ``kv.py``), the
+exception vLLM raises, a pattern for its message, the releases that print it and the vLLM line
+that raises it, release by release (``file:line@version``; the ranges are the releases whose
+source has that line). ``Scanner`` reads a log line by line (the reader strips the journald,
+kubectl and vLLM prefixes first) and keeps only a bounded window, so any log is read in linear
+time and bounded memory: the signatures that match, the vLLM version, the ``non-default
+args`` vLLM logs at start, the GPU where the log names it, and the last exception lines (the
+root cause, for failures no signature knows).
+
+Pure: no I/O; the reading is ``adapters/log_reader.py``'s, the printing ``commands/explain.py``'s.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+from .records import record
+from .versions import ANY_VERSION, VersionRange
+
+KV_AUTO = "kv-auto"  # the KV rule (core/kv.py: KvPath.rule), not a Rule row
+
+
+@record
+class Signature:
+    rule: str  # the rule id this failure belongs to
+    exception: str  # what vLLM raises ("AssertionError", "ValueError", "pydantic ValidationError", …)
+    pattern: str  # regular expression searched in one log line (prefixes stripped)
+    source: str  # the raising line per release: "path:line@version, :line@version–version, …"
+    vllm: VersionRange = ANY_VERSION  # the releases that print it
+    # A regular expression that must also appear on this line or on one of the ``context_lines``
+    # lines before it (a traceback's frames, the start of a multi-line pydantic message).
+    context: str | None = None
+    context_lines: int = 0
+    # Words for the row's fix placeholders where no plan can fill them ({sizes}, {fix}, …).
+    fill: Mapping[str, str] | None = None
+
+
+_ATT = "vllm/models/deepseek_v4/attention.py"
+_NV = "vllm/models/deepseek_v4/nvidia/model.py"
+_IDX = "vllm/v1/attention/backends/mla/indexer.py"
+_KVU = "vllm/v1/core/kv_cache_utils.py"
+_FI = "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py"
+
+BEFORE_030 = VersionRange(before="0.30.0")
+SINCE_030 = VersionRange(since="0.30.0")
+
+SIGNATURES: tuple[Signature, ...] = (
+    # --- the KV cache ------------------------------------------------------------------------
+    Signature(
+        rule=KV_AUTO, exception="AssertionError",
+        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto\b",
+        source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
+        vllm=BEFORE_030,
+    ),
+    Signature(
+        rule="kv-not-fp8", exception="AssertionError",
+        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+",
+        source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
+        vllm=BEFORE_030,
+    ),
+    Signature(
+        rule="kv-not-fp8", exception="ValueError",
+        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
+        source=f"{_ATT}:112@0.30.0, :111@0.31.0–0.32.0, :112@0.33.0",
+        vllm=SINCE_030,
+    ),
+    Signature(
+        rule="kv-invalid", exception="argparse error (exit 2)",
+        pattern=r"argument --kv-cache-dtype: invalid choice: ",
+        source="vllm/config/cache.py CacheDType (argparse choices)@0.24.0–0.32.0",
+        vllm=VersionRange(before="0.33.0"),
+    ),
+    Signature(
+        rule="kv-invalid", exception="pydantic ValidationError",
+        pattern=r"Invalid kv_cache_dtype: '[^']*'\. Valid values are",
+        source="vllm/config/cache.py:473@0.33.0",
+        vllm=VersionRange(since="0.33.0"),
+    ),
+    Signature(
+        rule="nvfp4-on-mla", exception="pydantic ValidationError (ValueError)",
+        pattern=r"nvfp4 KV cache is not supported with MLA",
+        source="vllm/config/vllm.py:2165@0.24.0, :2206@0.25.0–0.25.1, :2285@0.26.0, :2316@0.27.0–0.27.1, "
+        ":2536@0.28.0, :2828@0.29.0, :3188@0.30.0, :3424@0.31.0, :3296@0.32.0, :3432@0.33.0",
+    ),
+    Signature(
+        rule="v41-kv", exception="ValueError",
+        pattern=r"DeepseekV41? \S+ layout only supports .*kv-cache, got \w+",
+        context=r"deepseek_v41", context_lines=40,
+        source="vllm/models/deepseek_v41/attention.py:141@0.30.0 (V4.1's resolver)",
+        vllm=SINCE_030,
+    ),
+    # --- attention backends --------------------------------------------------------------------
+    Signature(
+        rule="backend-not-dsv4", exception="ValueError",
+        pattern=r"\S+ is not a DeepSeek V4 attention backend",
+        source=f"{_NV}:752@0.24.0, :773@0.25.0–0.25.1, :774@0.26.0, :785@0.27.0–0.27.1, :784@0.28.0, "
+        ":1035@0.29.0, :1100@0.30.0, :1160@0.31.0, :1027@0.32.0, :551@0.33.0",
+    ),
+    # --- MegaMoE and the indexer cache ---------------------------------------------------------
+    Signature(
+        rule="mega-moe-needs-ep", exception="NotImplementedError",
+        pattern=r"DeepSeek V4 MegaMoE currently requires expert parallel",
+        source=f"{_NV}:506@0.24.0, :527@0.25.0–0.25.1, :528@0.26.0, :537@0.27.0–0.27.1, :545@0.28.0, "
+        ":765@0.29.0, :798@0.30.0, :814@0.31.0, :688@0.32.0, :232@0.33.0",
+    ),
+    Signature(
+        rule="mega-moe-fp4", exception="NotImplementedError",
+        pattern=r"DeepSeek V4 MegaMoE only supports fp4 experts",
+        source=f"{_NV}:526@0.24.0, :547@0.25.0–0.25.1, :548@0.26.0, :557@0.27.0–0.27.1, :565@0.28.0, "
+        ":785@0.29.0, :824@0.30.0, :844@0.31.0, :718@0.32.0, :262@0.33.0",
+    ),
+    Signature(
+        rule="mega-moe-not-sm100", exception="NotImplementedError",
+        pattern=r"DeepGEMM MegaMoE requires SM100 GPUs",
+        source=f"{_NV}:301@0.24.0, :309@0.25.0–0.25.1, :310@0.26.0, :317@0.27.0–0.27.1, :318@0.28.0, "
+        ":335@0.29.0, :338@0.30.0, :369@0.31.0, vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+        ":460@0.32.0, :201@0.33.0",
+    ),
+    Signature(
+        rule="fp4-indexer-off-sm10", exception="AssertionError",
+        pattern=r"use_fp4_indexer_cache requires Blackwell datacenter GPUs",
+        source=f"{_IDX}:257@0.24.0, :278@0.25.0–0.25.1, :286@0.26.0, :498@0.27.0–0.27.1",
+        vllm=VersionRange(since="0.24.0", before="0.28.0"),
+        fill={"fix": "drop --attention_config.use_fp4_indexer_cache (an SM 10.x-only option)"},
+    ),
+    # 0.28–0.29: use_fp4_indexer_cache=True is an alias of indexer_kv_dtype mxfp4, and both print
+    # the same ValueError; the arguments in the log (or the plan on them) tell the two apart.
+    Signature(
+        rule="fp4-indexer-off-sm10", exception="ValueError",
+        pattern=r"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs",
+        source=f"{_IDX}:58@0.28.0–0.29.0 (use_fp4_indexer_cache=True sets indexer_kv_dtype='mxfp4': "
+        "vllm/config/attention.py:125@0.28.0, :121@0.29.0)",
+        vllm=VersionRange(since="0.28.0", before="0.30.0"),
+        fill={"fix": "drop --attention_config.use_fp4_indexer_cache (an SM 10.x-only option)"},
+    ),
+    Signature(
+        rule="mxfp4-indexer-off-sm10", exception="ValueError",
+        pattern=r"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs",
+        source=f"{_IDX}:58@0.28.0–0.29.0, :68@0.30.0–0.31.0, :91@0.32.0, :95@0.33.0",
+        vllm=VersionRange(since="0.28.0"),
+    ),
+    Signature(
+        rule="fp4-indexer-removed", exception="pydantic ValidationError (extra forbidden)",
+        pattern=r"Unexpected keyword argument|Extra inputs are not permitted|unexpected_keyword_argument|extra_forbidden",
+        context=r"\buse_fp4_indexer_cache\b", context_lines=3,
+        source="vllm/config/attention.py AttentionConfig@0.30.0–0.33.0 (no use_fp4_indexer_cache field; "
+        "@config: extra='forbid', vllm/config/utils.py)",
+        vllm=SINCE_030,
+        fill={"fix": "drop use_fp4_indexer_cache from --attention-config (on SM 10.x with vLLM ≥ 0.28: "
+              "--attention-config.indexer_kv_dtype mxfp4 turns the FP4 indexer cache on)"},
+    ),
+    # --- tensor parallelism, GPUs, block size --------------------------------------------------
+    Signature(
+        rule="tp-heads", exception="pydantic ValidationError (ValueError)",
+        pattern=r"Total number of attention heads \(\d+\) must be divisible by tensor parallel size",
+        source="vllm/config/model.py:1166@0.24.0, :1213@0.25.0–0.25.1, :1231@0.26.0, :1316@0.27.0–0.27.1, "
+        ":1368@0.28.0, :1414@0.29.0, :1427@0.30.0, :1505@0.31.0, :1547@0.32.0, :1560@0.33.0",
+        fill={"sizes": "one that divides the model's attention heads"},
+    ),
+    Signature(
+        rule="tp-o-groups", exception="ZeroDivisionError",
+        pattern=r"^ZeroDivisionError\b",
+        context=r"deepgemm_post_process_fp8_weight_block|r = wq\.size\(0\) // g|_o_proj|n_local_groups",
+        context_lines=40,
+        source="vllm/model_executor/layers/quantization/utils/fp8_utils.py:1120@0.24.0–0.25.1, :1121@0.26.0, "
+        ":1117@0.27.0–0.27.1, :1118@0.28.0, :1122@0.29.0, :1134@0.30.0, :1137@0.31.0, :1221@0.32.0–0.33.0 "
+        "(after the load); vllm/models/deepseek_v4/nvidia/flashmla.py:50@0.24.0–0.26.0, :51@0.27.0–0.27.1, "
+        ":69@0.28.0–0.33.0 (_o_proj, first forward)",
+        fill={"dp": "a tensor-parallel size no larger than the model's o_groups (data parallel for the other GPUs)",
+              "sizes": "1, 2, 4, 8 for DeepSeek-V4-Flash"},
+    ),
+    Signature(
+        rule="tp-pp-gpus", exception="pydantic ValidationError (ValueError)",
+        pattern=r"World size \(\d+\) is larger than the number of available GPUs",
+        source="vllm/config/parallel.py:888@0.24.0–0.25.1, :900@0.26.0, :928@0.27.0–0.28.0, :960@0.29.0, "
+        ":983@0.30.0, :1006@0.31.0, :1052@0.32.0, :1071@0.33.0",
+    ),
+    Signature(
+        rule="block-size", exception="ValueError",
+        pattern=r"No common block size for \d+",
+        source="vllm/v1/worker/utils.py:328@0.24.0–0.25.1, :348@0.26.0, :332@0.27.0–0.27.1, :367@0.28.0, "
+        ":376@0.29.0, :386@0.30.0–0.31.0, :554@0.32.0–0.33.0",
+        fill={"suggested": "a multiple of 256 (256)"},
+    ),
+    Signature(
+        rule="block-size-v41", exception="ValueError",
+        pattern=r"No common block size for \d+",
+        source="vllm/v1/worker/utils.py:386@0.30.0–0.31.0, :554@0.32.0–0.33.0 (vllm/models/deepseek_v41/"
+        "sparse_mla.py:90@0.30.0)",
+        vllm=SINCE_030,
+        fill={"suggested": "a multiple of 128 (64 on SM 9.x)"},
+    ),
+    # --- speculative decoding --------------------------------------------------------------------
+    Signature(
+        rule="dspark-before-0.25", exception="pydantic ValidationError (literal_error)",
+        pattern=r"input_value='dspark'",
+        context=r"SpeculativeConfig|literal_error|Input should be", context_lines=3,
+        source="vllm/config/speculative.py SpeculativeMethod@0.24.0 (no 'dspark')",
+        vllm=VersionRange(before="0.25.0"),
+    ),
+    Signature(
+        rule="dspark-without-module", exception="AttributeError",
+        pattern=r"has no attribute 'dspark_target_layer_ids'",
+        source="vllm/models/deepseek_v4/nvidia/dspark.py:67@0.25.0, :100@0.33.0",
+        vllm=VersionRange(since="0.25.0"),
+    ),
+    Signature(
+        rule="dspark-pp", exception="NotImplementedError",
+        pattern=r"DSpark does not support pipeline parallelism",
+        source="vllm/v1/worker/gpu/spec_decode/dspark/utils.py:36@0.25.0–0.25.1, :46@0.26.0, "
+        ":50@0.27.0–0.27.1, :56@0.28.0, :80@0.29.0",
+        vllm=VersionRange(since="0.25.0", before="0.30.0"),
+    ),
+    Signature(
+        rule="dspark-k-below-block", exception="ValueError",
+        pattern=r"DSpark requires num_speculative_tokens >= dspark_block_size",
+        source="vllm/config/speculative.py:1020@0.26.0, :1051@0.27.0–0.27.1",
+        vllm=VersionRange(since="0.26.0", before="0.28.0"),
+        fill={"block": "the checkpoint's dspark_block_size"},
+    ),
+    Signature(
+        rule="dspark-v1-runner", exception="ValueError",
+        pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
+        source="vllm/config/vllm.py:2738@0.29.0 (:2624 adds 'dspark speculative decoding'), :3093@0.30.0, "
+        ":3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
+        vllm=VersionRange(since="0.29.0"),
+    ),
+    # --- vision, hybrid KV manager -------------------------------------------------------------
+    Signature(
+        rule="vision-before-0.30", exception="ValueError",
+        pattern=r"There is no module or parameter named '[^']*vision",
+        source="vllm/model_executor/models/utils.py:341@0.24.0, :387@0.25.0–0.25.1, :390@0.26.0–0.27.1, "
+        ":389@0.28.0, :412@0.29.0",
+        vllm=BEFORE_030,
+    ),
+    Signature(
+        rule="hma-disabled", exception="TypeError",
+        pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
+        source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (replace_as; "
+        "SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, :1015@0.33.0)",
+        vllm=VersionRange(since="0.31.0"),
+    ),
+    Signature(
+        rule="connector-turns-hma-off", exception="TypeError",
+        pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
+        source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (HMA turned "
+        "off by vllm/config/vllm.py for a connector without SupportsHMA)",
+        vllm=VersionRange(since="0.31.0"),
+    ),
+    Signature(
+        rule="connector-hma-forced", exception="ValueError",
+        pattern=r"Connector \S+ does not support HMA but HMA is enabled",
+        source="vllm/distributed/kv_transfer/kv_connector/factory.py:57@0.24.0–0.33.0",
+    ),
+    # --- memory ----------------------------------------------------------------------------------
+    Signature(
+        rule="weights-exceed-memory", exception="ValueError",
+        pattern=r"No available memory for the cache blocks",
+        source=f"{_KVU}:740@0.24.0–0.25.1, :758@0.26.0–0.27.1, :738@0.28.0, :859@0.29.0, :879@0.30.0, "
+        ":905@0.31.0, :1010@0.32.0, vllm/v1/core/kv_cache_planning.py:57@0.33.0",
+    ),
+    Signature(
+        rule="weights-exceed-memory", exception="torch.OutOfMemoryError",
+        pattern=r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError: CUDA out of memory",
+        context=r"load_weights|load_model|model_loader|weight_loader", context_lines=60,
+        source="torch's allocator, during vLLM's weight load (vllm/model_executor/model_loader/)",
+    ),
+    Signature(
+        rule="max-model-len-too-long", exception="ValueError",
+        pattern=r"To serve at least one request with the model's max seq len \(\d+\)",
+        source=f"{_KVU}:760@0.24.0–0.25.1, :778@0.26.0–0.27.1, :758@0.28.0, :879@0.29.0, :899@0.30.0, "
+        ":925@0.31.0, :1030@0.32.0, vllm/v1/core/kv_cache_planning.py:77@0.33.0",
+    ),
+    Signature(
+        rule="shards-missing", exception="ValueError",
+        pattern=r"Following weights were not initialized from checkpoint",
+        source="vllm/model_executor/model_loader/default_loader.py:467@0.24.0–0.30.0, :521@0.31.0, "
+        ":564@0.32.0, :569@0.33.0",
+    ),
+    # --- doctor rows (this machine's FlashInfer) -----------------------------------------------
+    Signature(
+        rule="flashinfer-missing", exception="RuntimeError",
+        pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
+        source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1 (has_flashinfer_sparse_mla_sm120() "
+        "is False without FlashInfer)",
+        vllm=VersionRange(before="0.28.0"),
+    ),
+    Signature(
+        rule="flashinfer-sm120-api", exception="RuntimeError",
+        pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
+        source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1",
+        vllm=VersionRange(before="0.28.0"),
+    ),
+    Signature(
+        rule="flashinfer-sm120-shape", exception="RuntimeError",
+        pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires a FlashInfer DSV4 sparse MLA decode specialization",
+        source=f"{_FI}:594@0.28.0, :573@0.29.0, :606@0.30.0, :664@0.31.0–0.33.0",
+        vllm=VersionRange(since="0.28.0"),
+    ),
+    # --- reported (kernel) failures: warning rows, the text from the upstream reports ------------
+    Signature(
+        rule="sm12-0.24-deepgemm", exception="RuntimeError (DeepGEMM assertion)",
+        pattern=r"layout\.hpp:\d+\).*Unknown recipe|Unknown recipe.*layout\.hpp",
+        source="DeepGEMM csrc layout.hpp:76 via vLLM 0.24.0's FP8 warm-up (vLLM #47130, #47266)",
+        vllm=VersionRange(since="0.24.0", before="0.24.1"),
+    ),
+    Signature(
+        rule="sm12-0.27", exception="RuntimeError (DeepGEMM assertion)",
+        pattern=r"Unknown SF transformation",
+        source="DeepGEMM, from process_weights_after_loading in vLLM 0.27.x (vLLM #51758)",
+        vllm=VersionRange(since="0.27.0", before="0.28.0"),
+    ),
+)
+
+# Rows whose failure prints nothing a log can be matched on, each with why (tests hold every
+# other refusing row to at least one signature).
+NO_SIGNATURE = {
+    "indexer-dtype-ignored": "silently ignored: vLLM prints nothing",
+    "backend-ignored": "silently ignored: vLLM prints nothing",
+    "attention-env-ignored": "read nowhere: vLLM logs only 'Unknown vLLM environment variable'",
+    "flashmla-on-sm12": "a kernel failure (no sm_120 kernels) whose text is not known from vLLM's code",
+    "flashinfer-dsv4-on-sm9": "a kernel failure whose text is not known from vLLM's code",
+    "fp8-ds-mla-on-plain-rows": "a silent layout mismatch: nothing is raised",
+    "gpu-too-old": "a kernel failure whose text depends on the kernel and the GPU",
+    "sm12-before-0.24": "outside the releases dsv4-launch knows",
+    "sm10-0.28-v2-runner": "silent: only BOS tokens are generated (`dsv4-launch check` finds it)",
+    "h20-0.27.1": "a CUDA illegal address in graph capture, not specific to this cause",
+    "gb10-stock": "unverified support, no single failure text",
+    "mixed-gpus": "no single failure text",
+    "mtp-on-dspark-checkpoint": "boots: more KV memory per token, nothing is raised",
+    "tokenizer-without-template": "the error comes per chat request from the tokenizer, not at start",
+    "v4-parsers-on-v41": "silent: tool calls are not parsed",
+    "think-max-short": "silent: the reasoning is cut short",
+    "weights-tight": "an estimate: the failure, if any, is weights-exceed-memory's",
+    "flashinfer-pin": "pip only warns; any failure is a kernel's",
+}
+
+
+def signatures_for(rule_id: str) -> tuple[Signature, ...]:
+    return tuple(s for s in SIGNATURES if s.rule == rule_id)
+
+
+# --- reading facts from vLLM's log lines -----------------------------------------------------
+
+_VERSION_PATTERNS = (
+    r"vLLM server version (\S+?),? serving model",
+    r"vLLM API server version (\S+)",
+    r"Initializing a V1 LLM engine \(v([^)\s]+)\) with config",
+    r"█\s+version\s+(\S+)",
+)
+_VERSION_TEXT = r"\d+\.\d+(?:\.\d+)?[\w.+\-]{0,30}"
+_ARGS = r"non-default args: (\{.*)$"
+# GPUs where a log names them with their compute capability: dsv4-launch's own lines
+# ("NVIDIA RTX PRO 6000 … (SM 12.0)") and torch's capability warning.
+_GPU_PATTERNS = (
+    r"on ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",
+    r"Found GPU\d+ (.+?) which is of cuda capability (\d+)\.(\d+)",
+)
+_EXCEPTION = r"^(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Exit)|KeyboardInterrupt)(?::\s?(.*))?$"
+_ARGPARSE_ERROR = r"^(?:vllm )?serve: error: "
+# vLLM's own lines that point above them at the real cause.
+_POINTER = r"See root cause above|See stack trace for root cause|Engine core initialization failed|" \
+    r"EngineCore failed to start|WorkerProc failed to start|Frontend process failed during engine core initialization"
+
+ARGS_TEXT_LIMIT = 200_000  # characters of a "non-default args" line that are parsed
+MAX_MATCHES = 64  # distinct (signature, line text) pairs kept
+ROOT_CAUSE_LINES = 3
+
+# Name parts that make a key or option name a credential's (``api_key``, ``hf_token``,
+# ``auth-token``, ``db.password``); whole parts only, so ``max_num_batched_tokens`` and
+# ``tokenizer_mode`` are not.
+SECRET_PARTS = frozenset({"key", "apikey", "token", "secret", "secrets", "password", "passwd", "pwd", "credential",
+                          "credentials", "auth", "authorization", "bearer"})
+SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
+MASK = "***"
+
+
+def is_secret_key(key: str) -> bool:
+    return any(part in SECRET_PARTS for part in re.split(r"[_\-.\s]+", key.lower().strip("'\"")))
+
+
+# A value after a name in free text: 'api_key': ['sk-…'], token=abc, "password": "…".
+_NAMED_VALUE = (
+    r"(['\"]?([A-Za-z_][\w.\-]*)['\"]?\s*[:=]\s*)"
+    r"(\[[^\]]*\]|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s,})\]]+)"
+)
+_OPTION_VALUE = r"(--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
+_HINT = r"(?i)key|token|secret|passw|pwd|credential|auth|bearer"
+
+
+def _masked_match(m: re.Match) -> str:
+    value = m.group(3)
+    if not is_secret_key(m.group(2)) or value in ("None", "True", "False", MASK, f"'{MASK}'", f"['{MASK}']"):
+        return m.group(0)
+    return m.group(1) + MASK
+
+
+def mask_secrets_in_text(text: str) -> str:
+    """``text`` with the value after every credential-named key or option masked
+    (``'api_key': [...]``, ``token=…``, ``--api-key X``). Conservative: a log line is outside
+    text of unknown shape."""
+    if not re.search(_HINT, text):
+        return text
+    text = re.sub(_OPTION_VALUE, _masked_match, text)
+    return re.sub(_NAMED_VALUE, _masked_match, text)
+
+
+@record
+class LogLine:
+    number: int  # 1-based line number in the log
+    text: str  # the message, prefixes stripped
+
+
+@record
+class Match:
+    signature: Signature
+    line: LogLine
+    count: int = 1  # how many lines had the same text
+
+
+@record
+class LogGpu:
+    name: str
+    capability: tuple[int, int]
+    line: int
+
+
+@record
+class LogArgs:
+    values: Mapping[str, object]  # dest → value, secrets masked
+    unread: tuple[str, ...]  # dests whose values could not be read back
+    secrets: tuple[str, ...]  # the secret strings found (to mask wherever they appear)
+    line: int
+
+
+@record
+class Scan:
+    lines: int
+    matches: tuple[Match, ...]
+    version: str | None = None
+    version_line: int | None = None
+    args: LogArgs | None = None
+    gpu: LogGpu | None = None
+    exceptions: tuple[LogLine, ...] = ()  # the last exception lines (root cause first-to-last)
+    pointers: tuple[LogLine, ...] = ()  # vLLM's "See root cause above" lines
+    errors: tuple[LogLine, ...] = ()  # the last ERROR-level lines (when no exception line is found)
+
+
+class Scanner:
+    """Feeds on log lines, keeps a bounded window: ``feed(text, level)`` per line, ``result()``."""
+
+    def __init__(self, signatures: Iterable[Signature] = SIGNATURES, window: int = 64) -> None:
+        self.signatures = tuple(signatures)
+        self._compiled = [(s, re.compile(s.pattern), re.compile(s.context) if s.context else None)
+                          for s in self.signatures]
+        self._any = re.compile("|".join(f"(?:{s.pattern})" for s in self.signatures)) if self.signatures else None
+        self._window: deque[str] = deque(maxlen=max(window, max((s.context_lines for s in self.signatures),
+                                                                default=0) + 1))
+        self._matches: dict[tuple[int, str], Match] = {}
+        self._order: list[tuple[int, str]] = []
+        self._exceptions: deque[LogLine] = deque(maxlen=8)
+        self._pointers: deque[LogLine] = deque(maxlen=2)
+        self._errors: deque[LogLine] = deque(maxlen=ROOT_CAUSE_LINES)
+        self.count = 0
+        self.version: str | None = None
+        self.version_line: int | None = None
+        self.args: LogArgs | None = None
+        self.gpu: LogGpu | None = None
+        self._version_res = [re.compile(p) for p in _VERSION_PATTERNS]
+        self._gpu_res = [re.compile(p) for p in _GPU_PATTERNS]
+        self._exception_re = re.compile(_EXCEPTION)
+        self._argparse_re = re.compile(_ARGPARSE_ERROR)
+        self._pointer_re = re.compile(_POINTER)
+        self._args_re = re.compile(_ARGS)
+
+    def feed(self, text: str, level: str | None = None) -> None:
+        self.count += 1
+        number = self.count
+        self._window.append(text)
+        if self._any is not None and self._any.search(text):
+            self._match(number, text)
+        if "version" in text or "engine (v" in text:
+            self._read_version(number, text)
+        if "non-default args:" in text:
+            found = self._args_re.search(text)
+            if found:
+                self.args = parse_args_text(found.group(1), number)
+        if "(SM " in text or "cuda capability" in text:
+            self._read_gpu(number, text)
+        line = None
+        if self._exception_re.match(text) or self._argparse_re.match(text):
+            line = LogLine(number, text)
+            if self._pointer_re.search(text):
+                self._pointers.append(line)
+            else:
+                self._exceptions.append(line)
+        elif level in ("ERROR", "CRITICAL"):
+            line = LogLine(number, text)
+            if self._pointer_re.search(text):
+                self._pointers.append(line)
+            else:
+                self._errors.append(line)
+
+    def _match(self, number: int, text: str) -> None:
+        for index, (sig, pattern, context) in enumerate(self._compiled):
+            if not pattern.search(text):
+                continue
+            if context is not None:
+                recent = list(self._window)[-(sig.context_lines + 1):]
+                if not any(context.search(line) for line in recent):
+                    continue
+            key = (index, text)
+            if key in self._matches:
+                self._matches[key] = self._matches[key]._replace(count=self._matches[key].count + 1)
+            elif len(self._order) < MAX_MATCHES:
+                self._matches[key] = Match(sig, LogLine(number, text))
+                self._order.append(key)
+
+    def _read_version(self, number: int, text: str) -> None:
+        for pattern in self._version_res:
+            found = pattern.search(text)
+            if found and re.fullmatch(_VERSION_TEXT, found.group(1).rstrip(",")):
+                self.version, self.version_line = found.group(1).rstrip(","), number
+                return
+
+    def _read_gpu(self, number: int, text: str) -> None:
+        for pattern in self._gpu_res:
+            found = pattern.search(text)
+            if found:
+                self.gpu = LogGpu(found.group(1).strip(), (int(found.group(2)), int(found.group(3))), number)
+                return
+
+    def result(self) -> Scan:
+        return Scan(
+            lines=self.count, matches=tuple(self._matches[k] for k in self._order), version=self.version,
+            version_line=self.version_line, args=self.args, gpu=self.gpu,
+            exceptions=tuple(self._exceptions)[-ROOT_CAUSE_LINES:], pointers=tuple(self._pointers),
+            errors=tuple(self._errors),
+        )
+
+
+def scan_lines(lines: Iterable[tuple[str, str | None]]) -> Scan:
+    scanner = Scanner()
+    for text, level in lines:
+        scanner.feed(text, level)
+    return scanner.result()
+
+
+# --- "non-default args: {...}": a Python dict repr, read without evaluating anything -----------
+
+class _Unreadable(Exception):
+    pass
+
+
+_ENUM_REPR = r"<([A-Za-z_][\w.]*): ('(?:[^'\\]|\\.)*'|-?\d+)>"  # <AttentionBackendEnum.X: 'X'>
+_OBJECT_REPR = r"<[^<>]{0,400}>"  # <function f at 0x…>, <object …>
+
+
+def _split_top_level(text: str) -> tuple[list[tuple[str, str]], bool]:
+    """The ``'key': value`` items of a dict repr, split at top-level commas (quotes and brackets
+    respected): ([(key text, value text)], complete). Linear in ``text``."""
+    items: list[tuple[str, str]] = []
+    if not text.startswith("{"):
+        return items, False
+    depth, quote, start, i, n = 0, None, 1, 0, len(text)
+    complete = False
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+            if depth == 0:
+                items.append(_item(text[start:i]))
+                complete = True
+                break
+        elif ch == "," and depth == 1:
+            items.append(_item(text[start:i]))
+            start = i + 1
+        i += 1
+    return [it for it in items if it[0]], complete
+
+
+def _item(text: str) -> tuple[str, str]:
+    key, sep, value = text.strip().partition(": ")
+    if not sep:
+        return "", ""
+    try:
+        parsed = ast.literal_eval(key)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return "", ""
+    return (parsed, value.strip()) if isinstance(parsed, str) else ("", "")
+
+
+def _value(node):
+    if isinstance(node, ast.Constant):
+        if node.value is Ellipsis:
+            raise _Unreadable
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and isinstance(node.operand.value, (int, float)):
+        return -node.operand.value
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [_value(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if not isinstance(k, ast.Constant) or not isinstance(k.value, (str, int, float, bool)):
+                raise _Unreadable
+            out[k.value] = _value(v)
+        return out
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, (ast.Name, ast.Attribute)):
+        # A config dataclass repr (AttentionConfig(backend=None, use_fp4_indexer_cache=True, …)):
+        # its fields as a dict, without the unset (None) and unreadable ones.
+        out = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise _Unreadable
+            try:
+                value = _value(kw.value)
+            except _Unreadable:
+                continue
+            if value is not None:
+                out[kw.arg] = value
+        return out
+    raise _Unreadable
+
+
+def _read_value(text: str):
+    text = re.sub(_ENUM_REPR, lambda m: m.group(2), text)
+    text = re.sub(_OBJECT_REPR, "...", text)
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        raise _Unreadable from None
+    try:
+        return _value(tree.body)
+    except RecursionError:
+        raise _Unreadable from None
+
+
+def _mask_nested(value, secrets: list[str]):
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str) and is_secret_key(k) and not isinstance(v, bool) and v is not None:
+                _collect(v, secrets)
+                out[k] = MASK
+            else:
+                out[k] = _mask_nested(v, secrets)
+        return out
+    if isinstance(value, list):
+        return [_mask_nested(v, secrets) for v in value]
+    return value
+
+
+def _collect(value, secrets: list[str]) -> None:
+    if isinstance(value, str):
+        if value and value != MASK:
+            secrets.append(value)
+    elif isinstance(value, list):
+        for v in value:
+            _collect(v, secrets)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _collect(v, secrets)
+
+
+def parse_args_text(text: str, line: int) -> LogArgs:
+    """vLLM's ``non-default args`` dict, read item by item with ``ast`` (never evaluated):
+    literals, lists, dicts and config dataclass reprs are read; anything else is listed as
+    unread. Secret values are replaced by ``***`` and returned apart, to be masked anywhere."""
+    items, _complete = _split_top_level(text[:ARGS_TEXT_LIMIT])
+    values: dict[str, object] = {}
+    unread: list[str] = []
+    secrets: list[str] = []
+    for key, value_text in items:
+        secret = key in SECRET_VALUE_DESTS or is_secret_key(key)
+        try:
+            value = _read_value(value_text)
+        except _Unreadable:
+            if secret:
+                secrets.extend(re.findall(r"'((?:[^'\\]|\\.)+)'", value_text))
+                values[key] = MASK
+            else:
+                unread.append(key)
+            continue
+        if secret and not isinstance(value, bool) and value is not None:
+            _collect(value, secrets)
+            values[key] = [MASK] if isinstance(value, list) else MASK
+        else:
+            values[key] = _mask_nested(value, secrets)
+    return LogArgs(values=values, unread=tuple(unread), secrets=tuple(s for s in secrets if s != MASK), line=line)
