@@ -1,7 +1,19 @@
-"""The versioned JSON documents (``plan --json``, ``doctor --json``, ``fit --json``).
+r"""The versioned JSON documents (``plan --json``, ``doctor --json``, ``fit --json``).
 
 Secrets are masked in the data *before* it is serialised (argv by position, URL credentials
 in every string), so no escaping can let one through and the output is always valid JSON.
+
+**ASCII-safe.** Documents are written with ``ensure_ascii=True``: every character outside
+printable ASCII — C1 controls (U+0085, U+009B), bidirectional marks (U+202E), every non-ASCII
+letter — is a ``\uXXXX`` escape, so the document is valid whatever the consumer, the
+terminal or the output encoding (``PYTHONIOENCODING=ascii``). A string that is not valid
+Unicode text — an undecodable byte in argv or a path (Python's surrogateescape turns byte
+0xff into U+DCFF) or a lone surrogate from a ``config.json`` — would become a lone ``\udcff``
+escape that strict JSON parsers reject; instead such code points are written as the text
+``\xff`` (surrogateescape bytes, as in the plain-text output) or ``\ud800`` (other lone
+surrogates) — a literal backslash in the string — and the document's ``not_utf8`` field lists
+where (JSON-pointer paths such as ``/argv/3``, ``/model/name``). ``not_utf8`` is empty for
+ordinary input.
 """
 
 from __future__ import annotations
@@ -55,6 +67,48 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
     }
 
 
+def _surrogates_as_text(text: str) -> str:
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the undecodable byte itself
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _valid_text(data, path: str, found: list[str]):
+    """``data`` with every string that holds a lone surrogate rewritten (``_surrogates_as_text``);
+    ``found`` collects the JSON-pointer paths of those strings."""
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            found.append(path or "/")
+            return _surrogates_as_text(data)
+        return data
+    if isinstance(data, dict):
+        out = {}
+        for k, v in data.items():
+            key = _valid_text(k, f"{path}/{_pointer(_surrogates_as_text(k))}", found) if isinstance(k, str) else k
+            out[key] = _valid_text(v, f"{path}/{_pointer(key)}", found)
+        return out
+    if isinstance(data, (list, tuple)):
+        return [_valid_text(v, f"{path}/{i}", found) for i, v in enumerate(data)]
+    return data
+
+
+def _pointer(key) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
 def dump(data: dict, scrub: Scrubber = NO_SCRUB) -> str:
-    """One JSON object, with credentials in URLs masked in every string."""
-    return json.dumps({"schema_version": SCHEMA_VERSION, **masked(data, scrub)}, indent=2, ensure_ascii=False)
+    """One JSON object, with credentials in URLs masked in every string; ASCII only, and valid
+    for strict parsers (see the module's docstring: ``not_utf8``)."""
+    found: list[str] = []
+    clean = _valid_text(masked(data, scrub), "", found)
+    document = {"schema_version": SCHEMA_VERSION, **clean, "not_utf8": found}
+    return json.dumps(document, indent=2, ensure_ascii=True)

@@ -1,6 +1,9 @@
 """Tables: doctor's report and fit's layouts, Rich on a terminal, aligned plain text otherwise.
 
-Every cell is escaped outside text passed to Rich as ``Text``, never as markup.
+Every piece of text handed to Rich — cells, titles, column headers, footers, the verdict — is
+escaped and passed as a ``Text``, never as a markup string: a path or a model name holding
+``[/]`` or ``[link=…]`` is printed as written, never parsed (no traceback, no injected
+hyperlink or style).
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ def render_diagnosis(diagnosis, stream, env: Mapping[str, str], scrub=None) -> b
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title="dsv4-launch doctor", show_lines=False)
+        table = Table(title=Text("dsv4-launch doctor"), show_lines=False)
         table.add_column("", no_wrap=True)
         table.add_column("check", no_wrap=True)
         table.add_column("detail")
         for c in diagnosis.checks:
-            table.add_row(Text(c.status, style=COLOURS[c.status]), Text(c.section), Text(_cell(c.detail, scrub)))
+            table.add_row(Text(c.status, style=COLOURS.get(c.status)), Text(_cell(c.section, scrub)),
+                          Text(_cell(c.detail, scrub)))
         console = Console(file=stream, highlight=False)
         console.print(table)
         console.print(Text(verdict, style="bold red" if failed else "green"))
@@ -64,9 +68,9 @@ def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=_cell(title, scrub), title_justify="left")
+        table = Table(title=Text(_cell(title, scrub)), title_justify="left")
         for i, h in enumerate(headers):
-            table.add_column(h, justify="right" if right[i] else "left", no_wrap=i == 0)
+            table.add_column(Text(_cell(h, scrub)), justify="right" if right[i] else "left", no_wrap=i == 0)
         for row, style in zip(rows, styles):
             table.add_row(*(Text(_cell(c, scrub)) for c in row), style=style)
         console = Console(file=stream, highlight=False)
