@@ -288,3 +288,33 @@ def test_json_of_ordinary_input_has_an_empty_not_utf8():
     rc, out, _ = _plan([M, "--port", "8000"], as_json=True)
     doc = json.loads(out)
     assert doc["not_utf8"] == [] and out.isascii()
+
+
+# --- class 5: process and exec fallback ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    'printf "%s\\n" "$0" "$@" > "$VLLM_OUT"\nexit 7\n',
+    '# a comment first\nset -e\necho started >&2\nprintf "%s\\n" "$0" "$@" > "$VLLM_OUT"; exit 7\n',
+    '\nprintf "%s\\n" "$0" "$@" > "$VLLM_OUT"\nexec true 7\n' .replace("exec true 7", "exit 7"),
+])
+def test_exec_fallback_runs_a_script_without_a_shebang_with_sh(tmp_path, body, v4_dir):
+    """A `vllm` wrapper without "#!" runs from sh/bash/env (ENOEXEC → /bin/sh, as execvp does):
+    dsv4-serve runs it the same way, with the same arguments and exit status (not 126)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = bindir / "vllm"
+    script.write_text(body)
+    script.chmod(0o755)
+    out = tmp_path / "argv.txt"
+    env = clean_env(tmp_path, VLLM_OUT=str(out), DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"
+    shell = subprocess.run(["sh", "-c", 'vllm serve "$@"', "sh", v4_dir, "--port", "8000"], env=env, timeout=30)
+    expected = out.read_text()
+    out.unlink()
+    done = subprocess.run([str(BIN / "dsv4-serve"), v4_dir, "--port", "8000"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == shell.returncode == 7, done.stderr
+    got = out.read_text().splitlines()
+    assert got[0] == str(script) and got[1:4] == ["serve", v4_dir, "--port"] == expected.splitlines()[1:4]
+    assert got[4] == "8000" and got[-2:] == ["--kv-cache-dtype", "fp8"], got

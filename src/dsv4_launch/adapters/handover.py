@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from .vllm_install import VllmInstall, script_interpreter
 
 EXEC_MARK = "DSV4_LAUNCH_EXECED"  # set on the exec path, to stop a `vllm` → dsv4-serve loop
+SHELL = "/bin/sh"  # runs a `vllm` script without a "#!" line (ENOEXEC), as execvp(3) does
 
 
 class NoVllm(Exception):
@@ -54,7 +55,16 @@ def exec_vllm(executable: str, argv: Sequence[str], env: Mapping[str, str]) -> N
             pass  # a closed or full stream must not stop vLLM
     new_env = dict(env)
     new_env[EXEC_MARK] = "1"
-    os.execve(executable, ["vllm", "serve", *argv], new_env)
+    try:
+        os.execve(executable, ["vllm", "serve", *argv], new_env)
+    except OSError as exc:
+        import errno
+
+        if exc.errno != errno.ENOEXEC:
+            raise
+        # Not a binary and no "#!" line: what execvp(3), sh, bash and env do — run it with the
+        # shell, the script's path as $0 (POSIX execvp: argv = sh, file, args...).
+        os.execve(SHELL, [SHELL, executable, "serve", *argv], new_env)
 
 
 def exec_failure(executable: str, error: OSError, env_path: str | None = None) -> str:
