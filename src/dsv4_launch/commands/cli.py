@@ -73,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .serve import run_serve
 
         return run_serve(args[1:])
+    if command == "check":  # a running server; reads its own options (commands/check.py)
+        from .check import run_check
+
+        return run_check(args[1:])
     if command in OWN_OPTIONS:
         try:
             own, rest = split_own_options(command, args[1:], OWN_OPTIONS[command])

@@ -111,6 +111,49 @@ def _release(text: str | None) -> str | None:
         raise click.BadParameter(str(exc), param_hint="--vllm-version") from None
 
 
+@cli.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("url", required=False, default="http://127.0.0.1:8000")
+@click.option("--model", metavar="NAME", help="The served model to probe (default: the first /v1/models lists).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--timeout", metavar="S", default="30", show_default=True,
+              help="Seconds for the whole check; each request gets what is left.")
+@click.option("--api-key-env", metavar="NAME",
+              help="The environment variable that holds the server's API key (e.g. VLLM_API_KEY). "
+                   "A key on the command line is refused: ps and shell history would show it.")
+def check(url: str, model: str | None, as_json: bool, timeout: str, api_key_env: str | None) -> None:
+    """Check a running OpenAI-compatible server (vLLM) at URL: is it serving correctly?
+
+    GET /health, GET /v1/models, one short deterministic chat completion (temperature 0,
+    16 tokens, thinking off) and one tool-call request. Finds: not reachable / not ready;
+    empty or degenerate output (one token repeated, only special tokens such as BOS); DSML or
+    tool-call markup in `content`; reasoning in `content`, or the whole answer in the reasoning
+    field; and says the probe's tokens per second. The API key is never printed.
+
+    \b
+    Exit status:
+      0  healthy
+      1  a problem found in the server's answers
+      2  bad input (a bad URL or --timeout, an unknown option, a key on the command line)
+      3  not reachable, not ready (503, still loading) or no answer within --timeout
+    As a Kubernetes startupProbe/readinessProbe: exec `dsv4-launch check --api-key-env VLLM_API_KEY`.
+    """
+    from .check import run_check
+
+    args = [url, "--timeout", timeout] + (["--model", model] if model else []) + (["--json"] if as_json else [])
+    raise SystemExit(run_check(args + (["--api-key-env", api_key_env] if api_key_env else [])))
+
+
+def _release(text: str | None) -> str | None:
+    if text is None:
+        return None
+    from .cli import _release as release
+
+    try:
+        return release(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--vllm-version") from None
+
+
 def run_click(args: list[str]) -> int:
     try:
         cli.main(args=args, prog_name="dsv4-launch", standalone_mode=True)

@@ -1,0 +1,230 @@
+"""HTTP requests for ``dsv4-launch check``: bounded in time and in size, no secret leaked.
+
+httpx where it is importable (vLLM installs it), else the standard library's ``http.client``
+(what ``urllib.request`` uses underneath; used directly so that no redirect is followed
+behind our back and every socket read has the time that is left). Both behave alike:
+
+- **time**: each request runs in a daemon thread that the caller waits for at most
+  ``timeout`` seconds — connecting, name resolution and a server that accepts and never
+  answers included; inside it, every connect/read/write is bounded by the time left too;
+- **size**: the body is read in chunks and cut at ``max_bytes`` (``truncated``);
+- **redirects**: followed only to the same scheme, host and port (at most
+  ``MAX_REDIRECTS``; for POST only 307/308, which keep the method), so the API key in the
+  ``Authorization`` header is never sent to another host; any other is not followed and said;
+- **no environment**: no proxy variables, no ``.netrc`` — the check talks to the URL given;
+- **errors**: every failure becomes an ``Exchange`` with a ``kind`` and one line; no
+  exception of ours escapes (Ctrl-C excepted), and no header is ever part of a message.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from urllib.parse import urljoin, urlsplit
+
+from ..core.server_check import BaseUrl, Exchange
+
+MAX_BODY = 1 << 20  # 1 MiB: a model list or a 16-token completion is a few kB
+MAX_REDIRECTS = 3
+CHUNK = 64 * 1024
+
+
+def default_client() -> str:
+    """``httpx`` when it imports here (tried for real: an installed but broken httpx counts as
+    absent), else ``stdlib``."""
+    try:
+        import httpx  # noqa: F401
+    except Exception:  # ImportError, or anything a broken install raises on import
+        return "stdlib"
+    return "httpx"
+
+
+class _Failed(Exception):
+    def __init__(self, kind: str, text: str) -> None:
+        super().__init__(text)
+        self.kind = kind
+        self.text = text
+
+
+def request(method: str, base: BaseUrl, path: str, *, headers: Mapping[str, str], body: bytes | None = None,
+            timeout: float, client: str, max_bytes: int = MAX_BODY, clock=time.monotonic) -> Exchange:
+    """One request to ``base`` + ``path``, answered within ``timeout`` seconds or not at all."""
+    start = clock()
+    if timeout <= 0:
+        return Exchange(None, elapsed=0.0, error="no time left", kind="timeout")
+    deadline = start + timeout
+    box: list[Exchange] = []
+
+    def work() -> None:
+        try:
+            box.append(_follow(method, base, path, dict(headers), body, deadline, client, max_bytes, clock, start))
+        except BaseException as exc:  # never let a worker die silently
+            box.append(Exchange(None, elapsed=clock() - start, error=f"internal error: {type(exc).__name__}",
+                                kind="other"))
+
+    worker = threading.Thread(target=work, name="dsv4-launch-check-request", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if box:
+        return box[0]
+    return Exchange(None, elapsed=clock() - start, error=f"no answer within {timeout:.1f} s", kind="timeout")
+
+
+def _follow(method, base, path, headers, body, deadline, client, max_bytes, clock, start) -> Exchange:
+    url = base.url(path)
+    origin = base.origin
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            status, data, truncated, location = _once(client, method, url, headers, body, deadline, max_bytes, clock)
+        except _Failed as exc:
+            return Exchange(None, elapsed=clock() - start, error=exc.text, kind=exc.kind)
+        if status in (301, 302, 303, 307, 308) and location:
+            target = urljoin(url, location)
+            parts = urlsplit(target)
+            try:
+                port = parts.port or (443 if parts.scheme == "https" else 80)
+            except ValueError:
+                port = None
+            if (parts.scheme, (parts.hostname or "").lower(), port) != origin:
+                return Exchange(None, elapsed=clock() - start, kind="redirect",
+                                error=f"HTTP {status}: redirected to another host ({_shown(target)}): not followed, "
+                                      "so the API key is not sent there; give that URL if it is the server")
+            if method != "GET" and status not in (307, 308):
+                return Exchange(None, elapsed=clock() - start, kind="redirect",
+                                error=f"HTTP {status} for {method}: redirected to {_shown(target)}, which would "
+                                      "turn the request into a GET; give the server's own URL")
+            url = target
+            continue
+        return Exchange(status, data, elapsed=clock() - start, truncated=truncated)
+    return Exchange(None, elapsed=clock() - start, kind="redirect", error=f"more than {MAX_REDIRECTS} redirects")
+
+
+def _shown(url: str) -> str:
+    """A URL for a message: credentials masked, at most 200 characters."""
+    from ..core.server_check import excerpt
+
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        url = url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
+    return excerpt(url, 200)
+
+
+def _once(client, method, url, headers, body, deadline, max_bytes, clock):
+    if client == "httpx":
+        return _once_httpx(method, url, headers, body, deadline, max_bytes, clock)
+    return _once_stdlib(method, url, headers, body, deadline, max_bytes, clock)
+
+
+def _left(deadline, clock) -> float:
+    left = deadline - clock()
+    if left <= 0:
+        raise _Failed("timeout", "no answer in time")
+    return left
+
+
+def _classify(exc: BaseException, what: str) -> _Failed:
+    """One kind and one line for a transport failure (the exception's chain is searched, as
+    httpx wraps the socket's own error)."""
+    import socket
+    import ssl
+
+    seen: BaseException | None = exc
+    chain = []
+    while seen is not None and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    names = {type(e).__name__ for e in chain}
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError):
+            return _Failed("refused", f"connection refused ({what}): nothing listens there (yet)")
+        if isinstance(e, socket.gaierror):
+            return _Failed("dns", f"cannot resolve the host ({what})")
+        if isinstance(e, (TimeoutError, socket.timeout)) or "Timeout" in type(e).__name__:
+            return _Failed("timeout", f"no answer in time ({what})")
+        if isinstance(e, (ssl.SSLError, ssl.CertificateError)):
+            return _Failed("tls", f"TLS failed ({what}): {str(e)[:160]}")
+    if names & {"ConnectError"}:
+        return _Failed("refused", f"cannot connect ({what}): {str(exc)[:160]}")
+    for e in chain:
+        if isinstance(e, (ConnectionError, EOFError)) or type(e).__name__ in (
+                "RemoteDisconnected", "RemoteProtocolError", "ReadError", "WriteError", "IncompleteRead"):
+            return _Failed("connection", f"the connection closed without an answer ({what})")
+    for e in chain:
+        if isinstance(e, OSError):
+            return _Failed("connection", f"{what}: {e.strerror or type(e).__name__}")
+    return _Failed("other", f"{what}: {type(exc).__name__}: {str(exc)[:160]}")
+
+
+def _once_stdlib(method, url, headers, body, deadline, max_bytes, clock):
+    import http.client
+    import ssl
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    conn = None
+    try:
+        if parts.scheme == "https":
+            conn = http.client.HTTPSConnection(host, port, timeout=_left(deadline, clock),
+                                               context=ssl.create_default_context())
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=_left(deadline, clock))
+        conn.request(method, target, body=body, headers=headers)
+        if conn.sock is not None:
+            conn.sock.settimeout(_left(deadline, clock))
+        resp = conn.getresponse()
+        chunks: list[bytes] = []
+        size = 0
+        truncated = False
+        while True:
+            if conn.sock is not None:
+                conn.sock.settimeout(_left(deadline, clock))
+            elif resp.fp is None:
+                break
+            chunk = resp.read(min(CHUNK, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                truncated = True
+                break
+        data = b"".join(chunks)[:max_bytes]
+        return resp.status, data, truncated, resp.getheader("Location")
+    except _Failed:
+        raise
+    except (http.client.HTTPException, OSError, ValueError) as exc:
+        raise _classify(exc, f"{method} {parts.path or '/'}") from None
+    finally:
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+def _once_httpx(method, url, headers, body, deadline, max_bytes, clock):
+    import httpx
+
+    path = urlsplit(url).path or "/"
+    try:
+        left = _left(deadline, clock)
+        with httpx.Client(timeout=httpx.Timeout(left), follow_redirects=False, trust_env=False) as session:
+            with session.stream(method, url, headers=headers, content=body) as resp:
+                chunks: list[bytes] = []
+                size = 0
+                truncated = False
+                for chunk in resp.iter_bytes(CHUNK):
+                    _left(deadline, clock)
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > max_bytes:
+                        truncated = True
+                        break
+                return resp.status_code, b"".join(chunks)[:max_bytes], truncated, resp.headers.get("location")
+    except _Failed:
+        raise
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
+        raise _classify(exc, f"{method} {path}") from None

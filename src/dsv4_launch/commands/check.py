@@ -1,0 +1,265 @@
+"""``dsv4-launch check [URL] [--model NAME] [--json] [--timeout S] [--api-key-env NAME]``:
+is the server at URL (default http://127.0.0.1:8000) serving DeepSeek-V4 correctly?
+
+``GET /health``, ``GET /v1/models``, one short deterministic chat completion and one tool-call
+request, judged by ``core/server_check.py``. Exit 0 healthy, 1 a problem found, 2 bad input,
+3 not reachable / not ready / no answer within ``--timeout`` — so it works as a Kubernetes
+startupProbe/readinessProbe exec command and a CI smoke test. The API key comes from the
+environment variable named by ``--api-key-env`` (never from the command line) and is never
+printed; server text is printed escaped (``output/``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping
+
+from ..core import server_check as sc
+from ..output.documents import dump
+from ..output.escape import printable
+from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.redact import Scrubber
+from . import exit_codes
+from .own_options import HelpRequested, UsageError, split_own_options
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 3600.0
+PREFIX = "dsv4-launch check"
+
+# Options that would put a secret on the command line (visible in ps, /proc and shell history).
+_SECRET_OPTION = r"--?(?:api[-_]?key|key|token|bearer|password|passwd|secret|auth[\w-]*|header)"
+SECRET_REFUSED = ("a secret on the command line is visible to every user of this machine (ps, /proc, shell "
+                  "history): put the key in an environment variable and give its name, --api-key-env NAME")
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("expected seconds, e.g. 30 or 2.5") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
+        raise ValueError(f"expected seconds above 0 and at most {MAX_TIMEOUT:.0f}")
+    return value
+
+
+class _NotEchoed(Exception):
+    """An option value that must not be repeated in the message (it may be the secret itself)."""
+
+
+def _env_name(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        # Not echoed: someone who gives the key itself instead of its variable's name must not
+        # see it printed back.
+        raise _NotEchoed(f"{PREFIX}: --api-key-env takes the name of an environment variable (such as "
+                         "VLLM_API_KEY), not the key itself")
+    return text
+
+
+def _model(text: str) -> str:
+    if not text:
+        raise ValueError("expected the name the server serves the model as")
+    return text
+
+
+OWN = {"--json": None, "--model": _model, "--timeout": _timeout, "--api-key-env": _env_name}
+
+STEPS = ("health", "models", "chat", "tools")
+
+
+def parse(args: list[str]) -> tuple[dict, str]:
+    """(own options, URL). Raises HelpRequested or UsageError (one line, no secret in it)."""
+    for token in args:
+        if token == "--":
+            break
+        name = token.partition("=")[0]
+        if re.fullmatch(_SECRET_OPTION, name):
+            raise UsageError(f"{PREFIX}: {name}: {SECRET_REFUSED}")
+    try:
+        own, rest = split_own_options("check", args, OWN)
+    except _NotEchoed as exc:
+        raise UsageError(str(exc)) from None
+    urls = []
+    for token in rest:
+        if token.startswith("-") and token != "-":
+            name = token.partition("=")[0]
+            raise UsageError(f"{PREFIX}: no such option: {name}")
+        urls.append(token)
+    if len(urls) > 1:
+        raise UsageError(f"{PREFIX}: one URL at most, got {len(urls)}")
+    return own, urls[0] if urls else DEFAULT_URL
+
+
+class Run:
+    """What one check found, step by step."""
+
+    def __init__(self) -> None:
+        self.findings: list[sc.Finding] = []
+        self.steps: list[dict] = []
+        self.model: str | None = None
+        self.chat: sc.ChatSummary | None = None
+        self.tools: sc.ChatSummary | None = None
+
+    def record(self, step: str, request: str, ex: sc.Exchange, findings: list[sc.Finding]) -> list[sc.Finding]:
+        self.steps.append({"step": step, "request": request, "http_status": ex.status,
+                           "elapsed_s": round(ex.elapsed, 3), "error": ex.error, "error_kind": ex.kind})
+        self.findings.extend(findings)
+        return findings
+
+
+def _stop(findings: list[sc.Finding]) -> bool:
+    return any(f.level in (sc.FAIL, sc.UNREACHABLE) for f in findings)
+
+
+def probe(base: sc.BaseUrl, *, model: str | None, headers: Mapping[str, str], deadline: float, client: str,
+          key_from: str | None, key_set: bool, clock=time.monotonic, fetch=None) -> Run:
+    """The four steps, each bounded by the time left before ``deadline``."""
+    if fetch is None:
+        from ..adapters.http_client import request as fetch
+    run = Run()
+    json_headers = {**headers, "Content-Type": "application/json"}
+
+    def call(method: str, path: str, body: dict | None = None) -> sc.Exchange:
+        data = json.dumps(body).encode() if body is not None else None
+        return fetch(method, base, path, headers=json_headers if data else headers, body=data,
+                     timeout=deadline - clock(), client=client, clock=clock)
+
+    ex = call("GET", "/health")
+    if _stop(run.record("health", "GET /health", ex, sc.judge_health(ex))):
+        return run
+    ex = call("GET", "/v1/models")
+    found, card = sc.judge_models(ex, model, key_from=key_from, key_set=key_set)
+    run.record("models", "GET /v1/models", ex, found)
+    if card is None:
+        return run
+    run.model = card["id"]
+    ex = call("POST", "/v1/chat/completions", sc.chat_request(run.model))
+    found, run.chat = sc.judge_chat(ex, key_from=key_from, key_set=key_set)
+    run.record("chat", "POST /v1/chat/completions", ex, found)
+    if any(f.level == sc.UNREACHABLE for f in found):
+        return run
+    ex = call("POST", "/v1/chat/completions", sc.tool_request(run.model))
+    found, run.tools = sc.judge_tools(ex, key_from=key_from, key_set=key_set)
+    run.record("tools", "POST /v1/chat/completions (tools)", ex, found)
+    return run
+
+
+EXIT = {sc.HEALTHY: exit_codes.OK, sc.PROBLEM: exit_codes.CHECK_PROBLEM, sc.NOT_REACHABLE: exit_codes.NOT_REACHABLE}
+LABEL = {sc.OK: "ok", sc.NOTE: "note", sc.WARN: "warning", sc.FAIL: "problem", sc.UNREACHABLE: "not reachable"}
+
+
+def _json_text(data: dict, scrub: Scrubber) -> str:
+    """``dump``'s document (secrets masked, versioned), written ASCII-only so that it is valid
+    JSON whatever the output's encoding (server text can hold any character)."""
+    return json.dumps(json.loads(dump(data, scrub)), indent=2, ensure_ascii=True)
+
+
+def run_check(args: list[str], *, env: Mapping[str, str] | None = None, stdout=None, stderr=None,
+              client: str | None = None, clock=time.monotonic, fetch=None) -> int:
+    """``client``: "httpx" or "stdlib" (None: httpx where importable); ``fetch``: the request
+    function, replaceable by tests (None: ``adapters.http_client.request``)."""
+    env = os.environ if env is None else env
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    make_lenient(stdout)
+    as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+    try:
+        own, url = parse(args)
+        base = sc.parse_base_url(url)
+    except HelpRequested:
+        from .click_app import run_click
+
+        return run_click(["check", "--help"])
+    except (UsageError, ValueError) as exc:
+        text = str(exc) if isinstance(exc, UsageError) else f"{PREFIX}: bad URL: {exc}"
+        return _bad_input(text, as_json, stdout, stderr, env)
+    key_from = own.get("api_key_env")
+    key = env.get(key_from) if key_from else None
+    auth = f"Bearer {key}" if key else base.basic_auth()
+    # Masked wherever they would show (a server may echo the header back): the key, the URL's
+    # password and the Basic token made of it.
+    secrets = [s for s in (key, base.password, auth.partition(" ")[2] if auth else None) if s]
+    scrub = Scrubber(secrets)
+    timeout = own.get("timeout", DEFAULT_TIMEOUT)
+    if client is None:
+        from ..adapters.http_client import default_client
+
+        client = default_client()
+    headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": "dsv4-launch-check"}
+    if auth:
+        headers["Authorization"] = auth
+    start = clock()
+    try:
+        run = probe(base, model=own.get("model"), headers=headers, deadline=start + timeout, client=client,
+                    key_from=key_from, key_set=bool(key), clock=clock, fetch=fetch)
+    except KeyboardInterrupt:
+        Reporter(stderr, env, prefix=PREFIX).error("interrupted")
+        return exit_codes.INTERRUPTED
+    notes = []
+    if base.stripped_v1:
+        notes.append("the URL's /v1 was taken off: /health and /v1/… are asked at the server's root")
+    if key_from and not key:
+        notes.append(f"${key_from} is not set or empty: no API key sent")
+    state = sc.verdict(run.findings)
+    status = EXIT[state]
+    elapsed = clock() - start
+    if as_json:
+        data = {
+            "command": "check",
+            "url": base.shown,
+            "client": client,
+            "timeout_s": timeout,
+            "model": run.model,
+            "status": state,
+            "exit_status": status,
+            "elapsed_s": round(elapsed, 3),
+            "steps": run.steps,
+            "findings": [{"step": f.step, "level": f.level, "code": f.code, "text": f.text,
+                          "reference": f.reference} for f in run.findings],
+            "notes": notes,
+            "chat": run.chat.data() if run.chat else None,
+            "tool_call": run.tools.data() if run.tools else None,
+            "error": None,
+        }
+        ok = safe_write(stdout, _json_text(data, scrub) + "\n")
+    else:
+        out = Reporter(stdout, env, prefix=None, scrub=scrub)
+        out.info(f"{base.shown} (timeout {timeout:g} s, {client})", label="check")
+        for note in notes:
+            out.info(note, label="note")
+        for f in run.findings:
+            text = f"{f.text} ({f.reference})" if f.reference else f.text
+            if f.level == sc.WARN:
+                out.warning(text)
+            else:
+                out.info(text, label=LABEL[f.level])
+        out.info(_summary(state, run, elapsed, status), label=state)
+        ok = not out.broken
+    if not ok:
+        silence(stdout)
+        Reporter(stderr, env, prefix=PREFIX, scrub=scrub).error("cannot write the report to standard output")
+        return exit_codes.OUTPUT_FAILED
+    return status
+
+
+def _summary(state: str, run: Run, elapsed: float, status: int) -> str:
+    asked = len(run.steps)
+    if state == sc.HEALTHY:
+        return f"{asked} requests answered in {elapsed:.2f} s, nothing wrong found (exit {status})"
+    if state == sc.PROBLEM:
+        n = sum(1 for f in run.findings if f.level == sc.FAIL)
+        return f"{n} problem{'s' if n != 1 else ''} found (exit {status})"
+    return f"the server did not answer (exit {status}: not reachable, not ready or too slow)"
+
+
+def _bad_input(text: str, as_json: bool, stdout, stderr, env) -> int:
+    safe_write(stderr, printable(text) + "\n")
+    if as_json:
+        data = {"command": "check", "status": "bad-input", "exit_status": exit_codes.USAGE, "error": text}
+        safe_write(stdout, _json_text(data, Scrubber()) + "\n")
+    return exit_codes.USAGE

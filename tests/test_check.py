@@ -1,0 +1,454 @@
+"""``dsv4-launch check`` against a real HTTP server on 127.0.0.1 that replays DeepSeek-V4-shaped
+OpenAI answers (``tests/fakes/replay_server.py``).
+
+Faked: the server behind the socket (the model and vLLM's API server: its answers follow vLLM's
+code, cited there). Real: the sockets, HTTP, and the client — the standard library's
+``http.client`` here; httpx where it is importable (``client`` fixture; vLLM brings httpx, and
+``tests/vllm_real/test_check_httpx.py`` runs these same tests with it in CI's vLLM venvs).
+Every address is 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dsv4_launch.commands import exit_codes
+from dsv4_launch.commands.check import DEFAULT_URL, parse, run_check
+from dsv4_launch.commands.own_options import UsageError
+from dsv4_launch.core import server_check as sc
+from tests.conftest import clean_env
+from tests.fakes.replay_server import BOS, COUNT, SHAPES, DeadPort, ReplayServer
+
+KEY = "sk-replay-7f3a9c1e5b2d4680"  # a key that must never be printed
+BROKEN = {  # shape -> the finding's code that names it
+    "bos-only": "special-tokens-only",
+    "bos-text": "special-tokens-only",
+    "repeated-token": "repeated-token",
+    "repeated-text": "repeated-token",
+    "empty": "empty-output",
+    "dsml-in-content": "markup-in-content",
+    "v3-markup-in-content": "markup-in-content",
+    "function-calls-in-content": "markup-in-content",
+    "think-in-content": "reasoning-in-content",
+    "answer-in-reasoning": "answer-in-reasoning",
+    "answer-in-reasoning-content": "answer-in-reasoning",
+}
+
+
+@pytest.fixture(params=["stdlib", "httpx"])
+def client(request):
+    if request.param == "httpx":
+        pytest.importorskip("httpx", reason="httpx is not installed here (vLLM brings it; see the module doc)")
+    return request.param
+
+
+def check(*args, client="stdlib", env=None):
+    """(exit status, stdout, stderr) of ``dsv4-launch check ARGS``, in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    status = run_check(list(args), env={} if env is None else env, stdout=out, stderr=err, client=client)
+    return status, out.getvalue(), err.getvalue()
+
+
+def check_json(*args, **kw):
+    status, out, err = check(*args, "--json", **kw)
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1 and doc["exit_status"] == status
+    return status, doc, err
+
+
+def codes(doc) -> dict[str, str]:
+    return {f["code"]: f["level"] for f in doc["findings"]}
+
+
+# --- healthy, and what is asked ---------------------------------------------------------------
+
+def test_healthy_server_passes_text_and_json(client):
+    with ReplayServer("healthy") as s:
+        status, out, err = check(s.url, "--timeout", "10", client=client)
+        assert status == exit_codes.OK, out + err
+        assert "ok: /health: 200" in out
+        assert "ok: /v1/models: deepseek-v4-flash (max_model_len 65536)" in out
+        assert f"ok: chat: '{COUNT}' (16 tokens in " in out and "tokens/s" in out
+        assert 'ok: tool call: get_weather({"city": "Paris"})' in out
+        assert out.splitlines()[-1].startswith("healthy: 4 requests answered")
+        assert err == ""
+        status, doc, _ = check_json(s.url, client=client)
+    assert status == 0 and doc["status"] == "healthy" and doc["model"] == "deepseek-v4-flash"
+    assert doc["client"] == client
+    assert [st["step"] for st in doc["steps"]] == ["health", "models", "chat", "tools"]
+    assert all(st["http_status"] == 200 for st in doc["steps"])
+    assert doc["chat"]["content"] == COUNT and doc["chat"]["completion_tokens"] == 16
+    assert doc["chat"]["tokens_per_second"] > 0
+    assert doc["tool_call"]["tool_calls"] == [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]
+
+
+def test_the_probe_is_short_deterministic_and_asks_only_the_given_server(client):
+    with ReplayServer("healthy") as s:
+        assert check(s.url, client=client)[0] == 0
+        seen = list(s.requests)
+    assert [(r["method"], r["path"]) for r in seen] == [
+        ("GET", "/health"), ("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/v1/chat/completions")]
+    chat, tools = seen[2]["body"], seen[3]["body"]
+    assert chat["temperature"] == 0 and chat["max_tokens"] == 16 and chat["model"] == "deepseek-v4-flash"
+    assert chat["chat_template_kwargs"] == {"thinking": False} and chat["return_token_ids"] is True
+    assert "tools" not in chat
+    assert tools["tool_choice"] == "auto" and [t["function"]["name"] for t in tools["tools"]] == ["get_weather"]
+    assert all(r["headers"]["Host"] == f"127.0.0.1:{s.port}" for r in seen)
+    assert all("Authorization" not in r["headers"] for r in seen)  # no key given, none sent
+
+
+def test_no_tool_parser_is_said_not_failed(client):
+    with ReplayServer("no-tool-parser") as s:
+        status, out, _ = check(s.url, client=client)
+        assert status == 0, out
+        assert "note: tool call: the server has no tool parser" in out
+        assert "--tool-call-parser deepseek_v4" in out
+        status, doc, _ = check_json(s.url, client=client)
+    assert status == 0 and codes(doc)["no-tool-parser"] == "note"
+
+
+def test_thinking_that_ignores_the_request_is_a_warning(client):
+    with ReplayServer("thinking-ignored") as s:
+        status, out, _ = check(s.url, client=client)
+    assert status == 0
+    assert "warning: chat: all 16 tokens went to `reasoning`" in out
+
+
+# --- each broken shape ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", sorted(BROKEN))
+def test_each_broken_shape_is_named(shape, client):
+    with ReplayServer(shape) as s:
+        status, out, _ = check(s.url, client=client)
+        jstatus, doc, _ = check_json(s.url, client=client)
+    assert status == jstatus == exit_codes.CHECK_PROBLEM, out
+    assert codes(doc)[BROKEN[shape]] == "fail"
+    assert doc["status"] == "problem"
+    fail = [f for f in doc["findings"] if f["level"] == "fail"]
+    assert len(fail) == 1, fail  # the shape, and nothing else
+    assert f"problem: {fail[0]['text']}" in out
+    assert out.splitlines()[-1] == "problem: 1 problem found (exit 1)"
+
+
+def test_every_broken_shape_of_the_replay_is_tested():
+    assert set(BROKEN) | {"healthy", "no-tool-parser", "thinking-ignored"} == set(SHAPES)
+
+
+def test_the_messages_name_the_fix_and_reference():
+    with ReplayServer("dsml-in-content") as s:
+        _, out, _ = check(s.url)
+    assert "--enable-auto-tool-choice --tool-call-parser deepseek_v4 (vLLM #40801, #54686)" in out
+    with ReplayServer("bos-only") as s:
+        _, out, _ = check(s.url)
+    assert "16 tokens generated and none of them is text (token id 0 ×16)" in out and "vLLM #55486" in out
+    with ReplayServer("answer-in-reasoning-content") as s:
+        _, out, _ = check(s.url)
+    assert "the whole answer is in `reasoning_content`" in out and "vLLM #48645" in out
+
+
+# --- time: slow, silent, dead, loading --------------------------------------------------------
+
+def test_a_slow_server_within_the_timeout_passes(client):
+    with ReplayServer("healthy", delay=0.3) as s:
+        start = time.monotonic()
+        status, out, _ = check(s.url, "--timeout", "10", client=client)
+    assert status == 0, out
+    assert 1.2 <= time.monotonic() - start < 10
+
+
+def test_a_slow_server_beyond_the_timeout_is_not_reachable_in_time(client):
+    with ReplayServer("healthy", delay=0.6) as s:
+        start = time.monotonic()
+        status, doc, _ = check_json(s.url, "--timeout", "1.5", client=client)
+        took = time.monotonic() - start
+    assert status == exit_codes.NOT_REACHABLE
+    assert doc["status"] == "not-reachable" and codes(doc).get("timeout") == "unreachable"
+    assert took < 1.5 + 0.5  # the whole check is bounded by --timeout, not each request
+
+
+def test_a_server_that_never_answers_ends_in_the_timeout(client):
+    with ReplayServer("healthy", never_answer=True) as s:
+        start = time.monotonic()
+        status, out, _ = check(s.url, "--timeout", "1", client=client)
+        took = time.monotonic() - start
+    assert status == exit_codes.NOT_REACHABLE, out
+    assert 0.9 <= took < 1.6
+    assert "not reachable: /health: no answer within 1.0 s" in out
+    assert out.splitlines()[-1].startswith("not-reachable: the server did not answer (exit 3")
+
+
+def test_a_dead_port_is_not_reachable(client):
+    with DeadPort() as dead:
+        status, out, _ = check(dead.url, client=client)
+        jstatus, doc, _ = check_json(dead.url, client=client)
+    assert status == jstatus == exit_codes.NOT_REACHABLE
+    assert "connection refused" in out
+    assert codes(doc) == {"refused": "unreachable"} and doc["model"] is None
+
+
+def test_503_while_loading_is_not_ready(client):
+    with ReplayServer("healthy", loading=True) as s:
+        status, doc, _ = check_json(s.url, client=client)
+        asked = [r["path"] for r in s.requests]
+    assert status == exit_codes.NOT_REACHABLE and codes(doc) == {"not-ready": "unreachable"}
+    assert asked == ["/health"]  # nothing more is asked of a server that is not ready
+
+
+# --- the API key -------------------------------------------------------------------------------
+
+def test_401_without_the_key_says_how_to_give_it(client):
+    with ReplayServer("healthy", api_key=KEY) as s:
+        status, out, _ = check(s.url, client=client)
+    assert status == exit_codes.CHECK_PROBLEM
+    assert "problem: /v1/models: HTTP 401: the server wants an API key: give the name of the environment " \
+           "variable that holds it, --api-key-env VLLM_API_KEY" in out
+
+
+def test_the_key_from_the_environment_is_sent_and_never_printed(client):
+    env = {"MY_KEY": KEY}
+    with ReplayServer("healthy", api_key=KEY, echo_auth=True) as s:  # the server echoes the header back
+        status, out, err = check(s.url, "--api-key-env", "MY_KEY", client=client, env=env)
+        jstatus, doc, jerr = check_json(s.url, "--api-key-env", "MY_KEY", client=client, env=env)
+        sent = {r["headers"].get("Authorization") for r in s.requests}
+    assert status == jstatus == 0, out
+    assert sent == {f"Bearer {KEY}"}
+    assert "Bearer ***" in out and "Bearer ***" in doc["chat"]["content"]
+    for text in (out, err, json.dumps(doc), jerr):
+        assert KEY not in text and KEY[:12] not in text
+
+
+def test_a_wrong_or_missing_key_variable_is_said(client):
+    with ReplayServer("healthy", api_key=KEY) as s:
+        status, out, _ = check(s.url, "--api-key-env", "MY_KEY", client=client, env={"MY_KEY": "sk-wrong-one"})
+        assert status == 1 and "the server refused the API key from $MY_KEY" in out
+        assert "sk-wrong-one" not in out
+        status, out, _ = check(s.url, "--api-key-env", "UNSET_KEY", client=client)
+    assert status == 1
+    assert "note: $UNSET_KEY is not set or empty: no API key sent" in out
+    assert "the server wants an API key, and $UNSET_KEY is not set" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["--api-key", KEY], [f"--api-key={KEY}"], ["--api_key", KEY], ["--token", KEY], ["--header", f"Authorization: {KEY}"],
+    ["http://127.0.0.1:9", "--password", KEY], ["--api-key-env", KEY],  # the key itself given as the name
+])
+def test_a_secret_on_the_command_line_is_refused_without_echoing_it(argv):
+    status, out, err = check(*argv)
+    assert status == exit_codes.USAGE and out == ""
+    assert len(err.splitlines()) == 1 and "--api-key-env" in err
+    assert KEY not in err and KEY[3:15] not in err
+    status, out, err = check(*argv, "--json")
+    assert status == 2 and KEY not in out + err
+    assert json.loads(out)["status"] == "bad-input"
+
+
+def test_url_credentials_are_used_and_masked(client):
+    with ReplayServer("healthy", echo_auth=True) as s:
+        url = s.url.replace("http://", "http://probe:pw-5ecret-99@")
+        status, out, err = check(url, client=client)
+        jstatus, doc, _ = check_json(url, client=client)
+        sent = {r["headers"].get("Authorization") for r in s.requests}
+    assert status == jstatus == 0, out
+    assert sent == {"Basic cHJvYmU6cHctNWVjcmV0LTk5"}  # base64 of probe:pw-5ecret-99
+    assert f"check: http://***@127.0.0.1:{s.port}" in out
+    for text in (out, err, json.dumps(doc)):
+        assert "pw-5ecret-99" not in text and "cHJvYmU6cHctNWVjcmV0LTk5" not in text
+
+
+# --- redirects, size, hostile text -------------------------------------------------------------
+
+def test_a_redirect_to_another_host_is_not_followed_and_the_key_not_sent(client):
+    with ReplayServer("healthy") as elsewhere, ReplayServer("healthy", redirect_to=elsewhere.url) as s:
+        status, out, _ = check(s.url, "--api-key-env", "K", env={"K": KEY}, client=client)
+        assert elsewhere.requests == []  # another port is another origin: never contacted
+    assert status == exit_codes.CHECK_PROBLEM
+    assert f"redirected to another host (http://127.0.0.1:{elsewhere.port}/health): not followed" in out
+    assert KEY not in out
+
+
+def test_redirects_to_the_same_server_are_bounded(client):
+    with ReplayServer("healthy") as s:
+        s.redirect_to = s.url  # every path redirects to itself
+        status, out, _ = check(s.url, client=client)
+        asked = len(s.requests)
+    assert status == exit_codes.CHECK_PROBLEM and "more than 3 redirects" in out
+    assert asked == 4
+
+
+def test_a_huge_answer_is_cut_and_said(client):
+    with ReplayServer("healthy", huge=True) as s:
+        status, out, _ = check(s.url, client=client)
+    assert status == exit_codes.CHECK_PROBLEM
+    assert "/v1/models: the answer is larger than the size limit" in out
+
+
+def test_server_text_is_escaped_and_json_stays_valid(client):
+    with ReplayServer("healthy", control_chars=True) as s:
+        status, out, _ = check(s.url, client=client)
+        jstatus, doc, _ = check_json(s.url, client=client)
+    assert status == jstatus == 0
+    assert "\x1b" not in out and "\r" not in out and "\u202e" not in out
+    assert not any(line.startswith("dsv4-launch check: healthy") for line in out.splitlines())  # no forged line
+    assert "\\x1b[2J\\ndsv4-launch check: healthy\\r\\u202e" in out
+    assert doc["chat"]["content"].endswith("\x1b[2J\ndsv4-launch check: healthy\r\u202e")
+
+
+def test_json_is_ascii_whatever_the_server_says(client):
+    with ReplayServer("bos-text") as s:
+        _, doc_text, _ = check(s.url, "--json", client=client)
+    doc_text.encode("ascii")  # valid in any encoding
+    assert BOS in json.loads(doc_text)["chat"]["content"]
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+def test_model_must_be_served_and_is_the_one_probed(client):
+    with ReplayServer("healthy", models=("other-model", "deepseek-v4-flash")) as s:
+        status, out, _ = check(s.url, "--model", "deepseek-v4-flash", client=client)
+        assert status == 0 and "also served: 1 more" in out
+        assert {r["body"]["model"] for r in s.requests if r["body"]} == {"deepseek-v4-flash"}
+        status, out, _ = check(s.url, "--model", "deepseek-v4-pro", client=client)
+    assert status == exit_codes.CHECK_PROBLEM
+    assert "'deepseek-v4-pro' is not served here; served: other-model, deepseek-v4-flash" in out
+
+
+def test_without_model_the_first_served_is_probed():
+    with ReplayServer("healthy", models=("first", "second")) as s:
+        status, doc, _ = check_json(s.url)
+        assert {r["body"]["model"] for r in s.requests if r["body"]} == {"first"}
+    assert status == 0 and doc["model"] == "first"
+
+
+def test_an_openai_base_url_with_v1_is_taken_to_the_root():
+    with ReplayServer("healthy") as s:
+        status, out, _ = check(s.url + "/v1/")
+        assert [r["path"] for r in s.requests][:2] == ["/health", "/v1/models"]
+    assert status == 0 and "the URL's /v1 was taken off" in out
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["ftp://127.0.0.1:8000"], ["http://127.0.0.1:99999"], ["http://127.0.0.1:8000/?x=1"], ["http://"],
+    ["http://127.0.0.1:80 00"], ["http://127.0.0.1:8000\x1b[2J"], ["http://127.0.0.1:0"],
+    ["--timeout", "0"], ["--timeout", "-1"], ["--timeout", "nan"], ["--timeout", "inf"], ["--timeout", "abc"],
+    ["--timeout", "99999"], ["--timeout"], ["--model", ""], ["--frobnicate"], ["--json=yes"],
+    ["http://127.0.0.1:1", "http://127.0.0.1:2"],
+])
+def test_bad_input_is_one_line_and_exit_2(argv):
+    status, out, err = check(*argv)
+    assert status == exit_codes.USAGE and out == "", (out, err)
+    assert len(err.splitlines()) == 1 and err.startswith("dsv4-launch check: ")
+    assert "\x1b" not in err
+
+
+def test_bad_input_with_json_is_valid_json():
+    status, doc, err = check_json("--timeout", "nan")
+    assert status == 2 and doc["status"] == "bad-input" and "--timeout" in doc["error"]
+
+
+def test_defaults():
+    own, url = parse([])
+    assert url == DEFAULT_URL == "http://127.0.0.1:8000" and own == {}
+    own, url = parse(["127.0.0.1:8001", "--json", "--timeout=2.5", "--model", "m"])
+    assert (url, own) == ("127.0.0.1:8001", {"json": True, "timeout": 2.5, "model": "m"})
+    assert sc.parse_base_url("127.0.0.1:8001").url("/health") == "http://127.0.0.1:8001/health"
+    assert sc.parse_base_url("https://[::1]/prefix/").url("/health") == "https://[::1]:443/prefix/health"
+    with pytest.raises(UsageError):
+        parse(["--no-such"])
+
+
+# --- the clients --------------------------------------------------------------------------------
+
+def test_the_standard_library_is_the_fallback_when_httpx_does_not_import(monkeypatch):
+    # Faked: httpx's absence (sys.modules["httpx"] = None makes `import httpx` raise ImportError).
+    from dsv4_launch.adapters import http_client
+
+    monkeypatch.setitem(sys.modules, "httpx", None)
+    assert http_client.default_client() == "stdlib"
+    with ReplayServer("healthy") as s:
+        out, err = io.StringIO(), io.StringIO()
+        status = run_check([s.url, "--json"], env={}, stdout=out, stderr=err)  # client chosen by itself
+    assert status == 0 and json.loads(out.getvalue())["client"] == "stdlib"
+
+
+def test_httpx_is_chosen_where_it_imports():
+    pytest.importorskip("httpx")
+    from dsv4_launch.adapters import http_client
+
+    assert http_client.default_client() == "httpx"
+
+
+# --- the judging, case by case (pure) ------------------------------------------------------------
+
+@pytest.mark.parametrize("text,ids,expected", [
+    ("!!!!!!!!", None, "'!'"), ("the the the the ", None, "'the '"), ("", [7, 7, 7, 7], "token id 7 ×4"),
+    (COUNT, list(range(16)), None), ("Paris", None, None), ("ababab", None, None), ("1 1 2 1 1 2", None, None),
+])
+def test_repeated_unit(text, ids, expected):
+    assert sc.repeated_unit(text, ids) == expected
+
+
+def test_markup_and_special_tokens():
+    assert sc.markup_in("a <｜DSML｜invoke name=\"x\">") == "｜DSML｜"
+    assert sc.markup_in("<｜tool▁call▁begin｜>") == "<｜tool▁call▁begin｜>"
+    assert sc.markup_in("<function_calls>") == "<function_calls>"
+    assert sc.markup_in("The weather in Paris is sunny.") is None
+    assert sc.only_special_tokens(BOS * 3 + " \n")
+    assert not sc.only_special_tokens(BOS + "Paris") and not sc.only_special_tokens("")
+
+
+def test_tool_arguments_that_are_not_json_fail():
+    from tests.fakes.replay_server import completion
+
+    call = {"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": "{city: Paris"}}
+    body = json.dumps(completion(None, finish="tool_calls", tool_calls=[call])).encode()
+    found, _ = sc.judge_tools(sc.Exchange(200, body, 0.1))
+    assert [(f.level, f.code) for f in found] == [("fail", "tool-arguments")]
+
+
+def test_a_problem_outranks_a_later_timeout():
+    found = [sc.Finding("chat", sc.FAIL, "repeated-token", "x"), sc.Finding("tools", sc.UNREACHABLE, "timeout", "y")]
+    assert sc.verdict(found) == sc.PROBLEM
+    assert sc.verdict(found[1:]) == sc.NOT_REACHABLE and sc.verdict([]) == sc.HEALTHY
+
+
+# --- the command line, end to end ----------------------------------------------------------------
+
+def test_the_console_script_runs_check_with_its_exit_codes(tmp_path):
+    env = clean_env(tmp_path)
+    with ReplayServer("healthy") as s:
+        done = subprocess.run([sys.executable, "-m", "dsv4_launch", "check", s.url, "--timeout", "10"],
+                              env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "healthy: 4 requests answered" in done.stdout
+    with DeadPort() as dead:
+        done = subprocess.run([sys.executable, "-m", "dsv4_launch", "check", dead.url, "--json"],
+                              env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3 and json.loads(done.stdout)["status"] == "not-reachable"
+    done = subprocess.run([sys.executable, "-m", "dsv4_launch", "check", "--help"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    for line in ("0  healthy", "1  a problem found", "2  bad input", "3  not reachable"):
+        assert line in done.stdout
+    done = subprocess.run([sys.executable, "-m", "dsv4_launch", "--help"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert "check" in done.stdout
+
+
+def test_check_stays_off_the_dsv4_serve_path(run_cli):
+    from tests.conftest import RTX_PRO_6000
+
+    done, record = run_cli("dsv4-serve", "deepseek-ai/DeepSeek-V4-Flash", "-tp", "2", gpus=(RTX_PRO_6000,) * 2)
+    assert done.returncode == 0, done.stderr
+    mods = set(record["modules"])
+    assert "dsv4_launch.commands.serve" in mods  # the record is of the hand-over itself
+    for name in ("dsv4_launch.commands.check", "dsv4_launch.adapters.http_client", "dsv4_launch.core.server_check",
+                 "httpx", "http.client"):
+        assert name not in mods
