@@ -23,14 +23,15 @@ class NoVllm(Exception):
     """No vLLM to hand over to; the message says how to get one."""
 
 
-def install_hint() -> str:
-    """Commands that work as written from here: install vLLM into this very environment, or
-    point PATH at an environment that has it."""
-    import shlex  # only on this error path
+def install_hint(env=None) -> str:
+    """Commands that work as written from here: add vLLM to this very environment, the way its
+    installer does it (pip, uv, pipx inject, uv tool --with, conda's pip: adapters/installer.py),
+    or point PATH at an environment that has it. ``env``: an ``installer.Installer`` (tests)."""
+    from .installer import add_command, this_environment, where  # only on this error path
 
-    python = shlex.quote(sys.executable)
+    env = env or this_environment()
     return (
-        f"install it into this environment ({python} -m pip install vllm; it brings its own "
+        f"install it into {where(env)} ({add_command(env, 'vllm')}; it brings its own "
         "torch/CUDA build) or put the bin/ folder of the environment that has vLLM on PATH "
         "(export PATH=/path/to/venv/bin:$PATH)"
     )

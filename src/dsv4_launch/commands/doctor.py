@@ -103,5 +103,7 @@ def _diagnose(prepared, env, runtime, probe) -> Diagnosis:
         probe=result,
         probe_error=why,
     )
-    return diagnose(prepared.plan, facts, gpus, vllm_runtime, env,
-                    install_hint=install_hint(), plugin_entry=PLUGIN_ENTRY)
+    from ..adapters.installer import plugin_command  # the command fits the installer of vLLM's environment
+
+    return diagnose(prepared.plan, facts, gpus, vllm_runtime, env, install_hint=install_hint(),
+                    plugin_entry=PLUGIN_ENTRY, plugin_hint=plugin_command(python) if python else None)

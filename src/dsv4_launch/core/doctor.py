@@ -149,15 +149,17 @@ def flashinfer_line(runtime: VllmRuntime) -> Check | None:
     return Check("flashinfer", OK, f"{fi.get('version') or 'version unknown'}, SM120 sparse-MLA decode API {api}")
 
 
-def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str) -> Check | None:
+def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
+                 plugin_hint: str | None = None) -> Check | None:
     """Is the dsv4-launch vLLM plugin installed where vLLM runs, and would vLLM load it?"""
     probe = runtime.probe
     if probe is None or probe.get("plugins") is None:
         return None
     names = [p.get("name") for p in probe["plugins"] if isinstance(p, Mapping)]
     if our_entry not in names:
+        how = f"; to install it there: {plugin_hint}" if plugin_hint else ""
         return Check("plugin", OK, "not installed in vLLM's environment: plain `vllm serve`, LLM() and Ray "
-                     "workers there get no KV fix (README: Without changing your command)")
+                     f"workers there get no KV fix (README: Without changing your command){how}")
     allowed = env.get("VLLM_PLUGINS")
     if allowed is not None and our_entry not in [a.strip() for a in allowed.split(",")]:
         return Check("plugin", WARN, f"installed, but VLLM_PLUGINS={allowed} does not list {our_entry}: vLLM will not load it")
@@ -194,7 +196,7 @@ def plan_checks(plan: Plan, facts: Facts | None) -> list[Check]:
 
 
 def diagnose(plan: Plan, facts: Facts | None, probe, runtime: VllmRuntime, env: Mapping[str, str],
-             *, install_hint: str, plugin_entry: str) -> Diagnosis:
+             *, install_hint: str, plugin_entry: str, plugin_hint: str | None = None) -> Diagnosis:
     from .doctor_rules import DOCTOR_RULES
 
     used = list(facts.all_gpus) if facts else []  # every candidate when the mapping is ambiguous
@@ -204,7 +206,7 @@ def diagnose(plan: Plan, facts: Facts | None, probe, runtime: VllmRuntime, env: 
         *vllm_checks(runtime, install_hint),
         *torch_checks(runtime, used),
     ]
-    for extra in (flashinfer_line(runtime), plugin_check(runtime, env, plugin_entry)):
+    for extra in (flashinfer_line(runtime), plugin_check(runtime, env, plugin_entry, plugin_hint)):
         if extra is not None:
             checks.append(extra)
     if facts is not None and runtime.probe is not None:
