@@ -609,3 +609,91 @@ def test_config_example_plans_the_fix(run_cli):
     plan = plan_json(run_cli, argv)
     assert_fixed(plan, argv)
     assert plan["model"]["name"] == M
+
+
+# --- probes: `dsv4-launch check` after the start ---------------------------------------------
+
+
+def probe_commands():
+    """(where, probe kind, exec command) of every Kubernetes probe in the examples."""
+    found = []
+    docs = list(yaml.safe_load_all((EXAMPLES / "kubernetes" / "deployment.yaml").read_text()))
+    pods = [("deployment", docs[0]["spec"]["template"]["spec"])]
+    lws = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+    pods.append(("lws-leader", lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]))
+    for where, pod in pods:
+        for container in pod["containers"]:
+            for kind in ("startupProbe", "readinessProbe"):
+                probe = container[kind]
+                found.append((where, kind, probe, container))
+    return found
+
+
+def test_kubernetes_probes_run_check_within_their_timeout():
+    from dsv4_launch.commands.check import parse
+
+    probes = probe_commands()
+    assert {(w, k) for w, k, _, _ in probes} == {(w, k) for w in ("deployment", "lws-leader")
+                                                 for k in ("startupProbe", "readinessProbe")}
+    for where, kind, probe, container in probes:
+        command = probe["exec"]["command"]
+        assert command[:2] == ["dsv4-launch", "check"], (where, kind)
+        own, url = parse(command[2:])  # valid as written (exit 2 would fail every probe)
+        assert url == "http://127.0.0.1:8000" and "--port" in container["args"]
+        assert container["args"][container["args"].index("--port") + 1] == "8000"
+        # check's own --timeout ends it before the kubelet kills it (Python's start-up included)
+        assert own["timeout"] + 5 <= probe["timeoutSeconds"], (where, kind)
+        if kind == "startupProbe":  # DeepSeek-V4's weights and compilation: allow an hour
+            assert probe["periodSeconds"] * probe["failureThreshold"] >= 3600
+        key_env = {e["name"] for e in container.get("env", [])}
+        assert ("VLLM_API_KEY" in key_env) == ("--api-key-env" in command), (where, kind)
+
+
+def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_broken_one():
+    """The deployment's probe command as written, pointed at a replayed vLLM on 127.0.0.1 that
+    wants the API key the pod's VLLM_API_KEY holds (the replay: tests/fakes/replay_server.py)."""
+    import io
+
+    from dsv4_launch.commands.check import run_check
+    from tests.fakes.replay_server import ReplayServer
+
+    (command,) = {tuple(p["exec"]["command"]) for w, k, p, _ in probe_commands() if w == "deployment"}
+    env = {"VLLM_API_KEY": "sk-probe-0123456789"}
+    for shape, expected in (("healthy", 0), ("bos-only", 1)):
+        with ReplayServer(shape, api_key=env["VLLM_API_KEY"]) as server:
+            out = io.StringIO()
+            status = run_check([*command[2:], server.url], env=env, stdout=out, stderr=io.StringIO(),
+                               client="stdlib")
+        assert status == expected, out.getvalue()
+        assert env["VLLM_API_KEY"] not in out.getvalue()
+
+
+def unit_exec_start_post(unit: Path) -> list[str]:
+    """ExecStartPost as systemd runs it: the "-" prefix off, $$ → $ and %% → %, then split."""
+    (line,) = [l for l in unit.read_text().splitlines() if l.startswith("ExecStartPost=")]
+    value = line.split("=", 1)[1]
+    assert value.startswith("-/bin/sh -c '"), value  # "-": a failed check never stops vLLM
+    return shlex.split(value[1:].replace("$$", "$").replace("%%", "%"))
+
+
+def test_systemd_exec_start_post_waits_while_not_reachable_and_stops_on_an_answer(tmp_path):
+    """The unit's ExecStartPost= loop, run by sh against replayed vLLMs on 127.0.0.1 (its
+    `sleep 15` shortened, the URL added, dsv4-launch this environment's): it retries while check
+    exits 3 (loading: /health 503) and ends with check's own status and report."""
+    from tests.fakes.replay_server import ReplayServer
+
+    sh = tool("sh")
+    argv = unit_exec_start_post(UNIT)
+    assert argv[:2] == ["/bin/sh", "-c"] and "/usr/local/bin/dsv4-launch check" in argv[2]
+    assert "--api-key-env VLLM_API_KEY" in argv[2] and "-ne 3" in argv[2] and "sleep 15" in argv[2]
+    for shape, ready_after, expected, says in (("healthy", 2, 0, "healthy: 4 requests answered"),
+                                               ("dsml-in-content", 0, 1, "problem: tool call: tool-call markup")):
+        with ReplayServer(shape, ready_after=ready_after) as server:
+            script = argv[2].replace("/usr/local/bin/dsv4-launch check",
+                                     f"{BIN / 'dsv4-launch'} check {server.url}").replace("sleep 15", "sleep 0.1")
+            done = subprocess.run([sh, "-c", script], env=clean_env(tmp_path), capture_output=True, text=True,
+                                  timeout=120)
+            health = [r for r in server.requests if r["path"] == "/health"]
+        assert done.returncode == expected, done.stdout + done.stderr
+        assert says in done.stdout and "note: $VLLM_API_KEY is not set or empty" in done.stdout
+        assert len(health) == ready_after + 1  # retried while 503, then once more, then stopped

@@ -104,7 +104,8 @@ class ReplayServer:
 
     def __init__(self, shape: str = "healthy", *, delay: float = 0.0, never_answer: bool = False,
                  loading: bool = False, api_key: str | None = None, models=None, redirect_to: str | None = None,
-                 huge: bool = False, echo_auth: bool = False, control_chars: bool = False) -> None:
+                 huge: bool = False, echo_auth: bool = False, control_chars: bool = False,
+                 ready_after: int = 0) -> None:
         self.shape = shape
         self.delay = delay
         self.never_answer = never_answer
@@ -115,6 +116,7 @@ class ReplayServer:
         self.huge = huge
         self.echo_auth = echo_auth
         self.control_chars = control_chars
+        self.ready_after = ready_after  # /health says 503 (loading) to this many requests first
         self.requests: list[dict] = []  # every request: method, path, headers, JSON body
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -175,7 +177,10 @@ class ReplayServer:
                     self._send(302, headers=[("Location", server.redirect_to + self.path)])
                     return
                 if self.path == "/health":
-                    self._send(503 if server.loading else 200)
+                    with server._lock:
+                        loading = server.loading or server.ready_after > 0
+                        server.ready_after -= 1
+                    self._send(503 if loading else 200)
                     return
                 if server.loading:
                     self._send(503)
