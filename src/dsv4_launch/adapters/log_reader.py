@@ -24,13 +24,13 @@ LINE_LIMIT = 64 * 1024  # bytes of one line that are read
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _PREFIXES = (
+    # journald: short (Dec 01 08:00:00) or ISO timestamp, host, unit[pid]:
+    re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.,+\-Z]+) \S+ "
+               r"[^\s:\[]+(?:\[\d+\])?: "),
     # kubectl --timestamps (RFC 3339, nanoseconds)
     re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}) "),
     # kubectl --prefix
     re.compile(r"\[pod/[^\s\]]+/[^\s\]]+\] "),
-    # journald: short (Dec 01 08:00:00) or ISO timestamp, host, unit[pid]:
-    re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.,+\-Z]+) \S+ "
-               r"[^\s:\[]+(?:\[\d+\])?: "),
     # vLLM's process prefix
     re.compile(r"\([\w.\-]+ pid=\d+(?:, ip=[\w.:\-]+)?\) "),
 )

@@ -166,10 +166,11 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         rules = list(dict.fromkeys(m.signature.rule for m in group))
         confirmed = [r for r in rules if r in planned]
         chosen = confirmed or rules
+        shown = list(chosen)
         for match in group:
             if match.signature.rule not in chosen:
                 continue
-            item = {"rule": match.signature.rule, "candidates": rules if len(chosen) > 1 else [match.signature.rule],
+            item = {"rule": match.signature.rule, "candidates": shown,
                     "line": match.line.number, "text": match.line.text, "count": match.count,
                     "exception": match.signature.exception,
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},

@@ -88,12 +88,20 @@ SIGNATURES: tuple[Signature, ...] = (
         source="vllm/config/vllm.py:2165@0.24.0, :2206@0.25.0–0.25.1, :2285@0.26.0, :2316@0.27.0–0.27.1, "
         ":2536@0.28.0, :2828@0.29.0, :3188@0.30.0, :3424@0.31.0, :3296@0.32.0, :3432@0.33.0",
     ),
+    # V4.1's resolver: in 0.30 the same text as V4's (told apart by its traceback frames, or the
+    # plan on the logged arguments), from 0.31 its own.
     Signature(
         rule="v41-kv", exception="ValueError",
-        pattern=r"DeepseekV41? \S+ layout only supports .*kv-cache, got \w+",
+        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
         context=r"deepseek_v41", context_lines=40,
-        source="vllm/models/deepseek_v41/attention.py:141@0.30.0 (V4.1's resolver)",
-        vllm=SINCE_030,
+        source="vllm/models/deepseek_v41/attention.py:141@0.30.0",
+        vllm=VersionRange(since="0.30.0", before="0.31.0"),
+    ),
+    Signature(
+        rule="v41-kv", exception="ValueError",
+        pattern=r"DeepseekV4 packed KV layouts only support fp8 kv-cache, got \w+",
+        source="vllm/models/deepseek_v41/attention.py:151@0.31.0, :154@0.32.0, :163@0.33.0",
+        vllm=VersionRange(since="0.31.0"),
     ),
     # --- attention backends --------------------------------------------------------------------
     Signature(
@@ -172,7 +180,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ":1117@0.27.0–0.27.1, :1118@0.28.0, :1122@0.29.0, :1134@0.30.0, :1137@0.31.0, :1221@0.32.0–0.33.0 "
         "(after the load); vllm/models/deepseek_v4/nvidia/flashmla.py:50@0.24.0–0.26.0, :51@0.27.0–0.27.1, "
         ":69@0.28.0–0.33.0 (_o_proj, first forward)",
-        fill={"dp": "a tensor-parallel size no larger than the model's o_groups (data parallel for the other GPUs)",
+        fill={"dp": "a tensor-parallel size no larger than the model's o_groups",
               "sizes": "1, 2, 4, 8 for DeepSeek-V4-Flash"},
     ),
     Signature(
@@ -264,24 +272,29 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"No available memory for the cache blocks",
         source=f"{_KVU}:740@0.24.0–0.25.1, :758@0.26.0–0.27.1, :738@0.28.0, :859@0.29.0, :879@0.30.0, "
         ":905@0.31.0, :1010@0.32.0, vllm/v1/core/kv_cache_planning.py:57@0.33.0",
+        fill={"more": "enough"},
     ),
     Signature(
         rule="weights-exceed-memory", exception="torch.OutOfMemoryError",
         pattern=r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError: CUDA out of memory",
         context=r"load_weights|load_model|model_loader|weight_loader", context_lines=60,
         source="torch's allocator, during vLLM's weight load (vllm/model_executor/model_loader/)",
+        fill={"more": "enough"},
     ),
     Signature(
         rule="max-model-len-too-long", exception="ValueError",
         pattern=r"To serve at least one request with the model's max seq len \(\d+\)",
         source=f"{_KVU}:760@0.24.0–0.25.1, :778@0.26.0–0.27.1, :758@0.28.0, :879@0.29.0, :899@0.30.0, "
         ":925@0.31.0, :1030@0.32.0, vllm/v1/core/kv_cache_planning.py:77@0.33.0",
+        fill={"fix": "--max-model-len at most the estimated maximum the message names, --max-model-len auto, or "
+              "more memory for the KV cache (--gpu-memory-utilization, more GPUs)"},
     ),
     Signature(
         rule="shards-missing", exception="ValueError",
         pattern=r"Following weights were not initialized from checkpoint",
         source="vllm/model_executor/model_loader/default_loader.py:467@0.24.0–0.30.0, :521@0.31.0, "
         ":564@0.32.0, :569@0.33.0",
+        fill={"where": "the model's directory (or the Hugging Face cache)"},
     ),
     # --- doctor rows (this machine's FlashInfer) -----------------------------------------------
     Signature(

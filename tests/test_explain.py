@@ -1,0 +1,492 @@
+"""`dsv4-launch explain`: vLLM's log in, the known failure, its fix and the corrected command out.
+
+The log excerpts are written the way vLLM 0.24–0.33 print them (vllm/logger.py's format,
+logging_utils/formatter.py's continuation lines, utils/system_utils.py's process prefixes),
+with the exception texts of the raising lines each signature cites. Nothing is faked: the
+pipeline that plans the logged arguments is the real one (GPUs: as the log names them, else
+unknown — never this machine's NVML).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsv4_launch.adapters.log_reader import LINE_LIMIT, clean, read_lines
+from dsv4_launch.commands.explain import run_explain
+from dsv4_launch.core.doctor_rules import DOCTOR_RULES
+from dsv4_launch.core.rules import FAIL, REFUSE
+from dsv4_launch.core.rules_dsv4 import RULES
+from dsv4_launch.core.signatures import KV_AUTO, NO_SIGNATURE, SIGNATURES, Scanner, parse_args_text
+
+FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+UPSTREAM = FIXTURES / "vllm-47174-journald-0.24.0.log"
+ROWS = {r.id: r for r in (*RULES, *DOCTOR_RULES)}
+VLLM_SRC = Path(os.environ.get("DSV4_VLLM_SRC", "/work/vllm-src"))
+ALL_RELEASES = ["0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
+                "0.32.0", "0.33.0"]
+
+
+def vllm_lines(messages, *, proc="EngineCore_DP0", pid=4242, level="ERROR", where="v1/engine/core.py:1231"):
+    """Lines as vLLM's logger writes them: every line of one record carries the header."""
+    return [f"({proc} pid={pid}) {level} 12-01 08:00:00 [{where}] {m}" for m in messages]
+
+
+def version_line(version: str) -> str:
+    return vllm_lines([f"vLLM server version {version}, serving model deepseek-ai/DeepSeek-V4-Flash"],
+                      proc="APIServer", pid=1, level="INFO", where="entrypoints/.../utils/api_utils.py:339")[0]
+
+
+def args_line(args: str) -> str:
+    return vllm_lines([f"non-default args: {args}"], proc="APIServer", pid=1, level="INFO",
+                      where="entrypoints/.../utils/api_utils.py:273")[0]
+
+
+def traceback(frames, last):
+    out = ["EngineCore failed to start.", "Traceback (most recent call last):"]
+    for path, line, func, code in frames:
+        out += [f'  File "/usr/local/lib/python3.12/dist-packages/vllm/{path}", line {line}, in {func}', f"    {code}"]
+    return out + (last if isinstance(last, list) else [last])
+
+
+def explain(tmp_path, lines, *, as_json=True, env=None, name="vllm.log"):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    status = run_explain([str(path)], as_json=as_json, env=env or {}, stdout=out, stderr=err)
+    return status, (json.loads(out.getvalue()) if as_json else out.getvalue()), err.getvalue()
+
+
+# One realistic excerpt per signature and release family: (rule, vLLM release, the lines).
+_FP8 = "DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got"
+_PLEASE = "Please set `--kv-cache-dtype fp8` or select a backend that supports bfloat16 KV cache."
+_ATT = ("models/deepseek_v4/attention.py", 79, "_resolve_dsv4_kv_cache_dtype", 'assert kv_cache_dtype.startswith("fp8"), (')
+CASES = [
+    (KV_AUTO, "0.24.0", traceback([_ATT], f"AssertionError: {_FP8} auto")),
+    (KV_AUTO, "0.29.0", traceback([_ATT], f"AssertionError: {_FP8} auto")),
+    ("kv-not-fp8", "0.27.1", traceback([_ATT], f"AssertionError: {_FP8} bfloat16")),
+    ("kv-not-fp8", "0.33.0", traceback([], f"ValueError: {_FP8} float16. {_PLEASE}")),
+    ("kv-invalid", "0.24.0", ["usage: vllm serve [model_tag] [options]",
+                              "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp9' (choose from auto, "
+                              "bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla)"]),
+    ("kv-invalid", "0.33.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for CacheConfig",
+                              "cache_dtype", "  Value error, Invalid kv_cache_dtype: 'fp9'. Valid values are: ['auto', "
+                              "'bfloat16', 'fp8'] [type=value_error, input_value='fp9', input_type=str]"]),
+    ("nvfp4-on-mla", "0.24.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
+                                "  Value error, nvfp4 KV cache is not supported with MLA (Multi-head Latent Attention) "
+                                "backends. Please use a different --kv-cache-dtype (e.g., 'fp8' or 'auto') for MLA models "
+                                "such as DeepSeek. [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]"]),
+    ("v41-kv", "0.30.0", traceback([("models/deepseek_v41/attention.py", 141, "_resolve_dsv41_kv_cache_dtype",
+                                     "raise ValueError(")], f"ValueError: {_FP8} bfloat16. {_PLEASE}")),
+    ("v41-kv", "0.33.0", traceback([], "ValueError: DeepseekV4 packed KV layouts only support fp8 kv-cache, got float16. "
+                                   + _PLEASE)),
+    ("backend-not-dsv4", "0.24.0", traceback([("models/deepseek_v4/nvidia/model.py", 752, "_select_dsv4_attn_cls",
+                                               "raise ValueError(")],
+                                             "ValueError: FLASHINFER_MLA_SPARSE is not a DeepSeek V4 attention backend. "
+                                             "Use FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4 FlashInfer sparse MLA.")),
+    ("backend-not-dsv4", "0.33.0", traceback([], "ValueError: FLASHINFER_MLA_SPARSE_SM120 is not a DeepSeek V4 attention "
+                                             "backend. Use FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4 FlashInfer sparse MLA.")),
+    ("mega-moe-needs-ep", "0.24.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert "
+                                              "parallel. Enable it with --enable-expert-parallel, or pick a different "
+                                              "moe backend.")),
+    ("mega-moe-fp4", "0.26.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE only supports fp4 experts; got "
+                                         "expert_dtype='fp8'. Drop --kernel-config moe_backend=deep_gemm_mega_moe for "
+                                         "this checkpoint.")),
+    ("mega-moe-not-sm100", "0.24.0", traceback([("models/deepseek_v4/nvidia/model.py", 301, "_check_runtime_supported",
+                                                 'raise NotImplementedError("DeepGEMM MegaMoE requires SM100 GPUs.")')],
+                                               "NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.")),
+    ("mega-moe-not-sm100", "0.33.0", traceback([], "NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.")),
+    ("fp4-indexer-off-sm10", "0.24.0", traceback([], "AssertionError: use_fp4_indexer_cache requires Blackwell datacenter "
+                                                 "GPUs (sm_10x, e.g. B200/GB200); sm_120 (consumer Blackwell) and earlier "
+                                                 "architectures are not supported.")),
+    ("mxfp4-indexer-off-sm10", "0.33.0", traceback([], "ValueError: indexer_kv_dtype='mxfp4' requires Blackwell "
+                                                   "datacenter GPUs (sm_10x, e.g. B200/GB200).")),
+    ("fp4-indexer-removed", "0.33.0", ["usage: vllm serve [model_tag] [options]",
+                                       "vllm serve: error: argument --attention-config/-ac: 1 validation error for "
+                                       "AttentionConfig", "use_fp4_indexer_cache",
+                                       "  Unexpected keyword argument [type=unexpected_keyword_argument, "
+                                       "input_value=True, input_type=bool]"]),
+    ("tp-heads", "0.24.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
+                            "  Value error, Total number of attention heads (64) must be divisible by tensor parallel "
+                            "size (3). [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]"]),
+    ("tp-o-groups", "0.24.0", traceback([("model_executor/layers/quantization/utils/fp8_utils.py", 1120,
+                                          "deepgemm_post_process_fp8_weight_block", "r = wq.size(0) // g")],
+                                        "ZeroDivisionError: integer division or modulo by zero")),
+    ("tp-o-groups", "0.33.0", traceback([("models/deepseek_v4/nvidia/flashmla.py", 69, "_o_proj",
+                                          "heads_per_group=self.n_local_heads // self.n_local_groups,")],
+                                        "ZeroDivisionError: integer division or modulo by zero")),
+    ("tp-pp-gpus", "0.29.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig",
+                              "  Value error, World size (16) is larger than the number of available GPUs (8) in this "
+                              "node. If this is intentional and you are using:", "- ray, set "
+                              "'--distributed-executor-backend ray'."]),
+    ("block-size", "0.24.0", traceback([], "ValueError: No common block size for 64. ")),
+    ("block-size", "0.33.0", traceback([], "ValueError: No common block size for 64 (FLASHMLA_SPARSE_DSV4: [256]).")),
+    ("block-size-v41", "0.33.0", traceback([], "ValueError: No common block size for 64 (FLASHMLA_SPARSE_DSV41: [128]).")),
+    ("dspark-before-0.25", "0.24.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+                                      "SpeculativeConfig", "method", "  Input should be 'ngram', 'medusa', "
+                                      "'mlp_speculator', 'draft_model', 'suffix', 'eagle', 'eagle3' or 'mtp' "
+                                      "[type=literal_error, input_value='dspark', input_type=str]"]),
+    ("dspark-without-module", "0.25.0", traceback([("models/deepseek_v4/nvidia/dspark.py", 67, "__init__",
+                                                    "self.target_layer_ids = tuple(config.dspark_target_layer_ids)")],
+                                                  "AttributeError: 'DeepseekV4Config' object has no attribute "
+                                                  "'dspark_target_layer_ids'")),
+    ("dspark-pp", "0.29.0", traceback([], "NotImplementedError: DSpark does not support pipeline parallelism.")),
+    ("dspark-k-below-block", "0.27.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+                                        "SpeculativeConfig", "  Value error, DSpark requires num_speculative_tokens >= "
+                                        "dspark_block_size (5); got 3. Smaller values produce incorrect output. Use "
+                                        "num_speculative_tokens=5 or larger (e.g. 7). [type=value_error]"]),
+    ("dspark-v1-runner", "0.29.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
+                                    "  Value error, Model Runner V1 does not support: dspark speculative decoding "
+                                    "[type=value_error]"]),
+    ("vision-before-0.30", "0.29.0", traceback([], "ValueError: There is no module or parameter named 'vision_model' in "
+                                               "DeepseekV4ForCausalLM. The available parameters belonging to  "
+                                               "(DeepseekV4ForCausalLM) are: {'lm_head.weight'}")),
+    ("hma-disabled", "0.31.0", traceback([("v1/core/kv_cache_utils.py", 1887, "_promote_local_kv_cache_specs",
+                                           "promoted_specs[layer_name] = replace_as(")],
+                                         "TypeError: MLAAttentionSpec.__init__() got an unexpected keyword argument "
+                                         "'bounded_replay'")),
+    ("connector-turns-hma-off", "0.33.0", traceback([], "TypeError: MLAAttentionSpec.__init__() got an unexpected "
+                                                    "keyword argument 'bounded_replay'")),
+    ("connector-hma-forced", "0.24.0", traceback([], "ValueError: Connector LMCacheConnectorV1 does not support HMA but "
+                                                 "HMA is enabled. Please set `--disable-hybrid-kv-cache-manager`.")),
+    ("weights-exceed-memory", "0.24.0", traceback([], "ValueError: No available memory for the cache blocks. Try "
+                                                  "increasing `gpu_memory_utilization` when initializing the engine.")),
+    ("weights-exceed-memory", "0.33.0", traceback([("model_executor/model_loader/default_loader.py", 300, "load_weights",
+                                                    "loaded_weights = model.load_weights(")],
+                                                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                                                  "GPU 0 has a total capacity of 95.59 GiB of which 1.12 GiB is free.")),
+    ("max-model-len-too-long", "0.24.0", traceback([], "ValueError: To serve at least one request with the model's max "
+                                                   "seq len (1048576), (9.81 GiB KV cache is needed, which is larger "
+                                                   "than the available KV cache memory (6.15 GiB). Based on the available "
+                                                   "memory, the estimated maximum model length is 61214. Try increasing "
+                                                   "`gpu_memory_utilization` or decreasing `max_model_len` when "
+                                                   "initializing the engine.")),
+    ("shards-missing", "0.33.0", traceback([], "ValueError: Following weights were not initialized from checkpoint: "
+                                           "{'model.layers.42.ffn.experts.255.w1.weight'}")),
+    ("flashinfer-sm120-api", "0.24.0", traceback([], "RuntimeError: FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires "
+                                                 "FlashInfer's sparse MLA decode API.")),
+    ("flashinfer-missing", "0.27.0", traceback([], "RuntimeError: FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires "
+                                               "FlashInfer's sparse MLA decode API.")),
+    ("flashinfer-sm120-shape", "0.33.0", traceback([], "RuntimeError: FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires a "
+                                                   "FlashInfer DSV4 sparse MLA decode specialization for (num_q_heads=64, "
+                                                   "top_k=192). Install a FlashInfer build containing "
+                                                   "flashinfer-ai/flashinfer#4380.")),
+    ("sm12-0.24-deepgemm", "0.24.0", traceback([], "RuntimeError: Assertion error (/workspace/DeepGEMM/csrc/utils/"
+                                               "layout.hpp:76): Unknown recipe")),
+    ("sm12-0.27", "0.27.1", traceback([], "RuntimeError: Assertion error (/workspace/DeepGEMM/csrc/utils/layout.hpp:"
+                                      "102): Unknown SF transformation")),
+]
+
+
+@pytest.mark.parametrize(("rule", "version", "lines"), CASES, ids=[f"{c[0]}@{c[1]}" for c in CASES])
+def test_each_signature_names_its_rule(tmp_path, rule, version, lines):
+    status, doc, err = explain(tmp_path, [version_line(version), *vllm_lines(lines)])
+    assert status == 0, err
+    assert rule in {item["rule"] for item in doc["explained"]}
+    item = next(i for i in doc["explained"] if i["rule"] == rule)
+    assert item["signature"]["source"] and item["fix"] and item["reference"] and item["effect"]
+    assert "…" not in item["fix"], item["fix"]  # the row's placeholders are filled
+
+
+def test_the_cases_reach_every_signature():
+    reached = set()
+    for _rule, version, lines in CASES:
+        scanner = Scanner()
+        scanner.feed(version_line(version))
+        for text, level in read_lines(io.BytesIO("\n".join(vllm_lines(lines)).encode())):
+            scanner.feed(text, level)
+        reached |= {SIGNATURES.index(m.signature) for m in scanner.result().matches}
+    missing = [f"{s.rule} ({s.exception}, {s.vllm.short()})" for i, s in enumerate(SIGNATURES) if i not in reached]
+    assert not missing, missing
+
+
+def test_every_signature_names_a_rule_and_every_refusing_row_has_one():
+    ids = set(ROWS) | {KV_AUTO}
+    assert {s.rule for s in SIGNATURES} <= ids
+    assert set(NO_SIGNATURE) <= set(ROWS)
+    with_signature = {s.rule for s in SIGNATURES}
+    assert not with_signature & set(NO_SIGNATURE), "a row is both signed and listed as without a signature"
+    refusing = [r.id for r in ROWS.values() if r.level in (REFUSE, FAIL)]
+    missing = [r for r in refusing if r not in with_signature and r not in NO_SIGNATURE]
+    assert not missing, f"refusing rows with no signature (add one, or say why in NO_SIGNATURE): {missing}"
+
+
+def test_a_signature_does_not_fire_on_the_plan_lines_of_dsv4_launch_itself(tmp_path):
+    """dsv4-serve's own refusal lines quote vLLM's messages: they are not a failure of vLLM's."""
+    status, doc, _ = explain(tmp_path, [
+        "dsv4-serve: changed: --kv-cache-dtype (not set) → fp8: … crashes on 'auto' there (vLLM #47174)",
+        "INFO 12-01 08:00:00 [api_server.py:1] Started server process [1]",
+    ])
+    assert status == 1 and doc["explained"] == []
+
+
+_CITED = re.compile(r"(vllm/[\w/.]+\.py)?:(\d+)@(\d+\.\d+\.\d+)(?:–(\d+\.\d+\.\d+))?")
+
+
+def _literal(pattern: str) -> str:
+    pieces = re.split(r"\\.|[()\[\]?*+|^$]|\(\?[!=:][^)]*\)|\{\d+(?:,\d*)?\}", pattern)
+    return max(pieces, key=len).strip()
+
+
+@pytest.mark.skipif(not VLLM_SRC.is_dir(), reason=f"vLLM sources not extracted at {VLLM_SRC} (DSV4_VLLM_SRC)")
+def test_every_cited_line_is_where_the_message_is_raised():
+    """Each file:line@release exists in that release; where the message's text is in the cited
+    file, it is within a few lines of the cited line."""
+    problems = []
+    for sig in SIGNATURES:
+        path = None
+        probe = _literal(sig.pattern)[:24]  # short enough to sit on one source line
+        paths = []
+        for match in _CITED.finditer(sig.source):
+            path = match.group(1) or path
+            paths.append(path)
+            raising = path == paths[0]  # the raising line, release by release (later paths: notes)
+            since, until = match.group(3), match.group(4) or match.group(3)
+            releases = ALL_RELEASES[ALL_RELEASES.index(since): ALL_RELEASES.index(until) + 1]
+            for release in releases:
+                file = VLLM_SRC / release / path
+                if not file.is_file():
+                    problems.append(f"{sig.rule}: {path}@{release} does not exist")
+                    continue
+                lines = file.read_text(encoding="utf-8", errors="replace").split("\n")
+                number = int(match.group(2))
+                if number > len(lines):
+                    problems.append(f"{sig.rule}: {path}:{number}@{release} past the end")
+                    continue
+                window = "\n".join(lines[max(0, number - 4): number + 8])
+                if probe in "\n".join(lines):
+                    if probe not in window:
+                        problems.append(f"{sig.rule}: {probe!r} is not near {path}:{number}@{release}")
+                elif raising and not re.search(r"\b(raise|assert)\b|//|\w\(", lines[number - 1]):
+                    problems.append(f"{sig.rule}: nothing raises at {path}:{number}@{release}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_upstream_report_is_explained_with_the_fix(tmp_path):
+    """vLLM #47174: 0.24.0 on two RTX PRO 6000, journald prefixes and ANSI colour, minutes of
+    start-up, then the AssertionError on both workers."""
+    out, err = io.StringIO(), io.StringIO()
+    status = run_explain([str(UPSTREAM)], as_json=True, env={}, stdout=out, stderr=err)
+    doc = json.loads(out.getvalue())
+    assert status == 0 and err.getvalue() == ""
+    assert [i["rule"] for i in doc["explained"]] == [KV_AUTO]
+    item = doc["explained"][0]
+    assert item["count"] == 2 and item["text"].startswith("AssertionError: DeepseekV4 fp8_ds_mla")
+    assert doc["vllm_version"] == "0.24.0" and doc["arguments_line"] == 3
+    corrected = doc["corrected"]
+    assert corrected["exit_status"] == 0
+    assert corrected["argv"][:1] == ["deepseek-ai/DeepSeek-V4-Flash"]
+    assert corrected["argv"][-2:] == ["--kv-cache-dtype", "fp8"]
+    assert "--tensor-parallel-size" in corrected["argv"] and "32768" in corrected["argv"]
+    assert "sk-live-4f9a0c2e7d1b" not in out.getvalue()
+
+
+def test_the_upstream_report_as_text(tmp_path):
+    out = io.StringIO()
+    assert run_explain([str(UPSTREAM)], as_json=False, env={}, stdout=out, stderr=io.StringIO()) == 0
+    text = out.getvalue()
+    assert "known failure: kv-auto" in text
+    command = next(line for line in text.splitlines() if line.startswith("corrected command: "))
+    assert "vllm serve deepseek-ai/DeepSeek-V4-Flash" in command and "--kv-cache-dtype fp8" in command
+    assert "sk-live" not in text and "\x1b" not in text
+
+
+def test_kubectl_prefixes_and_a_vllm_033_log(tmp_path):
+    lines = [f"[pod/vllm-0/vllm] 2026-12-01T08:00:{i:02d}.123456789Z {line}" for i, line in enumerate([
+        version_line("0.33.0"),
+        args_line("{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'api_key': '***', 'tensor_parallel_size': 2, "
+                  "'moe_backend': 'deep_gemm_mega_moe'}"),
+        *vllm_lines(traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel. "
+                                  "Enable it with --enable-expert-parallel, or pick a different moe backend.")),
+    ])]
+    status, doc, _ = explain(tmp_path, lines)
+    assert status == 0 and [i["rule"] for i in doc["explained"]] == ["mega-moe-needs-ep"]
+    assert doc["explained"][0]["plan_agrees"] is True  # the plan on the logged arguments refuses the same
+    assert doc["corrected"]["exit_status"] == 2 and doc["corrected"]["refusals"]
+
+
+def test_the_plan_on_the_logged_arguments_tells_same_text_rules_apart(tmp_path):
+    hma = traceback([], "TypeError: MLAAttentionSpec.__init__() got an unexpected keyword argument 'bounded_replay'")
+    base = "'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'tensor_parallel_size': 2"
+    _, doc, _ = explain(tmp_path, [version_line("0.31.0"), args_line("{" + base + ", "
+                                                                      "'disable_hybrid_kv_cache_manager': True}"),
+                                   *vllm_lines(hma)])
+    assert [i["rule"] for i in doc["explained"]] == ["hma-disabled"]
+    _, doc, _ = explain(tmp_path, [version_line("0.31.0"), *vllm_lines(hma)])  # no arguments: both, said so
+    assert {i["rule"] for i in doc["explained"]} == {"hma-disabled", "connector-turns-hma-off"}
+    assert all(len(i["candidates"]) == 2 for i in doc["explained"])
+
+
+def test_fp4_indexer_on_028_from_the_logged_dataclass_repr(tmp_path):
+    args = ("{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'attention_config': AttentionConfig(backend=None, "
+            "flash_attn_version=None, use_fp4_indexer_cache=True, indexer_kv_dtype='mxfp4'), "
+            "'dispatch_function': <function ServeSubcommand.cmd at 0x7f00>}")
+    lines = [version_line("0.28.0"), args_line(args),
+             *vllm_lines(traceback([], "ValueError: indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs "
+                                       "(sm_10x, e.g. B200/GB200)."))]
+    _, doc, _ = explain(tmp_path, lines)
+    assert [i["rule"] for i in doc["explained"]] == ["fp4-indexer-off-sm10"]
+
+
+def test_the_release_in_the_log_picks_the_signature(tmp_path):
+    """0.30+ resolves auto itself; a 0.33 'got bfloat16' ValueError is kv-not-fp8's 0.30+ row."""
+    lines = [version_line("0.33.0"), *vllm_lines(traceback([], f"ValueError: {_FP8} bfloat16. {_PLEASE}"))]
+    _, doc, _ = explain(tmp_path, lines)
+    assert [(i["rule"], i["signature"]["releases"]) for i in doc["explained"]] == [("kv-not-fp8", "≥ 0.30.0")]
+
+
+def test_gpu_named_in_the_log_is_used(tmp_path):
+    lines = [version_line("0.24.0"),
+             "dsv4-launch: warning: NVIDIA RTX PRO 6000 Blackwell Workstation Edition (SM 12.0) with vLLM 0.24.0: …",
+             args_line("{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'tensor_parallel_size': 2}"),
+             *vllm_lines(traceback([_ATT], f"AssertionError: {_FP8} auto"))]
+    _, doc, _ = explain(tmp_path, lines)
+    assert doc["gpu"]["compute_capability"] == "12.0"
+    assert "12.0" in doc["corrected"]["gpus"]
+    assert doc["corrected"]["argv"][-2:] == ["--kv-cache-dtype", "fp8"]
+    assert "SM 12.0" in doc["corrected"]["changes"][0]["reason"]
+
+
+def test_unknown_failure_shows_the_root_cause(tmp_path):
+    lines = [version_line("0.33.0"),
+             *vllm_lines(traceback([("v1/worker/gpu_worker.py", 301, "load_model", "self.model_runner.load_model()")],
+                                   "OSError: [Errno 28] No space left on device: '/root/.cache/huggingface'")),
+             *vllm_lines(["RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+                          "proc(s): {'EngineCore_DP0': 1}"], proc="APIServer", pid=1)]
+    status, doc, _ = explain(tmp_path, lines)
+    assert status == 1 and doc["explained"] == [] and doc["exit_status"] == 1
+    assert doc["root_cause"][-1]["text"].startswith("OSError: [Errno 28] No space left on device")
+    assert doc["pointers"][-1]["text"].startswith("RuntimeError: Engine core initialization failed")
+    status, text, _ = explain(tmp_path, lines, as_json=False)
+    assert status == 1
+    assert "unknown: no known DeepSeek-V4 failure found" in text
+    assert "root cause: line " in text and "No space left on device" in text
+    assert "dsv4-launch doctor" in text
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_secrets_in_the_log_are_never_printed(tmp_path, as_json):
+    secret, token, nested = "sk-live-ZZ9plural", "hf_QQsecretQQ", "p4ssw0rd-inner"
+    lines = [version_line("0.24.0"),
+             args_line("{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'api_key': ['" + secret + "', 'sk-second-key'], "
+                       "'hf_token': '" + token + "', 'kv_transfer_config': {'kv_connector': 'LMCacheConnectorV1', "
+                       "'kv_connector_extra_config': {'password': '" + nested + "'}}, 'max_num_batched_tokens': 8192}"),
+             *vllm_lines(traceback([], f"ValueError: {_FP8} bfloat16 while serving with --api-key {secret} "
+                                       f"token={token} sk-second-key")),
+             *vllm_lines([f"AssertionError: {_FP8} auto"])]
+    status, out, err = explain(tmp_path, lines, as_json=as_json)
+    text = json.dumps(out) if as_json else out
+    assert status == 0
+    for value in (secret, token, nested, "sk-second-key"):
+        assert value not in text and value not in err
+    if as_json:
+        assert "--api-key" in out["corrected"]["argv"]
+        assert "8192" in out["corrected"]["argv"]  # 'tokens' in a name is not a credential
+
+
+def test_control_characters_in_the_log_are_escaped(tmp_path):
+    evil = "\x1b]0;pwned\x07\x1b[2J"  # terminal title + clear screen, inside the message
+    lines = [version_line("0.24.0"), *vllm_lines([f"AssertionError: {_FP8} auto {evil}\x08\x00 done"])]
+    status, text, _ = explain(tmp_path, lines, as_json=False)
+    assert status == 0
+    assert "\x1b" not in text and "\x07" not in text and "\x08" not in text and "\x00" not in text
+    assert "\\x08" in text and "\\x00" in text
+
+
+def test_json_is_valid_in_ascii(tmp_path):
+    path = tmp_path / "vllm.log"
+    path.write_bytes(UPSTREAM.read_bytes() + "ValueError: No common block size for 64 — ünïcode 🚀\n".encode())
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run([sys.executable, "-m", "dsv4_launch", "explain", "--json", str(path)], capture_output=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    proc.stdout.decode("ascii")
+    doc = json.loads(proc.stdout)
+    assert doc["schema_version"] == 1 and doc["command"] == "explain"
+    assert any("🚀" in i["text"] for i in doc["explained"])
+
+
+def test_stdin_is_read(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "dsv4_launch", "explain", "-"], input=UPSTREAM.read_bytes(),
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert b"known failure: kv-auto" in proc.stdout and b"1 lines" not in proc.stdout
+
+
+@pytest.mark.parametrize("make", ["missing", "directory", "two", "option"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, make):
+    args = {"missing": [str(tmp_path / "nope.log")], "directory": [str(tmp_path)],
+            "two": [str(UPSTREAM), str(UPSTREAM)], "option": ["--follow"]}[make]
+    for as_json in (False, True):
+        out, err = io.StringIO(), io.StringIO()
+        assert run_explain(args, as_json=as_json, env={}, stdout=out, stderr=err) == 2
+        assert len(err.getvalue().splitlines()) == 1 and err.getvalue().startswith("dsv4-launch explain: error: ")
+        if as_json:
+            doc = json.loads(out.getvalue())
+            assert doc["exit_status"] == 2 and doc["error"]
+        else:
+            assert out.getvalue() == ""
+
+
+def test_binary_garbage_and_an_empty_file_are_read_leniently(tmp_path):
+    path = tmp_path / "core"
+    path.write_bytes(bytes(range(256)) * 64 + b"\nAssertionError: " + _FP8.encode() + b" auto\n")
+    out = io.StringIO()
+    assert run_explain([str(path)], as_json=True, env={}, stdout=out, stderr=io.StringIO()) == 0
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    out = io.StringIO()
+    assert run_explain([str(empty)], as_json=True, env={}, stdout=out, stderr=io.StringIO()) == 1
+    assert json.loads(out.getvalue())["lines_read"] == 0
+
+
+def test_a_huge_line_is_read_in_bounded_pieces():
+    huge = b"x" * (LINE_LIMIT * 5) + b"\nAssertionError: " + _FP8.encode() + b" auto\n"
+    lines = list(read_lines(io.BytesIO(huge)))
+    assert len(lines) == 2 and len(lines[0][0]) == LINE_LIMIT and lines[1][0].endswith("got auto")
+
+
+def test_a_long_log_keeps_a_bounded_window():
+    scanner = Scanner()
+    for i in range(20_000):
+        scanner.feed(f"INFO line {i} Loading safetensors checkpoint shards: {i % 100}% Completed", "INFO")
+        if i % 1000 == 0:
+            scanner.feed(f"AssertionError: {_FP8} auto")
+    scan = scanner.result()
+    assert scan.lines == 20_020
+    assert len(scan.matches) == 1 and scan.matches[0].count == 20
+    assert len(scanner._window) <= 64 and len(scan.exceptions) <= 3
+
+
+@pytest.mark.parametrize(("raw", "message", "level"), [
+    ("Dec 01 08:00:00 gpu1 vllm[123]: (EngineCore_DP0 pid=456) ERROR 12-01 08:00:00 [v1/engine/core.py:1231] "
+     "AssertionError: x", "AssertionError: x", "ERROR"),
+    ("2026-12-01T08:00:00+0000 gpu1 vllm[123]: INFO 12-01 08:00:00 [x.py:1] hello", "hello", "INFO"),
+    ("[pod/vllm-7d9f/vllm] 2026-12-01T08:00:00.000000001Z (APIServer pid=1) WARNING 12-01 08:00:00 [a.py:2] w",
+     "w", "WARNING"),
+    ("2026-12-01T08:00:00.5Z [pod/a/b] (Worker_TP1 pid=9) x", "x", None),
+    ("\x1b[36m(Worker pid=77)\x1b[0m \x1b[31mERROR\x1b[0m \x1b[90m12-01 08:00:00\x1b[0m \x1b[90m[a.py:3]\x1b[0m boom\r",
+     "boom", "ERROR"),
+    ("(RayWorkerWrapper pid=5, ip=10.0.0.2) INFO 12-01 08:00:00 [b.py:4] ray", "ray", "INFO"),
+    ("Loading 10%\rLoading 100%", "Loading 100%", None),
+])
+def test_prefixes_are_taken_off(raw, message, level):
+    assert clean(raw) == (message, level)
+
+
+def test_logged_args_are_read_without_evaluating_anything():
+    args = parse_args_text("{'model_tag': 'm', 'x': __import__('os').system('echo hi'), 'n': -3, "
+                           "'l': [1, 2], 'd': {'a': None}, 'e': <Enum.A: 'A'>, 'api_key': ['k1', 'k2']}", 1)
+    assert args.values == {"model_tag": "m", "n": -3, "l": [1, 2], "d": {"a": None}, "e": "A", "api_key": ["***"]}
+    assert args.unread == ("x",) and set(args.secrets) == {"k1", "k2"}
+    truncated = parse_args_text("{'model_tag': 'm', 'tensor_parallel_size': 2, 'max_mod", 1)
+    assert truncated.values == {"model_tag": "m", "tensor_parallel_size": 2}
+    deep = parse_args_text("{'a': " + "[" * 5000 + "]" * 5000 + "}", 1)
+    assert deep.unread == ("a",)
