@@ -125,7 +125,7 @@ class _Dtypes:
         qc = config.get("quantization_config")
         if qc is None:
             self.fp8 = False
-            self.block = None
+            self.block: tuple[int, int] | None = None
             self.scale = 0
             self.experts = "bf16"
             self.backbone_experts = "bf16"
@@ -150,7 +150,7 @@ class _Dtypes:
 
     def linear(self, out: int, inp: int) -> tuple[int, int]:
         """(weight + scales, scales) of a quantised linear [out, in]."""
-        if not self.fp8:
+        if self.block is None:
             return 2 * out * inp, 0
         scales = _cdiv(out, self.block[0]) * _cdiv(inp, self.block[1]) * self.scale
         return out * inp + scales, scales
@@ -257,11 +257,11 @@ class _Tally:
         for out, inp in ((s.ql, s.D), (s.hd, s.D)):
             b, sc = q.linear(out, inp)
             _add(acc, ATTENTION, b, sc, b)
-        for full, local in (((s.H * s.hd, s.ql), (_cdiv(s.H * s.hd, tp), s.ql)),
+        for full, part in (((s.H * s.hd, s.ql), (_cdiv(s.H * s.hd, tp), s.ql)),
                             ((s.G * s.ol, s.H * s.hd // s.G), (_cdiv(s.G * s.ol, tp), s.H * s.hd // s.G)),
                             ((s.D, s.G * s.ol), (s.D, _cdiv(s.G * s.ol, tp)))):
             b, sc = q.linear(*full)
-            lb, _ = q.linear(*local)
+            lb, _ = q.linear(*part)
             _add(acc, ATTENTION, b, sc, lb)
         _add(acc, ATTENTION, _bf16(s.ql) + _bf16(s.hd) + 4 * s.H, 0,
              _bf16(s.ql) + _bf16(s.hd) + 4 * _cdiv(s.H, tp))  # q_norm, kv_norm, attn_sink
@@ -286,28 +286,27 @@ class _Tally:
         # shared experts: gate_up column-, down row-parallel; cdiv to whole blocks; SP replicates
         if s.S:
             inter = s.I * s.S
-            b = sc = 0
+            sb = ssc = 0
             for out, inp in ((inter, s.D), (inter, s.D), (s.D, inter)):
                 x, y = q.linear(out, inp)
-                b, sc = b + x, sc + y
+                sb, ssc = sb + x, ssc + y
             if lay.sequence_parallel or tp == 1:
-                local = b
+                local = sb
             else:
-                block = q.block[0] if q.block else 1
-                per_rank = _cdiv(inter // block, tp) * block if q.block else _cdiv(inter, tp)
+                per_rank = _cdiv(inter // q.block[0], tp) * q.block[0] if q.block else _cdiv(inter, tp)
                 local = 2 * q.linear(per_rank, s.D)[0] + q.linear(s.D, per_rank)[0]
-            _add(acc, SHARED, b, sc, local)
+            _add(acc, SHARED, sb, ssc, local)
         # routed experts: w1, w3 [I, D], w2 [D, I]
-        b = sc = 0
+        eb = esc = 0
         for out, inp in ((s.I, s.D), (s.I, s.D), (s.D, s.I)):
             x, y = q.expert(fmt, out, inp)
-            b, sc = b + x, sc + y
+            eb, esc = eb + x, esc + y
         if lay.ep > 1:
-            local = _cdiv(s.E + lay.redundant, lay.ep) * b
+            local = _cdiv(s.E + lay.redundant, lay.ep) * eb
         else:
             mt = lay.moe_tp
             local = s.E * (2 * q.expert(fmt, _cdiv(s.I, mt), s.D)[0] + q.expert(fmt, s.D, _cdiv(s.I, mt))[0])
-        _add(acc, ROUTED, s.E * b, s.E * sc, local)
+        _add(acc, ROUTED, s.E * eb, s.E * esc, local)
         self.cache[key] = acc
         return acc
 
@@ -472,3 +471,29 @@ def _split_words(name: str, lay: _Layout, method: str | None) -> str:
     if name == NORMS:
         return "replicated"
     return f"loaded ({method}), last stage" if method else "not loaded (no speculative decoding)"
+
+
+@record
+class CheckpointFiles:
+    """What a local checkpoint directory holds, judged the way vLLM's loader reads it
+    (``DefaultModelLoader._prepare_weights`` with ``--load-format auto``: the first of
+    ``*.safetensors``, ``*.bin``, ``*.pt`` that matches any file wins; ``consolidated*.safetensors``
+    switches to the Mistral layout; with safetensors, ``filter_duplicate_safetensors_files`` keeps
+    the files the index names and, from 0.26.0, raises ``FileNotFoundError`` for any it names that
+    is not there — 0.24.0–0.25.1 silently load what is there)."""
+
+    weight_format: str | None  # "safetensors", "bin", "pt", "mistral"; None: no weight file at all
+    index_total_bytes: int | None = None  # metadata.total_size: a claim vLLM never reads
+    shards_named: int = 0  # distinct files model.safetensors.index.json names
+    shards_missing: int = 0  # of those, absent, empty or a dangling link
+    files: int = 0  # the files vLLM will read
+    disk_bytes: int | None = None  # their sizes on disk (all present)
+    payload_bytes: int | None = None  # their tensors: sizes less each safetensors header (all read)
+    present_bytes: int = 0  # sizes of the named shards that are there
+
+    @property
+    def certain_bytes(self) -> int | None:
+        """Bytes of tensors vLLM will certainly read: the shard headers' payload when every
+        named shard is there and every header was read; else None (the index's total is only a
+        claim; a file's size includes its header)."""
+        return self.payload_bytes if self.shards_missing == 0 else None
