@@ -1,5 +1,7 @@
-"""One pipeline: every case of the rule matrix through `plan`, `plan --json`, `dsv4-serve` and
-`doctor --json` gives the same argv, changes, refusals and exit status.
+"""One pipeline: every case through `plan`, `plan --json`, `dsv4-serve` and `doctor --json`
+gives the same argv, changes, warnings, refusals and exit status (doctor fails exactly when plan
+refuses); and the vLLM plugin, fed vLLM's EngineArgs instead of argv, plans the same — on these
+cases end to end and on every case of the rule matrix (tests/test_rules.py CASES).
 
 In-process, with honest fakes at the boundaries only: the GPU probe returns fixed GPUs (what
 NVML would report), the vLLM install is a fixed version, and the hand-over to vLLM is replaced
@@ -41,26 +43,26 @@ def two(gpu):
 
 
 CASES = [
-    # (id, tokens after the model, gpus, vLLM version, config, env)
-    ("sm120-auto-crash", [], (RTX,), "0.24.0", V4, {}),
-    ("sm120-fixed-vllm", [], (RTX,), "0.33.0", V4, {}),
-    ("h200-old", ["--port", "8000"], (H200,), "0.24.0", V4, {}),
-    ("h200-new", [], (H200,), "0.33.0", V4, {}),
-    ("b200-plain-rows", FI, (B200,), "0.24.0", V4, {}),
-    ("in-place", ["--kv_cache_dtype=auto", "-tp", "2"], two(RTX), "0.24.0", V4, {}),
-    ("explicit-kept", ["--kv-cache-dtype", "fp8_e4m3"], (RTX,), "0.24.0", V4, {}),
-    ("refused-bf16", ["--kv-cache-dtype", "bfloat16"], (RTX,), "0.33.0", V4, {}),
-    ("refused-block", ["--block-size", "64"], (RTX,), "0.24.0", V4, {}),
-    ("refused-tp-gpus", ["-tp", "4"], two(RTX), "0.24.0", V4, {}),
-    ("refused-old-gpu", [], (A100,), "0.33.0", V4, {}),
-    ("warn-mode", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_PREFLIGHT": "warn"}),
-    ("off-mode", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_PREFLIGHT": "off"}),
-    ("disabled", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_DISABLE": "1"}),
-    ("v41", ["--kv-cache-dtype", "fp8_e4m3"], (RTX,), "0.33.0", V41, {}),
-    ("llama", ["--block-size", "16"], (RTX,), "0.24.0", LLAMA, {}),
-    ("rejected", ["--kv-cache-dt", "auto"], (RTX,), "0.24.0", V4, {}),
-    ("secret", ["--api-key", "-sk_live_1"], (RTX,), "0.24.0", V4, {}),
-    ("bad-setting", [], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_QUIET": "perhaps"}),
+    # (id: what happens, tokens after the model, gpus, vLLM version, config, env)
+    ("sm120-0.24-auto-set-to-fp8-with-a-warning", [], (RTX,), "0.24.0", V4, {}),
+    ("sm120-0.33-auto-set-to-fp8", [], (RTX,), "0.33.0", V4, {}),
+    ("h200-0.24-auto-set-to-fp8", ["--port", "8000"], (H200,), "0.24.0", V4, {}),
+    ("h200-0.33-auto-left-to-vllm", [], (H200,), "0.33.0", V4, {}),
+    ("b200-flashinfer-plain-rows-left-alone", FI, (B200,), "0.24.0", V4, {}),
+    ("typed-auto-rewritten-in-place", ["--kv_cache_dtype=auto", "-tp", "2"], two(RTX), "0.24.0", V4, {}),
+    ("explicit-fp8-e4m3-kept", ["--kv-cache-dtype", "fp8_e4m3"], (RTX,), "0.24.0", V4, {}),
+    ("bfloat16-refused", ["--kv-cache-dtype", "bfloat16"], (RTX,), "0.33.0", V4, {}),
+    ("block-size-64-refused", ["--block-size", "64"], (RTX,), "0.24.0", V4, {}),
+    ("tp-4-on-2-gpus-refused", ["-tp", "4"], two(RTX), "0.24.0", V4, {}),
+    ("a100-warned-not-refused", [], (A100,), "0.33.0", V4, {}),
+    ("warn-mode-block-size-64-warned", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_PREFLIGHT": "warn"}),
+    ("off-mode-block-size-64-not-judged", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_PREFLIGHT": "off"}),
+    ("disabled-passed-through", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_DISABLE": "1"}),
+    ("v41-fp8-e4m3-refused", ["--kv-cache-dtype", "fp8_e4m3"], (RTX,), "0.33.0", V41, {}),
+    ("llama-passed-through", ["--block-size", "16"], (RTX,), "0.24.0", LLAMA, {}),
+    ("ambiguous-option-left-to-vllm", ["--kv-cache-dt", "auto"], (RTX,), "0.24.0", V4, {}),
+    ("dash-secret-left-to-vllm-masked", ["--api-key", "-sk_live_1"], (RTX,), "0.24.0", V4, {}),
+    ("unclear-setting-warned-auto-set-to-fp8", [], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_QUIET": "perhaps"}),
 ]
 
 
@@ -107,9 +109,14 @@ def test_every_command_agrees(case, tmp_path, monkeypatch):
         assert doctor["plan"]["argv"] == plan["argv"]
         assert doctor["plan"]["changes"] == plan["changes"]
         assert doctor["plan"]["refusals"] == plan["refusals"]
-        failed = [c for c in doctor["checks"] if c["section"] == "preflight" and c["status"] == "FAIL"]
-        assert len(failed) == len(plan["refusals"])
-        assert (doctor_status == 1) >= bool(plan["refusals"])
+        failed = [c["detail"] for c in doctor["checks"] if c["section"] == "preflight" and c["status"] == "FAIL"]
+        assert failed == plan["refusals"]
+        warned = [c["detail"] for c in doctor["checks"] if c["section"] == "plan" and c["status"] == "WARN"]
+        assert warned == plan["warnings"]
+        # doctor fails exactly when plan refuses: the machine here is a fake with GPUs and vLLM,
+        # so no machine check can fail, and every verdict is a row's (equivalence, both ways)
+        assert (doctor_status == 1) == bool(plan["refusals"]) == (serve_status == 2)
+        assert all(c["status"] != "FAIL" or c["section"] == "preflight" for c in doctor["checks"]), doctor["checks"]
     text = text_out.getvalue()
     assert text.count("error: pre-flight:") == len(plan["refusals"])
     for change in plan["changes"]:

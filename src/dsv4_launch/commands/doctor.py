@@ -14,6 +14,7 @@ from ..adapters.runtime_probe import probe_runtime
 from ..adapters.vllm_install import interpreter_of
 from ..core.doctor import FAIL, OK, Check, Diagnosis, VllmRuntime, diagnose
 from ..core.doctor_rules import sm120_decode_shapes
+from ..core.settings import GPU_CAPABILITY
 from ..output.documents import dump
 from ..output.lines import Reporter, make_lenient, safe_write, silence
 from ..output.redact import Scrubber
@@ -93,7 +94,8 @@ def _diagnose(prepared, env, runtime, probe) -> Diagnosis:
         result, why = runtime(python, shapes)
     where = "this environment" if install.importable else install.executable
     gpus = prepared.probe
-    if gpus is None and prepared.plan.disabled:  # the plan is off; the machine report is not
+    # Not probed by the pipeline (off switch, arguments vLLM rejects): the machine report still is.
+    if gpus is None and (facts is None or facts.gpu_source != GPU_CAPABILITY):
         gpus = (probe or probe_gpus)()
     version = result.get("python") if isinstance(result, dict) and isinstance(result.get("python"), str) else None
     vllm_runtime = VllmRuntime(

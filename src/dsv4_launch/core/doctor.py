@@ -1,9 +1,13 @@
-"""``dsv4-launch doctor``, pure part: facts about this machine → checks, OK / WARN / FAIL.
+"""``dsv4-launch doctor``, pure part: the pipeline's plan + machine checks → OK / WARN / FAIL.
 
 ``diagnose()`` turns the facts (GPUs, driver, Python, vLLM, the runtime probe of the Python
-that runs vLLM, the model and the plan) into report lines; the conditions that fail are rule
-rows (``doctor_rules.py``) judged by the same ``rules.evaluate`` as the pre-flight. Every
-section works when its subject is missing and says so. The shell is ``commands/doctor.py``.
+that runs vLLM, the model) and the plan ``prepare`` made — the very plan ``plan`` and
+``dsv4-serve`` act on — into report lines. Its verdict on anything a rule row covers is that
+row's: the pre-flight rows through the plan (a refusal is FAIL, a warning WARN), the runtime
+rows (``doctor_rules.py``) through the same ``rules.evaluate``; the machine lines themselves
+(GPU list, driver, Python, vLLM, torch) only describe, or fail where nothing can run (no GPU,
+no vLLM, no torch kernels). Every section works when its subject is missing and says so. The
+shell is ``commands/doctor.py``.
 """
 
 from __future__ import annotations
@@ -12,14 +16,19 @@ from collections.abc import Mapping
 
 from .facts import Facts
 from .gpus import GpuInfo
-from .kv import CRASHES_BEFORE_FIX
+from .kv import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE
 from .memory import gib_text
+from .model import FAMILY_NAMES
 from .plan import Plan
 from .records import record
 from .rules import FAIL as FAIL_LEVEL
 from .rules import REFUSE, evaluate_all
+from .rules import WARN as WARN_LEVEL
+from .settings import GPU_CAPABILITY
 
+# One vocabulary: a row's level, as doctor prints it (refuse and fail stop vLLM: FAIL).
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
+STATUS_OF_LEVEL = {REFUSE: FAIL, FAIL_LEVEL: FAIL, WARN_LEVEL: WARN}
 
 
 @record
@@ -43,15 +52,20 @@ class VllmRuntime:
 @record
 class Diagnosis:
     checks: tuple[Check, ...] = ()
+    subject: str = "DeepSeek-V4"  # what would not start: the model family checked, else "vLLM"
 
     @property
     def failed(self) -> bool:
         return any(c.status == FAIL for c in self.checks)
 
+    @property
+    def verdict(self) -> str:
+        return f"FAIL: {self.subject} would not start here" if self.failed else "OK: nothing known to fail"
+
 
 def gpu_checks(probe, visible: set[int], source: str | None) -> list[Check]:
-    if source == "DSV4_LAUNCH_GPU_CAPABILITY":
-        return [Check("gpu", WARN, "not probed: DSV4_LAUNCH_GPU_CAPABILITY replaces the probe")]
+    if source == GPU_CAPABILITY:
+        return [Check("gpu", WARN, f"not probed: {GPU_CAPABILITY} replaces the probe")]
     if probe is None or not probe.gpus:
         why = probe.error if probe else "not probed"
         return [Check("gpu", FAIL, f"no GPU found ({why})")]
@@ -66,23 +80,26 @@ def gpu_checks(probe, visible: set[int], source: str | None) -> list[Check]:
         line = f"{g.index}: {g.describe()}, {gib_text(g.memory_total_bytes or None, 'memory unknown')}, {g.uuid or 'UUID unknown'}, {seen}"
         if g.capability is None:
             checks.append(Check("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
-        elif g.capability[0] < 9:
-            checks.append(Check("gpu", FAIL if g.index in visible else WARN, f"{line}: DeepSeek-V4 needs SM 9.0 or newer"))
-        else:
+        else:  # what a GPU can run is the rows' to say (gpu-too-old, …): in the plan's lines
             checks.append(Check("gpu", OK, line))
     return checks
 
 
-def vllm_checks(runtime: VllmRuntime, install_hint: str) -> list[Check]:
+def vllm_checks(runtime: VllmRuntime, install_hint: str, dsv4: bool = True) -> list[Check]:
+    """Is vLLM there, and (for DeepSeek-V4) which side of the `auto` KV-cache fix it is on —
+    the kv rule's own range and references (core/kv.py)."""
     if runtime.vllm_where is None:
         return [Check("vllm", FAIL, f"not installed: {install_hint}")]
     where = f" ({runtime.vllm_where})"
     if runtime.vllm_version is None:
-        return [Check("vllm", WARN, f"version unknown{where}: dsv4-serve assumes the `auto` crash")]
+        assumed = ": dsv4-serve assumes the `auto` crash" if dsv4 else ""
+        return [Check("vllm", WARN, f"version unknown{where}{assumed}")]
+    if not dsv4:
+        return [Check("vllm", OK, f"{runtime.vllm_version}{where}")]
     if CRASHES_BEFORE_FIX.contains(runtime.vllm_version):
         return [Check("vllm", WARN, f"{runtime.vllm_version}{where}: has the `auto` KV-cache crash on "
-                      "fp8_ds_mla paths (vLLM #47174); dsv4-serve rewrites it")]
-    return [Check("vllm", OK, f"{runtime.vllm_version}{where}: resolves `auto` on fp8_ds_mla itself (vLLM #45091)")]
+                      f"fp8_ds_mla paths ({CRASH_REFERENCE}); dsv4-serve rewrites it")]
+    return [Check("vllm", OK, f"{runtime.vllm_version}{where}: resolves `auto` on fp8_ds_mla itself ({FIX_REFERENCE})")]
 
 
 def arch_coverage(cc: tuple[int, int], arch_flags: list[str]) -> str:
@@ -138,13 +155,15 @@ def torch_checks(runtime: VllmRuntime, gpus: list[GpuInfo]) -> list[Check]:
     return checks
 
 
-def flashinfer_line(runtime: VllmRuntime) -> Check | None:
+def flashinfer_line(runtime: VllmRuntime, judged: bool = False) -> Check | None:
+    """FlashInfer as found; ``judged``: a row already says what its absence means (never
+    `OK not installed` beside a row's `FAIL` for the same thing)."""
     probe = runtime.probe
     if probe is None:
         return None
     fi = probe.get("flashinfer")
     if not isinstance(fi, Mapping):
-        return Check("flashinfer", OK, "not installed")
+        return None if judged else Check("flashinfer", OK, "not installed")
     api = "present" if fi.get("sm120_sparse_mla") else "missing"
     return Check("flashinfer", OK, f"{fi.get('version') or 'version unknown'}, SM120 sparse-MLA decode API {api}")
 
@@ -200,18 +219,21 @@ def diagnose(plan: Plan, facts: Facts | None, probe, runtime: VllmRuntime, env: 
     from .doctor_rules import DOCTOR_RULES
 
     used = list(facts.all_gpus) if facts else []  # every candidate when the mapping is ambiguous
+    family = facts.model.family if facts is not None else "deepseek_v4"
+    found = []
+    if facts is not None and runtime.probe is not None:
+        found = [Check(f.section, STATUS_OF_LEVEL[f.level], f.text)
+                 for f in evaluate_all(DOCTOR_RULES, facts._replace(runtime=runtime.probe))]
     checks = [
         *gpu_checks(probe, {g.index for g in used}, facts.gpu_source if facts else None),
         Check("python", OK, runtime.python),
-        *vllm_checks(runtime, install_hint),
+        *vllm_checks(runtime, install_hint, family in FAMILY_NAMES),
         *torch_checks(runtime, used),
     ]
-    for extra in (flashinfer_line(runtime), plugin_check(runtime, env, plugin_entry, plugin_hint)):
+    judged = any(c.section == "flashinfer" for c in found)  # a row's verdict replaces the plain line
+    for extra in (flashinfer_line(runtime, judged), plugin_check(runtime, env, plugin_entry, plugin_hint)):
         if extra is not None:
             checks.append(extra)
-    if facts is not None and runtime.probe is not None:
-        for finding in evaluate_all(DOCTOR_RULES, facts._replace(runtime=runtime.probe)):
-            status = FAIL if finding.level in (FAIL_LEVEL, REFUSE) else WARN
-            checks.append(Check(finding.section, status, finding.text))
+    checks += found
     checks += plan_checks(plan, facts)
-    return Diagnosis(tuple(checks))
+    return Diagnosis(tuple(checks), FAMILY_NAMES.get(family or "", "vLLM"))

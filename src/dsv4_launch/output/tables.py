@@ -24,7 +24,7 @@ COLOURS = {"OK": "green", "WARN": "yellow", "FAIL": "bold red"}
 def render_diagnosis(diagnosis, stream, env: Mapping[str, str], scrub=None) -> bool:
     """Doctor's checks; False when the stream could not take them."""
     failed = diagnosis.failed
-    verdict = "FAIL: DeepSeek-V4 would not start here" if failed else "OK: nothing known to fail"
+    verdict = diagnosis.verdict  # names DeepSeek-V4 only when that is the model checked
     if not use_style(stream, env):
         lines = [f"{c.status:<4}  {c.section:<10}  {_cell(c.detail, scrub)}" for c in diagnosis.checks]
         return safe_write(stream, "\n".join([*lines, verdict]) + "\n")
