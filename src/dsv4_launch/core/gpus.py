@@ -55,6 +55,9 @@ class GpuSelection:
     ambiguous: bool = False  # True: ``gpus`` lists candidates, not a known set
     notes: tuple[str, ...] = ()
     count: int | None = None  # how many GPUs CUDA will show (None: len(gpus))
+    # False: CUDA numbers these GPUs in an order NVML cannot tell (FASTEST_FIRST over GPUs that
+    # differ): which of them are vLLM's first N devices is not known.
+    order_known: bool = True
 
     @property
     def visible_count(self) -> int:
@@ -140,16 +143,18 @@ def select_visible(
 ) -> GpuSelection:
     """Apply ``CUDA_VISIBLE_DEVICES`` (None = unset) to NVML's GPU list."""
     all_gpus = tuple(gpus)
-    if cuda_visible_devices is None:
-        return GpuSelection(all_gpus)
-    entries = cuda_visible_devices.split(",")
-    if cuda_visible_devices.strip() == "":
-        return GpuSelection((), notes=("CUDA_VISIBLE_DEVICES is empty: no GPU is visible",))
-
     pci_order = (cuda_device_order or "").strip().upper() == "PCI_BUS_ID"
     uniform = len({(g.capability, g.memory_total_bytes) for g in all_gpus}) <= 1 and all(
         g.capability is not None for g in all_gpus
     )
+    if cuda_visible_devices is None:
+        # CUDA's default FASTEST_FIRST order puts the fastest GPU first and leaves the rest
+        # unspecified: with GPUs that differ, which are devices 0..N-1 is not known.
+        return GpuSelection(all_gpus, order_known=pci_order or uniform)
+    entries = cuda_visible_devices.split(",")
+    if cuda_visible_devices.strip() == "":
+        return GpuSelection((), notes=("CUDA_VISIBLE_DEVICES is empty: no GPU is visible",))
+
     chosen: list[GpuInfo] = []
     seen: set[int] = set()
     used_index = False
@@ -177,7 +182,7 @@ def select_visible(
             "numbers cannot be matched to NVML's; every GPU is considered "
             "(set CUDA_DEVICE_ORDER=PCI_BUS_ID or use GPU UUIDs to be exact)"
         )
-        return GpuSelection(all_gpus, ambiguous=True, notes=tuple(notes), count=len(chosen))
+        return GpuSelection(all_gpus, ambiguous=True, notes=tuple(notes), count=len(chosen), order_known=False)
     return GpuSelection(tuple(chosen), notes=tuple(notes))
 
 

@@ -1,55 +1,63 @@
-"""Will it fit? DeepSeek-V4's weights and KV cache against the GPUs' memory (pure estimates).
+"""Will it fit? DeepSeek-V4's weights and KV cache against the GPUs vLLM will use (pure).
 
-Weights: the checkpoint's bytes (``model.safetensors.index.json`` ``metadata.total_size``, else
-the known-checkpoint table), split as vLLM splits them: a replicated part every rank holds
-(the ``disable_tp``/``ReplicatedLinear`` tensors of ``deepseek_v4/attention.py``, plus what the
-load itself costs), the rest over tensor × pipeline parallel ranks — experts also over the
-data-parallel ranks when expert parallel is on. Options that move weights off the GPU count
-as vLLM counts them (``--cpu-offload-gb`` GiB per GPU; the prefetch offloader's groups).
+Two questions, answered with different certainty:
 
-KV cache per token, fp8_ds_mla (``get_kv_cache_spec``): a 584-byte compressed state per
-``compress_ratio`` tokens on CSA (ratio 4) and HCA (ratio 128) layers, plus the 132-byte FP8
-indexer state per 4 tokens on CSA layers (68 bytes MXFP4 on SM 10.x from 0.27), each page of
-256 tokens padded to a multiple of 576 bytes; every TP rank holds all of it, pipeline stages
-their own layers. vLLM refuses to start unless *one* request of
-``max_model_len`` fits, counting a per-request reserve for the sliding-window and compressor
-groups that grows with ``--max-num-batched-tokens``.
+* **Do the weights fit?** A *lower bound* of the weights one GPU must hold — the checkpoint's
+  exact bytes (``model.safetensors.index.json``'s ``metadata.total_size``, or the exact figure of
+  the known-checkpoint table), less the MTP/draft layers vLLM does not load without speculative
+  decoding, spread over every GPU of the layout as if nothing were replicated — against the
+  memory of the GPUs vLLM will use × ``--gpu-memory-utilization``. Only this can refuse: if even
+  the lower bound does not fit, no split vLLM can make fits. The estimate beside it (the
+  per-class split of ``core/weights.py`` where it is known, the replicated tensors and the load's
+  overhead) only warns.
+* **Does one request of ``max_model_len`` fit in the KV cache left?** vLLM checks exactly that
+  after the weights load (``get_kv_cache_configs``). What one request needs is vLLM's own
+  accounting, reproduced for DeepSeek-V4's caches in ``core/kv_plan.py`` (per release family,
+  per pipeline stage, with the in-flight tokens of async scheduling); what is *left* for the KV
+  cache rests on fitted activation and CUDA-graph terms, so everything here is a warning, and
+  every suggested ``--max-model-len`` is a length vLLM's rule admits on the estimate.
 
-Constants fitted to the logs quoted in the reference notes are named below; tests/
-test_memory.py checks the estimate against every one of them with the tolerance README states.
+The GPUs that count are the first TP × PP × DP devices of the visible set in CUDA's order;
+where CUDA's order over GPUs that differ is unknown (FASTEST_FIRST), the refusal is judged on
+the most favourable of them and the estimate says the rest is uncertain.
+
+Constants fitted to logs are named below; tests/test_memory.py checks the estimate against every
+logged data point, and tests/vllm_real/test_kv_oracle.py the KV accounting against vLLM's own
+planner on every release CI pins. docs/memory.md says what comes from which vLLM code.
 """
 
 from __future__ import annotations
 
 from .facts import Facts, as_bool, as_human_int, as_int, json_option
+from .gpus import GpuInfo
+from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, stage_plans
 from .records import record
 from .versions import VersionRange
 
 GiB = 2**30
 MiB = 2**20
 
-# KV bytes per compressed state (fp8_ds_mla: 448 FP8 NoPE + 128 bf16 RoPE + 8 scale) and per
-# indexer state (128 FP8 + 4 fp32 scale; MXFP4: 64 + 4).
-STATE_BYTES = 584
-INDEXER_BYTES = {"fp8": 132, "mxfp4": 68}
-CSA_RATIO = 4
+# Per-release facts of vLLM the estimate depends on (each cited in docs/memory.md).
+PACKED_PLANNER = VersionRange(since="0.29.0")  # _get_packed_kv_cache_groups (v1/core/kv_cache_utils.py@0.29)
+IN_FLIGHT_TOKENS = VersionRange(since="0.26.0")  # VllmConfig.max_in_flight_tokens (config/vllm.py:525@0.26)
+MXFP4_INDEXER_STATE = VersionRange(since="0.27.0")  # 68-byte MXFP4 indexer states (attention.py:785@0.27)
+V2_RUNNER_FOR_DSV4 = VersionRange(since="0.28.0")  # DeepseekV4ForCausalLM in the V2 runner's defaults (0.28)
+LARGE_GPU_BATCH = VersionRange(since="0.28.0")  # 16384 batched tokens on ≥ 160 GiB GPUs (arg_utils.py@0.28)
+GB10_BATCH = VersionRange(since="0.33.0")  # GB10 (SM 12.1) gets the small-GPU default (arg_utils.py:2963@0.33)
 
-# Fitted constants (docs/memory.md): the load costs this much beyond the replicated tensors
-# (TP 2/4/8 logs of DeepSeek-V4-Flash: 1.7–2.2 GiB held by every rank, 1.23 GiB of tensors);
-# the sliding-window/compressor reserve of one request per batched token and a fixed part
-# (vllm#44376, #52732, MiaAI-Lab…#3); the activation peak of the profiling run per batched
-# token (GB10: 5.30 GiB at 8224, 1.39 GiB at 2048); CUDA graphs.
+# Fitted constants (docs/memory.md): the load costs this much beyond the tensors (TP 2/4/8 logs
+# of DeepSeek-V4-Flash: 1.7–2.2 GiB held by every rank, 1.23 GiB of replicated tensors); the
+# activation peak of the profiling run per batched token (GB10: 5.30 GiB at 8224, 1.39 GiB at
+# 2048); CUDA graphs.
 LOAD_OVERHEAD = int(0.47 * GiB)
-REPLICATED_SHARE = 0.0083  # of the total, when the table has no replicated figure
-RESERVE_PER_BATCHED_TOKEN = int(0.70 * MiB)
-RESERVE_FIXED = int(0.33 * GiB)
+REPLICATED_SHARE = 0.0083  # of the total, when neither the table nor the shapes give it
 ACTIVATION_PER_BATCHED_TOKEN = int(0.64 * MiB)
 CUDA_GRAPHS = int(1.5 * GiB)
-EXPERT_SHARE = 0.93  # of the weights, in DeepSeek-V4's MoE experts (non-expert ≈ 10–13 GB of 160)
+EXPERT_SHARE = 0.93  # DeepSeek-V4-Flash's experts, when the shapes are unknown (estimate only)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vLLM's default in 0.24–0.33 (config/cache.py)
-KV_BLOCK = 256  # DeepSeek-V4's kernel block size
-KV_ALIGNMENT = 576  # fp8_ds_mla pages are padded to multiples of this (_apply_alignment_padding)
 DSV4_MAX_MODEL_LEN = 1_048_576  # max_position_embeddings: vLLM's default --max-model-len
+BATCHED_DP_MOE_TOKENS = 256  # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
+BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")  # ParallelConfig.use_batched_dp_moe
 
 
 def gib_text(n: int | None, unknown: str = "unknown") -> str:
@@ -94,158 +102,74 @@ class Layout:
 @record
 class Estimate:
     layout: Layout
-    weights_bytes_per_gpu: int | None
-    gpu_memory_bytes: int | None
-    budget_bytes: int | None  # what vLLM may use of one GPU
-    kv_bytes_per_token: int | None
-    reserve_bytes: int | None  # per request, besides its tokens
+    weights_bytes_per_gpu: int | None  # the estimate (the most loaded GPU)
+    gpu_memory_bytes: int | None  # the smallest GPU vLLM will use (the most favourable choice)
+    budget_bytes: int | None  # what vLLM may use of it
+    kv_bytes_per_token: int | None  # one more token of a long request, on the busiest stage
+    reserve_bytes: int | None  # what one request of max_model_len needs beyond its tokens
     kv_available_bytes: int | None  # per GPU, after weights, activations, graphs
     max_model_len: int | None  # what vLLM will try (the flag, else max_position_embeddings)
-    max_model_len_fits: int | None  # the longest one request that fits (0: none)
+    max_model_len_fits: int | None  # the longest one request vLLM admits on the estimate (0: none)
     fits: bool | None  # weights within the budget; None: unknown
     max_num_batched_tokens: int | None = None
     offloaded_bytes: int = 0
     uncertain: str | None = None  # why a "does not fit" would not be certain
+    weights_lower_bytes: int | None = None  # the certain lower bound of the weights per GPU
+    in_flight_tokens: int | None = None  # tokens a window cache must hold besides its window
+    need_bytes: int | None = None  # KV one request of max_model_len needs (vLLM's accounting)
+    stages: tuple[StagePlan, ...] = ()
+    gpus_used: int | None = None
+
+    def request_bytes(self, length: int) -> int | None:
+        """KV bytes one request of ``length`` tokens needs on the busiest stage."""
+        if not self.stages or self.in_flight_tokens is None:
+            return None
+        return max(s.need(length, self.in_flight_tokens) for s in self.stages)
 
     def concurrency(self, length: int) -> int | None:
-        """Requests of ``length`` tokens that fit at once (an estimate)."""
-        if self.kv_available_bytes is None or self.kv_bytes_per_token is None or self.reserve_bytes is None:
+        """Requests of ``length`` tokens that fit at once in one engine (vLLM's "Maximum
+        concurrency": the KV memory over what one such request needs); an estimate."""
+        per = self.request_bytes(length)
+        if self.kv_available_bytes is None or not per:
             return None
-        per = self.kv_bytes_per_token * length + self.reserve_bytes
         return max(self.kv_available_bytes // per, 0)
-
-
-def _padded_per_token(state_bytes: int, ratio: int) -> float:
-    """Bytes per token of one cache group: a block of 256 tokens holds 256/ratio states, and
-    its page is padded to a multiple of 576 bytes."""
-    per_block = -(-(KV_BLOCK // ratio) * state_bytes // KV_ALIGNMENT) * KV_ALIGNMENT
-    return per_block / KV_BLOCK
-
-
-def kv_bytes_per_token(config, indexer: str = "fp8", pp: int = 1) -> int | None:
-    """fp8_ds_mla KV bytes one token costs on one GPU (all layers / pipeline stages), pages
-    padded as vLLM pads them (V4-Flash: 3,915 B/token; 3,584 with the MXFP4 indexer)."""
-    ratios = config.get("compress_ratios") if config else None
-    layers = config.get("num_hidden_layers") if config else None
-    if not isinstance(ratios, list) or not ratios:
-        return None
-    if type(layers) is int and 0 < layers <= len(ratios):
-        ratios = ratios[:layers]  # the rest belong to the MTP/draft layers
-    total = 0.0
-    for ratio in ratios:
-        if type(ratio) is not int or ratio <= 0:
-            continue  # sliding-window-only layers: a fixed window per request, no per-token cost
-        total += _padded_per_token(STATE_BYTES, ratio)
-        if ratio == CSA_RATIO:
-            total += _padded_per_token(INDEXER_BYTES[indexer], ratio)
-    return int(round(total / max(pp, 1)))
 
 
 def default_max_num_batched_tokens(gpu_memory: int | None, gpu_name: str | None, capability,
                                    vllm_version: str | None) -> int | None:
-    """vLLM's default for `vllm serve` (``_set_default_max_num_seqs_and_batched_tokens_args``)."""
+    """vLLM's default for `vllm serve` (``get_batch_defaults``, OPENAI_API_SERVER)."""
     if gpu_memory is None:
         return None
     name = (gpu_name or "").lower()
-    if VersionRange(since="0.28.0").contains(vllm_version) is not False and gpu_memory >= 160 * GiB:
+    if LARGE_GPU_BATCH.contains(vllm_version) is not False and gpu_memory >= 160 * GiB:
         return 16384
-    gb10 = capability == (12, 1) and VersionRange(since="0.33.0").contains(vllm_version) is not False
+    gb10 = capability == (12, 1) and GB10_BATCH.contains(vllm_version) is not False
     if gpu_memory >= 70 * GiB and "a100" not in name and not gb10:
         return 8192
     return 2048
 
 
+def _size(facts: Facts, dest: str) -> int:
+    n = as_int(facts.args.value(dest))
+    return n if n and n > 0 else 1
+
+
 def layout_of(facts: Facts) -> Layout:
-    def size(dest):
-        n = as_int(facts.args.value(dest))
-        return n if n and n > 0 else 1
-
-    return Layout(size("tensor_parallel_size"), size("pipeline_parallel_size"), size("data_parallel_size"),
-                  facts.args.value("enable_expert_parallel") is True)
+    return Layout(_size(facts, "tensor_parallel_size"), _size(facts, "pipeline_parallel_size"),
+                  _size(facts, "data_parallel_size"), facts.args.value("enable_expert_parallel") is True)
 
 
-def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = None,
-             gpu_memory: int | None = None) -> Estimate:
-    """The memory picture for one layout (default: the arguments'), per GPU."""
-    layout = layout or layout_of(facts)
-    args = facts.args
-    gpus = facts.known_gpus or list(facts.all_gpus)
-    if gpu_memory is None:
-        sizes = [g.memory_total_bytes for g in gpus if g.memory_total_bytes]
-        gpu_memory = min(sizes) if sizes else None
-    first = gpus[0] if gpus else None
-
-    per_gpu = None
-    offloaded = 0
-    uncertain = None
-    if weights and weights.total_bytes:
-        total = weights.total_bytes
-        replicated = (weights.replicated_bytes or int(total * REPLICATED_SHARE)) + LOAD_OVERHEAD
-        split = layout.tp * layout.pp
-        if layout.expert_parallel and layout.dp > 1:
-            experts = int((total - replicated) * EXPERT_SHARE)
-            dense = total - replicated - experts
-            per_gpu = replicated + dense // split + experts // (split * layout.dp)
-        else:
-            per_gpu = replicated + (total - replicated) // split
-        offload_gb = _number(args.value("cpu_offload_gb"))
-        if offload_gb:
-            offloaded = min(int(offload_gb * GiB), per_gpu)
-            per_gpu -= offloaded
-        group = as_int(args.value("offload_group_size")) or 0
-        n = as_int(args.value("offload_num_in_group")) or 0
-        if group > 0 and n > 0:
-            moved = int(per_gpu * min(n, group) / group)
-            offloaded += moved
-            per_gpu -= moved
-            uncertain = "the prefetch offloader moves whole layers; the weights left on the GPU are estimated"
-        if not weights.exact:
-            uncertain = uncertain or f"the checkpoint's size is a rounded figure ({weights.source})"
-        if args.value("quantization") not in (None, "None"):
-            uncertain = uncertain or "--quantization changes the weights' size when vLLM loads them"
-
-    gmu = _number(args.value("gpu_memory_utilization")) or DEFAULT_GPU_MEMORY_UTILIZATION
-    kv_memory = as_human_int(args.value("kv_cache_memory_bytes"))
-    budget = int(gpu_memory * gmu) if gpu_memory else None
-    fits = None
-    if per_gpu is not None and gpu_memory:
-        fits = per_gpu + (kv_memory or 0) <= (gpu_memory if kv_memory else budget)
-
-    # The 68-byte MXFP4 indexer state exists from 0.27 (before, it allocated FP8's 132 bytes).
-    mxfp4 = _mxfp4_indexer(args) and VersionRange(since="0.27.0").contains(facts.vllm_version) is not False
-    family_indexer = "mxfp4" if mxfp4 else "fp8"
-    per_token = kv_bytes_per_token(facts.model.config, family_indexer, layout.pp)
-    mnbt = as_int(args.value("max_num_batched_tokens")) or default_max_num_batched_tokens(
-        gpu_memory, first.name if first else None, first.capability if first else None, facts.vllm_version)
-    reserve = RESERVE_FIXED + RESERVE_PER_BATCHED_TOKEN * mnbt if mnbt else None
-    activations = ACTIVATION_PER_BATCHED_TOKEN * mnbt if mnbt else None
-    graphs = 0 if args.value("enforce_eager") is True else CUDA_GRAPHS
-    available = None
-    if kv_memory:
-        available = kv_memory
-    elif budget is not None and per_gpu is not None and activations is not None:
-        available = max(budget - per_gpu - activations - graphs, 0)
-    requested = max_model_len_tried(facts)
-    longest = None
-    if available is not None and per_token and reserve is not None:
-        longest = max((available - reserve) // per_token, 0)
-        cap = facts.model.number("max_position_embeddings")
-        if cap and not facts.args.value("hf_overrides"):
-            longest = min(longest, cap)  # vLLM does not go past the model's own limit
-    return Estimate(layout, per_gpu, gpu_memory, budget, per_token, reserve, available, requested, longest,
-                    fits, mnbt, offloaded, uncertain)
-
-
-def max_model_len_tried(facts: Facts) -> int | None:
-    """What vLLM will try: the flag (None for ``auto``/-1: vLLM fits it to memory itself), else
-    the model's ``max_position_embeddings``."""
-    value = facts.args.value("max_model_len")
-    if value == -1 or isinstance(value, str) and value.strip().lower() in ("auto", "-1"):  # -1: EngineArgs
-        return None
-    n = as_human_int(value)
-    if n and n > 0:
-        return n
-    return facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
+def used_gpus(facts: Facts, count: int) -> tuple[list[GpuInfo], bool]:
+    """The GPUs vLLM's first ``count`` devices are, most favourable first; and whether that is
+    exactly them (False: CUDA's order is unknown, these are the largest that could be)."""
+    gpus = list(facts.all_gpus)
+    selection = facts.gpus
+    if selection is not None and not selection.ambiguous and selection.order_known:
+        return gpus[:count], True
+    known = sorted(gpus, key=lambda g: g.memory_total_bytes or 0, reverse=True)
+    chosen = known[:count]
+    sizes = {g.memory_total_bytes for g in gpus}
+    return chosen, len(sizes) <= 1 and len({g.capability for g in gpus}) <= 1
 
 
 def _number(value) -> float | None:
@@ -256,36 +180,322 @@ def _number(value) -> float | None:
     return n if n == n and 0 <= n < 1e6 else None  # not NaN, not absurd
 
 
+def gpu_memory_utilization(facts: Facts) -> float | None:
+    """``--gpu-memory-utilization`` as vLLM reads it (default 0.92); None when vLLM rejects the
+    value itself (CacheConfig: 0 < x ≤ 1)."""
+    raw = facts.args.value("gpu_memory_utilization")
+    if raw is None:
+        return DEFAULT_GPU_MEMORY_UTILIZATION
+    n = _number(raw)
+    return n if n is not None and 0 < n <= 1 else None
+
+
 def _mxfp4_indexer(args) -> bool:
     config = json_option(args, "attention_config") or {}
     return config.get("indexer_kv_dtype") == "mxfp4" or as_bool(config.get("use_fp4_indexer_cache"))
 
 
+def _ratios(facts: Facts) -> list[int] | None:
+    config = facts.model.config or {}
+    text = config.get("text_config")
+    if isinstance(text, dict) and "compress_ratios" in text:
+        config = text
+    ratios = config.get("compress_ratios")
+    if not isinstance(ratios, list) or not ratios:
+        return None
+    layers = config.get("num_hidden_layers")
+    if type(layers) is int and 0 < layers <= len(ratios):
+        ratios = ratios[:layers]  # the rest belong to the MTP/draft layers
+    return [r if type(r) is int else 0 for r in ratios]
+
+
+def kv_family(vllm_version: str | None) -> str:
+    """The planner the release has (unknown: the newest's)."""
+    return TUPLES if PACKED_PLANNER.contains(vllm_version) is False else PACKED
+
+
+def in_flight_tokens(facts: Facts, mnbt: int, pp: int) -> int:
+    """``VllmConfig.max_in_flight_tokens``: before 0.26 the batched tokens alone; from 0.26
+    ``max_concurrent_batches × max_num_batched_tokens`` — with async scheduling (on unless
+    ``--no-async-scheduling``) PP + 1 batches on the V2 runner, 2 (PP 1) or PP on V1."""
+    version = facts.vllm_version
+    if IN_FLIGHT_TOKENS.contains(version) is False:
+        return mnbt
+    async_on = facts.args.value("async_scheduling") is not False
+    env = (facts.env.get("VLLM_USE_V2_MODEL_RUNNER") or "").strip()
+    if env in ("0", "1"):
+        v2 = env == "1"
+    else:
+        v2 = V2_RUNNER_FOR_DSV4.contains(version) is not False or _dspark(facts)
+    if not async_on:
+        return pp * mnbt
+    if v2:
+        return (pp + 1) * mnbt
+    return (2 if pp <= 1 else pp) * mnbt
+
+
+def _dspark(facts: Facts) -> bool:
+    spec = json_option(facts.args, "speculative_config") or {}
+    return spec.get("method") == "dspark"
+
+
+def batched_tokens(facts: Facts, gpu: GpuInfo | None, gpu_memory: int | None, max_model_len: int | None,
+                   layout: Layout) -> int | None:
+    """``max_num_batched_tokens`` as ``_set_default_max_num_seqs_and_batched_tokens_args`` sets it:
+    the flag, else the default for the GPU (256 for batched DP MoE all2all), doubled by
+    ``--performance-mode throughput``, at least ``max_model_len`` without chunked prefill."""
+    given = as_int(facts.args.value("max_num_batched_tokens"))
+    if given and given > 0:
+        return given
+    if (facts.args.value("all2all_backend") in BATCHED_DP_BACKENDS and layout.expert_parallel
+            and layout.dp > 1):
+        mnbt = BATCHED_DP_MOE_TOKENS
+    else:
+        mnbt = default_max_num_batched_tokens(gpu_memory, gpu.name if gpu else None,
+                                              gpu.capability if gpu else None, facts.vllm_version)
+        if mnbt is None:
+            return None
+    if facts.args.value("performance_mode") == "throughput":
+        mnbt *= 2
+    if facts.args.value("enable_chunked_prefill") is False and max_model_len:
+        mnbt = max(max_model_len, mnbt)
+    return mnbt
+
+
+def max_model_len_tried(facts: Facts) -> int | None:
+    """What vLLM will try: the flag (None for ``auto``/-1: vLLM fits it to memory itself), else
+    the model's ``max_position_embeddings``."""
+    value = facts.args.value("max_model_len")
+    if isinstance(value, str) and value.strip().lower() in ("auto", "-1"):
+        return None
+    if value == -1:
+        return None
+    n = as_human_int(value)
+    if n and n > 0:
+        return n
+    return facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
+
+
+def _nextn(facts: Facts) -> int:
+    n = facts.model.number("num_nextn_predict_layers")
+    return n if n and n > 0 else 0
+
+
+def _speculative(facts: Facts) -> bool:
+    return bool(json_option(facts.args, "speculative_config") or facts.args.value("speculative_config"))
+
+
+def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout) -> int | None:
+    """The fewest bytes of weights the busiest GPU can hold, for certain: the exact checkpoint
+    bytes less the MTP layers vLLM skips (an upper bound of them: their share of the layers),
+    split over every GPU as if nothing were replicated, less what is offloaded. None unless the
+    checkpoint's size is exact."""
+    if not weights or not weights.total_bytes or not weights.exact:
+        return None
+    total = weights.total_bytes
+    layers = facts.model.number("num_hidden_layers")
+    nextn = _nextn(facts)
+    if nextn and layers and not _speculative(facts):
+        total = total * layers // (layers + nextn)
+    per_gpu = total // layout.gpus
+    offload = _number(facts.args.value("cpu_offload_gb"))
+    if offload:
+        per_gpu -= min(int(offload * GiB), per_gpu)
+    return per_gpu
+
+
+def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout) -> tuple[int, int, str | None]:
+    """(per GPU, offloaded, uncertain): the estimate of what the busiest GPU holds."""
+    args = facts.args
+    total = weights.total_bytes
+    split = _shape_split(facts, weights, layout)
+    if split is not None:
+        per_gpu = split + LOAD_OVERHEAD
+    else:
+        replicated = (weights.replicated_bytes or int(total * REPLICATED_SHARE)) + LOAD_OVERHEAD
+        tp_pp = layout.tp * layout.pp
+        if layout.dp > 1:  # experts over DP × TP (EP), or the MoE tensor-parallel over DP × TP
+            experts = int((total - replicated) * EXPERT_SHARE)
+            dense = total - replicated - experts
+            per_gpu = replicated + dense // tp_pp + experts // (tp_pp * layout.dp)
+        else:
+            per_gpu = replicated + (total - replicated) // tp_pp
+    offloaded = 0
+    uncertain = None
+    offload_gb = _number(args.value("cpu_offload_gb"))
+    if offload_gb:
+        offloaded = min(int(offload_gb * GiB), per_gpu)
+        per_gpu -= offloaded
+    group = as_int(args.value("offload_group_size")) or 0
+    n = as_int(args.value("offload_num_in_group")) or 0
+    if group > 0 and n > 0:
+        moved = int(per_gpu * min(n, group) / group)
+        offloaded += moved
+        per_gpu -= moved
+        uncertain = "the prefetch offloader moves whole layers; the weights left on the GPU are estimated"
+    if not weights.exact:
+        uncertain = uncertain or f"the checkpoint's size is a rounded figure ({weights.source})"
+    if args.value("quantization") not in (None, "None"):
+        uncertain = uncertain or "--quantization changes the weights' size when vLLM loads them"
+    return per_gpu, offloaded, uncertain
+
+
+def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout) -> int | None:
+    """The busiest GPU's bytes by tensor class (core/weights.py), where config.json gives the
+    shapes; None otherwise."""
+    try:
+        from . import weights as by_class
+    except ImportError:
+        return None
+    split = getattr(by_class, "per_gpu_bytes", None)
+    if split is None:
+        return None
+    return split(facts.model.config, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
+                 _speculative(facts), weights.total_bytes)
+
+
+_MEMO: list = []  # one (key, estimate): plan, the rows and the summary share one estimate
+
+
+def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = None,
+             gpu_memory: int | None = None) -> Estimate:
+    """The memory picture for one layout (default: the arguments'), per GPU."""
+    key = (id(facts), id(weights), layout, gpu_memory)
+    if _MEMO and _MEMO[0][0] == key and _MEMO[0][1] is facts:
+        return _MEMO[0][2]
+    result = _estimate(facts, weights, layout, gpu_memory)
+    _MEMO[:] = [(key, facts, result)]
+    return result
+
+
+def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
+              gpu_memory: int | None) -> Estimate:
+    layout = layout or layout_of(facts)
+    args = facts.args
+    chosen, exact_gpus = used_gpus(facts, layout.gpus)
+    first = chosen[0] if chosen else None
+    uncertain = None
+    if gpu_memory is None:
+        sizes = [g.memory_total_bytes for g in chosen if g.memory_total_bytes]
+        gpu_memory = min(sizes) if sizes and len(sizes) == len(chosen) else None
+        if not exact_gpus and gpu_memory:
+            uncertain = "CUDA's device order over GPUs that differ is unknown (set CUDA_DEVICE_ORDER=PCI_BUS_ID)"
+
+    per_gpu = None
+    offloaded = 0
+    lower = None
+    if weights and weights.total_bytes:
+        per_gpu, offloaded, why = _weights_estimate(facts, weights, layout)
+        uncertain = uncertain or why
+        lower = weights_lower_bound(facts, weights, layout)
+
+    gmu = gpu_memory_utilization(facts) or DEFAULT_GPU_MEMORY_UTILIZATION
+    kv_memory = as_human_int(args.value("kv_cache_memory_bytes"))
+    budget = int(gpu_memory * gmu) if gpu_memory else None
+    fits = None
+    if per_gpu is not None and gpu_memory:
+        fits = per_gpu + (kv_memory or 0) <= (gpu_memory if kv_memory else budget)
+
+    requested = max_model_len_tried(facts)
+    mnbt = batched_tokens(facts, first, gpu_memory, requested, layout)
+    ratios = _ratios(facts)
+    stages: tuple[StagePlan, ...] = ()
+    in_flight = None
+    per_token = None
+    if ratios and mnbt:
+        mxfp4 = _mxfp4_indexer(args) and MXFP4_INDEXER_STATE.contains(facts.vllm_version) is not False
+        stages = tuple(stage_plans(ratios, kv_family(facts.vllm_version), layout.pp, "mxfp4" if mxfp4 else "fp8"))
+        in_flight = in_flight_tokens(facts, mnbt, layout.pp)
+        per_token = int(round(max(s.bytes_per_token for s in stages))) if stages else None
+
+    activations = ACTIVATION_PER_BATCHED_TOKEN * mnbt if mnbt else None
+    graphs = 0 if args.value("enforce_eager") is True else CUDA_GRAPHS
+    available = None
+    blocks = as_int(args.value("num_gpu_blocks_override"))
+    if blocks and blocks > 0 and stages:
+        available = blocks * max(s.unit for s in stages)
+    elif kv_memory:
+        available = kv_memory
+    elif budget is not None and per_gpu is not None and activations is not None:
+        available = max(budget - per_gpu - activations - graphs, 0)
+
+    longest = None
+    need = None
+    reserve = None
+    cap = facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
+    if facts.args.value("hf_overrides"):
+        cap = max(cap, requested or 0)
+    if stages and in_flight is not None:
+        length = requested or cap
+        need = max(s.need(length, in_flight) for s in stages)
+        reserve = max(need - int(per_token * length), 0) if per_token else None
+        if available is not None:
+            longest = min(s.longest(available, in_flight, cap) for s in stages)
+    return Estimate(layout, per_gpu, gpu_memory, budget, per_token, reserve, available, requested, longest,
+                    fits, mnbt, offloaded, uncertain, lower, in_flight, need, stages, len(chosen) or None)
+
+
+def weights_refusal(facts: Facts) -> dict | None:
+    """The weights certainly do not fit: the lower bound against the most favourable GPUs vLLM
+    can use (``weights-exceed-memory``); the template's values, or None."""
+    weights = facts.memory
+    if weights is None or not weights.total_bytes:
+        return None
+    e = estimate(facts, weights)
+    if e.weights_lower_bytes is None or e.gpu_memory_bytes is None or gpu_memory_utilization(facts) is None:
+        return None
+    if args_move_weights(facts):
+        return None
+    kv_memory = as_human_int(facts.args.value("kv_cache_memory_bytes"))
+    limit = e.gpu_memory_bytes if kv_memory else e.budget_bytes
+    needed = e.weights_lower_bytes + (kv_memory or 0)
+    if limit is None or needed <= limit:
+        return None
+    what = "--kv-cache-memory-bytes plus at least" if kv_memory else "at least"
+    return {
+        "layout": e.layout.words(),
+        "weights": gib_text(e.weights_lower_bytes),
+        "what": what,
+        "limit": gib_text(limit),
+        "where": f"{gib_text(e.gpu_memory_bytes)} × gpu-memory-utilization" if not kv_memory else "the whole GPU",
+        "source": weights.source,
+        "more": max(2, -(-e.layout.gpus * needed // max(limit, 1))),
+    }
+
+
+def args_move_weights(facts: Facts) -> bool:
+    """Options whose effect on the weights' bytes on the GPU is not a plain subtraction."""
+    args = facts.args
+    return (args.value("quantization") not in (None, "None")
+            or bool(as_int(args.value("offload_group_size"))) or args.value("load_format") == "dummy")
+
+
 def summary(facts: Facts) -> dict | None:
     """``plan --json``'s ``memory`` object (null fields where unknown); None for other models.
 
-    ``fits`` is false exactly when the weights refusal (rules_memory ``weights-exceed-memory``)
-    holds, true when the estimate fits, null when it cannot tell.
+    ``fits`` is false exactly when the weights refusal (``weights-exceed-memory``) holds, true when
+    the estimate fits, null when it cannot tell.
     """
-    from .rules_memory import weights_exceed_budget
-
     if not facts.model.is_dsv4_family:
         return None
     weights = facts.memory
     e = estimate(facts, weights)
-    refused = weights_exceed_budget(facts, None) is not None
+    refused = weights_refusal(facts) is not None
     fits = False if refused else (True if e.fits else None)
     return {
         "layout": e.layout.words(),
         "weights_bytes": weights.total_bytes if weights else None,
         "weights_bytes_per_gpu": e.weights_bytes_per_gpu,
+        "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
         "gpu_memory_bytes": e.gpu_memory_bytes,
         "budget_bytes": e.budget_bytes,
         "kv_bytes_per_token": e.kv_bytes_per_token,
+        "kv_request_bytes": e.need_bytes,
         "kv_available_bytes": e.kv_available_bytes,
         "max_model_len": e.max_model_len,
         "max_model_len_fits": e.max_model_len_fits,
         "max_num_batched_tokens": e.max_num_batched_tokens,
+        "in_flight_tokens": e.in_flight_tokens,
         "fits": fits,
         "source": weights.source if weights else None,
         "estimate": True,
@@ -296,6 +506,7 @@ def summary_line(data: dict | None) -> str | None:
     """One line for ``plan``'s text: the same numbers as the JSON."""
     if data is None:
         return None
+
     def gib(key):
         return gib_text(data.get(key))
 
@@ -313,3 +524,21 @@ def summary_line(data: dict | None) -> str | None:
                      else "no room for one request")
     parts.append(f"weights from {data['source']}" if data.get("source") else "checkpoint size unknown")
     return "; ".join(parts) + " (estimate)"
+
+
+def suggested_length(longest: int) -> int:
+    """A ``--max-model-len`` vLLM admits: the longest length, rounded down to the block size."""
+    return longest // KV_BLOCK * KV_BLOCK
+
+
+def kv_bytes_per_token(config, indexer: str = "fp8", pp: int = 1, vllm_version: str | None = None) -> int | None:
+    """KV bytes one more token costs on the busiest pipeline stage, as the release charges it
+    (V4-Flash: 3,915 B/token from 0.29, 4,108.5 before: the layer-tuple padding)."""
+    ratios = config.get("compress_ratios") if config else None
+    if not isinstance(ratios, list) or not ratios:
+        return None
+    layers = config.get("num_hidden_layers")
+    if type(layers) is int and 0 < layers <= len(ratios):
+        ratios = ratios[:layers]
+    stages = stage_plans([r if type(r) is int else 0 for r in ratios], kv_family(vllm_version), pp, indexer)
+    return int(round(max(s.bytes_per_token for s in stages))) if stages else None

@@ -1,44 +1,30 @@
-"""Memory rules as rows: weights that cannot fit (refused), one request of ``max_model_len``
-that will not fit (a warning with the length that does), an incomplete local checkpoint
-(refused). The numbers come from ``memory.estimate``; see its docstring for what is exact and
-what is fitted."""
+"""Memory rules as rows: weights that certainly cannot fit (refused), weights the estimate puts
+at or over the budget, one request of ``max_model_len`` that vLLM's own KV accounting will not
+admit on the estimate (a warning with a length that it admits), an incomplete local checkpoint
+(refused), and values vLLM rejects itself. The numbers come from ``memory.estimate``; see its
+docstring for what is certain and what is estimated."""
 
 from __future__ import annotations
 
-from .facts import Facts, as_human_int
+from .facts import Facts, as_human_int, as_int
 from .gpus import GpuInfo
-from .memory import estimate, gib_text
+from .memory import (
+    estimate,
+    gib_text,
+    gpu_memory_utilization,
+    max_model_len_tried,
+    suggested_length,
+    weights_refusal,
+)
 from .model import V4, V41
 from .rules import CITED, DERIVED, REFUSE, WARN, Rule
 
 BOTH = frozenset({V4, V41})
-# A refusal needs the weights to exceed the budget by more than the estimate's error (README:
-# per-GPU weights within 3 % of vLLM's "Model loading took" logs).
-CERTAIN_MARGIN = 1.05
+USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth suggesting
 
 
 def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
-    weights = facts.memory
-    if weights is None or not weights.total_bytes:
-        return None
-    e = estimate(facts, weights)
-    if e.fits is not False or e.uncertain or e.budget_bytes is None:
-        return None
-    kv_memory = as_human_int(facts.args.value("kv_cache_memory_bytes"))
-    limit = e.gpu_memory_bytes if kv_memory else e.budget_bytes
-    needed = e.weights_bytes_per_gpu + (e.kv_available_bytes if kv_memory else 0)
-    if needed < limit * CERTAIN_MARGIN:
-        return None  # over, but within the estimate's error: the warning below says it
-    what = "--kv-cache-memory-bytes plus the weights" if kv_memory else "the weights"
-    return {
-        "layout": e.layout.words(),
-        "weights": gib_text(e.weights_bytes_per_gpu),
-        "what": what,
-        "limit": gib_text(limit),
-        "where": f"{gib_text(e.gpu_memory_bytes)} × gpu-memory-utilization" if not kv_memory else gib_text(limit),
-        "source": weights.source,
-        "more": max(2, -(-e.layout.gpus * e.weights_bytes_per_gpu // max(limit, 1))),
-    }
+    return weights_refusal(facts)
 
 
 def weights_tight(facts: Facts, gpu: GpuInfo | None):
@@ -46,16 +32,46 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
     if weights is None or not weights.total_bytes:
         return None
     e = estimate(facts, weights)
-    if e.fits is not False or weights_exceed_budget(facts, gpu) is not None:
+    if e.fits is not False or weights_refusal(facts) is not None:
         return None
+    why = e.uncertain or "the estimate's replicated tensors and load overhead"
     return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu), "budget": gib_text(e.budget_bytes),
-            "why": e.uncertain or "the estimate's error"}
+            "why": why}
 
 
 def _with(facts: Facts, **values) -> Facts:
     """The same facts with some arguments set (to try a fix before suggesting it)."""
     args = facts.args
     return facts._replace(args=args._replace(values={**args.values, **values}))
+
+
+def _admitted(facts: Facts, length: int) -> bool:
+    """One request of ``length`` fits by the estimate once ``--max-model-len length`` is set."""
+    e = estimate(_with(facts, max_model_len=str(length)), facts.memory)
+    return e.max_model_len_fits is not None and e.max_model_len_fits >= length
+
+
+def _fitting_length(facts: Facts, longest: int) -> int | None:
+    """The longest block-aligned --max-model-len a re-plan admits. Without chunked prefill the
+    batch grows with the length (max_num_batched_tokens = max(max_model_len, default)), so
+    shorter lengths are tried by halves; a few tries at most."""
+    candidate = suggested_length(longest)
+    for _ in range(4):
+        if candidate < USEFUL_LENGTH:
+            break
+        if _admitted(facts, candidate):
+            return candidate
+        e = estimate(_with(facts, max_model_len=str(candidate)), facts.memory)
+        smaller = suggested_length(e.max_model_len_fits or 0)
+        candidate = smaller if smaller < candidate else candidate - 4 * 256
+    if facts.args.value("enable_chunked_prefill") is False:
+        length = (max_model_len_tried(facts) or 0) // 2
+        while length >= USEFUL_LENGTH:
+            length = suggested_length(length)
+            if _admitted(facts, length):
+                return length
+            length //= 2
+    return None
 
 
 def _suggestion(facts: Facts, length: int) -> str:
@@ -67,9 +83,12 @@ def _suggestion(facts: Facts, length: int) -> str:
         ("--max-num-batched-tokens 2048 --gpu-memory-utilization 0.95",
          {"max_num_batched_tokens": "2048", "gpu_memory_utilization": "0.95"}),
     ]
+    no_chunks = facts.args.value("enable_chunked_prefill") is False
     for words, values in tries:
         if any(facts.args.value(key) is not None for key in values):
             continue  # the user set one of them: never suggested over their value
+        if no_chunks and "max_num_batched_tokens" in values:
+            continue  # without chunked prefill vLLM rejects a batch smaller than max_model_len
         e = estimate(_with(facts, **values), facts.memory)
         if e.max_model_len_fits is not None and e.max_model_len_fits >= length:
             return words
@@ -77,28 +96,46 @@ def _suggestion(facts: Facts, length: int) -> str:
 
 
 def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
-    if facts.model.family != V4 or facts.memory is None or not facts.memory.total_bytes:
+    if facts.memory is None or not facts.memory.total_bytes:
         return None
     e = estimate(facts, facts.memory)
-    if e.fits is False or e.max_model_len is None or e.max_model_len_fits is None:
+    if weights_refusal(facts) is not None or e.max_model_len is None or e.max_model_len_fits is None:
         return None
     if e.max_model_len_fits >= e.max_model_len:
         return None
-    longest = e.max_model_len_fits
-    if longest >= 4096:
-        fits = f"about {longest:,} tokens fit"
-        fix = f"--max-model-len {longest // 1024 * 1024}, or --max-model-len auto (vLLM fits it to the memory)"
+    fitting = _fitting_length(facts, e.max_model_len_fits)
+    if fitting is not None:
+        fits = f"up to {e.max_model_len_fits:,} tokens fit"
+        fix = f"--max-model-len {fitting}, or --max-model-len auto (vLLM fits it to the memory)"
     else:
         fits = "no useful length fits at these settings"
         fix = f"{_suggestion(facts, e.max_model_len)} (by the estimate), or --max-model-len auto"
     return {
         "length": f"{e.max_model_len:,}",
-        "needed": gib_text(e.kv_bytes_per_token * e.max_model_len + e.reserve_bytes),
+        "needed": gib_text(e.need_bytes),
         "left": gib_text(e.kv_available_bytes),
         "fits": fits,
         "fix": fix,
         "mnbt": e.max_num_batched_tokens,
+        "in_flight": f"{e.in_flight_tokens:,}" if e.in_flight_tokens else "?",
     }
+
+
+def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
+    raw = facts.args.value("gpu_memory_utilization")
+    if raw is None or gpu_memory_utilization(facts) is not None:
+        return None
+    return {"value": str(raw)[:40]}
+
+
+def max_model_len_invalid(facts: Facts, gpu: GpuInfo | None):
+    raw = facts.args.value("max_model_len")
+    if raw is None or max_model_len_tried(facts) is None:
+        return None  # unset, or auto/-1 (vLLM fits it itself)
+    n = as_human_int(raw)
+    if n is not None and n > 0:
+        return None
+    return {"value": str(raw)[:40]}
 
 
 SAFETENSORS_LOADERS = (None, "auto", "safetensors", "fastsafetensors")
@@ -110,9 +147,16 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
         return None
     if facts.args.value("load_format") not in SAFETENSORS_LOADERS:
         return None  # dummy weights, tensorizer, GGUF…: the safetensors shards are not read
+    if getattr(weights, "loads_bin", False):
+        return None  # vLLM loads the *.bin files here, not the index's safetensors
     size = f" (about {weights.missing_bytes / 1e9:.0f} GB)" if weights.missing_bytes else ""
     return {"missing": weights.shards_missing, "total": weights.shards_total, "size": size,
             "where": facts.model.directory or facts.model.name}
+
+
+def _positive(facts: Facts, dest: str) -> bool:
+    n = as_int(facts.args.value(dest))
+    return n is None or n > 0
 
 
 MEMORY_RULES: tuple[Rule, ...] = (
@@ -120,21 +164,25 @@ MEMORY_RULES: tuple[Rule, ...] = (
         id="weights-exceed-memory",
         level=REFUSE,
         evidence=CITED,
-        title="the weights per GPU (at this TP × PP, offloading counted) above what vLLM may use of one GPU",
+        title="the weights per GPU certainly above what vLLM may use of one GPU (the checkpoint's exact bytes "
+        "over every GPU of the layout, offloading counted)",
         effect="out of memory at the weight load, or `No available memory for the cache blocks` right after it",
         check=weights_exceed_budget,
-        message="{layout}: {weights} of weights per GPU ({source}), but {what} may use only {limit} of each GPU "
-        "({where}); {vllm} fails when it loads them or has no memory left for the KV cache",
-        fix="more GPUs (at least {more} of these), a larger --tensor-parallel-size/--pipeline-parallel-size, "
-        "--cpu-offload-gb, or a smaller (quantised) checkpoint; `dsv4-launch fit` lists the layouts that fit",
-        reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_utils.py",
-        models=BOTH, reads_gpus=True,
+        message="{layout}: {weights} of weights per GPU at the very least ({source}, split over every GPU as if "
+        "nothing were replicated), but {what} {limit} may be used of each GPU ({where}); {vllm} fails when it "
+        "loads them or has no memory left for the KV cache",
+        fix="more GPUs (at least {more} of these), a larger --tensor-parallel-size/--pipeline-parallel-size/"
+        "--data-parallel-size, --cpu-offload-gb, or a smaller (quantised) checkpoint; `dsv4-launch fit` lists the "
+        "layouts that fit",
+        reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
+        "_check_enough_kv_cache_memory",
+        models=BOTH,
     ),
     Rule(
         id="weights-tight",
         level=WARN,
         evidence=DERIVED,
-        title="the weights per GPU at (or just over) the memory vLLM may use",
+        title="the weights per GPU at (or just over) the memory vLLM may use, by the estimate",
         effect="may run out of memory at the weight load; the estimate cannot tell",
         check=weights_tight,
         message="{layout}: about {weights} of weights per GPU against a budget of {budget}: it may not fit "
@@ -147,27 +195,57 @@ MEMORY_RULES: tuple[Rule, ...] = (
         id="max-model-len-too-long",
         level=WARN,
         evidence=DERIVED,
-        title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) larger than the KV cache left",
+        title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) larger than the KV cache "
+        "left, by vLLM's own accounting on the estimated memory",
         effect="`ValueError: To serve at least one request with the model's max seq len …` after the weights load",
         check=one_request_does_not_fit,
-        message="--max-model-len {length}: one request needs about {needed} of KV cache (with the reserve for "
-        "--max-num-batched-tokens {mnbt}), about {left} per GPU is left after the weights, so {vllm} will "
-        "likely refuse to start after loading them; {fits} (an estimate: vLLM's accounting differs between "
-        "releases)",
+        message="--max-model-len {length}: one request needs {needed} of KV cache as vLLM counts it "
+        "(--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), about {left} per GPU is left after "
+        "the weights, so {vllm} will likely refuse to start after loading them; {fits} (the memory left is an "
+        "estimate)",
         fix="{fix}",
-        reference="vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory; docs/memory.md", reads_gpus=True,
+        reference="vllm/v1/core/kv_cache_planning.py get_kv_cache_configs; docs/memory.md", reads_gpus=True,
+        models=BOTH,
+    ),
+    Rule(
+        id="gpu-memory-utilization-invalid",
+        level=WARN,
+        evidence=CITED,
+        title="`--gpu-memory-utilization` outside (0, 1]",
+        effect="vLLM rejects it itself when it builds its config (a pydantic ValidationError), before loading",
+        check=gpu_memory_utilization_invalid,
+        message="--gpu-memory-utilization {value}: vLLM accepts a fraction greater than 0 and at most 1, and "
+        "rejects this value itself",
+        fix="a fraction such as 0.92 (vLLM's default) or 0.95",
+        reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)",
+        models=BOTH,
+    ),
+    Rule(
+        id="max-model-len-invalid",
+        level=WARN,
+        evidence=CITED,
+        title="`--max-model-len` that is not a positive length, `auto` or -1",
+        effect="vLLM rejects it itself (argparse's human_readable_int, or ModelConfig's ge=-1)",
+        check=max_model_len_invalid,
+        message="--max-model-len {value}: vLLM accepts a positive length (128k, 1m), or auto/-1 to fit it to the "
+        "memory, and rejects this value itself",
+        fix="a length such as 65536 or 128k, or --max-model-len auto",
+        reference="vllm/config/model.py max_model_len Field(ge=-1); vllm/engine/arg_utils.py human_readable_int",
+        models=BOTH,
     ),
     Rule(
         id="shards-missing",
         level=REFUSE,
         evidence=CITED,
         title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
-        effect="the weight load fails: tensors the model needs are not in the files present",
+        effect="DeepSeek-V4 is quantised, so vLLM does not check that every weight was loaded: the missing "
+        "tensors stay uninitialised and the model answers with garbage (an empty shard fails on open)",
         check=shards_missing,
         message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
-        "{where}{size}; vLLM cannot load the model without them",
+        "{where}{size}; vLLM would load the rest and leave those weights uninitialised",
         fix="finish the download of the checkpoint into {where}, or point at a complete copy",
-        reference="vllm/model_executor/model_loader/default_loader.py",
+        reference="vllm/model_executor/model_loader/default_loader.py load_weights (weights_not_loaded is "
+        "checked only when model_config.quantization is None)",
         models=BOTH,
     ),
 )

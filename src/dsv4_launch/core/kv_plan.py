@@ -1,0 +1,273 @@
+"""DeepSeek-V4's KV cache as the installed vLLM plans it (pure).
+
+vLLM starts only if *one* request of ``max_model_len`` fits in the KV memory left on every
+worker. What that request needs is not a per-token constant: it is what vLLM's own planner
+charges, and this module reproduces the planner for the caches DeepSeek-V4 declares.
+
+The caches (``get_kv_cache_spec`` of ``models/deepseek_v4/attention.py``, ``compressor.py`` and
+``v1/attention/backends/mla/sparse_swa.py``, same in 0.24–0.33), per backbone layer, in the
+order the layers register them:
+
+* CSA layers (``compress_ratio`` 4): the indexer's K cache (a full-attention cache, 132-byte
+  FP8 states per 4 tokens, 68 bytes MXFP4 from 0.27), the indexer compressor's fp32 state (a
+  window of 8 tokens, block 4), the sliding-window cache, the compressed KV (584-byte states per
+  4 tokens), the compressor's fp32 state (window 8, block 4);
+* HCA layers (ratio 128): the sliding-window cache, the compressed KV (one state per 128
+  tokens), the compressor's state (window 128, block 8);
+* sliding-window-only layers (ratio 0/1): the sliding-window cache (128 tokens, block 64).
+
+Every page of the fp8_ds_mla layout is padded to a multiple of 576 bytes. Every TP rank holds
+all of it (``max_tp_shards=1``); a pipeline stage holds its own layers, grouped as the whole
+model is grouped and then projected to the stage (``_project_kv_cache_groups_to_worker``).
+
+How a request is charged, by release family:
+
+* ``TUPLES`` (0.24–0.28, ``group_and_unify_kv_cache_specs`` + ``_get_kv_cache_groups_uniform_
+  groups`` in ``v1/core/kv_cache_utils.py``): one group of all full caches, one group per
+  (block size, window) of the window caches, split into "layer tuples" of an approximate gcd;
+  a request needs ``num_layer_tuples × layer_tuple_bytes × Σ pages``.
+* ``PACKED`` (0.29–0.33, ``_get_packed_kv_cache_groups``, block-outermost layout): buckets of
+  one type (block size, window) split by repeats of the layer pattern; every group's block is
+  as wide as the widest group's, so a request needs ``bytes_per_block × Σ blocks``; the check
+  first sets aside one block (the null block, ``get_kv_cache_configs``).
+
+A window cache holds ``cdiv(min(window − 1 + in_flight, length), block) + 1`` blocks; a full
+cache ``cdiv(length, block)``. ``in_flight`` is ``max_num_batched_tokens`` before 0.26, and
+``max_concurrent_batches × max_num_batched_tokens`` from 0.26 (``VllmConfig.max_in_flight_
+tokens``). tests/vllm_real/test_kv_oracle.py compares all of this with the installed vLLM's
+own planner, called on the CPU with the caches its DeepSeek-V4 classes build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .records import record
+
+TUPLES, PACKED = "tuples", "packed"
+KV_BLOCK = 256  # --block-size: DeepSeek-V4's kernels need multiples of 256 (rules: block-size)
+ALIGNMENT = 576  # fp8_ds_mla pages are padded to a multiple of this (_apply_alignment_padding)
+STATE_BYTES = 584  # a compressed state: 448 FP8 NoPE + 128 bf16 RoPE + 8 scale bytes
+INDEXER_STATE_BYTES = {"fp8": 132, "mxfp4": 68}  # 128 FP8 + 4 fp32 scale; 64 packed FP4 + 4
+SWA_BLOCK, SWA_WINDOW = 64, 128  # DeepseekV4SWACache: block 64, config.sliding_window
+HEAD_DIM, INDEXER_HEAD_DIM = 512, 128
+CSA, HCA = 4, 128
+MAX_LAYERS = 1024  # a config.json listing more layers than this is not a model vLLM builds
+
+
+def _pad(n: int) -> int:
+    return -(-n // ALIGNMENT) * ALIGNMENT
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@record
+class Cache:
+    """One cache of one layer, as the planner sees it."""
+
+    layer: int  # the backbone layer it belongs to
+    page: int  # bytes of one page (one block)
+    block: int  # tokens per block
+    window: int = 0  # sliding window in tokens; 0: a full-attention cache
+
+
+def layer_caches(ratios: Sequence[int], indexer: str = "fp8", window: int = SWA_WINDOW) -> list[Cache]:
+    """The caches DeepSeek-V4's layers declare, in registration order (fp8_ds_mla layout)."""
+    csa_main = Cache(0, _pad(KV_BLOCK // CSA * STATE_BYTES), KV_BLOCK)
+    hca_main = Cache(0, _pad(KV_BLOCK // HCA * STATE_BYTES), KV_BLOCK)
+    indexer_k = Cache(0, _pad(KV_BLOCK // CSA * INDEXER_STATE_BYTES[indexer]), KV_BLOCK)
+    # Compressor states: fp32 [kv_state + score_state] = 2 × coff × head_dim floats per row,
+    # coff 2 on CSA, 1 on HCA; blocks of 4 (CSA) or 8 (HCA) rows; window coff × ratio.
+    indexer_state = Cache(0, _pad(4 * 2 * 2 * INDEXER_HEAD_DIM * 4), 4, 2 * CSA)
+    csa_state = Cache(0, _pad(4 * 2 * 2 * HEAD_DIM * 4), 4, 2 * CSA)
+    hca_state = Cache(0, _pad(8 * 2 * 1 * HEAD_DIM * 4), 8, HCA)
+    swa = Cache(0, _pad(SWA_BLOCK * STATE_BYTES), SWA_BLOCK, window)
+    out: list[Cache] = []
+    for i, ratio in enumerate(ratios[:MAX_LAYERS]):
+        if ratio == CSA:
+            kinds = (indexer_k, indexer_state, swa, csa_main, csa_state)
+        elif ratio == HCA:
+            kinds = (swa, hca_main, hca_state)
+        else:
+            kinds = (swa,)
+        out.extend(c._replace(layer=i) for c in kinds)
+    return out
+
+
+def pp_stages(layers: int, pp: int) -> list[range]:
+    """The layers of each pipeline stage, as ``vllm/distributed/utils.py get_pp_indices`` splits
+    them (the same in 0.24–0.33): even parts, the remainder to the stages before the last."""
+    pp = max(1, min(pp, max(layers, 1)))
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    out, start = [], 0
+    for n in parts:
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+@record
+class Group:
+    caches: tuple[Cache, ...]
+
+    @property
+    def window(self) -> int:
+        return self.caches[0].window
+
+    @property
+    def block(self) -> int:
+        return self.caches[0].block
+
+
+def approximate_gcd(values: Sequence[int], lower_bound: int) -> int:
+    """vLLM's ``_approximate_gcd`` (identical 0.24–0.33): the chunk size in [lower_bound,
+    max(values)] that pads ``values`` up least; ties go to the larger."""
+    low, high = max(1, lower_bound), max(values)
+    if low > high:
+        return low
+    best, best_pad = low, None
+    for d in range(low, high + 1):
+        pad = sum((d - x % d) % d for x in values)
+        if best_pad is None or pad < best_pad or (pad == best_pad and d > best):
+            best, best_pad = d, pad
+    return best
+
+
+def _most_common_count(caches: Sequence[Cache]) -> int:
+    counts: dict[int, int] = {}
+    for c in caches:
+        counts[c.page] = counts.get(c.page, 0) + 1
+    return max(counts.values())
+
+
+def _by_page(caches: Sequence[Cache]) -> dict[int, list[Cache]]:
+    out: dict[int, list[Cache]] = {}
+    for c in caches:
+        out.setdefault(c.page, []).append(c)
+    return out
+
+
+def _split(caches: Sequence[Cache], n: int) -> list[Group]:
+    """Split a bucket into ``n`` groups by repeats of its page-size pattern (``[i::n]``)."""
+    repeats = list(zip(*_by_page(caches).values()))
+    return [Group(tuple(c for repeat in repeats[i::n] for c in repeat)) for i in range(n)]
+
+
+def _buckets(caches: Sequence[Cache]) -> list[list[Cache]]:
+    """Caches of one type together, in order of first appearance: full caches by block size,
+    window caches by (block size, window)."""
+    out: dict[tuple[int, int], list[Cache]] = {}
+    for c in caches:
+        out.setdefault((c.block, c.window), []).append(c)
+    return list(out.values())
+
+
+@record
+class Grouping:
+    family: str
+    groups: tuple[Group, ...]
+    tuples: int = 0  # TUPLES: the layer tuples a group is split at
+
+
+def group(caches: Sequence[Cache], family: str) -> Grouping:
+    """The model's KV cache groups, as the release's planner forms them."""
+    if family == TUPLES:
+        full = [c for c in caches if not c.window]
+        windows = [b for b in _buckets(caches) if b[0].window]
+        counts = [_most_common_count(full)] + [_most_common_count(b) for b in windows]
+        tuples = approximate_gcd(counts, lower_bound=counts[0])
+        groups = [Group(tuple(full))]
+        for bucket in windows:
+            per_size = len(next(iter(_by_page(bucket).values())))
+            groups.extend(_split(bucket, cdiv(per_size, tuples)))
+        return Grouping(TUPLES, tuple(groups), tuples)
+    buckets = [(b, _by_page(b)) for b in _buckets(caches)]
+    balanced = [(b, pages) for b, pages in buckets if len({len(v) for v in pages.values()}) == 1]
+    floor = max((_most_common_count(b) for b, pages in balanced if len(pages) > 1), default=0)
+    repeats = approximate_gcd([_most_common_count(b) for b, _ in balanced], floor) if floor else None
+
+    def n_groups(bucket, pages) -> int:
+        is_balanced = len({len(v) for v in pages.values()}) == 1
+        return cdiv(_most_common_count(bucket), repeats) if is_balanced and repeats else 1
+
+    def widest(pages, n) -> int:
+        return sum(cdiv(len(v), n) * page for page, v in pages.items())
+
+    def is_state(bucket) -> bool:  # unsplit sliding-window buckets (no repeat pattern)
+        return repeats is None and bool(bucket[0].window)
+
+    anchor = max((widest(pages, len(b) if is_state(b) else n_groups(b, pages)) for b, pages in buckets), default=0)
+    groups: list[Group] = []
+    for bucket, pages in buckets:
+        n = n_groups(bucket, pages)
+        if anchor and is_state(bucket):
+            n = max(n, cdiv(len(bucket), max(anchor // bucket[0].page, 1)))
+        groups.extend([Group(tuple(bucket))] if n == 1 else _split(bucket, n))
+    return Grouping(PACKED, tuple(groups))
+
+
+@record
+class StagePlan:
+    """One pipeline stage's groups, and what a request costs there."""
+
+    family: str
+    unit: int  # bytes charged per page/block of a request
+    full_groups: int  # groups whose pages grow with the request
+    windows: tuple[tuple[int, int], ...]  # (window, block) of each window group
+    null_block: int = 0  # set aside before the check (0.29+)
+
+    def need(self, length: int, in_flight: int) -> int:
+        """Bytes one request of ``length`` tokens needs (vLLM's _max_memory_usage_bytes_from_groups)."""
+        pages = self.full_groups * cdiv(length, KV_BLOCK)
+        for window, block in self.windows:
+            pages += cdiv(min(window - 1 + in_flight, length), block) + 1
+        return self.unit * pages
+
+    @property
+    def bytes_per_token(self) -> float:
+        """What each further token costs once the windows are full."""
+        return self.unit * self.full_groups / KV_BLOCK
+
+    def longest(self, available: int, in_flight: int, cap: int) -> int:
+        """The longest request ``available`` bytes admit, at most ``cap`` (0: none), by vLLM's own
+        binary search (``_estimate_max_model_len_from_groups``)."""
+        budget = available - self.null_block
+        if cap < 1 or self.need(1, in_flight) > budget:
+            return 0
+        low, high, best = 1, cap, 1
+        while low <= high:
+            mid = (low + high) // 2
+            if self.need(mid, in_flight) <= budget:
+                best, low = mid, mid + 1
+            else:
+                high = mid - 1
+        return best
+
+    def fits(self, length: int, available: int, in_flight: int) -> bool:
+        return self.need(length, in_flight) <= available - self.null_block
+
+
+def stage_plans(ratios: Sequence[int], family: str, pp: int = 1, indexer: str = "fp8") -> list[StagePlan]:
+    """Per pipeline stage, how vLLM charges a request (the whole model grouped, then projected)."""
+    caches = layer_caches(ratios, indexer)
+    grouping = group(caches, family)
+    plans = []
+    for stage in pp_stages(min(len(ratios), MAX_LAYERS), pp):
+        projected = [tuple(c for c in g.caches if c.layer in stage) for g in grouping.groups]
+        projected = [g for g in projected if g]
+        if not projected:
+            continue
+        full = sum(1 for g in projected if not g[0].window)
+        windows = tuple((g[0].window, g[0].block) for g in projected if g[0].window)
+        if family == TUPLES:
+            counts = [_most_common_count(g) for g in projected]
+            full_pages = sum(_by_page(next((g for g in projected if not g[0].window), ())))
+            plans.append(StagePlan(TUPLES, max(counts) * full_pages, full, windows))
+        else:
+            unit = max(sum(c.page for c in g) for g in projected)
+            plans.append(StagePlan(PACKED, unit, full, windows, null_block=unit))
+    return plans

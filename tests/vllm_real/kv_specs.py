@@ -1,0 +1,123 @@
+"""DeepSeek-V4's KV caches built by the installed vLLM's own classes, and planned by its own
+planner, on the CPU: the oracle for core/kv_plan.py (tests/vllm_real/test_kv_oracle.py).
+
+Each cache spec comes from the release's own ``get_kv_cache_spec`` (DeepseekV4Attention,
+DeepseekV4IndexerCache, CompressorStateCache, DeepseekV4SWACache), called on a stand-in
+``self`` holding just the attributes those methods read (the layers themselves need CUDA
+kernels to build). The admission check is the release's own ``get_kv_cache_configs``, fed a
+stand-in ``VllmConfig`` (a namespace with the fields the planner reads: max_model_len,
+max_num_batched_tokens, max_in_flight_tokens, block size 256, the fp8_ds_mla dtype, and the
+BLHNC layout DeepSeek-V4's indexer resolves to). What is faked: those two stand-ins; what runs
+is vLLM's code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from types import SimpleNamespace as NS
+
+import torch
+from vllm.models.deepseek_v4 import attention as A
+from vllm.models.deepseek_v4 import compressor as C
+from vllm.v1.attention.backends.mla.sparse_swa import DeepseekV4SWACache
+
+try:  # 0.33 moved the planner out of kv_cache_utils
+    import vllm.v1.core.kv_cache_planning as P
+except ImportError:  # 0.24–0.32
+    import vllm.v1.core.kv_cache_utils as P
+
+
+def config(max_model_len: int, mnbt: int, in_flight: int, pp: int = 1):
+    cache = NS(block_size=256, cache_dtype="fp8_ds_mla", num_gpu_blocks_override=None, kv_cache_memory_bytes=None,
+               enable_prefix_caching=True, prefix_cache_retention_interval=None)
+    try:
+        from vllm.v1.kv_cache_layout import KVCacheLayout  # 0.29+: resolved by the engine core
+
+        cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.BLHNC
+        cache.kv_cache_layout = "BLHNC"
+    except ImportError:
+        pass
+    return NS(cache_config=cache,
+              model_config=NS(max_model_len=max_model_len, original_max_model_len=max_model_len, hf_config=NS()),
+              scheduler_config=NS(max_num_batched_tokens=mnbt, disable_hybrid_kv_cache_manager=False,
+                                  max_num_seqs=256),
+              parallel_config=NS(decode_context_parallel_size=1, pipeline_parallel_size=pp, tensor_parallel_size=1,
+                                 prefill_context_parallel_size=1),
+              speculative_config=None, max_in_flight_tokens=in_flight,
+              attention_config=NS(hisparse_config=None), kv_transfer_config=None)
+
+
+def stage_specs(ratios, cfg, indexer_bytes: int, pp: int, stage: int) -> dict:
+    """One PP stage's layer → KVCacheSpec, in the order the layers register them."""
+    from vllm.distributed.utils import get_pp_indices
+
+    low, high = get_pp_indices(len(ratios), stage, pp)
+    cc = cfg.cache_config
+    out = {}
+    for i in range(low, high):
+        ratio, p = ratios[i], f"model.layers.{i}.attn"
+        if ratio == 4:
+            ns = NS(block_size=256, head_dim=indexer_bytes, dtype=torch.uint8, cache_config=cc, compress_ratio=4)
+            out[p + ".indexer.k_cache"] = A.DeepseekV4IndexerCache.get_kv_cache_spec(ns, cfg)
+            ns = NS(state_dim=2 * 2 * 128, dtype=torch.float32, block_size=4, sliding_window=8)
+            out[p + ".indexer.compressor.state_cache"] = C.CompressorStateCache.get_kv_cache_spec(ns, cfg)
+        ns = NS(block_size=64, head_dim=512, window_size=128, dtype=torch.uint8, cache_config=cc)
+        out[p + ".swa_cache"] = DeepseekV4SWACache.get_kv_cache_spec(ns, cfg)
+        ns = NS(compress_ratio=ratio, kv_cache_dtype="fp8_ds_mla", head_dim=512, kv_cache_torch_dtype=torch.uint8)
+        spec = A.DeepseekV4Attention.get_kv_cache_spec(ns, cfg)
+        if spec is not None:
+            out[p] = spec
+        if ratio > 1:
+            coff = 1 + (ratio == 4)
+            ns = NS(state_dim=2 * coff * 512, dtype=torch.float32, block_size=4 if ratio == 4 else 8,
+                    sliding_window=coff * ratio)
+            out[p + ".compressor.state_cache"] = C.CompressorStateCache.get_kv_cache_spec(ns, cfg)
+    return out
+
+
+def _groups(ratios, cfg, indexer_bytes, pp):
+    stages = [stage_specs(ratios, cfg, indexer_bytes, pp, s) for s in range(pp)]
+    merged = {}
+    for d in stages:
+        merged.update(d)
+    return stages, P.get_kv_cache_groups(cfg, merged)
+
+
+def _call(fn, *args):
+    if list(inspect.signature(fn).parameters)[0] == "builder":  # 0.33
+        from vllm.v1.core.kv_cache_config_builder import KVCacheConfigBuilder
+
+        return fn(KVCacheConfigBuilder(), *args)
+    return fn(*args)
+
+
+def need(ratios, length, mnbt, in_flight, pp=1, indexer_bytes=132) -> list[int]:
+    """Per PP stage: the bytes one request of ``length`` needs (vLLM's _max_memory_usage_bytes_from_groups)."""
+    cfg = config(length, mnbt, in_flight, pp)
+    stages, groups = _groups(ratios, cfg, indexer_bytes, pp)
+    out = []
+    for spec in stages:
+        projected = P._project_kv_cache_groups_to_worker(groups, spec)
+        out.append(_call(P._max_memory_usage_bytes_from_groups, cfg, projected))
+    return out
+
+
+def admits(ratios, available, length, mnbt, in_flight, pp=1, indexer_bytes=132):
+    """vLLM's own admission (get_kv_cache_configs): None when one request of ``length`` fits in
+    ``available`` bytes on every stage, else the longest length vLLM says would (0: none)."""
+    cfg = config(length, mnbt, in_flight, pp)
+    stages, groups = _groups(ratios, cfg, indexer_bytes, pp)
+    try:
+        if "global_kv_cache_groups" in inspect.signature(P.get_kv_cache_configs).parameters:
+            P.get_kv_cache_configs(cfg, stages, [available] * pp, groups)
+        else:
+            P.get_kv_cache_configs(cfg, stages, [available] * pp)
+    except ValueError as exc:
+        found = re.search(r"estimated maximum model length is (\d+)", str(exc))
+        if found:
+            return int(found.group(1))
+        if "To serve at least one request" in str(exc) or "No available memory" in str(exc):
+            return 0
+        raise
+    return None
