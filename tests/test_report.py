@@ -45,14 +45,14 @@ def test_empty_no_color_does_not_count():
     assert "\x1b[" in out.getvalue()
 
 
-def test_quiet_keeps_warnings_and_errors():
+def test_quiet_keeps_changes_warnings_and_errors():
     out = io.StringIO()
     r = Reporter(out, {}, quiet=True)
     r.info("hello")
     r.changed("x")
     r.warning("careful")
     r.error("broken")
-    assert out.getvalue() == "dsv4-serve: warning: careful\ndsv4-serve: error: broken\n"
+    assert out.getvalue() == "dsv4-serve: changed: x\ndsv4-serve: warning: careful\ndsv4-serve: error: broken\n"
 
 
 @pytest.mark.parametrize(

@@ -159,4 +159,17 @@ def run_click(args: list[str]) -> int:
         cli.main(args=args, prog_name="dsv4-launch", standalone_mode=True)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except OSError:  # help or an error message that stdout/stderr cannot take (a full disk)
+        return _cannot_write()
     return exit_codes.OK
+
+
+def _cannot_write() -> int:
+    """One line, exit 74, as plan/doctor/fit do (click itself handles only a closed pipe)."""
+    import sys
+
+    from ..output.lines import Reporter, silence
+
+    silence(sys.stdout)
+    Reporter(sys.stderr, {}, prefix="dsv4-launch").error("cannot write the help to standard output")
+    return exit_codes.OUTPUT_FAILED

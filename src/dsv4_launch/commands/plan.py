@@ -1,8 +1,13 @@
 """``dsv4-launch plan``: everything dsv4-serve does except running vLLM.
 
 Exits with the status dsv4-serve would have before the hand-over (0, or 2 when it would
-refuse or the input is bad), so it serves as a gate; with ``--json`` the object is printed in
-every case, and is always valid JSON.
+refuse or the input is bad, 127 when there is no vLLM to hand over to), so it serves as a
+gate; with ``--json`` the object is printed in every case, and is always valid JSON.
+
+A reader that closes the pipe once it has what it wants (``plan | head -1``, ``plan | grep -q``)
+is not an error: plan stops writing, says nothing and exits with the plan's own status, as if
+the whole report had been read — so ``set -o pipefail`` gates still see 0, 2 or 127. Any
+other failure to write (a full disk, a closed stdout) is one line and exit 74.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Mapping
 
 from ..core.memory import summary, summary_line
 from ..output.documents import dump, plan_data
-from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.lines import Reporter, make_lenient, reader_gone, safe_write, silence
 from ..output.redact import Scrubber, masked_argv
 from ..output.report import report_plan
 from . import exit_codes
@@ -36,6 +41,9 @@ def plan_document(prepared: Prepared) -> dict:
         memory=memory_data(prepared),
     )
     data["error"] = prepared.error
+    missing = no_vllm(prepared)
+    if missing:
+        data["exit_status"], data["error"] = exit_codes.NO_VLLM, missing
     # New field (schema 1 unchanged: no existing field changed), right after vllm_version: true when
     # the version is the one --vllm-version gave, not the installed vLLM's.
     document = {}
@@ -44,6 +52,21 @@ def plan_document(prepared: Prepared) -> dict:
         if key == "vllm_version":
             document["vllm_version_assumed"] = bool(prepared.vllm and prepared.vllm.assumed)
     return document
+
+
+def no_vllm(prepared: Prepared) -> str | None:
+    """dsv4-serve's own one line when it would exit 127 here (nothing to hand over to), else None."""
+    vllm = prepared.vllm
+    if (prepared.status != exit_codes.OK or prepared.help_requested or vllm is None or vllm.importable
+            or vllm.executable or vllm.assumed):
+        return None
+    from ..adapters.handover import NoVllm, hand_over
+
+    try:
+        hand_over((), vllm, {})  # neither importable nor on PATH: raises NoVllm at once, runs nothing
+    except NoVllm as exc:
+        return f"{exc} (dsv4-serve would exit 127)"
+    return None
 
 
 def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = None, stdout=None, stderr=None,
@@ -56,10 +79,12 @@ def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = 
     make_lenient(stdout)
     scrub = Scrubber.for_argv(prepared.argv)
     err = Reporter(stderr, env, prefix="dsv4-launch plan", scrub=scrub)
+    missing = no_vllm(prepared)
+    status = exit_codes.NO_VLLM if missing else prepared.status
     if as_json:
         ok = safe_write(stdout, dump(plan_document(prepared), scrub) + "\n")
-        if prepared.error:
-            err.error(prepared.error)
+        if prepared.error or missing:
+            err.error(prepared.error or missing)
     else:
         if prepared.error:
             err.error(prepared.error)
@@ -72,8 +97,13 @@ def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = 
                     with_facts=True, vllm_version=vllm.version if vllm else None,
                     vllm_note=vllm.note if vllm else None, memory_line=summary_line(memory_data(prepared)))
         ok = not out.broken
+        if missing:
+            err.error(missing)
     if not ok:
+        closed = reader_gone(stdout)
         silence(stdout)
+        if closed:  # the reader has what it wanted: silence, and the plan's own status
+            return status
         err.error("cannot write the plan to standard output")
         return exit_codes.OUTPUT_FAILED
-    return prepared.status
+    return status

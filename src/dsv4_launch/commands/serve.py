@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from ..adapters.handover import NoVllm, exec_failure, hand_over
 from ..core.plan import DISABLED_NOTE
 from ..core.settings import ENV_VARS
-from ..output.lines import Reporter, make_lenient, safe_write
+from ..output.lines import Reporter, make_lenient, safe_write, silence
 from ..output.redact import Scrubber, masked_argv
 from ..output.report import report_plan
 from . import exit_codes
@@ -65,8 +65,12 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
         return prepared.status
     if prepared.help_requested:
         make_lenient(stdout)
-        safe_write(stdout, usage_text() + ("\n" if prepared.vllm.importable or prepared.vllm.executable else ""))
+        written = safe_write(stdout, usage_text() + ("\n" if prepared.vllm.importable or prepared.vllm.executable else ""))
         if not (prepared.vllm.importable or prepared.vllm.executable):
+            if not written:  # a full disk: one line and 74, as plan and --version do
+                silence(stdout)
+                reporter.error("cannot write the help to standard output")
+                return exit_codes.OUTPUT_FAILED
             return exit_codes.OK  # our usage is all the help there is without vLLM
     elif prepared.plan.disabled:
         reporter.info(DISABLED_NOTE)

@@ -119,7 +119,7 @@ def read_settings(env: Mapping[str, str]) -> Settings:
 ENV_VARS: tuple[tuple[str, str], ...] = (
     ("DSV4_LAUNCH_DISABLE=1", "no reading, probing or rewriting: arguments go to vLLM unchanged (one line says so); "
      "also turns the vLLM plugin off. Any value other than 0/false/no/off counts as on"),
-    ("DSV4_LAUNCH_QUIET=1", "print only warnings and errors"),
+    ("DSV4_LAUNCH_QUIET=1", "print only changes (`changed:` lines: a change to your command is never quiet), warnings and errors"),
     ("DSV4_LAUNCH_PREFLIGHT=refuse|warn|off",
      "pre-flight problems stop dsv4-serve (default), only warn, or are not checked"),
     (f"{GPU_CAPABILITY}=12.0",

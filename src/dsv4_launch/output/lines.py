@@ -66,8 +66,28 @@ def silence(stream) -> None:
         pass
 
 
+def reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe whose reader has closed it (``plan | head -1`` once ``head``
+    has its line): then a failed write is the reader being satisfied, not an error. Linux and
+    the BSDs report a pipe without readers as POLLERR on its writing end."""
+    import os
+    import select
+    import stat
+
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 class Reporter:
-    """Writes one-line messages to a stream; ``quiet`` keeps only warnings and errors."""
+    """Writes one-line messages to a stream; ``quiet`` keeps only changes, warnings and errors
+    (a change to the user's command is never quiet: ``DSV4_LAUNCH_QUIET=1`` hides the notes)."""
 
     def __init__(self, stream, env: Mapping[str, str], *, prefix: str | None = "dsv4-serve", quiet: bool = False,
                  scrub=None):
@@ -109,8 +129,7 @@ class Reporter:
             self._write(label, text, "cyan")
 
     def changed(self, text: str) -> None:
-        if not self.quiet:
-            self._write("changed", text, STYLES["changed"])
+        self._write("changed", text, STYLES["changed"])  # never quiet: vLLM gets another command
 
     def warning(self, text: str) -> None:
         self._write("warning", text, STYLES["warning"])
