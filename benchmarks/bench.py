@@ -15,6 +15,11 @@ Cases:
   floor        python -c pass (the interpreter itself)
   click        python -c "import click" (the memory baseline of any click CLI)
   plan         dsv4-launch plan --json deepseek-ai/DeepSeek-V4-Flash -tp 2, two fake SM 12.0 GPUs
+  plan (downloaded)
+               the same with the checkpoint downloaded: a Hugging Face cache (HF_HOME) holding
+               config.json, a real-size model.safetensors.index.json (Flash's ~69k tensor names
+               in 46 shards, ~5 MB, written as Hugging Face writes it) and 46 sparse shards with
+               real safetensors headers; its ratio to `plan` is a budget
   vllm stub    a `vllm` console script whose vllm.entrypoints.cli.main returns at once
   vllm stub+   the same stub importing, as `import vllm.entrypoints.cli.main` does in every
                real vLLM, the modules dsv4-serve imports too (SHARED_WITH_VLLM: json, argparse,
@@ -60,6 +65,8 @@ BUDGET_HANDOVER_MS = 40.0
 BUDGET_PLAN_MS = 60.0
 BUDGET_PLAN_MEMORY_MB = 15.0
 BUDGET_REAL_RATIO = 1.03
+BUDGET_DOWNLOADED_RATIO = 1.25  # plan with a downloaded checkpoint / plan from the table
+FLASH_PAYLOAD = 159_609_485_896  # V4-Flash's tensor bytes (data/checkpoints.json)
 # Imported by `import vllm.entrypoints.cli.main` in every release 0.24.0–0.33.0 (CPU build
 # checked); dsv4-serve imports all but ctypes.util before the hand-over (adapters/nvml.py
 # imports pynvml without it), so the stub+ cases put them after the hand-over, where vLLM does.
@@ -201,6 +208,42 @@ def build_fakes(work: Path) -> tuple[dict[str, str], Path]:
     return env, bindir
 
 
+def build_downloaded_checkpoint(work: Path) -> dict[str, str]:
+    """A downloaded V4-Flash in a Hugging Face cache under ``work``; returns the env additions."""
+    from dsv4_launch.adapters.checkpoints import known_checkpoint
+
+    repo = work / "hf" / "hub" / ("models--" + MODEL.replace("/", "--"))
+    commit = "0" * 40
+    snap = repo / "snapshots" / commit
+    snap.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    (snap / "config.json").write_text(json.dumps(known_checkpoint(MODEL)["config"], indent=2))
+    shards = 46
+    names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
+    tensors = ["embed.weight", "head.weight", "norm.weight", "hc_head_fn", "hc_head_base", "hc_head_scale"]
+    for layer in range(44):
+        prefix = f"layers.{layer}" if layer < 43 else "mtp.0"
+        for part in ("attn.wq_a", "attn.wq_b", "attn.wkv", "attn.wo_a", "attn.wo_b", "ffn.shared_experts.w1",
+                     "ffn.shared_experts.w2", "ffn.shared_experts.w3", "attn.compressor.wkv", "attn.compressor.wgate"):
+            tensors += [f"{prefix}.{part}.weight", f"{prefix}.{part}.scale"]
+        tensors += [f"{prefix}.{t}" for t in ("attn.attn_sink", "attn.kv_norm.weight", "attn.q_norm.weight",
+                                               "attn_norm.weight", "ffn_norm.weight", "ffn.gate.weight",
+                                               "ffn.gate.bias", "hc_attn_fn", "hc_ffn_fn", "hc_attn_base")]
+        tensors += [f"{prefix}.ffn.experts.{e}.w{w}.{k}" for e in range(256) for w in (1, 2, 3)
+                    for k in ("weight", "scale")]
+    weight_map = {t: names[min(i * shards // len(tensors), shards - 1)] for i, t in enumerate(tensors)}
+    index = {"metadata": {"total_size": FLASH_PAYLOAD}, "weight_map": weight_map}
+    (snap / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True))
+    header = json.dumps({"__metadata__": {"format": "pt"}}).encode()
+    for i, name in enumerate(names):
+        payload = FLASH_PAYLOAD // shards + (FLASH_PAYLOAD % shards if i == 0 else 0)
+        with open(snap / name, "wb") as handle:  # sparse: the size is real, the disk use is not
+            handle.write(len(header).to_bytes(8, "little") + header)
+            handle.truncate(8 + len(header) + payload)
+    return {"HF_HOME": str(work / "hf")}
+
+
 def check_shared_with_vllm(python: str, env: dict[str, str]) -> list[str]:
     """The SHARED_WITH_VLLM modules the real vLLM at ``python`` does not import (should be none)."""
     code = ("import sys, vllm.entrypoints.cli.main; "
@@ -266,6 +309,7 @@ def main() -> None:
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         env, bindir = build_fakes(Path(tmp))
+        downloaded = build_downloaded_checkpoint(Path(tmp))
         print(f"bench: {opts.runs} runs after {opts.warmup} warm-up runs, medians", file=sys.stderr)
         stub = [str(bindir / "vllm"), "serve", *ARGS]
         plus = {VLLM_IMPORTS: "1"}
@@ -273,6 +317,7 @@ def main() -> None:
             "floor": [py, "-c", "pass"],
             "click": [py, "-c", "import click"],
             "plan": [tool("dsv4-launch", py), "plan", "--json", *ARGS],
+            "plan (downloaded)": ([tool("dsv4-launch", py), "plan", "--json", *ARGS], downloaded),
             "vllm stub": stub,
             "vllm stub+": (stub, plus),
             "dsv4-serve": [tool("dsv4-serve", py), *ARGS],
@@ -304,6 +349,8 @@ def main() -> None:
         ("hand-over overhead (dsv4-launch serve − vllm stub)", launch_overhead, "ms", BUDGET_HANDOVER_MS),
         ("plan --json", r["plan"]["median_ms"], "ms", BUDGET_PLAN_MS),
         ("plan peak memory − click's", plan_memory, "MiB", BUDGET_PLAN_MEMORY_MB),
+        ("plan --json, checkpoint downloaded / not", r["plan (downloaded)"]["median_ms"] / r["plan"]["median_ms"],
+         "×", BUDGET_DOWNLOADED_RATIO),
     ]
     print(f"bench: (dsv4-serve → stub+) − (vllm stub+) = {net:.1f} ms: what a real vLLM start waits longer (the "
           f"modules both import, {', '.join(SHARED_WITH_VLLM)}, are imported once either way)", file=sys.stderr)
