@@ -28,7 +28,7 @@ BIN = Path(sys.executable).parent
 V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}
 
 # Variables of ours, CUDA's and Hugging Face's that must not leak in from the developer's shell.
-_SCRUB = ("DSV4_LAUNCH_", "CUDA_", "HF_", "HUGGING", "FAKE_", "NO_COLOR", "VLLM_")
+_SCRUB = ("DSV4_LAUNCH_", "CUDA_", "HF_", "HUGGING", "FAKE_", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "VLLM_")
 
 
 def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:

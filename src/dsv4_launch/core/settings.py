@@ -13,6 +13,8 @@ FALSE = {"", "0", "false", "no", "off"}
 PREFLIGHT_MODES = ("refuse", "warn", "off")
 GPU_CAPABILITY = "DSV4_LAUNCH_GPU_CAPABILITY"
 GPU_MEMORY = "DSV4_LAUNCH_GPU_MEMORY"
+LOG_FORMAT = "DSV4_LAUNCH_LOG_FORMAT"
+LOG_FORMATS = ("text", "json")
 
 
 class SettingsError(ValueError):
@@ -29,6 +31,7 @@ class Settings:
     gpu_memory_bytes: int | None = None  # DSV4_LAUNCH_GPU_MEMORY: per GPU
     preflight: str = "refuse"  # DSV4_LAUNCH_PREFLIGHT: refuse, warn, off
     debug: bool = False  # DSV4_LAUNCH_DEBUG: internal errors raise instead of passing through
+    log_format: str = "text"  # DSV4_LAUNCH_LOG_FORMAT: text (default) or json (one object per line on stderr)
     warnings: tuple[str, ...] = ()  # flags whose values were not understood, and what was assumed
 
 
@@ -44,6 +47,16 @@ def read_flag(env: Mapping[str, str], name: str, unclear: bool = False) -> tuple
     if value in FALSE:
         return False, None
     return unclear, f"{name}={raw!r} is not 1 (on) or 0 (off); taken as {'on' if unclear else 'off'}"
+
+
+def read_log_format(env: Mapping[str, str]) -> tuple[str, str | None]:
+    """DSV4_LAUNCH_LOG_FORMAT: ``text`` (default) or ``json``. A value that is neither is a warning
+    and text, like an unclear on/off flag: how lines look must never stop vLLM from starting."""
+    raw = env.get(LOG_FORMAT)
+    value = (raw or "text").strip().lower()
+    if value in LOG_FORMATS:
+        return value, None
+    return "text", f"{LOG_FORMAT}={raw!r} is not text or json; plain text lines are written"
 
 
 def disable_switch(env: Mapping[str, str]) -> tuple[bool, str | None]:
@@ -103,11 +116,13 @@ def read_settings(env: Mapping[str, str]) -> Settings:
         )
     quiet, w1 = read_flag(env, "DSV4_LAUNCH_QUIET")
     debug, w2 = read_flag(env, "DSV4_LAUNCH_DEBUG")
+    log_format, w3 = read_log_format(env)
     return Settings(
         preflight=preflight,
         quiet=quiet,
         debug=debug,
-        warnings=tuple(w for w in (w1, w2) if w),
+        log_format=log_format,
+        warnings=tuple(w for w in (w1, w2, w3) if w),
         gpu_capabilities=caps,
         gpu_capability_text=text.strip() if caps else None,
         gpu_memory_bytes=memory,
@@ -126,7 +141,10 @@ ENV_VARS: tuple[tuple[str, str], ...] = (
      "use this compute capability instead of probing (hosts that cannot see the GPUs; comma-separated per GPU)"),
     (f"{GPU_MEMORY}=96GiB", "the memory of one GPU, for hosts that cannot see the GPUs (memory fit)"),
     ("DSV4_LAUNCH_DEBUG=1", "an internal error raises with its traceback instead of passing the arguments through"),
-    ("NO_COLOR", "plain output even on a terminal"),
+    (f"{LOG_FORMAT}=json", "one JSON object per line on stderr (time, level, logger, message, rule/option where "
+     "there is one) for everything printed before vLLM starts; default text"),
+    ("NO_COLOR, TERM=dumb", "plain output even on a terminal (either wins over FORCE_COLOR)"),
+    ("FORCE_COLOR", "styled output even when not a terminal (CI logs): any non-empty value, as Rich reads it"),
     ("CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER", "which GPUs count, as for CUDA"),
     ("HF_HUB_CACHE, HF_HOME, HF_HUB_OFFLINE", "where to look for the model's files; whether vLLM may download"),
 )

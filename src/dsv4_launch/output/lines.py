@@ -1,10 +1,19 @@
-"""One-line messages: plain greppable lines, or Rich styling on a terminal.
+"""One-line messages: plain greppable lines, Rich styling on a terminal, or JSON lines.
 
-Plain lines are used when the stream is not a terminal (journald, pipes, files), when
-``NO_COLOR`` is set to anything non-empty, or when ``TERM=dumb``. Rich is imported only when it
-will style something, and is given ``Text`` objects, never markup. Every message is escaped
+Styling follows the usual precedence, as Rich's own Console decides it (rich/console.py:
+``no_color``, ``is_dumb_terminal``, ``is_terminal``): ``NO_COLOR`` set to anything non-empty
+(no-color.org) or ``TERM=dumb``/``unknown`` → plain lines; else ``TTY_COMPATIBLE=0``/``1``; else
+``FORCE_COLOR`` set to anything non-empty, ``0`` included (force-color.org) → styled even into a
+pipe (CI logs); else styled only on a terminal. Rich is imported only when it will style
+something, and is given ``Text`` objects, never markup. Every message is escaped
 (``escape.py``) as a whole: nothing from outside can start a new line or send a terminal
 sequence.
+
+``DSV4_LAUNCH_LOG_FORMAT=json``: the log reporters (those with a prefix: stderr) write one JSON
+object per line instead: ``time`` (UTC, ISO 8601), ``level`` (info, warning, error),
+``logger`` (``dsv4-serve``, ``dsv4-launch plan``, ...), ``message``, and ``kind``
+(``changed``, ``command``, ``model``, ...), ``rule`` and ``option`` where there is one. The
+message is masked and escaped like a plain line, and the object is ASCII (``ensure_ascii``).
 
 Writing never raises: a full disk (``2>/dev/full``), a dead log pipe or a closed stream
 (``2>&-``, where Python's stream is None) silences the reporter, and the caller goes on —
@@ -21,8 +30,14 @@ STYLES = {"changed": "bold green", "warning": "bold yellow", "error": "bold red"
 
 
 def use_style(stream, env: Mapping[str, str]) -> bool:
-    if stream is None or env.get("NO_COLOR", "") != "" or env.get("TERM") == "dumb":
+    """Style this stream? The precedence of the module docstring (Rich's)."""
+    if stream is None or env.get("NO_COLOR", "") != "" or env.get("TERM", "").lower() in ("dumb", "unknown"):
         return False
+    tty_compatible = env.get("TTY_COMPATIBLE", "")
+    if tty_compatible in ("0", "1"):
+        return tty_compatible == "1"
+    if env.get("FORCE_COLOR", "") != "":
+        return True
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty and isatty())
@@ -85,25 +100,57 @@ def reader_gone(stream) -> bool:
         return False
 
 
+def console(stream):
+    """A Rich console for a stream ``use_style`` said yes to (forced: FORCE_COLOR into a pipe)."""
+    from rich.console import Console
+
+    return Console(file=stream, highlight=False, force_terminal=True)
+
+
+def json_line(level: str, logger: str, message: str, fields: Mapping[str, object] | None = None) -> str:
+    """One log record as a JSON line (``message`` already masked and escaped)."""
+    import json
+    import time
+
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    record = {"time": stamp, "level": level, "logger": logger, "message": message}
+    record.update((k, v) for k, v in (fields or {}).items() if v is not None)
+    return json.dumps(record, ensure_ascii=True) + "\n"
+
+
 class Reporter:
     """Writes one-line messages to a stream; ``quiet`` keeps only changes, warnings and errors
     (a change to the user's command is never quiet: ``DSV4_LAUNCH_QUIET=1`` hides the notes)."""
 
     def __init__(self, stream, env: Mapping[str, str], *, prefix: str | None = "dsv4-serve", quiet: bool = False,
-                 scrub=None):
+                 scrub=None, structured: bool | None = None):
+        """``structured``: JSON lines under DSV4_LAUNCH_LOG_FORMAT=json; by default the reporters
+        with a prefix (the logs on stderr) are, a report on stdout (``prefix=None``) is not."""
+        from ..core.settings import read_log_format
+
         self.stream = stream
         self.scrub = scrub
         self.prefix = prefix
         self.quiet = quiet
-        self.styled = use_style(stream, env)
+        if structured is None:
+            structured = prefix is not None
+        self.json = structured and read_log_format(env)[0] == "json"
+        self.styled = not self.json and use_style(stream, env)
         self.broken = stream is None
         self._console = None
         make_lenient(stream)
 
-    def _write(self, label: str | None, text: str, style: str) -> None:
+    def _write(self, label: str | None, text: str, style: str, level: str = "info", **fields) -> None:
         if self.broken:
             return
         text = printable(text, self.scrub)
+        if self.json:
+            extra = {"kind": None if label in (None, "warning", "error") else label}
+            extra.update((k, printable(str(v), self.scrub)) for k, v in fields.items() if v is not None)
+            if not safe_write(self.stream, json_line(level, self.prefix or "dsv4-launch", text, extra)):
+                self.broken = True
+            return
         head = f"{self.prefix}: " if self.prefix else ""
         if not self.styled:
             if not safe_write(self.stream, head + (f"{label}: " if label else "") + text + "\n"):
@@ -111,9 +158,8 @@ class Reporter:
             return
         try:
             if self._console is None:
-                from rich.console import Console
-
-                self._console = Console(file=self.stream, highlight=False, soft_wrap=True)
+                self._console = console(self.stream)
+                self._console.soft_wrap = True
             from rich.text import Text
 
             line = Text(head, style="bold")
@@ -124,15 +170,15 @@ class Reporter:
         except (OSError, ValueError, AttributeError, UnicodeError):
             self.broken = True
 
-    def info(self, text: str, label: str | None = None) -> None:
+    def info(self, text: str, label: str | None = None, **fields) -> None:
         if not self.quiet:
-            self._write(label, text, "cyan")
+            self._write(label, text, "cyan", **fields)
 
-    def changed(self, text: str) -> None:
-        self._write("changed", text, STYLES["changed"])  # never quiet: vLLM gets another command
+    def changed(self, text: str, option: str | None = None) -> None:
+        self._write("changed", text, STYLES["changed"], option=option)  # never quiet: vLLM gets another command
 
-    def warning(self, text: str) -> None:
-        self._write("warning", text, STYLES["warning"])
+    def warning(self, text: str, rule: str | None = None) -> None:
+        self._write("warning", text, STYLES["warning"], "warning", rule=rule)
 
-    def error(self, text: str) -> None:
-        self._write("error", text, STYLES["error"])
+    def error(self, text: str, rule: str | None = None) -> None:
+        self._write("error", text, STYLES["error"], "error", rule=rule)

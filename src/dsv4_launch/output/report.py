@@ -18,6 +18,14 @@ def describe_change(change: Change) -> str:
     return f"{change.option} {before} → {change.after}: {change.reason} ({change.reference})"
 
 
+def rule_of(plan: Plan, text: str) -> str | None:
+    """The rule row a warning or refusal line came from (its id goes into JSON log lines)."""
+    for finding in plan.findings:
+        if text == finding.text or text.startswith(f"{finding.text} [DSV4_LAUNCH_PREFLIGHT="):
+            return finding.rule
+    return None
+
+
 def command_line(argv: Sequence[str]) -> str:
     return shlex.join(["vllm", "serve", *argv])
 
@@ -77,11 +85,11 @@ def report_plan(
     for note in plan.notes:
         reporter.info(note)
     for change in plan.changes:
-        reporter.changed(describe_change(change))
+        reporter.changed(describe_change(change), option=change.option)
     for warning in plan.warnings:
-        reporter.warning(warning)
+        reporter.warning(warning, rule=rule_of(plan, warning))
     for refusal in plan.refusals:
-        reporter.error(f"pre-flight: {refusal}")
+        reporter.error(f"pre-flight: {refusal}", rule=rule_of(plan, refusal))
     if plan.refusals:
         n = len(plan.refusals)
         problems = f"{n} pre-flight problem{'s' if n > 1 else ''} above would make it fail later"

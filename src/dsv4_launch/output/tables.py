@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .escape import printable
-from .lines import safe_write, use_style
+from .lines import console, safe_write, use_style
 
 
 def _cell(text, scrub=None) -> str:
@@ -29,7 +29,6 @@ def render_diagnosis(diagnosis, stream, env: Mapping[str, str], scrub=None) -> b
         lines = [f"{c.status:<4}  {c.section:<10}  {_cell(c.detail, scrub)}" for c in diagnosis.checks]
         return safe_write(stream, "\n".join([*lines, verdict]) + "\n")
     try:
-        from rich.console import Console
         from rich.table import Table
         from rich.text import Text
 
@@ -40,9 +39,9 @@ def render_diagnosis(diagnosis, stream, env: Mapping[str, str], scrub=None) -> b
         for c in diagnosis.checks:
             table.add_row(Text(c.status, style=COLOURS.get(c.status)), Text(_cell(c.section, scrub)),
                           Text(_cell(c.detail, scrub)))
-        console = Console(file=stream, highlight=False)
-        console.print(table)
-        console.print(Text(verdict, style="bold red" if failed else "green"))
+        out = console(stream)  # forced: use_style may say yes into a pipe (FORCE_COLOR)
+        out.print(table)
+        out.print(Text(verdict, style="bold red" if failed else "green"))
         return True
     except (OSError, ValueError, UnicodeError):
         return False
@@ -64,7 +63,6 @@ def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
         out = [title, fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in cells), *footer]
         return safe_write(stream, "\n".join(out) + "\n")
     try:
-        from rich.console import Console
         from rich.table import Table
         from rich.text import Text
 
@@ -73,10 +71,10 @@ def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
             table.add_column(Text(_cell(h, scrub)), justify="right" if right[i] else "left", no_wrap=i == 0)
         for row, style in zip(rows, styles):
             table.add_row(*(Text(_cell(c, scrub)) for c in row), style=style)
-        console = Console(file=stream, highlight=False)
-        console.print(table)
+        out = console(stream)
+        out.print(table)
         for line in footer:
-            console.print(Text(_cell(line, scrub)))
+            out.print(Text(_cell(line, scrub)))
         return True
     except (OSError, ValueError, UnicodeError):
         return False
