@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..core.args import ServeArgs
-from ..core.facts import RULE_ENV, Facts, as_bool
+from ..core.facts import RULE_ENV, Facts
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
 from ..core.records import record
@@ -23,7 +23,7 @@ from ..vllm_cli.option_table import OptionTable, available_versions, load_table
 from ..vllm_cli.serve_args import read_serve_args
 from .checkpoints import known_checkpoint
 from .config_file import load_config_file
-from .model_files import model_facts
+from .model_files import hf_offline, model_facts
 from .model_weights import read_weights
 from .nvml import GpuProbe, probe_gpus
 from .vllm_install import VllmInstall, find_vllm
@@ -156,7 +156,7 @@ def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
 
     try:
         local = bool(args.model) and os.path.isdir(os.path.expanduser(args.model))
-        offline = as_bool(env.get("HF_HUB_OFFLINE"))
+        offline = hf_offline(env)  # as huggingface_hub reads it (TRANSFORMERS_OFFLINE too)
         known = known_checkpoint(args.model) if args.model else None
         return read_weights(model.directory, local or offline, known)
     except Exception:

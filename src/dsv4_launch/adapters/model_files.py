@@ -4,11 +4,14 @@ Adapter: file reads only, never the network. Where vLLM would look:
 
 * ``--hf-config-path`` when given (vLLM loads the config from there), else the model;
 * a local directory holding config.json;
-* the Hugging Face hub cache: ``--download-dir`` (vLLM downloads there), then
-  ``HF_HUB_CACHE`` / ``HUGGINGFACE_HUB_CACHE``, else ``$HF_HOME/hub``, else
-  ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``; inside it
+* the Hugging Face hub cache: ``--download-dir`` (vLLM downloads there), then the cache
+  huggingface_hub itself uses (``hub_cache``: ``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``,
+  ``$HF_HOME/hub``, ``$XDG_CACHE_HOME/huggingface/hub``, ``~/.cache/huggingface/hub``, with
+  ``~`` and ``$VAR`` expanded exactly as it expands them); inside it
   ``models--ORG--NAME/snapshots/<commit>/config.json``, the commit taken from
   ``refs/<revision>`` (``--revision``, default ``main``) or given as the revision itself.
+
+Offline mode (``hf_offline``) is read here only, the way huggingface_hub reads it.
 
 Only regular files are opened (a FIFO named config.json would block), and every problem —
 an incomplete download, a ref that names a missing snapshot, bytes that are not JSON — becomes
@@ -29,24 +32,97 @@ _COMMIT = r"^[0-9a-f]{40}$"
 MAX_CONFIG_BYTES = 64 * 2**20  # a config.json is kilobytes; anything this big is not one
 
 
-def hub_cache_dirs(env: Mapping[str, str], download_dir: str | None) -> list[str]:
-    def expand(path: str) -> str:
-        if path.startswith("~") and env.get("HOME"):
-            path = env["HOME"] + path[1:]
-        return os.path.expanduser(path)
+# huggingface_hub/constants.py (2.4.0, in the vLLM 0.24.0-0.33.0 environments; the same
+# reading since the 0.2x releases vLLM 0.24 allows):
+#   ENV_VARS_TRUE_VALUES = {"1", "ON", "YES", "TRUE"};  _is_true(v) = v.upper() in it
+#   default_home = join(expanduser("~"), ".cache")
+#   HF_HOME = expandvars(expanduser(getenv("HF_HOME", join(getenv("XDG_CACHE_HOME", default_home), "huggingface"))))
+#   HUGGINGFACE_HUB_CACHE = getenv("HUGGINGFACE_HUB_CACHE", join(HF_HOME, "hub"))
+#   HF_HUB_CACHE = expandvars(expanduser(getenv("HF_HUB_CACHE", HUGGINGFACE_HUB_CACHE)))
+#   HF_HUB_OFFLINE = _is_true(environ.get("HF_HUB_OFFLINE") or environ.get("TRANSFORMERS_OFFLINE"))
+# and every download does cache_dir = str(Path(cache_dir).expanduser().resolve())
+# (file_download.py, _snapshot_download.py): vLLM passes --download-dir as cache_dir, and reads
+# huggingface_hub.constants.HF_HUB_OFFLINE itself (vllm/engine/arg_utils.py,
+# vllm/transformers_utils/config.py).
+HF_TRUE_VALUES = frozenset({"1", "ON", "YES", "TRUE"})
 
+
+def hf_offline(env: Mapping[str, str]) -> bool:
+    """Offline mode as huggingface_hub (and so vLLM and transformers) reads it: ``HF_HUB_OFFLINE``,
+    or when that is unset or empty ``TRANSFORMERS_OFFLINE``, is ``1``/``ON``/``YES``/``TRUE`` in
+    any case — no blanks stripped (``" 1"`` is not on), and ``HF_HUB_OFFLINE=0`` wins over
+    ``TRANSFORMERS_OFFLINE=1``. The one reader of offline mode in dsv4-launch."""
+    value = env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE")
+    return value is not None and value.upper() in HF_TRUE_VALUES
+
+
+def expand_user(path: str, env: Mapping[str, str]) -> str:
+    """``os.path.expanduser`` (posixpath) with ``HOME`` taken from ``env``: ``~`` and ``~/x`` →
+    ``$HOME`` (the password database when HOME is unset), ``~name`` → that user's home; left as
+    it is when there is none."""
+    if not path.startswith("~"):
+        return path
+    end = path.find("/", 1)
+    end = len(path) if end < 0 else end
+    try:
+        import pwd
+
+        if end == 1:
+            home = env["HOME"] if "HOME" in env else pwd.getpwuid(os.getuid()).pw_dir
+        else:
+            home = pwd.getpwnam(path[1:end]).pw_dir
+    except (KeyError, ValueError, OSError, ImportError):
+        return path
+    return (home.rstrip("/") + path[end:]) or "/"
+
+
+_VAR = r"\$(\w+|\{[^}]*\})"  # posixpath.expandvars' own pattern (re.ASCII)
+
+
+def expand_vars(path: str, env: Mapping[str, str]) -> str:
+    """``os.path.expandvars`` (posixpath) over ``env``: ``$NAME`` and ``${NAME}`` replaced when
+    set (an empty value too), left as written when not; no recursion into the values."""
+    if "$" not in path:
+        return path
+    pattern = re.compile(_VAR, re.ASCII)
+    i = 0
+    while True:
+        m = pattern.search(path, i)
+        if not m:
+            return path
+        i, j = m.span(0)
+        name = m.group(1)
+        if name.startswith("{") and name.endswith("}"):
+            name = name[1:-1]
+        if name not in env:
+            i = j
+            continue
+        tail = path[j:]
+        path = path[:i] + env[name]
+        i = len(path)
+        path += tail
+
+
+def hub_cache(env: Mapping[str, str]) -> str:
+    """``huggingface_hub.constants.HF_HUB_CACHE`` for ``env``, as a download then uses it
+    (``Path(cache_dir).expanduser()``): precedence HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE,
+    HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub — a variable set to
+    the empty string counts as set, as ``os.getenv`` has it."""
+    default_home = os.path.join(expand_user("~", env), ".cache")
+    hf_home = env.get("HF_HOME", os.path.join(env.get("XDG_CACHE_HOME", default_home), "huggingface"))
+    hf_home = expand_vars(expand_user(hf_home, env), env)
+    legacy = env.get("HUGGINGFACE_HUB_CACHE", os.path.join(hf_home, "hub"))
+    cache = expand_vars(expand_user(env.get("HF_HUB_CACHE", legacy), env), env)
+    return expand_user(cache, env) or "."
+
+
+def hub_cache_dirs(env: Mapping[str, str], download_dir: str | None) -> list[str]:
+    """Where vLLM's downloads look: ``--download-dir`` (``~`` expanded, as huggingface_hub
+    expands a cache_dir; no ``$VAR``), then huggingface_hub's own cache."""
     dirs: list[str] = []
     if download_dir:
-        dirs.append(expand(download_dir))
-    explicit = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
-    if explicit:
-        dirs.append(expand(explicit))
-    elif env.get("HF_HOME"):
-        dirs.append(os.path.join(expand(env["HF_HOME"]), "hub"))
-    else:
-        xdg = env.get("XDG_CACHE_HOME")
-        base = expand(xdg) if xdg else os.path.join(expand(env.get("HOME", "~")), ".cache")
-        dirs.append(os.path.join(base, "huggingface", "hub"))
+        dirs.append(expand_user(download_dir, env))
+    dirs.append(hub_cache(env))
     return dirs
 
 
