@@ -1,0 +1,203 @@
+"""`explain` against the real exceptions of the installed vLLM (marker ``vllm_real``).
+
+Where the failing code runs on the CPU, the test makes the installed vLLM raise it — the
+DeepSeek-V4 KV-cache resolver, the block-size selection, the FP8 weight post-processing that
+divides by ``o_groups // TP``, the attention-config validation, the attention selector, the
+hybrid-KV promotion (``replace_as``), vLLM's real ``serve`` parser — formats the real
+traceback with ``traceback.format_exc()`` (or takes argparse's real error output), writes it
+the way vLLM's logger does (process prefix and record header on every line), feeds it to
+``dsv4-launch explain`` and asserts the rule. Nothing is faked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import traceback
+from types import SimpleNamespace
+
+import pytest
+
+from dsv4_launch.commands.explain import run_explain
+from dsv4_launch.core.versions import is_older
+
+from .conftest import real_parse
+
+M = "deepseek-ai/DeepSeek-V4-Flash"
+
+
+def vllm_symbol(module: str, name: str):
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        pytest.fail(f"vLLM moved or removed {module} (needed for {name}): {exc}; update this oracle")
+    if not hasattr(mod, name):
+        pytest.fail(f"vLLM's {module} no longer defines {name}; update this oracle")
+    return getattr(mod, name)
+
+
+def raised(call) -> str | None:
+    """The real traceback of what ``call`` raises, or None."""
+    try:
+        call()
+    except BaseException:  # noqa: BLE001 - whatever vLLM raises is the oracle
+        return traceback.format_exc()
+    return None
+
+
+def explained(tmp_path, version: str, text: str, *, proc: str = "EngineCore_DP0") -> list[str]:
+    lines = [f"(APIServer pid=1) INFO 12-01 08:00:00 [entrypoints/.../utils/api_utils.py:339] vLLM server version "
+             f"{version}, serving model {M}"]
+    if proc:
+        lines += [f"({proc} pid=77) ERROR 12-01 08:00:01 [v1/engine/core.py:1231] {line}"
+                  for line in ["EngineCore failed to start.", *text.rstrip("\n").split("\n")]]
+    else:  # argparse's own output: no logger
+        lines += text.rstrip("\n").split("\n")
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = io.StringIO()
+    status = run_explain([str(path)], as_json=True, env={}, stdout=out, stderr=io.StringIO())
+    doc = json.loads(out.getvalue())
+    assert status == (0 if doc["explained"] else 1)
+    return [item["rule"] for item in doc["explained"]]
+
+
+@pytest.fixture(scope="module")
+def version(real_vllm):
+    return real_vllm[2]
+
+
+@pytest.mark.rule("kv-not-fp8")
+def test_the_kv_resolver(tmp_path, version):
+    resolver = vllm_symbol("vllm.models.deepseek_v4.attention", "_resolve_dsv4_kv_cache_dtype")
+    auto = raised(lambda: resolver(True, "auto", None))
+    if is_older(version, "0.30.0"):
+        assert auto and "got auto" in auto
+        assert explained(tmp_path, version, auto) == ["kv-auto"]
+    else:
+        assert auto is None  # vLLM #45091: 0.30 resolves auto itself
+    bf16 = raised(lambda: resolver(True, "bfloat16", None))
+    assert bf16 is not None
+    assert "kv-not-fp8" in explained(tmp_path, version, bf16)
+
+
+@pytest.mark.rule("block-size")
+def test_no_common_block_size(tmp_path, version):
+    utils = importlib.import_module("vllm.v1.worker.utils")
+    flashmla = vllm_symbol("vllm.models.deepseek_v4.nvidia.flashmla", "DeepseekV4FlashMLAAttention")
+    text = raised(lambda: utils.select_common_block_size(64, [flashmla.backend_cls]))
+    assert text and "No common block size" in text
+    assert "block-size" in explained(tmp_path, version, text)
+
+
+@pytest.mark.rule("tp-o-groups")
+def test_tp_above_o_groups_divides_by_zero(tmp_path, version):
+    import torch
+
+    post = vllm_symbol("vllm.model_executor.layers.quantization.utils.fp8_utils",
+                       "deepgemm_post_process_fp8_weight_block")
+    wq = torch.zeros((1024, 512), dtype=torch.float8_e4m3fn)
+    ws = torch.ones((8, 4), dtype=torch.float32)
+    text = raised(lambda: post(wq, ws, [128, 128], False, is_bmm=True, bmm_batch_size=0))
+    assert text and "ZeroDivisionError" in text
+    assert explained(tmp_path, version, text) == ["tp-o-groups"]
+    # the same ZeroDivisionError from elsewhere is not this rule
+    assert explained(tmp_path, version, raised(lambda: 1 // 0)) == []
+
+
+@pytest.mark.rule("fp4-indexer-removed")
+def test_use_fp4_indexer_cache(tmp_path, version, real_vllm, capsys):
+    top = real_vllm[0]
+    attention_config = vllm_symbol("vllm.config.attention", "AttentionConfig")
+    text = raised(lambda: attention_config(use_fp4_indexer_cache=True))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        status, _ = real_parse(top, [M, "--attention_config.use_fp4_indexer_cache=True"])
+    if is_older(version, "0.30.0"):
+        assert text is None and status == "ok"
+        return
+    assert text is not None and status == "reject"
+    assert "fp4-indexer-removed" in explained(tmp_path, version, text)
+    assert "fp4-indexer-removed" in explained(tmp_path, version, err.getvalue(), proc="")  # argparse's real error
+
+
+@pytest.mark.rule("kv-invalid")
+def test_an_invalid_kv_dtype(tmp_path, version, real_vllm):
+    top = real_vllm[0]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        status, _ = real_parse(top, [M, "--kv-cache-dtype", "fp9"])
+    if status == "reject":  # argparse choices (≤ 0.32)
+        assert "kv-invalid" in explained(tmp_path, version, err.getvalue(), proc="")
+    else:  # 0.33: pydantic, when the engine config is made
+        cache_config = vllm_symbol("vllm.config", "CacheConfig")
+        text = raised(lambda: cache_config(cache_dtype="fp9"))
+        assert text is not None
+        assert "kv-invalid" in explained(tmp_path, version, text)
+
+
+@pytest.mark.rule("backend-not-dsv4")
+@pytest.mark.parametrize("name", ["FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120"])
+def test_a_backend_that_is_not_dsv4s(tmp_path, version, name):
+    select = vllm_symbol("vllm.models.deepseek_v4.nvidia.model", "_select_dsv4_attn_cls")
+    enum = vllm_symbol("vllm.v1.attention.backends.registry", "AttentionBackendEnum")
+    config = SimpleNamespace(attention_config=SimpleNamespace(backend=enum[name]))
+    text = raised(lambda: select(config))
+    assert text and "is not a DeepSeek V4 attention backend" in text
+    assert explained(tmp_path, version, text) == ["backend-not-dsv4"]
+
+
+@pytest.mark.rule("hma-disabled")
+def test_hybrid_kv_manager_off_promotes_sliding_window_specs(tmp_path, version):
+    import torch
+
+    spec = importlib.import_module("vllm.v1.kv_cache_interface")
+    if not hasattr(spec, "SlidingWindowMLASpec") or not hasattr(spec, "replace_as"):
+        pytest.skip(f"vLLM {version} has no SlidingWindowMLASpec/replace_as (before 0.28)")
+    module = next((m for m in ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils")
+                   if hasattr(_maybe(m), "_promote_local_kv_cache_specs")), None)
+    if module is None:
+        pytest.skip(f"vLLM {version} has no _promote_local_kv_cache_specs")
+    promote = getattr(importlib.import_module(module), "_promote_local_kv_cache_specs")
+    common = {"block_size": 256, "num_kv_heads": 1, "head_size": 512, "dtype": torch.uint8,
+              "cache_dtype_str": "fp8_ds_mla"}
+    specs = {"layers.0.attn": spec.MLAAttentionSpec(**common),
+             "layers.1.attn": spec.SlidingWindowMLASpec(**common, sliding_window=128)}
+    text = raised(lambda: promote(specs))
+    if is_older(version, "0.31.0"):
+        assert text is None or "bounded_replay" not in text
+        return
+    assert text and "bounded_replay" in text
+    rules = explained(tmp_path, version, text)
+    assert set(rules) == {"hma-disabled", "connector-turns-hma-off"}  # the arguments would tell them apart
+
+
+def _maybe(name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+@pytest.mark.rule("mxfp4-indexer-off-sm10")
+@pytest.mark.parametrize("setting", [{"indexer_kv_dtype": "mxfp4"}, {"use_fp4_indexer_cache": True}])
+def test_the_mxfp4_indexer_off_sm10(tmp_path, version, setting):
+    """0.28+: the MXFP4 indexer cache on a non-SM 10.x device (this CPU) raises in
+    dsa_indexer_uses_fp4; on 0.28–0.29 use_fp4_indexer_cache=True is its alias and raises the
+    same text, so without the logged arguments both rows are named."""
+    if is_older(version, "0.28.0"):
+        pytest.skip("before 0.28 the indexer check is in the metadata builder (a CUDA device is needed)")
+    attention_config = vllm_symbol("vllm.config.attention", "AttentionConfig")
+    uses_fp4 = vllm_symbol("vllm.v1.attention.backends.mla.indexer", "dsa_indexer_uses_fp4")
+    try:
+        config = attention_config(**setting)
+    except Exception:  # noqa: BLE001 - 0.30+: use_fp4_indexer_cache is gone (the other oracle)
+        assert "use_fp4_indexer_cache" in setting and not is_older(version, "0.30.0")
+        return
+    text = raised(lambda: uses_fp4(SimpleNamespace(attention_config=config)))
+    assert text and "requires Blackwell datacenter GPUs" in text
+    rules = set(explained(tmp_path, version, text))
+    expected = {"mxfp4-indexer-off-sm10"} | ({"fp4-indexer-off-sm10"} if is_older(version, "0.30.0") else set())
+    assert rules == expected
