@@ -16,7 +16,6 @@ Failure modes and what they become:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 from ..core.gpus import GpuInfo, is_ascii_int, parse_capability
@@ -66,58 +65,11 @@ def probe_gpus(
 
 
 def _import_pynvml():
-    """nvidia-ml-py's ``pynvml``, imported without ``ctypes.util``.
-
-    pynvml's first lines say ``from ctypes.util import find_library``, a name it never calls (it
-    opens ``libnvidia-ml.so.1`` or ``nvml.dll`` by name). ``ctypes.util`` imports subprocess,
-    shutil and tempfile: ~8 ms, a fifth of a dsv4-serve start before the hand-over, and more
-    of `plan`'s. While pynvml is imported, a stand-in answers that one import; its
-    ``find_library`` (and any other name asked of it) imports the real ``ctypes.util`` at first
-    use. The stand-in leaves ``sys.modules`` as soon as pynvml is in, so whoever imports
-    ``ctypes.util`` next — vLLM does, after the hand-over — gets the real module. Only where
-    no other thread could import ``ctypes.util`` meanwhile (our CLI at this point): any thread,
-    also one ``threading`` does not know of, has a frame in ``sys._current_frames()``.
-
-    For `plan`, `doctor` and `fit` this is time saved; for a start it is time moved: vLLM
-    imports ``ctypes.util`` itself on ``import vllm.entrypoints.cli.main``, also after this
-    import (tests/vllm_real/test_shared_imports.py, on CI's releases), so nothing in it relies
-    on ours.
-    """
-    frames = getattr(sys, "_current_frames", None)
-    alone = frames is not None and len(frames()) == 1
-    if alone and "pynvml" not in sys.modules and "ctypes.util" not in sys.modules:
-        stand_in = _lazy_ctypes_util()
-        sys.modules["ctypes.util"] = stand_in
-        try:
-            import pynvml  # nvidia-ml-py
-        finally:
-            if sys.modules.get("ctypes.util") is stand_in:
-                del sys.modules["ctypes.util"]
+    """nvidia-ml-py's ``pynvml``, imported plainly (with the ``ctypes.util`` it imports: vLLM
+    imports that module itself right after the hand-over, so a start pays for it either way)."""
     import pynvml  # nvidia-ml-py
 
     return pynvml
-
-
-def _lazy_ctypes_util():
-    stand_in = type(sys)("ctypes.util", "Stands in for ctypes.util while pynvml is imported.")
-
-    def real():
-        if sys.modules.get("ctypes.util") is stand_in:
-            del sys.modules["ctypes.util"]
-        __import__("ctypes.util")
-        return sys.modules["ctypes.util"]
-
-    def find_library(name):
-        return real().find_library(name)
-
-    def other(attribute):  # the import system asks for __path__ and friends: not ours to load
-        if attribute.startswith("__"):
-            raise AttributeError(attribute)
-        return getattr(real(), attribute)
-
-    stand_in.find_library = find_library
-    stand_in.__getattr__ = other
-    return stand_in
 
 
 def _reason(exc: BaseException) -> str:
