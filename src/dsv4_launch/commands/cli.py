@@ -73,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .serve import run_serve
 
         return run_serve(args[1:])
+    if command == "completion" and not (len(args) == 2 and args[1] in ("-h", "--help")):
+        from .completion import run_completion  # each Tab press: no click for the candidates
+
+        return run_completion(args[1:])
     if command == "check":  # a running server; reads its own options (commands/check.py)
         from .check import run_check
 

@@ -154,6 +154,26 @@ def _release(text: str | None) -> str | None:
         raise click.BadParameter(str(exc), param_hint="--vllm-version") from None
 
 
+@cli.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the completion script for SHELL (dsv4-launch and dsv4-serve, which completes vLLM's
+    `serve` options for the installed release from the recorded option table).
+
+    \b
+    bash: dsv4-launch completion bash > ~/.local/share/bash-completion/completions/dsv4-launch
+          (and the same as .../completions/dsv4-serve), or in ~/.bashrc:
+          eval "$(dsv4-launch completion bash)"
+    zsh:  dsv4-launch completion zsh > "${fpath[1]}/_dsv4-launch" (then a new shell), or in
+          ~/.zshrc after compinit: eval "$(dsv4-launch completion zsh)"
+    fish: dsv4-launch completion fish > ~/.config/fish/completions/dsv4-launch.fish (and the
+          same as dsv4-serve.fish), or: dsv4-launch completion fish | source
+    """
+    from .completion import run_completion
+
+    raise SystemExit(run_completion([shell]))
+
+
 def run_click(args: list[str]) -> int:
     try:
         cli.main(args=args, prog_name="dsv4-launch", standalone_mode=True)

@@ -1,0 +1,146 @@
+"""Shell completion: ``dsv4-launch completion bash|zsh|fish`` prints scripts the shells accept,
+and the helper behind them completes vLLM's ``serve`` options from the recorded option table of
+the installed (or given) release. The shells are real; vLLM is the fake package (conftest), only
+its version matters here."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from dsv4_launch.commands.completion import SHELLS, candidates, run_completion
+from dsv4_launch.vllm_cli.option_table import available_versions, load_table
+from tests.conftest import clean_env
+
+
+def _shell(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("DSV4_REQUIRE_TOOLS") == "1" and name != "fish":
+            pytest.fail(f"{name} is required (DSV4_REQUIRE_TOOLS=1) but not installed (apt-get install {name})")
+        pytest.skip(f"{name} is not installed here (apt-get install {name}); its script is not checked")
+    return path
+
+
+def _script(run_cli, shell: str) -> str:
+    done, _ = run_cli("dsv4-launch", "completion", shell)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("shell, check", [("bash", ["-n"]), ("zsh", ["-n"]), ("fish", ["--no-execute"])])
+def test_scripts_are_valid_for_their_shell(run_cli, tmp_path, shell, check):
+    script = _script(run_cli, shell)
+    assert "dsv4-serve" in script and "dsv4-launch completion --complete" in script
+    path = tmp_path / f"completion.{shell}"
+    path.write_text(script)
+    done = subprocess.run([_shell(shell), *check, str(path)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+def _bash_complete(tmp_path, run_cli, *words: str, cword: int | None = None, vllm_dir=None) -> list[str]:
+    script = tmp_path / "completion.bash"
+    script.write_text(_script(run_cli, "bash"))
+    array = " ".join(f"'{w}'" for w in words)
+    cword = len(words) - 1 if cword is None else cword
+    code = (f"source {script}\nCOMP_WORDS=({array})\nCOMP_CWORD={cword}\n_dsv4_launch_complete\n"
+            'printf "%s\\n" "${COMPREPLY[@]}"\n')
+    env = clean_env(tmp_path)
+    if vllm_dir is not None:
+        env["PYTHONPATH"] = str(vllm_dir)
+    done = subprocess.run([_shell("bash"), "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.splitlines() if line]
+
+
+def test_bash_completes_dsv4_serve_options(run_cli, tmp_path):
+    assert "--kv-cache-dtype" in _bash_complete(tmp_path, run_cli, "dsv4-serve", "--kv-ca")
+
+
+def test_bash_completes_a_value_after_an_equals_sign(run_cli, tmp_path, fake_vllm_path):
+    """bash splits `--kv-cache-dtype=fp` into three words; only the value is replaced."""
+    got = _bash_complete(tmp_path, run_cli, "dsv4-serve", "--kv-cache-dtype", "=", "fp",
+                         vllm_dir=fake_vllm_path("0.33.0"))
+    assert got and all(v.startswith("fp") for v in got)
+    assert set(got) == {v for v in load_table("0.33.0").values["kv_cache_dtype"] if v.startswith("fp")}
+
+
+def test_bash_completes_dsv4_launch_commands(run_cli, tmp_path):
+    got = _bash_complete(tmp_path, run_cli, "dsv4-launch", "")
+    assert {"serve", "plan", "doctor", "fit", "completion"} <= set(got)
+
+
+def test_zsh_script_loads_and_registers_both_commands(run_cli, tmp_path):
+    script = tmp_path / "_dsv4-launch"
+    script.write_text(_script(run_cli, "zsh"))
+    code = (f"autoload -U compinit && compinit -u -d {tmp_path}/zcompdump; source {script}; "
+            "print -r -- $_comps[dsv4-launch] $_comps[dsv4-serve]")
+    done = subprocess.run([_shell("zsh"), "-fc", code], capture_output=True, text=True, timeout=60,
+                          env=clean_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["_dsv4_launch", "_dsv4_launch"]
+
+
+def test_helper_returns_kv_cache_dtype_for_kv_ca():
+    for version in available_versions():
+        got = candidates("dsv4-serve", ["--kv-ca"], version=version)
+        assert "--kv-cache-dtype" in got and all(c.startswith("--kv-ca") for c in got)
+
+
+def test_options_are_the_releases_own():
+    """An option only newer releases have is offered for them, not for older ones."""
+    old, new = available_versions()[0], available_versions()[-1]
+    added = sorted(set(load_table(new).option_strings) - set(load_table(old).option_strings))
+    assert added
+    option = added[0]
+    assert option in candidates("dsv4-serve", [option], version=new)
+    assert option not in candidates("dsv4-serve", [option], version=old)
+    # an unrecorded release: the nearest recorded table (the newest at or below it)
+    assert candidates("dsv4-serve", ["--"], version="0.99.0") == candidates("dsv4-serve", ["--"], version=new)
+    assert candidates("dsv4-serve", ["--"], version="0.29.5") == candidates("dsv4-serve", ["--"], version="0.29.0")
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_the_installed_release_decides(run_cli, version):
+    done, record = run_cli("dsv4-launch", "completion", "--complete", "dsv4-serve", "--", "--", vllm=version)
+    assert done.returncode == 0 and record is None
+    assert set(done.stdout.split()) == {o for o in load_table(version).option_strings if o.startswith("--")} | {
+        "--version"}
+
+
+def test_launch_commands_own_options_and_values():
+    assert candidates("dsv4-launch", ["completion", "z"]) == ["zsh"]
+    assert "--json" in candidates("dsv4-launch", ["plan", "--js"], version="0.33.0")
+    assert "--json" not in candidates("dsv4-launch", ["plan", "--", "--js"], version="0.33.0")
+    assert candidates("dsv4-launch", ["fit", "--vllm-version", ""]) == available_versions()
+    assert candidates("dsv4-launch", ["plan", "--vllm-version=0.2"]) == [
+        f"--vllm-version={v}" for v in available_versions() if v.startswith("0.2")]
+    # the release given with --vllm-version is the table used
+    new_only = sorted(set(load_table("0.33.0").option_strings) - set(load_table("0.24.0").option_strings))[0]
+    assert new_only not in candidates("dsv4-launch", ["plan", "--vllm-version", "0.24.0", new_only])
+    assert candidates("dsv4-launch", ["-"]) == ["--help", "--version", "-V", "-h"]
+    assert candidates("dsv4-serve", ["-V"]) == ["-V"] and candidates("dsv4-serve", ["m", "-V"], version="0.33.0") == []
+
+
+def test_helper_never_fails_into_the_prompt():
+    out = io.StringIO()
+    assert run_completion(["--complete", "dsv4-launch", "--", "plan", "\udcff", "--kv-cache-dtype", "="], out) == 0
+    assert run_completion(["--complete", "nonsense", "--"], io.StringIO()) == 0
+
+
+@pytest.mark.parametrize("args", [[], ["tcsh"], ["bash", "zsh"]])
+def test_a_wrong_shell_is_one_line_and_exit_2(args):
+    err = io.StringIO()
+    assert run_completion(args, io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and all(s in err.getvalue() for s in SHELLS)
+
+
+def test_completion_help_says_how_to_install_each(run_cli):
+    done, _ = run_cli("dsv4-launch", "completion", "--help")
+    assert done.returncode == 0
+    for where in ("bash-completion/completions", "fpath", "fish/completions"):
+        assert where in done.stdout
