@@ -144,3 +144,13 @@ def test_completion_help_says_how_to_install_each(run_cli):
     assert done.returncode == 0
     for where in ("bash-completion/completions", "fpath", "fish/completions"):
         assert where in done.stdout
+
+
+def test_fish_completes_dsv4_serve_options(run_cli, tmp_path):
+    fish = _shell("fish")
+    script = tmp_path / "dsv4-launch.fish"
+    script.write_text(_script(run_cli, "fish"))
+    done = subprocess.run([fish, "--no-config", "-c", f"source {script}; complete -C 'dsv4-serve --kv-ca'"],
+                          capture_output=True, text=True, env=clean_env(tmp_path), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--kv-cache-dtype" in [line.split("\t")[0] for line in done.stdout.splitlines()]
