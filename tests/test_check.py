@@ -452,3 +452,41 @@ def test_check_stays_off_the_dsv4_serve_path(run_cli):
     for name in ("dsv4_launch.commands.check", "dsv4_launch.adapters.http_client", "dsv4_launch.core.server_check",
                  "httpx", "http.client"):
         assert name not in mods
+
+
+# --- README's examples are the real output ------------------------------------------------------
+
+README = __import__("pathlib").Path(__file__).resolve().parents[1] / "README.md"
+README_RUNS = {  # README's command -> the replayed server it was run against (its section says so)
+    "    $ dsv4-launch check --api-key-env VLLM_API_KEY\n": ("healthy", True),
+    "    $ dsv4-launch check http://127.0.0.1:8000\n": ("dsml-in-content", False),
+}
+
+
+def _timeless(lines: list[str]) -> list[str]:
+    """Times and rates vary run to run, and so do the port and the client installed."""
+    import re
+
+    out = []
+    for line in lines:
+        line = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", line)
+        line = re.sub(r"\d+ ms\b", "N ms", line)
+        line = re.sub(r"\d+\.\d+ (s\b|tokens/s)", r"N \1", line)
+        out.append(re.sub(r"\((timeout \d+ s), (httpx|stdlib)\)", r"(\1, CLIENT)", line))
+    return out
+
+
+@pytest.mark.parametrize("command", sorted(README_RUNS))
+def test_readme_check_examples_are_the_real_output(command):
+    text = README.read_text()
+    start = text.index(command) + len(command)
+    shown = [line[4:] for line in text[start:text.index("\n\n", start)].splitlines()]
+    shape, keyed = README_RUNS[command]
+    args = command.split("$ dsv4-launch check")[1].split()
+    env = {"VLLM_API_KEY": KEY} if keyed else {}
+    with ReplayServer(shape, api_key=KEY if keyed else None) as s:
+        urls = [a for a in args if a.startswith("http")]
+        args = [a for a in args if a not in urls] + [s.url]
+        status, out, _ = check(*args, env=env)
+    assert status == (0 if shape == "healthy" else 1)
+    assert _timeless(out.splitlines()) == _timeless(shown), "README's check example is stale: paste the new output"

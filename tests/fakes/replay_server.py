@@ -105,7 +105,7 @@ class ReplayServer:
     def __init__(self, shape: str = "healthy", *, delay: float = 0.0, never_answer: bool = False,
                  loading: bool = False, api_key: str | None = None, models=None, redirect_to: str | None = None,
                  huge: bool = False, echo_auth: bool = False, control_chars: bool = False,
-                 ready_after: int = 0) -> None:
+                 ready_after: int = 0, chat_delay: float = 0.0) -> None:
         self.shape = shape
         self.delay = delay
         self.never_answer = never_answer
@@ -117,6 +117,7 @@ class ReplayServer:
         self.echo_auth = echo_auth
         self.control_chars = control_chars
         self.ready_after = ready_after  # /health says 503 (loading) to this many requests first
+        self.chat_delay = chat_delay  # seconds a chat completion takes (a model's decoding time)
         self.requests: list[dict] = []  # every request: method, path, headers, JSON body
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -197,6 +198,8 @@ class ReplayServer:
                     self._send(200, models_body(*names))
                     return
                 if self.path == "/v1/chat/completions" and method == "POST":
+                    if server.chat_delay:
+                        server._stop.wait(server.chat_delay)
                     chat, tools = SHAPES[server.shape]
                     status, body = tools if isinstance(doc, dict) and doc.get("tools") else chat
                     if server.echo_auth or server.control_chars:

@@ -448,8 +448,9 @@ def _content_findings(step: str, what: str, summary: ChatSummary) -> list[Findin
     mark = markup_in(content)
     if mark:
         out.append(Finding(step, FAIL, "markup-in-content",
-                           f"{what}: tool-call markup ({mark!r}) in `content`: no tool parser read the model's "
-                           "DeepSeek-V4 tool call. Fix: --enable-auto-tool-choice --tool-call-parser deepseek_v4",
+                           f"{what}: tool-call markup ({mark!r}) in `content`: no tool parser took the model's "
+                           "tool call out of the answer (none, or not DeepSeek-V4's). Fix for DeepSeek-V4: "
+                           "--enable-auto-tool-choice --tool-call-parser deepseek_v4",
                            REF_MARKUP))
     think = think_in(content)
     if think:
