@@ -17,6 +17,7 @@ Failure modes and what they become:
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 from ..core.gpus import GpuInfo, is_ascii_int, parse_capability
 from ..core.records import record
@@ -37,7 +38,7 @@ class GpuProbe:
 
 
 def probe_gpus(
-    load_nvml: Callable[[], object] | None = None,
+    load_nvml: Callable[[], ModuleType] | None = None,
     run_smi: Callable[[list[str]], tuple[str | None, str | None]] | None = None,
 ) -> GpuProbe:
     """Ask NVML, then nvidia-smi where NVML could not answer. Never raises."""
@@ -90,7 +91,7 @@ def _reason(exc: BaseException) -> str:
     return f"NVML: {detail}" if detail else f"NVML: {text}"
 
 
-def _probe_nvml(load_nvml: Callable[[], object]) -> GpuProbe:
+def _probe_nvml(load_nvml: Callable[[], ModuleType]) -> GpuProbe:
     try:
         nvml = load_nvml()
     except Exception as exc:  # ImportError and friends: bindings not installed
@@ -187,7 +188,9 @@ def _mig_uuids(nvml, handle) -> tuple[str, ...]:
             uuid = nvml.nvmlDeviceGetUUID(mig)
         except Exception:
             continue  # empty slot
-        found.append(_text(uuid))
+        text = _text(uuid)
+        if text is not None:  # a UUID that is not text names nothing CUDA_VISIBLE_DEVICES could
+            found.append(text)
     return tuple(found)
 
 

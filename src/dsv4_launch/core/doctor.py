@@ -171,10 +171,10 @@ def flashinfer_line(runtime: VllmRuntime, judged: bool = False) -> Check | None:
 def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
                  plugin_hint: str | None = None) -> Check | None:
     """Is the dsv4-launch vLLM plugin installed where vLLM runs, and would vLLM load it?"""
-    probe = runtime.probe
-    if probe is None or probe.get("plugins") is None:
+    plugins = runtime.probe.get("plugins") if runtime.probe is not None else None
+    if not isinstance(plugins, (list, tuple)):
         return None
-    names = [p.get("name") for p in probe["plugins"] if isinstance(p, Mapping)]
+    names = [p.get("name") for p in plugins if isinstance(p, Mapping)]
     if our_entry not in names:
         how = f"; to install it there: {plugin_hint}" if plugin_hint else ""
         return Check("plugin", OK, "not installed in vLLM's environment: plain `vllm serve`, LLM() and Ray "

@@ -1,7 +1,10 @@
 """``@record``: immutable value classes at a fraction of ``dataclasses``' start-up cost.
 
-``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``, ``tokenize``) and compiles several
-methods per class; across this package that was ~20 ms of every dsv4-serve start.
+``dataclasses`` compiles several methods per class (its import, with ``inspect``, vLLM's CLI
+makes anyway; the per-class code generation is ours alone): across this package that was most
+of ~20 ms of a dsv4-serve start, and of every ``plan``. Type checkers see a record as a frozen
+dataclass (PEP 681 ``dataclass_transform``, read only under ``TYPE_CHECKING``) plus
+``_replace``/``_fields`` (tools/mypy_records.py).
 ``collections.namedtuple`` compiles a ``__new__`` with ``eval`` and builds a second class: ~130 µs
 a record, ~3.5 ms for the thirty on the hand-over path. A record is one tuple subclass made
 with ``type()`` from the class's annotated fields and their defaults, keeping the class's
@@ -13,6 +16,18 @@ from __future__ import annotations
 
 from operator import itemgetter
 from types import MappingProxyType
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up); type checkers read it as True
+if TYPE_CHECKING:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        from typing import dataclass_transform
+    else:
+        from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_):  # run time: records need nothing of it
+        return lambda decorated: decorated
 
 EMPTY: MappingProxyType = MappingProxyType({})  # an immutable empty mapping, for defaults
 
@@ -69,6 +84,7 @@ def _new(cls, /, *args, **kwargs):  # positional-only: a field may be called "cl
     return tuple.__new__(cls, args)
 
 
+@dataclass_transform(frozen_default=True)
 def record(cls):
     names = tuple(cls.__dict__.get("__annotations__", {}))
     defaults = tuple(cls.__dict__[n] for n in names if n in cls.__dict__)

@@ -87,7 +87,7 @@ def _wrap_resolver(original, version: str):
         return changed or resolved
 
     setattr(resolve_kv_cache_dtype_string, MARK, True)
-    resolve_kv_cache_dtype_string.__wrapped__ = original
+    setattr(resolve_kv_cache_dtype_string, "__wrapped__", original)  # a function attribute, as functools.wraps sets it
     return resolve_kv_cache_dtype_string
 
 
@@ -100,7 +100,8 @@ def _decide(model_config, version: str) -> str | None:
     from ..output.report import describe_change
 
     hf_config = getattr(model_config, "hf_config", None)
-    as_dict = hf_config.to_dict() if callable(getattr(hf_config, "to_dict", None)) else None
+    to_dict = getattr(hf_config, "to_dict", None)
+    as_dict = to_dict() if callable(to_dict) else None
     prepared = prepare_engine(_engine_args.get(), getattr(model_config, "model", None), as_dict, version,
                               os.environ)
     if prepared.error:
