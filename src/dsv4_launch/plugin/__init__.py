@@ -9,8 +9,12 @@ would crash on the fp8_ds_mla layout becomes ``fp8``, with the same reason, in o
 through vLLM's logger.
 
 Safe by construction: it acts only where ``auto`` resolves to ``auto`` and dsv4-serve's plan
-(the same pipeline, rule rows and facts) would set fp8; an explicit value, another model, the
-plain-row backend and releases that resolve ``auto`` themselves are left alone. It patches
+would set fp8 — the same pipeline, rows and facts, from vLLM's own ``EngineArgs`` instead of
+argv (``commands/pipeline.prepare_engine``; the API server's own options, such as
+``--tool-call-parser``, never reach an engine, so rows on them are dsv4-serve's alone); an
+explicit value, another model, the plain-row backend and releases that resolve ``auto``
+themselves are left alone. Its findings go to vLLM's log as warnings, what dsv4-serve would
+refuse included (it cannot stop vLLM). It patches
 nothing on a vLLM release it was not verified against (it says so once), nothing with
 ``DSV4_LAUNCH_DISABLE=1`` (vLLM's ``VLLM_PLUGINS`` allow-list can leave it unloaded), and
 loading it twice is harmless. Importing this module imports nothing heavy: the facts are
