@@ -35,10 +35,10 @@ def _rules() -> dict:
 
 
 class _Fill(dict):
-    """A row's fix template filled where no plan can: the signature's words, else '…'."""
+    """A row's fix template filled where no plan can: the signature's words, else ``<name>``."""
 
     def __missing__(self, key: str) -> str:
-        return "…"
+        return f"<{key}>"
 
 
 def row_text(rule_id: str, signature=None) -> dict:

@@ -107,8 +107,22 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="backend-not-dsv4", exception="ValueError",
         pattern=r"\S+ is not a DeepSeek V4 attention backend",
+        fill={"use": "FLASHINFER_MLA_SPARSE_DSV4 (what the message names)", "name": "DeepSeek-V4"},
         source=f"{_NV}:752@0.24.0, :773@0.25.0–0.25.1, :774@0.26.0, :785@0.27.0–0.27.1, :784@0.28.0, "
         ":1035@0.29.0, :1100@0.30.0, :1160@0.31.0, :1027@0.32.0, :551@0.33.0",
+    ),
+    Signature(
+        rule="backend-not-dsv4", exception="ValueError",
+        pattern=r"\S+ is not a DeepSeek V4\.1 attention backend",
+        source="vllm/models/deepseek_v41/nvidia/model.py:131@0.30.0, :205@0.31.0, :212@0.32.0, :227@0.33.0",
+        vllm=SINCE_030,
+        fill={"use": "FLASHINFER_MLA_SPARSE_DSV41 (what the message names)", "name": "DeepSeek-V4.1"},
+    ),
+    Signature(
+        rule="v41-ds-mla-on-plain-rows", exception="ValueError",
+        pattern=r"\w+ is a packed FlashMLA DeepSeek V4\.1 KV cache format; the selected backend stores plain KV rows",
+        source="vllm/models/deepseek_v41/attention.py:161@0.31.0, :164@0.32.0, :173@0.33.0",
+        vllm=VersionRange(since="0.31.0"),
     ),
     # --- MegaMoE and the indexer cache ---------------------------------------------------------
     Signature(
@@ -162,6 +176,12 @@ SIGNATURES: tuple[Signature, ...] = (
         vllm=SINCE_030,
         fill={"fix": "drop use_fp4_indexer_cache from --attention-config (on SM 10.x with vLLM ≥ 0.28: "
               "--attention-config.indexer_kv_dtype mxfp4 turns the FP4 indexer cache on)"},
+    ),
+    Signature(
+        rule="indexer-dtype-unsupported", exception="ValueError",
+        pattern=r"indexer_kv_dtype='\w+' is not supported by the DeepSeek sparse indexer",
+        source=f"{_IDX}:52@0.28.0–0.29.0, :62@0.30.0–0.31.0, :63@0.32.0, :64@0.33.0",
+        vllm=VersionRange(since="0.28.0"),
     ),
     # --- tensor parallelism, GPUs, block size --------------------------------------------------
     Signature(
@@ -238,6 +258,14 @@ SIGNATURES: tuple[Signature, ...] = (
         source="vllm/config/vllm.py:2738@0.29.0 (:2624 adds 'dspark speculative decoding'), :3093@0.30.0, "
         ":3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
         vllm=VersionRange(since="0.29.0"),
+    ),
+    # The same refusal when a setting the V2 runner does not support makes vLLM fall back to V1.
+    Signature(
+        rule="dspark-v2-unsupported", exception="ValueError",
+        pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
+        source="vllm/config/vllm.py:2738@0.29.0, :3093@0.30.0, :3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
+        vllm=VersionRange(since="0.29.0"),
+        fill={"used": "--enable-dbo, elastic EP or the other setting the V2 model runner does not support"},
     ),
     # --- vision, hybrid KV manager -------------------------------------------------------------
     Signature(
@@ -328,6 +356,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"Unknown SF transformation",
         source="DeepGEMM, from process_weights_after_loading in vLLM 0.27.x (vLLM #51758)",
         vllm=VersionRange(since="0.27.0", before="0.28.0"),
+        fill={"before": "0.28.0"},
     ),
 )
 
@@ -465,6 +494,87 @@ class Scan:
     errors: tuple[LogLine, ...] = ()  # the last ERROR-level lines (when no exception line is found)
 
 
+def _top_level_alternatives(pattern: str) -> list[str]:
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, pattern[start:]]
+
+
+def required_literals(pattern: str) -> tuple[str, ...]:
+    """Texts one of which every match of ``pattern`` contains (one per top-level alternative;
+    empty when an alternative has none of 6 characters or more). Lets the scanner skip a line
+    with fast ``in`` tests instead of a regular-expression search per signature."""
+    found = tuple(required_literal(part) for part in _top_level_alternatives(pattern))
+    return () if any(len(lit) < 6 for lit in found) else found
+
+
+def required_literal(pattern: str) -> str:
+    """The longest text every match of ``pattern`` (without top-level ``|``) must contain."""
+    pieces: list[str] = []
+    current: list[str] = []
+    depth, i, n = 0, 0, len(pattern)
+
+    def end() -> None:
+        if current:
+            pieces.append("".join(current))
+            current.clear()
+
+    while i < n:
+        ch = pattern[i]
+        nxt = pattern[i + 1] if i + 1 < n else ""
+        if ch == "\\":
+            if nxt and not nxt.isalnum():  # an escaped punctuation character is itself
+                literal, i = nxt, i + 2
+            else:  # \d \w \S \b …
+                end()
+                i += 2
+                continue
+        elif ch == "|" and depth == 0:
+            return ""  # required_literals splits these first
+        elif ch in "([":
+            end()
+            depth += 1
+            i += 1
+            continue
+        elif ch in ")]":
+            depth -= 1
+            i += 1
+            continue
+        elif ch in ".^$":
+            end()
+            i += 1
+            continue
+        elif ch in "?*+{":
+            if ch != "+" and current:
+                current.pop()  # the character before it may be absent
+            end()
+            i += 1
+            continue
+        else:
+            literal, i = ch, i + 1
+        if depth == 0:
+            if i < n and pattern[i] in "?*{" and not (pattern[i] == "{" and pattern[i + 1: i + 2] != "0"):
+                end()  # an optional character ends the piece (and is not in it)
+                continue
+            current.append(literal)
+        else:
+            end()
+    end()
+    return max(pieces, key=len, default="")
+
+
 class Scanner:
     """Feeds on log lines, keeps a bounded window: ``feed(text, level)`` per line, ``result()``."""
 
@@ -472,7 +582,10 @@ class Scanner:
         self.signatures = tuple(signatures)
         self._compiled = [(s, re.compile(s.pattern), re.compile(s.context) if s.context else None)
                           for s in self.signatures]
-        self._any = re.compile("|".join(f"(?:{s.pattern})" for s in self.signatures)) if self.signatures else None
+        # One fast substring test per signature gates its regular expression (a line of a long
+        # log is mostly none of these).
+        self._literals = [(i, lit) for i, s in enumerate(self.signatures) for lit in required_literals(s.pattern)]
+        self._always = [i for i, s in enumerate(self.signatures) if not required_literals(s.pattern)]
         self._window: deque[str] = deque(maxlen=max(window, max((s.context_lines for s in self.signatures),
                                                                 default=0) + 1))
         self._matches: dict[tuple[int, str], Match] = {}
@@ -496,8 +609,9 @@ class Scanner:
         self.count += 1
         number = self.count
         self._window.append(text)
-        if self._any is not None and self._any.search(text):
-            self._match(number, text)
+        hits = [i for i, lit in self._literals if lit in text]
+        if hits or self._always:
+            self._match(number, text, hits + self._always)
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
         if "non-default args:" in text:
@@ -520,8 +634,9 @@ class Scanner:
             else:
                 self._errors.append(line)
 
-    def _match(self, number: int, text: str) -> None:
-        for index, (sig, pattern, context) in enumerate(self._compiled):
+    def _match(self, number: int, text: str, indexes: list[int]) -> None:
+        for index in sorted(set(indexes)):
+            sig, pattern, context = self._compiled[index]
             if not pattern.search(text):
                 continue
             if context is not None:
