@@ -81,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .check import run_check
 
         return run_check(args[1:])
+    if command == "explain":  # a vLLM log; reads its own options (commands/explain.py)
+        from .explain import main as run_explain_cli
+
+        return run_explain_cli(args[1:])
     if command in OWN_OPTIONS:
         try:
             own, rest = split_own_options(command, args[1:], OWN_OPTIONS[command])

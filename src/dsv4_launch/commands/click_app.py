@@ -155,6 +155,28 @@ def _release(text: str | None) -> str | None:
 
 
 @cli.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as one JSON object.")
+@click.argument("log", required=False, default="-", metavar="[FILE|-]")
+def explain(as_json: bool, log: str) -> None:
+    """Explain a vLLM crash from its log: which known DeepSeek-V4 failure, the fix, and the command that works.
+
+    FILE is vLLM's output (a terminal's, `journalctl -u vllm`, `kubectl logs`); `-` or nothing
+    reads standard input. Large logs are streamed; ANSI colour and journald, kubectl and vLLM
+    prefixes are tolerated. Where the log shows vLLM's version and its `non-default args`, the
+    corrected command is planned as dsv4-serve would run it. Secrets are never printed.
+
+    \b
+    Exit status:
+      0  a known failure is explained
+      1  none found (the root-cause lines are shown; see `dsv4-launch doctor`)
+      2  bad input (a missing file, a directory)
+    """
+    from .explain import run_explain
+
+    raise SystemExit(run_explain([log], as_json=as_json))
+
+
+@cli.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 def completion(shell: str) -> None:
     """Print the completion script for SHELL (dsv4-launch and dsv4-serve, which completes vLLM's
