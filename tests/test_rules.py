@@ -23,6 +23,8 @@ FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
 F0731 = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-0731")
 VISION = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-Vision-Exp")
 BASE = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-Base")
+NVFP4 = known_checkpoint("nvidia/DeepSeek-V4-Flash-NVFP4")
+SM110 = (11, 0)
 V4_FULL = FLASH["config"]
 FI = ["--attention-backend", "FLASHINFER_MLA_SPARSE_DSV4"]
 MEGA = ["--moe-backend", "deep_gemm_mega_moe"]
@@ -30,6 +32,13 @@ EP = ["--enable-expert-parallel"]
 DSPARK = ["--speculative-config", '{"method": "dspark", "num_speculative_tokens": 5}']
 LMCACHE = ["--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}']
 NIXL = ["--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}']
+FI41 = ["--attention-backend", "FLASHINFER_MLA_SPARSE_DSV41"]
+
+
+def dspark_with(**extra):
+    import json
+
+    return ["--speculative-config", json.dumps({"method": "dspark", "num_speculative_tokens": 5, **extra})]
 
 
 def big(*ccs):
@@ -47,6 +56,8 @@ CASES = {
     "kv-not-fp8": (([M, "--kv-cache-dtype", "bfloat16"], {}), ([M, "--kv-cache-dtype", "fp8_e4m3"], {})),
     "nvfp4-on-mla": (([M, "--kv-cache-dtype", "nvfp4"], {}), ([M, "--kv-cache-dtype", "nvfp4_ds_mla"], {})),
     "v41-kv": (([M, "--kv-cache-dtype", "fp8_e4m3"], {"config": V41}), ([M, "--kv-cache-dtype", "fp8"], {"config": V41})),
+    "v41-ds-mla-on-plain-rows": (([M, *FI41, "--kv-cache-dtype", "fp8_ds_mla"], {"config": V41, "gpu": big(SM100)}),
+                                 ([M, *FI41, "--kv-cache-dtype", "fp8_ds_mla"], {"config": V41})),
     "backend-not-dsv4": (([M, "--attention-backend", "FLASHINFER_MLA_SPARSE"], {}), ([M, *FI], {})),
     "backend-ignored": (([M, "--attention-backend", "TRITON_MLA"], {}), ([M, "--attention-backend", "auto"], {})),
     "flashmla-on-sm12": (([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {}),
@@ -56,6 +67,24 @@ CASES = {
                                  ([M, *FI, "--kv-cache-dtype", "fp8"], {"gpu": big(SM100)})),
     "attention-env-ignored": (([M], {"env": {"VLLM_ATTENTION_BACKEND": "FLASHMLA"}}), ([M], {})),
     "gpu-too-old": (([M], {"gpu": big(SM80)}), ([M], {"gpu": big(SM90)})),
+    "sm11-thor": (([M], {"gpu": big(SM110)}), ([M], {"gpu": big(SM90)})),
+    "sm12-0.26-garbage": (([M], {"version": "0.26.0"}), ([M], {"version": "0.28.0"})),
+    "v2-runner-env-not-int": (([M], {"env": {"VLLM_USE_V2_MODEL_RUNNER": "false"}}),
+                              ([M], {"env": {"VLLM_USE_V2_MODEL_RUNNER": "0"}})),
+    "mega-moe-nvfp4": (([M, *MEGA, *EP], {"gpu": big(SM100), "config": NVFP4["config"]}),
+                       ([M, *MEGA, *EP], {"gpu": big(SM100), "config": V4_FULL})),
+    "indexer-dtype-unsupported": (([M, "--attention-config.indexer_kv_dtype", "bf16"], {}),
+                                  ([M, "--attention-config.indexer_kv_dtype", "fp8"], {})),
+    "dspark-v2-unsupported": (([M, *DSPARK, "--enable-dbo"], {"config": F0731["config"]}),
+                              ([M, *DSPARK, "--enable-elastic-ep"], {"config": F0731["config"]})),
+    "draft-kv-not-fp8": (([M, *dspark_with(kv_cache_dtype="bfloat16")], {"config": F0731["config"]}),
+                         ([M, *dspark_with(kv_cache_dtype="fp8")], {"config": F0731["config"]})),
+    "hma-off-full-attention": (([M, "--disable-hybrid-kv-cache-manager"], {"version": "0.30.0"}),
+                               ([M, "--disable-hybrid-kv-cache-manager"], {"version": "0.31.0"})),
+    "v4-wrong-parsers": (([M, "--tool-call-parser", "hermes"], {}),
+                         ([M, "--tool-call-parser", "deepseek_v4", "--reasoning-parser", "deepseek_v4"], {})),
+    "vision-no-compress-ratios": (([M], {"config": VISION["config"]}),
+                                  ([M], {"config": {**VISION["config"], "compress_ratios": V4_FULL["compress_ratios"]}})),
     "sm12-before-0.24": (([M], {"version": "0.23.1"}), ([M], {"version": "0.24.0"})),
     "sm12-0.27": (([M], {"version": "0.27.1"}), ([M], {"version": "0.26.0"})),
     "sm12-0.24-deepgemm": (([M], {"version": "0.24.0"}), ([M], {"version": "0.24.0", "env": {"VLLM_USE_DEEP_GEMM": "0"}})),
@@ -246,3 +275,148 @@ def test_release_matrix_is_rendered_from_the_rows_and_the_recorded_outcomes():
     for rule in (*RULES, *DOCTOR_RULES):
         assert f"| `{rule.id}` |" in committed
     assert all(r["installed"] and r.get("returncode") == 0 for r in results), "a release failed its oracle suite"
+
+
+# --- third edition (issue 19): behaviour per release, per backend, per environment -------------
+
+def findings(tokens, **kw):
+    plan, _ = judge((tokens, kw))
+    return {f.rule: f for f in plan.findings}, plan
+
+
+@pytest.mark.parametrize("version,dtype,refused", [
+    ("0.30.0", "fp8_e4m3", False), ("0.30.0", "bfloat16", True), ("0.30.0", "nvfp4_ds_mla", True),
+    ("0.31.0", "fp8_e4m3", True), ("0.33.0", "fp8_e5m2", True), ("0.33.0", "fp8_inc", True),
+    ("0.33.0", "fp8_per_token_head", True), ("0.33.0", "float16", True), ("0.33.0", "nvfp4_ds_mla", False),
+    ("0.33.0", "fp8_ds_mla", False), ("0.33.0", "fp8", False), ("0.33.0", "auto", False),
+])
+def test_v41_packed_path_per_release(version, dtype, refused):
+    # models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype: 0.30.0 = V4's ("fp8*"), 0.31+ stricter
+    found, _ = findings([M, "--kv-cache-dtype", dtype], config=V41, version=version)
+    assert ("v41-kv" in found) is refused, found.get("v41-kv")
+
+
+@pytest.mark.parametrize("version,dtype,rule", [
+    ("0.33.0", "bfloat16", None), ("0.33.0", "fp8_e4m3", None), ("0.33.0", "fp8_ds_mla", "v41-ds-mla-on-plain-rows"),
+    ("0.31.0", "nvfp4_ds_mla", "v41-ds-mla-on-plain-rows"), ("0.30.0", "fp8_ds_mla", "fp8-ds-mla-on-plain-rows"),
+    ("0.30.0", "bfloat16", None),
+])
+def test_v41_plain_rows_take_bf16_and_fp8_and_reject_packed_records(version, dtype, rule):
+    for backend in ("FLASHINFER_MLA_SPARSE_DSV4", "FLASHINFER_MLA_SPARSE_DSV41"):
+        found, plan = findings([M, "--attention-backend", backend, "--kv-cache-dtype", dtype], config=V41,
+                               version=version, gpu=big(SM100))
+        assert "v41-kv" not in found
+        kv_rows = {r for r in found if "ds-mla" in r}
+        assert kv_rows == ({rule} if rule else set()), (backend, dtype, kv_rows)
+
+
+def test_v41_backend_and_block_size_parity():
+    found, _ = findings([M, "--attention-backend", "FLASHINFER_MLA_SPARSE"], config=V41)
+    assert found["backend-not-dsv4"].level == REFUSE and "DeepSeek V4.1" in found["backend-not-dsv4"].text
+    assert "Fix: --attention-backend FLASHINFER_MLA_SPARSE_DSV41" in found["backend-not-dsv4"].text
+    # SM 9.x: FlashMLA takes 64, the FlashInfer plain-row backend only 128
+    assert "block-size-v41" not in findings([M, "--block-size", "64"], config=V41, gpu=big(SM90))[0]
+    found, _ = findings([M, "--block-size", "64", *FI41], config=V41, gpu=big(SM90))
+    assert "multiple of 128" in found["block-size-v41"].text
+
+
+def test_hma_off_refuses_from_the_promotion_typeerror_release_and_warns_before():
+    for tokens in ([M, "--disable-hybrid-kv-cache-manager"], [M, *LMCACHE], [M, "--kv-offloading-backend", "lmcache"]):
+        found, _ = findings(tokens, version="0.31.0")
+        (row,) = {"hma-disabled", "connector-turns-hma-off"} & set(found)
+        assert found[row].level == REFUSE and "bounded_replay" in found[row].text, tokens
+        assert "hma-off-full-attention" not in found
+        found, plan = findings(tokens, version="0.30.0")
+        assert found["hma-off-full-attention"].level == WARN and plan.refusals == (), tokens
+    found, _ = findings([M, "--kv-offloading-backend", "lmcache"], version="0.33.0")
+    assert "--kv-offloading-backend lmcache selects it" in found["connector-turns-hma-off"].text
+    found, _ = findings([M, "--disable-hybrid-kv-cache-manager", "-dcp", "2"], gpu=big(SM120, SM120))
+    assert found["hma-disabled"].level == WARN and "decode-context-parallel" in found["hma-disabled"].text
+
+
+def test_the_fp4_indexer_opt_out_is_dropped_not_turned_into_an_opt_in():
+    plan, _ = judge(([M, "--attention_config.use_fp4_indexer_cache=False"], {"gpu": big(SM100)}))
+    (line,) = plan.refusals
+    assert "Fix: drop --attention_config.use_fp4_indexer_cache" in line and "mxfp4" not in line.split("Fix:")[1]
+
+
+@pytest.mark.parametrize("rule,tokens,kw", [
+    ("kv-not-fp8", [M, "--kv-cache-dtype", "bfloat16"], {"version": "0.29.0"}),
+    ("fp4-indexer-off-sm10", [M, "--attention_config.use_fp4_indexer_cache=True"], {"version": "0.27.1"}),
+])
+@pytest.mark.parametrize("value,optimized", [("1", True), ("2", True), ("yes", True), ("0", False), ("-1", False)])
+def test_a_refusal_resting_on_a_bare_assert_is_a_warning_under_pythonoptimize(rule, tokens, kw, value, optimized):
+    found, plan = findings(tokens, env={"PYTHONOPTIMIZE": value}, **kw)
+    finding = found[rule]
+    assert (finding.level == WARN and not finding.certain) is optimized, finding
+    assert ("PYTHONOPTIMIZE is set" in finding.text) is optimized
+    assert (finding.text in plan.refusals) is not optimized
+
+
+def test_pythonoptimize_does_not_soften_value_errors():
+    # from 0.30 (KV) and 0.28 (indexer) the checks raise ValueError, which -O does not skip
+    found, _ = findings([M, "--kv-cache-dtype", "bfloat16"], version="0.30.0", env={"PYTHONOPTIMIZE": "1"})
+    assert found["kv-not-fp8"].level == REFUSE and found["kv-not-fp8"].certain
+    found, _ = findings([M, "--attention_config.use_fp4_indexer_cache=True"], version="0.28.0",
+                        env={"PYTHONOPTIMIZE": "1"})
+    assert found["fp4-indexer-off-sm10"].level == REFUSE
+
+
+@pytest.mark.parametrize("value,runner", [("0", "v1"), (" 0 ", "v1"), ("00", "v1"), ("1", "v2"), ("false", "bad"),
+                                          ("true", "bad"), ("no", "bad")])
+def test_the_v2_runner_variable_is_read_as_vllm_reads_it(value, runner):
+    # envs.py maybe_convert_bool: bool(int(value)); int() takes surrounding spaces, not words
+    env = {"VLLM_USE_V2_MODEL_RUNNER": value}
+    found, _ = findings([M, *DSPARK], config=F0731["config"], env=env)
+    assert ("dspark-v1-runner" in found) is (runner == "v1")
+    assert ("v2-runner-env-not-int" in found) is (runner == "bad")
+    found, _ = findings([M], version="0.28.0", gpu=big(SM100), env=env)
+    assert ("sm10-0.28-v2-runner" in found) is (runner == "v2")
+    if "sm10-0.28-v2-runner" in found:
+        assert "Fix: VLLM_USE_V2_MODEL_RUNNER=0 " in found["sm10-0.28-v2-runner"].text
+
+
+@pytest.mark.parametrize("flag,version,refused", [
+    ("--enable-dbo", "0.29.0", True), ("--enable-dbo", "0.33.0", True), ("--enable-elastic-ep", "0.31.0", True),
+    ("--enable-elastic-ep", "0.32.0", False), ("--logits-processors=my.mod:Proc", "0.30.0", True),
+    ("--logits-processors=my.mod:Proc", "0.31.0", False), ("--enable-dbo", "0.28.0", False),
+])
+def test_dspark_with_a_v2_unsupported_feature(flag, version, refused):
+    found, _ = findings([M, *DSPARK, flag], config=F0731["config"], version=version)
+    assert ("dspark-v2-unsupported" in found) is refused, version
+    forced, _ = findings([M, *DSPARK, flag], config=F0731["config"], version=version,
+                         env={"VLLM_USE_V2_MODEL_RUNNER": "1"})
+    if refused:
+        assert "Model Runner V2 does not yet support" in forced["dspark-v2-unsupported"].text
+
+
+def test_the_draft_kv_dtype_per_release():
+    auto = dspark_with(kv_cache_dtype="auto")
+    assert "draft-kv-not-fp8" in findings([M, *auto], config=F0731["config"], version="0.29.0")[0]
+    assert "draft-kv-not-fp8" not in findings([M, *auto], config=F0731["config"], version="0.30.0")[0]
+    bf16 = dspark_with(kv_cache_dtype="bfloat16")
+    assert "draft-kv-not-fp8" not in findings([M, *bf16, *FI], config=F0731["config"], gpu=big(SM100))[0]
+
+
+@pytest.mark.parametrize("tokens,version,warned", [
+    (["--tool-call-parser", "deepseek_v3"], "0.33.0", True), (["--tool-call-parser", "deepseek_v41"], "0.33.0", True),
+    (["--reasoning-parser", "deepseek_r1"], "0.33.0", True), (["--reasoning-parser", "deepseek_v3"], "0.25.0", True),
+    # 0.24.0 registers deepseek_v4's reasoning parser as the same DeepSeekV3ReasoningParser
+    (["--reasoning-parser", "deepseek_v3"], "0.24.0", False),
+    (["--tool-call-parser", "my_parser", "--tool-parser-plugin", "/p.py"], "0.33.0", False),
+])
+def test_wrong_parsers_for_v4(tokens, version, warned):
+    found, _ = findings([M, *tokens], version=version)
+    assert ("v4-wrong-parsers" in found) is warned
+
+
+def test_dspark_block_size_alone_is_not_a_dspark_module():
+    found, _ = findings([M, *DSPARK], config=VISION["config"])
+    assert found["dspark-without-module"].level == REFUSE
+    assert "mtp-on-dspark-checkpoint" not in findings([M, "--speculative-config.method", "mtp"],
+                                                      config=VISION["config"])[0]
+
+
+def test_sm12_027_recommends_028_first():
+    found, _ = findings([M], version="0.27.0")
+    assert "Fix: vLLM 0.28.0 or later" in found["sm12-0.27"].text

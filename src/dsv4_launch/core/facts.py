@@ -19,6 +19,7 @@ RULE_ENV = (
     "TORCH_SYMM_MEM_DISABLE_MULTICAST",
     "HF_HUB_OFFLINE",
     "VLLM_PLUGINS",
+    "PYTHONOPTIMIZE",  # vLLM's bare asserts are skipped under -O
 )
 
 

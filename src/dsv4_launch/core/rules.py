@@ -35,7 +35,7 @@ DERIVED = "derived"  # worked out from vLLM's code, not observed: a warning only
 EVIDENCE = (CONFIRMED, CITED, REPORTED, DERIVED)
 REFUSAL_EVIDENCE = frozenset({CONFIRMED, CITED})
 
-Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]
+Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]  # values may hold "uncertain": why it may not apply
 
 
 @record
@@ -134,6 +134,12 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         if not certain and rule.level == WARN and not real:
             return None  # a warning about GPUs that may not exist here is noise
     fill = dict(values)
+    doubt = fill.pop("uncertain", None)  # the check's own reason it may not apply (e.g. an assert under -O)
+    if doubt:
+        certain = False
+        qualifiers.append(str(doubt))
+    fill.setdefault("since", rule.vllm.since)
+    fill.setdefault("before", rule.vllm.before)
     if rule.families is not None:
         fill.setdefault("gpus", describe_kinds(hit_gpus) or family_words({_family(g) for g in hits}))
     fill.setdefault("vllm", facts.vllm_words())
