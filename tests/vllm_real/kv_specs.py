@@ -62,7 +62,10 @@ def stage_specs(ratios, cfg, indexer_bytes: int, pp: int, stage: int) -> dict:
             out[p + ".indexer.k_cache"] = A.DeepseekV4IndexerCache.get_kv_cache_spec(ns, cfg)
             ns = NS(state_dim=2 * 2 * 128, dtype=torch.float32, block_size=4, sliding_window=8)
             out[p + ".indexer.compressor.state_cache"] = C.CompressorStateCache.get_kv_cache_spec(ns, cfg)
-        ns = NS(block_size=64, head_dim=512, window_size=128, dtype=torch.uint8, cache_config=cc)
+        # DeepseekV4Attention builds its SWA cache with the class defaults (0.33: block 64, 584-byte
+        # states, 576-byte pages, no bounded replay)
+        ns = NS(block_size=64, head_dim=512, window_size=128, dtype=torch.uint8, cache_config=cc, bounded_replay=False,
+                packed_bytes_per_token=584, packed_page_alignment=576, packed_block_stride_alignment=None)
         out[p + ".swa_cache"] = DeepseekV4SWACache.get_kv_cache_spec(ns, cfg)
         ns = NS(compress_ratio=ratio, kv_cache_dtype="fp8_ds_mla", head_dim=512, kv_cache_torch_dtype=torch.uint8)
         spec = A.DeepseekV4Attention.get_kv_cache_spec(ns, cfg)
@@ -85,10 +88,8 @@ def _groups(ratios, cfg, indexer_bytes, pp):
 
 
 def _call(fn, *args):
-    if list(inspect.signature(fn).parameters)[0] == "builder":  # 0.33
-        from vllm.v1.core.kv_cache_config_builder import KVCacheConfigBuilder
-
-        return fn(KVCacheConfigBuilder(), *args)
+    if list(inspect.signature(fn).parameters)[0] == "builder":  # 0.33: the platforms' default builder
+        return fn(P.DefaultKVCacheConfigBuilder(), *args)
     return fn(*args)
 
 
