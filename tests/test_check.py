@@ -490,3 +490,107 @@ def test_readme_check_examples_are_the_real_output(command):
         status, out, _ = check(*args, env=env)
     assert status == (0 if shape == "healthy" else 1)
     assert _timeless(out.splitlines()) == _timeless(shown), "README's check example is stale: paste the new output"
+
+
+# --- hostile answers: never a traceback ---------------------------------------------------------
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    leaf = st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False) | st.text(max_size=40)
+    return st.recursive(leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
+        st.sampled_from(["choices", "message", "content", "reasoning", "reasoning_content", "tool_calls",
+                         "function", "name", "arguments", "usage", "completion_tokens", "token_ids", "data", "id",
+                         "max_model_len", "error", "message", "finish_reason", "x"]), kids, max_size=6), max_leaves=30)
+
+
+def _paths(doc, at=()):
+    yield at
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, (*at, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _paths(v, (*at, i))
+
+
+def _replaced(doc, path, value):
+    if not path:
+        return value
+    doc = json.loads(json.dumps(doc))
+    node = doc
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return doc
+
+
+HOSTILE_VALUES = (None, 0, 5, -1, 1e308, True, "", "x", "\x1b[2J", [], [1], [None], {}, {"a": 1}, [{"function": 5}])
+
+
+def _judge_all(status: int, body: bytes) -> None:
+    ex = sc.Exchange(status, body, 0.2)
+    found = [*sc.judge_health(ex), *sc.judge_models(ex, None)[0], *sc.judge_models(ex, "a")[0],
+             *sc.judge_chat(ex)[0], *sc.judge_tools(ex)[0]]
+    assert found and all(f.level in (sc.OK, sc.NOTE, sc.WARN, sc.FAIL, sc.UNREACHABLE) for f in found)
+    sc.verdict(found)
+
+
+def test_every_part_of_every_answer_replaced_is_judged_without_raising():
+    """Each replayed answer with each one of its parts (every key and index, at any depth)
+    replaced by each of a set of wrong JSON values: the judges return findings, never raise."""
+    from tests.fakes.replay_server import error_body, models_body
+
+    bodies = [b for pair in SHAPES.values() for _, b in pair] + [models_body("a", "b"), error_body("x")]
+    seen = 0
+    for doc in bodies:
+        for path in _paths(doc):
+            for value in HOSTILE_VALUES:
+                _judge_all(200, json.dumps(_replaced(doc, path, value)).encode())
+                seen += 1
+    assert seen > 3000
+
+
+def test_any_answer_is_judged_without_raising():
+    """Every replayed answer (and vLLM's model list and error shapes) with any of its parts
+    replaced by any JSON value, or by bytes that are not JSON: the judges return findings."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tests.fakes.replay_server import error_body, models_body
+
+    bodies = [b for pair in SHAPES.values() for _, b in pair] + [models_body("a", "b"), error_body("x"),
+                                                                 {"error": "Unauthorized"}]
+    value = _json_values()
+
+    @st.composite
+    def hostile(draw):
+        doc = draw(st.sampled_from(bodies))
+        for _ in range(draw(st.integers(1, 3))):
+            path = draw(st.sampled_from(list(_paths(doc))))
+            doc = _replaced(doc, path, draw(value))
+        return doc
+
+    @settings(max_examples=500, deadline=None)
+    @given(doc=hostile() | value, status=st.sampled_from([200, 200, 200, 400, 401, 503]), raw=st.binary(max_size=30))
+    def judge(doc, status, raw):
+        for body in (json.dumps(doc).encode(), raw):
+            ex = sc.Exchange(status, body, 0.2)
+            found = [*sc.judge_health(ex), *sc.judge_models(ex, None)[0], *sc.judge_models(ex, "a")[0],
+                     *sc.judge_chat(ex)[0], *sc.judge_tools(ex)[0]]
+            assert found and all(f.level in (sc.OK, sc.NOTE, sc.WARN, sc.FAIL, sc.UNREACHABLE) for f in found)
+            sc.verdict(found)
+
+    judge()
+
+
+def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"boom {KEY}")
+
+    out, err = io.StringIO(), io.StringIO()
+    status = run_check(["--api-key-env", "K"], env={"K": KEY}, stdout=out, stderr=err, fetch=broken)
+    assert status == 1 and "Traceback" not in err.getvalue()
+    assert err.getvalue().startswith("dsv4-launch check: error: internal error: RuntimeError: boom ***")
+    with pytest.raises(RuntimeError):
+        run_check([], env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(), fetch=broken)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping
 
 from ..core import server_check as sc
+from ..core.settings import read_flag
 from ..output.documents import dump
 from ..output.escape import printable
 from ..output.lines import Reporter, make_lenient, safe_write, silence
@@ -200,6 +201,12 @@ def run_check(args: list[str], *, env: Mapping[str, str] | None = None, stdout=N
     except KeyboardInterrupt:
         Reporter(stderr, env, prefix=PREFIX).error("interrupted")
         return exit_codes.INTERRUPTED
+    except Exception as exc:  # never a traceback of ours: one line, a problem (DSV4_LAUNCH_DEBUG=1 raises)
+        if read_flag(env, "DSV4_LAUNCH_DEBUG")[0]:
+            raise
+        Reporter(stderr, env, prefix=PREFIX, scrub=scrub).error(
+            f"internal error: {type(exc).__name__}: {str(exc)[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)")
+        return exit_codes.CHECK_PROBLEM
     notes = []
     if base.stripped_v1:
         notes.append("the URL's /v1 was taken off: /health and /v1/… are asked at the server's root")

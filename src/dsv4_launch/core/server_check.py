@@ -335,7 +335,8 @@ def summarize(doc, elapsed: float) -> ChatSummary | None:
     tokens = _int(usage.get("completion_tokens"))
     rate = tokens / elapsed if tokens and elapsed > 0 else None
     calls = []
-    for call in message.get("tool_calls") or ():
+    raw_calls = message.get("tool_calls")
+    for call in raw_calls[:16] if isinstance(raw_calls, list) else ():
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
             calls.append({"name": _text(fn.get("name")), "arguments": _text(fn.get("arguments"))})
@@ -518,8 +519,12 @@ def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fal
         if tokens:
             per_s = f": {summary.tokens_per_second:.1f} tokens/s" if summary.tokens_per_second else ""
             rate = f" ({tokens} tokens in {ex.elapsed:.2f} s{per_s}, prefill and round trip included)"
-        shown = repr(excerpt(content.strip(), 80)) if content.strip() else \
-            f"(reasoning only) {excerpt(reasoning.strip(), 80)!r}"
+        if content.strip():
+            shown = repr(excerpt(content.strip(), 80))
+        elif reasoning.strip():
+            shown = f"(reasoning only) {excerpt(reasoning.strip(), 80)!r}"
+        else:
+            shown = f"(tool calls only: {len(summary.tool_calls)})"
         out.insert(0, Finding("chat", OK, "chat", f"{what}: {shown}{rate}"))
     return out, summary
 
