@@ -183,7 +183,7 @@ def test_yaml_alias_bomb_is_left_to_vllm_quickly(tmp_path, kind, v4_dir):
     assert took < 1.5, f"{took:.2f} s"
 
 
-def test_yaml_alias_bomb_small_memory(tmp_path, v4_dir):
+def test_yaml_alias_bomb_small_memory(tmp_path, fake_vllm_path, v4_dir):
     """The 307-byte bomb under a 600 MiB address-space limit (main peaked at gigabytes)."""
     import resource
 
@@ -195,7 +195,8 @@ def test_yaml_alias_bomb_small_memory(tmp_path, v4_dir):
         resource.setrlimit(resource.RLIMIT_AS, (600 * 2**20, 600 * 2**20))
 
     done = subprocess.run([str(BIN / "dsv4-launch"), "plan", "--json", v4_dir, "--config", str(path)],
-                          env=clean_env(tmp_path, DSV4_LAUNCH_GPU_CAPABILITY="12.0"), capture_output=True,
+                          env=clean_env(tmp_path, DSV4_LAUNCH_GPU_CAPABILITY="12.0",
+                                        PYTHONPATH=str(fake_vllm_path("0.33.0"))), capture_output=True,
                           timeout=30, preexec_fn=limit)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "aliases expand" in json.loads(done.stdout)["warnings"][-1] or any(
@@ -255,13 +256,14 @@ HOSTILE_JSON_TEXT = ["\u202egnp.exe", "\x9b31m", "\x85line", "\u2028", "\x1b[31m
 
 @pytest.mark.parametrize("raw", [b"mod\xff", b"\xc3", b"ok\xed\xa0\x80", b"a\x80b\xfe", "密".encode()[:2]])
 @pytest.mark.parametrize("encoding", ["ascii", "utf-8", "latin-1"])
-def test_json_is_ascii_and_valid_for_strict_parsers(tmp_path, raw, encoding):
+def test_json_is_ascii_and_valid_for_strict_parsers(tmp_path, fake_vllm_path, raw, encoding):
     """Undecodable argv bytes and C1/bidi characters: an ASCII document that a strict parser (no
     lone surrogates) accepts, with ``not_utf8`` saying which strings held undecodable bytes."""
     name = os.fsdecode(raw)
     argv = [str(BIN / "dsv4-launch"), "plan", "--json", name, "--served-model-name", *HOSTILE_JSON_TEXT]
     done = subprocess.run([os.fsencode(a) for a in argv], capture_output=True, timeout=60,
-                          env=clean_env(tmp_path, PYTHONIOENCODING=encoding, DSV4_LAUNCH_GPU_CAPABILITY="12.0"))
+                          env=clean_env(tmp_path, PYTHONIOENCODING=encoding, DSV4_LAUNCH_GPU_CAPABILITY="12.0",
+                                        PYTHONPATH=str(fake_vllm_path("0.33.0"))))
     assert done.returncode in (0, 2), done.stderr
     text = done.stdout.decode("ascii")  # ASCII only
     doc = json.loads(text)
@@ -491,3 +493,12 @@ def test_offline_weights_are_judged_with_every_spelling(env, monkeypatch):
     assert seen["local"] is True
     gather._weights(SimpleNamespace(model="org/x"), SimpleNamespace(directory=None), {"HF_HUB_OFFLINE": " 1"})
     assert seen["local"] is False
+
+
+@pytest.mark.parametrize("vllm", [NEWER, VllmInstall("0.33.0", True)], ids=["0.34.0", "0.33.0"])
+def test_a_secret_quoted_by_a_warning_is_masked(vllm):
+    """The masking reaches every line, not only argv: a warning built from an unknown option's
+    spelling (``--Zqsecret…`` right after --api-key, where vLLM's reading makes it an option)."""
+    for as_json in (False, True):
+        rc, out, err = _plan([M, "--api-key", "--Zqsecretvalue99", "--port", "1"], vllm=vllm, as_json=as_json)
+        assert "Zqsecretvalue99" not in out + err, (out, err)

@@ -120,7 +120,9 @@ def test_b200_recipe_flag_is_refused_for_0_30_and_not_for_0_29_without_vllm(run_
     argument'); 0.29 on SM 10.x accepts it. Without vLLM the release is unknown: a warning only."""
     model = "deepseek-ai/DeepSeek-V4-Flash"
     done, blind = _plan(run_cli, model, "-tp", "8", FP4_INDEXER)
-    assert done.returncode == 0 and blind["vllm_version"] is None and blind["vllm_version_assumed"] is False
+    # no vLLM at all: dsv4-serve would exit 127 there, and so does plan (issue 20, class 9)
+    assert done.returncode == 127 and blind["exit_status"] == 127
+    assert blind["vllm_version"] is None and blind["vllm_version_assumed"] is False
     assert any("use_fp4_indexer_cache" in w for w in blind["warnings"]) and not blind["refusals"]
 
     done, new = _plan(run_cli, model, "-tp", "8", FP4_INDEXER, "--vllm-version", "0.30.0")

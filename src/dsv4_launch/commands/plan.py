@@ -77,7 +77,7 @@ def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = 
     stderr = sys.stderr if stderr is None else stderr
     prepared = prepare(argv, env, PLAN, probe=probe, vllm=vllm)
     make_lenient(stdout)
-    scrub = Scrubber.for_argv(prepared.argv)
+    scrub = Scrubber.for_argv(prepared.argv, prepared.secrets)  # secret values masked in every line too
     err = Reporter(stderr, env, prefix="dsv4-launch plan", scrub=scrub)
     missing = no_vllm(prepared)
     status = exit_codes.NO_VLLM if missing else prepared.status

@@ -59,7 +59,7 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
         return run_version("dsv4-serve", env, stdout, stderr, vllm)
     prepared = prepare(argv, env, SERVE, probe=probe, vllm=vllm)
     quiet = prepared.settings.quiet if prepared.settings else False
-    reporter = Reporter(stderr, env, quiet=quiet, scrub=Scrubber.for_argv(prepared.argv))
+    reporter = Reporter(stderr, env, quiet=quiet, scrub=Scrubber.for_argv(prepared.argv, prepared.secrets))
     if prepared.error:
         reporter.error(prepared.error)
         return prepared.status
