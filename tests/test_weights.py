@@ -221,3 +221,10 @@ def test_a_huge_compress_ratios_list_costs_milliseconds():
     start = time.perf_counter()
     assert split_weights(dict(config, num_hidden_layers=2_400_000)) is None  # past MAX_LAYERS
     assert time.perf_counter() - start < 0.05
+
+
+def test_shared_experts_are_replicated_by_sequence_parallelism_only_from_0_27():
+    # 0.24.0–0.26.0 build DeepseekV4MLP without is_sequence_parallel (model.py:568@0.24.0)
+    old = split_weights(FLASH["config"], tp=2, dp=4, expert_parallel=True, vllm_version="0.26.0").bytes_of(SHARED)
+    new = split_weights(FLASH["config"], tp=2, dp=4, expert_parallel=True, vllm_version="0.27.0").bytes_of(SHARED)
+    assert old.per_gpu_bytes < 0.51 * old.checkpoint_bytes and new.per_gpu_bytes == new.checkpoint_bytes

@@ -15,7 +15,8 @@ Every tensor of the checkpoint is counted from the config the way vLLM builds it
   without it the experts are tensor-parallel over TP × DP (``flatten_tp_across_dp_and_pcp``).
   The shared experts (``DeepseekV4MLP``) are TP-sharded, the intermediate size rounded up to
   whole 128-blocks per rank (``cdiv``, nvidia/model.py:149-152), and replicated under sequence
-  parallelism (``_use_sequence_parallel``: PP 1, EP, TP > 1 and DP > 1, model.py:571-582).
+  parallelism (``_use_sequence_parallel``: PP 1, EP, TP > 1 and DP > 1, model.py:571-582@0.33;
+  from 0.27.0 — 0.24.0–0.26.0 build ``DeepseekV4MLP`` without it, model.py:568@0.24.0).
 - **Embeddings / LM head**: ``VocabParallelEmbedding``/``ParallelLMHead`` (÷ TP, vocab padded to
   64), embeddings on the first pipeline stage, head and final norm on the last.
 - **Norms, gates, mHC** (``hc_attn_fn``, ``hc_ffn_fn`` [(2+hc)·hc, hc·D] fp32 per layer,
@@ -44,12 +45,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .records import record
+from .versions import VersionRange
 
 MAX_LAYERS = 1024  # a config naming more layers is not a DeepSeek-V4 we can tally
 MAX_DIM = 1 << 24  # any size past this is not a real checkpoint's
 MAX_DRAFT_LAYERS = 16
 VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of this
 CHECK_TOLERANCE = 0.005  # a tally within 0.5 % of an exact total counts as checked
+# Sequence parallelism replicates the shared experts from 0.27.0 (_use_sequence_parallel).
+SEQUENCE_PARALLEL_SHARED = VersionRange(since="0.27.0")
 
 # transformers' DeepseekV4Config defaults (configuration_deepseek_v4.py), what vLLM uses for a
 # key config.json leaves out.
@@ -224,11 +228,13 @@ class _Shapes:
 
 
 class _Layout:
-    def __init__(self, tp: int, pp: int, dp: int, expert_parallel: bool, redundant_experts: int):
+    def __init__(self, tp: int, pp: int, dp: int, expert_parallel: bool, redundant_experts: int,
+                 vllm_version: str | None):
         self.tp, self.pp, self.dp = tp, pp, dp
         self.ep = tp * dp if expert_parallel and tp * dp > 1 else 1  # FusedMoEParallelConfig.make
         self.moe_tp = 1 if self.ep > 1 else tp * dp  # flatten_tp_across_dp_and_pcp without EP
-        self.sequence_parallel = pp == 1 and expert_parallel and tp > 1 and dp > 1
+        self.sequence_parallel = (pp == 1 and expert_parallel and tp > 1 and dp > 1
+                                  and SEQUENCE_PARALLEL_SHARED.contains(vllm_version) is not False)
         self.redundant = redundant_experts
 
 
@@ -323,11 +329,13 @@ def _stage_layers(layers: int, pp: int, partition: Sequence[int] | None) -> list
 
 def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert_parallel: bool = False,
                   speculative: bool | str | None = False, exact_total: int | None = None,
-                  pp_partition: Sequence[int] | None = None, redundant_experts: int = 0) -> WeightSplit | None:
+                  pp_partition: Sequence[int] | None = None, redundant_experts: int = 0,
+                  vllm_version: str | None = None) -> WeightSplit | None:
     """The checkpoint's bytes by tensor class and on the most loaded GPU of a layout.
 
     ``speculative``: False/None (no draft loaded), True (the checkpoint's own draft: DSpark when
     it has ``dspark_target_layer_ids``, else its MTP layers), or the method ("mtp", "dspark").
+    ``vllm_version``: the installed release where it matters (None: the newest's behaviour).
     ``exact_total``: the checkpoint's exact byte count (``total_size`` of its index, the shard
     headers, or the table's exact figure) to check the tally against. None where the config is
     not a DeepSeek-V4 this tally models (V4.1's nested ``text_config``, another quantisation,
@@ -347,7 +355,7 @@ def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert
     if pp_partition is not None and (len(pp_partition) != pp or sum(pp_partition) != s.L
                                      or any(type(n) is not int or n < 0 for n in pp_partition)):
         return None
-    lay = _Layout(tp, pp, dp, expert_parallel, max(int(redundant_experts or 0), 0))
+    lay = _Layout(tp, pp, dp, expert_parallel, max(int(redundant_experts or 0), 0), vllm_version)
     t = _Tally(s, q, lay)
     parts = _stage_layers(s.L, pp, pp_partition)
     totals = {name: [0, 0, 0] for name in CLASSES}
