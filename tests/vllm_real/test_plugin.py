@@ -3,6 +3,11 @@
 ``vllm serve``, ``LLM()`` and Ray Serve's engines — yields ``cache_config.cache_dtype == "fp8"``
 exactly where dsv4-serve would have rewritten the argument.
 
+Also: the plugin's change (INFO) and what dsv4-serve would refuse (WARNING) read from the
+output of a real vLLM process, in vLLM's own log format; and the plugin reading vLLM's real
+``EngineArgs`` (from vLLM's parser and ``from_cli_args``) plans every case of the rule matrix as
+dsv4-serve does from the same argv.
+
 Faked: only the GPU type (DSV4_LAUNCH_GPU_CAPABILITY; the CPU platform builds the config), and
 the model is a small DeepSeek-V4 config.json on disk (no weights are loaded by a config).
 """
@@ -156,3 +161,96 @@ def test_loading_imports_only_the_patch_and_its_settings(real_vllm):
                     "dsv4_launch.core.records", "dsv4_launch.core.gpus", "dsv4_launch.core.settings"}, ours
     assert "dsv4_launch.plugin.kv_patch" in ours  # it did load and patch
     assert not set(added) - ours, set(added) - ours  # nothing else: no pynvml, yaml, rich, click, json readers
+
+
+# --- The plugin says its change and findings in vLLM's own log ---------------------------
+
+LOGGED = """
+import os, sys
+import vllm.platforms as platforms
+from vllm.platforms.cpu import CpuPlatform
+platforms._current_platform = CpuPlatform()  # no GPU here: the CPU platform builds the config
+from vllm.engine.arg_utils import EngineArgs
+from vllm.plugins import load_general_plugins
+load_general_plugins()
+config = EngineArgs(model=sys.argv[1], skip_tokenizer_init=True, block_size=int(sys.argv[2])).create_engine_config()
+print("DTYPE", config.cache_config.cache_dtype)
+"""
+
+
+def _vllm_line(output: str, level: str, text: str) -> str:
+    """The one line of vLLM's output holding ``text``; it must be in vLLM's format: the level,
+    a date, a time and [file:line] before the message (vllm/logger.py _FORMAT)."""
+    import re
+
+    lines = [x for x in output.splitlines() if text in x]
+    assert len(lines) == 1, (text, output[-3000:])
+    assert re.search(rf"{level} \d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \[kv_patch\.py:\d+\] dsv4-launch: ", lines[0]), lines[0]
+    return lines[0]
+
+
+def test_the_change_and_a_would_refuse_are_in_vllms_own_log(real_vllm, models):
+    # --block-size 64 on SM 12.x: dsv4-serve refuses (block-size row); the plugin cannot stop
+    # vLLM, so vLLM's log gets a WARNING naming that, and the KV change at INFO. Read from the
+    # real process's output, as a user sees it (vLLM's handler writes to stdout).
+    done = subprocess.run([sys.executable, "-c", LOGGED, models["v4"], "64"], capture_output=True, text=True,
+                          env={**os.environ, "VLLM_TARGET_DEVICE": "cpu", "DSV4_LAUNCH_GPU_CAPABILITY": "12.0"},
+                          timeout=600)
+    output = done.stdout + done.stderr
+    assert "DTYPE fp8" in done.stdout, output[-3000:]
+    _vllm_line(output, "INFO", "dsv4-launch: changed: --kv-cache-dtype auto → fp8")
+    line = _vllm_line(output, "WARNING", "dsv4-serve would refuse to start this")
+    assert "--block-size 64" in line
+
+
+# --- The plugin reads vLLM's real EngineArgs as dsv4-serve reads the argv ----------------
+
+def _matrix():
+    from tests.test_rules import CASES
+
+    return [pytest.param(case, id=f"{rule}-{way}")
+            for rule, pair in CASES.items() for way, case in zip(("trips", "passes"), pair)]
+
+
+@pytest.mark.parametrize("case", _matrix())
+def test_the_real_engine_args_give_the_same_plan(real_vllm, case):
+    """Every case of the rule matrix through vLLM's own parser and ``EngineArgs.from_cli_args``
+    (what `vllm serve` hands the engine), read by the plugin, against the replica's reading of
+    the same argv's engine options: the same changes, warnings, refusals and findings. Arguments the real
+    parser rejects never reach an engine; dsv4-serve must not start those either."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    from dsv4_launch.core.plan import make_plan
+    from dsv4_launch.vllm_cli.engine_args import read_engine_args
+    from dsv4_launch.vllm_cli.option_table import load_table
+    from dsv4_launch.vllm_cli.serve_args import read_serve_args
+    from tests.test_rules import judge
+
+    top, _, installed = real_vllm
+    tokens, kw = case
+    table = load_table(installed)
+    serve_args = read_serve_args(tokens, table, lambda p: {})
+    try:
+        namespace = top.parse_args(["serve", *tokens])
+        namespace.model = namespace.model_tag  # what `vllm serve` does before it builds the engine
+        engine = AsyncEngineArgs.from_cli_args(namespace)
+    except (SystemExit, Exception) as exc:  # vLLM itself stops here: judged for this very release
+        _, facts = judge((tokens, {**kw, "version": installed}))
+        refused = serve_args.rejection or make_plan(facts._replace(args=serve_args)).refusals
+        assert refused, f"vLLM {installed} rejects {tokens} ({exc!r}) but dsv4-serve would start it"
+        return
+    assert not serve_args.rejection, serve_args.rejection
+    _, facts = judge((tokens, {**kw, "version": installed}))  # the plugin plans for the vLLM it runs in
+    # The API server's own options (--tool-call-parser, --default-chat-template-kwargs, …) are
+    # not EngineArgs fields: they never reach an engine, so the plugin cannot see them, and
+    # rows on them are dsv4-serve's alone. Everything the engine carries must agree.
+    fields = set(type(engine).__dataclass_fields__)
+    seen = {k: v for k, v in serve_args.values.items() if k in fields or k == "model_tag"}
+    serve_plan = make_plan(facts._replace(args=serve_args._replace(values=seen, cli_values=seen)))
+    plugin_plan = make_plan(facts._replace(args=read_engine_args(engine, table)))
+
+    def said(plan):
+        changes = tuple(c._replace(before=None) if c.before == "auto" else c for c in plan.changes)
+        return changes, plan.warnings, plan.refusals, sorted((f.rule, f.level, f.text) for f in plan.findings)
+
+    assert said(plugin_plan) == said(serve_plan)
