@@ -359,7 +359,7 @@ def test_gpu_named_in_the_log_is_used(tmp_path):
              *vllm_lines(traceback([_ATT], f"AssertionError: {_FP8} auto"))]
     _, doc, _ = explain(tmp_path, lines)
     assert doc["gpu"]["compute_capability"] == "12.0"
-    assert "12.0" in doc["corrected"]["gpus"]
+    assert doc["corrected"]["gpus"] == "SM 12.0 (line 2 of the log)"
     assert doc["corrected"]["argv"][-2:] == ["--kv-cache-dtype", "fp8"]
     assert "SM 12.0" in doc["corrected"]["changes"][0]["reason"]
 
@@ -500,3 +500,52 @@ def test_logged_args_are_read_without_evaluating_anything():
     assert truncated.values == {"model_tag": "m", "tensor_parallel_size": 2}
     deep = parse_args_text("{'a': " + "[" * 5000 + "]" * 5000 + "}", 1)
     assert deep.unread == ("a",)
+
+
+def test_a_kubectl_log_of_033_names_the_failure_and_says_the_command_still_fails():
+    """`kubectl logs --timestamps --prefix`, four workers raising at build on 0.33 (SM100 check in
+    DeepGemmMegaMoEExperts.__init__): the traceback's own source line does not count, the command
+    dsv4-serve would run is shown as still failing (the GPU type is not in the log)."""
+    out = io.StringIO()
+    status = run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=True, env={}, stdout=out,
+                         stderr=io.StringIO())
+    doc = json.loads(out.getvalue())
+    assert status == 0
+    assert [(i["rule"], i["count"]) for i in doc["explained"]] == [("mega-moe-not-sm100", 4)]
+    assert doc["explained"][0]["text"] == "NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs."
+    assert doc["explained"][0]["plan_agrees"] is True
+    assert doc["corrected"]["unfixed"] == ["mega-moe-not-sm100"] and doc["corrected"]["fixed"] == []
+    out = io.StringIO()
+    run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=False, env={}, stdout=out,
+                stderr=io.StringIO())
+    assert "corrected command:" not in out.getvalue()
+    assert "which still fails with mega-moe-not-sm100" in out.getvalue()
+
+
+def test_the_unknown_failure_fixture():
+    out = io.StringIO()
+    status = run_explain([str(FIXTURES / "unknown-disk-full-0.29.0.log")], as_json=True, env={}, stdout=out,
+                         stderr=io.StringIO())
+    doc = json.loads(out.getvalue())
+    assert status == 1 and doc["explained"] == [] and doc["corrected"] is not None
+    assert [r["line"] for r in doc["root_cause"]] == [8]
+    assert doc["root_cause"][0]["text"].startswith("OSError: [Errno 28] No space left on device")
+
+
+def test_readme_shows_the_real_output():
+    """README's examples are explain's real output on the fixtures (as `cd tests/fixtures/logs`)."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## After a crash: `dsv4-launch explain`", 1)[1].split("\n## ", 1)[0]
+    examples = re.findall(r"    \$ dsv4-launch explain ([\w.\-]+)\n((?:    (?!\$).*\n)+)", section)
+    assert len(examples) >= 2
+    here = os.getcwd()
+    try:
+        os.chdir(FIXTURES)
+        for name, shown in examples:
+            out = io.StringIO()
+            run_explain([name], as_json=False, env={}, stdout=out, stderr=io.StringIO())
+            expected = [line[4:] for line in shown.splitlines() if not line.startswith("    $ echo")]
+            expected = [e for e in expected if not re.fullmatch(r"\d+", e)]
+            assert out.getvalue().splitlines() == expected, name
+    finally:
+        os.chdir(here)

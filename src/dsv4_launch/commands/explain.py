@@ -188,15 +188,23 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     if corrected is not None:
         prepared, argv, skipped = corrected
         shown = masked_argv(prepared.argv, prepared.secrets)
+        kv_fixed = any(c.option == "--kv-cache-dtype" for c in prepared.plan.changes)
+        refused = {f.rule for f in prepared.plan.findings if f.level == "refuse"}
+        rules = list(dict.fromkeys(item["rule"] for item in explained))
         corrected_doc = {
             "argv": shown, "command": command_line(shown), "exit_status": prepared.status,
+            # what the command changes about the failures explained: fixed by dsv4-serve's own
+            # change, refused before vLLM starts, or left as it is (the fix above is the user's)
+            "fixed": [r for r in rules if r == KV_AUTO and kv_fixed],
+            "refused": [r for r in rules if r in refused],
+            "unfixed": [r for r in rules if not (r == KV_AUTO and kv_fixed) and r not in refused],
             "changes": [{"option": c.option, "before": c.before, "after": c.after, "reason": c.reason,
                          "reference": c.reference} for c in prepared.plan.changes],
             "refusals": list(prepared.plan.refusals), "warnings": list(prepared.plan.warnings),
             "left_out": skipped + [d for d in scan.args.unread if d not in _SKIPPED_DESTS], "error": prepared.error,
             "vllm_version": scan.version,
-            "gpus": "DSV4_LAUNCH_GPU_CAPABILITY={}.{} (from the log)".format(*scan.gpu.capability)
-            if scan.gpu else "unknown (the log does not name them)",
+            "gpus": "SM {}.{} (line {} of the log)".format(*scan.gpu.capability, scan.gpu.line)
+            if scan.gpu else "unknown (not named in the log)",
         }
     return {
         "command": "explain",
@@ -292,13 +300,17 @@ def render_text(out, data: dict) -> None:
         out.info(f"  raised at ({item['signature']['releases']}): {item['signature']['source']}")
     corrected = data["corrected"]
     if data["explained"] and corrected is not None:
-        context = f"vLLM {corrected['vllm_version'] or 'version unknown'}, GPUs {corrected['gpus']}"
+        context = f"vLLM {corrected['vllm_version'] or 'version unknown'}, GPU type {corrected['gpus']}"
         if corrected["error"]:
             out.info(f"the logged arguments cannot be planned: {corrected['error']}", label="corrected command")
         elif corrected["refusals"]:
             for refusal in corrected["refusals"]:
                 out.info(refusal, label="dsv4-serve would refuse")
             out.info("fix the arguments above first; `dsv4-launch plan ARGS` checks them", label="corrected command")
+        elif corrected["unfixed"]:
+            out.info(f"{corrected['command']}   ({context})", label="dsv4-serve would run")
+            out.info(f"  which still fails with {', '.join(corrected['unfixed'])}: apply the fix above first "
+                     "(`dsv4-launch plan ARGS` checks the result)")
         else:
             out.info(f"{corrected['command']}   (as dsv4-serve would run it; {context})", label="corrected command")
             for change in corrected["changes"]:

@@ -594,6 +594,7 @@ class Scanner:
         self._pointers: deque[LogLine] = deque(maxlen=2)
         self._errors: deque[LogLine] = deque(maxlen=ROOT_CAUSE_LINES)
         self.count = 0
+        self._after_frame = False
         self.version: str | None = None
         self.version_line: int | None = None
         self.args: LogArgs | None = None
@@ -609,8 +610,10 @@ class Scanner:
         self.count += 1
         number = self.count
         self._window.append(text)
-        hits = [i for i, lit in self._literals if lit in text]
-        if hits or self._always:
+        code = self._after_frame and text.startswith("    ")  # a traceback's source line, not a message
+        self._after_frame = text.startswith('  File "')
+        hits = [] if code else [i for i, lit in self._literals if lit in text]
+        if hits or (self._always and not code):
             self._match(number, text, hits + self._always)
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
