@@ -34,10 +34,17 @@ def default_client() -> str:
     """``httpx`` when it imports here (tried for real: an installed but broken httpx counts as
     absent), else ``stdlib``."""
     try:
-        import httpx  # noqa: F401
+        _httpx()
     except Exception:  # ImportError, or anything a broken install raises on import
         return "stdlib"
     return "httpx"
+
+
+def _httpx():
+    """The httpx module (imported by name: it is optional, and has no stubs here)."""
+    import importlib
+
+    return importlib.import_module("httpx")
 
 
 class _Failed(Exception):
@@ -52,7 +59,7 @@ def request(method: str, base: BaseUrl, path: str, *, headers: Mapping[str, str]
     """One request to ``base`` + ``path``, answered within ``timeout`` seconds or not at all."""
     if client == "httpx":  # imported before the clock starts: its import is not the server's time
         try:
-            import httpx  # noqa: F401
+            _httpx()
         except Exception as exc:
             return Exchange(None, error=f"httpx does not import here ({type(exc).__name__})", kind="other")
     start = clock()
@@ -136,7 +143,7 @@ def _classify(exc: BaseException, what: str) -> _Failed:
     import ssl
 
     seen: BaseException | None = exc
-    chain = []
+    chain: list[BaseException] = []
     while seen is not None and len(chain) < 8:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
@@ -212,7 +219,7 @@ def _once_stdlib(method, url, headers, body, deadline, max_bytes, clock):
 
 
 def _once_httpx(method, url, headers, body, deadline, max_bytes, clock):
-    import httpx
+    httpx = _httpx()
 
     path = urlsplit(url).path or "/"
     try:
