@@ -228,3 +228,16 @@ def test_shared_experts_are_replicated_by_sequence_parallelism_only_from_0_27():
     old = split_weights(FLASH["config"], tp=2, dp=4, expert_parallel=True, vllm_version="0.26.0").bytes_of(SHARED)
     new = split_weights(FLASH["config"], tp=2, dp=4, expert_parallel=True, vllm_version="0.27.0").bytes_of(SHARED)
     assert old.per_gpu_bytes < 0.51 * old.checkpoint_bytes and new.per_gpu_bytes == new.checkpoint_bytes
+
+
+def test_load_buffers_are_the_rope_caches_and_the_topk_buffer():
+    from dsv4_launch.core.weights import load_buffers
+
+    # two fp32 RoPE caches of 1M positions × 64 (sliding-window and compressed layers) + the
+    # [8192, 512] int32 top-k buffer
+    assert load_buffers(FLASH["config"], 8192) == 2 * 4 * 64 * 1_048_576 + 4 * 8192 * 512
+    assert load_buffers(FLASH["config"], 8192, speculative=True) > load_buffers(FLASH["config"], 8192)
+    assert load_buffers(known_checkpoint("deepseek-ai/DeepSeek-V4.1-Flash")["config"], 8192) is None
+    for tp, logged_gib in ((2, 75.2), (4, 38.8), (8, 20.06)):
+        loaded = split_weights(FLASH["config"], tp=tp).per_gpu_bytes + load_buffers(FLASH["config"], 8192)
+        assert 0.97 * logged_gib < gib(loaded) < logged_gib  # a lower bound, within 3 %

@@ -505,3 +505,47 @@ class CheckpointFiles:
         named shard is there and every header was read; else None (the index's total is only a
         claim; a file's size includes its header)."""
         return self.payload_bytes if self.shards_missing == 0 else None
+
+
+def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculative: bool | str | None = False,
+                 ) -> int | None:
+    """Bytes every GPU allocates with the model besides its weights, as vLLM 0.33 builds it:
+
+    - the RoPE caches: ``DeepseekV4ScalingRotaryEmbedding`` keeps ``cos_sin_cache`` in fp32,
+      [original_max_position × factor, rope_dim] (rotary_embedding/deepseek_scaling_rope.py:
+      234-255); ``build_deepseek_v4_rope`` makes one for the sliding-window layers (factor 1 over
+      max_position_embeddings) and one for the compressed layers (YaRN's factor over its
+      original_max_position_embeddings), shared through ``get_rope``'s cache;
+    - ``topk_indices_buffer`` [max_num_batched_tokens, index_topk] int32 (DeepseekV4Model; the
+      MTP/DSpark drafter allocates its own), and with a drafter the target's
+      ``_mtp_hidden_buffer`` [max_num_batched_tokens, hc_mult × hidden] bf16.
+
+    None when the config cannot be read. A lower bound of what "Model loading took" adds to the
+    weights (0.52 GiB for V4-Flash at 8192 batched tokens; the logs put it at 0.5–0.8 GiB).
+    """
+    if not isinstance(config, Mapping) or isinstance(config.get("text_config"), Mapping):
+        return None
+    try:
+        s = _Shapes(config)
+        max_pos = _int(config, "max_position_embeddings", 1 << 20)
+        rope_dim = _int(config, "qk_rope_head_dim", 64)
+        topk = _int(config, "index_topk", 512)
+        ratios = {max(1, r) if type(r) is int else 1 for r in s.ratios[: s.L]}
+    except _Unknown:
+        return None
+    total = 4 * rope_dim * max_pos  # the sliding-window layers' RoPE (every DeepSeek-V4 has some)
+    if any(r > 1 for r in ratios):
+        rope = config.get("rope_scaling") or config.get("rope_parameters") or {}
+        rope = rope.get("compress", rope) if isinstance(rope, Mapping) else {}
+        factor = rope.get("factor") if isinstance(rope, Mapping) else None
+        original = rope.get("original_max_position_embeddings") if isinstance(rope, Mapping) else None
+        if isinstance(factor, (int, float)) and type(original) is int and 0 < factor <= 1024 and 0 < original <= MAX_DIM:
+            length = int(original * factor)
+        else:
+            length = max_pos
+        total += 4 * rope_dim * length
+    if type(max_num_batched_tokens) is int and 0 < max_num_batched_tokens <= MAX_DIM:
+        total += 4 * max_num_batched_tokens * topk
+        if speculative:
+            total += 4 * max_num_batched_tokens * topk + 2 * max_num_batched_tokens * s.hc * s.D
+    return total
