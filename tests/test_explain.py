@@ -549,3 +549,39 @@ def test_readme_shows_the_real_output():
             assert out.getvalue().splitlines() == expected, name
     finally:
         os.chdir(here)
+
+
+_PIECES = [version_line("0.24.0"), version_line("0.33.0"), f"AssertionError: {_FP8} auto",
+           "ValueError: No common block size for 64", "Traceback (most recent call last):",
+           '  File "/x/vllm/v1/worker/utils.py", line 1, in f', "    raise ValueError(",
+           "ZeroDivisionError: integer division or modulo by zero", "use_fp4_indexer_cache",
+           "  Unexpected keyword argument [type=unexpected_keyword_argument]",
+           args_line("{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'api_key': ['sk-HOSTILE-1'], "
+                     "'tensor_parallel_size': 2}"),
+           args_line("{'model_tag': 'x', 'tensor_parallel_size': 'two', 'block_size': [64], 'hf_overrides': {1: 2}}"),
+           args_line("{'model_tag': ['not', 'a', 'string'], 'attention_config': AttentionConfig(backend=<B.X: 'X'>)"),
+           args_line("{'config': '/etc/missing.yaml', 'kv_cache_dtype': None, 'port': -1, 'x': 1e999}"),
+           "dsv4-launch: warning: NVIDIA H200 (SM 9.0) with vLLM 0.24.0", "\x1b[31mERROR\x1b[0m",
+           "Nov 28 14:02:14 h vllm[1]: (Worker_TP0 pid=2) ERROR 11-28 14:02:14 [a.py:1] RuntimeError: boom"]
+
+
+def test_hostile_logs_never_raise_and_json_always_parses(tmp_path):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=80), st.binary(max_size=80)), max_size=20))
+    def check(parts):
+        data = b"\n".join(p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in parts)
+        path = tmp_path / "hostile.log"
+        path.write_bytes(data)
+        for as_json in (True, False):
+            out, err = io.StringIO(), io.StringIO()
+            status = run_explain([str(path)], as_json=as_json, env={}, stdout=out, stderr=err)
+            assert status in (0, 1)
+            text = out.getvalue() + err.getvalue()
+            assert "Traceback" not in err.getvalue() and "sk-HOSTILE-1" not in text
+            if as_json:
+                assert json.loads(out.getvalue())["exit_status"] == status
+
+    check()

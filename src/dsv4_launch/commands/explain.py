@@ -158,7 +158,15 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     from ..output.redact import masked_argv
     from ..output.report import command_line
 
-    corrected = corrected_plan(scan, env)
+    try:
+        corrected = corrected_plan(scan, env)
+    except Exception as exc:  # never a traceback of ours: the explanation stands without the command
+        if env.get("DSV4_LAUNCH_DEBUG"):
+            raise
+        corrected = None
+        plan_error = f"the logged arguments could not be planned (internal error: {type(exc).__name__})"
+    else:
+        plan_error = None
     prepared = corrected[0] if corrected else None
     planned = _plan_rules(prepared)
     explained = []
@@ -221,6 +229,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         "corrected": corrected_doc,
         "exit_status": EXPLAINED if explained else NOT_FOUND,
         "error": None,
+        "plan_error": plan_error,
     }
 
 
@@ -238,7 +247,7 @@ def _scrubber(scan: Scan | None):
 def _error_document(source: str, message: str) -> dict:
     return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
             "gpu": None, "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
-            "corrected": None, "exit_status": BAD_INPUT, "error": message}
+            "corrected": None, "exit_status": BAD_INPUT, "error": message, "plan_error": None}
 
 
 def _json_text(data: dict, scrub, stream) -> str:
@@ -318,6 +327,8 @@ def render_text(out, data: dict) -> None:
                          f"{change['reason']} ({change['reference']})")
         if corrected["left_out"]:
             out.info(f"  not rebuilt from the log (add them yourself): {', '.join(corrected['left_out'])}")
+    elif data["explained"] and data["plan_error"]:
+        out.info(data["plan_error"], label="corrected command")
     elif data["explained"]:
         out.info("the log has no 'non-default args' line (vLLM logs it at start): run `dsv4-launch plan` with "
                  "your arguments for the corrected command", label="corrected command")
