@@ -585,3 +585,27 @@ def test_hostile_logs_never_raise_and_json_always_parses(tmp_path):
                 assert json.loads(out.getvalue())["exit_status"] == status
 
     check()
+
+
+@pytest.mark.parametrize(("line", "version"), [
+    ("(APIServer pid=1) INFO 12-01 08:00:00 [api_utils.py:339] vLLM server version 0.26.0, serving model m", "0.26.0"),
+    # the logo form (log_version_and_model with a colour formatter): one record, the header on each line
+    ("(APIServer pid=1) INFO 12-01 08:00:00 [api_utils.py:339]  \x1b[93m▄▄\x1b[0m \x1b[94m▄█\x1b[0m \x1b[97;1m█     █"
+     "     █ ▀▄▀ █\x1b[0m  version \x1b[97;1m0.31.0\x1b[0m", "0.31.0"),
+    ("(EngineCore_DP0 pid=2) INFO 12-01 08:00:00 [core.py:140] Initializing a V1 LLM engine (v0.33.0) with config: "
+     "model='m'", "0.33.0"),
+    ("INFO 12-01 08:00:00 [api_server.py:129] vLLM API server version 0.24.0", "0.24.0"),
+])
+def test_the_version_lines_vllm_prints(line, version):
+    scanner = Scanner()
+    for text, level in read_lines(io.BytesIO(line.encode())):
+        scanner.feed(text, level)
+    assert scanner.result().version == version
+
+
+def test_help_says_the_exit_codes(capsys):
+    from dsv4_launch.commands.cli import main
+
+    assert main(["explain", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Usage: dsv4-launch explain" in out and "a known failure is explained" in out
