@@ -1,4 +1,6 @@
-"""versions.py orders versions exactly as packaging.version (PEP 440) does."""
+"""versions.py orders every version against every final release (the only bounds rules and
+option tables name) exactly as packaging.version (PEP 440) does, and says "same release" as
+packaging would."""
 
 from __future__ import annotations
 
@@ -18,21 +20,41 @@ versions = st.builds(lambda e, r, a, b, c, d: e + r + a + b + c + d,
                      st.sampled_from(["", "1!"]), parts, pre, post, dev, local)
 
 
+finals = st.builds(lambda e, r: e + r, st.sampled_from(["", "1!"]), parts)
+
+
 @settings(max_examples=1500, deadline=None)
-@given(versions, versions)
-def test_ordering_matches_packaging(a, b):
-    ours, theirs = (parse_version(a), parse_version(b)), (Reference(a), Reference(b))
+@given(versions, finals)
+def test_ordering_against_a_final_release_matches_packaging(a, b):
+    # A local label (+cu130) is a build of its release, not another release: compared without it.
+    ours, theirs = (parse_version(a), parse_version(b)), (Reference(Reference(a).public), Reference(b))
     assert (ours[0] < ours[1]) == (theirs[0] < theirs[1]), (a, b)
+    assert (ours[1] < ours[0]) == (theirs[1] < theirs[0]), (a, b)
     assert (ours[0] == ours[1]) == (theirs[0] == theirs[1]), (a, b)
+    assert (ours[0] < ours[1]) == (Reference(a) < Reference(b)), (a, b)  # the direction rules use
+
+
+@settings(max_examples=500, deadline=None)
+@given(finals, finals)
+def test_final_releases_order_as_packaging_orders_them(a, b):
+    assert (parse_version(a) < parse_version(b)) == (Reference(a) < Reference(b)), (a, b)
+    assert (parse_version(a) == parse_version(b)) == (Reference(a) == Reference(b)), (a, b)
+
+
+@settings(max_examples=500, deadline=None)
+@given(versions)
+def test_same_release_is_packagings_same_public_final(a):
+    base = Reference(a).base_version  # the release alone, with its epoch
+    expected = Reference(Reference(a).public) == Reference(base)
+    assert same_release(a, base) is expected, a
 
 
 @settings(max_examples=300, deadline=None)
 @given(parts)
 def test_plain_release_shortcut_is_the_pep440_reading(text):
     """Plain "N.N.N" skips the regular expression; the same version read through it (the
-    leading "v" forces that path) must be the same version in every field."""
-    fast, slow = parse_version(text), parse_version("v" + text)
-    assert (fast.key, fast.release, fast.pre, fast.dev) == (slow.key, slow.release, slow.pre, slow.dev)
+    leading "v" forces that path) must be the same version."""
+    assert parse_version(text) == parse_version("v" + text)
 
 
 @pytest.mark.parametrize("text", ["１.0", "0.24.0.", "", ".", "0..1", "٣.1"])
@@ -55,6 +77,7 @@ def test_same_release():
     assert same_release("0.24.0+cu130", "0.24.0")
     assert same_release("0.24", "0.24.0")
     assert not same_release("0.24.0rc1", "0.24.0")
+    assert not same_release("0.24.0.post1", "0.24.0")
     assert not same_release("0.24.1", "0.24.0")
 
 

@@ -1,9 +1,13 @@
-"""Version arithmetic (PEP 440 ordering), pure and import-light.
+"""Version arithmetic: what a vLLM version is to a rule, pure and import-light.
 
-``packaging.version`` would do this, but importing it (and the ``typing`` module it pulls in)
-costs ~10 ms on every dsv4-serve start. This covers the PEP 440 forms
-vLLM releases and builds use — epochs, pre/post/dev releases, local labels (``+cu130``) — and
-tests/test_versions.py checks its ordering against ``packaging.version`` on generated versions.
+Every bound a rule or an option table names is a final release (``0.30.0``), so a version is
+read only as far as that needs: its release (``0.30``, trailing zeros trimmed, and its epoch),
+and whether it comes before that release (a pre-release or dev build: ``0.30.0rc1``,
+``0.30.0.dev5``), is it (``0.30.0``, and a build of it: ``0.30.0+cu130``), or comes after it
+(``0.30.0.post1``).
+Against any final release that orders exactly as PEP 440 does (tests/test_versions.py checks it
+against ``packaging.version``, which this avoids importing for ``plan``'s sake); two
+pre-releases of one release are not told apart, and nothing here needs them to be.
 """
 
 from __future__ import annotations
@@ -16,89 +20,30 @@ _PEP440_SOURCE = (
     r"""^\s*v?
     (?:(?P<epoch>\d+)!)?
     (?P<release>\d+(?:\.\d+)*)
-    (?:[-_.]?(?P<pre_l>alpha|beta|preview|pre|rc|a|b|c)[-_.]?(?P<pre_n>\d+)?)?
-    (?:-(?P<post_n1>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?)?
-    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?
-    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
+    (?P<pre>[-_.]?(?:alpha|beta|preview|pre|rc|a|b|c)[-_.]?\d*)?
+    (?P<post>-\d+|[-_.]?(?:post|rev|r)[-_.]?\d*)?
+    (?P<dev>[-_.]?dev[-_.]?\d*)?
+    (?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?
     \s*$"""
 )
-_PRE = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
-_INF = float("inf")
+BEFORE, AT, AFTER = 0, 1, 2  # where a version sits against its own final release
 
 
-class Version:
-    """A parsed version that compares by PEP 440 rules."""
-
-    __slots__ = ("text", "release", "pre", "dev", "key")
-
-    def __init__(self, text: str) -> None:
-        parts = text.split(".")
-        if text.isascii() and all(p.isdigit() for p in parts):  # "0.24.0": no regex needed
-            self.text, self.release, self.pre, self.dev = text, tuple(int(p) for p in parts), None, None
-            trimmed = list(self.release)
-            while len(trimmed) > 1 and trimmed[-1] == 0:
-                trimmed.pop()
-            self.key = (0, tuple(trimmed), (_INF,), (-_INF,), (_INF,), ((-_INF, ""),))
-            return
+def parse_version(text: str) -> tuple[int, tuple[int, ...], int]:
+    """``"0.30.0rc1"`` → ``(0, (0, 30), BEFORE)``, comparable with ``<``; ValueError for text
+    that is not a version."""
+    parts = text.split(".")
+    if text.isascii() and all(p.isdigit() for p in parts):  # "0.24.0": no regex needed
+        epoch, release, where = 0, [int(p) for p in parts], AT
+    else:
         m = re.match(_PEP440_SOURCE, text, re.VERBOSE | re.IGNORECASE | re.ASCII)  # compiled on first use
         if m is None:
             raise ValueError(f"not a version: {text!r}")
-        self.text = text
-        release = tuple(int(p) for p in m.group("release").split("."))
-        self.release = release
-        pre = None
-        if m.group("pre_l"):
-            pre = (_PRE[m.group("pre_l").lower()], int(m.group("pre_n") or 0))
-        self.pre = pre
-        post = None
-        if m.group("post_n1") or m.group("post_l"):
-            post = int(m.group("post_n1") or m.group("post_n2") or 0)
-        dev = int(m.group("dev_n") or 0) if m.group("dev_l") else None
-        self.dev = dev
-        trimmed = list(release)
-        while len(trimmed) > 1 and trimmed[-1] == 0:
-            trimmed.pop()
-        if pre is None and post is None and dev is not None:
-            pre_key: tuple = (-_INF,)  # 1.0.dev0 sorts before 1.0a0
-        elif pre is None:
-            pre_key = (_INF,)
-        else:
-            pre_key = pre
-        local = m.group("local")
-        local_key: tuple = ((-_INF, ""),)
-        if local:
-            local_key = tuple(
-                (int(part), "") if part.isdigit() else (-_INF, part.lower())
-                for part in re.split(r"[-_.]", local)
-            )
-        self.key = (
-            int(m.group("epoch") or 0),
-            tuple(trimmed),
-            pre_key,
-            (-_INF,) if post is None else (post,),
-            (_INF,) if dev is None else (dev,),
-            local_key,
-        )
-
-    def __lt__(self, other: "Version") -> bool:
-        return self.key < other.key
-
-    def __le__(self, other: "Version") -> bool:
-        return self.key <= other.key
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Version) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __repr__(self) -> str:
-        return f"Version({self.text!r})"
-
-
-def parse_version(text: str) -> Version:
-    """``"0.24.0"`` → Version; a string that is not a version raises ValueError."""
-    return Version(text)
+        epoch, release = int(m.group("epoch") or 0), [int(p) for p in m.group("release").split(".")]
+        where = AFTER if m.group("post") and not m.group("pre") else BEFORE if m.group("pre") or m.group("dev") else AT
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    return epoch, tuple(release), where
 
 
 def is_older(version: str | None, than: str) -> bool | None:
@@ -116,9 +61,8 @@ def is_older(version: str | None, than: str) -> bool | None:
 
 
 def same_release(a: str, b: str) -> bool:
-    """``0.24.0+cu130`` and ``0.24.0`` are the same release; ``0.24.0rc1`` is not."""
-    va, vb = parse_version(a), parse_version(b)
-    return va.key[:5] == vb.key[:5]
+    """``0.24.0+cu130`` and ``0.24.0`` are the same release; ``0.24.0rc1`` and ``0.24.0.post1`` are not."""
+    return parse_version(a) == parse_version(b)
 
 
 @record
