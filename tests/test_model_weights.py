@@ -86,6 +86,7 @@ def test_missing_and_empty_shards(tmp_path):
     (folder / names[3]).write_bytes(b"")  # an interrupted download
     files = read_checkpoint_files(str(folder))
     assert (files.shards_named, files.shards_missing, files.payload_bytes) == (5, 2, None)
+    assert files.shards_empty == 1  # listed by vLLM's glob, unopenable in every release
     w = read_weights(str(folder), True, None)
     assert (w.shards_total, w.shards_missing) == (5, 2) and w.missing_bytes == 5000 - files.present_bytes
 
@@ -155,6 +156,7 @@ def test_a_hugging_face_cache_snapshot_links_into_blobs(tmp_path):
     os.remove(blobs / "b2")  # a dangling link: vLLM's glob lists it, opening it fails
     w = read_weights(str(snap), True, None)
     assert (w.shards_total, w.shards_missing) == (3, 1)
+    assert read_checkpoint_files(str(snap)).shards_empty == 1
 
 
 # --- fast on the path users take -------------------------------------------------------------

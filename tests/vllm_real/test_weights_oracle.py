@@ -79,7 +79,7 @@ def test_a_missing_shard_is_what_the_release_raises_for(tmp_path):
     _checkpoint(tmp_path / "m", present=(0, 2))
     got = _prepare(tmp_path / "m")
     ours = read_checkpoint_files(str(tmp_path / "m"))
-    assert (ours.shards_named, ours.shards_missing) == (3, 1)
+    assert (ours.shards_named, ours.shards_missing, ours.shards_empty) == (3, 1, 0)
     major_minor = tuple(int(p) for p in __version__.split(".")[:2])
     if major_minor >= (0, 26):
         assert got == ("raise", "FileNotFoundError")  # "Weight files referenced in index but missing"
@@ -117,7 +117,8 @@ def test_an_empty_shard_is_listed_by_vllm_but_cannot_be_opened(tmp_path):
     with pytest.raises(Exception):
         with safe_open(str(tmp_path / "m" / names[2]), "np"):
             pass
-    assert read_checkpoint_files(str(tmp_path / "m")).shards_missing == 1
+    ours = read_checkpoint_files(str(tmp_path / "m"))
+    assert (ours.shards_missing, ours.shards_empty) == (1, 1)
 
 
 def test_dot_files_are_not_weights_to_vllm(tmp_path):

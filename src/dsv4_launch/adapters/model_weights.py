@@ -133,8 +133,9 @@ def read_checkpoint_files(model_dir: str) -> CheckpointFiles | None:
     if named is None:
         named = _named_shards(index)
     present = {n for n in named if safetensors.get(n, 0) > 0}
+    empty = sum(1 for n in named if safetensors.get(n) == 0)  # listed, but empty or a dangling link
     files = CheckpointFiles("safetensors", total, len(named), len(named) - len(present), files=len(present),
-                            present_bytes=sum(safetensors[n] for n in present))
+                            present_bytes=sum(safetensors[n] for n in present), shards_empty=empty)
     if files.shards_missing:
         return files
     return _with_payload(model_dir, files, {n: safetensors[n] for n in present})

@@ -498,6 +498,9 @@ class CheckpointFiles:
     disk_bytes: int | None = None  # their sizes on disk (all present)
     payload_bytes: int | None = None  # their tensors: sizes less each safetensors header (all read)
     present_bytes: int = 0  # sizes of the named shards that are there
+    # Of shards_missing, those listed but empty or dangling: vLLM's glob lists them and opening
+    # fails in every release; the others (not there at all) fail only from 0.26.0 on.
+    shards_empty: int = 0
 
     @property
     def certain_bytes(self) -> int | None:
