@@ -146,6 +146,11 @@ CASES = {
                                                   "weights_facts": weights(148)}),
                                ([M, "-tp", "2", "--max-model-len", "auto"], {"gpu": gpus(SM120, SM120, memory=96 * GiB),
                                                                              "config": V4_FULL, "weights_facts": weights(148)})),
+    # rows of core/rules_memory.py added by the memory work (their pairs kept here, where every row's pair is)
+    "gpu-memory-utilization-invalid": (([M, "--gpu-memory-utilization", "1.5"], {"gpu": big(SM120)}),
+                                       ([M, "--gpu-memory-utilization", "0.9"], {"gpu": big(SM120)})),
+    "max-model-len-invalid": (([M, "--max-model-len", "-5"], {"gpu": big(SM120)}),
+                              ([M, "--max-model-len", "65536"], {"gpu": big(SM120)})),
     "shards-missing": (([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)}),
                        ([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=False)})),
 }
