@@ -241,3 +241,10 @@ def test_load_buffers_are_the_rope_caches_and_the_topk_buffer():
     for tp, logged_gib in ((2, 75.2), (4, 38.8), (8, 20.06)):
         loaded = split_weights(FLASH["config"], tp=tp).per_gpu_bytes + load_buffers(FLASH["config"], 8192)
         assert 0.97 * logged_gib < gib(loaded) < logged_gib  # a lower bound, within 3 %
+
+
+def test_a_mega_moe_backend_makes_tp_ep_sequence_parallel_at_dp_1():
+    # _use_sequence_parallel: moe_backend in MEGA_MOE_BACKENDS or DP > 1
+    plain = split_weights(FLASH["config"], tp=8, expert_parallel=True).bytes_of(SHARED)
+    mega = split_weights(FLASH["config"], tp=8, expert_parallel=True, mega_moe=True).bytes_of(SHARED)
+    assert plain.per_gpu_bytes < plain.checkpoint_bytes / 4 and mega.per_gpu_bytes == mega.checkpoint_bytes

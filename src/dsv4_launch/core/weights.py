@@ -229,11 +229,11 @@ class _Shapes:
 
 class _Layout:
     def __init__(self, tp: int, pp: int, dp: int, expert_parallel: bool, redundant_experts: int,
-                 vllm_version: str | None):
+                 vllm_version: str | None, mega_moe: bool = False):
         self.tp, self.pp, self.dp = tp, pp, dp
         self.ep = tp * dp if expert_parallel and tp * dp > 1 else 1  # FusedMoEParallelConfig.make
         self.moe_tp = 1 if self.ep > 1 else tp * dp  # flatten_tp_across_dp_and_pcp without EP
-        self.sequence_parallel = (pp == 1 and expert_parallel and tp > 1 and dp > 1
+        self.sequence_parallel = (pp == 1 and expert_parallel and tp > 1 and (dp > 1 or mega_moe)
                                   and SEQUENCE_PARALLEL_SHARED.contains(vllm_version) is not False)
         self.redundant = redundant_experts
 
@@ -330,12 +330,14 @@ def _stage_layers(layers: int, pp: int, partition: Sequence[int] | None) -> list
 def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert_parallel: bool = False,
                   speculative: bool | str | None = False, exact_total: int | None = None,
                   pp_partition: Sequence[int] | None = None, redundant_experts: int = 0,
-                  vllm_version: str | None = None) -> WeightSplit | None:
+                  vllm_version: str | None = None, mega_moe: bool = False) -> WeightSplit | None:
     """The checkpoint's bytes by tensor class and on the most loaded GPU of a layout.
 
     ``speculative``: False/None (no draft loaded), True (the checkpoint's own draft: DSpark when
     it has ``dspark_target_layer_ids``, else its MTP layers), or the method ("mtp", "dspark").
     ``vllm_version``: the installed release where it matters (None: the newest's behaviour).
+    ``mega_moe``: ``--kernel-config moe_backend`` is one of vLLM's ``MEGA_MOE_BACKENDS``
+    (config/kernel.py:170@0.33), which makes ``_use_sequence_parallel`` true at DP 1 too.
     ``exact_total``: the checkpoint's exact byte count (``total_size`` of its index, the shard
     headers, or the table's exact figure) to check the tally against. None where the config is
     not a DeepSeek-V4 this tally models (V4.1's nested ``text_config``, another quantisation,
@@ -355,7 +357,7 @@ def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert
     if pp_partition is not None and (len(pp_partition) != pp or sum(pp_partition) != s.L
                                      or any(type(n) is not int or n < 0 for n in pp_partition)):
         return None
-    lay = _Layout(tp, pp, dp, expert_parallel, max(int(redundant_experts or 0), 0), vllm_version)
+    lay = _Layout(tp, pp, dp, expert_parallel, max(int(redundant_experts or 0), 0), vllm_version, mega_moe)
     t = _Tally(s, q, lay)
     parts = _stage_layers(s.L, pp, pp_partition)
     totals = {name: [0, 0, 0] for name in CLASSES}
