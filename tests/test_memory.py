@@ -325,38 +325,91 @@ def test_fit_text_lists_every_valid_layout(tmp_path):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith("deepseek-ai/DeepSeek-V4-Flash on 8 × 95.6 GiB GPUs")
-    assert any(line.startswith("TP 8 ") and line.rstrip().endswith("fits") for line in lines)
-    assert not any(line.startswith("TP 16") for line in lines)  # o_groups 8
-    assert any("-tp 1 -dp 8 --enable-expert-parallel" in line for line in lines)
+    assert any(line.startswith("-tp 8 ") and line.rstrip().endswith("fits") for line in lines)
+    assert not any(line.startswith("-tp 16") for line in lines)  # o_groups 8
+    assert any(line.startswith("-tp 1 -dp 8 -ep ") for line in lines)
     assert "\x1b[" not in out
 
 
-def test_fit_marks_what_does_not_fit(tmp_path):
+def test_fit_marks_what_does_not_fit_and_exits_1_when_nothing_does(tmp_path):
     code, out, _ = run([], tmp_path, gpus=1)
-    assert code == 0 and "does not fit" in out
+    assert code == 1 and "does not fit" in out
+    assert "fewest of these GPUs that fit 65,536 tokens: 2 (" in out
 
 
-def test_fit_json(tmp_path):
-    code, out, _ = run(["deepseek-ai/DeepSeek-V4-Pro", "--max-model-len", "131072"], tmp_path, as_json=True, gpus=8,
-                       gpu_memory=141 * GiB)
+def test_fit_says_does_not_fit_where_no_request_fits(tmp_path):
+    # Flash TP 2 on 2 × 86 GiB at MNBT 8192: the weights fit, not one request does
+    code, out, _ = run(["--max-num-batched-tokens", "16384"], tmp_path, gpus=2,
+                       probe=fakes(gpus=2, memory_gib=84)["probe"])
+    lines = [line for line in out.splitlines() if line.startswith("-tp 2 ")]
+    assert lines and lines[0].rstrip().endswith("does not fit (no request)"), out
+    assert "short context" not in lines[0]
+
+
+def test_fit_json_counts_the_whole_deployment_and_marks_the_users_layout(tmp_path):
+    code, out, _ = run(["deepseek-ai/DeepSeek-V4-Pro", "--max-model-len", "131072", "-dp", "8", "-ep",
+                        "--gpu-memory-utilization", "0.95"], tmp_path, as_json=True, gpus=8, gpu_memory=141 * GiB)
     data = json.loads(out)
-    assert code == 0 and data["gpus"] == 8 and data["context"] == 131072 and data["gpu_memory_bytes"] == 141 * GiB
+    assert data["gpus"] == 8 and data["context"] == 131072 and data["gpu_memory_bytes"] == 141 * GiB
     by_layout = {r["layout"]: r for r in data["rows"]}
-    assert by_layout["TP 8"]["verdict"] == "fits" and by_layout["TP 1 × DP 8 + EP"]["verdict"] == "does not fit"
+    assert by_layout["TP 8"]["verdict"] == "fits" and not by_layout["TP 8"]["yours"]
+    dep = by_layout["TP 1 × DP 8 + EP"]
+    assert dep["yours"] and dep["verdict"] != "does not fit" or dep["why"] == "no request"  # the weights fit
+    assert dep["weights_bytes_per_gpu"] < 0.95 * 141 * GiB
     assert all(r["tp"] * r["pp"] * r["dp"] == 8 for r in data["rows"])
+    for r in data["rows"]:
+        if r["concurrency_per_replica"] is not None:
+            assert r["concurrency"] == r["concurrency_per_replica"] * r["dp"]
+    assert code == (0 if data["fits"] else 1) and data["fewest_gpus"]["gpus"] <= 8
 
 
-def test_fit_rich_on_a_terminal(tmp_path):
+def test_fit_adds_the_users_layout_when_it_is_not_among_the_full_ones(tmp_path):
+    code, out, _ = run(["-tp", "2"], tmp_path, gpus=4)
+    assert any(line.startswith("* -tp 2 ") for line in out.splitlines()), out
+    assert "*: the layout your arguments give." in out
+
+
+@pytest.mark.parametrize("gpus,first", [("8xH200", "8 × H200"), ("2xRTXPRO6000", "2 × RTXPRO6000"),
+                                        ("GB10", "1 × GB10"), ("4×H100", "4 × H100")])
+def test_fit_plans_for_a_preset_from_anywhere(tmp_path, gpus, first):
+    from dsv4_launch.core.gpu_presets import parse_gpus
+
+    count, preset = parse_gpus(gpus)
+    code, out, err = run([], tmp_path, gpus=count, preset=preset, probe=lambda: GpuProbe(error="NVML: no driver"))
+    assert f"DeepSeek-V4-Flash on {first} " in out.splitlines()[0], (out, err)
+
+
+@pytest.mark.parametrize("text", ["0", "8xH9000", "x", "8x", "-1", "1e3"])
+def test_fit_rejects_an_unknown_gpu_in_one_line(text):
+    from dsv4_launch.core.gpu_presets import parse_gpus
+
+    with pytest.raises(ValueError):
+        parse_gpus(text)
+
+
+def test_fit_nothing_is_cut_on_an_80_column_terminal(tmp_path):
     class Tty(io.StringIO):
         def isatty(self):
             return True
 
-    out = Tty()
-    code, _, _ = run([], tmp_path, stdout=out, gpus=4, env={"TERM": "xterm-256color", "COLUMNS": "200"})
-    text = out.getvalue()
-    assert code == 0 and "\x1b[" in text and "TP 4" in text
+    for columns in ("80", "100"):
+        out = Tty()
+        code, _, _ = run(["deepseek-ai/DeepSeek-V4-Pro"], tmp_path, stdout=out, gpus=8, gpu_memory=141 * GiB,
+                         env={"TERM": "xterm-256color", "COLUMNS": columns, "FORCE_COLOR": "1"})
+        text = out.getvalue()
+        assert "\x1b[" in text and "…" not in text, text
+        import re
+
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
+        assert "-tp 1 -dp 8 -ep" in plain.replace("\n", " ") or "-ep" in plain
+
+
+def test_fit_plain_text_stays_within_80_columns(tmp_path):
+    code, out, _ = run(["deepseek-ai/DeepSeek-V4-Pro"], tmp_path, gpus=8, gpu_memory=141 * GiB)
+    table = out.splitlines()[1:-4]
+    assert table and max(len(line) for line in table) <= 80, out
 
 
 def test_fit_without_gpus_says_what_to_give(tmp_path):
     code, out, err = run([], tmp_path, as_json=True, probe=lambda: GpuProbe(error="NVML: no driver"))
-    assert code == 2 and "--gpus 8 --gpu-memory" in err and json.loads(out)["rows"] == []
+    assert code == 2 and "--gpus 8xH200" in err and json.loads(out)["rows"] == []

@@ -17,10 +17,11 @@ from .own_options import HelpRequested, UsageError, split_own_options
 JSON_ONLY = {"--json": None}
 
 
-def _positive_int(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or len(text) > 6 or int(text) < 1:
-        raise ValueError("expected a whole number of GPUs, 1 or more")
-    return int(text)
+def _gpus(text: str):
+    """``8``, ``8xH200``, ``2xRTXPRO6000``, ``GB10``: a count and a preset (core/gpu_presets.py)."""
+    from ..core.gpu_presets import parse_gpus
+
+    return parse_gpus(text)
 
 
 def _size(text: str) -> int:
@@ -51,7 +52,7 @@ VLLM_VERSION = {"--vllm-version": _release}  # plan for this release, without vL
 OWN_OPTIONS = {
     "plan": {**JSON_ONLY, **VLLM_VERSION},
     "doctor": {**JSON_ONLY, **VLLM_VERSION},
-    "fit": {"--json": None, "--gpus": _positive_int, "--gpu-memory": _size, **VLLM_VERSION},
+    "fit": {"--json": None, "--gpus": _gpus, "--gpu-memory": _size, **VLLM_VERSION},
 }
 
 
@@ -113,7 +114,8 @@ def run(command: str, own: dict, rest: list[str]) -> int:
         return run_doctor(rest, as_json=bool(own.get("json")), vllm=vllm)
     from .fit import run_fit
 
-    return run_fit(rest, as_json=bool(own.get("json")), gpus=own.get("gpus"), gpu_memory=own.get("gpu_memory"),
+    gpus, preset = own.get("gpus") or (None, None)
+    return run_fit(rest, as_json=bool(own.get("json")), gpus=gpus, preset=preset, gpu_memory=own.get("gpu_memory"),
                    vllm=vllm)
 
 

@@ -75,21 +75,29 @@ def doctor(as_json: bool, vllm_version: str | None, vllm_args: tuple[str, ...]) 
 @click.option("--json", "as_json", is_flag=True, help="Print the table as one JSON object.")
 @click.option("--vllm-version", metavar="X.Y.Z",
               help="Plan for this vLLM release (its recorded option table and rules) instead of the installed one.")
-@click.option("--gpus", type=click.IntRange(min=1), help="How many GPUs (default: those visible here).")
+@click.option("--gpus", metavar="N|NxGPU", help="How many GPUs (default: those visible here), or a preset to plan "
+              "for from anywhere: 8xH200, 2xRTXPRO6000, 8xB200, 4xH100, 1xRTX5090, GB10, …")
 @click.option("--gpu-memory", metavar="SIZE", help="Memory of one GPU, e.g. 96GiB (default: read through NVML).")
 @click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
-def fit(as_json: bool, vllm_version: str | None, gpus: int | None, gpu_memory: str | None,
+def fit(as_json: bool, vllm_version: str | None, gpus: str | None, gpu_memory: str | None,
         vllm_args: tuple[str, ...]) -> None:
     """Will it fit? Every tensor/pipeline/data-parallel layout of MODEL on these GPUs.
 
     VLLM_ARGS: the model (DeepSeek-V4-Flash when none is given) and any `vllm serve` options
     that change memory (--gpu-memory-utilization, --max-model-len, --max-num-batched-tokens,
     --cpu-offload-gb, ...). Shows weights per GPU, KV cache left, the longest single request
-    and the concurrency at --max-model-len (65,536 when not given); an estimate.
+    and the concurrency at --max-model-len (65,536 when not given), per DP replica and in all; the
+    layout your arguments give is marked, and the fewest of these GPUs that fit is named. An
+    estimate. Exit status: 0 when some layout fits, 1 when none does, 2 for bad input.
     """
-    from .cli import run
+    from .cli import _gpus, run
 
-    own = {"json": as_json, "gpus": gpus, "vllm_version": _release(vllm_version)}
+    own = {"json": as_json, "vllm_version": _release(vllm_version)}
+    if gpus:
+        try:
+            own["gpus"] = _gpus(gpus)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--gpus") from None
     if gpu_memory:
         from .cli import _size
 
@@ -98,17 +106,6 @@ def fit(as_json: bool, vllm_version: str | None, gpus: int | None, gpu_memory: s
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--gpu-memory") from None
     raise SystemExit(run("fit", own, list(vllm_args)))
-
-
-def _release(text: str | None) -> str | None:
-    if text is None:
-        return None
-    from .cli import _release as release
-
-    try:
-        return release(text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--vllm-version") from None
 
 
 @cli.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,9 +1,11 @@
-"""``dsv4-launch fit [MODEL] [--gpus N] [--gpu-memory SIZE] [VLLM ARGS]``: will it fit?
+"""``dsv4-launch fit [MODEL] [--gpus N|NxGPU] [--gpu-memory SIZE] [VLLM ARGS]``: will it fit?
 
-Every layout of the model on these GPUs, with the weights per GPU, the KV cache left, the
-longest single request and the concurrency at ``--max-model-len`` (65,536 when not given). The
-same pipeline as dsv4-serve gathers the facts (model, GPUs, vLLM); without GPUs it works from
-``--gpus`` and ``--gpu-memory`` (or ``DSV4_LAUNCH_GPU_MEMORY``).
+Every layout of the model on these GPUs (and the one the arguments give, marked), with the
+weights per GPU, the KV cache left, the longest single request and the concurrency at
+``--max-model-len`` (65,536 when not given) for the whole deployment, and the fewest of these
+GPUs that fit. The same pipeline as dsv4-serve gathers the facts (model, GPUs, vLLM); without
+GPUs it works from ``--gpus 8xH200`` (a preset: core/gpu_presets.py), or ``--gpus`` and
+``--gpu-memory`` (or ``DSV4_LAUNCH_GPU_MEMORY``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import sys
 from collections.abc import Mapping
 
 from ..core.facts import as_human_int
-from ..core.fit import DEFAULT_CONTEXT, fit_rows
-from ..core.memory import DEFAULT_GPU_MEMORY_UTILIZATION, GiB
+from ..core.fit import DEFAULT_CONTEXT, DOES_NOT_FIT, FITS, MAX_FEWEST, SHORT, UNKNOWN, fewest_gpus, fit_rows
+from ..core.gpu_presets import preset_gpus
+from ..core.gpus import GpuSelection
+from ..core.memory import GiB, gpu_memory_utilization
 from ..output.documents import dump
 from ..output.lines import Reporter, make_lenient, safe_write, silence
 from ..output.redact import Scrubber
@@ -22,15 +26,36 @@ from ..output.tables import render_table
 from . import exit_codes
 from .pipeline import DEFAULT_MODEL, FIT, prepare
 
-STYLES = {"fits": "green", "short context": "yellow", "does not fit": "red", "unknown": None}
+STYLES = {FITS: "green", SHORT: "yellow", DOES_NOT_FIT: "red", UNKNOWN: None}
+NO_LAYOUT_FITS = 1  # fit: no layout of these GPUs fits one request of the context
 
 
 def _gib(n) -> str:
     return "?" if n is None else f"{n / GiB:.1f}"
 
 
+def _verdict(row) -> str:
+    if row.verdict == DOES_NOT_FIT and row.why == "no request":
+        return "does not fit (no request)"
+    return row.verdict
+
+
+def _row_data(r) -> dict:
+    e = r.estimate
+    return {"layout": e.layout.words(), "tp": e.layout.tp, "pp": e.layout.pp, "dp": e.layout.dp,
+            "expert_parallel": e.layout.expert_parallel, "flags": r.flags, "yours": r.yours,
+            "weights_bytes_per_gpu": e.weights_bytes_per_gpu,
+            "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
+            "kv_available_bytes": e.kv_available_bytes, "max_model_len_fits": e.max_model_len_fits,
+            "concurrency": r.total_concurrency, "concurrency_per_replica": r.concurrency,
+            "verdict": r.verdict, "why": r.why}
+
+
 def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memory: int | None = None,
-            env: Mapping[str, str] | None = None, stdout=None, stderr=None, probe=None, vllm=None) -> int:
+            env: Mapping[str, str] | None = None, stdout=None, stderr=None, probe=None, vllm=None,
+            preset=None) -> int:
+    """Exit status: 0 when some layout fits one request of the context, 1 when none does, 2 for
+    bad input, 74 when the report cannot be written."""
     env = os.environ if env is None else env
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
@@ -46,61 +71,76 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
         problem = f"vLLM will reject these arguments ({facts.args.rejection})"
     if problem is None and not facts.model.is_dsv4_family:
         problem = f"{facts.model.name} is not a DeepSeek-V4 model (fit knows DeepSeek-V4's memory only)"
+    if problem is None and preset is not None:
+        count = gpus or 1
+        facts = facts._replace(gpus=GpuSelection(preset_gpus(count, preset)), gpu_source="--gpus")
     count = gpus or (facts.gpus.visible_count if facts and facts.gpus and facts.gpus.visible_count else None)
     if problem is None and not count:
-        problem = "no GPU seen here: give the GPUs to plan for (--gpus 8 --gpu-memory 141GiB)"
+        problem = "no GPU seen here: give the GPUs to plan for (--gpus 8xH200, or --gpus 8 --gpu-memory 141GiB)"
+    if problem is None and gpu_memory_utilization(facts) is None:
+        problem = (f"--gpu-memory-utilization {facts.args.value('gpu_memory_utilization')}: vLLM accepts a "
+                   "fraction greater than 0 and at most 1, and rejects this value itself")
     if problem is not None:
         err.error(problem)
         if as_json:
             safe_write(stdout, dump({"error": problem, "rows": []}, scrub) + "\n")
         return exit_codes.USAGE
     context = as_human_int(facts.args.value("max_model_len")) or DEFAULT_CONTEXT
+    if context <= 0:
+        context = DEFAULT_CONTEXT  # -1/auto: vLLM fits the length itself; concurrency at the default
     memory = gpu_memory or (prepared.settings.gpu_memory_bytes if prepared.settings else None)
+    if memory is None and preset is not None:
+        memory = preset.memory
     weights = facts.memory
     rows = fit_rows(facts, weights, count, memory, context)
+    fewest = fewest_gpus(facts, weights, memory, context)
     e0 = rows[0].estimate if rows else None
     gpu_memory_used = e0.gpu_memory_bytes if e0 else memory
     source = weights.source if weights and weights.total_bytes else "checkpoint size unknown"
-    gmu = facts.args.value("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION
+    gmu = gpu_memory_utilization(facts)
     mnbt = e0.max_num_batched_tokens if e0 else None
-    title = (f"{facts.model.name} on {count} × {_gib(gpu_memory_used)} GiB GPUs (gpu-memory-utilization {gmu}, "
-             f"max-num-batched-tokens {mnbt or '?'}; weights: {source})")
+    gpu_words = f"{count} × {preset.key}" if preset is not None else f"{count} × {_gib(gpu_memory_used)} GiB GPUs"
+    title = (f"{facts.model.name} on {gpu_words} (gpu-memory-utilization {gmu}, max-num-batched-tokens "
+             f"{mnbt or '?'}; weights: {source})")
+    fewest_line = (f"fewest of these GPUs that fit {context:,} tokens: {fewest.estimate.layout.gpus} "
+                   f"({fewest.flags})" if fewest else f"no layout of up to {MAX_FEWEST} of these GPUs fits {context:,} tokens")
+    any_fits = any(r.verdict == FITS for r in rows)
     if as_json:
         data = {
             "model": facts.model.name,
             "gpus": count,
+            "gpu": preset.key if preset is not None else None,
             "gpu_memory_bytes": gpu_memory_used,
             "context": context,
             "weights_source": weights.source if weights else None,
-            "rows": [
-                {"layout": r.estimate.layout.words(), "tp": r.estimate.layout.tp, "pp": r.estimate.layout.pp,
-                 "dp": r.estimate.layout.dp, "expert_parallel": r.estimate.layout.expert_parallel, "flags": r.flags,
-                 "weights_bytes_per_gpu": r.estimate.weights_bytes_per_gpu, "kv_available_bytes":
-                 r.estimate.kv_available_bytes, "max_model_len_fits": r.estimate.max_model_len_fits,
-                 "concurrency": r.concurrency, "verdict": r.verdict}
-                for r in rows
-            ],
+            "rows": [_row_data(r) for r in rows],
+            "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
+            "fits": any_fits,
             "estimate": True,
         }
         ok = safe_write(stdout, dump(data, scrub) + "\n")
     else:
         table_rows = [
-            [r.estimate.layout.words(), r.flags, _gib(r.estimate.weights_bytes_per_gpu),
+            [("* " if r.yours else "") + r.flags, _gib(r.estimate.weights_bytes_per_gpu),
              _gib(r.estimate.kv_available_bytes),
              f"{r.estimate.max_model_len_fits:,}" if r.estimate.max_model_len_fits is not None else "?",
-             "-" if r.concurrency is None else str(r.concurrency), r.verdict]
+             "-" if r.concurrency is None else
+             (str(r.concurrency) if r.estimate.layout.dp == 1 else f"{r.total_concurrency} ({r.concurrency}×{r.estimate.layout.dp})"),
+             _verdict(r)]
             for r in rows
         ]
         footer = [
-            f"concurrency: requests of {context:,} tokens at once (--max-model-len sets the length); max context: "
-            "one request alone. Estimates (README: Will it fit?), not promises.",
+            fewest_line,
+            f"@{context // 1024}k: requests of {context:,} tokens at once in all (per DP replica × replicas); "
+            "longest: one request alone; weights and KV in GiB per GPU.",
+            *(["*: the layout your arguments give."] if any(r.yours for r in rows) else []),
+            "Estimates (README: Will it fit?), not promises.",
         ]
-        ok = render_table(title, ["layout", "flags", "weights/GPU GiB", "KV left GiB", "max context",
-                                  f"conc. @{context // 1024}k", "verdict"], table_rows,
-                          [STYLES.get(r.verdict) for r in rows], stdout, env, footer,
-                          right=[False, False, True, True, True, True, False], scrub=scrub)
+        ok = render_table(title, ["layout", "weights", "KV left", "longest", f"@{context // 1024}k", "verdict"],
+                          table_rows, [STYLES.get(r.verdict) for r in rows], stdout, env, footer,
+                          right=[False, True, True, True, True, False], scrub=scrub)
     if not ok:
         silence(stdout)
         err.error("cannot write the table to standard output")
         return exit_codes.OUTPUT_FAILED
-    return exit_codes.OK
+    return exit_codes.OK if any_fits else NO_LAYOUT_FITS

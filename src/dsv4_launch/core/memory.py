@@ -53,6 +53,7 @@ LOAD_OVERHEAD = int(0.47 * GiB)
 REPLICATED_SHARE = 0.0083  # of the total, when neither the table nor the shapes give it
 ACTIVATION_PER_BATCHED_TOKEN = int(0.64 * MiB)
 CUDA_GRAPHS = int(1.5 * GiB)
+CHECKED_TALLY_ERROR = 0.005  # a tally within this of the exact size counts as checked (core/weights.py)
 EXPERT_SHARE = 0.93  # DeepSeek-V4-Flash's experts, when the shapes are unknown (estimate only)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vLLM's default in 0.24–0.33 (config/cache.py)
 DSV4_MAX_MODEL_LEN = 1_048_576  # max_position_embeddings: vLLM's default --max-model-len
@@ -288,8 +289,9 @@ def _speculative(facts: Facts) -> bool:
 def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout) -> int | None:
     """The fewest bytes of weights the busiest GPU can hold, for certain: the exact checkpoint
     bytes less the MTP layers vLLM skips (an upper bound of them: their share of the layers),
-    split over every GPU as if nothing were replicated, less what is offloaded. None unless the
-    checkpoint's size is exact."""
+    split over every GPU as if nothing were replicated — or, where the tensor-class tally agrees
+    with the exact size, that tally's busiest GPU (less its tolerance) — less what is offloaded.
+    None unless the checkpoint's size is exact."""
     if not weights or not weights.total_bytes or not weights.exact:
         return None
     total = weights.total_bytes
@@ -298,6 +300,9 @@ def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layou
     if nextn and layers and not _speculative(facts):
         total = total * layers // (layers + nextn)
     per_gpu = total // layout.gpus
+    split = _shape_split(facts, weights, layout)
+    if split is not None and split.checked:  # the tally agrees with the exact size: its split is certain
+        per_gpu = max(per_gpu, int(split.per_gpu_bytes * (1 - CHECKED_TALLY_ERROR)))
     offload = _number(facts.args.value("cpu_offload_gb"))
     if offload:
         per_gpu -= min(int(offload * GiB), per_gpu)
@@ -310,7 +315,7 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout) -> tup
     total = weights.total_bytes
     split = _shape_split(facts, weights, layout)
     if split is not None:
-        per_gpu = split + LOAD_OVERHEAD
+        per_gpu = split.per_gpu_bytes + LOAD_OVERHEAD
     else:
         replicated = (weights.replicated_bytes or int(total * REPLICATED_SHARE)) + LOAD_OVERHEAD
         tp_pp = layout.tp * layout.pp
@@ -340,18 +345,16 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout) -> tup
     return per_gpu, offloaded, uncertain
 
 
-def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout) -> int | None:
-    """The busiest GPU's bytes by tensor class (core/weights.py), where config.json gives the
-    shapes; None otherwise."""
-    try:
-        from . import weights as by_class
-    except ImportError:
-        return None
-    split = getattr(by_class, "per_gpu_bytes", None)
-    if split is None:
-        return None
-    return split(facts.model.config, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
-                 _speculative(facts), weights.total_bytes)
+def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
+    """The checkpoint by tensor class, split as vLLM splits it (``core/weights.py``), checked
+    against the checkpoint's exact size where there is one; None where config.json does not
+    give the shapes."""
+    from .weights import split_weights
+
+    spec = json_option(facts.args, "speculative_config") or {}
+    speculative = spec.get("method") if isinstance(spec.get("method"), str) else bool(spec)
+    return split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
+                         speculative, weights.total_bytes if weights.exact else None)
 
 
 _MEMO: list = []  # one (key, estimate): plan, the rows and the summary share one estimate
