@@ -248,3 +248,8 @@ def test_a_mega_moe_backend_makes_tp_ep_sequence_parallel_at_dp_1():
     plain = split_weights(FLASH["config"], tp=8, expert_parallel=True).bytes_of(SHARED)
     mega = split_weights(FLASH["config"], tp=8, expert_parallel=True, mega_moe=True).bytes_of(SHARED)
     assert plain.per_gpu_bytes < plain.checkpoint_bytes / 4 and mega.per_gpu_bytes == mega.checkpoint_bytes
+
+
+def test_deprecated_mtp_method_names_load_the_mtp_layers():
+    # SpeculativeConfig: a method of MTPModelTypes other than "mtp" is replaced with "mtp"
+    assert split_weights(FLASH["config"], speculative="deepseek_mtp") == split_weights(FLASH["config"], speculative="mtp")

@@ -397,6 +397,8 @@ def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert
     notes = []
     own = "dspark" if s.dspark_targets else ("mtp" if s.nextn else None)
     method = own if speculative is True else (speculative or None)
+    if isinstance(method, str) and method.endswith("_mtp"):
+        method = "mtp"  # vLLM renames every MTPModelTypes method (deepseek_mtp, …) to mtp (config/speculative.py)
     if method not in (None, "mtp", "dspark"):
         method = None
         notes.append(f"speculative method {speculative!r}: its draft weights are not counted")
