@@ -271,3 +271,31 @@ def test_the_verdict_names_deepseek_v4_only_for_deepseek_v4():
     d = make(gpus=(), error="NVML: NVIDIA driver not loaded")
     assert d.verdict == "FAIL: DeepSeek-V4 would not start here"
     assert make(version="0.33.0").verdict == "OK: nothing known to fail"
+
+
+@pytest.mark.parametrize("env", [{"DSV4_LAUNCH_GPU_CAPABILITY": "twelve"}, {"DSV4_LAUNCH_PREFLIGHT": "sometimes"}])
+def test_doctor_and_plan_have_one_json_error_shape(env, tmp_path):
+    # Bad input: both say the same one line in `error`, with the same exit status, and doctor's
+    # plan is plan's own document.
+    from dsv4_launch.commands.plan import run_plan
+
+    fakes = {"probe": lambda: GpuProbe(gpus=(RTX,), source="nvml"), "vllm": VllmInstall(version="0.24.0", importable=True)}
+    plan_out, doctor_out = io.StringIO(), io.StringIO()
+    plan_status = run_plan([M], as_json=True, env=env, stdout=plan_out, stderr=io.StringIO(), **fakes)
+    doctor_status = run_doctor([M], as_json=True, env=env, stdout=doctor_out, stderr=io.StringIO(),
+                               runtime=lambda python, shapes: (None, "not inspected"), **fakes)
+    plan, doctor = json.loads(plan_out.getvalue()), json.loads(doctor_out.getvalue())
+    assert plan_status == doctor_status == plan["exit_status"] == doctor["exit_status"] == 2
+    assert plan["error"] and doctor["error"] == plan["error"]
+    top = {"schema_version", "not_utf8"}  # the document's own fields (output/documents.dump)
+    assert doctor["ok"] is False and doctor["checks"] == []
+    assert doctor["plan"] == {k: v for k, v in plan.items() if k not in top}
+
+
+def test_doctor_json_says_its_exit_status_and_no_error_when_it_ran(tmp_path):
+    fakes = {"probe": lambda: GpuProbe(gpus=(RTX,), source="nvml"), "vllm": VllmInstall(version="0.33.0", importable=True)}
+    out = io.StringIO()
+    status = run_doctor([M], as_json=True, env={}, stdout=out, stderr=io.StringIO(),
+                        runtime=lambda python, shapes: (None, "not inspected"), **fakes)
+    data = json.loads(out.getvalue())
+    assert data["exit_status"] == status and data["error"] is None and data["ok"] is (status == 0)

@@ -53,7 +53,7 @@ def run_doctor(
     if prepared.error:
         err.error(prepared.error)
         if as_json:
-            safe_write(stdout, dump({"ok": False, "error": prepared.error, "checks": []}, scrub) + "\n")
+            safe_write(stdout, dump(_document(prepared, Diagnosis(), prepared.status, prepared.error), scrub) + "\n")
         return prepared.status
     try:
         diagnosis = _diagnose(prepared, env, runtime, probe)
@@ -64,20 +64,28 @@ def run_doctor(
                                                       "(DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
     if note:
         diagnosis = diagnosis._replace(checks=(Check("model", OK, note), *diagnosis.checks))
+    status = exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
     if as_json:
-        data = {
-            "ok": not diagnosis.failed,
-            "checks": [{"section": c.section, "status": c.status, "detail": c.detail} for c in diagnosis.checks],
-            "plan": plan_document(prepared),
-        }
-        ok = safe_write(stdout, dump(data, scrub) + "\n")
+        ok = safe_write(stdout, dump(_document(prepared, diagnosis, status, None), scrub) + "\n")
     else:
         ok = render_diagnosis(diagnosis, stdout, env, scrub)
     if not ok:
         silence(stdout)
         err.error("cannot write the report to standard output")
         return exit_codes.OUTPUT_FAILED
-    return exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
+    return status
+
+
+def _document(prepared, diagnosis: Diagnosis, status: int, error: str | None) -> dict:
+    """doctor --json: plan's error shape (``exit_status``, ``error``: null or the one line said
+    on stderr) plus the checks, and the plan itself (output/documents.py)."""
+    return {
+        "ok": error is None and not diagnosis.failed,
+        "exit_status": status,
+        "error": error,
+        "checks": [{"section": c.section, "status": c.status, "detail": c.detail} for c in diagnosis.checks],
+        "plan": plan_document(prepared),
+    }
 
 
 def _diagnose(prepared, env, runtime, probe) -> Diagnosis:
