@@ -413,3 +413,99 @@ def test_fit_plain_text_stays_within_80_columns(tmp_path):
 def test_fit_without_gpus_says_what_to_give(tmp_path):
     code, out, err = run([], tmp_path, as_json=True, probe=lambda: GpuProbe(error="NVML: no driver"))
     assert code == 2 and "--gpus 8xH200" in err and json.loads(out)["rows"] == []
+
+
+# --- which GPUs count, and numbers from outside ---------------------------------------------
+
+def test_a_display_gpu_beside_the_cards_does_not_decide():
+    # 2 × RTX PRO 6000 + a T400 display GPU, no CUDA_VISIBLE_DEVICES: CUDA's FASTEST_FIRST order
+    # puts the RTX cards first, vLLM uses the first two devices. The T400 never refuses the start.
+    from dsv4_launch.core.gpus import select_visible
+
+    gpus = (GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-0", (12, 0), int(95.6 * GiB)),
+            GpuInfo(1, "NVIDIA T400", "GPU-1", (7, 5), 4 * GiB),
+            GpuInfo(2, "NVIDIA RTX PRO 6000", "GPU-2", (12, 0), int(95.6 * GiB)))
+    f = facts(["-tp", "2", "--max-model-len", "32768"])._replace(gpus=select_visible(gpus, None, None))
+    plan, found = findings(f)
+    assert plan.refusals == () and "weights-exceed-memory" not in found
+    e = estimate(f, f.memory)
+    assert e.gpu_memory_bytes == int(95.6 * GiB) and e.uncertain and "CUDA_DEVICE_ORDER" in e.uncertain
+    # in PCI order (GPU 0 and the T400) the T400 is certainly one of the two: refused
+    f = f._replace(gpus=select_visible(gpus, None, "PCI_BUS_ID"))
+    plan, found = findings(f)
+    assert found["weights-exceed-memory"].level == "refuse"
+
+
+def test_the_dp_ep_recipe_of_pro_is_not_refused():
+    # DeepSeek-V4-Pro on 8 × H200, -dp 8 --enable-expert-parallel --gpu-memory-utilization 0.95
+    f = facts(["-dp", "8", "--enable-expert-parallel", "--gpu-memory-utilization", "0.95"], entry=PRO, gpus=8,
+              memory_gib=143_771 / 1024, name="NVIDIA H200", cc=(9, 0))
+    plan, found = findings(f)
+    assert plan.refusals == () and "weights-exceed-memory" not in found
+    e = estimate(f, f.memory)
+    assert 118 * GiB < e.weights_bytes_per_gpu < 126 * GiB  # ≈ 122 GiB by tensor class (audit: ≈ 123)
+    # without expert parallel the MoE is tensor-parallel over DP × TP: not refused either
+    plan, _ = findings(facts(["-dp", "8", "--gpu-memory-utilization", "0.95"], entry=PRO, gpus=8,
+                             memory_gib=143_771 / 1024, name="NVIDIA H200", cc=(9, 0)))
+    assert plan.refusals == ()
+
+
+def test_pro_at_tp_8_on_8_h100_is_still_refused():
+    plan, found = findings(facts(["-tp", "8"], entry=PRO, gpus=8, memory_gib=81_559 / 1024, name="NVIDIA H100",
+                                 cc=(9, 0)))
+    assert found["weights-exceed-memory"].level == "refuse"
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", "1" + "0" * 40])
+def test_a_huge_parallel_size_is_not_tp_1(value):
+    e = estimate(facts(["-tp", value]), weights_of(FLASH))
+    assert e.layout.tp > 1_000_000
+
+
+@pytest.mark.parametrize("value", ["1.5", "0", "-0.2", "abc", "nan"])
+def test_a_gpu_memory_utilization_vllm_rejects_is_said_and_not_used(value):
+    f = facts(["-tp", "2", "--gpu-memory-utilization", value], gpus=2)
+    if f.args.rejection:  # vLLM's own parser rejects it first (float): said as vLLM's error
+        return
+    plan, found = findings(f)
+    assert "gpu-memory-utilization-invalid" in found and "rejects this value itself" in found[
+        "gpu-memory-utilization-invalid"].text
+    e = estimate(f, f.memory)
+    assert e.budget_bytes <= e.gpu_memory_bytes  # never "144 GiB usable on a 96 GiB GPU"
+
+
+@pytest.mark.parametrize("value", ["-1", "auto", "AUTO"])
+def test_max_model_len_auto_is_vllms_auto_fit(value):
+    f = facts(["-tp", "2", "--max-model-len", value], gpus=2)
+    plan, found = findings(f)
+    assert "max-model-len-too-long" not in found and "max-model-len-invalid" not in found
+    assert estimate(f, f.memory).max_model_len is None
+
+
+@pytest.mark.parametrize("env,error", [
+    ({"DSV4_LAUNCH_GPU_MEMORY": "96"}, "has no unit"),
+    ({"DSV4_LAUNCH_GPU_MEMORY": "lots"}, "is not a memory size"),
+    ({"DSV4_LAUNCH_GPU_CAPABILITY": "9,0"}, "is not a compute capability"),
+    ({"DSV4_LAUNCH_GPU_CAPABILITY": "0.5"}, "is not a compute capability"),
+])
+def test_override_values_that_are_not_sizes_or_capabilities_are_one_line_errors(env, error):
+    from dsv4_launch.core.settings import SettingsError, read_settings
+
+    with pytest.raises(SettingsError, match=error):
+        read_settings(env)
+
+
+def test_the_memory_override_wins_over_nvml_and_the_plan_says_so(tmp_path):
+    out = io.StringIO()
+    code = run_plan([M, "-tp", "2"], as_json=True, env={"HOME": str(tmp_path), "DSV4_LAUNCH_GPU_MEMORY": "48GiB"},
+                    stdout=out, stderr=io.StringIO(), **fakes())
+    data = json.loads(out.getvalue())
+    assert data["memory"]["gpu_memory_bytes"] == 48 * GiB
+    assert any("DSV4_LAUNCH_GPU_MEMORY" in n for n in data["notes"]), data["notes"]
+    assert code == 2  # 2 × 48 GiB cannot hold Flash's weights: certain on the override's memory
+
+
+def test_fit_rejects_a_gpu_memory_without_unit():
+    from dsv4_launch.commands.cli import main
+
+    assert main(["fit", "--gpus", "2", "--gpu-memory", "96"]) == 2

@@ -17,7 +17,7 @@ from ..core.facts import RULE_ENV, Facts
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
 from ..core.records import record
-from ..core.settings import GPU_CAPABILITY, Settings
+from ..core.settings import GPU_CAPABILITY, GPU_MEMORY, Settings
 from ..vllm_cli.engine_args import read_engine_args
 from ..vllm_cli.option_table import OptionTable, available_versions, load_table
 from ..vllm_cli.serve_args import read_serve_args
@@ -199,4 +199,10 @@ def gather_gpus(
         selection = GpuSelection(result.gpus, ambiguous=True, notes=(note,))
     elif result.gpus:
         selection = select_visible(result.gpus, visible, env.get("CUDA_DEVICE_ORDER"))
-    return GpuFacts(selection, result.error, result.source, result.notes, True, result)
+    notes = result.notes
+    if selection is not None and settings.gpu_memory_bytes:  # the override wins over NVML, as the capability's does
+        selection = selection._replace(gpus=tuple(g._replace(memory_total_bytes=settings.gpu_memory_bytes)
+                                                  for g in selection.gpus))
+        notes = (*notes, f"GPU memory: {GPU_MEMORY}={settings.gpu_memory_bytes / 2**30:.1f} GiB per GPU is used "
+                 "instead of what NVML reports")
+    return GpuFacts(selection, result.error, result.source, notes, True, result)

@@ -27,7 +27,7 @@ def _gpus(text: str):
 def _size(text: str) -> int:
     from ..core.settings import parse_size
 
-    value = parse_size(text)
+    value = parse_size(text, unit_required=True)
     if value <= 0:
         raise ValueError("expected a memory size such as 96GiB or 80GB")
     return value

@@ -150,9 +150,15 @@ def default_max_num_batched_tokens(gpu_memory: int | None, gpu_name: str | None,
     return 2048
 
 
+MAX_PARALLEL = 2**31  # vLLM reads these with int(): a huge size is huge, never 1
+
+
 def _size(facts: Facts, dest: str) -> int:
-    n = as_int(facts.args.value(dest))
-    return n if n and n > 0 else 1
+    value = facts.args.value(dest)
+    n = as_int(value)
+    if n is None and isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        n = MAX_PARALLEL  # longer than as_int reads: at least this many
+    return min(n, MAX_PARALLEL) if n and n > 0 else 1
 
 
 def layout_of(facts: Facts) -> Layout:

@@ -73,16 +73,32 @@ _UNITS = {
 _SIZE = r"(?a)(\d{1,15}(?:\.\d{1,6})?)\s*([a-z]{0,3})"  # compiled on first use
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, unit_required: bool = False) -> int:
     """``96GiB`` → 103079215104; ``80GB``, ``81920MiB``, ``1e9``-free plain bytes too.
 
     GB/G are powers of ten, GiB powers of two (as nvidia-smi's MiB and vLLM's GiB). ValueError
-    for anything else.
+    for anything else — and, with ``unit_required``, for a bare number (``96`` is not 96 bytes
+    of GPU memory anyone means).
     """
     m = re.fullmatch(_SIZE, text.strip().lower())
     if m is None or m.group(2) not in _UNITS:
         raise ValueError(f"not a size: {text!r}")
+    if unit_required and m.group(2) in ("", "b"):
+        raise ValueError(f"{text.strip()!r} has no unit: write {m.group(1)}GiB (or {m.group(1)}GB)")
     return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def parse_capabilities(text: str) -> tuple[tuple[int, int], ...]:
+    """``12.0`` or ``9.0,9.0,12.0`` (one per GPU). ValueError for anything that is not one: a
+    capability below 3.0 is no CUDA GPU, and ``9,0`` — SM 9.0 written with a comma — would read
+    as two GPUs, SM 9.0 and SM 0.0."""
+    parts = [part for part in text.split(",") if part.strip()]
+    if len(parts) > 1 and any(part.strip().isascii() and part.strip().isdigit() for part in parts):
+        raise ValueError(f"{text.strip()!r}: write each GPU's capability with a dot (9.0, not 9,0)")
+    caps = tuple(parse_capability(part) for part in parts)
+    if any(major < 3 for major, _ in caps):
+        raise ValueError(f"{text.strip()!r}: no CUDA GPU has a compute capability below 3.0")
+    return caps
 
 
 def read_settings(env: Mapping[str, str]) -> Settings:
@@ -90,7 +106,7 @@ def read_settings(env: Mapping[str, str]) -> Settings:
     text = env.get(GPU_CAPABILITY)
     if text is not None and text.strip():
         try:
-            caps = tuple(parse_capability(part) for part in text.split(",") if part.strip())
+            caps = parse_capabilities(text)
         except ValueError:
             raise SettingsError(
                 f"{GPU_CAPABILITY}={text!r} is not a compute capability; use e.g. "
@@ -99,14 +115,16 @@ def read_settings(env: Mapping[str, str]) -> Settings:
     memory = None
     raw_memory = env.get(GPU_MEMORY)
     if raw_memory is not None and raw_memory.strip():
+        why = "is not a memory size"
         try:
-            memory = parse_size(raw_memory)
-        except ValueError:
+            memory = parse_size(raw_memory, unit_required=True)
+        except ValueError as exc:
             memory = 0
+            if "no unit" in str(exc):
+                why = "has no unit"
         if memory <= 0:
             raise SettingsError(
-                f"{GPU_MEMORY}={raw_memory!r} is not a memory size; use e.g. 96GiB, 80GB or 143771MiB "
-                "(the memory of one GPU)"
+                f"{GPU_MEMORY}={raw_memory!r} {why}; use e.g. 96GiB, 80GB or 143771MiB (the memory of one GPU)"
             )
     raw_preflight = env.get("DSV4_LAUNCH_PREFLIGHT")
     preflight = (raw_preflight or "refuse").strip().lower()
@@ -139,7 +157,7 @@ ENV_VARS: tuple[tuple[str, str], ...] = (
      "pre-flight problems stop dsv4-serve (default), only warn, or are not checked"),
     (f"{GPU_CAPABILITY}=12.0",
      "use this compute capability instead of probing (hosts that cannot see the GPUs; comma-separated per GPU)"),
-    (f"{GPU_MEMORY}=96GiB", "the memory of one GPU, for hosts that cannot see the GPUs (memory fit)"),
+    (f"{GPU_MEMORY}=96GiB", "the memory of one GPU, used instead of what NVML reports (memory fit; a unit is required)"),
     ("DSV4_LAUNCH_DEBUG=1", "an internal error raises with its traceback instead of passing the arguments through"),
     (f"{LOG_FORMAT}=json", "one JSON object per line on stderr (time, level, logger, message, rule/option where "
      "there is one) for everything printed before vLLM starts; default text"),
