@@ -12,7 +12,7 @@ from ..adapters.handover import install_hint
 from ..adapters.nvml import probe_gpus
 from ..adapters.runtime_probe import probe_runtime
 from ..adapters.vllm_install import interpreter_of
-from ..core.doctor import FAIL, OK, Check, Diagnosis, VllmRuntime, diagnose
+from ..core.doctor import FAIL, OK, DoctorLine, Diagnosis, VllmRuntime, diagnose
 from ..core.doctor_rules import sm120_decode_shapes
 from ..core.settings import GPU_CAPABILITY
 from ..output.documents import dump
@@ -60,10 +60,10 @@ def run_doctor(
     except Exception as exc:  # never a traceback of ours: say it as a failed check
         if prepared.settings and prepared.settings.debug:
             raise
-        diagnosis = Diagnosis((Check("doctor", FAIL, f"internal error: {type(exc).__name__}: {str(exc)[:160]} "
+        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(exc).__name__}: {str(exc)[:160]} "
                                                       "(DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
     if note:
-        diagnosis = diagnosis._replace(checks=(Check("model", OK, note), *diagnosis.checks))
+        diagnosis = diagnosis._replace(checks=(DoctorLine("model", OK, note), *diagnosis.checks))
     status = exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
     if as_json:
         ok = safe_write(stdout, dump(_document(prepared, diagnosis, status, None), scrub) + "\n")

@@ -32,7 +32,9 @@ STATUS_OF_LEVEL = {REFUSE: FAIL, FAIL_LEVEL: FAIL, WARN_LEVEL: WARN}
 
 
 @record
-class Check:
+class DoctorLine:
+    """One line of doctor's report (a rule's callable is ``rules.Check``; this is not one)."""
+
     section: str
     status: str  # OK, WARN, FAIL
     detail: str
@@ -51,7 +53,7 @@ class VllmRuntime:
 
 @record
 class Diagnosis:
-    checks: tuple[Check, ...] = ()
+    checks: tuple[DoctorLine, ...] = ()
     subject: str = "DeepSeek-V4"  # what would not start: the model family checked, else "vLLM"
 
     @property
@@ -63,43 +65,43 @@ class Diagnosis:
         return f"FAIL: {self.subject} would not start here" if self.failed else "OK: nothing known to fail"
 
 
-def gpu_checks(probe, visible: set[int], source: str | None) -> list[Check]:
+def gpu_checks(probe, visible: set[int], source: str | None) -> list[DoctorLine]:
     if source == GPU_CAPABILITY:
-        return [Check("gpu", WARN, f"not probed: {GPU_CAPABILITY} replaces the probe")]
+        return [DoctorLine("gpu", WARN, f"not probed: {GPU_CAPABILITY} replaces the probe")]
     if probe is None or not probe.gpus:
         why = probe.error if probe else "not probed"
-        return [Check("gpu", FAIL, f"no GPU found ({why})")]
+        return [DoctorLine("gpu", FAIL, f"no GPU found ({why})")]
     checks = []
     if probe.driver_version:
         cuda = f", CUDA driver {probe.cuda_driver_version}" if probe.cuda_driver_version else ""
-        checks.append(Check("driver", OK, f"NVIDIA driver {probe.driver_version}{cuda} ({probe.source})"))
+        checks.append(DoctorLine("driver", OK, f"NVIDIA driver {probe.driver_version}{cuda} ({probe.source})"))
     else:
-        checks.append(Check("driver", WARN, f"driver version unknown ({probe.source})"))
+        checks.append(DoctorLine("driver", WARN, f"driver version unknown ({probe.source})"))
     for g in probe.gpus:
         seen = "visible to CUDA" if g.index in visible else "hidden by CUDA_VISIBLE_DEVICES"
         line = f"{g.index}: {g.describe()}, {gib_text(g.memory_total_bytes or None, 'memory unknown')}, {g.uuid or 'UUID unknown'}, {seen}"
         if g.capability is None:
-            checks.append(Check("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
+            checks.append(DoctorLine("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
         else:  # what a GPU can run is the rows' to say (gpu-too-old, …): in the plan's lines
-            checks.append(Check("gpu", OK, line))
+            checks.append(DoctorLine("gpu", OK, line))
     return checks
 
 
-def vllm_checks(runtime: VllmRuntime, install_hint: str, dsv4: bool = True) -> list[Check]:
+def vllm_checks(runtime: VllmRuntime, install_hint: str, dsv4: bool = True) -> list[DoctorLine]:
     """Is vLLM there, and (for DeepSeek-V4) which side of the `auto` KV-cache fix it is on —
     the kv rule's own range and references (core/kv.py)."""
     if runtime.vllm_where is None:
-        return [Check("vllm", FAIL, f"not installed: {install_hint}")]
+        return [DoctorLine("vllm", FAIL, f"not installed: {install_hint}")]
     where = f" ({runtime.vllm_where})"
     if runtime.vllm_version is None:
         assumed = ": dsv4-serve assumes the `auto` crash" if dsv4 else ""
-        return [Check("vllm", WARN, f"version unknown{where}{assumed}")]
+        return [DoctorLine("vllm", WARN, f"version unknown{where}{assumed}")]
     if not dsv4:
-        return [Check("vllm", OK, f"{runtime.vllm_version}{where}")]
+        return [DoctorLine("vllm", OK, f"{runtime.vllm_version}{where}")]
     if CRASHES_BEFORE_FIX.contains(runtime.vllm_version):
-        return [Check("vllm", WARN, f"{runtime.vllm_version}{where}: has the `auto` KV-cache crash on "
+        return [DoctorLine("vllm", WARN, f"{runtime.vllm_version}{where}: has the `auto` KV-cache crash on "
                       f"fp8_ds_mla paths ({CRASH_REFERENCE}); dsv4-serve rewrites it")]
-    return [Check("vllm", OK, f"{runtime.vllm_version}{where}: resolves `auto` on fp8_ds_mla itself ({FIX_REFERENCE})")]
+    return [DoctorLine("vllm", OK, f"{runtime.vllm_version}{where}: resolves `auto` on fp8_ds_mla itself ({FIX_REFERENCE})")]
 
 
 def arch_coverage(cc: tuple[int, int], arch_flags: list[str]) -> str:
@@ -128,19 +130,19 @@ def arch_coverage(cc: tuple[int, int], arch_flags: list[str]) -> str:
     return FAIL
 
 
-def torch_checks(runtime: VllmRuntime, gpus: list[GpuInfo]) -> list[Check]:
+def torch_checks(runtime: VllmRuntime, gpus: list[GpuInfo]) -> list[DoctorLine]:
     probe = runtime.probe
     if probe is None:
-        return [Check("torch", WARN, f"could not be inspected ({runtime.probe_error or 'no Python with vLLM'})")]
+        return [DoctorLine("torch", WARN, f"could not be inspected ({runtime.probe_error or 'no Python with vLLM'})")]
     torch = probe.get("torch")
     if not isinstance(torch, Mapping):
         why = probe.get("torch_error")
-        return [Check("torch", FAIL if runtime.vllm_where else WARN,
+        return [DoctorLine("torch", FAIL if runtime.vllm_where else WARN,
                       f"PyTorch cannot be imported ({why})" if why else "PyTorch is not installed")]
     version, cuda, arch = torch.get("version"), torch.get("cuda"), list(torch.get("arch_flags") or [])
     if not cuda:
-        return [Check("torch", FAIL if gpus else WARN, f"{version}: a CPU-only build (no CUDA)")]
-    checks = [Check("torch", OK, f"{version}, CUDA {cuda}, arch {' '.join(arch) or 'unknown'}")]
+        return [DoctorLine("torch", FAIL if gpus else WARN, f"{version}: a CPU-only build (no CUDA)")]
+    checks = [DoctorLine("torch", OK, f"{version}, CUDA {cuda}, arch {' '.join(arch) or 'unknown'}")]
     for g in gpus:
         if g.capability is None or not arch:
             continue
@@ -151,11 +153,11 @@ def torch_checks(runtime: VllmRuntime, gpus: list[GpuInfo]) -> list[Check]:
             FAIL: f"this build has no kernels for GPU {g.index} (SM {g.capability_str}): 'no kernel image is "
             "available'; install a PyTorch built for it",
         }[verdict]
-        checks.append(Check("torch", verdict, what))
+        checks.append(DoctorLine("torch", verdict, what))
     return checks
 
 
-def flashinfer_line(runtime: VllmRuntime, judged: bool = False) -> Check | None:
+def flashinfer_line(runtime: VllmRuntime, judged: bool = False) -> DoctorLine | None:
     """FlashInfer as found; ``judged``: a row already says what its absence means (never
     `OK not installed` beside a row's `FAIL` for the same thing)."""
     probe = runtime.probe
@@ -163,13 +165,13 @@ def flashinfer_line(runtime: VllmRuntime, judged: bool = False) -> Check | None:
         return None
     fi = probe.get("flashinfer")
     if not isinstance(fi, Mapping):
-        return None if judged else Check("flashinfer", OK, "not installed")
+        return None if judged else DoctorLine("flashinfer", OK, "not installed")
     api = "present" if fi.get("sm120_sparse_mla") else "missing"
-    return Check("flashinfer", OK, f"{fi.get('version') or 'version unknown'}, SM120 sparse-MLA decode API {api}")
+    return DoctorLine("flashinfer", OK, f"{fi.get('version') or 'version unknown'}, SM120 sparse-MLA decode API {api}")
 
 
 def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
-                 plugin_hint: str | None = None) -> Check | None:
+                 plugin_hint: str | None = None) -> DoctorLine | None:
     """Is the dsv4-launch vLLM plugin installed where vLLM runs, and would vLLM load it?"""
     plugins = runtime.probe.get("plugins") if runtime.probe is not None else None
     if not isinstance(plugins, (list, tuple)):
@@ -177,19 +179,19 @@ def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
     names = [p.get("name") for p in plugins if isinstance(p, Mapping)]
     if our_entry not in names:
         how = f"; to install it there: {plugin_hint}" if plugin_hint else ""
-        return Check("plugin", OK, "not installed in vLLM's environment: plain `vllm serve`, LLM() and Ray "
+        return DoctorLine("plugin", OK, "not installed in vLLM's environment: plain `vllm serve`, LLM() and Ray "
                      f"workers there get no KV fix (README: Without changing your command){how}")
     allowed = env.get("VLLM_PLUGINS")
     if allowed is not None and our_entry not in [a.strip() for a in allowed.split(",")]:
-        return Check("plugin", WARN, f"installed, but VLLM_PLUGINS={allowed} does not list {our_entry}: vLLM will not load it")
+        return DoctorLine("plugin", WARN, f"installed, but VLLM_PLUGINS={allowed} does not list {our_entry}: vLLM will not load it")
     from .settings import disable_switch
 
     if disable_switch(env)[0]:
-        return Check("plugin", WARN, "installed, but DSV4_LAUNCH_DISABLE is set: it does nothing")
-    return Check("plugin", OK, "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
+        return DoctorLine("plugin", WARN, "installed, but DSV4_LAUNCH_DISABLE is set: it does nothing")
+    return DoctorLine("plugin", OK, "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
 
 
-def plan_checks(plan: Plan, facts: Facts | None) -> list[Check]:
+def plan_checks(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
     checks = []
     if facts is not None:
         m = facts.model
@@ -197,20 +199,20 @@ def plan_checks(plan: Plan, facts: Facts | None) -> list[Check]:
         source = f" (from {m.source})" if m.source else ""
         if m.is_dsv4_family:
             status = WARN if m.source == "the name" else OK
-            checks.append(Check("model", status, f"{m.name}: {what}{source}"))
+            checks.append(DoctorLine("model", status, f"{m.name}: {what}{source}"))
         else:
-            checks.append(Check("model", OK, f"{m.name or 'vLLM default'}: {what}{source}; not DeepSeek-V4, passed through"))
+            checks.append(DoctorLine("model", OK, f"{m.name or 'vLLM default'}: {what}{source}; not DeepSeek-V4, passed through"))
     for change in plan.changes:
-        checks.append(Check("plan", OK, f"will set {change.option} {change.after}: {change.reason} ({change.reference})"))
+        checks.append(DoctorLine("plan", OK, f"will set {change.option} {change.after}: {change.reason} ({change.reference})"))
     for note in plan.notes:
-        checks.append(Check("plan", OK, note))
+        checks.append(DoctorLine("plan", OK, note))
     for warning in plan.warnings:
-        checks.append(Check("plan", WARN, warning))
+        checks.append(DoctorLine("plan", WARN, warning))
     for refusal in plan.refusals:
-        checks.append(Check("preflight", FAIL, refusal))
+        checks.append(DoctorLine("preflight", FAIL, refusal))
     if facts is not None and facts.model.is_dsv4_family and plan.preflight != "off" and not plan.refusals \
             and not plan.disabled:
-        checks.append(Check("preflight", OK, f"no known start-up failure (mode {plan.preflight})"))
+        checks.append(DoctorLine("preflight", OK, f"no known start-up failure (mode {plan.preflight})"))
     return checks
 
 
@@ -222,11 +224,11 @@ def diagnose(plan: Plan, facts: Facts | None, probe, runtime: VllmRuntime, env: 
     family = facts.model.family if facts is not None else "deepseek_v4"
     found = []
     if facts is not None and runtime.probe is not None:
-        found = [Check(f.section, STATUS_OF_LEVEL[f.level], f.text)
+        found = [DoctorLine(f.section, STATUS_OF_LEVEL[f.level], f.text)
                  for f in evaluate_all(DOCTOR_RULES, facts._replace(runtime=runtime.probe))]
     checks = [
         *gpu_checks(probe, {g.index for g in used}, facts.gpu_source if facts else None),
-        Check("python", OK, runtime.python),
+        DoctorLine("python", OK, runtime.python),
         *vllm_checks(runtime, install_hint, family in FAMILY_NAMES),
         *torch_checks(runtime, used),
     ]
