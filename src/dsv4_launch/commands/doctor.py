@@ -12,7 +12,7 @@ from ..adapters.handover import install_hint
 from ..adapters.nvml import probe_gpus
 from ..adapters.runtime_probe import probe_runtime
 from ..adapters.vllm_install import interpreter_of
-from ..core.doctor import FAIL, OK, DoctorLine, Diagnosis, VllmRuntime, diagnose
+from ..core.doctor import FAIL, OK, Diagnosis, DoctorLine, VllmRuntime, diagnose
 from ..core.doctor_rules import sm120_decode_shapes
 from ..core.settings import GPU_CAPABILITY
 from ..output.documents import dump
