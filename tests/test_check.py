@@ -312,6 +312,34 @@ def test_json_is_ascii_whatever_the_server_says(client):
     assert BOS in json.loads(doc_text)["chat"]["content"]
 
 
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory):
+    """A certificate for 127.0.0.1 that no CA signed (made by the openssl command)."""
+    import shutil
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs the openssl command")
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = where / "cert.pem", where / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    return str(cert), str(key)
+
+
+def test_https_is_verified_against_the_system_store(client, self_signed, monkeypatch):
+    with ReplayServer("healthy", tls=self_signed) as s:
+        status, out, _ = check(s.url, client=client)
+        assert status == exit_codes.CHECK_PROBLEM and "problem: /health: TLS failed" in out, out
+        assert "certificate verify failed" in out
+        # trusted the way OpenSSL is told (as curl and http.client are): SSL_CERT_FILE
+        monkeypatch.setenv("SSL_CERT_FILE", self_signed[0])
+        status, out, _ = check(s.url, client=client)
+    assert status == 0, out
+    assert f"check: https://127.0.0.1:{s.port}" in out
+
+
 # --- the model ---------------------------------------------------------------------------------
 
 def test_model_must_be_served_and_is_the_one_probed(client):

@@ -105,7 +105,7 @@ class ReplayServer:
     def __init__(self, shape: str = "healthy", *, delay: float = 0.0, never_answer: bool = False,
                  loading: bool = False, api_key: str | None = None, models=None, redirect_to: str | None = None,
                  huge: bool = False, echo_auth: bool = False, control_chars: bool = False,
-                 ready_after: int = 0, chat_delay: float = 0.0) -> None:
+                 ready_after: int = 0, chat_delay: float = 0.0, tls: tuple[str, str] | None = None) -> None:
         self.shape = shape
         self.delay = delay
         self.never_answer = never_answer
@@ -125,6 +125,13 @@ class ReplayServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        if tls is not None:  # (certificate file, key file): HTTPS on the same port
+            import ssl
+
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            self.url = f"https://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def __enter__(self) -> "ReplayServer":

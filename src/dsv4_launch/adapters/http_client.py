@@ -219,12 +219,17 @@ def _once_stdlib(method, url, headers, body, deadline, max_bytes, clock):
 
 
 def _once_httpx(method, url, headers, body, deadline, max_bytes, clock):
+    import ssl
+
     httpx = _httpx()
 
     path = urlsplit(url).path or "/"
     try:
         left = _left(deadline, clock)
-        with httpx.Client(timeout=httpx.Timeout(left), follow_redirects=False, trust_env=False) as session:
+        # The system's CA store (and SSL_CERT_FILE/SSL_CERT_DIR), as http.client and curl use it —
+        # not httpx's default, certifi's bundle, which lacks a company's own CA.
+        with httpx.Client(timeout=httpx.Timeout(left), follow_redirects=False, trust_env=False,
+                          verify=ssl.create_default_context()) as session:
             with session.stream(method, url, headers=headers, content=body) as resp:
                 chunks: list[bytes] = []
                 size = 0
