@@ -498,6 +498,10 @@ def test_logged_args_are_read_without_evaluating_anything():
     assert args.unread == ("x",) and set(args.secrets) == {"k1", "k2"}
     truncated = parse_args_text("{'model_tag': 'm', 'tensor_parallel_size': 2, 'max_mod", 1)
     assert truncated.values == {"model_tag": "m", "tensor_parallel_size": 2}
+    backend = parse_args_text("{'attention_config': AttentionConfig(backend=<AttentionBackendEnum.FLASHMLA_SPARSE: "
+                              "'vllm.v1.attention.backends.mla.flashmla_sparse.FlashMLASparseBackend'>, x=None), "
+                              "'r': <SparseCacheRole.SPARSE: 'sparse'>}", 1)
+    assert backend.values == {"attention_config": {"backend": "FLASHMLA_SPARSE"}, "r": "sparse"}
     deep = parse_args_text("{'a': " + "[" * 5000 + "]" * 5000 + "}", 1)
     assert deep.unread == ("a",)
 

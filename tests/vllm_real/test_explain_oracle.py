@@ -201,3 +201,65 @@ def test_the_mxfp4_indexer_off_sm10(tmp_path, version, setting):
     rules = set(explained(tmp_path, version, text))
     expected = {"mxfp4-indexer-off-sm10"} | ({"fp4-indexer-off-sm10"} if is_older(version, "0.30.0") else set())
     assert rules == expected
+
+
+def _non_default_args_line(top, argv: list[str]) -> tuple[str, object]:
+    """vLLM's own `non-default args` line for ``argv`` (its parser, get_non_default_args, and
+    from 0.29 its redaction), as `vllm serve` logs it: (line, the parsed namespace)."""
+    try:
+        startup = importlib.import_module("vllm.entrypoints.common.startup")
+    except ImportError:
+        startup = importlib.import_module("vllm.entrypoints.serve.utils.api_utils")
+    status, namespace = real_parse(top, argv)
+    assert status == "ok", namespace
+    namespace.model = namespace.model_tag  # what ServeSubcommand.cmd does before the server logs
+    found = startup.get_non_default_args(namespace)
+    redact = getattr(startup, "redact_sensitive_args", None)
+    return f"non-default args: {redact(found) if redact else found}", namespace
+
+
+@pytest.mark.parametrize("argv", [
+    [M, "-tp", "2", "--max-model-len", "32768", "--api-key", "sk-oracle-1", "sk-oracle-2", "--port", "8001",
+     "--enable-expert-parallel", "--served-model-name", "a", "b", "--hf-overrides", '{"x": 1}',
+     "--no-enable-prefix-caching"],
+    [M, "--block-size", "64", "--kv-cache-dtype", "bfloat16", "--gpu-memory-utilization", "0.85",
+     "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2}'],
+    # config dataclasses are logged as their reprs (every field, an enum for the backend)
+    [M, "--attention-config", '{"backend": "FLASHMLA_SPARSE"}', "--attention-backend", "FLASHMLA_SPARSE",
+     "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'],
+])
+def test_the_logged_arguments_are_vllms_own(tmp_path, version, real_vllm, argv):
+    """The args line made by vLLM's own code from ``argv`` is read back into arguments that vLLM's
+    parser reads as the same values (secrets masked, never echoed)."""
+    top = real_vllm[0]
+    line, namespace = _non_default_args_line(top, argv)
+    path = tmp_path / "vllm.log"
+    path.write_text(f"(APIServer pid=1) INFO 12-01 08:00:00 [entrypoints/common/startup.py:96] vLLM server version "
+                    f"{version}, serving model {M}\n(APIServer pid=1) INFO 12-01 08:00:00 "
+                    f"[entrypoints/common/startup.py:97] {line}\nAssertionError: DeepseekV4 fp8_ds_mla layout only "
+                    "supports fp8 kv-cache, got auto\n", encoding="utf-8")
+    out = io.StringIO()
+    run_explain([str(path)], as_json=True, env={}, stdout=out, stderr=io.StringIO())
+    assert "sk-oracle" not in out.getvalue()
+    doc = json.loads(out.getvalue())
+    shown = doc["corrected"]["argv"]
+    if "--kv-transfer-config" in shown:  # a JSON option that may carry credentials: masked as plan masks it
+        assert shown[shown.index("--kv-transfer-config") + 1] == "***"
+    from dsv4_launch.commands.explain import rebuild_argv
+    from dsv4_launch.core.signatures import parse_args_text
+    from dsv4_launch.vllm_cli.option_table import load_table
+
+    rebuilt, _ = rebuild_argv(parse_args_text(line.split(": ", 1)[1], 1).values, load_table(version))
+    status, again = real_parse(top, rebuilt)
+    assert status == "ok", again
+    for dest in ("tensor_parallel_size", "max_model_len", "port", "enable_expert_parallel", "served_model_name",
+                 "hf_overrides", "enable_prefix_caching", "block_size", "gpu_memory_utilization",
+                 "speculative_config", "model_tag"):
+        if hasattr(namespace, dest):
+            assert getattr(again, dest) == getattr(namespace, dest), dest
+    for dest, field in (("attention_config", "backend"), ("kv_transfer_config", "kv_connector"),
+                        ("kv_transfer_config", "kv_role")):
+        if getattr(namespace, dest, None) is not None and hasattr(getattr(namespace, dest), field):
+            assert getattr(getattr(again, dest), field) == getattr(getattr(namespace, dest), field), (dest, field)
+    if "--api-key" in argv:
+        assert "--api-key" in shown and "sk-oracle-1" not in shown and "sk-oracle-1" not in rebuilt

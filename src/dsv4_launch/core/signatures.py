@@ -689,7 +689,10 @@ class _Unreadable(Exception):
     pass
 
 
-_ENUM_REPR = r"<([A-Za-z_][\w.]*): ('(?:[^'\\]|\\.)*'|-?\d+)>"  # <AttentionBackendEnum.X: 'X'>
+# <AttentionBackendEnum.FLASHMLA_SPARSE: 'vllm.v1.…FlashMLASparseBackend'>: what the command line
+# takes is the member's name where the value is a class path (AttentionConfig.backend is looked up
+# by name), else the value ('sparse' for SparseCacheRole.SPARSE).
+_ENUM_REPR = r"<([A-Za-z_][\w.]*): ('(?:[^'\\]|\\.)*'|-?\d+)>"
 _OBJECT_REPR = r"<[^<>]{0,400}>"  # <function f at 0x…>, <object …>
 
 
@@ -771,8 +774,15 @@ def _value(node):
     raise _Unreadable
 
 
+def _enum_text(m: re.Match) -> str:
+    value = m.group(2)
+    if value.startswith("'") and ("." in value or "/" in value):
+        return repr(m.group(1).rsplit(".", 1)[-1])
+    return value
+
+
 def _read_value(text: str):
-    text = re.sub(_ENUM_REPR, lambda m: m.group(2), text)
+    text = re.sub(_ENUM_REPR, _enum_text, text)
     text = re.sub(_OBJECT_REPR, "...", text)
     try:
         tree = ast.parse(text, mode="eval")
