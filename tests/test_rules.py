@@ -153,6 +153,11 @@ CASES = {
                               ([M, "--max-model-len", "65536"], {"gpu": big(SM120)})),
     "shards-missing": (([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)}),
                        ([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=False)})),
+    # before 0.26 vLLM loads what is there (no FileNotFoundError): a warning, not a refusal
+    "shards-missing-silent": (([M], {"gpu": big(SM120), "version": "0.25.1",
+                                     "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)}),
+                              ([M], {"gpu": big(SM120), "version": "0.26.0",
+                                     "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)})),
 }
 
 
@@ -425,3 +430,10 @@ def test_dspark_block_size_alone_is_not_a_dspark_module():
 def test_sm12_027_recommends_028_first():
     found, _ = findings([M], version="0.27.0")
     assert "Fix: vLLM 0.28.0 or later" in found["sm12-0.27"].text
+
+
+def test_nvfp4_ds_mla_on_plain_rows_is_the_silent_mismatch_where_it_exists():
+    found, plan = findings([M, *FI, "--kv-cache-dtype", "nvfp4_ds_mla"], gpu=big(SM100))
+    assert found["fp8-ds-mla-on-plain-rows"].level == WARN and plan.refusals == ()
+    found, _ = findings([M, *FI, "--kv-cache-dtype", "nvfp4_ds_mla"], gpu=big(SM100), version="0.29.0")
+    assert "fp8-ds-mla-on-plain-rows" not in found and "kv-invalid" in found  # not a value before 0.30

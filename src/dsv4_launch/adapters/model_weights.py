@@ -39,10 +39,15 @@ def _from_table(known: Mapping[str, object] | None, local: bool) -> WeightFacts:
     if not known or not isinstance(known.get("weights_bytes"), int):
         return WeightFacts(local=local)
     exact = known.get("weights_exact") is True
+    kind = known.get("weights_bytes_kind")
+    # A rounded figure published for the checkpoint (a recipe's "~865 GB") is independent of the
+    # shapes, so the tensor-class tally may be checked against it; one derived from the shapes is not.
+    published = exact or (isinstance(kind, str) and "shapes" not in kind.lower())
     return WeightFacts(
         total_bytes=known["weights_bytes"],
         source=f"the known-checkpoint table ({known.get('id')})",
         exact=exact,
+        published=published,
         replicated_bytes=known.get("replicated_bytes") if isinstance(known.get("replicated_bytes"), int) else None,
         local=local,
     )

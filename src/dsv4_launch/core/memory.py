@@ -53,6 +53,7 @@ LOAD_OVERHEAD = int(0.47 * GiB)
 REPLICATED_SHARE = 0.0083  # of the total, when neither the table nor the shapes give it
 ACTIVATION_PER_BATCHED_TOKEN = int(0.64 * MiB)
 CUDA_GRAPHS = int(1.5 * GiB)
+TALLY_AGREES = 0.05  # the tally is used for the estimate only where it is this close to the checkpoint's size
 CHECKED_TALLY_ERROR = 0.005  # a tally within this of the exact size counts as checked (core/weights.py)
 EXPERT_SHARE = 0.93  # DeepSeek-V4-Flash's experts, when the shapes are unknown (estimate only)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vLLM's default in 0.24–0.33 (config/cache.py)
@@ -78,6 +79,9 @@ class WeightFacts:
     shards_missing: int = 0
     missing_bytes: int | None = None  # about how much of the checkpoint is not on disk
     local: bool = False  # a local directory (or HF_HUB_OFFLINE): vLLM will not download
+    # The total is a figure published for this checkpoint (exact, or rounded like a recipe's
+    # "~865 GB"), not one derived from its shapes: the shape tally may be checked against it.
+    published: bool = False
 
 
 @record
@@ -292,36 +296,45 @@ def _speculative(facts: Facts) -> bool:
     return bool(json_option(facts.args, "speculative_config") or facts.args.value("speculative_config"))
 
 
-def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout) -> int | None:
-    """The fewest bytes of weights the busiest GPU can hold, for certain: the exact checkpoint
-    bytes less the MTP layers vLLM skips (an upper bound of them: their share of the layers),
-    split over every GPU as if nothing were replicated — or, where the tensor-class tally agrees
-    with the exact size, that tally's busiest GPU (less its tolerance) — less what is offloaded.
-    None unless the checkpoint's size is exact."""
-    if not weights or not weights.total_bytes or not weights.exact:
+def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout, mnbt: int | None = None) -> int | None:
+    """The fewest bytes of weights the busiest GPU can hold, for certain, or None.
+
+    With the checkpoint's exact size: those bytes less the MTP layers vLLM skips without
+    speculative decoding (at most their share of the layers), spread over every GPU as if nothing
+    were replicated. Where the tensor-class tally agrees with a published size (exact, or a
+    recipe's rounded figure) within its tolerance, the tally's busiest GPU (less that tolerance)
+    plus the buffers the model allocates as it loads. Offloading is subtracted."""
+    if not weights or not weights.total_bytes:
         return None
-    total = weights.total_bytes
-    layers = facts.model.number("num_hidden_layers")
-    nextn = _nextn(facts)
-    if nextn and layers and not _speculative(facts):
-        total = total * layers // (layers + nextn)
-    per_gpu = total // layout.gpus
-    split = _shape_split(facts, weights, layout)
-    if split is not None and split.checked:  # the tally agrees with the exact size: its split is certain
-        per_gpu = max(per_gpu, int(split.per_gpu_bytes * (1 - CHECKED_TALLY_ERROR)))
+    found = None
+    if weights.exact:
+        total = weights.total_bytes
+        layers = facts.model.number("num_hidden_layers")
+        nextn = _nextn(facts)
+        if nextn and layers and not _speculative(facts):
+            total = total * layers // (layers + nextn)
+        found = total // layout.gpus
+    split = _shape_split(facts, weights, layout) if (weights.exact or weights.published) else None
+    if split is not None and split.checked:  # within CHECKED_TALLY_ERROR of a published size
+        tally = int(split.per_gpu_bytes * (1 - CHECKED_TALLY_ERROR)) + (_buffers(facts, mnbt) or 0)
+        found = max(found or 0, tally)
+    if found is None:
+        return None
     offload = _number(facts.args.value("cpu_offload_gb"))
     if offload:
-        per_gpu -= min(int(offload * GiB), per_gpu)
-    return per_gpu
+        found -= min(int(offload * GiB), found)
+    return found
 
 
-def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout) -> tuple[int, int, str | None]:
+def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
+                      mnbt: int | None) -> tuple[int, int, str | None]:
     """(per GPU, offloaded, uncertain): the estimate of what the busiest GPU holds."""
     args = facts.args
     total = weights.total_bytes
     split = _shape_split(facts, weights, layout)
-    if split is not None:
-        per_gpu = split.per_gpu_bytes + LOAD_OVERHEAD
+    if split is not None and split.deviation is not None and abs(split.deviation) <= TALLY_AGREES:
+        buffers = _buffers(facts, mnbt)
+        per_gpu = split.per_gpu_bytes + (LOAD_OVERHEAD if buffers is None else buffers)
     else:
         replicated = (weights.replicated_bytes or int(total * REPLICATED_SHARE)) + LOAD_OVERHEAD
         tp_pp = layout.tp * layout.pp
@@ -357,10 +370,25 @@ def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
     give the shapes."""
     from .weights import split_weights
 
-    spec = json_option(facts.args, "speculative_config") or {}
-    speculative = spec.get("method") if isinstance(spec.get("method"), str) else bool(spec)
     return split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
-                         speculative, weights.total_bytes if weights.exact else None)
+                         _speculative_method(facts), weights.total_bytes, vllm_version=facts.vllm_version,
+                         mega_moe=_mega_moe(facts))
+
+
+def _speculative_method(facts: Facts):
+    spec = json_option(facts.args, "speculative_config") or {}
+    return spec.get("method") if isinstance(spec.get("method"), str) else bool(spec)
+
+
+def _mega_moe(facts: Facts) -> bool:
+    backend = facts.args.value("moe_backend") or (json_option(facts.args, "kernel_config") or {}).get("moe_backend")
+    return isinstance(backend, str) and "mega_moe" in backend
+
+
+def _buffers(facts: Facts, mnbt: int | None) -> int | None:
+    from .weights import load_buffers
+
+    return load_buffers(facts.model.config or {}, mnbt, _speculative_method(facts))
 
 
 _MEMO: list = []  # one (key, estimate): plan, the rows and the summary share one estimate
@@ -390,13 +418,15 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
         if not exact_gpus and gpu_memory:
             uncertain = "CUDA's device order over GPUs that differ is unknown (set CUDA_DEVICE_ORDER=PCI_BUS_ID)"
 
+    requested = max_model_len_tried(facts)
+    mnbt = batched_tokens(facts, first, gpu_memory, requested, layout)
     per_gpu = None
     offloaded = 0
     lower = None
     if weights and weights.total_bytes:
-        per_gpu, offloaded, why = _weights_estimate(facts, weights, layout)
+        per_gpu, offloaded, why = _weights_estimate(facts, weights, layout, mnbt)
         uncertain = uncertain or why
-        lower = weights_lower_bound(facts, weights, layout)
+        lower = weights_lower_bound(facts, weights, layout, mnbt)
 
     gmu = gpu_memory_utilization(facts) or DEFAULT_GPU_MEMORY_UTILIZATION
     kv_memory = as_human_int(args.value("kv_cache_memory_bytes"))
@@ -405,8 +435,6 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     if per_gpu is not None and gpu_memory:
         fits = per_gpu + (kv_memory or 0) <= (gpu_memory if kv_memory else budget)
 
-    requested = max_model_len_tried(facts)
-    mnbt = batched_tokens(facts, first, gpu_memory, requested, layout)
     ratios = _ratios(facts)
     stages: tuple[StagePlan, ...] = ()
     in_flight = None

@@ -18,6 +18,7 @@ from .memory import (
 )
 from .model import V4, V41
 from .rules import CITED, DERIVED, REFUSE, WARN, Rule
+from .versions import VersionRange
 
 BOTH = frozenset({V4, V41})
 USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth suggesting
@@ -147,8 +148,6 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
         return None
     if facts.args.value("load_format") not in SAFETENSORS_LOADERS:
         return None  # dummy weights, tensorizer, GGUF…: the safetensors shards are not read
-    if getattr(weights, "loads_bin", False):
-        return None  # vLLM loads the *.bin files here, not the index's safetensors
     size = f" (about {weights.missing_bytes / 1e9:.0f} GB)" if weights.missing_bytes else ""
     return {"missing": weights.shards_missing, "total": weights.shards_total, "size": size,
             "where": facts.model.directory or facts.model.name}
@@ -238,14 +237,29 @@ MEMORY_RULES: tuple[Rule, ...] = (
         level=REFUSE,
         evidence=CITED,
         title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
-        effect="DeepSeek-V4 is quantised, so vLLM does not check that every weight was loaded: the missing "
-        "tensors stay uninitialised and the model answers with garbage (an empty shard fails on open)",
+        effect="`FileNotFoundError: Weight files referenced in index but missing` when the weights load",
         check=shards_missing,
         message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
-        "{where}{size}; vLLM would load the rest and leave those weights uninitialised",
+        "{where}{size}; {vllm} stops with FileNotFoundError when it starts loading the weights",
+        fix="finish the download of the checkpoint into {where}, or point at a complete copy",
+        reference="vllm/model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files "
+        "(raises for files the index names that are missing, from 0.26.0)",
+        models=BOTH, vllm=VersionRange(since="0.26.0"),
+    ),
+    Rule(
+        id="shards-missing-silent",
+        level=WARN,
+        evidence=DERIVED,
+        title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there, on a vLLM "
+        "that loads what is there",
+        effect="DeepSeek-V4 is quantised, so vLLM does not check that every weight was loaded: the missing tensors "
+        "stay uninitialised and the model answers with garbage",
+        check=shards_missing,
+        message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
+        "{where}{size}; {vllm} loads the rest without an error and leaves those weights uninitialised",
         fix="finish the download of the checkpoint into {where}, or point at a complete copy",
         reference="vllm/model_executor/model_loader/default_loader.py load_weights (weights_not_loaded is "
         "checked only when model_config.quantization is None)",
-        models=BOTH,
+        models=BOTH, vllm=VersionRange(before="0.26.0"),
     ),
 )

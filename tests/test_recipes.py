@@ -1,0 +1,96 @@
+"""The official DeepSeek-V4 recipes plan with exit 0, and what cannot fit is still refused —
+end to end through ``dsv4-launch plan --json`` (the same pipeline as dsv4-serve), with the
+checkpoint's size from the known-checkpoint table and from a downloaded checkpoint's own index.
+
+Faked: the GPUs (a GpuProbe of the named cards, with the memory NVML reports for them) and the
+vLLM install (vLLM 0.33.0, the newest release, not imported). The checkpoint directory is real:
+config.json, model.safetensors.index.json and shard files of the right names.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from dsv4_launch.adapters.checkpoints import known_checkpoint
+from dsv4_launch.adapters.nvml import GpuProbe
+from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.plan import run_plan
+from dsv4_launch.core.gpu_presets import parse_gpus, preset_gpus
+
+FLASH, PRO = "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"
+
+# (what, model, GPUs, vLLM arguments): the recipes (vllm-project/recipes DeepSeek-V4-Flash.yaml /
+# -Pro.yaml, README's examples); the 2 × RTX PRO 6000 one with the --max-model-len and batch the
+# examples carry.
+RECIPES = [
+    ("Flash 2 × RTX PRO 6000 TP 2", FLASH, "2xRTXPRO6000",
+     ["-tp", "2", "--max-model-len", "65536", "--max-num-batched-tokens", "2048"]),
+    ("Flash 4 × H100 TP 4", FLASH, "4xH100", ["-tp", "4"]),
+    ("Flash 8 × B200 DP 8 + EP", FLASH, "8xB200", ["-dp", "8", "--enable-expert-parallel"]),
+    ("Pro 8 × H200 DP 8 + EP at 0.95", PRO, "8xH200",
+     ["--data-parallel-size", "8", "--enable-expert-parallel", "--gpu-memory-utilization", "0.95"]),
+    ("Pro 8 × B200 DP 8 + EP", PRO, "8xB200", ["-dp", "8", "--enable-expert-parallel"]),
+    ("Pro TP 8 on 8 × H200", PRO, "8xH200", ["-tp", "8"]),
+]
+REFUSED = [
+    ("Flash on one 96 GB GPU", FLASH, "1xRTXPRO6000", []),
+    ("Pro TP 8 on 8 × H100 80 GB", PRO, "8xH100", ["-tp", "8"]),
+]
+
+
+def probe_for(gpus: str):
+    count, preset = parse_gpus(gpus)
+    return lambda: GpuProbe(gpus=preset_gpus(count, preset), source="nvml")
+
+
+def downloaded(tmp_path, model: str) -> str:
+    """A local copy of the checkpoint: its config.json, an index whose metadata.total_size is the
+    table's size, and every shard file the index names — sparse files whose sizes add up to it."""
+    entry = known_checkpoint(model)
+    folder = tmp_path / model.split("/")[-1]
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(entry["config"]))
+    shards = [f"model-{i:05d}-of-00046.safetensors" for i in range(1, 47)]
+    weight_map = {f"layers.{i}.w": shards[i % len(shards)] for i in range(400)}
+    index = {"metadata": {"total_size": entry["weights_bytes"]}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True))
+    each = entry["weights_bytes"] // len(shards)
+    for i, shard in enumerate(shards):
+        with open(folder / shard, "wb") as handle:
+            handle.truncate(each + (entry["weights_bytes"] - each * len(shards) if i == len(shards) - 1 else 0))
+    return str(folder)
+
+
+def plan(tmp_path, model, gpus, args):
+    out, err = io.StringIO(), io.StringIO()
+    code = run_plan([model, *args], as_json=True, env={"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}, stdout=out,
+                    stderr=err, probe=probe_for(gpus), vllm=VllmInstall(version="0.33.0", importable=True))
+    return code, json.loads(out.getvalue()), err.getvalue()
+
+
+@pytest.mark.parametrize("local", [False, True], ids=["table", "downloaded"])
+@pytest.mark.parametrize("what,model,gpus,args", RECIPES, ids=[r[0] for r in RECIPES])
+def test_the_recipes_plan_with_exit_0(tmp_path, what, model, gpus, args, local):
+    source = downloaded(tmp_path, model) if local else model
+    code, data, err = plan(tmp_path, source, gpus, args)
+    assert code == 0 and data["refusals"] == [], (data["refusals"], err)
+    assert data["memory"]["fits"] is not False
+    if local:
+        assert data["memory"]["source"] != f"the known-checkpoint table ({model})"
+
+
+@pytest.mark.parametrize("local", [False, True], ids=["table", "downloaded"])
+@pytest.mark.parametrize("what,model,gpus,args", REFUSED, ids=[r[0] for r in REFUSED])
+def test_what_cannot_fit_is_still_refused(tmp_path, what, model, gpus, args, local):
+    source = downloaded(tmp_path, model) if local else model
+    code, data, _ = plan(tmp_path, source, gpus, args)
+    assert code == 2 and data["memory"]["fits"] is False
+    assert any("weights-exceed-memory" == f["rule"] and f["level"] == "refuse" for f in data["findings"])
+
+
+def test_the_2x_rtx_pro_6000_recipe_plans_without_a_context_warning(tmp_path):
+    code, data, _ = plan(tmp_path, FLASH, "2xRTXPRO6000", RECIPES[0][3])
+    assert not [f for f in data["findings"] if f["rule"] in ("max-model-len-too-long", "weights-tight")]
