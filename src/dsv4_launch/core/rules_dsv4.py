@@ -225,8 +225,8 @@ def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
 
 def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     kv = facts.args.value("kv_cache_dtype")
-    if kv not in ("fp8_ds_mla", "nvfp4_ds_mla"):
-        return None
+    if kv not in ("fp8_ds_mla", "nvfp4_ds_mla") or not _kv_is_valid(facts, kv):
+        return None  # nvfp4_ds_mla before 0.30: kv-invalid
     if facts.model.family == V41:  # V4.1 0.30.0 only: its resolver is V4's; 0.31+ raise (v41-ds-mla-on-plain-rows)
         if V41_PLAIN_ROWS_CHECKED.contains(facts.vllm_version) is not False or not _v41_plain_rows(facts, gpu):
             return None
@@ -620,7 +620,8 @@ RULES: tuple[Rule, ...] = (
         id="kv-not-fp8", level=REFUSE, evidence=CONFIRMED,
         title="explicit non-fp8 `--kv-cache-dtype` (`bfloat16`, `float16`, `nvfp4_ds_mla`, …) for DeepSeek-V4 on an "
         "fp8_ds_mla path",
-        effect="AssertionError (< 0.30) / ValueError (≥ 0.30) when the attention layers are built",
+        effect="AssertionError (< 0.30; a bare assert, so only a warning under PYTHONOPTIMIZE) / ValueError "
+        "(≥ 0.30) when the attention layers are built",
         check=kv_not_fp8_on_ds_mla,
         message="{setting}: DeepSeek-V4 on {gpus} stores its KV cache as fp8_ds_mla, which has no {kv} "
         "variant; {vllm} fails when it builds the attention layers (AssertionError before 0.30, "
@@ -890,7 +891,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="fp4-indexer-off-sm10", level=REFUSE, evidence=CITED,
         title="`--attention_config.use_fp4_indexer_cache=True` off SM 10.x, vLLM 0.24–0.29",
-        effect="AssertionError in the indexer metadata builder (0.24–0.27) / ValueError at layer construction (0.28–0.29)",
+        effect="AssertionError in the indexer metadata builder (0.24–0.27; a bare assert, so only a warning under "
+        "PYTHONOPTIMIZE) / ValueError at layer construction (0.28–0.29)",
         check=fp4_indexer_off_sm10,
         message="--attention_config.use_fp4_indexer_cache=True on {gpus}: the FP4 indexer cache needs Blackwell "
         "data-centre GPUs; {vllm} fails with 'use_fp4_indexer_cache requires Blackwell datacenter GPUs (sm_10x…)'",
