@@ -26,6 +26,8 @@ def client():
     return "httpx"
 
 
+self_signed = _base.self_signed  # the other fixtures those tests use
+
 # Every test of test_check.py that takes the client, with the fixture above.
 for _name, _test in vars(_base).items():
     if _name.startswith("test_") and "client" in inspect.signature(_test).parameters:
