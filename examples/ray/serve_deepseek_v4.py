@@ -27,9 +27,12 @@ llm_config = LLMConfig(
         "model_source": "deepseek-ai/DeepSeek-V4-Flash",
     },
     deployment_config={"autoscaling_config": {"min_replicas": 1, "max_replicas": 1}},
-    # The same arguments `vllm serve` takes, as engine keyword arguments. Two 96 GB GPUs hold
-    # Flash's weights at TP 2 (`dsv4-launch fit --gpus 2` shows the margins).
-    engine_kwargs={"tensor_parallel_size": 2, "max_model_len": 32768},
+    # The same arguments `vllm serve` takes, as engine keyword arguments. Two 96 GB GPUs (RTX PRO
+    # 6000) hold Flash's weights at TP 2 with ~6 GiB per GPU left for the KV cache: too little for
+    # the default 1M context, and for vLLM's per-request reserve at the default
+    # max_num_batched_tokens 8192 (~6.2 GiB); 2048 (~1.6 GiB) fits 65,536 tokens
+    # (`dsv4-launch fit --gpus 2` shows the margins).
+    engine_kwargs={"tensor_parallel_size": 2, "max_model_len": 65536, "max_num_batched_tokens": 2048},
     # Installed into every replica (and the engine's workers) before vLLM starts there.
     runtime_env={"pip": [WHEEL]},
 )
