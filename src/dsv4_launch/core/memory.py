@@ -31,6 +31,7 @@ from __future__ import annotations
 from .facts import Facts, as_bool, as_human_int, as_int, json_option
 from .gpus import GpuInfo
 from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, stage_plans
+from .model import V4
 from .records import record
 from .versions import VersionRange
 
@@ -435,7 +436,7 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     if per_gpu is not None and gpu_memory:
         fits = per_gpu + (kv_memory or 0) <= (gpu_memory if kv_memory else budget)
 
-    ratios = _ratios(facts)
+    ratios = _ratios(facts) if facts.model.family == V4 else None  # V4.1's caches are its own: not modelled
     stages: tuple[StagePlan, ...] = ()
     in_flight = None
     per_token = None
