@@ -36,19 +36,21 @@ _SKIPPED_BIN = ("training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler
 
 
 def _from_table(known: Mapping[str, object] | None, local: bool) -> WeightFacts:
-    if not known or not isinstance(known.get("weights_bytes"), int):
+    size = known.get("weights_bytes") if known else None
+    if not known or not isinstance(size, int):
         return WeightFacts(local=local)
+    replicated = known.get("replicated_bytes")
     exact = known.get("weights_exact") is True
     kind = known.get("weights_bytes_kind")
     # A rounded figure published for the checkpoint (a recipe's "~865 GB") is independent of the
     # shapes, so the tensor-class tally may be checked against it; one derived from the shapes is not.
     published = exact or (isinstance(kind, str) and "shapes" not in kind.lower())
     return WeightFacts(
-        total_bytes=known["weights_bytes"],
+        total_bytes=size,
         source=f"the known-checkpoint table ({known.get('id')})",
         exact=exact,
         published=published,
-        replicated_bytes=known.get("replicated_bytes") if isinstance(known.get("replicated_bytes"), int) else None,
+        replicated_bytes=replicated if isinstance(replicated, int) else None,
         local=local,
     )
 
@@ -134,9 +136,8 @@ def read_checkpoint_files(model_dir: str) -> CheckpointFiles | None:
     if index is None:  # vLLM loads every *.safetensors file
         return _with_payload(model_dir, CheckpointFiles("safetensors", files=len(safetensors)), safetensors)
     total = _total(index)
-    named = _complete_from_listing(index, safetensors)
-    if named is None:
-        named = _named_shards(index)
+    listed = _complete_from_listing(index, safetensors)
+    named = _named_shards(index) if listed is None else listed
     present = {n for n in named if safetensors.get(n, 0) > 0}
     empty = sum(1 for n in named if safetensors.get(n) == 0)  # listed, but empty or a dangling link
     files = CheckpointFiles("safetensors", total, len(named), len(named) - len(present), files=len(present),

@@ -51,6 +51,24 @@ def _row_data(r) -> dict:
             "verdict": r.verdict, "why": r.why}
 
 
+def _problem(prepared, facts, count: int | None) -> str | None:
+    """The one line that stops fit before any layout is planned, or None."""
+    if prepared.error is not None:
+        return prepared.error
+    if facts is None:
+        return "DSV4_LAUNCH_DISABLE is set: nothing is read" if prepared.plan.disabled else "the arguments could not be read"
+    if facts.args.rejection:
+        return f"vLLM will reject these arguments ({facts.args.rejection})"
+    if not facts.model.is_dsv4_family:
+        return f"{facts.model.name} is not a DeepSeek-V4 model (fit knows DeepSeek-V4's memory only)"
+    if not count:
+        return "no GPU seen here: give the GPUs to plan for (--gpus 8xH200, or --gpus 8 --gpu-memory 141GiB)"
+    if gpu_memory_utilization(facts) is None:
+        return (f"--gpu-memory-utilization {facts.args.value('gpu_memory_utilization')}: vLLM accepts a "
+                "fraction greater than 0 and at most 1, and rejects this value itself")
+    return None
+
+
 def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memory: int | None = None,
             env: Mapping[str, str] | None = None, stdout=None, stderr=None, probe=None, vllm=None,
             preset=None) -> int:
@@ -64,24 +82,12 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     scrub = Scrubber.for_argv(prepared.argv)
     err = Reporter(stderr, env, prefix="dsv4-launch fit", scrub=scrub)
     facts = prepared.facts
-    problem = prepared.error
-    if problem is None and facts is None:
-        problem = "DSV4_LAUNCH_DISABLE is set: nothing is read" if prepared.plan.disabled else "the arguments could not be read"
-    if problem is None and facts.args.rejection:
-        problem = f"vLLM will reject these arguments ({facts.args.rejection})"
-    if problem is None and not facts.model.is_dsv4_family:
-        problem = f"{facts.model.name} is not a DeepSeek-V4 model (fit knows DeepSeek-V4's memory only)"
-    if problem is None and preset is not None:
-        count = gpus or 1
-        facts = facts._replace(gpus=GpuSelection(preset_gpus(count, preset)), gpu_source="--gpus")
+    if facts is not None and preset is not None:
+        facts = facts._replace(gpus=GpuSelection(preset_gpus(gpus or 1, preset)), gpu_source="--gpus")
     count = gpus or (facts.gpus.visible_count if facts and facts.gpus and facts.gpus.visible_count else None)
-    if problem is None and not count:
-        problem = "no GPU seen here: give the GPUs to plan for (--gpus 8xH200, or --gpus 8 --gpu-memory 141GiB)"
-    if problem is None and gpu_memory_utilization(facts) is None:
-        problem = (f"--gpu-memory-utilization {facts.args.value('gpu_memory_utilization')}: vLLM accepts a "
-                   "fraction greater than 0 and at most 1, and rejects this value itself")
-    if problem is not None:
-        err.error(problem)
+    problem = _problem(prepared, facts, count)
+    if problem is not None or facts is None or count is None:
+        err.error(problem or "the arguments could not be read")
         if as_json:
             safe_write(stdout, dump({"error": problem, "rows": []}, scrub) + "\n")
         return exit_codes.USAGE

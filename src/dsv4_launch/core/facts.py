@@ -10,6 +10,7 @@ from .gpus import GpuInfo, GpuSelection
 from .model import ModelFacts
 from .records import EMPTY, record
 from .settings import TRUE
+from .weights import WeightFacts
 
 # Environment variables the rules read (gather copies just these into Facts.env).
 RULE_ENV = (
@@ -40,7 +41,7 @@ class Facts:
     env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set
     values: Mapping[str, tuple[str, ...]] = EMPTY  # accepted values per setting (nearest vLLM table)
     values_exact: bool = False  # ``values`` were recorded from this very vLLM release
-    memory: object = None  # core.memory.MemoryFacts, when gathered
+    memory: WeightFacts | None = None  # the checkpoint's bytes and shards (DeepSeek-V4 only)
     runtime: Mapping[str, object] | None = None  # doctor: torch/FlashInfer in vLLM's Python
 
     @property

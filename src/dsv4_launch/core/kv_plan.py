@@ -86,6 +86,7 @@ def layer_caches(ratios: Sequence[int], indexer: str = "fp8", window: int = SWA_
     swa = Cache(0, _pad(SWA_BLOCK * STATE_BYTES), SWA_BLOCK, window)
     out: list[Cache] = []
     for i, ratio in enumerate(ratios[:MAX_LAYERS]):
+        kinds: tuple[Cache, ...]
         if ratio == CSA:
             kinds = (indexer_k, indexer_state, swa, csa_main, csa_state)
         elif ratio == HCA:
@@ -180,11 +181,11 @@ def group(caches: Sequence[Cache], family: str) -> Grouping:
         windows = [b for b in _buckets(caches) if b[0].window]
         counts = [_most_common_count(full)] + [_most_common_count(b) for b in windows]
         tuples = approximate_gcd(counts, lower_bound=counts[0])
-        groups = [Group(tuple(full))]
+        tuple_groups = [Group(tuple(full))]
         for bucket in windows:
             per_size = len(next(iter(_by_page(bucket).values())))
-            groups.extend(_split(bucket, cdiv(per_size, tuples)))
-        return Grouping(TUPLES, tuple(groups), tuples)
+            tuple_groups.extend(_split(bucket, cdiv(per_size, tuples)))
+        return Grouping(TUPLES, tuple(tuple_groups), tuples)
     buckets = [(b, _by_page(b)) for b in _buckets(caches)]
     balanced = [(b, pages) for b, pages in buckets if len({len(v) for v in pages.values()}) == 1]
     floor = max((_most_common_count(b) for b, pages in balanced if len(pages) > 1), default=0)

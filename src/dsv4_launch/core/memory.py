@@ -34,6 +34,7 @@ from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, stage_plans
 from .model import V4
 from .records import record
 from .versions import VersionRange
+from .weights import WeightFacts
 
 GiB = 2**30
 MiB = 2**20
@@ -66,23 +67,6 @@ BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")  # ParallelConfig.use_ba
 def gib_text(n: int | None, unknown: str = "unknown") -> str:
     """``96.0 GiB``: a byte count as every message writes it; ``unknown`` for None."""
     return unknown if n is None else f"{n / GiB:.1f} GiB"
-
-
-@record
-class WeightFacts:
-    """What is known about the checkpoint's bytes (gathered by adapters/model_weights.py)."""
-
-    total_bytes: int | None = None
-    source: str | None = None  # "model.safetensors.index.json", "the known-checkpoint table (…)"
-    exact: bool = False  # from the index (or a measured table figure), not a rounded GB figure
-    replicated_bytes: int | None = None  # the tensors every TP rank holds (table)
-    shards_total: int = 0
-    shards_missing: int = 0
-    missing_bytes: int | None = None  # about how much of the checkpoint is not on disk
-    local: bool = False  # a local directory (or HF_HUB_OFFLINE): vLLM will not download
-    # The total is a figure published for this checkpoint (exact, or rounded like a recipe's
-    # "~865 GB"), not one derived from its shapes: the shape tally may be checked against it.
-    published: bool = False
 
 
 @record
@@ -259,14 +243,13 @@ def batched_tokens(facts: Facts, gpu: GpuInfo | None, gpu_memory: int | None, ma
     given = as_int(facts.args.value("max_num_batched_tokens"))
     if given and given > 0:
         return given
-    if (facts.args.value("all2all_backend") in BATCHED_DP_BACKENDS and layout.expert_parallel
+    mnbt: int | None = BATCHED_DP_MOE_TOKENS
+    if not (facts.args.value("all2all_backend") in BATCHED_DP_BACKENDS and layout.expert_parallel
             and layout.dp > 1):
-        mnbt = BATCHED_DP_MOE_TOKENS
-    else:
         mnbt = default_max_num_batched_tokens(gpu_memory, gpu.name if gpu else None,
                                               gpu.capability if gpu else None, facts.vllm_version)
-        if mnbt is None:
-            return None
+    if mnbt is None:
+        return None
     if facts.args.value("performance_mode") == "throughput":
         mnbt *= 2
     if facts.args.value("enable_chunked_prefill") is False and max_model_len:
@@ -331,7 +314,7 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
                       mnbt: int | None) -> tuple[int, int, str | None]:
     """(per GPU, offloaded, uncertain): the estimate of what the busiest GPU holds."""
     args = facts.args
-    total = weights.total_bytes
+    total = weights.total_bytes or 0
     split = _shape_split(facts, weights, layout)
     if split is not None and split.deviation is not None and abs(split.deviation) <= TALLY_AGREES:
         buffers = _buffers(facts, mnbt)
@@ -433,7 +416,7 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     kv_memory = as_human_int(args.value("kv_cache_memory_bytes"))
     budget = int(gpu_memory * gmu) if gpu_memory else None
     fits = None
-    if per_gpu is not None and gpu_memory:
+    if per_gpu is not None and gpu_memory and budget is not None:
         fits = per_gpu + (kv_memory or 0) <= (gpu_memory if kv_memory else budget)
 
     ratios = _ratios(facts) if facts.model.family == V4 else None  # V4.1's caches are its own: not modelled

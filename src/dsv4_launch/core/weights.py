@@ -416,7 +416,8 @@ def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert
     if s.vision:
         notes.append("the vision tower is not counted")
 
-    classes = tuple(ClassBytes(name, *totals[name], _split_words(name, lay, method)) for name in CLASSES)
+    classes = tuple(ClassBytes(name, totals[name][0], totals[name][1], totals[name][2], _split_words(name, lay, method))
+                    for name in CLASSES)
     checkpoint = sum(c.checkpoint_bytes for c in classes)
     loaded = checkpoint - (totals[DRAFT][0] if own and not method else 0)
     deviation = None
@@ -556,3 +557,20 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
         if speculative:
             total += 4 * max_num_batched_tokens * topk + 2 * max_num_batched_tokens * s.hc * s.D
     return total
+
+
+@record
+class WeightFacts:
+    """What is known about the checkpoint's bytes (gathered by adapters/model_weights.py)."""
+
+    total_bytes: int | None = None
+    source: str | None = None  # "model.safetensors.index.json", "the known-checkpoint table (…)"
+    exact: bool = False  # from the index (or a measured table figure), not a rounded GB figure
+    replicated_bytes: int | None = None  # the tensors every TP rank holds (table)
+    shards_total: int = 0
+    shards_missing: int = 0
+    missing_bytes: int | None = None  # about how much of the checkpoint is not on disk
+    local: bool = False  # a local directory (or HF_HUB_OFFLINE): vLLM will not download
+    # The total is a figure published for this checkpoint (exact, or rounded like a recipe's
+    # "~865 GB"), not one derived from its shapes: the shape tally may be checked against it.
+    published: bool = False
