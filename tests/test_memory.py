@@ -360,7 +360,7 @@ def test_fit_json_counts_the_whole_deployment_and_marks_the_users_layout(tmp_pat
     for r in data["rows"]:
         if r["concurrency_per_replica"] is not None:
             assert r["concurrency"] == r["concurrency_per_replica"] * r["dp"]
-    assert code == (0 if data["fits"] else 1) and data["fewest_gpus"]["gpus"] <= 8
+    assert code == (1 if data["fits"] is False else 0) and data["fewest_gpus"]["gpus"] <= 8
 
 
 def test_fit_adds_the_users_layout_when_it_is_not_among_the_full_ones(tmp_path):

@@ -88,7 +88,7 @@ def fit(as_json: bool, vllm_version: str | None, gpus: str | None, gpu_memory: s
     --cpu-offload-gb, ...). Shows weights per GPU, KV cache left, the longest single request
     and the concurrency at --max-model-len (65,536 when not given), per DP replica and in all; the
     layout your arguments give is marked, and the fewest of these GPUs that fit is named. An
-    estimate. Exit status: 0 when some layout fits, 1 when none does, 2 for bad input.
+    estimate. Exit status: 1 when every layout is known not to fit, 0 otherwise, 2 for bad input.
     """
     from .cli import _gpus, run
 

@@ -72,8 +72,9 @@ def _problem(prepared, facts, count: int | None) -> str | None:
 def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memory: int | None = None,
             env: Mapping[str, str] | None = None, stdout=None, stderr=None, probe=None, vllm=None,
             preset=None) -> int:
-    """Exit status: 0 when some layout fits one request of the context, 1 when none does, 2 for
-    bad input, 74 when the report cannot be written."""
+    """Exit status: 1 when every layout is known not to fit one request of the context, 0
+    otherwise (unknown weights are not a no), 2 for bad input, 74 when the report cannot be
+    written."""
     env = os.environ if env is None else env
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
@@ -111,6 +112,8 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     fewest_line = (f"fewest of these GPUs that fit {context:,} tokens: {fewest.estimate.layout.gpus} "
                    f"({fewest.flags})" if fewest else f"no layout of up to {MAX_FEWEST} of these GPUs fits {context:,} tokens")
     any_fits = any(r.verdict == FITS for r in rows)
+    # 1 only when every layout is known not to fit the context (unknown weights are not "no")
+    none_fits = bool(rows) and all(r.verdict in (SHORT, DOES_NOT_FIT) for r in rows)
     if as_json:
         data = {
             "model": facts.model.name,
@@ -121,7 +124,7 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
             "weights_source": weights.source if weights else None,
             "rows": [_row_data(r) for r in rows],
             "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
-            "fits": any_fits,
+            "fits": True if any_fits else (False if none_fits else None),
             "estimate": True,
         }
         ok = safe_write(stdout, dump(data, scrub) + "\n")
@@ -149,4 +152,4 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
         silence(stdout)
         err.error("cannot write the table to standard output")
         return exit_codes.OUTPUT_FAILED
-    return exit_codes.OK if any_fits else NO_LAYOUT_FITS
+    return NO_LAYOUT_FITS if none_fits else exit_codes.OK
