@@ -263,3 +263,46 @@ def test_the_logged_arguments_are_vllms_own(tmp_path, version, real_vllm, argv):
             assert getattr(getattr(again, dest), field) == getattr(getattr(namespace, dest), field), (dest, field)
     if "--api-key" in argv:
         assert "--api-key" in shown and "sk-oracle-1" not in shown and "sk-oracle-1" not in rebuilt
+
+
+def test_vllms_own_logger_output_is_read(tmp_path, version):
+    """The lines as vLLM's own logging writes them (its configured handler, format and
+    NewLineFormatter; its log_version_and_model and logger.exception), not as this test
+    imagines them: the version is read and the resolver's failure is named."""
+    import logging
+
+    try:
+        startup = importlib.import_module("vllm.entrypoints.common.startup")
+    except ImportError:
+        startup = importlib.import_module("vllm.entrypoints.serve.utils.api_utils")
+    resolver = vllm_symbol("vllm.models.deepseek_v4.attention", "_resolve_dsv4_kv_cache_dtype")
+    vllm_logger = importlib.import_module("vllm.logger")
+    if not logging.getLogger("vllm").handlers and hasattr(vllm_logger, "configure_logging_if_needed"):
+        from vllm.config.logging import LoggingConfig  # 0.33 configures its logging when serve starts
+
+        vllm_logger.configure_logging_if_needed(LoggingConfig())
+    handler = next((h for h in logging.getLogger("vllm").handlers if isinstance(h, logging.StreamHandler)), None)
+    if handler is None:
+        pytest.skip("vLLM's logging is not configured here (VLLM_CONFIGURE_LOGGING=0)")
+    kv = "bfloat16"
+    buffer = io.StringIO()
+    old = handler.setStream(buffer)
+    try:
+        logger = logging.getLogger("vllm.entrypoints.openai.api_server")
+        startup.log_version_and_model(logger, version, M)
+        try:
+            resolver(True, kv, None)
+        except (AssertionError, ValueError):
+            logging.getLogger("vllm.v1.engine.core").exception("EngineCore failed to start.")
+    finally:
+        handler.setStream(old)
+    text = buffer.getvalue()
+    assert "EngineCore failed to start." in text and "Traceback" in text
+    path = tmp_path / "vllm.log"
+    path.write_text(text, encoding="utf-8")
+    out = io.StringIO()
+    assert run_explain([str(path)], as_json=True, env={}, stdout=out, stderr=io.StringIO()) == 0
+    doc = json.loads(out.getvalue())
+    assert doc["vllm_version"] == version
+    assert [i["rule"] for i in doc["explained"]] == ["kv-not-fp8"]
+    assert doc["explained"][0]["text"].startswith(("AssertionError: ", "ValueError: "))
