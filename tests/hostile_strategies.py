@@ -42,6 +42,11 @@ NASTY_SNIPPETS = [
     "²",
     "１",
     "٣",
+    # Rich markup and emoji codes, printed as written or a traceback/hyperlink (issue 20, class 4)
+    "[/]",
+    "[link=https://evil.example]x[/link]",
+    "[bold red]",
+    ":smiley:",
 ]
 
 # Characters for argv/env text: anything an argv can hold (no NUL, no lone surrogates other
@@ -303,9 +308,10 @@ def hostile_env(draw, odd_dirs: list[str]) -> dict[str, str]:
     maybe("HF_HUB_OFFLINE", FLAGS)
     maybe("NO_COLOR", ["1", ""])
     maybe("TERM", ["dumb", "xterm-256color", ""])
+    maybe("TRANSFORMERS_OFFLINE", FLAGS)
     for name in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME"):
         if draw(st.integers(0, 3)) == 0:
-            env[name] = draw(st.one_of(st.sampled_from(odd_dirs), hostile_text(12)))
+            env[name] = draw(st.one_of(st.sampled_from(odd_dirs), st.sampled_from(HF_PATH_FORMS), hostile_text(12)))
     return {k: v for k, v in env.items() if "\x00" not in v}
 
 
@@ -495,3 +501,97 @@ def ordinary_groups(max_size: int = 4) -> st.SearchStrategy[list[str]]:
                    st.booleans()).map(lambda t: [f"{t[0]}={t[1]}"] if t[2] else [t[0], t[1]])
     return st.lists(st.one_of(st.sampled_from(BENIGN_GROUPS), kv), max_size=max_size).map(
         lambda groups: [t for g in groups for t in g])
+
+
+# --- round three (issue 20): one generator per attack class -------------------------------
+
+# Class 2: credential-named options a release the tables do not record may have (or a typo).
+CREDENTIAL_STEMS = ["key", "token", "secret", "password", "passwd", "auth", "credential", "credentials", "cookie",
+                    "passphrase", "bearer", "apikey", "authtoken", "pwd"]
+NAME_WORDS = ["api", "hf", "ssl", "keyfile", "client", "db", "session", "foo", "oauth", "access", "private", "s3",
+              "ray", "otlp", "kv"]
+
+
+@st.composite
+def credential_option(draw) -> str:
+    """``--words-with-a-credential-stem``: a stem, maybe misspelt (``keyy``, ``tokenn``, ``secret2``),
+    among other words, ``-`` or ``_`` between them; sometimes a dotted sub-key of a known option."""
+    stem = draw(st.sampled_from(CREDENTIAL_STEMS))
+    stem += draw(st.sampled_from(["", "", "", stem[-1], "y", "2", "x"]))
+    words = [*draw(st.lists(st.sampled_from(NAME_WORDS), max_size=2)), stem,
+             *draw(st.lists(st.sampled_from(["id", "value", "v2", "secret", "token"]), max_size=1))]
+    name = draw(st.sampled_from(["-", "_"])).join(words)
+    if draw(st.integers(0, 4)) == 0:
+        return draw(st.sampled_from(["--speculative-config.", "--hf-overrides.", "--compilation-config.x."])) + name
+    return "--" + name
+
+
+def credential_placement(name: str, value: str) -> st.SearchStrategy[list[str]]:
+    return st.sampled_from([[name, value], [name + "=" + value], [name, value, "--port", "8000"]])
+
+
+def dash_dot_secret(core: str) -> st.SearchStrategy[list[str]]:
+    """A secret that starts with ``-`` and holds a ``.`` (vLLM's pre-processing takes it for a
+    dotted option), after --api-key or --hf-token in every spelling."""
+    return st.tuples(st.sampled_from(["--api-key", "--api_key", "--api-k", "--hf-token"]),
+                     st.sampled_from(["-sk.live-", "--s_k.", "-.", "-x.y.", "--a.b="]),
+                     st.sampled_from([[], ["--port", "8000"], ["-tp", "2"]])).map(
+        lambda t: [t[0], t[1] + core, *t[2]])
+
+
+# Class 3: modules a model repository (the working directory) could plant.
+PLANTED_MODULES = ["json", "importlib", "torch", "flashinfer", "sitecustomize", "usercustomize", "typing", "re",
+                   "enum", "functools", "collections", "vllm", "email", "zipfile", "pathlib", "csv"]
+RELATIVE_PYTHONPATHS = [None, ".", "", ":", "./", "sub", "./sub:.", "::"]
+
+# Class 5: `vllm` scripts without a "#!" line.
+SCRIPT_LINES = ["", "# a wrapper", "set -e", ": noop", "true", "X=1", "echo starting >&2", "export Y=2"]
+
+# Class 6: how HF_HOME / HF_HUB_CACHE / HUGGINGFACE_HUB_CACHE / XDG_CACHE_HOME may be written.
+HF_PATH_FORMS = ["~", "~/hf", "~/", "~root/hf", "~nosuchuser9/hf", "$HOME/hf", "${HOME}/hf", "$HOME$HOME",
+                 "$UNSET_HF_VAR/x", "${UNSET_HF_VAR}", "${UNCLOSED", "$", "$$", "", "relative/hf", "/abs/hf",
+                 "$BASE_DIR/hf", "${BASE_DIR}", "~/$BASE_DIR", "a~b", "~$HOME"]
+OFFLINE_SPELLINGS = ["1", "0", "true", "True", "TRUE", "on", "ON", "yes", "Yes", "y", "n", "no", "off", "", " 1",
+                     "1 ", "2", "tru", "ja", "１"]
+
+
+@st.composite
+def hf_env(draw) -> dict[str, str]:
+    env = {"HOME": draw(st.sampled_from(["/home/u", "/home/u/", "/", "", "/x y"]))}
+    for name in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME", "BASE_DIR"):
+        if draw(st.booleans()):
+            env[name] = draw(st.one_of(st.sampled_from(HF_PATH_FORMS), hostile_text(8)))
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if draw(st.booleans()):
+            env[name] = draw(st.one_of(st.sampled_from(OFFLINE_SPELLINGS), hostile_text(4)))
+    if draw(st.integers(0, 5)) == 0:
+        env.pop("HOME")
+    return {k: v for k, v in env.items() if "\x00" not in v}
+
+
+# Class 8: YAML alias bombs, any width, depth and shape, under real option names too.
+@st.composite
+def yaml_bomb(draw) -> str:
+    width = draw(st.integers(2, 12))
+    depth = draw(st.integers(2, 10))
+    shape = draw(st.sampled_from(["flow_list", "flow_dict", "block_list", "strings", "mixed"]))
+    leaf = draw(st.sampled_from(["x", "abc", "'" + "y" * 200 + "'", "1", "{k: v}", "[a, b]"]))
+    names = [f"n{i}" for i in range(depth)]
+    if shape == "strings":
+        lines = ["n0: &n0 " + "z" * draw(st.integers(1000, 200_000))]
+    elif shape == "flow_dict":
+        lines = ["n0: &n0 {" + ", ".join(f"k{i}: {leaf}" for i in range(width)) + "}"]
+    else:
+        lines = ["n0: &n0 [" + ", ".join([leaf] * width) + "]"]
+    for prev, name in zip(names, names[1:]):
+        refs = [f"*{prev}"] * width
+        kind = shape if shape != "mixed" else draw(st.sampled_from(["flow_list", "flow_dict", "block_list"]))
+        if kind == "flow_dict":
+            lines.append(f"{name}: &{name} {{" + ", ".join(f"k{i}: {r}" for i, r in enumerate(refs)) + "}")
+        elif kind == "block_list":
+            lines.append(f"{name}: &{name}\n" + "\n".join(f"  - {r}" for r in refs))
+        else:
+            lines.append(f"{name}: &{name} [" + ", ".join(refs) + "]")
+    target = draw(st.sampled_from(["served-model-name", "hf-overrides", "api-key", "x", "speculative-config"]))
+    lines.append(f"{target}: *{names[-1]}")
+    return "\n".join(lines) + "\n"

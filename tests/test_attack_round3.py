@@ -502,3 +502,19 @@ def test_a_secret_quoted_by_a_warning_is_masked(vllm):
     for as_json in (False, True):
         rc, out, err = _plan([M, "--api-key", "--Zqsecretvalue99", "--port", "1"], vllm=vllm, as_json=as_json)
         assert "Zqsecretvalue99" not in out + err, (out, err)
+
+
+@pytest.mark.parametrize("text", ["{" * 5000, "[" * 5000, "a: " + "[" * 3000 + "\n", "- " * 2000 + "x\n"])
+def test_yaml_nested_past_the_c_loaders_limit_costs_nothing(tmp_path, text):
+    """vLLM's pure-Python reader dies on these (RecursionError); asking it costs ~2 s a time."""
+    import time
+
+    from dsv4_launch.adapters.config_file import load_config_file
+    from dsv4_launch.vllm_cli.serve_args import ConfigFileError
+
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    start = time.monotonic()
+    with pytest.raises(ConfigFileError, match="nested too deeply|not valid YAML"):
+        load_config_file(str(path))
+    assert time.monotonic() - start < 0.5

@@ -69,8 +69,8 @@ def load_config_file(path: str) -> dict[str, object]:
     fast = getattr(yaml, "CSafeLoader", None)
     try:
         data = yaml.load(text, Loader=fast) if fast is not None else yaml.safe_load(text)
-    except Exception:
-        data = _load_like_vllm(yaml, path, text)
+    except Exception as exc:
+        data = _after_the_c_loader(yaml, path, text, exc) if fast is not None else _load_like_vllm(yaml, path, text)
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise ConfigFileError(f"--config {path}: vLLM needs a mapping of option: value, but the file is {kind}")
@@ -133,6 +133,26 @@ def expanded_size(data: object, limit: int) -> int:
                 stack.append((parent, parent_items, parent_total + total))
             continue
     return sizes[id(data)]
+
+
+PURE_LOADER_BYTES = 2**20  # the pure-Python loader is slow (~1 MB/s, worse when nested): asked only below this
+
+
+def _after_the_c_loader(yaml, path: str, text: str, exc: Exception):
+    """The C loader failed: the pure-Python loader vLLM uses decides — except where that costs
+    more than the file is worth. Nesting beyond libyaml's limit (1,000 levels) is past what
+    vLLM's recursive reader survives (one Python frame or more per level, recursion limit
+    1,000): that is its RecursionError, without paying the pure loader's quadratic scan
+    (``"{" * 5000`` takes it 2 s, every time). A file over PURE_LOADER_BYTES gets the C
+    loader's own error."""
+    if "maximum nesting depth" in str(exc):
+        raise ConfigFileError(f"--config {path}: nested too deeply for vLLM's YAML reader") from None
+    if len(text) > PURE_LOADER_BYTES:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        raise ConfigFileError(f"--config {path}: not valid YAML{where} ({problem})") from None
+    return _load_like_vllm(yaml, path, text)
 
 
 def _load_like_vllm(yaml, path: str, text: str):
