@@ -34,6 +34,14 @@ RECIPES = [
      ["--data-parallel-size", "8", "--enable-expert-parallel", "--gpu-memory-utilization", "0.95"]),
     ("Pro 8 × B200 DP 8 + EP", PRO, "8xB200", ["-dp", "8", "--enable-expert-parallel"]),
     ("Pro TP 8 on 8 × H200", PRO, "8xH200", ["-tp", "8"]),
+    # the recipe page's full H200 command (DeepSeek-V4-Pro.yaml: default variant 0813 with DSpark,
+    # single_node_dep, the hopper override)
+    ("Pro-0813 8 × H200 DP 8 + EP, the recipe's whole command", "deepseek-ai/DeepSeek-V4-Pro-0813", "8xH200",
+     ["--trust-remote-code", "--kv-cache-dtype", "fp8", "--block-size", "256", "--data-parallel-size", "8",
+      "--enable-expert-parallel", "--max-model-len", "200000", "--gpu-memory-utilization", "0.95",
+      "--max-num-seqs", "16", "--no-enable-flashinfer-autotune", "--compilation-config",
+      '{"mode": 0, "cudagraph_mode": "FULL_DECODE_ONLY"}', "--speculative-config",
+      '{"method":"dspark","num_speculative_tokens":7,"draft_sample_method":"probabilistic"}']),
 ]
 REFUSED = [
     ("Flash on one 96 GB GPU", FLASH, "1xRTXPRO6000", []),

@@ -109,6 +109,8 @@ class Estimate:
     need_bytes: int | None = None  # KV one request of max_model_len needs (vLLM's accounting)
     stages: tuple[StagePlan, ...] = ()
     gpus_used: int | None = None
+    activation_bytes: int | None = None  # the profiling run's peak (fitted)
+    graph_bytes: int | None = None  # CUDA graphs (fitted; 0 with --enforce-eager)
 
     def request_bytes(self, length: int) -> int | None:
         """KV bytes one request of ``length`` tokens needs on the busiest stage."""
@@ -453,7 +455,8 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
         if available is not None:
             longest = min(s.longest(available, in_flight, cap) for s in stages)
     return Estimate(layout, per_gpu, gpu_memory, budget, per_token, reserve, available, requested, longest,
-                    fits, mnbt, offloaded, uncertain, lower, in_flight, need, stages, len(chosen) or None)
+                    fits, mnbt, offloaded, uncertain, lower, in_flight, need, stages, len(chosen) or None,
+                    activations, graphs)
 
 
 def weights_refusal(facts: Facts) -> dict | None:

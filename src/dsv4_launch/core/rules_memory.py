@@ -119,6 +119,9 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
         "fix": fix,
         "mnbt": e.max_num_batched_tokens,
         "in_flight": f"{e.in_flight_tokens:,}" if e.in_flight_tokens else "?",
+        "weights": gib_text(e.weights_bytes_per_gpu),
+        "activations": gib_text(e.activation_bytes),
+        "graphs": gib_text(e.graph_bytes),
     }
 
 
@@ -199,9 +202,9 @@ MEMORY_RULES: tuple[Rule, ...] = (
         effect="`ValueError: To serve at least one request with the model's max seq len …` after the weights load",
         check=one_request_does_not_fit,
         message="--max-model-len {length}: one request needs {needed} of KV cache as vLLM counts it "
-        "(--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), about {left} per GPU is left after "
-        "the weights, so {vllm} will likely refuse to start after loading them; {fits} (the memory left is an "
-        "estimate)",
+        "(--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), and about {left} per GPU is left after "
+        "the weights ({weights}), the activation peak (~{activations}) and CUDA graphs (~{graphs}), all "
+        "estimated, so {vllm} may refuse to start after loading them; {fits}",
         fix="{fix}",
         reference="vllm/v1/core/kv_cache_planning.py get_kv_cache_configs; docs/memory.md", reads_gpus=True,
         models=BOTH,
