@@ -111,6 +111,8 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     else:
         fits = "no useful length fits at these settings"
         fix = f"{_suggestion(facts, e.max_model_len)} (by the estimate), or --max-model-len auto"
+    if facts.args.value("speculative_config"):
+        fits += "; the draft model's own KV cache comes on top (not counted)"
     return {
         "length": f"{e.max_model_len:,}",
         "needed": gib_text(e.need_bytes),
