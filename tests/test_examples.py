@@ -1,6 +1,9 @@
 """The deployment examples in examples/: each linted by its own tool, and the dsv4-serve command
-each contains extracted and run through `dsv4-launch plan --json` with fake SM 12.0 GPUs
-(stand-in NVML) and a fake vLLM 0.24.0 — an example that drifts from the tool fails here.
+each contains extracted and run through `dsv4-launch plan --json` on its hardware — two or eight
+RTX PRO 6000 (SM 12.0, 96 GB) through the stand-in NVML — with a fake vLLM of the release its
+image pins (or each release CI pins, for the examples that name none). An example that drifts
+from the tool, or that the tool predicts vLLM cannot start (a context that does not fit: a
+crash loop under Restart=on-failure), fails here.
 
 The linters (systemd-analyze, shellcheck, hadolint, kubernetes-validate, check-jsonschema) come
 from the `test` extra and the OS, and so does dash (the POSIX sh the shell snippet is run in);
@@ -41,11 +44,12 @@ def tool(name: str, hint: str = "pip install -e '.[test]' (systemd-analyze: apt-
     return path
 
 
-def plan_json(run_cli, args: list[str], env: dict[str, str] | None = None) -> dict:
+def plan_json(run_cli, args: list[str], env: dict[str, str] | None = None, gpus: tuple[str, ...] = EIGHT_GPUS,
+              vllm: str = "0.24.0") -> dict:
     """`dsv4-launch plan --json` on the example's command; it must plan a start (exit 0, not 2)."""
     assert args[0] == "dsv4-serve", args
     assert_layout_fits(args)
-    done, record = run_cli("dsv4-launch", "plan", "--json", "--", *args[1:], gpus=EIGHT_GPUS, env=env)
+    done, record = run_cli("dsv4-launch", "plan", "--json", "--", *args[1:], gpus=gpus, vllm=vllm, env=env)
     assert done.returncode == 0, (
         f"dsv4-launch plan exited {done.returncode} (2: dsv4-serve would refuse to start)\n"
         f"{done.stdout}{done.stderr}")
@@ -147,7 +151,7 @@ def test_tensor_parallel_sweep_reads_every_form():
     assert tp_sizes_in("- --tensor-parallel-size\n- $(TP)") == [None]
     assert tp_sizes_in("--data-parallel-size 2 --pipeline-parallel-size 2") == []
     seen = {str(p.relative_to(EXAMPLES)) for p in EXAMPLE_FILES if tp_sizes_in(p.read_text())}
-    assert seen >= {"config/deepseek-v4-flash.yaml", "docker/Dockerfile", "docker/compose.yaml",
+    assert seen >= {"config/deepseek-v4-flash.yaml", "docker/Dockerfile", "docker/Dockerfile.plugin",
                     "kubernetes/deployment.yaml", "kubernetes/leaderworkerset.yaml", "shell/dsv4-serve.sh",
                     "systemd/dsv4-serve.env"}, seen
 
@@ -321,6 +325,89 @@ def test_systemd_verify_catches_a_broken_unit(tmp_path):
     assert "Failed to parse service type" in done.stdout + done.stderr
 
 
+def unit_directives(unit: Path) -> dict[str, list[str]]:
+    """The [Service] section's KEY=value lines (values of repeated keys in order)."""
+    found: dict[str, list[str]] = {}
+    section = None
+    for line in unit.read_text().splitlines():
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and "=" in line and not line.startswith(("#", ";")):
+            key, _, value = line.partition("=")
+            found.setdefault(key, []).append(value)
+    return found
+
+
+def exposure(unit_text: str, tmp_path: Path) -> tuple[float, str]:
+    """`systemd-analyze security --offline=true` of the unit: (exposure, level word)."""
+    analyze = tool("systemd-analyze")
+    local = tmp_path / "dsv4-serve.service"
+    local.write_text(unit_text.replace("/usr/local/bin/dsv4-serve", str(BIN / "dsv4-serve")))
+    done = subprocess.run([analyze, "security", "--offline=true", str(local)], capture_output=True, text=True)
+    found = re.search(r"Overall exposure level for \S+: (\d+\.\d+) (\w+)", done.stdout)
+    if found is None and "--offline" in done.stderr:  # systemd < 250: no offline mode
+        pytest.skip(f"systemd-analyze security cannot judge a unit file here: {done.stderr.strip()}")
+    assert found, done.stdout + done.stderr
+    return float(found.group(1)), found.group(2)
+
+
+def test_systemd_unit_is_hardened(tmp_path):
+    """systemd's own rating: the shipped unit scores "OK" (the bare unit: 9.2 UNSAFE)."""
+    score, level = exposure(UNIT.read_text(), tmp_path)
+    assert score <= 3.0 and level in ("OK", "SAFE"), (score, level)
+    section = UNIT.read_text().split("# --- Hardening", 1)[0]
+    bare, _ = exposure(section + "\n[Install]\nWantedBy=multi-user.target\n", tmp_path)
+    assert bare > 9.0  # the measurement can tell the difference
+
+
+# Options GPUs and vLLM need left alone, each with the reason in the unit's comments.
+MUST_NOT_SET = {
+    "MemoryDenyWriteExecute": "JIT",  # CUDA, Triton, torch.compile write executable code
+    "PrivateDevices": "GPUs",  # would hide /dev/nvidia*
+    "ProcSubset": "/proc/driver/nvidia",
+    "PrivateUsers": "device nodes",
+}
+
+
+def test_systemd_hardening_leaves_gpus_usable_and_says_why():
+    directives = unit_directives(UNIT)
+    text = UNIT.read_text()
+    comments = "\n".join(l for l in text.splitlines() if l.startswith("#"))
+    for key, reason in MUST_NOT_SET.items():
+        assert key not in directives, f"{key}= breaks vLLM on GPUs"
+        assert key in comments and reason in comments, f"the unit must say why {key}= is not set ({reason})"
+    # the GPUs' device nodes under a closed device policy
+    assert directives["DevicePolicy"] == ["closed"] and "char-nvidia* rw" in directives["DeviceAllow"]
+    # everything vLLM writes is writable: the cache directories under ProtectSystem=strict
+    assert directives["ProtectSystem"] == ["strict"] and directives["StateDirectory"] == ["vllm"]
+    env = read_env_file(ENV_FILE)
+    assert env["HF_HOME"].startswith("/var/lib/vllm/"), "HF_HOME must lie in StateDirectory= (writable)"
+    assert "/var/lib/vllm" in text.split("[Unit]", 1)[0]  # the useradd line: the home is there too
+    assert directives["ProtectHome"] == ["yes"] and not env["HF_HOME"].startswith(("/home", "/root"))
+    # @debug (pidfd_getfd) and @resources (sched_setaffinity) stay allowed
+    (denied,) = directives["SystemCallFilter"]
+    assert denied.startswith("~") and "@debug" not in denied and "@resources" not in denied, denied
+
+
+def test_systemd_every_hardening_option_is_explained():
+    """Each hardening directive sits under a comment that names it or its group's subject."""
+    lines = UNIT.read_text().split("# --- Hardening", 1)[1].split("[Install]", 1)[0].splitlines()
+    comment, unexplained = [], []
+    for line in lines:
+        if line.startswith("#"):
+            comment.append(line)
+        elif "=" in line:
+            if not comment:
+                unexplained.append(line)
+        elif not line.strip():
+            comment = []
+    assert unexplained == [], f"hardening lines with no comment above them: {unexplained}"
+    for key in ("NoNewPrivileges", "ProtectSystem", "PrivateTmp", "ProtectHome", "ProtectKernelTunables",
+                "ProtectControlGroups", "RestrictSUIDSGID", "LockPersonality", "RestrictNamespaces",
+                "DeviceAllow", "StateDirectory", "SystemCallFilter", "CapabilityBoundingSet"):
+        assert key in unit_directives(UNIT), f"{key}= is missing"
+
+
 def test_systemd_command_plans_the_fix(run_cli):
     env = read_env_file(ENV_FILE)
     argv = unit_exec_start(UNIT, env)
@@ -456,7 +543,7 @@ def test_the_plugin_image_keeps_vllms_entrypoint_and_checks_the_plugin_is_found(
     import importlib.metadata as md
 
     assert "dsv4_launch" in {e.name for e in md.entry_points(group="vllm.general_plugins")}
-    cmd = json.loads(text.split("CMD", 1)[1].strip())
+    cmd = json.loads(text.split("\nCMD", 1)[1].strip())
     done, _ = run_cli("dsv4-launch", "plan", "--json", *cmd, gpus=EIGHT_GPUS)
     assert done.returncode == 0, done.stdout
 
@@ -492,8 +579,51 @@ def test_compose_file_is_valid_and_plans_the_fix(run_cli):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     service = yaml.safe_load(path.read_text())["services"]["deepseek-v4"]
-    argv = dockerfile_command(EXAMPLES / "docker" / "Dockerfile")[:1] + service["command"]
+    # one place for the command: the image's CMD (a `command:` would replace all of it)
+    assert "command" not in service and service["build"]["dockerfile"] == "examples/docker/Dockerfile"
+    assert service["ipc"] == "host"
+    argv = compose_command(path)
     assert_fixed(plan_json(run_cli, argv), argv)
+
+
+def compose_command(path: Path) -> list[str]:
+    """What the compose service runs: its command, or the Dockerfile's ENTRYPOINT + CMD."""
+    service = yaml.safe_load(path.read_text())["services"]["deepseek-v4"]
+    image = dockerfile_command(path.parents[2] / service["build"]["dockerfile"])
+    return image[:1] + service["command"] if "command" in service else image
+
+
+def test_compose_healthcheck_waits_for_the_start():
+    """Loading DeepSeek-V4 takes minutes: the healthcheck must not mark it unhealthy before."""
+    check = yaml.safe_load((EXAMPLES / "docker" / "compose.yaml").read_text())["services"]["deepseek-v4"]["healthcheck"]
+    minutes = re.fullmatch(r"(\d+)m", check["start_period"])
+    assert minutes and int(minutes.group(1)) >= 20, check
+    assert any("/health" in word for word in check["test"]), check
+
+
+DOCKER_RUN = re.compile(r"docker run\b(?:[^\n]*\\\n)*[^\n]*")
+
+
+def test_every_docker_run_shares_memory_for_tensor_parallelism():
+    """vLLM's docs: `docker run` needs --ipc=host or a large --shm-size for tensor parallelism
+    (PyTorch/NCCL share memory through /dev/shm, 64 MB in a container by default)."""
+    seen = 0
+    for path in [*EXAMPLE_FILES, EXAMPLES.parent / "README.md", *sorted((EXAMPLES.parent / "docs").glob("*.md"))]:
+        for run in DOCKER_RUN.finditer(path.read_text()):
+            seen += 1
+            assert "--ipc=host" in run.group(0) or "--shm-size" in run.group(0), f"{path}: {run.group(0)}"
+    assert seen >= 2
+
+
+@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.plugin"])
+def test_docker_run_line_runs_the_images_cmd(name):
+    """The comment's `docker run` passes no arguments after the image, so the CMD (the one place
+    the model's settings live) is what runs; the image is the one the `docker build` line tags."""
+    text = (EXAMPLES / "docker" / name).read_text()
+    comment = "\n".join(l.lstrip("#").strip() for l in text.splitlines() if l.startswith("#"))
+    (build,) = re.findall(r"docker build .*-t (\S+) \.", comment)
+    (run,) = DOCKER_RUN.findall(comment)
+    assert shlex.split(run.replace("\\\n", " "))[-1] == build, run
 
 
 # --- Kubernetes ----------------------------------------------------------------------------
@@ -598,6 +728,80 @@ def test_leaderworkerset_leader_and_worker_decide_alike(run_cli):
     assert kv["leader"] == kv["worker"] == "fp8"
 
 
+def pod_specs() -> list[tuple[str, dict, list[dict], set[str]]]:
+    """(where, pod spec, the file's documents, volumes the controller adds) for every pod."""
+    found = []
+    docs = list(yaml.safe_load_all((EXAMPLES / "kubernetes" / "deployment.yaml").read_text()))
+    for doc in docs:
+        if doc["kind"] == "Deployment":
+            found.append(("deployment", doc["spec"]["template"]["spec"], docs, set()))
+    lws = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+    claims = {c["metadata"]["name"] for c in lws["spec"]["leaderWorkerTemplate"].get("volumeClaimTemplates", [])}
+    for role, template in lws_pod_templates(lws).items():
+        found.append((f"leaderworkerset {role}", template["spec"], [lws], claims))
+    return found
+
+
+def test_kubernetes_pods_have_every_volume_they_mount():
+    """Applied as shipped, no pod waits for a claim or a volume nobody defines: each mount is a
+    pod volume or one of LeaderWorkerSet's volumeClaimTemplates, each claim a PVC in the file."""
+    for where, spec, docs, added in pod_specs():
+        volumes = {v["name"]: v for v in spec.get("volumes", [])}
+        pvcs = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+        for container in spec["containers"]:
+            for mount in container.get("volumeMounts", []):
+                assert mount["name"] in volumes or mount["name"] in added, f"{where}: no volume {mount['name']}"
+        for volume in volumes.values():
+            if "persistentVolumeClaim" in volume:
+                assert volume["persistentVolumeClaim"]["claimName"] in pvcs, f"{where}: claim not defined: {volume}"
+
+
+def test_kubernetes_secrets_are_defined_or_marked_adapt():
+    for path in sorted((EXAMPLES / "kubernetes").glob("*.yaml")):
+        text = path.read_text()
+        defined = {d["metadata"]["name"] for d in yaml.safe_load_all(text) if d and d.get("kind") == "Secret"}
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if "secretKeyRef:" in line:
+                name = re.search(r"name:\s*(\S+)", lines[i + 1]).group(1)
+                assert name in defined or "ADAPT" in line, f"{path.name}: Secret {name} neither defined nor ADAPT"
+                assert f"kubectl create secret generic {name}" in text, f"{path.name}: how to create {name}"
+
+
+def test_kubernetes_tensor_parallel_pods_get_a_memory_backed_dev_shm():
+    """vLLM's TP workers use /dev/shm (NCCL, its shared-memory queues); a container's is 64 MB."""
+    for where, spec, _, _ in pod_specs():
+        (container,) = spec["containers"]
+        args = container_command(container, LWS_ENV)
+        if int(option_value(args[1:], "--tensor-parallel-size", "-tp") or 1) == 1:
+            continue
+        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/dev/shm"]
+        (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+        assert volume["emptyDir"]["medium"] == "Memory", (where, volume)
+
+
+def test_leaderworkerset_volume_claims_are_valid():
+    kv = k8s_validate()
+    lws = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+    claims = lws["spec"]["leaderWorkerTemplate"]["volumeClaimTemplates"]
+    assert claims
+    for claim in claims:
+        kv.validate({"apiVersion": "v1", "kind": "PersistentVolumeClaim", **claim}, kv.latest_version(), strict=True)
+    with pytest.raises(kv.ValidationError):
+        kv.validate({"apiVersion": "v1", "kind": "PersistentVolumeClaim", **claims[0], "spec": {"acessModes": []}},
+                    kv.latest_version(), strict=True)
+
+
+def test_kubernetes_examples_say_what_to_adapt():
+    for path in sorted((EXAMPLES / "kubernetes").glob("*.yaml")):
+        text = path.read_text()
+        header = text.split("\napiVersion:", 1)[0]
+        assert "ADAPT" in header, f"{path.name}: the header must list what to adapt"
+        for line in text.splitlines():
+            if re.match(r"\s*image:", line):
+                assert "ADAPT" in line, f"{path.name}: {line.strip()} (the registry is yours)"
+
+
 # --- --config ------------------------------------------------------------------------------
 
 
@@ -697,3 +901,116 @@ def test_systemd_exec_start_post_waits_while_not_reachable_and_stops_on_an_answe
         assert done.returncode == expected, done.stdout + done.stderr
         assert says in done.stdout and "note: $VLLM_API_KEY is not set or empty" in done.stdout
         assert len(health) == ready_after + 1  # retried while 503, then once more, then stopped
+
+
+# --- every example on its hardware -----------------------------------------------------------
+
+# The releases CI pins (.ci/run): what an example that pins no image is planned against.
+PINNED = ("0.24.0", "0.29.0", "0.33.0")
+IMAGE_TAG = re.compile(r"(?:dsv4-serve|vllm-openai(?:-dsv4)?):v(\d+\.\d+\.\d+)\b|ARG VLLM_VERSION=v(\d+\.\d+\.\d+)")
+
+
+def image_version(*paths: Path) -> str:
+    """The vLLM release the example's image is built from; every tag in these files agrees."""
+    tags = {a or b for path in paths for a, b in IMAGE_TAG.findall(path.read_text())}
+    assert len(tags) == 1, f"{[str(p) for p in paths]}: images of different vLLM releases: {sorted(tags)}"
+    return tags.pop()
+
+
+def k8s_env(container: dict) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+def world_size(argv: list[str]) -> int:
+    args = argv[1:]
+    tp = int(option_value(args, "--tensor-parallel-size", "-tp") or parallel_layout(argv)[1])
+    pp = int(option_value(args, "--pipeline-parallel-size", "-pp") or 1)
+    dp = int(option_value(args, "--data-parallel-size-local", "-dpl") or option_value(args, "--data-parallel-size",
+                                                                                        "-dp") or 1)
+    return tp * pp * dp
+
+
+def ray_command() -> list[str]:
+    import ast
+
+    tree = ast.parse((EXAMPLES / "ray" / "serve_deepseek_v4.py").read_text())
+    (call,) = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "LLMConfig"]
+    config = {k.arg: k.value for k in call.keywords}
+    argv = ["dsv4-serve", ast.literal_eval(config["model_loading_config"])["model_source"]]
+    for key, value in ast.literal_eval(config["engine_kwargs"]).items():
+        argv += [f"--{key.replace('_', '-')}", str(value)]
+    return argv
+
+
+def shell_commands() -> list[list[str]]:
+    """The `vllm-serve …` command lines the snippet's comments show."""
+    found = re.findall(r"^#\s+vllm-serve (.+)$", SNIPPET.read_text(), re.M)
+    assert found, "the shell snippet shows no vllm-serve command"
+    return [["dsv4-serve", *shlex.split(line)] for line in found]
+
+
+def example_commands() -> list[tuple[str, list[str], dict[str, str], int | None, tuple[str, ...]]]:
+    """(name, dsv4-serve argv, environment, GPUs the example declares (None: it does not), vLLM
+    releases) for every command in examples/."""
+    docker = EXAMPLES / "docker"
+    kube = EXAMPLES / "kubernetes"
+    image = image_version(docker / "Dockerfile", docker / "Dockerfile.plugin", docker / "compose.yaml",
+                          kube / "deployment.yaml", kube / "leaderworkerset.yaml")
+    commands = []
+    env = read_env_file(ENV_FILE)
+    commands.append(("systemd", ["dsv4-serve", *unit_exec_start(UNIT, env)[1:]], env,
+                     len(env["CUDA_VISIBLE_DEVICES"].split(",")), PINNED))
+    commands.append(("docker/Dockerfile", dockerfile_command(docker / "Dockerfile"), {}, None, (image,)))
+    plugin_cmd = json.loads((docker / "Dockerfile.plugin").read_text().split("\nCMD", 1)[1].strip())
+    commands.append(("docker/Dockerfile.plugin", ["dsv4-serve", *plugin_cmd], {}, None, (image,)))
+    service = yaml.safe_load((docker / "compose.yaml").read_text())["services"]["deepseek-v4"]
+    count = service["deploy"]["resources"]["reservations"]["devices"][0]["count"]
+    commands.append(("docker/compose.yaml", compose_command(docker / "compose.yaml"),
+                     {k: str(v) for k, v in service.get("environment", {}).items()}, count, (image,)))
+    docs = list(yaml.safe_load_all((kube / "deployment.yaml").read_text()))
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    commands.append(("kubernetes/deployment.yaml", container_command(container, {}), k8s_env(container),
+                     int(container["resources"]["limits"]["nvidia.com/gpu"]), (image,)))
+    lws = yaml.safe_load((kube / "leaderworkerset.yaml").read_text())
+    for role, template in lws_pod_templates(lws).items():
+        (container,) = template["spec"]["containers"]
+        commands.append((f"kubernetes/leaderworkerset.yaml:{role}", container_command(container, LWS_ENV),
+                         k8s_env(container), int(container["resources"]["limits"]["nvidia.com/gpu"]), (image,)))
+    commands.append(("ray", ray_command(), {}, None, PINNED))
+    config = EXAMPLES / "config" / "deepseek-v4-flash.yaml"
+    commands.append(("config", ["dsv4-serve", "--config", str(config)], {}, None, PINNED))
+    for argv in shell_commands():
+        commands.append(("shell", argv, {}, None, PINNED))
+    return commands
+
+
+def memory_rule_ids() -> set[str]:
+    from dsv4_launch.core import rules_memory
+
+    return {r.id for r in getattr(rules_memory, "MEMORY_RULES", ())} | {"think-max-short"}
+
+
+def example_cases():
+    for name, argv, env, gpus, versions in example_commands():
+        for version in versions:
+            yield pytest.param(argv, env, gpus, version, version == versions[-1], id=f"{name}@{version}")
+
+
+@pytest.mark.parametrize("argv,env,declared,version,newest", list(example_cases()))
+def test_every_example_plans_clean_on_its_hardware(run_cli, argv, env, declared, version, newest):
+    """Each command on the RTX PRO 6000s it is written for (as many as it declares, else its
+    TP × PP × local DP): no refusal, no memory or context warning (a start vLLM would abort after
+    loading the weights, which Restart=on-failure would repeat) on every release it may meet, and
+    no warning at all on its image's release (or, pinning none, the newest)."""
+    gpus = world_size(argv)
+    assert declared in (None, gpus), f"the example declares {declared} GPUs, its layout uses {gpus}"
+    plan = plan_json(run_cli, argv, env=env, gpus=(RTX_PRO_6000,) * gpus, vllm=version)
+    assert plan["vllm_version"] == version
+    memory = memory_rule_ids()
+    warned = [f for f in plan["findings"] if f["level"] != "info"]
+    about_memory = [f["text"] for f in warned if f["rule"] in memory or "max-model-len" in f["text"]]
+    assert about_memory == [], "\n".join(["memory/context warnings:", *about_memory, "plan memory: "
+                                          + json.dumps(plan.get("memory"))])
+    if newest:
+        assert plan["warnings"] == [], plan["warnings"]

@@ -28,10 +28,10 @@ llm_config = LLMConfig(
     },
     deployment_config={"autoscaling_config": {"min_replicas": 1, "max_replicas": 1}},
     # The same arguments `vllm serve` takes, as engine keyword arguments. Two 96 GB GPUs (RTX PRO
-    # 6000) hold Flash's weights at TP 2 with ~6 GiB per GPU left for the KV cache: too little for
-    # the default 1M context, and for vLLM's per-request reserve at the default
-    # max_num_batched_tokens 8192 (~6.2 GiB); 2048 (~1.6 GiB) fits 65,536 tokens
-    # (`dsv4-launch fit --gpus 2` shows the margins).
+    # 6000) hold Flash's weights at TP 2 with a few GiB per GPU left for the KV cache, of which
+    # vLLM 0.33 holds ~6.2 GiB for one request's in-flight tokens at the default
+    # max_num_batched_tokens 8192 (the default 1M context does not fit) and ~1.6 GiB at 2048:
+    # 65,536 tokens fit with a wide margin (`dsv4-launch fit --gpus 2` shows the margins).
     engine_kwargs={"tensor_parallel_size": 2, "max_model_len": 65536, "max_num_batched_tokens": 2048},
     # Installed into every replica (and the engine's workers) before vLLM starts there.
     runtime_env={"pip": [WHEEL]},

@@ -4,8 +4,11 @@
 #
 #     . /path/to/dsv4-launch/examples/shell/dsv4-serve.sh
 #
-# Shell alias: `vllm-serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size 2` runs
-# dsv4-serve. It is an alias, not a function, because a name with a '-' in it is not a valid
+# Shell alias: `vllm-serve ARGS` runs `dsv4-serve ARGS`, e.g. on two 96 GB GPUs:
+#
+#     vllm-serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size 2 --max-model-len 65536 --max-num-batched-tokens 2048
+#
+# It is an alias, not a function, because a name with a '-' in it is not a valid
 # POSIX function name (dash: "Bad function name") but is a valid alias name. If you only want
 # the alias, this one line in your shell's rc file is all it takes:
 #
