@@ -11,6 +11,13 @@ where the engine resolves it, logging `dsv4-launch: changed: --kv-cache-dtype au
 (Any pip requirement works in its place: a wheel on an HTTP server, your own package index.)
 Set DSV4_LAUNCH_GPU_CAPABILITY in env_vars only if the workers cannot read their GPUs through
 NVML; the plugin probes them itself where the engine runs.
+
+Ray's pip runtime environment needs `virtualenv` on every node (part of `ray[default]`) and
+makes one virtualenv per node from the Python Ray runs in: a system or conda Python gets a
+`--system-site-packages` virtualenv, but a Python that is itself a virtualenv is copied whole
+(ray/_private/runtime_env/virtualenv_utils.py) — for vLLM's environment several GB per node,
+once per runtime env. tests/vllm_real/test_ray_example.py runs this runtime env on a local Ray
+cluster with the real vLLM (CI: Ray 2.60.0 next to vLLM 0.33.0).
 """
 
 from __future__ import annotations
