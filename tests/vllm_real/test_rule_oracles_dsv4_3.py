@@ -178,3 +178,102 @@ def test_parser_registry(real_vllm, dest, module, manager):
         assert lazy["deepseek_v41"] != lazy["deepseek_v4"] and "v4-parsers-on-v41" in found
     else:
         assert "v4-parsers-on-v41" not in found
+
+
+@pytest.mark.rule("v2-runner-env-not-int")
+@pytest.mark.parametrize("value", ["0", " 0 ", "1", "false", "true", "yes"])
+def test_v2_runner_variable_parse(real_vllm, value):
+    """vLLM's own reader of VLLM_USE_V2_MODEL_RUNNER (envs.maybe_convert_bool): the row warns
+    exactly where it raises, and DSpark is refused exactly where it reads False."""
+    _, _, version = real_vllm
+    envs = importlib.import_module("vllm.envs")
+    try:
+        read = envs.maybe_convert_bool(value)
+    except ValueError:
+        read = "raises"
+    env = {"VLLM_USE_V2_MODEL_RUNNER": value}
+    plan = planned([M, "--speculative-config", '{"method": "dspark", "num_speculative_tokens": 5}'], gpu=SM120,
+                   version=version, config={**V4, "dspark_target_layer_ids": [1], "dspark_block_size": 5},
+                   env=env).plan
+    found = {f.rule: f for f in plan.findings}
+    assert ("v2-runner-env-not-int" in found) is (read == "raises"), (value, read)
+    from dsv4_launch.core.versions import VersionRange
+
+    v1_refused = VersionRange(since="0.29.0").contains(version) is True  # dspark-v1-runner's range
+    assert ("dspark-v1-runner" in found) is (read is False and v1_refused), (value, read)
+
+
+class _Unset:
+    """A config part this test does not set: every attribute is another one, false, unequal,
+    never greater or smaller, and calling it gives one (vLLM's checks then see 'not used')."""
+
+    def __getattr__(self, name):
+        return _Unset()
+
+    def __call__(self, *args, **kwargs):
+        return _Unset()
+
+    def __bool__(self):
+        return False
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = object.__hash__
+
+    def __lt__(self, other):
+        return False
+
+    __gt__ = __le__ = __ge__ = __lt__
+
+    def __iter__(self):
+        return iter(())
+
+
+@pytest.mark.rule("dspark-v2-unsupported")
+@pytest.mark.parametrize("flag", ["--enable-dbo", "--enable-elastic-ep", "--logits-processors=my.mod:Proc"])
+def test_dspark_falls_back_to_v1(real_vllm, flag, monkeypatch):
+    """vLLM's own lists of what each model runner lacks (VllmConfig._get_v2/_v1_model_runner_
+    unsupported_features), called on a stand-in config with DSpark and one feature set (the
+    rest _Unset): the row refuses exactly where V2 lacks the feature (so V1 is used, and V1
+    lacks DSpark)."""
+    _, _, version = real_vllm
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    from vllm.config import VllmConfig
+
+    v2_lacks = getattr(VllmConfig, "_get_v2_model_runner_unsupported_features", None)
+    found, _ = rules_for([M, "--speculative-config", '{"method": "dspark", "num_speculative_tokens": 5}', flag],
+                         version, config={**V4, "dspark_target_layer_ids": [1], "dspark_block_size": 5})
+    if v2_lacks is None:  # before 0.29: DSpark forces the V2 runner itself
+        assert "dspark-v2-unsupported" not in found
+        return
+    class Set(_Unset):  # a part that is there (true), with the attributes given
+        def __bool__(self):
+            return True
+
+    def part(**attrs):
+        made = Set()
+        made.__dict__.update(attrs)
+        return made
+
+    dbo, elastic, logits = flag == "--enable-dbo", flag == "--enable-elastic-ep", flag.startswith("--logits")
+    config = part(
+        speculative_config=part(method="dspark", parallel_drafting=False, use_heterogeneous_vocab=False),
+        parallel_config=part(enable_dbo=dbo, use_ubatching=dbo, enable_elastic_ep=elastic, pipeline_parallel_size=1,
+                             tensor_parallel_size=1, decode_context_parallel_size=1, prefill_context_parallel_size=1,
+                             distributed_executor_backend=None),
+        model_config=part(logits_processors=["my.mod:Proc"] if logits else None),
+        lora_config=None,
+    )
+    for name in ("_get_dbo_unsupported_features",):
+        method = getattr(VllmConfig, name, None)
+        if method is not None:
+            config.__dict__[name] = (lambda m: lambda: m(config))(method)
+    v1_lacks = VllmConfig._get_v1_model_runner_unsupported_features(config) \
+        if hasattr(VllmConfig, "_get_v1_model_runner_unsupported_features") else []
+    if "dspark speculative decoding" not in v1_lacks:  # this release's V1 runner does not refuse DSpark
+        assert "dspark-v2-unsupported" not in found
+        return
+    lacks = v2_lacks(config)
+    assert ("dspark-v2-unsupported" in found and found["dspark-v2-unsupported"].level == "refuse") is bool(lacks), \
+        (flag, lacks)
