@@ -46,8 +46,17 @@ def read_engine_args(engine: object, table: OptionTable, model: str | None = Non
                      model_source="engine" if model else None)
 
 
+_DEFAULTS: dict[type, dict[str, object]] = {}  # per EngineArgs class: read once per process
+
+
 def _field_defaults(cls: type) -> dict[str, object]:
-    """Each dataclass field's default, as a plain value (default factories are called)."""
+    """Each dataclass field's default, as a plain value (default factories are called once)."""
+    if cls not in _DEFAULTS:
+        _DEFAULTS[cls] = _read_defaults(cls)
+    return _DEFAULTS[cls]
+
+
+def _read_defaults(cls: type) -> dict[str, object]:
     import dataclasses  # vLLM's process has it already: EngineArgs is a dataclass
 
     out: dict[str, object] = {}
