@@ -232,6 +232,9 @@ def test_a_signature_does_not_fire_on_the_plan_lines_of_dsv4_launch_itself(tmp_p
     """dsv4-serve's own refusal lines quote vLLM's messages: they are not a failure of vLLM's."""
     status, doc, _ = explain(tmp_path, [
         "dsv4-serve: changed: --kv-cache-dtype (not set) → fp8: … crashes on 'auto' there (vLLM #47174)",
+        "dsv4-serve: error: pre-flight: --moe-backend deep_gemm_mega_moe on NVIDIA RTX PRO 6000 (SM 12.0): vLLM 0.24.0 "
+        "raises NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before 0.33 only after loading",
+        "dsv4-launch: warning: (plugin) DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto",
         "INFO 12-01 08:00:00 [api_server.py:1] Started server process [1]",
     ])
     assert status == 1 and doc["explained"] == []

@@ -610,7 +610,8 @@ class Scanner:
         self.count += 1
         number = self.count
         self._window.append(text)
-        code = self._after_frame and text.startswith("    ")  # a traceback's source line, not a message
+        # a traceback's source line, or dsv4-launch's own line quoting vLLM's message: not vLLM failing
+        code = (self._after_frame and text.startswith("    ")) or text.startswith(("dsv4-serve: ", "dsv4-launch"))
         self._after_frame = text.startswith('  File "')
         hits = [] if code else [i for i, lit in self._literals if lit in text]
         if hits or (self._always and not code):
