@@ -126,3 +126,16 @@ def as_human_int(value: object) -> int | None:
         return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1)) if number.isascii() and number.isdigit() else None
     except (ValueError, OverflowError):
         return None
+
+
+def vllm_env_bool(value: str | None) -> bool | str | None:
+    """A vLLM boolean environment variable as ``envs.py`` reads it (``bool(int(v))``, e.g.
+    VLLM_USE_V2_MODEL_RUNNER): None when unset, True/False, or the text itself when ``int()``
+    fails on it (vLLM raises)."""
+    if value is None:
+        return None
+    text = value.strip()
+    body = text[1:] if text[:1] in "+-" else text
+    if not body.isdigit() or not body.isascii():
+        return value
+    return int(text) != 0

@@ -28,7 +28,7 @@ planner on every release CI pins. docs/memory.md says what comes from which vLLM
 
 from __future__ import annotations
 
-from .facts import Facts, as_bool, as_human_int, as_int, json_option
+from .facts import Facts, as_bool, as_human_int, as_int, json_option, vllm_env_bool
 from .gpus import GpuInfo
 from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, stage_plans
 from .model import V4
@@ -109,6 +109,7 @@ class Estimate:
     need_bytes: int | None = None  # KV one request of max_model_len needs (vLLM's accounting)
     stages: tuple[StagePlan, ...] = ()
     gpus_used: int | None = None
+    gpu_memory_least_bytes: int | None = None  # CUDA's order unknown: the smallest GPU it could pick
     activation_bytes: int | None = None  # the profiling run's peak (fitted)
     graph_bytes: int | None = None  # CUDA graphs (fitted; 0 with --enforce-eager)
 
@@ -220,9 +221,9 @@ def in_flight_tokens(facts: Facts, mnbt: int, pp: int) -> int:
     if IN_FLIGHT_TOKENS.contains(version) is False:
         return mnbt
     async_on = facts.args.value("async_scheduling") is not False
-    env = (facts.env.get("VLLM_USE_V2_MODEL_RUNNER") or "").strip()
-    if env in ("0", "1"):
-        v2 = env == "1"
+    env = vllm_env_bool(facts.env.get("VLLM_USE_V2_MODEL_RUNNER"))
+    if isinstance(env, bool):
+        v2 = env
     else:
         v2 = V2_RUNNER_FOR_DSV4.contains(version) is not False or _dspark(facts)
     if not async_on:
@@ -398,11 +399,14 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     chosen, exact_gpus = used_gpus(facts, layout.gpus)
     first = chosen[0] if chosen else None
     uncertain = None
+    least = None
     if gpu_memory is None:
         sizes = [g.memory_total_bytes for g in chosen if g.memory_total_bytes]
         gpu_memory = min(sizes) if sizes and len(sizes) == len(chosen) else None
         if not exact_gpus and gpu_memory:
             uncertain = "CUDA's device order over GPUs that differ is unknown (set CUDA_DEVICE_ORDER=PCI_BUS_ID)"
+            every = sorted(g.memory_total_bytes or 0 for g in facts.all_gpus)
+            least = every[0] if every and every[0] < gpu_memory else None
 
     requested = max_model_len_tried(facts)
     mnbt = batched_tokens(facts, first, gpu_memory, requested, layout)
@@ -425,11 +429,11 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     stages: tuple[StagePlan, ...] = ()
     in_flight = None
     per_token = None
-    if ratios and mnbt:
+    if ratios:
         mxfp4 = _mxfp4_indexer(args) and MXFP4_INDEXER_STATE.contains(facts.vllm_version) is not False
         stages = tuple(stage_plans(ratios, kv_family(facts.vllm_version), layout.pp, "mxfp4" if mxfp4 else "fp8"))
-        in_flight = in_flight_tokens(facts, mnbt, layout.pp)
         per_token = int(round(max(s.bytes_per_token for s in stages))) if stages else None
+        in_flight = in_flight_tokens(facts, mnbt, layout.pp) if mnbt else None
 
     activations = ACTIVATION_PER_BATCHED_TOKEN * mnbt if mnbt else None
     graphs = 0 if args.value("enforce_eager") is True else CUDA_GRAPHS
@@ -456,7 +460,7 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
             longest = min(s.longest(available, in_flight, cap) for s in stages)
     return Estimate(layout, per_gpu, gpu_memory, budget, per_token, reserve, available, requested, longest,
                     fits, mnbt, offloaded, uncertain, lower, in_flight, need, stages, len(chosen) or None,
-                    activations, graphs)
+                    least, activations, graphs)
 
 
 def weights_refusal(facts: Facts) -> dict | None:

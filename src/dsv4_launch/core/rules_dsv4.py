@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .facts import Facts, as_bool, as_int, attention_backend, json_option
+from .facts import Facts, as_bool, as_int, attention_backend, json_option, vllm_env_bool
 from .gpus import DSV4_FAMILIES, GpuInfo, describe_kinds
 from .kv import AUTO_VALUES, DSV4_BACKEND_NAMES, FLASHINFER_DSV4, FLASHMLA_BACKENDS, FP8_DS_MLA, dsv4_backend, kv_path
 from .model import V4, V41
@@ -425,14 +425,7 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
 def _v2_runner_env(facts: Facts) -> bool | str | None:
     """VLLM_USE_V2_MODEL_RUNNER as vLLM reads it (envs.py maybe_convert_bool: ``bool(int(v))``):
     None when unset, True/False, or the text itself when int() fails on it (vLLM raises)."""
-    value = facts.env.get("VLLM_USE_V2_MODEL_RUNNER")
-    if value is None:
-        return None
-    text = value.strip()
-    body = text[1:] if text[:1] in "+-" else text
-    if not body.isdigit() or not body.isascii():
-        return value
-    return int(text) != 0
+    return vllm_env_bool(facts.env.get("VLLM_USE_V2_MODEL_RUNNER"))
 
 
 def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):

@@ -33,8 +33,17 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
     if weights is None or not weights.total_bytes:
         return None
     e = estimate(facts, weights)
-    if e.fits is not False or weights_refusal(facts) is not None:
+    if weights_refusal(facts) is not None:
         return None
+    gmu = gpu_memory_utilization(facts) or 0.92
+    if e.fits is not False:
+        least = e.gpu_memory_least_bytes
+        if not (least and e.weights_bytes_per_gpu and e.weights_bytes_per_gpu > least * gmu):
+            return None
+        # CUDA's order is unknown: the largest GPUs fit, a smaller one CUDA may pick does not
+        return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu),
+                "budget": gib_text(int(least * gmu)),
+                "why": "only if CUDA's device numbers name those GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to know"}
     why = e.uncertain or "the estimate's replicated tensors and load overhead"
     return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu), "budget": gib_text(e.budget_bytes),
             "why": why}
