@@ -75,7 +75,7 @@ def test_credential_named_options_are_masked_everywhere(case, version):
 
 @pytest.mark.parametrize("name", ["--ssl-keyfile", "--ssl-certfile", "--ssl-ca-certs", "--api-key-file", "--token-path",
                                   "--max-num-batched-tokens", "--tokenizer", "--long-prefill-token-threshold",
-                                  "--secrets-dir", "--hf-config-path"])
+                                  "--secrets-dir", "--hf-config-path", "--passthrough", "--compass", "--enable-bypass"])
 def test_paths_and_counts_are_not_credentials(name):
     assert not looks_like_credential(name)
     shown = masked_argv([M, name, "/etc/x.pem"], read_serve_args([M, name, "/etc/x.pem"], load_table("0.34.0")).secrets)
@@ -83,7 +83,8 @@ def test_paths_and_counts_are_not_credentials(name):
 
 
 @pytest.mark.parametrize("name", ["--ssl-keyfile-password", "--api-keyy", "--x-auth", "--authtoken", "--passphrase",
-                                  "--client-credentials", "--bearer", "--my_secret.value", "--kv-token-file-password"])
+                                  "--client-credentials", "--bearer", "--my_secret.value", "--kv-token-file-password",
+                                  "--db-pass", "--redis_pw", "--wifi-psk", "--jwt", "--private-key-pem"])
 def test_credential_words(name):
     assert looks_like_credential(name)
 

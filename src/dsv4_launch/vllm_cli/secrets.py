@@ -32,6 +32,8 @@ SECRET_DESTS = frozenset(o.replace("-", "_") for o in SECRET_OPTIONS)
 # ``looks_like_credential`` for how a name is split into words and judged.
 SECRET_WORDS = ("key", "token", "secret", "passw", "passphrase", "pwd", "credential", "auth", "cookie",
                 "bearer")
+# Short words that are credentials only as a whole word (``--db-pass``; not ``passthrough``).
+SECRET_WHOLE_WORDS = frozenset({"pass", "pw", "psk", "jwt", "otp", "pat"})
 # Ordinary words that contain one of SECRET_WORDS (counts, tokenizers, authors, keywords).
 _ORDINARY = r"^(?:.*tokens|.*tokeniz.*|detokeniz.*|author.*|keyword.*|keyboard.*|keyframe.*)$"
 # A last word that says what the value is, when that is not a secret: a location (the option
@@ -77,7 +79,9 @@ def looks_like_credential(name: str) -> bool:
       inside a word too, so typos and fused names count: ``keyy``, ``apikey``, ``authtoken``,
       ``oauth`` — unless that word is an ordinary one that merely contains it: a count
       (``tokens``: ``--max-num-batched-tokens``), ``tokenizer``/``detokenize``, ``author``,
-      ``keyword``, ``keyboard``, ``keyframe``.
+      ``keyword``, ``keyboard``, ``keyframe``. A few short words count only whole
+      (``SECRET_WHOLE_WORDS``: ``pass``, ``pw``, ``psk``, ``jwt``, ``otp``, ``pat``), so
+      ``--db-pass`` is masked and ``--passthrough`` is not.
 
     Masking too much only hides a value from our own output (vLLM always gets it unchanged);
     masking too little prints a secret, so the rule leans to masking.
@@ -85,6 +89,8 @@ def looks_like_credential(name: str) -> bool:
     words = [w for w in re.split(r"[-_.+]+", name.lower().lstrip("-")) if w]
     if not words or re.match(_LOCATION, words[-1]):
         return False
+    if any(word in SECRET_WHOLE_WORDS for word in words):
+        return True
     ordinary = re.compile(_ORDINARY).match
     return any(stem in word and not ordinary(word) for word in words for stem in SECRET_WORDS)
 
