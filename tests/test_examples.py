@@ -780,6 +780,27 @@ def test_kubernetes_tensor_parallel_pods_get_a_memory_backed_dev_shm():
         assert volume["emptyDir"]["medium"] == "Memory", (where, volume)
 
 
+def test_kubernetes_servers_get_a_start_measured_in_minutes_then_readiness():
+    """Every container that serves HTTP (not a --headless worker) has a startupProbe that lets
+    vLLM load and compile for at least 20 minutes before the kubelet restarts it, and a
+    readinessProbe; each probe's timeout leaves its command time to finish."""
+    served = 0
+    for where, spec, _, _ in pod_specs():
+        (container,) = spec["containers"]
+        if "--headless" in container.get("args", []):
+            continue
+        served += 1
+        start, ready = container.get("startupProbe"), container.get("readinessProbe")
+        assert start and ready, f"{where}: startupProbe and readinessProbe"
+        budget = start.get("initialDelaySeconds", 0) + start.get("periodSeconds", 10) * start.get("failureThreshold", 3)
+        assert budget >= 20 * 60, f"{where}: the startupProbe gives up after {budget} s"
+        for probe in (start, ready):
+            command = probe.get("exec", {}).get("command", [])
+            if "--timeout" in command:
+                assert int(command[command.index("--timeout") + 1]) < probe.get("timeoutSeconds", 1), (where, probe)
+    assert served == 2  # the Deployment and the LWS leader
+
+
 def test_leaderworkerset_volume_claims_are_valid():
     kv = k8s_validate()
     lws = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
