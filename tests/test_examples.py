@@ -548,6 +548,13 @@ def test_the_plugin_image_keeps_vllms_entrypoint_and_checks_the_plugin_is_found(
     assert done.returncode == 0, done.stdout
 
 
+def test_both_images_run_the_same_command():
+    """Two Dockerfiles, one command: the plugin image's CMD (for `vllm serve`) is the dsv4-serve
+    image's, so their settings cannot drift apart."""
+    plugin = json.loads((EXAMPLES / "docker" / "Dockerfile.plugin").read_text().split("\nCMD", 1)[1].strip())
+    assert plugin == dockerfile_command(EXAMPLES / "docker" / "Dockerfile")[1:]
+
+
 def test_the_ray_serve_example_installs_the_plugin_and_plans_clean(run_cli):
     import ast
 
