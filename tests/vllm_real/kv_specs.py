@@ -44,7 +44,7 @@ def config(max_model_len: int, mnbt: int, in_flight: int, pp: int = 1):
                                   max_num_seqs=256),
               parallel_config=NS(decode_context_parallel_size=1, pipeline_parallel_size=pp, tensor_parallel_size=1,
                                  prefill_context_parallel_size=1),
-              speculative_config=None, max_in_flight_tokens=in_flight,
+              speculative_config=None, max_in_flight_tokens=in_flight, num_prefill_lookahead_tokens=0,
               attention_config=NS(hisparse_config=None), kv_transfer_config=None)
 
 
