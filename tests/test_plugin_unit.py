@@ -102,6 +102,16 @@ def test_what_dsv4_serve_would_refuse_is_a_warning_naming_that(tmp_path):
     assert "INFO [vllm.dsv4_launch] dsv4-launch: changed: --kv-cache-dtype" in log
 
 
+def test_an_explicit_value_dsv4_serve_would_refuse_is_kept_and_said(tmp_path):
+    # --kv-cache-dtype bfloat16 on SM 12.x: dsv4-serve refuses (kv-not-fp8); the plugin keeps
+    # the user's value (vLLM's to judge) and says what dsv4-serve would do, once.
+    result, log = run(tmp_path, "0.33.0", [{"model": V4, "kv_cache_dtype": "bfloat16"}] * 2,
+                      DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    assert result["dtypes"] == ["bfloat16", "bfloat16"] and "changed:" not in log
+    (line,) = [x for x in log.splitlines() if "would refuse" in x]
+    assert line.startswith("WARNING [vllm.dsv4_launch]") and "--kv-cache-dtype bfloat16" in line
+
+
 def test_everything_else_is_left_alone(tmp_path):
     cases = [{"model": V4, "kv_cache_dtype": "fp8_ds_mla"}, {"model": V4, "kv_cache_dtype": "fp8"}, {"model": LLAMA},
              {"model": V4, "attention_backend": "FLASHINFER_MLA_SPARSE_DSV4"}]

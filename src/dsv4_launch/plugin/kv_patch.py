@@ -76,10 +76,11 @@ def _wrap_create(original):
 def _wrap_resolver(original, version: str):
     def resolve_kv_cache_dtype_string(kv_cache_dtype, model_config):
         resolved = original(kv_cache_dtype, model_config)
-        if resolved != "auto" or kv_cache_dtype != "auto":
-            return resolved  # an explicit value, or one the checkpoint itself sets
+        # Only an `auto` vLLM leaves at `auto` may change; an explicit value, or one the
+        # checkpoint itself sets, is vLLM's. The findings are said for every engine.
+        may_change = resolved == "auto" and kv_cache_dtype == "auto"
         try:
-            changed = _decide(model_config, version)
+            changed = _decide(model_config, version, may_change)
         except Exception as exc:  # never stop vLLM: say it, and leave vLLM's own answer
             _once("error", "warning", "dsv4-launch plugin could not check this engine (%s: %s)",
                   type(exc).__name__, str(exc)[:200])
@@ -91,10 +92,10 @@ def _wrap_resolver(original, version: str):
     return resolve_kv_cache_dtype_string
 
 
-def _decide(model_config, version: str) -> str | None:
+def _decide(model_config, version: str, may_change: bool = True) -> str | None:
     """The pipeline's plan for this engine, said in vLLM's log; "fp8" when it sets
-    --kv-cache-dtype fp8. What dsv4-serve would refuse is a warning that says so: a plugin
-    cannot stop vLLM."""
+    --kv-cache-dtype fp8 (and ``may_change``). What dsv4-serve would refuse is a warning that
+    says so: a plugin cannot stop vLLM."""
     from ..commands.pipeline import prepare_engine
     from ..output.escape import printable
     from ..output.report import describe_change
@@ -113,7 +114,7 @@ def _decide(model_config, version: str) -> str | None:
     for refusal in plan.refusals:
         _once("r:" + refusal, "warning", "dsv4-launch: dsv4-serve would refuse to start this (exit 2; the "
               "plugin cannot stop vLLM): pre-flight: %s", printable(refusal))
-    for change in plan.changes:
+    for change in plan.changes if may_change else ():
         if change.option == "--kv-cache-dtype":
             # vLLM's EngineArgs holds "auto" whether or not it was typed: say what it holds.
             said = change._replace(before=change.before or "auto")
