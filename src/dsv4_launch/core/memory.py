@@ -378,17 +378,19 @@ def _buffers(facts: Facts, mnbt: int | None) -> int | None:
     return load_buffers(facts.model.config or {}, mnbt, _speculative_method(facts))
 
 
-_MEMO: list = []  # one (key, estimate): plan, the rows and the summary share one estimate
+_MEMO: list = []  # the last (facts, weights, layout, gpu_memory, estimate): plan, its rows and the summary share it
 
 
 def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = None,
              gpu_memory: int | None = None) -> Estimate:
-    """The memory picture for one layout (default: the arguments'), per GPU."""
-    key = (id(facts), id(weights), layout, gpu_memory)
-    if _MEMO and _MEMO[0][0] == key and _MEMO[0][1] is facts:
-        return _MEMO[0][2]
+    """The memory picture for one layout (default: the arguments'), per GPU. Computed once for
+    the same facts and weights (the objects themselves: records are immutable)."""
+    if _MEMO:
+        f, w, lay, mem, result = _MEMO[0]
+        if f is facts and w is weights and lay == layout and mem == gpu_memory:
+            return result
     result = _estimate(facts, weights, layout, gpu_memory)
-    _MEMO[:] = [(key, facts, result)]
+    _MEMO[:] = [(facts, weights, layout, gpu_memory, result)]
     return result
 
 
