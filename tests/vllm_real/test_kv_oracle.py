@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+from dataclasses import dataclass
 
 import pytest
 
@@ -52,41 +53,50 @@ CASES = [  # (model, max_num_batched_tokens, batches in flight, PP, MXFP4 indexe
 ]
 
 
-def _model(which):
-    return FLASH if which == "flash" else PRO
+@dataclass
+class Case:
+    """One case of CASES on the installed release: our stage plans, and how to ask vLLM."""
+
+    kv_specs: object
+    ratios: list
+    mnbt: int
+    in_flight: int  # what vLLM's config says (max_in_flight_tokens)
+    counted: int  # what the release's window caches hold besides the window
+    pp: int
+    state: int  # indexer state bytes the release allocates
+    plans: list
+
+    def theirs_need(self, length):
+        return self.kv_specs.need(self.ratios, length, self.mnbt, self.in_flight, self.pp, self.state)
+
+    def theirs_admit(self, available, length):
+        return self.kv_specs.admits(self.ratios, available, length, self.mnbt, self.in_flight, self.pp, self.state)
 
 
-def _counted(version, mnbt, in_flight):
-    """What the release's window caches hold besides the window: before 0.26 there is no
-    max_in_flight_tokens, and they hold max_num_batched_tokens."""
-    return in_flight if IN_FLIGHT_TOKENS.contains(version) else mnbt
+def case(planner, which, mnbt, batches, pp, mxfp4) -> Case:
+    kv_specs, version = planner
+    indexer, state = _indexer(version, mxfp4)
+    ratios = FLASH if which == "flash" else PRO
+    in_flight = mnbt * batches
+    # before 0.26 there is no max_in_flight_tokens: the window caches hold max_num_batched_tokens
+    counted = in_flight if IN_FLIGHT_TOKENS.contains(version) else mnbt
+    return Case(kv_specs, ratios, mnbt, in_flight, counted, pp, state,
+                kv_plan.stage_plans(ratios, kv_family(version), pp, indexer))
 
 
 @pytest.mark.parametrize("which,mnbt,batches,pp,mxfp4", CASES)
 def test_one_request_needs_what_vllm_charges(planner, which, mnbt, batches, pp, mxfp4):
-    kv_specs, version = planner
-    indexer, state = _indexer(version, mxfp4)
-    ratios = _model(which)
-    plans = kv_plan.stage_plans(ratios, kv_family(version), pp, indexer)
-    in_flight = mnbt * batches
-    counted = _counted(version, mnbt, in_flight)
+    c = case(planner, which, mnbt, batches, pp, mxfp4)
     for length in (1, 4096, 65_536, 262_144, 1_048_576):
-        theirs = kv_specs.need(ratios, length, mnbt, in_flight, pp, state)
-        ours = [p.need(length, counted) for p in plans]
-        for stage, (a, b) in enumerate(zip(ours, theirs)):
+        ours = [p.need(length, c.counted) for p in c.plans]
+        for stage, (a, b) in enumerate(zip(ours, c.theirs_need(length))):
             assert abs(a - b) <= 0.02 * b, (length, stage, a, b)
 
 
 @pytest.mark.parametrize("which,mnbt,batches,pp,mxfp4", CASES)
 def test_bytes_per_token_are_vllms(planner, which, mnbt, batches, pp, mxfp4):
-    kv_specs, version = planner
-    indexer, state = _indexer(version, mxfp4)
-    ratios = _model(which)
-    plans = kv_plan.stage_plans(ratios, kv_family(version), pp, indexer)
-    in_flight = mnbt * batches
-    long, longer = kv_specs.need(ratios, 524_288, mnbt, in_flight, pp, state), \
-        kv_specs.need(ratios, 1_048_576, mnbt, in_flight, pp, state)
-    for plan, a, b in zip(plans, long, longer):
+    c = case(planner, which, mnbt, batches, pp, mxfp4)
+    for plan, a, b in zip(c.plans, c.theirs_need(524_288), c.theirs_need(1_048_576)):
         theirs = (b - a) / 524_288
         assert abs(plan.bytes_per_token - theirs) <= 0.02 * theirs
 
@@ -94,23 +104,18 @@ def test_bytes_per_token_are_vllms(planner, which, mnbt, batches, pp, mxfp4):
 @pytest.mark.parametrize("which,mnbt,batches,pp,mxfp4", CASES)
 @pytest.mark.parametrize("budget_gib", [2.0, 6.2, 9.5, 30.0])
 def test_the_longest_request_a_budget_admits_is_vllms(planner, which, mnbt, batches, pp, mxfp4, budget_gib):
-    kv_specs, version = planner
-    indexer, state = _indexer(version, mxfp4)
-    ratios = _model(which)
+    c = case(planner, which, mnbt, batches, pp, mxfp4)
     available = int(budget_gib * GiB)
-    in_flight = mnbt * batches
-    counted = _counted(version, mnbt, in_flight)
-    plans = kv_plan.stage_plans(ratios, kv_family(version), pp, indexer)
-    ours = min(p.longest(available, counted, 1_048_576) for p in plans)
-    theirs = kv_specs.admits(ratios, available, 1_048_576, mnbt, in_flight, pp, state)
+    ours = min(p.longest(available, c.counted, 1_048_576) for p in c.plans)
+    theirs = c.theirs_admit(available, 1_048_576)
     if theirs is None:  # vLLM admits the full 1,048,576 tokens
         assert ours == 1_048_576
         return
     if pp == 1:  # vLLM's message names the estimate of the first stage that fails
         assert abs(ours - theirs) <= 0.02 * max(theirs, 1), (ours, theirs)
     if ours:  # the longest length vLLM admits on every stage: ours fits, one token more does not
-        assert kv_specs.admits(ratios, available, ours, mnbt, in_flight, pp, state) is None
-        assert kv_specs.admits(ratios, available, ours + 1, mnbt, in_flight, pp, state) is not None
+        assert c.theirs_admit(available, ours) is None
+        assert c.theirs_admit(available, ours + 1) is not None
         # and the length we would suggest (rounded down to the block) is admitted too
         if ours >= 256:
-            assert kv_specs.admits(ratios, available, ours // 256 * 256, mnbt, in_flight, pp, state) is None
+            assert c.theirs_admit(available, ours // 256 * 256) is None
