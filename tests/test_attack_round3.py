@@ -519,3 +519,16 @@ def test_yaml_nested_past_the_c_loaders_limit_costs_nothing(tmp_path, text):
     with pytest.raises(ConfigFileError, match="nested too deeply|not valid YAML"):
         load_config_file(str(path))
     assert time.monotonic() - start < 0.5
+
+
+@pytest.mark.parametrize("spelling", [["--model=~/v4"], ["~/v4"], ["--model", "~/v4"]])
+def test_an_unexpanded_tilde_in_the_model_is_not_the_home_directory(tmp_path, spelling):
+    """vLLM tests ``Path(model).exists()`` (repo_utils.file_or_path_exists): a literal ``~/v4`` is
+    not $HOME/v4 for it, so its config.json is not read here either (main read it)."""
+    home = tmp_path / "home"
+    (home / "v4").mkdir(parents=True)
+    (home / "v4" / "config.json").write_text(json.dumps(
+        {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64}))
+    rc, out, _ = _plan(spelling, env={"HOME": str(home)}, as_json=True, vllm=VllmInstall("0.33.0", True))
+    doc = json.loads(out)
+    assert doc["model"]["architecture"] is None, doc["model"]

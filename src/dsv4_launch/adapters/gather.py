@@ -155,7 +155,7 @@ def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
     import os
 
     try:
-        local = args.model is not None and os.path.isdir(os.path.expanduser(args.model))
+        local = args.model is not None and os.path.isdir(args.model)  # as written: vLLM expands no ~
         offline = hf_offline(env)  # as huggingface_hub reads it (TRANSFORMERS_OFFLINE too)
         known = known_checkpoint(args.model) if args.model else None
         return read_weights(model.directory, local or offline, known)

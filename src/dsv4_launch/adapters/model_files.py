@@ -149,8 +149,13 @@ def locate_config(
     revision: str | None = None,
     download_dir: str | None = None,
 ) -> tuple[str | None, str]:
-    """Path of config.json for ``model`` and how it was found, or (None, why not)."""
-    local = os.path.expanduser(model)
+    """Path of config.json for ``model`` and how it was found, or (None, why not).
+
+    The model is a local directory exactly as written, as vLLM tests it (``Path(model).exists()``
+    in vllm/transformers_utils/repo_utils.py file_or_path_exists, 0.24.0-0.33.0): a ``~`` the shell
+    did not expand (``--model=~/x``, a quoted ``'~/x'``) is not the home directory for vLLM, so
+    not here either."""
+    local = model
     if os.path.isdir(local):
         candidate = os.path.join(local, "config.json")
         problem = _regular_file(candidate)
