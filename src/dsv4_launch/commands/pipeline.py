@@ -47,7 +47,7 @@ class Prepared:
     argv: tuple[str, ...]  # what goes to `vllm serve`
     plan: Plan
     secrets: SecretSpans  # where the secrets are in ``argv``
-    vllm: VllmInstall | None = None
+    vllm: VllmInstall  # the vLLM found (or, interrupted before the lookup, one of unknown version)
     facts: Facts | None = None  # None: nothing was gathered (off switch, bad input)
     settings: Settings | None = None
     probe: GpuProbe | None = None
@@ -71,13 +71,14 @@ def prepare(
     try:
         return _prepare(argv, env, purpose, probe or probe_gpus, vllm, default_model)
     except KeyboardInterrupt:  # Ctrl-C while probing or reading: vLLM has not started
+        vllm = vllm or VllmInstall(version=None, importable=False, note="not looked up (interrupted)")
         return Prepared(exit_codes.INTERRUPTED, argv, Plan(), _blind(argv, vllm), vllm,
                         error="interrupted before vLLM started")
 
 
-def _blind(argv: tuple[str, ...], vllm: VllmInstall | None) -> SecretSpans:
+def _blind(argv: tuple[str, ...], vllm: VllmInstall) -> SecretSpans:
     """Secret spans without a parse: everything that may be one."""
-    return conservative_spans(argv, load_table(vllm.version if vllm else None).option_strings)
+    return conservative_spans(argv, load_table(vllm.version).option_strings)
 
 
 def _prepare(argv, env, purpose, probe, vllm, default_model=None) -> Prepared:
