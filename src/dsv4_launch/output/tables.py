@@ -37,7 +37,7 @@ def render_diagnosis(diagnosis, stream, env: Mapping[str, str], scrub=None) -> b
         table.add_column("check", no_wrap=True)
         table.add_column("detail")
         for c in diagnosis.checks:
-            table.add_row(Text(c.status, style=COLOURS.get(c.status)), Text(_cell(c.section, scrub)),
+            table.add_row(Text(c.status, style=COLOURS.get(c.status, "")), Text(_cell(c.section, scrub)),
                           Text(_cell(c.detail, scrub)))
         out = console(stream)  # forced: use_style may say yes into a pipe (FORCE_COLOR)
         out.print(table)
