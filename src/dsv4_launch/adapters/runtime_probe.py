@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 PLUGIN_GROUP = "vllm.general_plugins"
 
@@ -85,7 +85,7 @@ print(json.dumps(out))
 
 def probe_runtime(
     python: str,
-    sm120_shapes: list[tuple[int, int]] = (),
+    sm120_shapes: Sequence[tuple[int, int]] = (),
     timeout: float = 120,
     env: Mapping[str, str] | None = None,
 ) -> tuple[dict | None, str | None]:

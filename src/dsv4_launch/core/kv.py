@@ -139,9 +139,10 @@ class _Verdict:
 
 
 def _verdicts(facts: Facts, backend: str | None) -> list[_Verdict]:
-    candidates: list[tuple[tuple[int, int], GpuInfo | None]] = [(g.capability, g) for g in facts.known_gpus]
+    candidates: list[tuple[tuple[int, int], GpuInfo | None]] = [
+        (g.capability, g) for g in facts.known_gpus if g.capability is not None]  # known: all of them
     if facts.gpu_type_unknown:
-        candidates += [(g.capability, None) for g in UNKNOWN_GPU_STAND_INS]
+        candidates += [(g.capability, None) for g in UNKNOWN_GPU_STAND_INS if g.capability is not None]
     verdicts = []
     for capability, gpu in candidates:
         path = kv_path(capability, backend)
@@ -186,6 +187,8 @@ def kv_decision(facts: Facts) -> KvDecision:
         ))
     if needing:
         path = needing[0].path
+        if path is None:  # never: a verdict rewrites only on a path
+            return KvDecision()
         crashes = path.auto_crashes.contains(facts.vllm_version) if path.auto_crashes else None
         where = f"{arch} on {_gpu_words(needing)}"
         if any(v.gpu is None for v in needing):
@@ -229,6 +232,8 @@ def readme_rows() -> list[tuple[str, str, str, str]]:
         gpus = family_words(path.families)
         if path.layout == PLAIN_ROWS:
             rows.append((gpus, backends, "all", "left alone: plain rows, where `auto` = bf16 and `fp8` would change the format"))
+        elif path.auto_crashes is None:
+            continue  # an fp8_ds_mla path with no crash range: nothing to say (none today)
         elif path.always_rewrite:
             rows.append((gpus, backends, "all", "`auto` → `fp8` (fp8_ds_mla is the only layout; vLLM ≥ "
                          f"{path.auto_crashes.before} picks the same)"))
