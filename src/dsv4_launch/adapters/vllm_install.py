@@ -34,6 +34,7 @@ def assumed_vllm(version: str) -> VllmInstall:
 
 
 def find_vllm(env: Mapping[str, str]) -> VllmInstall:
+    broken: str | None
     try:
         spec = _find_spec("vllm")
     except Exception as exc:  # a broken ``vllm`` entry on sys.path, or a broken import hook
