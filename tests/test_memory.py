@@ -509,3 +509,12 @@ def test_fit_rejects_a_gpu_memory_without_unit():
     from dsv4_launch.commands.cli import main
 
     assert main(["fit", "--gpus", "2", "--gpu-memory", "96"]) == 2
+
+
+@pytest.mark.parametrize("ratios", [[0], [], [0, 0, 128], [128] * 3, [4], ["x", None, 4]])
+def test_odd_compress_ratios_never_crash_the_kv_plan(ratios):
+    from dsv4_launch.core import kv_plan
+
+    for family in (kv_plan.TUPLES, kv_plan.PACKED):
+        for plan in kv_plan.stage_plans([r if type(r) is int else 0 for r in ratios], family, pp=2):
+            assert plan.need(65_536, 16_384) >= 0 and plan.longest(10 * GiB, 16_384, 1_048_576) >= 0

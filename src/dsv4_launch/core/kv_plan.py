@@ -127,8 +127,8 @@ class Group:
 def approximate_gcd(values: Sequence[int], lower_bound: int) -> int:
     """vLLM's ``_approximate_gcd`` (identical 0.24–0.33): the chunk size in [lower_bound,
     max(values)] that pads ``values`` up least; ties go to the larger."""
-    low, high = max(1, lower_bound), max(values)
-    if low > high:
+    low, high = max(1, lower_bound), max(values, default=0)
+    if low > high:  # (also no values at all)
         return low
     best, best_pad = low, None
     for d in range(low, high + 1):
@@ -142,7 +142,7 @@ def _most_common_count(caches: Sequence[Cache]) -> int:
     counts: dict[int, int] = {}
     for c in caches:
         counts[c.page] = counts.get(c.page, 0) + 1
-    return max(counts.values())
+    return max(counts.values(), default=0)
 
 
 def _by_page(caches: Sequence[Cache]) -> dict[int, list[Cache]]:
@@ -180,8 +180,8 @@ def group(caches: Sequence[Cache], family: str) -> Grouping:
         full = [c for c in caches if not c.window]
         windows = [b for b in _buckets(caches) if b[0].window]
         counts = [_most_common_count(full)] + [_most_common_count(b) for b in windows]
-        tuples = approximate_gcd(counts, lower_bound=counts[0])
-        tuple_groups = [Group(tuple(full))]
+        tuples = approximate_gcd(counts, lower_bound=counts[0]) if any(counts) else 1
+        tuple_groups = [Group(tuple(full))] if full else []
         for bucket in windows:
             per_size = len(next(iter(_by_page(bucket).values())))
             tuple_groups.extend(_split(bucket, cdiv(per_size, tuples)))
