@@ -118,3 +118,24 @@ def test_no_gpu_at_all(fake_nvml):
     fake_nvml()
     probe = probe_gpus(run_smi=NO_SMI)
     assert probe.gpus == () and "no GPU" in probe.error
+
+
+def test_nvidia_smi_is_never_run_from_a_relative_path_entry(tmp_path, monkeypatch):
+    """An empty or "." PATH entry would make shutil.which find a ./nvidia-smi planted in the
+    working directory; only absolute PATH entries are searched."""
+    import os
+
+    from dsv4_launch.adapters.nvml import _run_nvidia_smi
+
+    marker = tmp_path / "ran"
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\necho planted\n")
+    fake.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for path in (".", "", f".{os.pathsep}/nonexistent", f"{os.pathsep}/nonexistent"):
+        monkeypatch.setenv("PATH", path)
+        out, why = _run_nvidia_smi(["nvidia-smi", "--query-gpu=name"])
+        assert out is None and "not found" in why and not marker.exists()
+    monkeypatch.setenv("PATH", str(tmp_path))  # an absolute entry is the user's choice: run
+    out, _ = _run_nvidia_smi(["nvidia-smi"])
+    assert out and "planted" in out

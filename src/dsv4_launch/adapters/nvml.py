@@ -200,10 +200,14 @@ SMI_TIMEOUT_S = 15
 def _run_nvidia_smi(cmd: list[str]) -> tuple[str | None, str | None]:
     """nvidia-smi's output, or (None, why not). Its bytes are decoded leniently: a driver's
     odd GPU name must not stop anything."""
+    import os
     import shutil
     import subprocess
 
-    exe = shutil.which(cmd[0])
+    # Only absolute PATH entries: an empty or "." entry would run a ./nvidia-smi planted in the
+    # working directory (a downloaded model folder, say).
+    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(d))
+    exe = shutil.which(cmd[0], path=path)
     if exe is None:
         return None, "nvidia-smi not found on PATH"
     try:
