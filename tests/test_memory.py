@@ -518,3 +518,31 @@ def test_odd_compress_ratios_never_crash_the_kv_plan(ratios):
     for family in (kv_plan.TUPLES, kv_plan.PACKED):
         for plan in kv_plan.stage_plans([r if type(r) is int else 0 for r in ratios], family, pp=2):
             assert plan.need(65_536, 16_384) >= 0 and plan.longest(10 * GiB, 16_384, 1_048_576) >= 0
+
+
+def test_fit_into_a_closed_pipe_is_silent_and_keeps_its_status(tmp_path):
+    # `fit | head -1` once head has its line: the pipe's reader is gone before fit writes
+    import os
+    import subprocess
+    import sys
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DSV4_LAUNCH_GPU_CAPABILITY": "12.0,12.0",
+           "DSV4_LAUNCH_GPU_MEMORY": "95.6GiB"}
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "dsv4_launch", "fit", "--gpus", "2"], env=env, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert done.stderr == "" and done.returncode == 0, done.stderr
+    # a full disk is not a satisfied reader: one line, exit 74
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "dsv4_launch", "fit", "--gpus", "2"], env=env, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 74 and done.stderr.count("\n") == 1 and "cannot write" in done.stderr
+
+
+def test_fit_never_prints_a_secret_value(tmp_path):
+    code, out, err = run(["--api-key", "sk-fit-5551secret"], tmp_path, as_json=True, gpus=2)
+    assert "sk-fit-5551secret" not in out + err

@@ -20,7 +20,7 @@ from ..core.gpu_presets import preset_gpus
 from ..core.gpus import GpuSelection
 from ..core.memory import GiB, gpu_memory_utilization
 from ..output.documents import dump
-from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.lines import Reporter, make_lenient, reader_gone, safe_write, silence
 from ..output.redact import Scrubber
 from ..output.tables import render_table
 from . import exit_codes
@@ -80,7 +80,7 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     stderr = sys.stderr if stderr is None else stderr
     make_lenient(stdout)
     prepared = prepare(argv, env, FIT, default_model=DEFAULT_MODEL, probe=probe, vllm=vllm)
-    scrub = Scrubber.for_argv(prepared.argv)
+    scrub = Scrubber.for_argv(prepared.argv, prepared.secrets)  # secret values masked in every line too
     err = Reporter(stderr, env, prefix="dsv4-launch fit", scrub=scrub)
     facts = prepared.facts
     if facts is not None and preset is not None:
@@ -148,8 +148,12 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
         ok = render_table(title, ["layout", "weights", "KV left", "longest", f"@{context // 1024}k", "verdict"],
                           table_rows, [STYLES.get(r.verdict) for r in rows], stdout, env, footer,
                           right=[False, True, True, True, True, False], scrub=scrub)
+    status = NO_LAYOUT_FITS if none_fits else exit_codes.OK
     if not ok:
+        closed = reader_gone(stdout)
         silence(stdout)
+        if closed:  # `fit | head -3`: the reader has what it wanted; silence, and fit's own status
+            return status
         err.error("cannot write the table to standard output")
         return exit_codes.OUTPUT_FAILED
-    return NO_LAYOUT_FITS if none_fits else exit_codes.OK
+    return status
