@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -23,10 +25,21 @@ def test_the_recorded_import_set_is_this_releases(real_vllm):
     from record_vllm_imports import record
 
     version = importlib.metadata.version("vllm").split("+")[0]
+    now = record(sys.executable)
+    # what tests/test_imports.py lets dsv4-serve import before the hand-over: every release imports it too
+    assert {"ctypes.util", "subprocess", "shutil", "tempfile", "json", "argparse"} <= set(now["stdlib"])
     path = ROOT / "benchmarks" / "vllm_imports" / f"vllm-{version}.json"
+    pinned = f" {version} " in " " + _pinned_releases() + " "
+    if not path.exists() and not pinned:  # the benchmark measures the releases CI pins (.ci/run)
+        pytest.skip(f"no recorded import set for vLLM {version} (recorded: the releases .ci/run pins)")
     assert path.exists(), f"no recorded import set for vLLM {version}: tools/record_vllm_imports.py --write"
     recorded = json.loads(path.read_text(encoding="utf-8"))
-    now = record(sys.executable)
     assert set(now["stdlib"]) == set(recorded["stdlib"])
     assert set(now["third_party"]) == set(recorded["third_party"])
-    assert {"ctypes.util", "subprocess", "shutil", "tempfile", "json", "argparse"} <= set(now["stdlib"])
+
+
+def _pinned_releases() -> str:
+    for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VLLM_VERSIONS=("):
+            return line.split("(", 1)[1].split(")", 1)[0]
+    return ""
