@@ -75,6 +75,8 @@ class _Tok(str):
     action still says where it came from.
     """
 
+    origins: tuple[tuple[int, str], ...]
+
     def __new__(cls, text: str, origins: tuple[tuple[int, str], ...] = ()):
         made = str.__new__(cls, text)
         made.origins = origins
@@ -129,7 +131,7 @@ def read_serve_args(
             )
             break
 
-    tagged = [_Tok(t, ((i, WHOLE),)) for i, t in enumerate(tokens)]
+    tagged: list[str] = [_Tok(t, ((i, WHOLE),)) for i, t in enumerate(tokens)]
     file_secrets: list[str] = []  # values of secret keys in the --config file, never to be quoted
     try:
         args, model_moved = _move_model_option(tagged)
@@ -155,15 +157,17 @@ def read_serve_args(
         return ServeArgs(tokens=tokens, rejection=reason,
                          warnings=tuple(warnings), secrets=conservative)
 
-    if any(t is None for t in traced):
+    known = [spans for spans in traced if spans is not None]
+    if len(known) < len(traced):
         secrets = conservative  # a value argparse rebuilt: mask everything that could be one
     else:
         # The recorded secret options, where the parse put their values; and the options whose
         # names look like credentials where the table cannot say (unknown to it, dotted sub-keys,
         # any option when the table is not this release's own).
         guessed = conservative_spans(tokens, table.option_strings, exact=table.exact, guessed_only=True)
-        secrets = SecretSpans(frozenset(span for spans in traced for span in spans) | guessed.spans)
-    model, model_source = values.get("model_tag"), "positional"
+        secrets = SecretSpans(frozenset(span for spans in known for span in spans) | guessed.spans)
+    model = values.get("model_tag")
+    model_source: str | None = "positional"
     if model is not None and model_moved:
         model_source = "--model"
     if model is None and values.get("model") is not None:
@@ -394,8 +398,8 @@ def _fold_dotted(args: list[str]) -> list[str]:
                 value: object = json.loads(value_str)
             except json.JSONDecodeError:
                 value = _human_readable_int(str(value_str))
-            nested: object = value
-            for k in reversed(keys):
+            nested: dict[str, object] = {keys[-1]: value}  # the name has a '.': keys is not empty
+            for k in reversed(keys[:-1]):
                 nested = {k: nested}
             _merge(dicts.setdefault(key, {}), nested)
             sources.setdefault(key, []).extend(spans)
@@ -408,10 +412,11 @@ def _fold_dotted(args: list[str]) -> list[str]:
 
 def _merge(original: dict[str, object], update: dict[str, object]) -> None:
     for k, v in update.items():
-        if isinstance(v, dict) and isinstance(original.get(k), dict):
-            _merge(original[k], v)
-        elif isinstance(v, list) and isinstance(original.get(k), list):
-            original[k] += v
+        old = original.get(k)
+        if isinstance(v, dict) and isinstance(old, dict):
+            _merge(old, v)
+        elif isinstance(v, list) and isinstance(old, list):
+            old += v  # in place, as original[k] += v
         else:
             original[k] = v
 
@@ -501,7 +506,7 @@ def _build_replica(table: OptionTable) -> _ReplicaParser:
                 nargs=None if action.nargs == 1 else action.nargs,
                 choices=action.choices,
                 default=None,
-                **({"action": _StoreSecret} if _secret_action(action, table.exact) else {}),
+                action=_StoreSecret if _secret_action(action, table.exact) else "store",  # argparse's default
             )
     return parser
 
