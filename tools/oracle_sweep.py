@@ -2,6 +2,7 @@
 
     python3 tools/oracle_sweep.py [--releases 0.24.0 0.25.0 …] [--tables] [--out docs/release-matrix.md]
     python3 tools/oracle_sweep.py --render     # rows changed, outcomes not: rewrite the matrix only
+    python3 tools/oracle_sweep.py --releases 0.33.0 --venv 0.33.0=$(.ci/vllm-venv.sh 0.33.0)  # reuse a venv
 
 For each release: a fresh virtual environment (one at a time, deleted after: ~9 GB each) with
 that vLLM from the package index, dsv4-launch from this checkout, then
@@ -45,22 +46,27 @@ def sh(cmd, log, env=None, cwd=ROOT) -> int:
         return subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd).returncode
 
 
-def run_release(release: str, work: Path, tables: bool) -> dict:
-    venv = work / f"vllm-{release}"
+def run_release(release: str, work: Path, tables: bool, existing: Path | None = None) -> dict:
+    """``existing``: a venv that already holds this vLLM (CI's cache, .ci/vllm-venv.sh): used as
+    it is, with this checkout first on PYTHONPATH, and kept."""
+    venv = existing or work / f"vllm-{release}"
     log = work / f"{release}.log"
     report = work / f"{release}.json"
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     started = time.monotonic()
     result = {"release": release, "installed": False, "tests": [], "commit": checkout_commit()}
     try:
-        if sh([sys.executable, "-m", "venv", str(venv)], log, env) != 0:
-            return result
         py = str(venv / "bin" / "python")
-        if sh([py, "-m", "pip", "install", "--no-cache-dir", f"vllm=={release}", "-r",
-               str(ROOT / ".ci/requirements-test.txt")], log, env) != 0:
-            return result
-        if sh([py, "-m", "pip", "install", "--no-cache-dir", "--no-deps", "-e", str(ROOT)], log, env) != 0:
-            return result
+        if existing is None:
+            if sh([sys.executable, "-m", "venv", str(venv)], log, env) != 0:
+                return result
+            if sh([py, "-m", "pip", "install", "--no-cache-dir", f"vllm=={release}", "-r",
+                   str(ROOT / ".ci/requirements-test.txt")], log, env) != 0:
+                return result
+            if sh([py, "-m", "pip", "install", "--no-cache-dir", "--no-deps", "-e", str(ROOT)], log, env) != 0:
+                return result
+        else:
+            env["PYTHONPATH"] = str(ROOT / "src")
         result["installed"] = True
         test_env = {**env, "DSV4_REQUIRE_VLLM": "1", "VLLM_TARGET_DEVICE": "cpu", "DSV4_ORACLE_REPORT": str(report),
                     "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
@@ -71,7 +77,8 @@ def run_release(release: str, work: Path, tables: bool) -> dict:
         if report.exists():
             result["tests"] = json.loads(report.read_text())
     finally:
-        shutil.rmtree(venv, ignore_errors=True)
+        if existing is None:
+            shutil.rmtree(venv, ignore_errors=True)
         result["seconds"] = round(time.monotonic() - started)
     return result
 
@@ -147,6 +154,8 @@ def main() -> None:
     parser.add_argument("--results", default=str(ROOT / "docs/release-matrix.json"),
                         help="the raw outcomes (committed beside the matrix)")
     parser.add_argument("--work", help="where the venvs and logs go (default: a temporary directory)")
+    parser.add_argument("--venv", action="append", default=[], metavar="RELEASE=PATH",
+                        help="use this existing venv for RELEASE (e.g. CI's cached one) instead of a new one")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite the matrix from --results (after a row changed), running nothing")
     opts = parser.parse_args()
@@ -160,7 +169,8 @@ def main() -> None:
         previous = {r["release"]: r for r in json.loads(Path(opts.results).read_text())}
     for release in opts.releases:
         print(f"oracle sweep: vLLM {release} (log: {work / (release + '.log')})", file=sys.stderr, flush=True)
-        previous[release] = run_release(release, work, opts.tables)
+        existing = dict(v.split("=", 1) for v in opts.venv).get(release)
+        previous[release] = run_release(release, work, opts.tables, Path(existing) if existing else None)
         r = previous[release]
         print(f"oracle sweep: vLLM {release}: installed={r['installed']} rc={r.get('returncode')} "
               f"{r['seconds']} s", file=sys.stderr, flush=True)
