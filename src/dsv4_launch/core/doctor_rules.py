@@ -66,7 +66,7 @@ def sm120_api_missing(facts: Facts, gpu: GpuInfo | None):
 def sm120_shape_missing(facts: Facts, gpu: GpuInfo | None):
     fi = _flashinfer(facts)
     answers = fi.get("sm120_dsv4_decode") if fi else None
-    if not isinstance(answers, Mapping) or not fi.get("sm120_sparse_mla") or not _on_sm120_path(facts):
+    if fi is None or not isinstance(answers, Mapping) or not fi.get("sm120_sparse_mla") or not _on_sm120_path(facts):
         return None
     missing = [(h, k) for h, k in sm120_decode_shapes(facts) if answers.get(f"{h},{k}") is False]
     if not missing:

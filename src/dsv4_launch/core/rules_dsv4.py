@@ -153,6 +153,8 @@ def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or kv.startswith("fp8") or not _kv_is_valid(facts, kv) or _is_nvfp4_on_mla(kv, facts.vllm_version):
         return None
+    if gpu is None or gpu.capability is None:  # a GPU-family row: evaluate() passes a GPU of known type
+        return None
     path = kv_path(gpu.capability, dsv4_backend(facts.args))
     if path is None or path.layout != FP8_DS_MLA:
         return None
@@ -247,6 +249,8 @@ def block_size_v4(facts: Facts, gpu: GpuInfo | None):
 def block_size_v41(facts: Facts, gpu: GpuInfo | None):
     # 64 on the SM 9.x family, 128 elsewhere (deepseek_v41/sparse_mla.py, 0.30+); the FlashInfer
     # plain-row backend takes 128 on every GPU (deepseek_v41/nvidia/flashinfer_sparse.py)
+    if gpu is None or gpu.capability is None:  # a GPU-family row: evaluate() passes a GPU of known type
+        return None
     sm9_flashmla = gpu.capability[0] == 9 and not _v41_plain_rows(facts, gpu)
     return _block(facts, 64 if sm9_flashmla else 128, "DeepSeek-V4.1")
 
@@ -291,11 +295,11 @@ def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
     # vLLM's own check (config/parallel.py): only with no executor backend given, a world size
     # above 1 and one node.
     multi_node = (as_int(facts.args.value("nnodes")) or 1) > 1 or bool(facts.args.value("headless"))
-    counted = facts.gpus is not None and facts.gpu_source in ("nvml", "nvidia-smi")
-    if (not counted or multi_node or pp < 1 or tp * pp <= 1 or facts.args.value("distributed_executor_backend")
-            is not None or tp * pp <= facts.gpus.visible_count):
+    counted = facts.gpus if facts.gpu_source in ("nvml", "nvidia-smi") else None
+    if (counted is None or multi_node or pp < 1 or tp * pp <= 1 or facts.args.value("distributed_executor_backend")
+            is not None or tp * pp <= counted.visible_count):
         return None
-    visible = facts.gpus.visible_count
+    visible = counted.visible_count
     sizes = f"--tensor-parallel-size {tp}" + (f" × --pipeline-parallel-size {pp}" if pp > 1 else "")
     needed = tp * pp
     return {"sizes": sizes, "needed": f"{needed} GPU{'' if needed == 1 else 's'}",
@@ -353,7 +357,7 @@ def _fp4_indexer_flag(facts: Facts) -> bool:
 
 
 def _fp4_indexer_fix(facts: Facts) -> str:
-    sm10 = [g for g in facts.known_gpus if g.capability[0] == 10]
+    sm10 = [g for g in facts.known_gpus if g.capability is not None and g.capability[0] == 10]
     if sm10 and VersionRange(since="0.28.0").contains(facts.vllm_version):
         return "--attention-config.indexer_kv_dtype mxfp4 (the FP4 indexer cache on SM 10.x)"
     return "drop --attention_config.use_fp4_indexer_cache (vLLM picks the indexer cache itself)"
@@ -579,7 +583,7 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
 
 
 def h20_0271(facts: Facts, gpu: GpuInfo | None):
-    if not re.search(r"\bH20\b", gpu.name or "") or (facts.env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1":
+    if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or (facts.env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1":
         return None
     return {}
 
