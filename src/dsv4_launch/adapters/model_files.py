@@ -173,10 +173,7 @@ def locate_config(
     for cache in hub_cache_dirs(env, download_dir):
         repo = os.path.join(cache, folder)
         looked.append(cache)
-        if re.match(_COMMIT, rev):
-            commit, why = rev, None
-        else:
-            commit, why = _read_ref(os.path.join(repo, "refs", rev))
+        commit, why = (rev, None) if re.match(_COMMIT, rev) else _read_ref(os.path.join(repo, "refs", rev))
         if commit is None:
             if why:
                 incomplete.append(why)
@@ -204,8 +201,10 @@ def _read_ref(path: str) -> tuple[str | None, str | None]:
     try:
         with open(path, "rb") as handle:
             raw = handle.read(256)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         return None, f"cannot read {path} ({exc.strerror or exc})"
+    except ValueError as exc:  # a NUL byte: no strerror
+        return None, f"cannot read {path} ({exc})"
     text = raw.decode("ascii", "replace").strip()
     if not re.match(_COMMIT, text):
         return None, f"{path} does not hold a commit hash"
@@ -220,8 +219,10 @@ def read_json_file(path: str) -> tuple[object | None, str | None]:
     try:
         with open(path, "rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         return None, f"cannot read {path}: {exc.strerror or exc}"
+    except ValueError as exc:  # a NUL byte: no strerror
+        return None, f"cannot read {path}: {exc}"
     if len(raw) > MAX_CONFIG_BYTES:
         return None, f"{path} is larger than {MAX_CONFIG_BYTES // 2**20} MiB"
     try:
@@ -256,9 +257,10 @@ def model_facts(
     ``known``: a function giving the known-checkpoint table entry for ``model``'s name (or
     None); called only when no config.json can be read.
     """
-    if model is None and hf_config_path is None:
-        return ModelFacts(name=None, note="no model given: vLLM serves its default model")
     where = hf_config_path or model
+    if where is None:
+        return ModelFacts(name=None, note="no model given: vLLM serves its default model")
+    how: str | None
     path, how = locate_config(where, env, revision if not hf_config_path else None, download_dir)
     if path is not None:
         config, problem = read_config(path)

@@ -57,9 +57,9 @@ class ModelFacts:
         """An integer field of config.json (``num_attention_heads``), or None. Multimodal
         configs (DeepSeek-V4.1) keep the language model's fields under ``text_config``."""
         config = self.config or {}
-        value = config.get(key)
-        if value is None and isinstance(config.get("text_config"), Mapping):
-            value = config["text_config"].get(key)
+        value, text_config = config.get(key), config.get("text_config")
+        if value is None and isinstance(text_config, Mapping):
+            value = text_config.get(key)
         return value if type(value) is int else None
 
 
@@ -102,8 +102,9 @@ def apply_overrides(config: Mapping[str, object], overrides: object) -> tuple[di
     if not isinstance(overrides, Mapping):
         return merged, "--hf-overrides is not a JSON object; ignored when recognising the model"
     for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            inner = dict(merged[key])
+        old = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(old, Mapping):
+            inner = dict(old)
             inner.update(value)
             merged[key] = inner
         else:
@@ -143,8 +144,9 @@ def classify(
             source = f"{source} + --hf-overrides"
         return _from_config(name, merged, source or "config.json", note)
     missing = f"no config.json readable ({missing_reason})" if missing_reason else "no config.json readable"
-    if known is not None and isinstance(known.get("config"), Mapping):
-        merged, note = apply_overrides(known["config"], overrides)
+    known_config = known.get("config") if known is not None else None
+    if known is not None and isinstance(known_config, Mapping):
+        merged, note = apply_overrides(known_config, overrides)
         source = f"the known-checkpoint table ({known.get('id')})"
         if overrides is not None and note is None:
             source += " + --hf-overrides"

@@ -142,7 +142,7 @@ def read_settings(env: Mapping[str, str]) -> Settings:
         log_format=log_format,
         warnings=tuple(w for w in (w1, w2, w3) if w),
         gpu_capabilities=caps,
-        gpu_capability_text=text.strip() if caps else None,
+        gpu_capability_text=text.strip() if caps and text else None,  # caps come from a text
         gpu_memory_bytes=memory,
     )
 
