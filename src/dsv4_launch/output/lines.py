@@ -26,6 +26,10 @@ from collections.abc import Mapping
 
 from .escape import printable
 
+TYPE_CHECKING = False  # rich is imported only when it styles something; type checkers read this as True
+if TYPE_CHECKING:
+    from rich.console import Console
+
 STYLES = {"changed": "bold green", "warning": "bold yellow", "error": "bold red"}
 
 
@@ -100,7 +104,7 @@ def reader_gone(stream) -> bool:
         return False
 
 
-def console(stream):
+def console(stream) -> Console:
     """A Rich console for a stream ``use_style`` said yes to (forced: FORCE_COLOR into a pipe)."""
     from rich.console import Console
 
@@ -114,7 +118,7 @@ def json_line(level: str, logger: str, message: str, fields: Mapping[str, object
 
     now = time.time()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
-    record = {"time": stamp, "level": level, "logger": logger, "message": message}
+    record: dict[str, object] = {"time": stamp, "level": level, "logger": logger, "message": message}
     record.update((k, v) for k, v in (fields or {}).items() if v is not None)
     return json.dumps(record, ensure_ascii=True) + "\n"
 
@@ -138,7 +142,7 @@ class Reporter:
         self.json = structured and read_log_format(env)[0] == "json"
         self.styled = not self.json and use_style(stream, env)
         self.broken = stream is None
-        self._console = None
+        self._console: Console | None = None
         make_lenient(stream)
 
     def _write(self, label: str | None, text: str, style: str, level: str = "info", **fields) -> None:
@@ -157,16 +161,17 @@ class Reporter:
                 self.broken = True
             return
         try:
-            if self._console is None:
-                self._console = console(self.stream)
-                self._console.soft_wrap = True
+            rich_console = self._console
+            if rich_console is None:
+                rich_console = self._console = console(self.stream)
+                rich_console.soft_wrap = True
             from rich.text import Text
 
             line = Text(head, style="bold")
             if label:
                 line.append(f"{label}: ", style=style or "bold")
             line.append(text, style="" if label else style)
-            self._console.print(line)
+            rich_console.print(line)
         except (OSError, ValueError, AttributeError, UnicodeError):
             self.broken = True
 
