@@ -87,6 +87,18 @@ def test_exit_status_is_vllms(run_cli, v4_dir, behaviour, code):
         assert "RuntimeError: fake vLLM failed during start-up" in done.stderr
 
 
+@pytest.mark.parametrize("number", [98, 2])  # EADDRINUSE (vLLM's socket bind), ENOENT
+def test_an_oserror_of_vllm_in_this_process_is_vllms(run_cli, v4_dir, number):
+    """An OSError raised by vLLM's own start-up is vLLM's error (its traceback, exit 1), as under
+    plain `vllm serve`: not a failed exec of a `vllm` script (was "cannot run None", exit 126,
+    and for ENOENT a TypeError traceback of ours)."""
+    done, record = run_cli("dsv4-serve", v4_dir, behaviour=f"oserror:{number}")
+    assert record is not None
+    assert done.returncode == 1
+    assert f"Error: [Errno {number}] {os.strerror(number)}" in done.stderr  # OSError, FileNotFoundError
+    assert "cannot run" not in done.stderr and "TypeError" not in done.stderr
+
+
 def test_secrets_reach_vllm_but_are_never_printed(run_cli, v4_dir):
     done, record = run_cli(
         "dsv4-serve", v4_dir, "--api-key", "sk-live-123", "--hf-token=hf_abcdef",

@@ -87,6 +87,8 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
         reporter.error(str(exc))
         return exit_codes.NO_VLLM
     except OSError as exc:  # exec of the `vllm` on PATH failed
+        if prepared.vllm.importable or prepared.vllm.executable is None:
+            raise  # vLLM's own error, raised in this process: shown as plain `vllm serve` shows it
         reporter.error(exec_failure(prepared.vllm.executable, exc, env.get("PATH")))
         return exit_codes.EXEC_FAILED
 

@@ -4,7 +4,8 @@ It records what it was given and then behaves as the test asks, through environm
 
   FAKE_VLLM_RECORD     JSON file written with {"argv", "pid", "nvml_open", "torch_loaded", ...}
   FAKE_VLLM_BEHAVIOUR  "return" (main() returns None), "exit:N" (raises SystemExit(N)),
-                       "raise" (raises RuntimeError), "serve" (a long-running server: installs
+                       "raise" (raises RuntimeError), "oserror:N" (raises OSError with errno N,
+                       as vLLM's own socket bind does on a port in use), "serve" (a long-running server: installs
                        its own SIGTERM/SIGINT handlers, prints to stdout and stderr, and exits
                        with 0 on SIGTERM and 130 on SIGINT, like a server shutting down)
 """
@@ -49,6 +50,9 @@ def main():
         raise SystemExit(int(behaviour.split(":", 1)[1]))
     if behaviour == "raise":
         raise RuntimeError("fake vLLM failed during start-up")
+    if behaviour.startswith("oserror:"):
+        number = int(behaviour.split(":", 1)[1])
+        raise OSError(number, os.strerror(number))
     if behaviour == "serve":
         stopping = {}
 
