@@ -18,7 +18,6 @@ from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
 from ..core.records import record
 from ..core.settings import GPU_CAPABILITY, GPU_MEMORY, Settings
-from ..vllm_cli.engine_args import read_engine_args
 from ..vllm_cli.option_table import OptionTable, available_versions, load_table
 from ..vllm_cli.serve_args import read_serve_args
 from .checkpoints import known_checkpoint
@@ -105,6 +104,8 @@ def gather_engine(
     option table names, read by ``vllm_cli/engine_args``, then the same model files, weights
     and GPUs as ``gather``. ``hf_config``: the model config vLLM loaded, used only when no
     config.json can be read here."""
+    from ..vllm_cli.engine_args import read_engine_args  # the plugin's alone: not on dsv4-serve's path
+
     vllm = VllmInstall(version=vllm_version, importable=True, note="the running vLLM")
     table = load_table(vllm_version)
     args = read_engine_args(engine, table, model)

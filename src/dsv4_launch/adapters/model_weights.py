@@ -28,10 +28,11 @@ MAX_ENTRIES = 1 << 16  # a directory listing past this many entries is not judge
 MAX_HEADER_READS = 512  # shards whose safetensors header is read for the payload
 MAX_HEADER = 100 * 2**20  # safetensors refuses larger headers
 HEADERS = "the shard files (safetensors headers)"
-_METADATA = re.compile(rb'\A\s*\{\s*"metadata"\s*:\s*\{([^{}]{0,4096})\}')
-_TOTAL = re.compile(rb'"total_size"\s*:\s*(\d{1,20})(?=\s*(?:,|\Z))')
-_NAMED = re.compile(rb'"([^"\\/]{1,255}\.safetensors)"')
-_SHARD = re.compile(r"(.+)-(\d{5})-of-(\d{5})\.safetensors")
+# Patterns, compiled by re at first use (re caches them), not at import: most starts read no index.
+_METADATA = rb'\A\s*\{\s*"metadata"\s*:\s*\{([^{}]{0,4096})\}'
+_TOTAL = rb'"total_size"\s*:\s*(\d{1,20})(?=\s*(?:,|\Z))'
+_NAMED = rb'"([^"\\/]{1,255}\.safetensors)"'
+_SHARD = r"(.+)-(\d{5})-of-(\d{5})\.safetensors"
 _SKIPPED_BIN = ("training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
 
 
@@ -194,9 +195,9 @@ def _read_index(path: str) -> _Index | None:
 
 def _total(index: _Index) -> int | None:
     """``metadata.total_size``: from the head when ``metadata`` is the first key, else parsed."""
-    meta = _METADATA.match(index.head)
+    meta = re.match(_METADATA, index.head)
     if meta is not None:
-        found = _TOTAL.search(meta.group(1))
+        found = re.search(_TOTAL, meta.group(1))
         return int(found.group(1)) if found else None
     parsed = index.parsed()
     metadata = parsed.get("metadata") if isinstance(parsed, dict) else None
@@ -221,8 +222,9 @@ def _complete_from_listing(index: _Index, safetensors: dict[str, int]) -> set[st
         return None  # small enough to parse exactly
     prefix = count = None
     seen = set()
+    shard = re.compile(_SHARD).fullmatch  # once per call, not once per file
     for name, size in safetensors.items():
-        m = _SHARD.fullmatch(name)
+        m = shard(name)
         if m is None or size <= 0:
             return None
         if prefix is None:
@@ -232,7 +234,7 @@ def _complete_from_listing(index: _Index, safetensors: dict[str, int]) -> set[st
         seen.add(int(m.group(2)))
     if count is None or len(seen) != int(count) or seen != set(range(1, int(count) + 1)):
         return None
-    named_in_head = {n.decode("utf-8", "replace") for n in _NAMED.findall(index.head)}
+    named_in_head = {n.decode("utf-8", "replace") for n in re.findall(_NAMED, index.head)}
     if not named_in_head or not named_in_head <= safetensors.keys():
         return None
     return set(safetensors)

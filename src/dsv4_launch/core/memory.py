@@ -351,15 +351,24 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
     return per_gpu, offloaded, uncertain
 
 
+_SPLIT_MEMO: list = []  # the last (facts, weights, layout, split): the estimate and the lower bound share it
+
+
 def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
     """The checkpoint by tensor class, split as vLLM splits it (``core/weights.py``), checked
     against the checkpoint's exact size where there is one; None where config.json does not
-    give the shapes."""
+    give the shapes. Computed once for the same facts, weights and layout."""
     from .weights import split_weights
 
-    return split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
-                         _speculative_method(facts), weights.total_bytes, vllm_version=facts.vllm_version,
-                         mega_moe=_mega_moe(facts))
+    if _SPLIT_MEMO:
+        f, w, lay, split = _SPLIT_MEMO[0]
+        if f is facts and w is weights and lay == layout:
+            return split
+    split = split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
+                          _speculative_method(facts), weights.total_bytes, vllm_version=facts.vllm_version,
+                          mega_moe=_mega_moe(facts))
+    _SPLIT_MEMO[:] = [(facts, weights, layout, split)]
+    return split
 
 
 def _speculative_method(facts: Facts):
