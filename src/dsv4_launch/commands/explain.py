@@ -158,6 +158,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     from ..output.redact import masked_argv
     from ..output.report import command_line
 
+    plan_error: str | None = None
     try:
         corrected = corrected_plan(scan, env)
     except Exception as exc:  # never a traceback of ours: the explanation stands without the command
@@ -165,11 +166,10 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
             raise
         corrected = None
         plan_error = f"the logged arguments could not be planned (internal error: {type(exc).__name__})"
-    else:
-        plan_error = None
     prepared = corrected[0] if corrected else None
     planned = _plan_rules(prepared)
     explained = []
+    explained_rules: list[str] = []  # the rule of each entry of explained
     for group in group_matches(scan):
         rules = list(dict.fromkeys(m.signature.rule for m in group))
         confirmed = [r for r in rules if r in planned]
@@ -189,16 +189,17 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                 if prepared is not None else None
             item["plan_text"] = finding.text if finding else None
             explained.append(item)
+            explained_rules.append(match.signature.rule)
             chosen = [r for r in chosen if r != match.signature.rule]  # one entry per rule and line
     root = [{"line": x.number, "text": x.text} for x in (scan.exceptions or scan.errors)]
     pointers = [{"line": x.number, "text": x.text} for x in scan.pointers]
     corrected_doc = None
-    if corrected is not None:
+    if corrected is not None and scan.args is not None:  # a corrected plan is made from the args
         prepared, argv, skipped = corrected
         shown = masked_argv(prepared.argv, prepared.secrets)
         kv_fixed = any(c.option == "--kv-cache-dtype" for c in prepared.plan.changes)
         refused = {f.rule for f in prepared.plan.findings if f.level == "refuse"}
-        rules = list(dict.fromkeys(item["rule"] for item in explained))
+        rules = list(dict.fromkeys(explained_rules))
         corrected_doc = {
             "argv": shown, "command": command_line(shown), "exit_status": prepared.status,
             # what the command changes about the failures explained: fixed by dsv4-serve's own

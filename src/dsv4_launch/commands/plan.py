@@ -83,8 +83,9 @@ def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = 
     status = exit_codes.NO_VLLM if missing else prepared.status
     if as_json:
         ok = safe_write(stdout, dump(plan_document(prepared), scrub) + "\n")
-        if prepared.error or missing:
-            err.error(prepared.error or missing)
+        problem = prepared.error or missing
+        if problem:
+            err.error(problem)
     else:
         if prepared.error:
             err.error(prepared.error)
