@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from . import exit_codes
-from .own_options import HelpRequested, UsageError, split_own_options
+from .own_options import HelpRequested, OptionSpec, UsageError, split_own_options
 
-JSON_ONLY = {"--json": None}
+JSON_ONLY: OptionSpec = {"--json": None}
 
 
 def _gpus(text: str):
@@ -48,8 +48,8 @@ def _release(text: str) -> str:
     raise ValueError(f"no recorded option table for that release; known: {', '.join(known)}")
 
 
-VLLM_VERSION = {"--vllm-version": _release}  # plan for this release, without vLLM installed
-OWN_OPTIONS = {
+VLLM_VERSION: OptionSpec = {"--vllm-version": _release}  # plan for this release, without vLLM installed
+OWN_OPTIONS: dict[str, OptionSpec] = {
     "plan": {**JSON_ONLY, **VLLM_VERSION},
     "doctor": {**JSON_ONLY, **VLLM_VERSION},
     "fit": {"--json": None, "--gpus": _gpus, "--gpu-memory": _size, **VLLM_VERSION},

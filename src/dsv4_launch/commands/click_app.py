@@ -92,7 +92,7 @@ def fit(as_json: bool, vllm_version: str | None, gpus: str | None, gpu_memory: s
     """
     from .cli import _gpus, run
 
-    own = {"json": as_json, "vllm_version": _release(vllm_version)}
+    own: dict[str, object] = {"json": as_json, "vllm_version": _release(vllm_version)}
     if gpus:
         try:
             own["gpus"] = _gpus(gpus)

@@ -80,9 +80,11 @@ SCRIPTS = {"bash": BASH, "zsh": ZSH, "fish": FISH}
 
 def _launch_commands() -> list[str]:
     """dsv4-launch's commands, as its click group lists them (help renders from the same)."""
+    import click
+
     from .click_app import cli
 
-    return sorted({*cli.list_commands(None), "completion"})
+    return sorted({*cli.list_commands(click.Context(cli)), "completion"})
 
 
 def _click_options(command: str) -> list[str]:
@@ -148,7 +150,7 @@ def candidates(prog: str, words: Sequence[str], version: str | None = None) -> l
     if prog == "dsv4-serve":
         if len(words) == 1 and current.startswith("-V"):
             return ["-V"]
-        extra = {"--version": None} if len(words) == 1 else {}
+        extra: dict[str, list[str] | None] = {"--version": None} if len(words) == 1 else {}
         return _vllm_candidates(words, version if version is not None else _vllm_version(words), extra)
     if len(words) == 1:
         if current.startswith("-"):

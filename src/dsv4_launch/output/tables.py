@@ -71,10 +71,10 @@ def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
             table.add_column(Text(_cell(h, scrub)), justify="right" if right[i] else "left", no_wrap=i == 0)
         for row, style in zip(rows, styles):
             table.add_row(*(Text(_cell(c, scrub)) for c in row), style=style)
-        out = console(stream)
-        out.print(table)
+        rich_console = console(stream)
+        rich_console.print(table)
         for line in footer:
-            out.print(Text(_cell(line, scrub)))
+            rich_console.print(Text(_cell(line, scrub)))
         return True
     except (OSError, ValueError, UnicodeError):
         return False
