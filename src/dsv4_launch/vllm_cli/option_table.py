@@ -43,7 +43,15 @@ class OptionTable:
 
     @property
     def option_strings(self) -> tuple[str, ...]:
-        return tuple(o for a in self.actions for o in a.options)
+        kept = _OPTION_STRINGS.get(id(self))  # built once per table: a parse asks several times
+        if kept is not None and kept[0] is self:
+            return kept[1]
+        strings = tuple(o for a in self.actions for o in a.options)
+        _OPTION_STRINGS[id(self)] = (self, strings)
+        return strings
+
+
+_OPTION_STRINGS: dict[int, tuple[OptionTable, tuple[str, ...]]] = {}
 
 
 @lru_cache(maxsize=1)

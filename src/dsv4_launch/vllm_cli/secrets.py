@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from ..core.args import SecretSpans
 
@@ -109,6 +110,13 @@ def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
     return None
 
 
+@lru_cache(maxsize=8)
+def _option_sets(options: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """(long options without their ``--``, short options): built once per table, not per call."""
+    return (frozenset(o[2:] for o in options if o.startswith("--")),
+            frozenset(o for o in options if not o.startswith("--")))
+
+
 def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, exact: bool = True,
                        guessed_only: bool = False) -> SecretSpans:
     """Every span that may hold a secret when there is no parse to ask (vLLM rejects the
@@ -119,9 +127,7 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
 
     ``guessed_only``: only the options judged by their name start masking (the parse already
     placed the recorded secret options' values exactly); used after a successful parse."""
-    options = list(known_options)
-    known = frozenset(o[2:] for o in options if o.startswith("--"))
-    short = frozenset(o for o in options if not o.startswith("--"))
+    known, short = _option_sets(tuple(known_options))
     spans: set[tuple[int, str]] = set()
     masking = False
     for i, token in enumerate(tokens):
