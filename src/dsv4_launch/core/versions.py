@@ -29,9 +29,21 @@ _PEP440_SOURCE = (
 BEFORE, AT, AFTER = 0, 1, 2  # where a version sits against its own final release
 
 
+_PARSED: dict[str, tuple[int, tuple[int, ...], int]] = {}  # a plan's ~60 rows ask about the same few versions
+
+
 def parse_version(text: str) -> tuple[int, tuple[int, ...], int]:
     """``"0.30.0rc1"`` → ``(0, (0, 30), BEFORE)``, comparable with ``<``; ValueError for text
     that is not a version."""
+    found = _PARSED.get(text) if isinstance(text, str) else None
+    if found is None:
+        found = _parse_version(text)
+        if isinstance(text, str):
+            _PARSED[text] = found
+    return found
+
+
+def _parse_version(text: str) -> tuple[int, tuple[int, ...], int]:
     parts = text.split(".")
     if text.isascii() and all(p.isdigit() for p in parts):  # "0.24.0": no regex needed
         epoch, release, where = 0, [int(p) for p in parts], AT
