@@ -21,7 +21,6 @@ from ..core.settings import GPU_CAPABILITY, GPU_MEMORY, Settings
 from ..vllm_cli.option_table import OptionTable, available_versions, load_table
 from ..vllm_cli.serve_args import read_serve_args
 from .checkpoints import known_checkpoint
-from .config_file import load_config_file
 from .model_files import hf_offline, model_facts
 from .model_weights import read_weights
 from .nvml import GpuProbe, probe_gpus
@@ -41,7 +40,13 @@ class Gathered:
 def read_args(argv: Sequence[str], table: OptionTable) -> ServeArgs:
     """The arguments as vLLM reads them. Raises ConfigFileError for a --config file vLLM cannot
     use; a --config left unread (a FIFO) is said in ``ServeArgs.unread``."""
-    return read_serve_args(argv, table, load_config_file)
+    return read_serve_args(argv, table, _load_config_file)
+
+
+def _load_config_file(path: str) -> dict[str, object]:
+    from .config_file import load_config_file  # only with --config: not on most starts' path
+
+    return load_config_file(path)
 
 
 def _model(args: ServeArgs, env: Mapping[str, str]) -> ModelFacts:

@@ -177,10 +177,11 @@ def read_serve_args(
         model, model_source = table.defaults["model"], "vLLM default"
     if model is None:
         model_source = None
+    plain = {k: _plain(v) for k, v in values.items()}
     return ServeArgs(
         tokens=tokens,
-        values={k: _plain(v) for k, v in values.items()},
-        cli_values={k: _plain(v) for k, v in cli_values.items()},
+        values=plain,
+        cli_values=plain if cli_values is values else {k: _plain(v) for k, v in cli_values.items()},
         model=_plain(model),
         model_source=model_source,
         config_path=config_path,
