@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
 from ..core.facts import Facts
@@ -27,6 +26,8 @@ def rule_of(plan: Plan, text: str) -> str | None:
 
 
 def command_line(argv: Sequence[str]) -> str:
+    import shlex  # here, not at import: plan --json prints no command line
+
     return shlex.join(["vllm", "serve", *argv])
 
 
