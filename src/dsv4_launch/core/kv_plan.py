@@ -93,7 +93,7 @@ def layer_caches(ratios: Sequence[int], indexer: str = "fp8", window: int = SWA_
             kinds = (swa, hca_main, hca_state)
         else:
             kinds = (swa,)
-        out.extend(c._replace(layer=i) for c in kinds)
+        out.extend(Cache(i, c.page, c.block, c.window) for c in kinds)  # positional: the fast way to build a record
     return out
 
 
