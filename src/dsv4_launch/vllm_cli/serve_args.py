@@ -491,22 +491,26 @@ def _build_replica(table: OptionTable) -> _ReplicaParser:
     parser = _ReplicaParser(prog="vllm serve", add_help=False, exit_on_error=False)
     for dest in table.positionals:
         parser.add_argument(dest, nargs="?", default=None)
-    # The options: the Action objects add_argument() would make from these keywords, added as it
-    # adds them (_add_action: the same option-string table and conflict check). add_argument's
-    # other work (option prefixes, dest, action and type lookups, a metavar check through the
-    # help formatter) only validates what argparse itself recorded in the table, and costs
-    # ~1 ms over ~300 options on every start. Same code in Python 3.10–3.13's argparse.
-    store = parser._registry_get("action", "store")  # argparse's default action
+    # The options, through argparse's public add_argument (its private _add_action would save
+    # ~1 ms a start, not worth depending on argparse's internals across Python releases).
     for action in table.actions:
-        options = list(action.options)
         if action.nargs == 0:
-            made: argparse.Action = _StoreFlag(options, action.dest, values_by_option=dict(action.flag_values or {}),
-                                               default=None)
+            parser.add_argument(
+                *action.options,
+                dest=action.dest,
+                action=_StoreFlag,
+                values_by_option=dict(action.flag_values or {}),
+                default=None,
+            )
         else:
-            kind = _StoreSecret if _secret_action(action, table.exact) else store
-            made = kind(options, action.dest, nargs=None if action.nargs == 1 else action.nargs,
-                        choices=action.choices, default=None)
-        parser._add_action(made)
+            parser.add_argument(
+                *action.options,
+                dest=action.dest,
+                nargs=None if action.nargs == 1 else action.nargs,
+                choices=action.choices,
+                default=None,
+                action=_StoreSecret if _secret_action(action, table.exact) else "store",  # argparse's default
+            )
     return parser
 
 
