@@ -91,7 +91,7 @@ def checkout_commit() -> str:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     # the sweep's own output (the matrix and its results) is not a change to what it runs
     changed = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines()
-               if not line[3:].startswith("docs/release-matrix.")]
+               if not line.split(maxsplit=1)[-1].startswith("docs/release-matrix.")]
     return commit + ("+changes" if changed else "")
 
 
