@@ -7,6 +7,7 @@ saying how to run them — unless DSV4_REQUIRE_VLLM=1 (CI), which turns the skip
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import importlib.util
 import os
@@ -78,3 +79,14 @@ def real_parse(top, tokens):
         return "reject", f"SystemExit({exc.code})"
     except Exception as exc:  # ValueError, AssertionError, yaml errors: a traceback for the user
         return "reject", f"{type(exc).__name__}: {exc}"
+
+
+def vllm_symbol(module: str, name: str):
+    """Import ``module.name`` from vLLM, failing with a message that says what moved."""
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        pytest.fail(f"vLLM moved or removed {module} (needed for {name}): {exc}; update this oracle")
+    if not hasattr(mod, name):
+        pytest.fail(f"vLLM's {module} no longer defines {name}; find where it moved and update this oracle")
+    return getattr(mod, name)

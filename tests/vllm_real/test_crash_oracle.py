@@ -8,29 +8,16 @@ branch of `DeepseekV4FlashInferMLASparseBackend.supports_combination`
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.versions import is_older
 from tests.planning import planned
 
-from .conftest import real_parse
+from .conftest import real_parse, vllm_symbol
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 V4 = {"architectures": ["DeepseekV4ForCausalLM"]}
-
-
-def vllm_symbol(module: str, name: str):
-    """Import ``module.name`` from vLLM, failing with a message that says what moved."""
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        pytest.fail(f"vLLM moved or removed {module} (needed for {name}): {exc}; update this oracle")
-    if not hasattr(mod, name):
-        pytest.fail(f"vLLM's {module} no longer defines {name}; find where it moved and update this oracle")
-    return getattr(mod, name)
 
 
 @pytest.fixture(scope="module")

@@ -23,19 +23,9 @@ import pytest
 from dsv4_launch.commands.explain import run_explain
 from dsv4_launch.core.versions import is_older
 
-from .conftest import real_parse
+from .conftest import real_parse, vllm_symbol
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
-
-
-def vllm_symbol(module: str, name: str):
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        pytest.fail(f"vLLM moved or removed {module} (needed for {name}): {exc}; update this oracle")
-    if not hasattr(mod, name):
-        pytest.fail(f"vLLM's {module} no longer defines {name}; update this oracle")
-    return getattr(mod, name)
 
 
 def raised(call) -> str | None:
