@@ -546,3 +546,33 @@ def test_fit_into_a_closed_pipe_is_silent_and_keeps_its_status(tmp_path):
 def test_fit_never_prints_a_secret_value(tmp_path):
     code, out, err = run(["--api-key", "sk-fit-5551secret"], tmp_path, as_json=True, gpus=2)
     assert "sk-fit-5551secret" not in out + err
+
+
+def test_vllm_pp_layer_partition_moves_the_weights_and_the_kv_as_vllm_splits_them():
+    # get_pp_indices (distributed/utils.py:198@0.33) takes VLLM_PP_LAYER_PARTITION as given
+    even = facts(["-pp", "2", "--max-model-len", "65536"], gpus=2)
+    lopsided = even._replace(env={"VLLM_PP_LAYER_PARTITION": "35,8"})
+    e0, e1 = estimate(even, even.memory), estimate(lopsided, lopsided.memory)
+    assert e1.weights_bytes_per_gpu > 1.4 * e0.weights_bytes_per_gpu  # stage 0 holds 35 of 43 layers
+    assert e1.kv_bytes_per_token > 1.4 * e0.kv_bytes_per_token
+    plan, found = findings(lopsided)
+    assert "weights-exceed-memory" in found or "weights-tight" in found
+    # a partition vLLM would reject itself (wrong count or sum) is not guessed at: the even split
+    for bad in ("35,7", "43", "a,b"):
+        f = even._replace(env={"VLLM_PP_LAYER_PARTITION": bad})
+        assert estimate(f, f.memory).weights_bytes_per_gpu == e0.weights_bytes_per_gpu
+
+
+@pytest.mark.parametrize("spec,mtp_loaded", [
+    ('{"method":"mtp","num_speculative_tokens":1}', True), ('{"method":"deepseek_mtp"}', True),
+    ('{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}', False),
+    ('{"method":"suffix"}', False)])
+def test_the_lower_bound_keeps_the_mtp_layers_only_when_vllm_loads_them(spec, mtp_loaded):
+    from dsv4_launch.core.memory import weights_lower_bound
+
+    plain = facts([])
+    with_spec = facts(["--speculative-config", spec])
+    layout = plain and estimate(plain, plain.memory).layout
+    a = weights_lower_bound(plain, plain.memory._replace(published=False), layout)
+    b = weights_lower_bound(with_spec, with_spec.memory._replace(published=False), layout)
+    assert (b > a) is mtp_loaded

@@ -21,6 +21,7 @@ RULE_ENV = (
     "HF_HUB_OFFLINE",
     "VLLM_PLUGINS",
     "PYTHONOPTIMIZE",  # vLLM's bare asserts are skipped under -O
+    "VLLM_PP_LAYER_PARTITION",  # the layers of each pipeline stage (get_pp_indices)
 )
 
 

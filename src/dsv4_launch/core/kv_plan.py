@@ -97,13 +97,28 @@ def layer_caches(ratios: Sequence[int], indexer: str = "fp8", window: int = SWA_
     return out
 
 
-def pp_stages(layers: int, pp: int) -> list[range]:
+def pp_partition(text: str | None, layers: int, pp: int) -> list[int] | None:
+    """``VLLM_PP_LAYER_PARTITION`` as ``get_pp_indices`` reads it: comma-separated layer counts,
+    one per stage, adding up to the layers; None when unset or not that (vLLM then raises itself)."""
+    if not text:
+        return None
+    try:
+        parts = [int(p) for p in text.split(",")]
+    except ValueError:
+        return None
+    return parts if len(parts) == pp and sum(parts) == layers and all(p >= 0 for p in parts) else None
+
+
+def pp_stages(layers: int, pp: int, partition: Sequence[int] | None = None) -> list[range]:
     """The layers of each pipeline stage, as ``vllm/distributed/utils.py get_pp_indices`` splits
-    them (the same in 0.24–0.33): even parts, the remainder to the stages before the last."""
+    them (the same in 0.24–0.33): ``VLLM_PP_LAYER_PARTITION`` where given, else even parts, the
+    remainder to the stages before the last."""
     pp = max(1, min(pp, max(layers, 1)))
     parts = [layers // pp] * pp
     for i in range(2, layers % pp + 2):
         parts[-i] += 1
+    if partition is not None and len(partition) == pp and sum(partition) == layers:
+        parts = list(partition)
     out, start = [], 0
     for n in parts:
         out.append(range(start, start + n))
@@ -252,12 +267,13 @@ class StagePlan:
         return self.need(length, in_flight) <= available - self.null_block
 
 
-def stage_plans(ratios: Sequence[int], family: str, pp: int = 1, indexer: str = "fp8") -> list[StagePlan]:
+def stage_plans(ratios: Sequence[int], family: str, pp: int = 1, indexer: str = "fp8",
+                partition: Sequence[int] | None = None) -> list[StagePlan]:
     """Per pipeline stage, how vLLM charges a request (the whole model grouped, then projected)."""
     caches = layer_caches(ratios, indexer)
     grouping = group(caches, family)
     plans = []
-    for stage in pp_stages(min(len(ratios), MAX_LAYERS), pp):
+    for stage in pp_stages(min(len(ratios), MAX_LAYERS), pp, partition):
         projected = [tuple(c for c in g.caches if c.layer in stage) for g in grouping.groups]
         projected = [g for g in projected if g]
         if not projected:

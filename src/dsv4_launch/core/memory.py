@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from .facts import Facts, as_bool, as_human_int, as_int, json_option, vllm_env_bool
 from .gpus import GpuInfo
-from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, stage_plans
+from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, pp_partition, stage_plans
 from .model import V4
 from .records import record
 from .versions import VersionRange
@@ -279,8 +279,11 @@ def _nextn(facts: Facts) -> int:
     return n if n and n > 0 else 0
 
 
-def _speculative(facts: Facts) -> bool:
-    return bool(json_option(facts.args, "speculative_config") or facts.args.value("speculative_config"))
+def _loads_mtp(facts: Facts) -> bool:
+    """The checkpoint's MTP layers are loaded: speculative decoding with an MTP method (not
+    ngram, suffix, EAGLE with its own draft model, or DSpark's own module)."""
+    method = _speculative_method(facts)
+    return isinstance(method, str) and (method == "mtp" or method.endswith("_mtp"))
 
 
 def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout, mnbt: int | None = None) -> int | None:
@@ -298,7 +301,7 @@ def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layou
         total = weights.total_bytes
         layers = facts.model.number("num_hidden_layers")
         nextn = _nextn(facts)
-        if nextn and layers and not _speculative(facts):
+        if nextn and layers and not _loads_mtp(facts):
             total = total * layers // (layers + nextn)
         found = total // layout.gpus
     split = _shape_split(facts, weights, layout) if (weights.exact or weights.published) else None
@@ -366,9 +369,15 @@ def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
             return split
     split = split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
                           _speculative_method(facts), weights.total_bytes, vllm_version=facts.vllm_version,
-                          mega_moe=_mega_moe(facts))
+                          mega_moe=_mega_moe(facts), pp_partition=_partition(facts, layout.pp))
     _SPLIT_MEMO[:] = [(facts, weights, layout, split)]
     return split
+
+
+def _partition(facts: Facts, pp: int) -> list[int] | None:
+    """``VLLM_PP_LAYER_PARTITION`` where it is one vLLM accepts for this model and PP size."""
+    layers = facts.model.number("num_hidden_layers")
+    return pp_partition(facts.env.get("VLLM_PP_LAYER_PARTITION"), layers, pp) if layers and pp > 1 else None
 
 
 def _speculative_method(facts: Facts):
@@ -442,7 +451,8 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     per_token = None
     if ratios:
         mxfp4 = _mxfp4_indexer(args) and MXFP4_INDEXER_STATE.contains(facts.vllm_version) is not False
-        stages = tuple(stage_plans(ratios, kv_family(facts.vllm_version), layout.pp, "mxfp4" if mxfp4 else "fp8"))
+        stages = tuple(stage_plans(ratios, kv_family(facts.vllm_version), layout.pp, "mxfp4" if mxfp4 else "fp8",
+                                   _partition(facts, layout.pp)))
         per_token = int(round(max(s.bytes_per_token for s in stages))) if stages else None
         in_flight = in_flight_tokens(facts, mnbt, layout.pp) if mnbt else None
 
@@ -491,8 +501,13 @@ def weights_refusal(facts: Facts) -> dict | None:
     if limit is None or needed <= limit:
         return None
     what = "--kv-cache-memory-bytes plus at least" if kv_memory else "at least"
+    split = _shape_split(facts, weights, e.layout) if (weights.exact or weights.published) else None
+    basis = ("the busiest GPU by the tensor-class tally, checked within 0.5 % against the checkpoint's size"
+             if split is not None and split.checked else "the exact bytes split over every GPU as if nothing were "
+             "replicated")
     return {
         "layout": e.layout.words(),
+        "basis": basis,
         "weights": gib_text(e.weights_lower_bytes),
         "what": what,
         "limit": gib_text(limit),

@@ -177,13 +177,13 @@ MEMORY_RULES: tuple[Rule, ...] = (
         id="weights-exceed-memory",
         level=REFUSE,
         evidence=CITED,
-        title="the weights per GPU certainly above what vLLM may use of one GPU (the checkpoint's exact bytes "
-        "over every GPU of the layout, offloading counted)",
+        title="the weights per GPU certainly above what vLLM may use of one GPU (a lower bound from the "
+        "checkpoint's exact or published size, offloading counted)",
         effect="out of memory at the weight load, or `No available memory for the cache blocks` right after it",
         check=weights_exceed_budget,
-        message="{layout}: {weights} of weights per GPU at the very least ({source}, split over every GPU as if "
-        "nothing were replicated), but {what} {limit} may be used of each GPU ({where}); {vllm} fails when it "
-        "loads them or has no memory left for the KV cache",
+        message="{layout}: {weights} of weights per GPU at the very least ({source}; {basis}), but {what} "
+        "{limit} may be used of each GPU ({where}); {vllm} fails when it loads them or has no memory left for the "
+        "KV cache",
         fix="more GPUs (at least {more} of these), a larger --tensor-parallel-size/--pipeline-parallel-size/"
         "--data-parallel-size, --cpu-offload-gb, or a smaller (quantised) checkpoint; `dsv4-launch fit` lists the "
         "layouts that fit",
