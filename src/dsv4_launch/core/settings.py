@@ -165,4 +165,7 @@ ENV_VARS: tuple[tuple[str, str], ...] = (
     ("FORCE_COLOR", "styled output even when not a terminal (CI logs): any non-empty value, as Rich reads it"),
     ("CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER", "which GPUs count, as for CUDA"),
     ("HF_HUB_CACHE, HF_HOME, HF_HUB_OFFLINE", "where to look for the model's files; whether vLLM may download"),
+    ("HUGGINGFACE_HUB_CACHE, XDG_CACHE_HOME, TRANSFORMERS_OFFLINE",
+     "the same, read as huggingface_hub reads them (its precedence, ~ and $VAR expanded)"),
+    ("VLLM_PP_LAYER_PARTITION", "the layers of each pipeline stage, as vLLM splits them (memory fit)"),
 )
