@@ -616,3 +616,31 @@ def test_help_says_the_exit_codes(capsys):
     assert main(["explain", "--help"]) == 0
     out = capsys.readouterr().out
     assert "Usage: dsv4-launch explain" in out and "a known failure is explained" in out
+
+
+@pytest.mark.parametrize("line", [
+    "ValueError: HF_TOKEN=hf_LEAK7secret", 'ValueError: {"token": "LEAKC7secret"}', "ValueError: password:LEAKD7secret",
+    "ValueError: 'api_key': ['a','LEAKF7secret']", "ValueError: apiKey=LEAKM7secret", "ValueError: x-api-key=LEAKN7secret",
+    "ValueError: AWS_SECRET_ACCESS_KEY LEAKE7secret", "ValueError: Bearer LEAKJ7secret",
+    "ValueError: Cookie: session=LEAKO7secret", "ValueError: api key sk-LEAK47secret",
+    "ERROR 12-01 08:00:00 [x.py:1] Authorization: Bearer sk-LEAK17secret", "msg: HF_TOKEN=LEAKX7secret",
+])
+def test_a_secret_after_an_exception_name_or_a_scheme_word_is_never_echoed(tmp_path, line):
+    # found by a review: "ValueError:" took the rest of the line as its own (non-secret) value
+    from dsv4_launch.core.signatures import mask_secrets_in_text
+
+    assert "7secret" not in mask_secrets_in_text(line)
+    log = tmp_path / "v.log"
+    log.write_text(f"INFO 12-01 08:00:00 [api_server.py:1] vLLM API server version 0.33.0\n{line}\n")
+    for as_json in (False, True):
+        out, err = io.StringIO(), io.StringIO()
+        run_explain([str(log)], as_json=as_json, stdout=out, stderr=err, env={})
+        assert "7secret" not in out.getvalue() + err.getvalue()
+
+
+@pytest.mark.parametrize("line", ["token budget exceeded", "max_tokens=5", "tokenizer_mode: deepseek_v4",
+                                  "keyword=7", "ValueError: monkey=3"])
+def test_ordinary_words_near_secret_names_are_kept(line):
+    from dsv4_launch.core.signatures import mask_secrets_in_text
+
+    assert mask_secrets_in_text(line) == line

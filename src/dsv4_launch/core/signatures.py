@@ -423,8 +423,18 @@ SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # v
 MASK = "***"
 
 
+_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "credential", "credentials")
+_KEY_WORDS = frozenset({"apikey", "accesskey", "secretkey", "privatekey", "authkey", "sessionkey", "masterkey",
+                        "signingkey", "clientkey"})  # "key" glued to a word: not monkey or hockey
+
+
 def is_secret_key(key: str) -> bool:
-    return any(part in SECRET_PARTS for part in re.split(r"[_\-.\s]+", key.lower().strip("'\"")))
+    """A name that holds a credential: a word of it (split at ``_ - .``, blanks and camelCase)
+    is one of SECRET_PARTS, a glued ``…key`` (``apikey``), or ends in token/secret/password
+    (``hftoken``)."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key.strip("'\"")).lower()
+    return any(part in SECRET_PARTS or part in _KEY_WORDS or (len(part) > 5 and part.endswith(_SECRET_ENDINGS))
+               for part in re.split(r"[_\-.\s]+", words) if part)
 
 
 # A value after a name in free text: 'api_key': ['sk-…'], token=abc, "password": "…".
@@ -433,24 +443,55 @@ _NAMED_VALUE = (
     r"(\[[^\]]*\]|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s,})\]]+)"
 )
 _OPTION_VALUE = r"(--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
-_HINT = r"(?i)key|token|secret|passw|pwd|credential|auth|bearer"
+_HINT = r"(?i)key|token|secret|passw|pwd|credential|auth|bearer|basic|cookie"
 
 
-def _masked_match(m: re.Match) -> str:
-    value = m.group(3)
-    if not is_secret_key(m.group(2)) or value in ("None", "True", "False", MASK, f"'{MASK}'", f"['{MASK}']"):
-        return m.group(0)
-    return m.group(1) + MASK
+_KEEP = ("None", "True", "False", MASK, f"'{MASK}'", f"['{MASK}']")
+# A credential after a scheme word or an all-caps variable name, or a whole cookie header:
+# "Bearer sk-…", "AWS_SECRET_ACCESS_KEY abc", "api key sk-…", "Cookie: session=…".
+_WORD_SECRETS = (
+    r"(?i:\b(?:bearer|basic)\s+)(\S+)"
+    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)\s+(\S+)"
+    r"|(?i:\bapi[ _-]?key\s+)(\S+)"
+    r"|(?i:\b(?:set-)?cookie\s*[:=]\s*)(.+)$"
+)
+
+
+def _mask_named(pattern: str, text: str) -> str:
+    """Every ``name: value`` / ``--name value`` whose name is a credential's, value masked. A
+    name that is not one (``ValueError:``) never swallows what follows: the search resumes inside
+    its value, so ``ValueError: HF_TOKEN=x`` still masks x."""
+    compiled = re.compile(pattern)
+    out, pos = [], 0
+    while (m := compiled.search(text, pos)) is not None:
+        out.append(text[pos:m.start(3)])
+        if is_secret_key(m.group(2)) and m.group(3) not in _KEEP:
+            out.append(MASK)
+            pos = m.end(3)
+        else:
+            pos = m.start(3)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _mask_words(text: str) -> str:
+    def masked(m: re.Match) -> str:
+        group = next(i for i in range(1, 5) if m.group(i) is not None)
+        if m.group(group).strip() in _KEEP:
+            return m.group(0)
+        return m.group(0)[: m.start(group) - m.start(0)] + MASK
+    return re.sub(_WORD_SECRETS, masked, text, flags=re.MULTILINE)
 
 
 def mask_secrets_in_text(text: str) -> str:
     """``text`` with the value after every credential-named key or option masked
-    (``'api_key': [...]``, ``token=…``, ``--api-key X``). Conservative: a log line is outside
-    text of unknown shape."""
+    (``'api_key': [...]``, ``token=…``, ``--api-key X``, ``Bearer X``, ``Cookie: …``).
+    Conservative: a log line is outside text of unknown shape."""
     if not re.search(_HINT, text):
         return text
-    text = re.sub(_OPTION_VALUE, _masked_match, text)
-    return re.sub(_NAMED_VALUE, _masked_match, text)
+    text = _mask_words(text)  # first: "Authorization: Bearer X" keeps X's place for the mask
+    text = _mask_named(_OPTION_VALUE, text)
+    return _mask_named(_NAMED_VALUE, text)
 
 
 @record
