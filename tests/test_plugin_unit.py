@@ -144,3 +144,27 @@ def test_what_it_logs_is_printable_and_masks_url_credentials(tmp_path):
     assert result["dtypes"] == ["auto"]
     assert "S3CRET" not in log and "user:" not in log and "***@host" in log
     assert "\u202e" not in log
+
+
+def test_an_internal_error_is_said_escaped_and_without_url_credentials(monkeypatch, caplog):
+    # the exception's text may quote a model path or URL: into vLLM's log as dsv4-serve prints it
+    import logging
+    import types
+
+    from dsv4_launch.plugin import kv_patch
+
+    fake_logger = types.ModuleType("vllm.logger")
+    fake_logger.init_logger = logging.getLogger
+    monkeypatch.setitem(sys.modules, "vllm.logger", fake_logger)
+    monkeypatch.setattr(kv_patch, "_said", set())
+
+    def boom(*args, **kwargs):
+        raise ValueError("cannot read https://user:S3CRET@host/m \x1b]8;;https://evil\x07 \u202e")
+
+    monkeypatch.setattr(kv_patch, "_decide", boom)
+    resolver = kv_patch._wrap_resolver(lambda dtype, config: dtype, "0.33.0")
+    with caplog.at_level(logging.WARNING):
+        assert resolver("auto", object()) == "auto"  # vLLM's own answer is left alone
+    text = caplog.text
+    assert "could not check this engine" in text and "ValueError" in text
+    assert "S3CRET" not in text and "\x1b" not in text and "\u202e" not in text and "***@host" in text

@@ -82,8 +82,10 @@ def _wrap_resolver(original, version: str):
         try:
             changed = _decide(model_config, version, may_change)
         except Exception as exc:  # never stop vLLM: say it, and leave vLLM's own answer
+            from ..output.escape import printable  # the text may quote a path or a URL: escaped, credentials masked
+
             _once("error", "warning", "dsv4-launch plugin could not check this engine (%s: %s)",
-                  type(exc).__name__, str(exc)[:200])
+                  type(exc).__name__, printable(str(exc)[:200]))
             return resolved
         return changed or resolved
 
