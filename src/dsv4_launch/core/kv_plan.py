@@ -186,7 +186,6 @@ def _buckets(caches: Sequence[Cache]) -> list[list[Cache]]:
 class Grouping:
     family: str
     groups: tuple[Group, ...]
-    tuples: int = 0  # TUPLES: the layer tuples a group is split at
 
 
 def group(caches: Sequence[Cache], family: str) -> Grouping:
@@ -200,7 +199,7 @@ def group(caches: Sequence[Cache], family: str) -> Grouping:
         for bucket in windows:
             per_size = len(next(iter(_by_page(bucket).values())))
             tuple_groups.extend(_split(bucket, cdiv(per_size, tuples)))
-        return Grouping(TUPLES, tuple(tuple_groups), tuples)
+        return Grouping(TUPLES, tuple(tuple_groups))
     buckets = [(b, _by_page(b)) for b in _buckets(caches)]
     balanced = [(b, pages) for b, pages in buckets if len({len(v) for v in pages.values()}) == 1]
     floor = max((_most_common_count(b) for b, pages in balanced if len(pages) > 1), default=0)

@@ -195,7 +195,12 @@ def _mxfp4_indexer(args) -> bool:
 
 
 def _ratios(facts: Facts) -> list[int] | None:
-    config = facts.model.config or {}
+    return backbone_ratios(facts.model.config or {})
+
+
+def backbone_ratios(config) -> list[int] | None:
+    """``compress_ratios`` of the backbone layers (V4.1 nests them in ``text_config``): the first
+    ``num_hidden_layers`` entries, a non-integer read as a sliding-window-only layer."""
     text = config.get("text_config")
     if isinstance(text, dict) and "compress_ratios" in text:
         config = text
@@ -588,11 +593,8 @@ def suggested_length(longest: int) -> int:
 def kv_bytes_per_token(config, indexer: str = "fp8", pp: int = 1, vllm_version: str | None = None) -> int | None:
     """KV bytes one more token costs on the busiest pipeline stage, as the release charges it
     (V4-Flash: 3,915 B/token from 0.29, 4,108.5 before: the layer-tuple padding)."""
-    ratios = config.get("compress_ratios") if config else None
-    if not isinstance(ratios, list) or not ratios:
+    ratios = backbone_ratios(config or {})
+    if ratios is None:
         return None
-    layers = config.get("num_hidden_layers")
-    if type(layers) is int and 0 < layers <= len(ratios):
-        ratios = ratios[:layers]
-    stages = stage_plans([r if type(r) is int else 0 for r in ratios], kv_family(vllm_version), pp, indexer)
+    stages = stage_plans(ratios, kv_family(vllm_version), pp, indexer)
     return int(round(max(s.bytes_per_token for s in stages))) if stages else None

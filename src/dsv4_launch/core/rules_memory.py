@@ -55,10 +55,15 @@ def _with(facts: Facts, **values) -> Facts:
     return facts._replace(args=args._replace(values={**args.values, **values}))
 
 
+def _replanned(facts: Facts, length: int) -> int | None:
+    """The longest request the estimate admits once ``--max-model-len length`` is set."""
+    return estimate(_with(facts, max_model_len=str(length)), facts.memory).max_model_len_fits
+
+
 def _admitted(facts: Facts, length: int) -> bool:
     """One request of ``length`` fits by the estimate once ``--max-model-len length`` is set."""
-    e = estimate(_with(facts, max_model_len=str(length)), facts.memory)
-    return e.max_model_len_fits is not None and e.max_model_len_fits >= length
+    fits = _replanned(facts, length)
+    return fits is not None and fits >= length
 
 
 def _fitting_length(facts: Facts, longest: int) -> int | None:
@@ -69,10 +74,10 @@ def _fitting_length(facts: Facts, longest: int) -> int | None:
     for _ in range(4):
         if candidate < USEFUL_LENGTH:
             break
-        if _admitted(facts, candidate):
+        fits = _replanned(facts, candidate)
+        if fits is not None and fits >= candidate:
             return candidate
-        e = estimate(_with(facts, max_model_len=str(candidate)), facts.memory)
-        smaller = suggested_length(e.max_model_len_fits or 0)
+        smaller = suggested_length(fits or 0)
         candidate = smaller if smaller < candidate else candidate - 4 * 256
     if facts.args.value("enable_chunked_prefill") is False:
         length = (max_model_len_tried(facts) or 0) // 2
