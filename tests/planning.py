@@ -48,8 +48,8 @@ def facts_for(tokens, *, gpu=UNSET, version: Optional[str] = "0.33.0", config=V4
         gpu_source=source,
         vllm_version=version,
         env=env or {},
-        values=table.values if values is None else values,
-        values_exact=table.exact,
+        accepted_values=table.accepted_values if values is None else values,
+        accepted_values_exact=table.exact,
     )
 
 

@@ -66,7 +66,7 @@ def test_bash_completes_a_value_after_an_equals_sign(run_cli, tmp_path, fake_vll
     got = _bash_complete(tmp_path, run_cli, "dsv4-serve", "--kv-cache-dtype", "=", "fp",
                          vllm_dir=fake_vllm_path("0.33.0"))
     assert got and all(v.startswith("fp") for v in got)
-    assert set(got) == {v for v in load_table("0.33.0").values["kv_cache_dtype"] if v.startswith("fp")}
+    assert set(got) == {v for v in load_table("0.33.0").accepted_values["kv_cache_dtype"] if v.startswith("fp")}
 
 
 def test_bash_completes_dsv4_launch_commands(run_cli, tmp_path):

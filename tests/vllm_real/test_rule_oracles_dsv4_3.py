@@ -105,7 +105,7 @@ def test_v41_kv_resolver(real_vllm, value):
         return
     from dsv4_launch.vllm_cli.option_table import load_table
 
-    if value not in load_table(version).values.get("kv_cache_dtype", ()):
+    if value not in load_table(version).accepted_values.get("kv_cache_dtype", ()):
         pytest.skip(f"{value} is not a --kv-cache-dtype of vLLM {version}")
 
     def fails(packed: bool) -> bool:

@@ -148,8 +148,8 @@ def gather_facts(
         vllm_version=vllm.version,
         vllm_note=vllm.note,
         env={k: env[k] for k in RULE_ENV if env.get(k)},
-        values=table.values,
-        values_exact=table.exact,
+        accepted_values=table.accepted_values,
+        accepted_values_exact=table.exact,
         memory=weights,
         newest_release=available_versions()[-1],
     )

@@ -121,7 +121,7 @@ def _vllm_candidates(words: Sequence[str], version: str | None, own: dict[str, l
             return own[option]
         for action in table.actions:
             if option in action.options and action.nargs != 0:
-                choices = action.choices or table.values.get(action.dest)
+                choices = action.choices or table.accepted_values.get(action.dest)
                 return [str(c) for c in choices] if choices else []
         return None
 

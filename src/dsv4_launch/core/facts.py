@@ -40,8 +40,8 @@ class Facts:
     vllm_note: str | None = None
     newest_release: str | None = None  # the newest vLLM release dsv4-launch knows (its option tables)
     env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set
-    values: Mapping[str, tuple[str, ...]] = EMPTY  # accepted values per setting (nearest vLLM table)
-    values_exact: bool = False  # ``values`` were recorded from this very vLLM release
+    accepted_values: Mapping[str, tuple[str, ...]] = EMPTY  # what vLLM accepts per setting (nearest table)
+    accepted_values_exact: bool = False  # recorded from this very vLLM release
     memory: WeightFacts | None = None  # the checkpoint's bytes and shards (DeepSeek-V4 only)
     runtime: Mapping[str, object] | None = None  # doctor: torch/FlashInfer in vLLM's Python
 

@@ -74,7 +74,7 @@ def _kv_value(facts: Facts) -> str | None:
 
 def _kv_is_valid(facts: Facts, kv: str) -> bool:
     """A value this vLLM accepts at all (an invalid one is vLLM's own error, said apart)."""
-    valid = facts.values.get("kv_cache_dtype")
+    valid = facts.accepted_values.get("kv_cache_dtype")
     return not valid or kv in valid
 
 
@@ -145,8 +145,8 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or _kv_is_valid(facts, kv):
         return None
-    which = facts.vllm_words() if facts.values_exact else f"{facts.vllm_words()} (judged by the nearest release dsv4-launch knows)"
-    return {"kv": kv, "which": which, "valid": ", ".join(facts.values["kv_cache_dtype"])}
+    which = facts.vllm_words() if facts.accepted_values_exact else f"{facts.vllm_words()} (judged by the nearest release dsv4-launch knows)"
+    return {"kv": kv, "which": which, "valid": ", ".join(facts.accepted_values["kv_cache_dtype"])}
 
 
 def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
@@ -210,7 +210,7 @@ def backend_ignored(facts: Facts, gpu: GpuInfo | None):
     backend = attention_backend(facts.args)
     if backend is None or dsv4_backend(facts.args) is not None:
         return None
-    known = facts.values.get("attention_backend")
+    known = facts.accepted_values.get("attention_backend")
     if known and backend not in known:
         return None  # not a vLLM backend name at all: vLLM says so itself at once
     return {"backend": backend}

@@ -39,7 +39,7 @@ class OptionTable:
     defaults: Mapping[str, object] = EMPTY
     # Values this release accepts for settings the rules read (kv_cache_dtype, moe_backend, …);
     # see tools/gen_vllm_options.py.
-    values: Mapping[str, tuple[str, ...]] = EMPTY
+    accepted_values: Mapping[str, tuple[str, ...]] = EMPTY
 
     @property
     def option_strings(self) -> tuple[str, ...]:
@@ -85,6 +85,6 @@ def load_table(vllm_version: str | None) -> OptionTable:
         positionals=tuple(raw["positionals"]),
         actions=actions,
         defaults=raw.get("defaults", {}),
-        values={k: tuple(v) for k, v in raw.get("values", {}).items()},
+        accepted_values={k: tuple(v) for k, v in raw.get("values", {}).items()},
         exact=vllm_version is not None and same_release(vllm_version, chosen),
     )
