@@ -224,3 +224,67 @@ def test_rejection_quotes_option_names_not_values():
     # "--api-kee" is a typo for --api-key: the word after it may be the key itself.
     args = read([M, "--api-kee", "sk-secret-123"], load_table("0.33.0"))
     assert args.rejection == "unrecognized arguments: --api-kee, 1 other word"
+
+
+# --- the replica parser holds only the options a parse can reach --------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from dsv4_launch.vllm_cli import serve_args as _sa  # noqa: E402
+
+_TABLES = {v: load_table(v) for v in ("0.24.0", "0.33.0")}
+
+
+def _outcome(parser, tokens):
+    """What argparse makes of ``tokens`` with ``parser``: values given, extras, secret values;
+    or the error text."""
+    parser.secret_values = []
+    try:
+        namespace, extras = parser.parse_known_args(list(tokens))
+    except Exception as exc:  # argparse's ArgumentError or the replica's rejection
+        return type(exc).__name__, str(exc)
+    given_values = {k: v for k, v in vars(namespace).items() if v is not None}
+    return given_values, extras, list(parser.secret_values)
+
+
+def _same_as_full_parser(version, tokens):
+    table = _TABLES[version]
+    try:
+        processed = _sa._fold_dotted(_sa._normalise(list(tokens)))
+    except (_sa._ParseRejected, *_sa._VLLM_FAILURES):
+        return  # vLLM's pre-processing rejects them: no parser is reached
+    subset = _sa._build_replica(table, _sa.needed_actions(table, processed))
+    assert _outcome(subset, processed) == _outcome(_sa._build_replica(table), processed), tokens
+
+
+@pytest.mark.parametrize("version", sorted(_TABLES))
+@pytest.mark.parametrize("tokens", [
+    ["m", "-tp", "2"], ["m", "-tp2"], ["m", "-tp=2"], ["m", "-O3"], ["m", "-O", "3"], ["m", "-O=3"],
+    ["m", "--max"], ["m", "--max-model", "4096"], ["m", "--max-model-len=4k"], ["m", "--kv", "fp8"],
+    ["m", "--kv-cache-dtype", "nope"], ["m", "--api-key", "-secret", "--port", "1"], ["m", "--api-key"],
+    ["m", "--tensor-parallel-size", "-1"], ["m", "-1"], ["m", "--", "--port", "2"], ["m", "-"],
+    ["m", "--enable-expert", "--no-enable-prefix-caching"], ["m", "--speculative-config.method", "mtp"],
+    ["--model", "m", "--port"], ["m", "--p", "1"], ["m", "-pp", "2", "-dp", "4"], ["m", "--x=1", "-q"],
+    ["m", "--served-model-name", "a", "b", "--api-key", "k1", "k2"], ["m", "--hf-overrides", "{}"],
+    ["m", "-qn"], ["m", "-q5"], ["m", "-r5"], ["m", "-nq", "x"], ["m", "-n1"], ["m", "-rq"], ["m", "-q=fp8"],
+])
+def test_a_replica_of_the_needed_options_parses_as_the_full_one(version, tokens):
+    _same_as_full_parser(version, tokens)
+
+
+_STRINGS = sorted({*_TABLES["0.33.0"].option_strings, *_TABLES["0.24.0"].option_strings})
+_TOKEN = st.one_of(
+    st.sampled_from(_STRINGS),
+    st.tuples(st.sampled_from(_STRINGS), st.integers(2, 12)).map(lambda p: p[0][: p[1]]),  # abbreviations
+    st.tuples(st.sampled_from(_STRINGS), st.sampled_from(["1", "fp8", "", "-2", "a=b"])).map("=".join),
+    st.sampled_from(["-O3", "-Ofoo", "-tp4", "-xyz", "-1", "-2.5", "--", "-", "fp8", "auto", "8", "-k",
+                     "-qn", "-q5", "-r1", "-nq", "-rqn"]),  # two-character options run together
+    st.text(alphabet="-abcdefghijklmnopqrstuvwxyz=._0123456789", max_size=12),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(version=st.sampled_from(sorted(_TABLES)), tokens=st.lists(_TOKEN, max_size=8))
+def test_replica_subset_matches_the_full_parser_on_generated_argvs(version, tokens):
+    _same_as_full_parser(version, ["m", *tokens])

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 
 from ..core.args import SecretSpans, ServeArgs
@@ -141,9 +142,8 @@ def read_serve_args(
         if "--config" in args:
             args, config_path = _pull_config(args, load_config, file_secrets)
             cli_args = _drop_config(cli_args)
-        parser = _replica(table)  # ~300 options: built once per table and process
-        values, unknown = _parse(args, parser, table.exact)
-        traced = [_origins(v) for v in parser.secret_values]
+        values, unknown, secret_values = _parse(args, table)
+        traced = [_origins(v) for v in secret_values]
         cli_values = _cli_only(cli_args, table) if config_path else values
     except ConfigNotRead as exc:
         return ServeArgs(tokens=tokens, unread=str(exc), warnings=tuple(warnings), secrets=conservative)
@@ -177,11 +177,11 @@ def read_serve_args(
         model, model_source = table.defaults["model"], "vLLM default"
     if model is None:
         model_source = None
-    plain = {k: _plain(v) for k, v in values.items()}
+    plain = {k: _plain(v) for k, v in values.items() if v is not None}  # an option not given: absent
     return ServeArgs(
         tokens=tokens,
         values=plain,
-        cli_values=plain if cli_values is values else {k: _plain(v) for k, v in cli_values.items()},
+        cli_values=plain if cli_values is values else {k: _plain(v) for k, v in cli_values.items() if v is not None},
         model=_plain(model),
         model_source=model_source,
         config_path=config_path,
@@ -218,7 +218,7 @@ def _cli_only(cli_args: list[str], table: OptionTable) -> dict[str, object]:
     command line without the file, so this parse may fail where vLLM's does not (a stray word
     the file's greedy option swallows): then nothing is attributed to the command line."""
     try:
-        return _parse(cli_args, _replica(table), table.exact)[0]
+        return _parse(cli_args, table)[0]
     except (_ParseRejected, *_VLLM_FAILURES):
         return {}
 
@@ -455,45 +455,90 @@ class _ReplicaParser(argparse.ArgumentParser):
         return self._formatter
 
 
-def _parse(args: list[str], parser: _ReplicaParser, exact: bool) -> tuple[dict[str, object], list[str]]:
+def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list[str], list[object]]:
+    """(values, unknown options, the values argparse gave to secret options) of ``args``."""
     processed = _fold_dotted(_normalise(args))
+    parser = _replica(table, processed)
     try:
         namespace, extras = parser.parse_known_args(processed)
     except argparse.ArgumentError as exc:
         raise _ParseRejected(str(exc)) from None
     unknown = [str(e) for e in extras if e.startswith("-")]
-    if extras and (exact or not unknown):
+    if extras and (table.exact or not unknown):
         # The table was recorded from this very vLLM: it would reject these too. Only option
         # names are quoted: a stray word may be a secret meant for a misspelt option.
         others = len(extras) - len(unknown)
         words = [u.split("=", 1)[0] for u in unknown]
         words += [f"{others} other word{'s' if others > 1 else ''}"] if others else []
         raise _ParseRejected(f"unrecognized arguments: {', '.join(words)}")
-    return vars(namespace), unknown
+    return vars(namespace), unknown, parser.secret_values
 
 
-_REPLICAS: dict[int, tuple[OptionTable, _ReplicaParser]] = {}
+# The replica parser holds only the options that can take part in parsing these tokens: a start
+# passes a handful of vLLM's ~300 options, and adding all of them to argparse costs ~2 ms a
+# start (the parse itself ~0.2 ms). argparse looks an option-like token up by its exact text,
+# by prefix (``--max-model`` → ``--max-model-len``; "ambiguous" when several options start with
+# it), a single-dash token also as a two-character option and its value (``-O3``, ``-xyz`` as
+# ``-x -y -z``), and its negative-number check reads the options that look like negative
+# numbers. So a parser keeps every option one of whose strings starts with a token's name (the
+# text before ``=``), every two-character option and every negative-number-like one; argparse
+# cannot reach any other option from these tokens. Options keep the table's order, so
+# argparse's messages ("could match …") list them as the full parser does.
+# tests/test_serve_args.py parses hostile argvs with this parser and the full one: the same.
+_REPLICAS: dict[tuple[int, tuple[int, ...]], tuple[OptionTable, _ReplicaParser]] = {}
+_REPLICAS_KEPT = 8  # a process parses a few argvs (serve, the --config split, doctor's retry)
+_INDEXES: dict[int, tuple[OptionTable, list[str], list[int], tuple[int, ...]]] = {}
+_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 
 
-def _replica(table: OptionTable) -> _ReplicaParser:
-    """The replica parser for ``table`` (building one costs ~3 ms; parsing with it ~0.2 ms).
-    argparse keeps no state between parses but our record of secret values, reset here."""
-    kept = _REPLICAS.get(id(table))
+def _index(table: OptionTable) -> tuple[list[str], list[int], tuple[int, ...]]:
+    """(option strings sorted, the action of each, the actions every parse keeps), per table."""
+    kept = _INDEXES.get(id(table))
+    if kept is not None and kept[0] is table:
+        return kept[1], kept[2], kept[3]
+    pairs = sorted((o, at) for at, action in enumerate(table.actions) for o in action.options)
+    always = tuple(sorted({at for o, at in pairs if len(o) == 2 or _NEGATIVE.match(o)}))
+    _INDEXES[id(table)] = (table, [o for o, _ in pairs], [at for _, at in pairs], always)
+    return [o for o, _ in pairs], [at for _, at in pairs], always
+
+
+def needed_actions(table: OptionTable, tokens: Sequence[str]) -> tuple[int, ...]:
+    """The indexes of the table's actions that can take part in parsing ``tokens``."""
+    strings, actions, always = _index(table)
+    wanted = set(always)
+    for token in dict.fromkeys(t for t in tokens if t[:1] == "-"):
+        name = token.split("=", 1)[0]  # "-x…" as "-x" + value: every two-character option is kept
+        at = bisect_left(strings, name)
+        while at < len(strings) and strings[at].startswith(name):
+            wanted.add(actions[at])
+            at += 1
+    return tuple(sorted(wanted))
+
+
+def _replica(table: OptionTable, tokens: Sequence[str] = ()) -> _ReplicaParser:
+    """The replica parser of ``table`` for parsing ``tokens`` (kept for the next parse of the
+    same options). argparse keeps no state between parses but our record of secret values,
+    reset here."""
+    wanted = needed_actions(table, tokens)
+    key = (id(table), wanted)
+    kept = _REPLICAS.get(key)
     if kept is not None and kept[0] is table:
         kept[1].secret_values = []
         return kept[1]
-    parser = _build_replica(table)
-    _REPLICAS[id(table)] = (table, parser)
+    parser = _build_replica(table, wanted)
+    if len(_REPLICAS) >= _REPLICAS_KEPT:
+        _REPLICAS.pop(next(iter(_REPLICAS)))
+    _REPLICAS[key] = (table, parser)
     return parser
 
 
-def _build_replica(table: OptionTable) -> _ReplicaParser:
+def _build_replica(table: OptionTable, wanted: Sequence[int] | None = None) -> _ReplicaParser:
+    """A parser with the table's positionals and its actions ``wanted`` (None: all of them)."""
     parser = _ReplicaParser(prog="vllm serve", add_help=False, exit_on_error=False)
     for dest in table.positionals:
         parser.add_argument(dest, nargs="?", default=None)
-    # The options, through argparse's public add_argument (its private _add_action would save
-    # ~1 ms a start, not worth depending on argparse's internals across Python releases).
-    for action in table.actions:
+    actions = table.actions if wanted is None else [table.actions[at] for at in wanted]
+    for action in actions:
         if action.nargs == 0:
             parser.add_argument(
                 *action.options,
