@@ -122,18 +122,35 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
     """Every span that may hold a secret when there is no parse to ask (vLLM rejects the
     arguments): after a secret option (or one whose name looks like a credential, where the
     table cannot say: an unknown option, a dotted sub-key, any option when the table is not
-    ``exact`` for the installed release), every token up to the next token naming a known
-    option.
+    ``exact`` for the installed release), the words that may be its values.
+
+    Those are, conservatively, the word right after it, whatever it looks like (``--api-key
+    --Zq…``: the value the user meant, though argparse rejects it), and every later word up to
+    the next one that is an option of its own. argparse ends an option's values (any arity) at
+    the next word it reads as an option, so no word after such an option can be a value of the
+    earlier one (``--my-secret-thing S3 --vllm-version 0.33.0 MODEL``: S3 is masked, the rest
+    shown). What counts as an option of its own here:
+
+    * a known one (any spelling or abbreviation; a short one, also glued: ``-tp=2``, ``-q3``;
+      ``-O3``, which vLLM's pre-processing makes ``--optimization-level 3``) — its words are
+      its own, exactly; a secret one masks its own values in turn;
+    * an unknown ``--lower-case-name`` that does not look like a credential's — the shape of
+      an option, not of a key.
+
+    Any other word starting with ``-`` among the values (``--Zq81x``, ``-Abc_9``, a dotted
+    ``-sk.live``) may be one more secret value: masked, and masking goes on.
 
     ``guessed_only``: only the options judged by their name start masking (the parse already
     placed the recorded secret options' values exactly); used after a successful parse."""
     known, short = _option_sets(tuple(known_options))
     spans: set[tuple[int, str]] = set()
     masking = False
+    right_after = False  # the word right after the option that started masking
     for i, token in enumerate(tokens):
+        first, right_after = right_after, False
         name = option_name(token)
         if name is None:
-            if token == "--" or token.split("=", 1)[0] in short:
+            if token == "--" or _names_short(token, short, glued=masking and not first):
                 masking = False
             elif masking:
                 spans.add((i, WHOLE))
@@ -141,8 +158,12 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
         root = name.split(".", 1)[0].rstrip("+")
         secret = _resolves_to_secret(root, known)
         if secret is None and masking:
-            spans.add((i, WHOLE))  # an unknown "--x" right among a secret's values: maybe the secret
-            continue
+            own = _OWN_OPTION.match(token) is not None and not looks_like_credential(name)
+            if first or not own:
+                spans.add((i, WHOLE))  # maybe the secret itself, or one more value of it
+                masking = masking and not own
+                continue
+            masking = False  # an unknown option of its own: the earlier option's values end here
         if secret and guessed_only:
             # A recorded secret option: the parse placed its values (dotted ones too). The word
             # the user wrote right after it is the value they meant, whatever vLLM's
@@ -157,9 +178,24 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
         elif not secret and (secret is None or not exact or "." in name):
             secret = looks_like_credential(name)
         masking = bool(secret) and "=" not in token
+        right_after = masking
         if secret and "=" in token:
             spans.add((i, AFTER_EQ))
     return SecretSpans(frozenset(spans))
+
+
+# An unknown long option that has the shape of an option's name (vLLM's are lower-case words),
+# alone or with ``=value``: not a secret value that happens to start with ``--``.
+_OWN_OPTION = re.compile(r"--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*(?:=|$)")
+
+
+def _names_short(token: str, short: frozenset[str], *, glued: bool) -> bool:
+    """``token`` names a known short option: ``-tp``, ``-tp=2``; with ``glued`` also the forms
+    whose value is glued on — ``-q3`` (argparse: ``-q`` with ``3``; only two-character options
+    take this form) and ``-O3``/``-Ox``/``-O=3`` (vLLM's pre-processing: ``--optimization-level``)."""
+    if token.split("=", 1)[0] in short:
+        return True
+    return glued and len(token) > 2 and (token[:2] in short or (token.startswith("-O") and token != "-O"))
 
 
 def secret_texts(tokens: Sequence[str], spans: SecretSpans) -> list[str]:
