@@ -15,8 +15,8 @@ from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.core.doctor_rules import DOCTOR_RULES
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory import GiB, WeightFacts
+from dsv4_launch.core.plan import RULES
 from dsv4_launch.core.rules import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN
-from dsv4_launch.core.rules_dsv4 import RULES
 from tests.planning import LLAMA, SM80, SM90, SM100, SM120, SM121, V4, V41, M, facts_for, gpus, planned
 
 FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
@@ -205,6 +205,14 @@ def test_the_table_itself(rule):
     for template in (rule.message, rule.fix):
         for _, field, _, _ in string.Formatter().parse(template):
             assert field is None or field.isidentifier()
+
+
+def test_the_finding_order_names_every_row_of_every_topic_module_once():
+    from dsv4_launch.core.plan import FINDING_ORDER, TOPIC_RULES
+
+    assert len(FINDING_ORDER) == len(set(FINDING_ORDER))
+    assert sorted(FINDING_ORDER) == sorted(r.id for r in TOPIC_RULES)
+    assert [r.id for r in RULES] == list(FINDING_ORDER)
 
 
 def test_ids_are_unique():

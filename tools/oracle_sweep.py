@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from dsv4_launch.core.doctor_rules import DOCTOR_RULES  # noqa: E402
+from dsv4_launch.core.plan import RULES  # noqa: E402
 from dsv4_launch.core.rules import CITED, CONFIRMED  # noqa: E402
-from dsv4_launch.core.rules_dsv4 import RULES  # noqa: E402
 from dsv4_launch.plugin import VERIFIED_RELEASES  # noqa: E402
 
 RELEASES = VERIFIED_RELEASES

@@ -19,7 +19,8 @@ from dsv4_launch.core.doctor_rules import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.gpus import family_words  # noqa: E402
 from dsv4_launch.core.kv import readme_rows  # noqa: E402
 from dsv4_launch.core.model import FAMILY_NAMES  # noqa: E402
-from dsv4_launch.core.rules_dsv4 import RULES  # noqa: E402
+from dsv4_launch.core.plan import RULES  # noqa: E402
+from dsv4_launch.core.rules import words  # noqa: E402
 from dsv4_launch.core.settings import ENV_VARS  # noqa: E402
 
 LEVEL_WORDS = {"refuse": "**refuses** (exit 2)", "warn": "warns", "fail": "doctor **FAIL**"}
@@ -42,7 +43,8 @@ def rules_table(rules) -> str:
         models = ", ".join(FAMILY_NAMES[m] for m in sorted(r.models))
         gpus = family_words(r.families) if r.families else "any"
         lines.append(
-            f"| `{r.id}` | {cell(r.title)} | {models} | {gpus} | {cell(r.vllm.short())} | {cell(r.effect)} | "
+            f"| `{r.id}` | {cell(words(r, 'title'))} | {models} | {gpus} | {cell(r.vllm.short())} | "
+            f"{cell(words(r, 'effect'))} | "
             f"{LEVEL_WORDS[r.level]} | {r.evidence} | {cell(r.reference)} |"
         )
     return "\n".join(lines)

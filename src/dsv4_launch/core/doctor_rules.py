@@ -13,7 +13,7 @@ from .gpus import GpuInfo
 from .kv import dsv4_backend
 from .model import V4
 from .rules import CITED, FAIL, WARN, Rule
-from .rules_dsv4 import spec_config, spec_method
+from .rules_speculative import spec_config, spec_method
 from .versions import VersionRange
 
 SM120_HEADS = (8, 16, 32, 64, 128)  # _SPARSE_MLA_SUPPORTED_Q_HEADS (flashinfer_sparse.py)

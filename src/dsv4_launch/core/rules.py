@@ -12,16 +12,29 @@ name another GPU, a refusal becomes a warning that says what would make it apply
 whose evidence is the installed vLLM's own code (``CONFIRMED`` by an oracle test that calls it,
 or ``CITED`` file:line for every release in range) may refuse — tests/test_rules.py holds the
 table to that.
+
+Version facts live only in a row's fields: ``vllm`` (the releases it holds for) and ``releases``
+(other bounds its text names, e.g. the release a bare ``assert`` became a ``ValueError``). Its
+texts name them as ``{since}``/``{before}`` and ``{NAME_since}``/``{NAME_before}``/``{NAME}``
+(the short form), with ``:minor`` (``0.30``) and ``:last`` (the release line before: ``0.29``);
+``evaluate`` fills the message and fix, ``words`` the title and effect (README, explain).
+tests/test_rules.py fails on a release number written into a row's text.
+
+The topic modules hold the rows, each check above its row: ``rules_kv`` (the KV cache and
+attention), ``rules_parallel``, ``rules_speculative``, ``rules_recipe`` (the recipes' flags and
+environment), ``rules_releases`` (GPU families and single releases), ``rules_memory``; doctor's
+are ``doctor_rules``. ``plan.RULES`` puts them in the order findings are shown. The helpers at
+the end of this module are the few that several topics share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .facts import Facts
+from .facts import Facts, vllm_env_bool
 from .gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
-from .model import V4
-from .records import record
+from .model import V4, V41
+from .records import EMPTY, record
 from .versions import ANY_VERSION, VersionRange
 
 REFUSE, WARN = "refuse", "warn"  # what a row does when it certainly applies
@@ -36,6 +49,9 @@ EVIDENCE = (CONFIRMED, CITED, REPORTED, DERIVED)
 REFUSAL_EVIDENCE = frozenset({CONFIRMED, CITED})
 
 Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]  # values may hold "uncertain": why it may not apply
+TYPE_CHECKING = False  # typing is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record
@@ -56,6 +72,8 @@ class Rule:
     # The check reads the GPU list itself (memory, mixed kinds): with CUDA's numbering ambiguous
     # it cannot be certain, so a refusal becomes a qualified warning.
     reads_gpus: bool = False
+    # Other version facts the texts name, besides ``vllm`` ({NAME_since}, {NAME_before}, {NAME}).
+    releases: Mapping[str, VersionRange] = EMPTY
 
 
 @record
@@ -66,6 +84,16 @@ class Finding:
     evidence: str
     certain: bool
     section: str = "preflight"
+
+
+def row(table: list[Rule], **fields: Any) -> Callable[[Check], Check]:
+    """``@row(ROWS, id=…, level=…, …)`` above a check: the row it is the check of, appended to
+    ``table`` — a topic module reads top to bottom, each row with its check under it."""
+    def add(check: Check) -> Check:
+        table.append(Rule(check=check, **fields))
+        return check
+
+    return add
 
 
 def _candidates(facts: Facts) -> tuple[list[GpuInfo], bool]:
@@ -138,8 +166,8 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
     if doubt:
         certain = False
         qualifiers.append(str(doubt))
-    fill.setdefault("since", rule.vllm.since)
-    fill.setdefault("before", rule.vllm.before)
+    for name, value in version_words(rule).items():
+        fill.setdefault(name, value)
     if rule.families is not None:
         fill.setdefault("gpus", describe_kinds(hit_gpus) or family_words({_family(g) for g in hits}))
     fill.setdefault("vllm", facts.vllm_words())
@@ -156,3 +184,60 @@ def _family(gpu: GpuInfo) -> str:
 
 def evaluate_all(rules: tuple[Rule, ...], facts: Facts) -> list[Finding]:
     return [f for rule in rules if (f := evaluate(rule, facts)) is not None]
+
+
+class Release(str):
+    """A release bound as a row's text shows it: ``{before}`` 0.30.0, ``{before:minor}`` 0.30,
+    ``{before:last}`` 0.29 (the release line before a ``x.y.0`` bound: every release < 0.30.0)."""
+
+    __slots__ = ()
+
+    def __format__(self, spec: str) -> str:
+        if spec == "minor":
+            return ".".join(self.split(".")[:2])
+        if spec == "last":
+            major, minor, *rest = self.split(".")
+            if not minor.isdigit() or int(minor) == 0 or any(part != "0" for part in rest):
+                raise ValueError(f"{self}: no release line just before it")
+            return f"{major}.{int(minor) - 1}"
+        return format(str(self), spec)
+
+
+def version_words(rule: Rule) -> dict[str, object]:
+    """The values a row's texts may name for its version fields (only the bounds it has)."""
+    words: dict[str, object] = {}
+    for prefix, bounds in (("", rule.vllm), *((f"{name}_", r) for name, r in rule.releases.items())):
+        if prefix:
+            words[prefix[:-1]] = bounds.short()
+        if bounds.since:
+            words[f"{prefix}since"] = Release(bounds.since)
+        if bounds.before:
+            words[f"{prefix}before"] = Release(bounds.before)
+    return words
+
+
+def words(rule: Rule, field: str) -> str:
+    """A row's ``title`` or ``effect`` as README and explain show it (its version words filled)."""
+    text: str = getattr(rule, field)
+    return text.format_map(version_words(rule)) if "{" in text else text
+
+
+# --- helpers several topic modules share ----------------------------------------------------
+
+BOTH = frozenset({V4, V41})
+NOT_SM10 = frozenset({"9", "12"})  # the families DeepSeek-V4 runs on, but for SM 10.x
+RECIPES = "vllm-project/recipes"
+
+
+def setting(facts: Facts, dest: str, option: str) -> str:
+    """``--block-size 64 (config file)``: an option as the user set it, and where."""
+    value = facts.args.value(dest)
+    source = facts.args.source(dest)
+    where = f" ({source})" if source and source != "command line" else ""
+    return f"{option} {value}{where}"
+
+
+def v2_runner_env(facts: Facts) -> bool | str | None:
+    """VLLM_USE_V2_MODEL_RUNNER as vLLM reads it (envs.py maybe_convert_bool: ``bool(int(v))``):
+    None when unset, True/False, or the text itself when int() fails on it (vLLM raises)."""
+    return vllm_env_bool(facts.env.get("VLLM_USE_V2_MODEL_RUNNER"))

@@ -1,0 +1,233 @@
+"""The recipes' flags, as rows: the Blackwell data-centre MoE backend copied elsewhere, the
+tokenizer mode, tool-call and reasoning parsers, chat-template kwargs, and the environment the
+recipes set. Each check sits under its row (``@row``; ``core/rules.py``).
+"""
+
+from __future__ import annotations
+
+from .facts import Facts, json_option
+from .gpus import GpuInfo
+from .memory import max_model_len_tried
+from .model import V41
+from .rules import (
+    BOTH,
+    CITED,
+    NOT_SM10,
+    RECIPES,
+    REFUSE,
+    REPORTED,
+    WARN,
+    Rule,
+    row,
+    v2_runner_env,
+)
+from .versions import VersionRange
+
+ROWS: list[Rule] = []  # filled by @row, in this module's order
+
+
+# --- the MoE backend --------------------------------------------------------------------------
+
+MEGA_MOE = "deep_gemm_mega_moe"
+
+
+def _moe_backend(facts: Facts) -> str | None:
+    value = facts.args.value("moe_backend")
+    if value is None:
+        value = (json_option(facts.args, "kernel_config") or {}).get("moe_backend")
+    return value.lower().replace("-", "_") if isinstance(value, str) else None
+
+
+@row(
+    ROWS,
+    id="mega-moe-needs-ep", level=REFUSE, evidence=CITED,
+    title="`--moe-backend deep_gemm_mega_moe` without `--enable-expert-parallel`",
+    effect="`NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel` when the model is built",
+    message="--moe-backend deep_gemm_mega_moe without --enable-expert-parallel: {vllm} raises "
+    "NotImplementedError ('DeepSeek V4 MegaMoE currently requires expert parallel') when it builds the model",
+    fix="add --enable-expert-parallel on SM 10.x, or --moe-backend auto",
+    reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4Model.__init__); recipes#760",
+)
+
+
+def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
+    if _moe_backend(facts) != MEGA_MOE or facts.args.value("enable_expert_parallel") is True:
+        return None
+    return {}
+
+
+@row(
+    ROWS,
+    id="mega-moe-fp4", level=REFUSE, evidence=CITED,
+    title="`--moe-backend deep_gemm_mega_moe` on a checkpoint whose experts are not FP4 (`expert_dtype`)",
+    effect="`NotImplementedError: DeepSeek V4 MegaMoE only supports fp4 experts` when the model is built",
+    message="--moe-backend deep_gemm_mega_moe: this checkpoint's experts are {dtype}, and {vllm} raises "
+    "NotImplementedError ('MegaMoE only supports fp4 experts') when it builds the model",
+    fix="--moe-backend auto", reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4MoE); recipes#656",
+)
+
+
+def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
+    if _moe_backend(facts) != MEGA_MOE:
+        return None
+    dtype = (facts.model.config or {}).get("expert_dtype", "fp4")  # vLLM: getattr(config, "expert_dtype", "fp4")
+    return None if dtype == "fp4" else {"dtype": dtype}
+
+
+@row(
+    ROWS,
+    id="mega-moe-nvfp4", level=WARN, evidence=REPORTED,
+    title="`--moe-backend deep_gemm_mega_moe` on an NVFP4 checkpoint (`moe_quant_algo` NVFP4)",
+    effect="passes vLLM's fp4-experts check, but MegaMoE does not run NVFP4 experts (DeepSeek-V4 builds its "
+    "MegaMoE experts as MXFP4)",
+    message="--moe-backend deep_gemm_mega_moe on {arch}: its routed experts are NVFP4, which vLLM's fp4-experts "
+    "check lets through, but DeepSeek-V4's MegaMoE experts are built for MXFP4 weights and the recipes say "
+    "MegaMoE does not support NVFP4 experts",
+    fix="--moe-backend flashinfer_cutedsl on SM 10.x (the NVFP4 recipe's setting), or --moe-backend auto",
+    reference="vllm/models/deepseek_v4/nvidia/model.py _init_mega_moe_experts; recipes#656; recipes "
+    "DeepSeek-V4-Flash.yaml (NVFP4 notes)",
+)
+
+
+def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
+    if _moe_backend(facts) != MEGA_MOE:
+        return None
+    config = facts.model.config or {}
+    quant = config.get("quantization_config")
+    algo = quant.get("moe_quant_algo") if isinstance(quant, dict) else None
+    if config.get("expert_dtype", "fp4") != "fp4" or not isinstance(algo, str) or algo.upper() != "NVFP4":
+        return None  # not fp4 experts: mega-moe-fp4
+    return {"arch": facts.model.known_id or facts.model.name or "this checkpoint"}
+
+
+@row(
+    ROWS,
+    id="mega-moe-not-sm100", level=REFUSE, evidence=CITED,
+    title="`--moe-backend deep_gemm_mega_moe` off SM 10.x (RTX PRO 6000, H100/H200, …)",
+    effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before 0.33",
+    message="--moe-backend deep_gemm_mega_moe on {gpus}: DeepGEMM MegaMoE runs only on SM 10.x; {vllm} raises "
+    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before 0.33 only after loading all the weights",
+    fix="--moe-backend auto (the recipe's own SM 12.x setting)",
+    reference="vllm/models/deepseek_v4/nvidia/model.py _check_runtime_supported (≤ 0.31), "
+    "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760",
+    families=NOT_SM10,
+)
+
+
+def mega_moe_off_sm100(facts: Facts, gpu: GpuInfo | None):
+    return {} if _moe_backend(facts) == MEGA_MOE else None
+
+
+# --- chat: tokenizer, parsers, template kwargs ------------------------------------------------
+
+V4_PARSER = "deepseek_v4"  # tool and reasoning parser name for DeepSeek-V4 in 0.24–0.33 (tool_parsers/, reasoning/)
+V41_PARSER = "deepseek_v41"  # DeepSeek-V4.1's, 0.30+
+THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-model-len
+
+
+@row(
+    ROWS,
+    id="tokenizer-without-template", level=WARN, evidence=REPORTED,
+    title="`--tokenizer-mode hf` or `slow` for DeepSeek-V4",
+    effect="no chat template: every chat request fails ('default chat template is no longer allowed')",
+    message="--tokenizer-mode {mode}: DeepSeek-V4 ships no Jinja chat template, so every chat request fails "
+    "('default chat template is no longer allowed'); vLLM picks its deepseek_v4 tokenizer mode by itself",
+    fix="drop the option", reference="vllm/config/model.py; modelscope/evalscope#1548",
+)
+
+
+def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
+    mode = facts.args.value("tokenizer_mode")
+    return {"mode": mode} if mode in ("hf", "slow") else None
+
+
+@row(
+    ROWS,
+    id="v4-parsers-on-v41", level=WARN, evidence=REPORTED,
+    title="DeepSeek-V4.1 with the V4 tool-call or reasoning parser",
+    effect="tool calls silently unparsed (V4.1 uses spaced DSML tags)",
+    message="{used} on DeepSeek-V4.1: the V4 parsers treat V4.1's spaced DSML tags as plain text, so tool calls "
+    "are silently not parsed",
+    fix=f"--tool-call-parser {V41_PARSER} --reasoning-parser {V41_PARSER}",
+    reference="vllm/tool_parsers/__init__.py; smg-project/smg#2525", models=frozenset({V41}),
+    vllm=VersionRange(since="0.30.0"),
+)
+
+
+def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
+    used = [f"--{name.replace('_', '-')} {facts.args.value(name)}" for name in ("tool_call_parser", "reasoning_parser")
+            if facts.args.value(name) == "deepseek_v4"]
+    return {"used": " and ".join(used)} if used else None
+
+
+@row(
+    ROWS,
+    id="v4-wrong-parsers", level=WARN, evidence=REPORTED,
+    title="DeepSeek-V4 with a tool-call or reasoning parser other than `deepseek_v4` (`hermes`, `deepseek_v3`, "
+    "`deepseek_v31`, `deepseek_r1`, `deepseek_v41`, …)",
+    effect="starts, then tool calls leak into the answer text and reasoning is misrouted (V4 writes DSML)",
+    message="{used} on DeepSeek-V4: V4 writes tool calls and reasoning in its own DSML format, which only "
+    "vLLM's deepseek_v4 parsers read; with this parser tool calls leak into the answer text or the reasoning "
+    "is misrouted, silently",
+    fix=f"--tool-call-parser {V4_PARSER} --reasoning-parser {V4_PARSER}",
+    reference="vllm/tool_parsers/__init__.py, vllm/reasoning/__init__.py; vLLM #42265, #40801, #54686",
+)
+
+
+def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
+    used = []
+    for dest, plugin in (("tool_call_parser", "tool_parser_plugin"), ("reasoning_parser", "reasoning_parser_plugin")):
+        name = facts.args.value(dest)
+        if not isinstance(name, str) or not name or name == V4_PARSER or facts.args.value(plugin):
+            continue  # unset, right, or a plugin's own name
+        if dest == "reasoning_parser" and name == "deepseek_v3" and \
+                VersionRange(before="0.25.0").contains(facts.vllm_version) is not False:
+            continue  # 0.24.0 registers deepseek_v4 as the very same DeepSeekV3ReasoningParser
+        used.append(f"--{dest.replace('_', '-')} {name}")
+    return {"used": " and ".join(used)} if used else None
+
+
+@row(
+    ROWS,
+    id="think-max-short", level=WARN, evidence=REPORTED,
+    title="\"Think Max\" (`reasoning_effort: max`) with `--max-model-len` < 393,216",
+    effect="the reasoning is cut short",
+    message="reasoning_effort max with --max-model-len {length}: DeepSeek-V4's Think Max mode needs at least "
+    "393,216 tokens of context",
+    fix="--max-model-len 393216 or more (or a lower reasoning_effort)",
+    reference=f"{RECIPES} DeepSeek-V4 guide", models=BOTH,
+)
+
+
+def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
+    kwargs = json_option(facts.args, "default_chat_template_kwargs") or {}
+    if str(kwargs.get("reasoning_effort", "")).lower() != "max":
+        return None
+
+    length = max_model_len_tried(facts)
+    if length is None or length >= THINK_MAX_MIN_LEN:
+        return None
+    return {"length": f"{length:,}"}
+
+
+# --- the environment --------------------------------------------------------------------------
+
+
+@row(
+    ROWS,
+    id="v2-runner-env-not-int", level=WARN, evidence=CITED,
+    title="`VLLM_USE_V2_MODEL_RUNNER` set to something other than an integer (`false`, `true`, `yes`)",
+    effect="`ValueError: invalid literal for int() with base 10` when vLLM reads it (it parses `bool(int(v))`)",
+    message="VLLM_USE_V2_MODEL_RUNNER={value}: vLLM reads this variable as bool(int(value)), so this value "
+    "raises ValueError ('invalid literal for int()') when the engine configuration reads it",
+    fix="VLLM_USE_V2_MODEL_RUNNER=0 (V1 model runner) or 1 (V2), or unset it",
+    reference="vllm/envs.py maybe_convert_bool; vllm/config/vllm.py use_v2_model_runner", models=BOTH,
+)
+
+
+def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
+    value = v2_runner_env(facts)
+    return {"value": value} if isinstance(value, str) else None
+
+
+RECIPE_RULES: tuple[Rule, ...] = tuple(ROWS)

@@ -1,0 +1,218 @@
+"""Speculative decoding, as rows: DSpark and MTP against the checkpoint, the release, the
+parallel layout and the model runner. Each check sits under its row (``@row``; ``core/rules.py``).
+"""
+
+from __future__ import annotations
+
+from .facts import Facts, as_int, json_option
+from .gpus import DSV4_FAMILIES, GpuInfo
+from .kv import FP8_DS_MLA, dsv4_backend, kv_path
+from .rules import (
+    CITED,
+    DERIVED,
+    REFUSE,
+    REPORTED,
+    WARN,
+    Rule,
+    row,
+    v2_runner_env,
+)
+from .rules_kv import ASSERTS_UNTIL, is_nvfp4_on_mla
+from .versions import VersionRange
+
+ROWS: list[Rule] = []  # filled by @row, in this module's order
+
+
+def spec_config(facts: Facts) -> dict:
+    return json_option(facts.args, "speculative_config") or {}
+
+
+def spec_method(facts: Facts) -> str | None:
+    method = spec_config(facts).get("method")
+    return method.lower() if isinstance(method, str) else None
+
+
+def _has_dspark(facts: Facts) -> bool:
+    """The checkpoint ships a DSpark module: vLLM reads ``config.dspark_target_layer_ids``
+    unconditionally (nvidia/dspark.py); ``dspark_block_size`` alone (Vision-Exp) is not one."""
+    return "dspark_target_layer_ids" in (facts.model.config or {})
+
+
+# config/vllm.py), with the releases each one does it in: (dest, words, releases).
+V2_UNSUPPORTED = (
+    ("enable_dbo", "--enable-dbo (dual batch overlap)", VersionRange(since="0.29.0")),
+    ("enable_elastic_ep", "--enable-elastic-ep (elastic expert parallelism)", VersionRange(since="0.29.0", before="0.32.0")),
+    ("logits_processors", "--logits-processors (custom logits processors)", VersionRange(since="0.29.0", before="0.31.0")),
+)
+
+
+@row(
+    ROWS,
+    id="dspark-before-0.25", level=REFUSE, evidence=CITED,
+    title="`--speculative-config.method dspark` on vLLM < 0.25",
+    effect="ValidationError: no such method, when the engine config is made",
+    message="--speculative-config method dspark: {vllm} has no DSpark (added in 0.25.0) and rejects the method",
+    fix="vLLM 0.25.0 or later, or method mtp on a checkpoint with an MTP head",
+    reference="vllm/config/speculative.py", vllm=VersionRange(before="0.25.0"),
+)
+
+
+def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
+    return {} if spec_method(facts) == "dspark" else None
+
+
+@row(
+    ROWS,
+    id="dspark-without-module", level=REFUSE, evidence=CITED,
+    title="`method dspark` on a checkpoint without a DSpark module (no `dspark_target_layer_ids`: preview, "
+    "NVFP4, Vision-Exp)",
+    effect="AttributeError ('dspark_target_layer_ids') when the draft is built, after the weights load",
+    message="--speculative-config method dspark: {arch}'s config.json has no dspark_target_layer_ids (this "
+    "checkpoint ships no DSpark module), so {vllm} fails when it builds the draft, after loading the weights",
+    fix="method mtp (the preview and NVFP4 checkpoints carry an MTP head), or a DSpark checkpoint (-0731, -0813)",
+    reference="vllm/models/deepseek_v4/nvidia/dspark.py; recipes DeepSeek-V4-Flash.yaml",
+    vllm=VersionRange(since="0.25.0"),
+)
+
+
+def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
+    if spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None or _has_dspark(facts):
+        return None
+    return {"arch": facts.model.architecture or "the model"}
+
+
+@row(
+    ROWS,
+    id="dspark-pp", level=REFUSE, evidence=CITED,
+    title="`method dspark` with `--pipeline-parallel-size` > 1, vLLM 0.25–0.29",
+    effect="`NotImplementedError: DSpark does not support pipeline parallelism.` after the weights load",
+    message="--speculative-config method dspark with --pipeline-parallel-size {pp}: {vllm} raises "
+    "NotImplementedError ('DSpark does not support pipeline parallelism.') after loading the weights",
+    fix="--pipeline-parallel-size 1 (tensor or data parallel instead), or vLLM 0.30.0 and later",
+    reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py",
+    vllm=VersionRange(since="0.25.0", before="0.30.0"),
+)
+
+
+def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
+    pp = as_int(facts.args.value("pipeline_parallel_size")) or 1
+    return {"pp": pp} if spec_method(facts) == "dspark" and pp > 1 else None
+
+
+@row(
+    ROWS,
+    id="dspark-k-below-block", level=REFUSE, evidence=CITED,
+    title="`method dspark` with `num_speculative_tokens` below the checkpoint's `dspark_block_size`, vLLM 0.26–0.27",
+    effect="ValueError when the engine config is made",
+    message="--speculative-config num_speculative_tokens {k}: {vllm} requires at least dspark_block_size ({block}) "
+    "for DSpark",
+    fix="--speculative-config.num_speculative_tokens {block}",
+    reference="vllm/config/speculative.py", vllm=VersionRange(since="0.26.0", before="0.28.0"),
+)
+
+
+def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
+    block = facts.model.number("dspark_block_size")
+    k = as_int(spec_config(facts).get("num_speculative_tokens"))
+    if spec_method(facts) != "dspark" or not block or k is None or k >= block:
+        return None
+    return {"k": k, "block": block}
+
+
+@row(
+    ROWS,
+    id="dspark-v1-runner", level=REFUSE, evidence=CITED,
+    title="`method dspark` with `VLLM_USE_V2_MODEL_RUNNER=0`, vLLM ≥ 0.29",
+    effect="`Model Runner V1 does not support: dspark speculative decoding` when the engine config is made",
+    message="VLLM_USE_V2_MODEL_RUNNER=0 with DSpark: {vllm}'s V1 model runner does not support DSpark and "
+    "refuses the configuration",
+    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=VersionRange(since="0.29.0"),
+)
+
+
+def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
+    if spec_method(facts) != "dspark" or v2_runner_env(facts) is not False:
+        return None
+    return {}
+
+
+@row(
+    ROWS,
+    id="dspark-v2-unsupported", level=REFUSE, evidence=CITED,
+    title="`method dspark` with a feature the V2 model runner lacks ("
+    + "; ".join(f"{words.split(' ')[0]} {releases.short()}" for _, words, releases in V2_UNSUPPORTED) + ")",
+    effect="vLLM falls back to the V1 runner by itself: `Model Runner V1 does not support: dspark speculative "
+    "decoding` when the engine config is made",
+    message="--speculative-config method dspark with {used}: {how}, and {vllm} refuses the configuration with "
+    "ValueError ({error})",
+    fix="drop {used} (DSpark runs only on the V2 model runner), or method mtp on a checkpoint with an MTP head",
+    reference="vllm/config/vllm.py _get_v2_model_runner_unsupported_features, "
+    "_get_v1_model_runner_unsupported_features", vllm=VersionRange(since="0.29.0"),
+)
+
+
+def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
+    if spec_method(facts) != "dspark" or v2_runner_env(facts) is False or isinstance(v2_runner_env(facts), str):
+        return None  # V1 forced: dspark-v1-runner; unreadable: v2-runner-env-not-int
+    used = [words for dest, words, releases in V2_UNSUPPORTED
+            if facts.args.value(dest) not in (None, False, [], "") and releases.contains(facts.vllm_version) is not False]
+    if not used:
+        return None
+    forced = v2_runner_env(facts) is True
+    error = ("'Model Runner V2 does not yet support: …'" if forced
+             else "'Model Runner V1 does not support: dspark speculative decoding'")
+    how = "VLLM_USE_V2_MODEL_RUNNER=1 makes V2 refuse it" if forced else "vLLM falls back to the V1 model runner for it"
+    return {"used": " and ".join(used), "error": error, "how": how}
+
+
+@row(
+    ROWS,
+    id="draft-kv-not-fp8", level=WARN, evidence=DERIVED,
+    title="`method dspark` with a non-fp8 `kv_cache_dtype` in `--speculative-config` (`auto` too before "
+    f"{ASSERTS_UNTIL.before})",
+    effect="the draft's DeepSeek-V4 attention goes through the same KV resolver: AssertionError / ValueError "
+    "when the draft is built, after the weight load",
+    message="--speculative-config kv_cache_dtype {kv}: vLLM gives the DSpark draft this KV-cache dtype, and the "
+    "draft's DeepSeek-V4 attention layers on {gpus} store fp8_ds_mla, which has no {kv} variant; {vllm} is "
+    "expected to fail when it builds the draft, after loading the weights",
+    fix="drop kv_cache_dtype from --speculative-config (the draft then uses the target's), or set it to fp8",
+    reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py; vllm/models/deepseek_v4/attention.py "
+    "_resolve_dsv4_kv_cache_dtype", families=DSV4_FAMILIES, vllm=VersionRange(since="0.26.0"),
+)
+
+
+def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
+    if spec_method(facts) != "dspark":
+        return None
+    kv = spec_config(facts).get("kv_cache_dtype")
+    if not isinstance(kv, str) or kv.startswith("fp8") or is_nvfp4_on_mla(kv, facts.vllm_version):
+        return None
+    if kv == "auto" and ASSERTS_UNTIL.contains(facts.vllm_version) is False:
+        return None  # 0.30+ resolve auto to fp8_ds_mla themselves
+    if gpu is None or gpu.capability is None:
+        return None
+    path = kv_path(gpu.capability, dsv4_backend(facts.args))
+    if path is None or path.layout != FP8_DS_MLA:
+        return None
+    return {"kv": kv}
+
+
+@row(
+    ROWS,
+    id="mtp-on-dspark-checkpoint", level=WARN, evidence=REPORTED,
+    title="`method mtp` on a DSpark checkpoint (-0731, -0813)",
+    effect="boots, with about 8× the per-token KV of the preview",
+    message="--speculative-config method mtp on {arch}: this checkpoint ships a DSpark module, not an MTP head; "
+    "vLLM boots but with about 8× the KV cache per token",
+    fix="method dspark (the recipes' default for these checkpoints)",
+    reference="vllm#51041; recipes DeepSeek-V4-Flash.yaml", vllm=VersionRange(since="0.25.0"),
+)
+
+
+def mtp_on_dspark_checkpoint(facts: Facts, gpu: GpuInfo | None):
+    if spec_method(facts) not in ("mtp", "deepseek_mtp") or not _has_dspark(facts):
+        return None
+    return {"arch": facts.model.known_id or facts.model.name or "this checkpoint"}
+
+
+SPECULATIVE_RULES: tuple[Rule, ...] = tuple(ROWS)
