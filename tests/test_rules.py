@@ -7,6 +7,7 @@ its pair here fails `test_every_row_has_a_trips_and_a_passes_case`.
 
 from __future__ import annotations
 
+import re
 import string
 
 import pytest
@@ -16,7 +17,8 @@ from dsv4_launch.core.doctor_rules import DOCTOR_RULES
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory import GiB, WeightFacts
 from dsv4_launch.core.plan import RULES
-from dsv4_launch.core.rules import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN
+from dsv4_launch.core.rules import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN, Release, version_words, words
+from dsv4_launch.core.versions import VersionRange
 from tests.planning import LLAMA, SM80, SM90, SM100, SM120, SM121, V4, V41, M, facts_for, gpus, planned
 
 FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
@@ -446,3 +448,68 @@ def test_nvfp4_ds_mla_on_plain_rows_is_the_silent_mismatch_where_it_exists():
     found, plan = findings([M, *FI, "--kv-cache-dtype", "nvfp4_ds_mla"], gpu=big(SM100), version="0.29.0")
     assert "fp8-ds-mla-on-plain-rows" not in found  # not a value before 0.30: vLLM's parser says so
     assert any("invalid choice: 'nvfp4_ds_mla'" in w for w in plan.warnings)
+
+
+# --- version facts only in the rows' fields (issue 18 item 6) ---------------------------------
+
+RELEASE_LITERAL = re.compile(r"(?<![\d.])0\.[1-4]\d(?:\.\d+)*(?![\d])")  # 0.24, 0.30.0 (not 0.92, 0.5)
+
+
+def _bound_forms(rule) -> set[str]:
+    """Every way a row's text may show one of its own version bounds: 0.30.0, 0.30, 0.29."""
+    forms = set()
+    for name, value in version_words(rule).items():
+        if isinstance(value, Release):
+            forms |= {format(value), format(value, "minor")}
+            try:
+                forms.add(format(value, "last"))
+            except ValueError:
+                pass
+        elif name in rule.releases or name == "":
+            forms.add(value)
+    return forms
+
+
+@pytest.mark.parametrize("rule", [*RULES, *DOCTOR_RULES], ids=[r.id for r in (*RULES, *DOCTOR_RULES)])
+def test_no_release_number_is_written_into_a_rows_text(rule):
+    """A release in a title, effect, message or fix is a version fact outside the row's fields:
+    it must be ``{since}``/``{before}`` or a named bound of ``releases`` (``{asserts_before:minor}``)."""
+    words_of = version_words(rule)
+    for field in ("title", "effect", "message", "fix"):
+        template = getattr(rule, field)
+        assert not RELEASE_LITERAL.search(template), f"{rule.id}.{field}: {template!r}"
+        for _, name, _, _ in string.Formatter().parse(template):
+            if name is None:
+                continue
+            if field in ("title", "effect"):  # README and explain fill only the version words
+                assert name in words_of, f"{rule.id}.{field}: {{{name}}} is not one of its version fields"
+            elif name in ("since", "before") or name.endswith(("_since", "_before")) or name in rule.releases:
+                assert name in words_of, f"{rule.id}.{field}: {{{name}}} names a bound the row does not have"
+    assert "{" not in words(rule, "title") + words(rule, "effect")
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_a_findings_release_numbers_come_from_its_rows_fields(rule):
+    """What the check returns goes into the message too: a release it names (outside the
+    reference, which is evidence, and the installed version) is one of the row's bounds."""
+    plan, f = judge(CASES[rule.id][0])
+    (finding,) = [x for x in plan.findings if x.rule == rule.id]
+    text = finding.text.replace(f"({rule.reference})", "")
+    if f.vllm_version:
+        text = text.replace(f.vllm_version, "")
+    for found in RELEASE_LITERAL.findall(text):
+        assert found in _bound_forms(rule), f"{rule.id}: {found} in {finding.text!r}"
+
+
+def test_release_words_render_as_the_tables_wrote_them():
+    assert f"{Release('0.30.0'):minor}" == "0.30" and f"{Release('0.30.0'):last}" == "0.29"
+    assert f"{Release('0.27.1')}" == "0.27.1" and f"{Release('0.27.1'):minor}" == "0.27"
+    with pytest.raises(ValueError):
+        format(Release("0.24.1"), "last")  # 0.24.0 is before it, but not a whole release line
+    by_id = {r.id: r for r in RULES}
+    assert words(by_id["fp4-indexer-off-sm10"], "title").endswith("off SM 10.x, vLLM 0.24–0.29")
+    assert "(0.24–0.27; a bare assert" in words(by_id["fp4-indexer-off-sm10"], "effect")
+    assert "(--enable-dbo ≥ 0.29.0; --enable-elastic-ep ≥ 0.29.0, < 0.32.0;" in words(by_id["dspark-v2-unsupported"], "title")
+    # a row re-ranged moves its words with it
+    moved = by_id["dspark-pp"]._replace(vllm=VersionRange(since="0.26.0", before="0.31.0"))
+    assert words(moved, "title").endswith("vLLM 0.26–0.30")

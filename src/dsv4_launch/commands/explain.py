@@ -29,7 +29,7 @@ _PASSED_ENV = ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE")  # where the model's
 
 def _rules() -> dict:
     from ..core.doctor_rules import DOCTOR_RULES
-    from ..core.rules_dsv4 import RULES
+    from ..core.plan import RULES
 
     return {rule.id: rule for rule in (*RULES, *DOCTOR_RULES)}
 
@@ -53,12 +53,14 @@ def row_text(rule_id: str, signature=None) -> dict:
             "fix": f"{KV_OPTION} {KV_FIX_VALUE}", "reference": CRASH_REFERENCE, "level": "changed",
             "evidence": "confirmed",
         }
+    from ..core.rules import version_words, words
+
     rule = _rules()[rule_id]
-    fill = _Fill((signature.fill or {}) if signature is not None else {})
+    fill = _Fill({**version_words(rule), **((signature.fill or {}) if signature is not None else {})})
     fill.setdefault("gpus", "these GPUs")
     fill.setdefault("vllm", "vLLM")
-    return {"title": rule.title, "effect": rule.effect, "fix": rule.fix.format_map(fill), "reference": rule.reference,
-            "level": rule.level, "evidence": rule.evidence}
+    return {"title": words(rule, "title"), "effect": words(rule, "effect"), "fix": rule.fix.format_map(fill),
+            "reference": rule.reference, "level": rule.level, "evidence": rule.evidence}
 
 
 def _in_range(match: Match, version: str | None) -> bool | None:

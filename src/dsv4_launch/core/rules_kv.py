@@ -42,6 +42,7 @@ V41_PLAIN_ROWS_CHECKED = VersionRange(since="0.31.0")  # from here *_ds_mla on p
 # V4.1's selector (deepseek_v41/nvidia/model.py): these take the FlashInfer class, plain rows off SM 12.x.
 V41_FLASHINFER_BACKENDS = frozenset({FLASHINFER_DSV4, "FLASHINFER_MLA_SPARSE_DSV41"})
 ASSERTS_UNTIL = VersionRange(before="0.30.0")  # the DeepSeek-V4 KV check is a bare assert here
+KV_DTYPE_BY_PYDANTIC = VersionRange(since="0.33.0")  # --kv-cache-dtype checked by pydantic, not argparse choices
 
 
 def _kv_value(facts: Facts) -> str | None:
@@ -94,8 +95,9 @@ def _v41_plain_rows(facts: Facts, gpu: GpuInfo | None) -> bool:
 @row(
     ROWS,
     id="kv-invalid", level=WARN, evidence=CONFIRMED,
+    releases={"pydantic": KV_DTYPE_BY_PYDANTIC},
     title="`--kv-cache-dtype` set to a value the installed vLLM does not have (`fp9`, `Auto`)",
-    effect="rejected by vLLM itself at once with its own error (argparse exit 2 before 0.33, pydantic after)",
+    effect="rejected by vLLM itself at once with its own error (argparse exit 2 before {pydantic_since:minor}, pydantic after)",
     message="--kv-cache-dtype {kv}: not a value {which} accepts (it takes {valid}); vLLM rejects it "
     "itself before loading anything and prints its own error",
     fix="--kv-cache-dtype fp8, or drop the option",
@@ -114,13 +116,14 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="kv-not-fp8", level=REFUSE, evidence=CONFIRMED,
+    releases={"asserts": ASSERTS_UNTIL},
     title="explicit non-fp8 `--kv-cache-dtype` (`bfloat16`, `float16`, `nvfp4_ds_mla`, …) for DeepSeek-V4 on an "
     "fp8_ds_mla path",
-    effect="AssertionError (< 0.30; a bare assert, so only a warning under PYTHONOPTIMIZE) / ValueError "
-    "(≥ 0.30) when the attention layers are built",
+    effect="AssertionError (< {asserts_before:minor}; a bare assert, so only a warning under PYTHONOPTIMIZE) / "
+    "ValueError (≥ {asserts_before:minor}) when the attention layers are built",
     message="{setting}: DeepSeek-V4 on {gpus} stores its KV cache as fp8_ds_mla, which has no {kv} "
-    "variant; {vllm} fails when it builds the attention layers (AssertionError before 0.30, "
-    "ValueError from 0.30)",
+    "variant; {vllm} fails when it builds the attention layers (AssertionError before {asserts_before:minor}, "
+    "ValueError from {asserts_before:minor})",
     fix="--kv-cache-dtype fp8, or drop the option",
     reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174",
     families=DSV4_FAMILIES,
@@ -162,8 +165,9 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="v41-kv", level=REFUSE, evidence=CONFIRMED,
+    releases={"strict": V41_PACKED_STRICT},
     title="DeepSeek-V4.1 on its packed KV path with a `--kv-cache-dtype` its resolver rejects (`bfloat16`, "
-    f"`float16`; from {V41_PACKED_STRICT.since} also `fp8_e4m3`, `fp8_e5m2`, `fp8_inc`, `fp8_per_token_head`)",
+    "`float16`; from {strict_since} also `fp8_e4m3`, `fp8_e5m2`, `fp8_inc`, `fp8_per_token_head`)",
     effect="`ValueError: DeepseekV4 … only support(s) fp8 kv-cache, got …` when the attention layers are built",
     message="{setting}: DeepSeek-V4.1 on {gpus} stores a packed KV record, and {vllm}'s V4.1 KV-cache resolver "
     "takes only {accepted} there; it raises ValueError ('{error}') when it builds the attention layers",
@@ -303,8 +307,9 @@ def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="fp8-ds-mla-on-plain-rows", level=WARN, evidence=DERIVED,
+    releases={"v41_checked": V41_PLAIN_ROWS_CHECKED},
     title=f"SM 10.x + `{FLASHINFER_DSV4}` + `--kv-cache-dtype fp8_ds_mla` or `nvfp4_ds_mla` (DeepSeek-V4; "
-    f"V4.1 before {V41_PLAIN_ROWS_CHECKED.since})",
+    "V4.1 before {v41_checked_since})",
     effect="a mismatched KV layout that no validator catches",
     message="--kv-cache-dtype {kv} with --attention-backend {backend} on {gpus}: this backend stores plain "
     "KV rows (bf16 or per-tensor FP8) on SM 10.x, not the packed {kv} record, and {vllm} does not check the "
@@ -332,7 +337,7 @@ def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="attention-env-ignored", level=WARN, evidence=CITED,
-    title="`VLLM_ATTENTION_BACKEND` set", effect="read nowhere by vLLM 0.24–0.33 (the default backend is used)",
+    title="`VLLM_ATTENTION_BACKEND` set", effect="read nowhere by any vLLM release dsv4-launch knows (the default backend is used)",
     message="VLLM_ATTENTION_BACKEND={value} is not read by {vllm}",
     fix="{fix}", reference="vLLM #50292; vllm/envs.py", models=BOTH,
 )
@@ -424,9 +429,10 @@ def _fp4_indexer_fix(facts: Facts) -> str:
 @row(
     ROWS,
     id="fp4-indexer-off-sm10", level=REFUSE, evidence=CITED,
-    title="`--attention_config.use_fp4_indexer_cache=True` off SM 10.x, vLLM 0.24–0.29",
-    effect="AssertionError in the indexer metadata builder (0.24–0.27; a bare assert, so only a warning under "
-    "PYTHONOPTIMIZE) / ValueError at layer construction (0.28–0.29)",
+    releases={"asserts": INDEXER_ASSERTS_UNTIL},
+    title="`--attention_config.use_fp4_indexer_cache=True` off SM 10.x, vLLM {since:minor}–{before:last}",
+    effect="AssertionError in the indexer metadata builder ({since:minor}–{asserts_before:last}; a bare assert, so only a warning under "
+    "PYTHONOPTIMIZE) / ValueError at layer construction ({asserts_before:minor}–{before:last})",
     message="--attention_config.use_fp4_indexer_cache=True on {gpus}: the FP4 indexer cache needs Blackwell "
     "data-centre GPUs; {vllm} fails with 'use_fp4_indexer_cache requires Blackwell datacenter GPUs (sm_10x…)'",
     fix="{fix}",
@@ -445,9 +451,9 @@ def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="fp4-indexer-removed", level=REFUSE, evidence=CONFIRMED,
-    title="`use_fp4_indexer_cache` in `--attention-config` (any spelling) on vLLM ≥ 0.30",
+    title="`use_fp4_indexer_cache` in `--attention-config` (any spelling) on vLLM ≥ {since:minor}",
     effect="exit 2 at once: 'Unexpected keyword argument' (the option was removed, on every GPU)",
-    message="use_fp4_indexer_cache in --attention-config: {vllm} no longer has this option (removed in 0.30) "
+    message="use_fp4_indexer_cache in --attention-config: {vllm} no longer has this option (removed in {since:minor}) "
     "and rejects the arguments with 'Unexpected keyword argument', on every GPU",
     fix="{fix}",
     reference="vllm/config/attention.py; vllm#52550", vllm=VersionRange(since="0.30.0"),
@@ -466,7 +472,7 @@ def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="mxfp4-indexer-off-sm10", level=REFUSE, evidence=CITED,
-    title="`--attention-config.indexer_kv_dtype mxfp4` off SM 10.x, vLLM ≥ 0.28",
+    title="`--attention-config.indexer_kv_dtype mxfp4` off SM 10.x, vLLM ≥ {since:minor}",
     effect="`ValueError: indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs` when the model is built",
     message="--attention-config.indexer_kv_dtype mxfp4 on {gpus}: {vllm} raises ValueError "
     "(\"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs\") when it builds the model",
@@ -504,10 +510,10 @@ def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="indexer-dtype-ignored", level=WARN, evidence=CITED,
-    title="`--attention-config.indexer_kv_dtype` on vLLM 0.24–0.27", effect="ignored by DeepSeek-V4 (it reads only use_fp4_indexer_cache)",
+    title="`--attention-config.indexer_kv_dtype` on vLLM {since:minor}–{before:last}", effect="ignored by DeepSeek-V4 (it reads only use_fp4_indexer_cache)",
     message="--attention-config.indexer_kv_dtype {value}: {vllm}'s DeepSeek-V4 does not read it (only "
     "use_fp4_indexer_cache, on SM 10.x)",
-    fix="drop it; on SM 10.x use --attention_config.use_fp4_indexer_cache=True before 0.28",
+    fix="drop it; on SM 10.x use --attention_config.use_fp4_indexer_cache=True before {before:minor}",
     reference="vllm/models/deepseek_v4/attention.py", vllm=VersionRange(since="0.24.0", before="0.28.0"),
 )
 

@@ -29,6 +29,7 @@ ROWS: list[Rule] = []  # filled by @row, in this module's order
 # --- the MoE backend --------------------------------------------------------------------------
 
 MEGA_MOE = "deep_gemm_mega_moe"
+MEGA_MOE_SM_CHECKED_AT_BUILD = VersionRange(since="0.33.0")  # the SM100 check runs before the weight load
 
 
 def _moe_backend(facts: Facts) -> str | None:
@@ -103,10 +104,11 @@ def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="mega-moe-not-sm100", level=REFUSE, evidence=CITED,
+    releases={"at_build": MEGA_MOE_SM_CHECKED_AT_BUILD},
     title="`--moe-backend deep_gemm_mega_moe` off SM 10.x (RTX PRO 6000, H100/H200, …)",
-    effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before 0.33",
+    effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before {at_build_since:minor}",
     message="--moe-backend deep_gemm_mega_moe on {gpus}: DeepGEMM MegaMoE runs only on SM 10.x; {vllm} raises "
-    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before 0.33 only after loading all the weights",
+    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before {at_build_since:minor} only after loading all the weights",
     fix="--moe-backend auto (the recipe's own SM 12.x setting)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _check_runtime_supported (≤ 0.31), "
     "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760",

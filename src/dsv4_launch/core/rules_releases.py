@@ -29,19 +29,22 @@ ROWS: list[Rule] = []  # filled by @row, in this module's order
 
 # --- GPU families -----------------------------------------------------------------------------
 
+SM12_DEGENERATE = VersionRange(since="0.26.0", before="0.27.0")  # sm12-0.26-garbage
+SM12_BOOT_FAILS = VersionRange(since="0.27.0", before="0.28.0")  # sm12-0.27
 OLD_GPUS = frozenset({"3", "5", "6", "7", "8"})  # below SM 9.0: no DeepSeek-V4 kernels
 
 
 @row(
     ROWS,
     id="sm11-thor", level=WARN, evidence=DERIVED,
+    releases={"asserts": ASSERTS_UNTIL},
     title="SM 11.x (Jetson Thor)", effect="vLLM takes the FlashMLA / fp8_ds_mla path, which ships no sm_110 "
     "kernels; dsv4-launch has no KV-cache row for it",
     message="{gpus}: vLLM's DeepSeek-V4 attention selector falls through to FlashMLA (fp8_ds_mla) on SM 11.x, "
     "whose kernels are built for SM 9.x and 10.x only, so the model is expected to fail when it first runs; "
     "dsv4-launch knows no KV-cache path for SM 11.x and leaves --kv-cache-dtype as it is",
     fix="run on SM 9.x, 10.x or 12.x GPUs; to try anyway set --kv-cache-dtype fp8 yourself (vLLM before "
-    f"{ASSERTS_UNTIL.before} fails on auto on that path)",
+    "{asserts_before} fails on auto on that path)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", models=BOTH,
     families=frozenset({"11"}),
 )
@@ -105,9 +108,9 @@ def mixed_gpus(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="sm12-before-0.24", level=WARN, evidence=DERIVED,
-    title="SM 12.x with vLLM < 0.24", effect="no SM 12.x DeepSeek-V4 path: FlashMLA is selected, without sm_120 kernels",
-    message="{gpus} with {vllm}: vLLM has no DeepSeek-V4 path for SM 12.x before 0.24.0",
-    fix="pip install 'vllm>=0.24.0' in vLLM's environment",
+    title="SM 12.x with vLLM < {before:minor}", effect="no SM 12.x DeepSeek-V4 path: FlashMLA is selected, without sm_120 kernels",
+    message="{gpus} with {vllm}: vLLM has no DeepSeek-V4 path for SM 12.x before {before}",
+    fix="pip install 'vllm>={before}' in vLLM's environment",
     reference="vllm/models/deepseek_v4/nvidia/model.py@0.24.0", families=frozenset({"12"}),
     vllm=VersionRange(before="0.24.0"),
 )
@@ -120,12 +123,13 @@ def sm12_before_path(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="sm12-0.27", level=WARN, evidence=REPORTED,
-    title="SM 12.x with vLLM 0.27.0 / 0.27.1", effect="fails to boot (DeepGEMM FP8 layout assertion, mHC pre-norm)",
-    message="{gpus} with {vllm}: DeepSeek-V4 fails to boot on SM 12.x in 0.27.x (DeepGEMM 'Unknown SF "
+    releases={"degenerate": SM12_DEGENERATE},
+    title="SM 12.x with vLLM {since:minor}.x", effect="fails to boot (DeepGEMM FP8 layout assertion, mHC pre-norm)",
+    message="{gpus} with {vllm}: DeepSeek-V4 fails to boot on SM 12.x in {since:minor}.x (DeepGEMM 'Unknown SF "
     "transformation' in process_weights_after_loading; tf32_hc_prenorm_gemm), with no setting to avoid it",
-    fix="vLLM {before} or later (0.26.x boots but has open reports of degenerate output on SM 12.x: vLLM #52938)",
+    fix="vLLM {before} or later ({degenerate_since:minor}.x boots but has open reports of degenerate output on SM 12.x: vLLM #52938)",
     reference="vLLM #51758, #50796, #47436",
-    families=frozenset({"12"}), vllm=VersionRange(since="0.27.0", before="0.28.0"),
+    families=frozenset({"12"}), vllm=SM12_BOOT_FAILS,
 )
 
 
@@ -136,14 +140,15 @@ def sm12_boot_failure(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="sm12-0.26-garbage", level=WARN, evidence=REPORTED,
-    title="SM 12.x with vLLM 0.26.x", effect="boots, then degenerate output: the same token at every position "
+    releases={"boot_fails": SM12_BOOT_FAILS},
+    title="SM 12.x with vLLM {since:minor}.x", effect="boots, then degenerate output: the same token at every position "
     "(RTX PRO 6000), garbled text with the default fuse_norm_quant/fuse_act_quant fusions (GB10)",
-    message="{gpus} with {vllm}: DeepSeek-V4 on SM 12.x has open reports of degenerate output in 0.26.x "
+    message="{gpus} with {vllm}: DeepSeek-V4 on SM 12.x has open reports of degenerate output in {since:minor}.x "
     "(identical token at every position on 4 × RTX PRO 6000; garbled text on GB10 with the default "
-    "norm/activation-quant fusions), not reproduced on 0.28.0",
-    fix="vLLM 0.28.0 or later; on 0.26.x the GB10 report's workaround is "
+    "norm/activation-quant fusions), not reproduced on {boot_fails_before}",
+    fix="vLLM {boot_fails_before} or later; on {since:minor}.x the GB10 report's workaround is "
     "--compilation-config.pass_config.fuse_norm_quant=false --compilation-config.pass_config.fuse_act_quant=false",
-    reference="vLLM #52938, #50773", families=frozenset({"12"}), vllm=VersionRange(since="0.26.0", before="0.27.0"),
+    reference="vLLM #52938, #50773", families=frozenset({"12"}), vllm=SM12_DEGENERATE,
 )
 
 
@@ -154,8 +159,8 @@ def sm12_degenerate_output(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="sm12-0.24-deepgemm", level=WARN, evidence=REPORTED,
-    title="SM 12.x with vLLM 0.24.0 and DeepGEMM on", effect="`Assertion error (…layout.hpp:76): Unknown recipe` in the FP8 warm-up",
-    message="{gpus} with {vllm}: DeepGEMM's FP8 warm-up fails on SM 12.x in 0.24.0 ('Unknown recipe')",
+    title="SM 12.x with vLLM {since} and DeepGEMM on", effect="`Assertion error (…layout.hpp:76): Unknown recipe` in the FP8 warm-up",
+    message="{gpus} with {vllm}: DeepGEMM's FP8 warm-up fails on SM 12.x in {since} ('Unknown recipe')",
     fix="VLLM_USE_DEEP_GEMM=0 (about 4–6 % slower decoding), or a later vLLM",
     reference="vLLM #47130, #47266", families=frozenset({"12"}),
     vllm=VersionRange(since="0.24.0", before="0.24.1"),
@@ -169,8 +174,8 @@ def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="sm10-0.28-v2-runner", level=WARN, evidence=REPORTED,
-    title="SM 10.x with vLLM 0.28.0 on the V2 model runner", effect="generates only BOS tokens",
-    message="{gpus} with {vllm}: DeepSeek-V4 on the V2 model runner (0.28.0's default for it) generates only "
+    title="SM 10.x with vLLM {since} on the V2 model runner", effect="generates only BOS tokens",
+    message="{gpus} with {vllm}: DeepSeek-V4 on the V2 model runner ({since}'s default for it) generates only "
     "BOS tokens on SM 10.x",
     fix="VLLM_USE_V2_MODEL_RUNNER=0 (not with DSpark, which needs V2), or another vLLM release",
     reference="vLLM #55486; vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES@0.28.0",
@@ -185,7 +190,7 @@ def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="h20-0.27.1", level=WARN, evidence=REPORTED,
-    title="H20 with vLLM 0.27.1", effect="CUDASymmetricMemory, then an illegal address in graph capture",
+    title="H20 with vLLM {since}", effect="CUDASymmetricMemory, then an illegal address in graph capture",
     message="{gpus} with {vllm}: start-up crashes on H20 (CUDASymmetricMemory, then CUDA_ERROR_ILLEGAL_ADDRESS "
     "during CUDA graph capture)",
     fix="TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (fixes the first stage only), or another vLLM release",
@@ -202,11 +207,11 @@ def h20_0271(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="vision-before-0.30", level=REFUSE, evidence=CITED,
-    title="DeepSeek-V4-Flash-Vision-Exp (`vision_n_layers` > 0) on vLLM < 0.30",
+    title="DeepSeek-V4-Flash-Vision-Exp (`vision_n_layers` > 0) on vLLM < {before:minor}",
     effect="loaded as the text-only model: `There is no module or parameter named 'vision…'` at weight load",
-    message="{arch_words}vision_n_layers {layers}: {vllm} has no DeepSeek-V4 vision model (added in 0.30.0), "
+    message="{arch_words}vision_n_layers {layers}: {vllm} has no DeepSeek-V4 vision model (added in {before}), "
     "loads it as the text-only DeepseekV4ForCausalLM and fails on the vision tensors at weight load",
-    fix="vLLM 0.30.0 or later (or the recipe's vllm/vllm-openai:deepseekv4-flash-vision image)",
+    fix="vLLM {before} or later (or the recipe's vllm/vllm-openai:deepseekv4-flash-vision image)",
     reference="vllm/model_executor/models/utils.py AutoWeightsLoader; recipes DeepSeek-V4-Flash-Vision",
     vllm=VersionRange(before="0.30.0"),
 )

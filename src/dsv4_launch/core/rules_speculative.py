@@ -49,10 +49,10 @@ V2_UNSUPPORTED = (
 @row(
     ROWS,
     id="dspark-before-0.25", level=REFUSE, evidence=CITED,
-    title="`--speculative-config.method dspark` on vLLM < 0.25",
+    title="`--speculative-config.method dspark` on vLLM < {before:minor}",
     effect="ValidationError: no such method, when the engine config is made",
-    message="--speculative-config method dspark: {vllm} has no DSpark (added in 0.25.0) and rejects the method",
-    fix="vLLM 0.25.0 or later, or method mtp on a checkpoint with an MTP head",
+    message="--speculative-config method dspark: {vllm} has no DSpark (added in {before}) and rejects the method",
+    fix="vLLM {before} or later, or method mtp on a checkpoint with an MTP head",
     reference="vllm/config/speculative.py", vllm=VersionRange(before="0.25.0"),
 )
 
@@ -84,11 +84,11 @@ def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="dspark-pp", level=REFUSE, evidence=CITED,
-    title="`method dspark` with `--pipeline-parallel-size` > 1, vLLM 0.25–0.29",
+    title="`method dspark` with `--pipeline-parallel-size` > 1, vLLM {since:minor}–{before:last}",
     effect="`NotImplementedError: DSpark does not support pipeline parallelism.` after the weights load",
     message="--speculative-config method dspark with --pipeline-parallel-size {pp}: {vllm} raises "
     "NotImplementedError ('DSpark does not support pipeline parallelism.') after loading the weights",
-    fix="--pipeline-parallel-size 1 (tensor or data parallel instead), or vLLM 0.30.0 and later",
+    fix="--pipeline-parallel-size 1 (tensor or data parallel instead), or vLLM {before} and later",
     reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py",
     vllm=VersionRange(since="0.25.0", before="0.30.0"),
 )
@@ -102,7 +102,7 @@ def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="dspark-k-below-block", level=REFUSE, evidence=CITED,
-    title="`method dspark` with `num_speculative_tokens` below the checkpoint's `dspark_block_size`, vLLM 0.26–0.27",
+    title="`method dspark` with `num_speculative_tokens` below the checkpoint's `dspark_block_size`, vLLM {since:minor}–{before:last}",
     effect="ValueError when the engine config is made",
     message="--speculative-config num_speculative_tokens {k}: {vllm} requires at least dspark_block_size ({block}) "
     "for DSpark",
@@ -122,7 +122,7 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="dspark-v1-runner", level=REFUSE, evidence=CITED,
-    title="`method dspark` with `VLLM_USE_V2_MODEL_RUNNER=0`, vLLM ≥ 0.29",
+    title="`method dspark` with `VLLM_USE_V2_MODEL_RUNNER=0`, vLLM ≥ {since:minor}",
     effect="`Model Runner V1 does not support: dspark speculative decoding` when the engine config is made",
     message="VLLM_USE_V2_MODEL_RUNNER=0 with DSpark: {vllm}'s V1 model runner does not support DSpark and "
     "refuses the configuration",
@@ -139,8 +139,9 @@ def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="dspark-v2-unsupported", level=REFUSE, evidence=CITED,
+    releases={dest: releases for dest, _, releases in V2_UNSUPPORTED},
     title="`method dspark` with a feature the V2 model runner lacks ("
-    + "; ".join(f"{words.split(' ')[0]} {releases.short()}" for _, words, releases in V2_UNSUPPORTED) + ")",
+    + "; ".join(f"{words.split(' ')[0]} {{{dest}}}" for dest, words, _ in V2_UNSUPPORTED) + ")",
     effect="vLLM falls back to the V1 runner by itself: `Model Runner V1 does not support: dspark speculative "
     "decoding` when the engine config is made",
     message="--speculative-config method dspark with {used}: {how}, and {vllm} refuses the configuration with "
@@ -168,8 +169,9 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="draft-kv-not-fp8", level=WARN, evidence=DERIVED,
+    releases={"asserts": ASSERTS_UNTIL},
     title="`method dspark` with a non-fp8 `kv_cache_dtype` in `--speculative-config` (`auto` too before "
-    f"{ASSERTS_UNTIL.before})",
+    "{asserts_before})",
     effect="the draft's DeepSeek-V4 attention goes through the same KV resolver: AssertionError / ValueError "
     "when the draft is built, after the weight load",
     message="--speculative-config kv_cache_dtype {kv}: vLLM gives the DSpark draft this KV-cache dtype, and the "
