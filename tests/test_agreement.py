@@ -16,9 +16,10 @@ import json
 
 import pytest
 
-from dsv4_launch.adapters.nvml import GpuProbe
+from dsv4_launch.adapters.nvml import GpuReport
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands import serve as serve_command
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.doctor import run_doctor
 from dsv4_launch.commands.pipeline import SERVE, prepare, prepare_engine
 from dsv4_launch.commands.plan import run_plan
@@ -74,19 +75,18 @@ def test_every_command_agrees(case, tmp_path, monkeypatch):
     (model / "config.json").write_text(json.dumps(config))
     argv = [str(model), *rest]
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **extra}
-    fakes = {"probe": lambda: GpuProbe(gpus=gpus, source="nvml", driver_version="580.1"),
+    fakes = {"read_gpus": lambda: GpuReport(gpus=gpus, source="nvml", driver_version="580.1"),
              "vllm": VllmInstall(version=version, importable=True)}
 
     handed = []
     monkeypatch.setattr(serve_command, "hand_over", lambda a, vllm, env: handed.append(list(a)) or 0)
     serve_err = io.StringIO()
-    serve_status = serve_command.run_serve(argv, env, serve_err, io.StringIO(), **fakes)
+    serve_status = serve_command.run_serve(argv, Context(env=env, stderr=serve_err, stdout=io.StringIO(), **fakes))
 
     text_out, json_out, doctor_out = io.StringIO(), io.StringIO(), io.StringIO()
-    text_status = run_plan(argv, as_json=False, env=env, stdout=text_out, stderr=io.StringIO(), **fakes)
-    json_status = run_plan(argv, as_json=True, env=env, stdout=json_out, stderr=io.StringIO(), **fakes)
-    doctor_status = run_doctor(argv, as_json=True, env=env, stdout=doctor_out, stderr=io.StringIO(),
-                               runtime=lambda python, shapes: (None, "not inspected in this test"), **fakes)
+    text_status = run_plan(argv, as_json=False, ctx=Context(**fakes, env=env, stdout=text_out, stderr=io.StringIO()))
+    json_status = run_plan(argv, as_json=True, ctx=Context(**fakes, env=env, stdout=json_out, stderr=io.StringIO()))
+    doctor_status = run_doctor(argv, as_json=True, ctx=Context(**fakes, env=env, stdout=doctor_out, stderr=io.StringIO(), read_runtime=lambda python, shapes: (None, "not inspected in this test")))
     plan = json.loads(json_out.getvalue())
     doctor = json.loads(doctor_out.getvalue())
 
@@ -214,16 +214,16 @@ def test_the_plugin_and_dsv4_serve_gather_the_same(case, tmp_path):
     model.mkdir()
     (model / "config.json").write_text(json.dumps(config))
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **extra}
-    probe = lambda: GpuProbe(gpus=gpus, source="nvml", driver_version="580.1")  # noqa: E731
-    served = prepare([str(model), *rest], env, SERVE, probe=probe, vllm=VllmInstall(version=version, importable=True))
+    probe = lambda: GpuReport(gpus=gpus, source="nvml", driver_version="580.1")  # noqa: E731
+    served = prepare([str(model), *rest], env, SERVE, read_gpus=probe, vllm=VllmInstall(version=version, importable=True))
     if served.facts is None or served.facts.args.rejection:
         assert served.error or served.plan.disabled or served.status != 0 or served.facts.args.rejection
         if served.facts is None:
-            plugged = prepare_engine(None, str(model), None, version, env, probe=probe)
+            plugged = prepare_engine(None, str(model), None, version, env, read_gpus=probe)
             assert (plugged.error is None) == (served.error is None) and plugged.plan.disabled == served.plan.disabled
         return
     engine = engine_for(served.facts.args, version)
-    plugged = prepare_engine(engine, None, None, version, env, probe=probe)
+    plugged = prepare_engine(engine, None, None, version, env, read_gpus=probe)
     # One thing the plugin cannot know: whether `--kv-cache-dtype auto` was typed. vLLM's
     # EngineArgs holds "auto" either way, so the change starts from "not set".
     served_changes = tuple(c._replace(before=None) if c.before == "auto" else c for c in served.plan.changes)

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.output.redact import masked_argv
 from dsv4_launch.vllm_cli.option_table import load_table
@@ -32,8 +33,7 @@ def _streams():
 
 def _plan(argv, env=None, vllm=NEWER, as_json=False):
     out, err = _streams()
-    rc = run_plan(list(argv), as_json=as_json, env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})},
-                  stdout=out, stderr=err, vllm=vllm)
+    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})}, stdout=out, stderr=err, vllm=vllm))
     return rc, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()
 
 
@@ -113,7 +113,7 @@ PLANTED = ["json.py", "torch.py", "importlib.py", "flashinfer.py", "sitecustomiz
 def test_runtime_probe_imports_nothing_from_the_working_directory(tmp_path, monkeypatch, pythonpath):
     """A model repository (the working directory) holding modules named like the ones the probe
     imports: none of them runs (each would write a marker file)."""
-    from dsv4_launch.adapters.runtime_probe import probe_runtime
+    from dsv4_launch.adapters.runtime_probe import read_runtime
 
     planted = tmp_path / "model-repo"
     planted.mkdir()
@@ -125,20 +125,20 @@ def test_runtime_probe_imports_nothing_from_the_working_directory(tmp_path, monk
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
     env["PYTHONSTARTUP"] = str(planted / "json.py")
-    result, error = probe_runtime(sys.executable, env=env, timeout=60)
+    result, error = read_runtime(sys.executable, env=env, timeout=60)
     assert error is None and result["python"], error
     assert not marker.exists(), marker.read_text()
 
 
 def test_runtime_probe_keeps_pythonpath(tmp_path):
     """PYTHONPATH still counts (vLLM will see it): a package found only through it is seen."""
-    from dsv4_launch.adapters.runtime_probe import probe_runtime
+    from dsv4_launch.adapters.runtime_probe import read_runtime
 
     site = tmp_path / "site"
     (site / "vllm-9.9.9.dist-info").mkdir(parents=True)
     (site / "vllm-9.9.9.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 9.9.9\n")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, "PYTHONPATH": str(site)}
-    result, error = probe_runtime(sys.executable, env=env, timeout=60)
+    result, error = read_runtime(sys.executable, env=env, timeout=60)
     assert error is None and result["vllm"]["version"] == "9.9.9", (result, error)
 
 
@@ -245,9 +245,8 @@ def test_fit_on_a_terminal_with_markup_in_the_model_path(tmp_path, text):
     (folder / "config.json").write_text(json.dumps({"architectures": ["DeepseekV4ForCausalLM"],
                                                     "model_type": "deepseek_v4", "num_attention_heads": 64}))
     out, err = _Tty(), io.StringIO()
-    rc = run_fit([str(folder)], as_json=False, env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0",
-                                                    "DSV4_LAUNCH_GPU_MEMORY": "96GiB"},
-                 stdout=out, stderr=err, vllm=VllmInstall("0.33.0", True))
+    rc = run_fit([str(folder)], as_json=False, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0",
+                                                    "DSV4_LAUNCH_GPU_MEMORY": "96GiB"}, stdout=out, stderr=err, vllm=VllmInstall("0.33.0", True)))
     assert "Traceback" not in err.getvalue() and "\x1b]8;" not in out.getvalue(), err.getvalue()
     assert rc in (0, 2), err.getvalue()
 

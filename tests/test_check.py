@@ -20,6 +20,7 @@ import pytest
 
 from dsv4_launch.commands import exit_codes
 from dsv4_launch.commands.check import DEFAULT_URL, parse, run_check
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.own_options import UsageError
 from dsv4_launch.core import server_check as sc
 from tests.conftest import clean_env
@@ -57,7 +58,7 @@ def client(request):
 def check(*args, client="stdlib", env=None):
     """(exit status, stdout, stderr) of ``dsv4-launch check ARGS``, in this process."""
     out, err = io.StringIO(), io.StringIO()
-    status = run_check(list(args), env={} if env is None else env, stdout=out, stderr=err, client=client)
+    status = run_check(list(args), ctx=Context(env={} if env is None else env, stdout=out, stderr=err, http_client=client))
     return status, out.getvalue(), err.getvalue()
 
 
@@ -408,7 +409,7 @@ def test_the_standard_library_is_the_fallback_when_httpx_does_not_import(monkeyp
     assert http_client.default_client() == "stdlib"
     with ReplayServer("healthy") as s:
         out, err = io.StringIO(), io.StringIO()
-        status = run_check([s.url, "--json"], env={}, stdout=out, stderr=err)  # client chosen by itself
+        status = run_check([s.url, "--json"], ctx=Context(env={}, stdout=out, stderr=err))  # client chosen by itself
     assert status == 0 and json.loads(out.getvalue())["client"] == "stdlib"
 
 
@@ -624,8 +625,8 @@ def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch):
         raise RuntimeError(f"boom {KEY}")
 
     out, err = io.StringIO(), io.StringIO()
-    status = run_check(["--api-key-env", "K"], env={"K": KEY}, stdout=out, stderr=err, fetch=broken)
+    status = run_check(["--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
     assert status == 1 and "Traceback" not in err.getvalue()
     assert err.getvalue().startswith("dsv4-launch check: error: internal error: RuntimeError: boom ***")
     with pytest.raises(RuntimeError):
-        run_check([], env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(), fetch=broken)
+        run_check([], ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(), fetch=broken))

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from dsv4_launch.commands.completion import SHELLS, candidates, run_completion
+from dsv4_launch.commands.context import Context
 from dsv4_launch.vllm_cli.option_table import available_versions, load_table
 from tests.conftest import clean_env
 
@@ -128,14 +129,14 @@ def test_launch_commands_own_options_and_values():
 
 def test_helper_never_fails_into_the_prompt():
     out = io.StringIO()
-    assert run_completion(["--complete", "dsv4-launch", "--", "plan", "\udcff", "--kv-cache-dtype", "="], out) == 0
-    assert run_completion(["--complete", "nonsense", "--"], io.StringIO()) == 0
+    assert run_completion(["--complete", "dsv4-launch", "--", "plan", "\udcff", "--kv-cache-dtype", "="], Context(stdout=out)) == 0
+    assert run_completion(["--complete", "nonsense", "--"], Context(stdout=io.StringIO())) == 0
 
 
 @pytest.mark.parametrize("args", [[], ["tcsh"], ["bash", "zsh"]])
 def test_a_wrong_shell_is_one_line_and_exit_2(args):
     err = io.StringIO()
-    assert run_completion(args, io.StringIO(), err) == 2
+    assert run_completion(args, Context(stdout=io.StringIO(), stderr=err)) == 2
     assert err.getvalue().count("\n") == 1 and all(s in err.getvalue() for s in SHELLS)
 
 

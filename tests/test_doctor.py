@@ -1,6 +1,6 @@
 """dsv4-launch doctor: every section with its subject present and missing.
 
-Faked: the GPU probe result (GpuProbe values, as nvml.py returns them) and the runtime probe
+Faked: the GPU probe result (GpuReport values, as nvml.py returns them) and the runtime probe
 (the JSON the child interpreter prints about torch and FlashInfer); the real runtime probe
 runs once against this test interpreter, and against real torch in tests/vllm_real.
 """
@@ -13,9 +13,10 @@ import sys
 
 import pytest
 
-from dsv4_launch.adapters.nvml import GpuProbe
-from dsv4_launch.adapters.runtime_probe import probe_runtime
+from dsv4_launch.adapters.nvml import GpuReport
+from dsv4_launch.adapters.runtime_probe import read_runtime
 from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.doctor import run_doctor
 from dsv4_launch.core.doctor import FAIL, OK, WARN, VllmRuntime, arch_coverage, diagnose
 from dsv4_launch.core.facts import Facts
@@ -35,26 +36,26 @@ FI_OK = {"version": "0.6.12", "sm120_sparse_mla": True}
 
 def make(gpus=(RTX,), visible=None, tokens=(M,), version="0.24.0", runtime=None, where="this environment",
          error=None, source="nvml", config=V4):
-    probe = GpuProbe(gpus=tuple(gpus), source=source, error=error, driver_version="550.54.15",
-                     cuda_driver_version="12.4") if gpus or error else None
+    report = GpuReport(gpus=tuple(gpus), source=source, error=error, driver_version="550.54.15",
+                       cuda_driver_version="12.4") if gpus or error else None
     selection = GpuSelection(tuple(visible if visible is not None else gpus)) if gpus else None
     args = read_serve_args(list(tokens), load_table(version or "0.33.0"), lambda p: {})
     facts = Facts(args=args, model=classify(tokens[0], config, "config.json"), gpus=selection, gpu_source=source if gpus else None,
                   gpu_error=error, vllm_version=version)
     rt = VllmRuntime(python="3.11.7", vllm_version=version, vllm_where=where,
-                     probe=runtime if runtime is not None else {"torch": TORCH_OK, "flashinfer": FI_OK})
+                     report=runtime if runtime is not None else {"torch": TORCH_OK, "flashinfer": FI_OK})
     if runtime is False:
-        rt = VllmRuntime(python="3.11.7", vllm_version=version, vllm_where=where, probe=None,
-                         probe_error="no interpreter")
-    return diagnose(make_plan(facts), facts, probe, rt, {}, install_hint="HINT", plugin_entry="dsv4_launch")
+        rt = VllmRuntime(python="3.11.7", vllm_version=version, vllm_where=where, report=None,
+                         report_error="no interpreter")
+    return diagnose(make_plan(facts), facts, report, rt, {}, install_hint="HINT", plugin_entry="dsv4_launch")
 
 
 def statuses(diagnosis, section):
-    return [c.status for c in diagnosis.checks if c.section == section]
+    return [c.status for c in diagnosis.lines if c.section == section]
 
 
 def details(diagnosis, section):
-    return " | ".join(c.detail for c in diagnosis.checks if c.section == section)
+    return " | ".join(c.detail for c in diagnosis.lines if c.section == section)
 
 
 def test_all_present_and_fine():
@@ -84,7 +85,7 @@ def test_gpu_hidden_by_cuda_visible_devices_and_too_old():
     torch = {**TORCH_OK, "arch_flags": ["sm_80", "sm_90", "sm_100", "sm_120"]}
     d = make(gpus=(A100,), version="0.33.0", runtime={"torch": torch, "flashinfer": FI_OK})
     assert statuses(d, "gpu") == [OK] and not d.failed
-    (line,) = [c for c in d.checks if "NVIDIA A100" in c.detail and c.section == "plan"]
+    (line,) = [c for c in d.lines if "NVIDIA A100" in c.detail and c.section == "plan"]
     assert line.status == WARN
     args = read_serve_args([M], load_table("0.33.0"), lambda p: {})
     plan = make_plan(Facts(args=args, model=classify(M, V4, "config.json"), gpus=GpuSelection((A100,)),
@@ -156,19 +157,17 @@ def test_arch_coverage(cc, flags, verdict):
 
 
 def test_runtime_probe_really_runs():
-    result, error = probe_runtime(sys.executable)
+    result, error = read_runtime(sys.executable)
     assert error is None and set(result) >= {"torch", "flashinfer"}
-    result, error = probe_runtime("/nonexistent/python")
+    result, error = read_runtime("/nonexistent/python")
     assert result is None and "cannot run" in error
 
 
 def test_doctor_command_json_and_exit_codes():
     out = io.StringIO()
-    gpus = GpuProbe(gpus=(RTX, RTX._replace(index=1, uuid="GPU-r2")), source="nvml", driver_version="550.54.15")
+    gpus = GpuReport(gpus=(RTX, RTX._replace(index=1, uuid="GPU-r2")), source="nvml", driver_version="550.54.15")
     code = run_doctor(
-        [M, "-tp", "2", "--api-key", "sk-doc-1"], as_json=True, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
-        probe=lambda: gpus, vllm=VllmInstall(version="0.33.0", importable=True),
-        runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None),
+        [M, "-tp", "2", "--api-key", "sk-doc-1"], as_json=True, ctx=Context(env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: gpus, vllm=VllmInstall(version="0.33.0", importable=True), read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
     )
     data = json.loads(out.getvalue())
     assert code == 0 and data["ok"] is True and data["schema_version"] == 1
@@ -176,10 +175,7 @@ def test_doctor_command_json_and_exit_codes():
     assert data["plan"]["argv"] == [M, "-tp", "2", "--api-key", "***", "--kv-cache-dtype", "fp8"]
     assert "sk-doc-1" not in out.getvalue()
     out = io.StringIO()
-    code = run_doctor([M], as_json=False, env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
-                      probe=lambda: GpuProbe(error="NVML: driver not loaded"),
-                      vllm=VllmInstall(version=None, importable=False),
-                      runtime=lambda python, shapes: (None, "no vLLM"))
+    code = run_doctor([M], as_json=False, ctx=Context(env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: GpuReport(error="NVML: driver not loaded"), vllm=VllmInstall(version=None, importable=False), read_runtime=lambda python, shapes: (None, "no vLLM")))
     assert code == 1
     assert out.getvalue().splitlines()[-1] == "FAIL: DeepSeek-V4 would not start here"
     assert out.getvalue().splitlines()[0].startswith("FAIL  gpu ")
@@ -209,8 +205,8 @@ def test_bad_input_is_one_line_and_exit_2(command):
 
     run = run_plan if command == "plan" else run_doctor
     out, err = io.StringIO(), io.StringIO()
-    code = run([M], as_json=True, env={"DSV4_LAUNCH_PREFLIGHT": "maybe"}, stdout=out, stderr=err,
-               probe=lambda: GpuProbe(), vllm=VllmInstall(version="0.33.0", importable=True))
+    code = run([M], as_json=True, ctx=Context(env={"DSV4_LAUNCH_PREFLIGHT": "maybe"}, stdout=out, stderr=err,
+                                              read_gpus=lambda: GpuReport(), vllm=VllmInstall(version="0.33.0", importable=True)))
     # --json still prints one valid object (with the error), the one line goes to stderr
     assert code == 2 and json.loads(out.getvalue())["error"].startswith("DSV4_LAUNCH_PREFLIGHT='maybe'")
     assert err.getvalue().splitlines() == [
@@ -245,10 +241,10 @@ def test_doctor_row_both_ways(rule):
     trips, passes = DOCTOR_CASES[rule.id]
     tokens = (M, "-tp", "2")  # 64 heads over 2: 32 per GPU, the (32, 128) shape
     d = make(runtime=trips, version="0.33.0", tokens=tokens)
-    mine = [c for c in d.checks if rule.reference in c.detail]
-    assert mine and mine[0].status == (FAIL if rule.level == "fail" else WARN), [c.detail for c in d.checks]
+    mine = [c for c in d.lines if rule.reference in c.detail]
+    assert mine and mine[0].status == (FAIL if rule.level == "fail" else WARN), [c.detail for c in d.lines]
     d = make(runtime=passes, version="0.33.0", tokens=tokens)
-    assert not [c for c in d.checks if rule.reference in c.detail and c.status != OK]
+    assert not [c for c in d.lines if rule.reference in c.detail and c.status != OK]
 
 
 def test_sm120_shapes_asked_of_flashinfer():
@@ -266,7 +262,7 @@ def test_the_verdict_names_deepseek_v4_only_for_deepseek_v4():
     llama = {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 8}
     d = make(gpus=(), error="NVML: NVIDIA driver not loaded", tokens=("meta-llama/Llama-3.1-8B",), config=llama)
     assert d.failed and d.verdict == "FAIL: vLLM would not start here"
-    assert "DeepSeek-V4" not in " ".join(c.detail for c in d.checks if c.status != OK)
+    assert "DeepSeek-V4" not in " ".join(c.detail for c in d.lines if c.status != OK)
     assert "crash" not in details(make(tokens=("meta-llama/Llama-3.1-8B",), config=llama), "vllm")
     d = make(gpus=(), error="NVML: NVIDIA driver not loaded")
     assert d.verdict == "FAIL: DeepSeek-V4 would not start here"
@@ -279,11 +275,10 @@ def test_doctor_and_plan_have_one_json_error_shape(env, tmp_path):
     # plan is plan's own document.
     from dsv4_launch.commands.plan import run_plan
 
-    fakes = {"probe": lambda: GpuProbe(gpus=(RTX,), source="nvml"), "vllm": VllmInstall(version="0.24.0", importable=True)}
+    fakes = {"read_gpus": lambda: GpuReport(gpus=(RTX,), source="nvml"), "vllm": VllmInstall(version="0.24.0", importable=True)}
     plan_out, doctor_out = io.StringIO(), io.StringIO()
-    plan_status = run_plan([M], as_json=True, env=env, stdout=plan_out, stderr=io.StringIO(), **fakes)
-    doctor_status = run_doctor([M], as_json=True, env=env, stdout=doctor_out, stderr=io.StringIO(),
-                               runtime=lambda python, shapes: (None, "not inspected"), **fakes)
+    plan_status = run_plan([M], as_json=True, ctx=Context(**fakes, env=env, stdout=plan_out, stderr=io.StringIO()))
+    doctor_status = run_doctor([M], as_json=True, ctx=Context(**fakes, env=env, stdout=doctor_out, stderr=io.StringIO(), read_runtime=lambda python, shapes: (None, "not inspected")))
     plan, doctor = json.loads(plan_out.getvalue()), json.loads(doctor_out.getvalue())
     assert plan_status == doctor_status == plan["exit_status"] == doctor["exit_status"] == 2
     assert plan["error"] and doctor["error"] == plan["error"]
@@ -293,9 +288,8 @@ def test_doctor_and_plan_have_one_json_error_shape(env, tmp_path):
 
 
 def test_doctor_json_says_its_exit_status_and_no_error_when_it_ran(tmp_path):
-    fakes = {"probe": lambda: GpuProbe(gpus=(RTX,), source="nvml"), "vllm": VllmInstall(version="0.33.0", importable=True)}
+    fakes = {"read_gpus": lambda: GpuReport(gpus=(RTX,), source="nvml"), "vllm": VllmInstall(version="0.33.0", importable=True)}
     out = io.StringIO()
-    status = run_doctor([M], as_json=True, env={}, stdout=out, stderr=io.StringIO(),
-                        runtime=lambda python, shapes: (None, "not inspected"), **fakes)
+    status = run_doctor([M], as_json=True, ctx=Context(**fakes, env={}, stdout=out, stderr=io.StringIO(), read_runtime=lambda python, shapes: (None, "not inspected")))
     data = json.loads(out.getvalue())
     assert data["exit_status"] == status and data["error"] is None and data["ok"] is (status == 0)

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dsv4_launch.commands.context import Context
 from tests.conftest import BIN, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -894,8 +895,7 @@ def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_brok
     for shape, expected in (("healthy", 0), ("bos-only", 1)):
         with ReplayServer(shape, api_key=env["VLLM_API_KEY"]) as server:
             out = io.StringIO()
-            status = run_check([*command[2:], server.url], env=env, stdout=out, stderr=io.StringIO(),
-                               client="stdlib")
+            status = run_check([*command[2:], server.url], ctx=Context(env=env, stdout=out, stderr=io.StringIO(), http_client="stdlib"))
         assert status == expected, out.getvalue()
         assert env["VLLM_API_KEY"] not in out.getvalue()
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from dsv4_launch.adapters.log_reader import LINE_LIMIT, clean, read_lines
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import run_explain
 from dsv4_launch.core.doctor_rules import DOCTOR_RULES
 from dsv4_launch.core.plan import RULES
@@ -60,7 +61,7 @@ def explain(tmp_path, lines, *, as_json=True, env=None, name="vllm.log"):
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out, err = io.StringIO(), io.StringIO()
-    status = run_explain([str(path)], as_json=as_json, env=env or {}, stdout=out, stderr=err)
+    status = run_explain([str(path)], as_json=as_json, ctx=Context(env=env or {}, stdout=out, stderr=err))
     return status, (json.loads(out.getvalue()) if as_json else out.getvalue()), err.getvalue()
 
 
@@ -286,7 +287,7 @@ def test_the_upstream_report_is_explained_with_the_fix(tmp_path):
     """vLLM #47174: 0.24.0 on two RTX PRO 6000, journald prefixes and ANSI colour, minutes of
     start-up, then the AssertionError on both workers."""
     out, err = io.StringIO(), io.StringIO()
-    status = run_explain([str(UPSTREAM)], as_json=True, env={}, stdout=out, stderr=err)
+    status = run_explain([str(UPSTREAM)], as_json=True, ctx=Context(env={}, stdout=out, stderr=err))
     doc = json.loads(out.getvalue())
     assert status == 0 and err.getvalue() == ""
     assert [i["rule"] for i in doc["explained"]] == [KV_AUTO]
@@ -303,7 +304,7 @@ def test_the_upstream_report_is_explained_with_the_fix(tmp_path):
 
 def test_the_upstream_report_as_text(tmp_path):
     out = io.StringIO()
-    assert run_explain([str(UPSTREAM)], as_json=False, env={}, stdout=out, stderr=io.StringIO()) == 0
+    assert run_explain([str(UPSTREAM)], as_json=False, ctx=Context(env={}, stdout=out, stderr=io.StringIO())) == 0
     text = out.getvalue()
     assert "known failure: kv-auto" in text
     command = next(line for line in text.splitlines() if line.startswith("corrected command: "))
@@ -439,7 +440,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, make):
             "two": [str(UPSTREAM), str(UPSTREAM)], "option": ["--follow"]}[make]
     for as_json in (False, True):
         out, err = io.StringIO(), io.StringIO()
-        assert run_explain(args, as_json=as_json, env={}, stdout=out, stderr=err) == 2
+        assert run_explain(args, as_json=as_json, ctx=Context(env={}, stdout=out, stderr=err)) == 2
         assert len(err.getvalue().splitlines()) == 1 and err.getvalue().startswith("dsv4-launch explain: error: ")
         if as_json:
             doc = json.loads(out.getvalue())
@@ -452,11 +453,11 @@ def test_binary_garbage_and_an_empty_file_are_read_leniently(tmp_path):
     path = tmp_path / "core"
     path.write_bytes(bytes(range(256)) * 64 + b"\nAssertionError: " + _FP8.encode() + b" auto\n")
     out = io.StringIO()
-    assert run_explain([str(path)], as_json=True, env={}, stdout=out, stderr=io.StringIO()) == 0
+    assert run_explain([str(path)], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO())) == 0
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
     out = io.StringIO()
-    assert run_explain([str(empty)], as_json=True, env={}, stdout=out, stderr=io.StringIO()) == 1
+    assert run_explain([str(empty)], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO())) == 1
     assert json.loads(out.getvalue())["lines_read"] == 0
 
 
@@ -514,8 +515,7 @@ def test_a_kubectl_log_of_033_names_the_failure_and_says_the_command_still_fails
     DeepGemmMegaMoEExperts.__init__): the traceback's own source line does not count, the command
     dsv4-serve would run is shown as still failing (the GPU type is not in the log)."""
     out = io.StringIO()
-    status = run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=True, env={}, stdout=out,
-                         stderr=io.StringIO())
+    status = run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     doc = json.loads(out.getvalue())
     assert status == 0
     assert [(i["rule"], i["count"]) for i in doc["explained"]] == [("mega-moe-not-sm100", 4)]
@@ -523,16 +523,14 @@ def test_a_kubectl_log_of_033_names_the_failure_and_says_the_command_still_fails
     assert doc["explained"][0]["plan_agrees"] is True
     assert doc["corrected"]["unfixed"] == ["mega-moe-not-sm100"] and doc["corrected"]["fixed"] == []
     out = io.StringIO()
-    run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=False, env={}, stdout=out,
-                stderr=io.StringIO())
+    run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=False, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     assert "corrected command:" not in out.getvalue()
     assert "which still fails with mega-moe-not-sm100" in out.getvalue()
 
 
 def test_the_unknown_failure_fixture():
     out = io.StringIO()
-    status = run_explain([str(FIXTURES / "unknown-disk-full-0.29.0.log")], as_json=True, env={}, stdout=out,
-                         stderr=io.StringIO())
+    status = run_explain([str(FIXTURES / "unknown-disk-full-0.29.0.log")], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     doc = json.loads(out.getvalue())
     assert status == 1 and doc["explained"] == [] and doc["corrected"] is not None
     assert [r["line"] for r in doc["root_cause"]] == [8]
@@ -550,7 +548,7 @@ def test_readme_shows_the_real_output():
         os.chdir(FIXTURES)
         for name, shown in examples:
             out = io.StringIO()
-            run_explain([name], as_json=False, env={}, stdout=out, stderr=io.StringIO())
+            run_explain([name], as_json=False, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
             expected = [line[4:] for line in shown.splitlines() if not line.startswith("    $ echo")]
             expected = [e for e in expected if not re.fullmatch(r"\d+", e)]
             assert out.getvalue().splitlines() == expected, name
@@ -584,7 +582,7 @@ def test_hostile_logs_never_raise_and_json_always_parses(tmp_path):
         path.write_bytes(data)
         for as_json in (True, False):
             out, err = io.StringIO(), io.StringIO()
-            status = run_explain([str(path)], as_json=as_json, env={}, stdout=out, stderr=err)
+            status = run_explain([str(path)], as_json=as_json, ctx=Context(env={}, stdout=out, stderr=err))
             assert status in (0, 1)
             text = out.getvalue() + err.getvalue()
             assert "Traceback" not in err.getvalue() and "sk-HOSTILE-1" not in text
@@ -634,7 +632,7 @@ def test_a_secret_after_an_exception_name_or_a_scheme_word_is_never_echoed(tmp_p
     log.write_text(f"INFO 12-01 08:00:00 [api_server.py:1] vLLM API server version 0.33.0\n{line}\n")
     for as_json in (False, True):
         out, err = io.StringIO(), io.StringIO()
-        run_explain([str(log)], as_json=as_json, stdout=out, stderr=err, env={})
+        run_explain([str(log)], as_json=as_json, ctx=Context(stdout=out, stderr=err, env={}))
         assert "7secret" not in out.getvalue() + err.getvalue()
 
 

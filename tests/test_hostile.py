@@ -46,10 +46,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsv4_launch.adapters.config_file import load_config_file
-from dsv4_launch.adapters.nvml import probe_gpus
-from dsv4_launch.adapters.runtime_probe import probe_runtime
+from dsv4_launch.adapters.nvml import read_gpus
+from dsv4_launch.adapters.runtime_probe import read_runtime
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands import doctor as doctor_command
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.pipeline import SERVE, prepare
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.output.escape import escape
@@ -230,8 +231,9 @@ def contents(stream: io.TextIOWrapper) -> bytes:
 def in_process(what: str, fn, *args, **kwargs) -> Result:
     """Run a command function with fake streams; an exception is a traceback the user would see."""
     out, err = fake_stdout(), fake_stderr()
+    ctx = kwargs.pop("ctx", Context())._replace(stdout=out, stderr=err)
     try:
-        rc = fn(*args, stdout=out, stderr=err, **kwargs)
+        rc = fn(*args, ctx=ctx, **kwargs)
     except BaseException:  # noqa: BLE001 - anything escaping is a traceback for the user
         raise AssertionError(f"{TRACEBACK} in-process ({what}):\n{traceback.format_exc()[-4000:]}") from None
     return Result(rc, contents(out), contents(err), None, what=what)
@@ -322,7 +324,7 @@ def fake_device() -> st.SearchStrategy[dict]:
 
 @st.composite
 def probe_strategy(draw):
-    """An in-process GPU probe: the real probe_gpus over a fake NVML and a fake nvidia-smi."""
+    """An in-process GPU probe: the real read_gpus over a fake NVML and a fake nvidia-smi."""
     nvml_kind = draw(st.sampled_from(["devices", "devices", "missing", "init_fails"]))
     devices = draw(st.lists(fake_device(), max_size=4)) if nvml_kind == "devices" else []
     driver = draw(nvml_text())
@@ -338,7 +340,7 @@ def probe_strategy(draw):
             return None, "nvidia-smi not found on PATH"
         return smi.decode("utf-8", "backslashreplace"), None
 
-    return lambda: probe_gpus(load_nvml=load, run_smi=run_smi)
+    return lambda: read_gpus(load_nvml=load, run_smi=run_smi)
 
 
 # --- inputs -------------------------------------------------------------------------------
@@ -594,12 +596,12 @@ def test_plan_in_process(ws, data):
                 label="vLLM install")
     what = f"argv={argv!r}\nenv={extra_env!r}"
     try:
-        prepared = prepare(argv, env, SERVE, probe=probe, vllm=vllm)
+        prepared = prepare(argv, env, SERVE, read_gpus=probe, vllm=vllm)
     except BaseException:  # noqa: BLE001
         raise AssertionError(f"{TRACEBACK} in prepare():\n{traceback.format_exc()[-4000:]}\n{what}") from None
     check_prepared_argv(argv, prepared, what)
 
-    res = in_process("plan --json " + what, run_plan, argv, as_json=True, env=env, probe=probe, vllm=vllm)
+    res = in_process("plan --json " + what, run_plan, argv, as_json=True, ctx=Context(env=env, read_gpus=probe, vllm=vllm))
     check_no_crash(res)
     doc = check_json(res)
     assert isinstance(doc, dict) and doc.get("exit_status") == res.rc, res.show()
@@ -608,7 +610,7 @@ def test_plan_in_process(ws, data):
     assert res.rc == (127 if no_vllm else prepared.status) or prepared.status not in (0, 2), res.show()
     check_terminal_safe(res, "stderr")
 
-    res = in_process("plan " + what, run_plan, argv, as_json=False, env=env, probe=probe, vllm=vllm)
+    res = in_process("plan " + what, run_plan, argv, as_json=False, ctx=Context(env=env, read_gpus=probe, vllm=vllm))
     check_no_crash(res)
     check_terminal_safe(res, "stdout")
     check_terminal_safe(res, "stderr")
@@ -652,10 +654,9 @@ def test_doctor_in_process(ws, data):
     what = f"doctor --json argv={argv!r}\nenv={extra_env!r}"
 
     def runtime(python, shapes):  # the real adapter, asking a stand-in Python
-        return probe_runtime(ws.runtime_script, shapes, timeout=20)
+        return read_runtime(ws.runtime_script, shapes, timeout=20)
 
-    res = in_process(what, doctor_command.run_doctor, argv, as_json=True, env=env, runtime=runtime, probe=probe,
-                     vllm=VLLM_0240)
+    res = in_process(what, doctor_command.run_doctor, argv, as_json=True, ctx=Context(env=env, read_runtime=runtime, read_gpus=probe, vllm=VLLM_0240))
     check_no_crash(res)
     doc = check_json(res)
     assert isinstance(doc, dict) and "checks" in doc, res.show()
@@ -676,13 +677,13 @@ def test_doctor_edge_numbers_in_process(ws, data):
     env = {**ws.base_env(), "DSV4_LAUNCH_GPU_CAPABILITY": draw(st.sampled_from(["12.0", "9.0"]), label="GPU")}
 
     def runtime(python, shapes):  # the real adapter, asking a stand-in Python
-        return probe_runtime(ws.runtime_script, shapes, timeout=20)
+        return read_runtime(ws.runtime_script, shapes, timeout=20)
 
     what = f"doctor --json {argv!r}\nconfig.json={(folder / 'config.json').read_bytes()[:300]!r}…"
-    res = in_process(what, doctor_command.run_doctor, argv, as_json=True, env=env, runtime=runtime, vllm=VLLM_0240)
+    res = in_process(what, doctor_command.run_doctor, argv, as_json=True, ctx=Context(env=env, read_runtime=runtime, vllm=VLLM_0240))
     check_no_crash(res)
     check_json(res)
-    res = in_process("plan --json " + what, run_plan, argv, as_json=True, env=env, vllm=VLLM_0240)
+    res = in_process("plan --json " + what, run_plan, argv, as_json=True, ctx=Context(env=env, vllm=VLLM_0240))
     check_no_crash(res)
     check_json(res)
 
@@ -704,15 +705,14 @@ def test_config_yaml_in_process(ws, data):
     except BaseException:  # noqa: BLE001
         raise AssertionError(f"{TRACEBACK} in prepare():\n{traceback.format_exc()[-4000:]}\n{what}") from None
     check_prepared_argv(argv, prepared, what)
-    res = in_process("plan --json " + what, run_plan, argv, as_json=True, env=env, vllm=VLLM_0240)
+    res = in_process("plan --json " + what, run_plan, argv, as_json=True, ctx=Context(env=env, vllm=VLLM_0240))
     check_no_crash(res)
     check_json(res)
-    res = in_process("plan " + what, run_plan, argv, as_json=False, env=env, vllm=VLLM_0240)
+    res = in_process("plan " + what, run_plan, argv, as_json=False, ctx=Context(env=env, vllm=VLLM_0240))
     check_no_crash(res)
     check_terminal_safe(res, "stdout")
     check_terminal_safe(res, "stderr")
-    res = in_process("doctor --json " + what, doctor_command.run_doctor, argv, as_json=True, env=env,
-                     runtime=lambda python, shapes: (None, "not probed in this test"), vllm=VLLM_0240)
+    res = in_process("doctor --json " + what, doctor_command.run_doctor, argv, as_json=True, ctx=Context(env=env, read_runtime=lambda python, shapes: (None, "not probed in this test"), vllm=VLLM_0240))
     check_no_crash(res)
     check_json(res)
 
@@ -768,11 +768,10 @@ def test_secrets_in_process(ws, family, data):
            **env_secrets}
     what = f"argv={argv!r}\nenv={env_secrets!r}"
     for as_json in (True, False):
-        res = in_process(f"plan json={as_json} {what}", run_plan, argv, as_json=as_json, env=env, vllm=VLLM_0240)
+        res = in_process(f"plan json={as_json} {what}", run_plan, argv, as_json=as_json, ctx=Context(env=env, vllm=VLLM_0240))
         check_no_crash(res)
         check_secrets(res, secrets)
-    res = in_process(f"doctor --json {what}", doctor_command.run_doctor, argv, as_json=True, env=env,
-                     runtime=lambda python, shapes: (None, "not probed in this test"), vllm=VLLM_0240)
+    res = in_process(f"doctor --json {what}", doctor_command.run_doctor, argv, as_json=True, ctx=Context(env=env, read_runtime=lambda python, shapes: (None, "not probed in this test"), vllm=VLLM_0240))
     check_no_crash(res)
     check_secrets(res, secrets)
 
@@ -903,7 +902,7 @@ def test_credential_named_options_in_process(ws, data):
     env = {**ws.base_env(), "DSV4_LAUNCH_GPU_CAPABILITY": "12.0"}
     what = f"argv={argv!r} vLLM={vllm.version}"
     for as_json in (True, False):
-        res = in_process(f"plan json={as_json} {what}", run_plan, argv, as_json=as_json, env=env, vllm=vllm)
+        res = in_process(f"plan json={as_json} {what}", run_plan, argv, as_json=as_json, ctx=Context(env=env, vllm=vllm))
         check_no_crash(res)
         check_secrets(res, secrets)
 
@@ -928,7 +927,7 @@ def test_runtime_probe_never_imports_from_the_working_directory(ws, data, monkey
     monkeypatch.chdir(folder)
     import sys as _sys
 
-    result, error = probe_runtime(_sys.executable, env=env, timeout=60)
+    result, error = read_runtime(_sys.executable, env=env, timeout=60)
     assert not marker.exists(), f"planted code ran: {marker.read_text()} (PYTHONPATH={pythonpath!r})"
     assert error is None and result.get("python"), error
 
@@ -958,12 +957,12 @@ def test_markup_and_bytes_in_names_in_process(ws, data):
     env = {**ws.base_env(), "DSV4_LAUNCH_GPU_CAPABILITY": "12.0", "DSV4_LAUNCH_GPU_MEMORY": "96GiB"}
     out, err = _Tty(), fake_stderr()
     try:
-        rc = run_fit(argv, as_json=False, env=env, stdout=out, stderr=err, vllm=VLLM_0240)
+        rc = run_fit(argv, as_json=False, ctx=Context(env=env, stdout=out, stderr=err, vllm=VLLM_0240))
     except BaseException:  # noqa: BLE001
         raise AssertionError(f"{TRACEBACK} in fit on a terminal ({argv!r}):\n{traceback.format_exc()[-3000:]}") from None
     assert "\x1b]8;" not in out.getvalue(), f"a hyperlink was injected: {argv!r}"
     assert rc in (0, 1, 2), (rc, argv)  # 1: no layout fits
-    res = in_process(f"plan --json {argv!r}", run_plan, argv, as_json=True, env=env, vllm=VLLM_0240)
+    res = in_process(f"plan --json {argv!r}", run_plan, argv, as_json=True, ctx=Context(env=env, vllm=VLLM_0240))
     check_no_crash(res)
     check_json(res)
 

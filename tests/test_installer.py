@@ -24,6 +24,7 @@ from dsv4_launch.adapters import installer
 from dsv4_launch.adapters.handover import NoVllm, hand_over, install_hint
 from dsv4_launch.adapters.installer import CONDA, PIP, PIPX, UV, UV_TOOL, add_command, detect, plugin_command
 from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.context import Context
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,7 +157,7 @@ def test_no_vllm_message_names_the_installers_command(tmp_path, monkeypatch):
 
 
 def test_doctor_says_how_to_put_the_plugin_into_vllms_uv_environment(tmp_path):
-    from dsv4_launch.adapters.nvml import GpuProbe
+    from dsv4_launch.adapters.nvml import GpuReport
     from dsv4_launch.commands.doctor import run_doctor
 
     prefix = _venv(tmp_path / "vllm-env", project="vllm", installer_name="uv")
@@ -165,10 +166,7 @@ def test_doctor_says_how_to_put_the_plugin_into_vllms_uv_environment(tmp_path):
     script.write_text(f"#!{prefix}/bin/python\nimport sys\n")
     script.chmod(0o755)
     out = io.StringIO()
-    run_doctor(["deepseek-ai/DeepSeek-V4-Flash"], as_json=True, env={"HOME": str(tmp_path), "PATH": "/usr/bin"},
-               stdout=out, stderr=io.StringIO(), probe=lambda: GpuProbe(error="NVML: faked away"),
-               vllm=VllmInstall("0.33.0", False, str(script)),
-               runtime=lambda python, shapes: ({"torch": None, "flashinfer": None, "plugins": []}, None))
+    run_doctor(["deepseek-ai/DeepSeek-V4-Flash"], as_json=True, ctx=Context(env={"HOME": str(tmp_path), "PATH": "/usr/bin"}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: GpuReport(error="NVML: faked away"), vllm=VllmInstall("0.33.0", False, str(script)), read_runtime=lambda python, shapes: ({"torch": None, "flashinfer": None, "plugins": []}, None)))
     plugin = [c["detail"] for c in json.loads(out.getvalue())["checks"] if c["section"] == "plugin"]
     assert plugin and plugin[0].endswith(f"to install it there: uv pip install --python {prefix}/bin/python "
                                          f"{installer.our_source()}")

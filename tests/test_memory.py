@@ -14,8 +14,9 @@ import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.adapters.model_weights import read_weights
-from dsv4_launch.adapters.nvml import GpuProbe
+from dsv4_launch.adapters.nvml import GpuReport
 from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.fit import run_fit
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.facts import Facts
@@ -295,7 +296,7 @@ def test_an_online_cache_with_missing_shards_is_a_download_note(tmp_path):
 # --- plan --json and fit ----------------------------------------------------------------------
 
 def fakes(gpus=2, memory_gib=95.6):
-    return {"probe": lambda: GpuProbe(gpus=tuple(GpuInfo(i, "NVIDIA RTX PRO 6000", f"GPU-{i}", (12, 0),
+    return {"read_gpus": lambda: GpuReport(gpus=tuple(GpuInfo(i, "NVIDIA RTX PRO 6000", f"GPU-{i}", (12, 0),
                                                           int(memory_gib * GiB)) for i in range(gpus)),
                                       source="nvml"),
             "vllm": VllmInstall(version="0.33.0", importable=True)}
@@ -303,20 +304,21 @@ def fakes(gpus=2, memory_gib=95.6):
 
 def test_plan_json_has_the_memory_object(tmp_path):
     out = io.StringIO()
-    code = run_plan([M], as_json=True, env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO(), **fakes())
+    code = run_plan([M], as_json=True, ctx=Context(**fakes(), env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO()))
     data = json.loads(out.getvalue())
     assert code == 2 and data["memory"]["fits"] is False  # TP 1 on 96 GB: refused
     assert data["memory"]["weights_bytes_per_gpu"] > data["memory"]["budget_bytes"]
     out = io.StringIO()
-    run_plan([M, "-tp", "2"], as_json=True, env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO(), **fakes())
+    run_plan([M, "-tp", "2"], as_json=True, ctx=Context(**fakes(), env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO()))
     assert json.loads(out.getvalue())["memory"]["fits"] is True
 
 
 def run(args, tmp_path, as_json=False, stdout=None, **kw):
     out = stdout or io.StringIO()
     err = io.StringIO()
-    code = run_fit(args, as_json=as_json, env={"HOME": str(tmp_path), **kw.pop("env", {})}, stdout=out, stderr=err,
-                   **{**fakes(), **kw})
+    env = {"HOME": str(tmp_path), **kw.pop("env", {})}
+    faked = {**fakes(), **{k: kw.pop(k) for k in ("read_gpus", "vllm") if k in kw}}
+    code = run_fit(args, as_json=as_json, **kw, ctx=Context(env=env, stdout=out, stderr=err, **faked))
     return code, out.getvalue(), err.getvalue()
 
 
@@ -340,7 +342,7 @@ def test_fit_marks_what_does_not_fit_and_exits_1_when_nothing_does(tmp_path):
 def test_fit_says_does_not_fit_where_no_request_fits(tmp_path):
     # Flash TP 2 on 2 × 86 GiB at MNBT 8192: the weights fit, not one request does
     code, out, _ = run(["--max-num-batched-tokens", "16384"], tmp_path, gpus=2,
-                       probe=fakes(gpus=2, memory_gib=84)["probe"])
+                       read_gpus=fakes(gpus=2, memory_gib=84)["read_gpus"])
     lines = [line for line in out.splitlines() if line.startswith("-tp 2 ")]
     assert lines and lines[0].rstrip().endswith("does not fit (no request)"), out
     assert "short context" not in lines[0]
@@ -375,7 +377,7 @@ def test_fit_plans_for_a_preset_from_anywhere(tmp_path, gpus, first):
     from dsv4_launch.core.gpu_presets import parse_gpus
 
     count, preset = parse_gpus(gpus)
-    code, out, err = run([], tmp_path, gpus=count, preset=preset, probe=lambda: GpuProbe(error="NVML: no driver"))
+    code, out, err = run([], tmp_path, gpus=count, preset=preset, read_gpus=lambda: GpuReport(error="NVML: no driver"))
     assert f"DeepSeek-V4-Flash on {first} " in out.splitlines()[0], (out, err)
 
 
@@ -411,7 +413,7 @@ def test_fit_plain_text_stays_within_80_columns(tmp_path):
 
 
 def test_fit_without_gpus_says_what_to_give(tmp_path):
-    code, out, err = run([], tmp_path, as_json=True, probe=lambda: GpuProbe(error="NVML: no driver"))
+    code, out, err = run([], tmp_path, as_json=True, read_gpus=lambda: GpuReport(error="NVML: no driver"))
     assert code == 2 and "--gpus 8xH200" in err and json.loads(out)["rows"] == []
 
 
@@ -497,8 +499,7 @@ def test_override_values_that_are_not_sizes_or_capabilities_are_one_line_errors(
 
 def test_the_memory_override_wins_over_nvml_and_the_plan_says_so(tmp_path):
     out = io.StringIO()
-    code = run_plan([M, "-tp", "2"], as_json=True, env={"HOME": str(tmp_path), "DSV4_LAUNCH_GPU_MEMORY": "48GiB"},
-                    stdout=out, stderr=io.StringIO(), **fakes())
+    code = run_plan([M, "-tp", "2"], as_json=True, ctx=Context(**fakes(), env={"HOME": str(tmp_path), "DSV4_LAUNCH_GPU_MEMORY": "48GiB"}, stdout=out, stderr=io.StringIO()))
     data = json.loads(out.getvalue())
     assert data["memory"]["gpu_memory_bytes"] == 48 * GiB
     assert any("DSV4_LAUNCH_GPU_MEMORY" in n for n in data["notes"]), data["notes"]

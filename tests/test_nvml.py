@@ -9,7 +9,7 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from dsv4_launch.adapters.nvml import probe_gpus
+from dsv4_launch.adapters.nvml import read_gpus
 from tests.conftest import B200, H200, RTX_PRO_6000, gpu_spec
 
 NO_SMI = lambda cmd: (None, "nvidia-smi not found on PATH")  # noqa: E731  (nvidia-smi absent)
@@ -18,7 +18,7 @@ NO_SMI = lambda cmd: (None, "nvidia-smi not found on PATH")  # noqa: E731  (nvid
 def test_reads_every_gpu(fake_nvml, tmp_path):
     log = tmp_path / "nvml.log"
     fake_nvml(RTX_PRO_6000, H200, log=log)
-    probe = probe_gpus(run_smi=NO_SMI)
+    probe = read_gpus(run_smi=NO_SMI)
     assert probe.source == "nvml" and probe.error is None
     assert [(g.index, g.name, g.capability) for g in probe.gpus] == [
         (0, "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", (12, 0)),
@@ -33,7 +33,7 @@ def test_reads_every_gpu(fake_nvml, tmp_path):
 
 def test_mig_devices_are_listed_with_their_parent(fake_nvml):
     fake_nvml(gpu_spec("NVIDIA H200", "GPU-aaaa", "9.0", migs=("MIG-1111", "MIG-2222")))
-    probe = probe_gpus(run_smi=NO_SMI)
+    probe = read_gpus(run_smi=NO_SMI)
     assert probe.gpus[0].mig_uuids == ("MIG-1111", "MIG-2222")
 
 
@@ -47,7 +47,7 @@ def test_mig_devices_are_listed_with_their_parent(fake_nvml):
 )
 def test_init_failures_degrade_to_unknown(fake_nvml, code, fragment):
     fake_nvml(RTX_PRO_6000, init_error=code)
-    probe = probe_gpus(run_smi=NO_SMI)
+    probe = read_gpus(run_smi=NO_SMI)
     assert probe.gpus == ()
     assert fragment in probe.error and "nvidia-smi" in probe.error
 
@@ -60,7 +60,7 @@ def test_library_missing(fake_nvml):
         def nvmlInit(self):
             missing()
 
-    probe = probe_gpus(load_nvml=Broken, run_smi=NO_SMI)
+    probe = read_gpus(load_nvml=Broken, run_smi=NO_SMI)
     assert probe.gpus == () and "libnvidia-ml.so.1 not found" in probe.error
 
 
@@ -68,7 +68,7 @@ def test_bindings_missing():
     def no_module():
         raise ModuleNotFoundError("No module named 'pynvml'")
 
-    probe = probe_gpus(load_nvml=no_module, run_smi=NO_SMI)
+    probe = read_gpus(load_nvml=no_module, run_smi=NO_SMI)
     assert "nvidia-ml-py" in probe.error
 
 
@@ -78,7 +78,7 @@ def test_bindings_missing():
 )
 def test_one_bad_device_keeps_its_place(fake_nvml, code, fragment):
     fake_nvml(H200, gpu_spec(uuid="GPU-bad", handle_err=code), B200)
-    probe = probe_gpus(run_smi=NO_SMI)
+    probe = read_gpus(run_smi=NO_SMI)
     assert [g.capability for g in probe.gpus] == [(9, 0), None, (10, 0)]
     assert fragment in probe.gpus[1].error
     assert "GPU 1" in probe.error
@@ -87,14 +87,14 @@ def test_one_bad_device_keeps_its_place(fake_nvml, code, fragment):
 def test_old_driver_without_compute_capability_asks_nvidia_smi(fake_nvml):
     fake_nvml(gpu_spec(uuid="GPU-old", cc_err=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND))
     smi = "0, GPU-old, NVIDIA RTX PRO 6000, 12.0, 97887\n"
-    probe = probe_gpus(run_smi=lambda cmd: (smi, None))
+    probe = read_gpus(run_smi=lambda cmd: (smi, None))
     assert probe.gpus[0].capability == (12, 0)
     assert probe.gpus[0].error is None
 
 
 def test_old_driver_and_no_nvidia_smi_stays_unknown(fake_nvml):
     fake_nvml(gpu_spec(uuid="GPU-old", cc_err=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND))
-    probe = probe_gpus(run_smi=NO_SMI)
+    probe = read_gpus(run_smi=NO_SMI)
     assert probe.gpus[0].capability is None
     assert "too old" in probe.gpus[0].error
 
@@ -107,7 +107,7 @@ def test_nvidia_smi_fallback_when_nvml_fails(fake_nvml):
         calls.append(cmd)
         return "0, GPU-x, NVIDIA B200, 10.0, 183359\n1, GPU-y, NVIDIA B200, [N/A], 183359\n", None
 
-    probe = probe_gpus(run_smi=smi)
+    probe = read_gpus(run_smi=smi)
     assert "compute_cap" in calls[0][1]
     assert probe.source == "nvidia-smi"
     assert [g.capability for g in probe.gpus] == [(10, 0), None]
@@ -116,7 +116,7 @@ def test_nvidia_smi_fallback_when_nvml_fails(fake_nvml):
 
 def test_no_gpu_at_all(fake_nvml):
     fake_nvml()
-    probe = probe_gpus(run_smi=NO_SMI)
+    probe = read_gpus(run_smi=NO_SMI)
     assert probe.gpus == () and "no GPU" in probe.error
 
 

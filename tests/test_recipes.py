@@ -2,7 +2,7 @@
 end to end through ``dsv4-launch plan --json`` (the same pipeline as dsv4-serve), with the
 checkpoint's size from the known-checkpoint table and from a downloaded checkpoint's own index.
 
-Faked: the GPUs (a GpuProbe of the named cards, with the memory NVML reports for them) and the
+Faked: the GPUs (a GpuReport of the named cards, with the memory NVML reports for them) and the
 vLLM install (vLLM 0.33.0, the newest release, not imported). The checkpoint directory is real:
 config.json, model.safetensors.index.json and shard files of the right names.
 """
@@ -15,8 +15,9 @@ import json
 import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
-from dsv4_launch.adapters.nvml import GpuProbe
+from dsv4_launch.adapters.nvml import GpuReport
 from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.gpu_presets import parse_gpus, preset_gpus
 
@@ -51,7 +52,7 @@ REFUSED = [
 
 def probe_for(gpus: str):
     count, preset = parse_gpus(gpus)
-    return lambda: GpuProbe(gpus=preset_gpus(count, preset), source="nvml")
+    return lambda: GpuReport(gpus=preset_gpus(count, preset), source="nvml")
 
 
 def downloaded(tmp_path, model: str) -> str:
@@ -74,8 +75,7 @@ def downloaded(tmp_path, model: str) -> str:
 
 def plan(tmp_path, model, gpus, args):
     out, err = io.StringIO(), io.StringIO()
-    code = run_plan([model, *args], as_json=True, env={"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}, stdout=out,
-                    stderr=err, probe=probe_for(gpus), vllm=VllmInstall(version="0.33.0", importable=True))
+    code = run_plan([model, *args], as_json=True, ctx=Context(env={"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}, stdout=out, stderr=err, read_gpus=probe_for(gpus), vllm=VllmInstall(version="0.33.0", importable=True)))
     return code, json.loads(out.getvalue()), err.getvalue()
 
 

@@ -17,6 +17,7 @@ import pytest
 
 import dsv4_launch
 from dsv4_launch.adapters.vllm_install import VllmInstall
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.serve import run_serve
 from dsv4_launch.commands.version import run_version
 from tests.conftest import BIN, install_fake_vllm_executable
@@ -76,14 +77,14 @@ def test_version_on_a_full_stdout_is_one_line_and_74():
             raise OSError(28, "No space left on device")
 
     err = io.StringIO()
-    code = run_version("dsv4-serve", {}, Full(), err, VllmInstall("0.33.0", True))
+    code = run_version("dsv4-serve", Context(env={}, stdout=Full(), stderr=err, vllm=VllmInstall("0.33.0", True)))
     assert code == 74
     assert err.getvalue() == "dsv4-serve: error: cannot write the version to standard output\n"
 
 
 def test_version_escapes_outside_text():
     out = io.StringIO()
-    run_version("dsv4-launch", {}, out, io.StringIO(), VllmInstall("0.33.0\x1b[2J", False, "/x/\nvllm"))
+    run_version("dsv4-launch", Context(env={}, stdout=out, stderr=io.StringIO(), vllm=VllmInstall("0.33.0\x1b[2J", False, "/x/\nvllm")))
     assert "\x1b" not in out.getvalue() and out.getvalue().count("\n") == 3
     assert "vLLM 0.33.0\\x1b[2J (/x/\\nvllm, started in place of this process)" in out.getvalue()
 
@@ -94,7 +95,7 @@ def test_run_serve_version_does_not_prepare_or_hand_over(monkeypatch):
     monkeypatch.setattr(serve, "prepare", lambda *a, **k: pytest.fail("prepared"))
     monkeypatch.setattr(serve, "hand_over", lambda *a, **k: pytest.fail("handed over"))
     out = io.StringIO()
-    assert run_serve(["-V"], {}, io.StringIO(), out, vllm=VllmInstall("0.24.0", True, location="/v/vllm")) == 0
+    assert run_serve(["-V"], Context(env={}, stderr=io.StringIO(), stdout=out, vllm=VllmInstall("0.24.0", True, location="/v/vllm"))) == 0
     assert out.getvalue().splitlines()[1] == "vLLM 0.24.0 (/v/vllm, runs in this process)"
 
 

@@ -10,7 +10,7 @@ the vLLM environment):
 
 It checks, and prints one line per check (OK / MISMATCH / SKIP) to stdout:
 
-1. the NVML adapter (``adapters/nvml.probe_gpus``) on the real driver against
+1. the NVML adapter (``adapters/nvml.read_gpus``) on the real driver against
    ``nvidia-smi --query-gpu=index,uuid,name,compute_cap,memory.total --format=csv,noheader``
    (index, UUID, name, compute capability, memory to the MiB);
 2. NVML is shut down when the probe returns, and after the whole ``dsv4-serve`` preparation
@@ -205,9 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     before = cuda_in_process()
     report.add(OK if not before else MISMATCH, "CUDA before the probe", ", ".join(before) or "not initialised")
 
-    from dsv4_launch.adapters.nvml import probe_gpus
+    from dsv4_launch.adapters.nvml import read_gpus
 
-    probe = probe_gpus()
+    probe = read_gpus()
     state = nvml_initialised()
     if state is None:
         report.add(SKIP, "NVML shut down after the probe", "nvidia-ml-py (pynvml) not importable")

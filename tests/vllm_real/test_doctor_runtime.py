@@ -5,11 +5,11 @@ from __future__ import annotations
 import importlib.metadata
 import sys
 
-from dsv4_launch.adapters.runtime_probe import probe_runtime
+from dsv4_launch.adapters.runtime_probe import read_runtime
 
 
 def test_runtime_probe_reads_real_torch_without_cuda(real_vllm):
-    result, error = probe_runtime(sys.executable)
+    result, error = read_runtime(sys.executable)
     assert error is None
     torch = result["torch"]
     assert torch["version"].split("+")[0] == importlib.metadata.version("torch").split("+")[0]

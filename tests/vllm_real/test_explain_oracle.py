@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import run_explain
 from dsv4_launch.core.versions import is_older
 
@@ -48,7 +49,7 @@ def explained(tmp_path, version: str, text: str, *, proc: str = "EngineCore_DP0"
     path = tmp_path / "vllm.log"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = io.StringIO()
-    status = run_explain([str(path)], as_json=True, env={}, stdout=out, stderr=io.StringIO())
+    status = run_explain([str(path)], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     doc = json.loads(out.getvalue())
     assert status == (0 if doc["explained"] else 1)
     return [item["rule"] for item in doc["explained"]]
@@ -229,7 +230,7 @@ def test_the_logged_arguments_are_vllms_own(tmp_path, version, real_vllm, argv):
                     f"[entrypoints/common/startup.py:97] {line}\nAssertionError: DeepseekV4 fp8_ds_mla layout only "
                     "supports fp8 kv-cache, got auto\n", encoding="utf-8")
     out = io.StringIO()
-    run_explain([str(path)], as_json=True, env={}, stdout=out, stderr=io.StringIO())
+    run_explain([str(path)], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     assert "sk-oracle" not in out.getvalue()
     doc = json.loads(out.getvalue())
     shown = doc["corrected"]["argv"]
@@ -291,7 +292,7 @@ def test_vllms_own_logger_output_is_read(tmp_path, version):
     path = tmp_path / "vllm.log"
     path.write_text(text, encoding="utf-8")
     out = io.StringIO()
-    assert run_explain([str(path)], as_json=True, env={}, stdout=out, stderr=io.StringIO()) == 0
+    assert run_explain([str(path)], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO())) == 0
     doc = json.loads(out.getvalue())
     assert doc["vllm_version"] == version
     assert [i["rule"] for i in doc["explained"]] == ["kv-not-fp8"]

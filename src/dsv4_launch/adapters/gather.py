@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..core.args import ServeArgs
-from ..core.facts import RULE_ENV, Facts
+from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
 from ..core.records import record
@@ -23,10 +23,10 @@ from ..vllm_cli.serve_args import read_serve_args
 from .checkpoints import known_checkpoint
 from .model_files import hf_offline, model_facts
 from .model_weights import read_weights
-from .nvml import GpuProbe, probe_gpus
+from .nvml import read_gpus
 from .vllm_install import VllmInstall, find_vllm
 
-PROBE_WHEN_DSV4, PROBE_ALWAYS = "dsv4", "always"
+READ_GPUS_WHEN_DSV4, READ_GPUS_ALWAYS = "dsv4", "always"
 
 
 @record
@@ -34,7 +34,7 @@ class Gathered:
     facts: Facts
     table: OptionTable
     vllm: VllmInstall
-    probe: GpuProbe | None = None
+    gpu_report: GpuReport | None = None  # what the machine said, when it was asked
 
 
 def read_args(argv: Sequence[str], table: OptionTable) -> ServeArgs:
@@ -76,15 +76,15 @@ def gather(
     env: Mapping[str, str],
     settings: Settings,
     *,
-    probe_when: str = PROBE_WHEN_DSV4,
-    probe: Callable[[], GpuProbe] = probe_gpus,
+    read_gpus_when: str = READ_GPUS_WHEN_DSV4,
+    read_gpus: Callable[[], GpuReport] = read_gpus,
     vllm: VllmInstall | None = None,
     default_model: str | None = None,
 ) -> Gathered:
     """Read everything the plan depends on from ``vllm serve``'s arguments. Raises
     ConfigFileError for a bad --config file.
 
-    The GPUs are probed by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
+    The GPUs are read by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
     big machines, and nothing else depends on it), always (doctor, fit) or never.
     """
     vllm = vllm or find_vllm(env)
@@ -92,7 +92,7 @@ def gather(
     args = read_args(argv, table)
     if default_model and args.model_source in (None, "vLLM default") and not (args.rejection or args.unread):
         args = read_args([default_model, *argv], table)  # doctor and fit: DeepSeek-V4, not vLLM's default
-    return gather_facts(args, env, settings, table, vllm, probe_when=probe_when, probe=probe)
+    return gather_facts(args, env, settings, table, vllm, read_gpus_when=read_gpus_when, read_gpus=read_gpus)
 
 
 def gather_engine(
@@ -103,7 +103,7 @@ def gather_engine(
     *,
     model: str | None = None,
     hf_config: Mapping[str, object] | None = None,
-    probe: Callable[[], GpuProbe] = probe_gpus,
+    read_gpus: Callable[[], GpuReport] = read_gpus,
 ) -> Gathered:
     """The same facts from vLLM's own ``EngineArgs`` (the plugin): every field the release's
     option table names, read by ``vllm_cli/engine_args``, then the same model files, weights
@@ -114,7 +114,7 @@ def gather_engine(
     vllm = VllmInstall(version=vllm_version, importable=True, note="the running vLLM")
     table = load_table(vllm_version)
     args = read_engine_args(engine, table, model)
-    return gather_facts(args, env, settings, table, vllm, probe_when=PROBE_WHEN_DSV4, probe=probe,
+    return gather_facts(args, env, settings, table, vllm, read_gpus_when=READ_GPUS_WHEN_DSV4, read_gpus=read_gpus,
                         hf_config=hf_config)
 
 
@@ -125,17 +125,17 @@ def gather_facts(
     table: OptionTable,
     vllm: VllmInstall,
     *,
-    probe_when: str = PROBE_WHEN_DSV4,
-    probe: Callable[[], GpuProbe] = probe_gpus,
+    read_gpus_when: str = READ_GPUS_WHEN_DSV4,
+    read_gpus: Callable[[], GpuReport] = read_gpus,
     hf_config: Mapping[str, object] | None = None,
 ) -> Gathered:
     """Facts from arguments however they were read: model files, weights, GPUs."""
-    model, gpus, weights = ModelFacts(name=args.model), GpuFacts(probed=False), None
+    model, gpus, weights = ModelFacts(name=args.model), GpuFacts(), None
     if not (args.help_requested or args.rejection or args.unread):
         model = _model(args, env)
         if model.config is None and hf_config is not None:
             model = classify(args.model, hf_config, "vLLM's model config")
-        gpus = gather_gpus(settings, env, model, probe_when=probe_when, probe=probe)
+        gpus = gather_gpus(settings, env, model, read_gpus_when=read_gpus_when, read_gpus=read_gpus)
         weights = _weights(args, model, env) if model.is_dsv4_family else None
     facts = Facts(
         args=args,
@@ -144,7 +144,7 @@ def gather_facts(
         gpu_error=gpus.error,
         gpu_source=gpus.source,
         gpu_notes=gpus.notes,
-        gpus_probed=gpus.probed,
+        gpus_read=gpus.read,
         vllm_version=vllm.version,
         vllm_note=vllm.note,
         env={k: env[k] for k in RULE_ENV if env.get(k)},
@@ -153,7 +153,7 @@ def gather_facts(
         memory=weights,
         newest_release=available_versions()[-1],
     )
-    return Gathered(facts, table, vllm, gpus.probe)
+    return Gathered(facts, table, vllm, gpus.report)
 
 
 def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
@@ -169,23 +169,13 @@ def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
         return None
 
 
-@record
-class GpuFacts:
-    selection: GpuSelection | None = None
-    error: str | None = None
-    source: str | None = None
-    notes: tuple[str, ...] = ()
-    probed: bool = False
-    probe: GpuProbe | None = None
-
-
 def gather_gpus(
     settings: Settings,
     env: Mapping[str, str],
     model: ModelFacts,
     *,
-    probe_when: str = PROBE_WHEN_DSV4,
-    probe: Callable[[], GpuProbe] = probe_gpus,
+    read_gpus_when: str = READ_GPUS_WHEN_DSV4,
+    read_gpus: Callable[[], GpuReport] = read_gpus,
 ) -> GpuFacts:
     """The GPUs vLLM will use: DSV4_LAUNCH_GPU_CAPABILITY, or NVML (nvidia-smi as a fallback)
     mapped through CUDA_VISIBLE_DEVICES, asked by policy."""
@@ -193,10 +183,10 @@ def gather_gpus(
         gpus = tuple(GpuInfo(index=i, capability=cc, memory_total_bytes=settings.gpu_memory_bytes)
                      for i, cc in enumerate(settings.gpu_capabilities))
         note = f"GPUs not probed: {GPU_CAPABILITY}={settings.gpu_capability_text} is used instead"
-        return GpuFacts(GpuSelection(gpus), source=GPU_CAPABILITY, notes=(note,), probed=True)
-    if not (probe_when == PROBE_ALWAYS or (probe_when == PROBE_WHEN_DSV4 and model.is_dsv4_family)):
+        return GpuFacts(GpuSelection(gpus), source=GPU_CAPABILITY, notes=(note,), read=True)
+    if not (read_gpus_when == READ_GPUS_ALWAYS or (read_gpus_when == READ_GPUS_WHEN_DSV4 and model.is_dsv4_family)):
         return GpuFacts()
-    result = probe()
+    result = read_gpus()
     selection = None
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if result.gpus and result.source == "nvidia-smi" and visible and "MIG-" in visible:

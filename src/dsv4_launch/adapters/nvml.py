@@ -19,34 +19,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
+from ..core.facts import GpuReport
 from ..core.gpus import GpuInfo, is_ascii_int, parse_capability
-from ..core.records import record
 
 NVIDIA_SMI_QUERY = "index,uuid,name,compute_cap,memory.total"
 
 
-@record
-class GpuProbe:
-    """What the machine said about its GPUs."""
-
-    gpus: tuple[GpuInfo, ...] = ()
-    source: str | None = None  # "nvml", "nvidia-smi", or None when nothing answered
-    error: str | None = None  # why the list is missing or incomplete
-    driver_version: str | None = None
-    cuda_driver_version: str | None = None
-    notes: tuple[str, ...] = ()
-
-
-def probe_gpus(
+def read_gpus(
     load_nvml: Callable[[], ModuleType] | None = None,
     run_smi: Callable[[list[str]], tuple[str | None, str | None]] | None = None,
-) -> GpuProbe:
+) -> GpuReport:
     """Ask NVML, then nvidia-smi where NVML could not answer. Never raises."""
-    nvml_probe = _probe_nvml(load_nvml or _import_pynvml)
+    nvml_probe = _read_nvml(load_nvml or _import_pynvml)
     missing_cc = [g for g in nvml_probe.gpus if g.capability is None]
     if nvml_probe.gpus and not missing_cc:
         return nvml_probe
-    smi = _probe_smi(run_smi or _run_nvidia_smi)
+    smi = _read_smi(run_smi or _run_nvidia_smi)
     if not nvml_probe.gpus:
         if smi.gpus:
             return smi._replace(notes=(f"NVML unavailable ({nvml_probe.error}); used nvidia-smi",))
@@ -91,15 +79,15 @@ def _reason(exc: BaseException) -> str:
     return f"NVML: {detail}" if detail else f"NVML: {text}"
 
 
-def _probe_nvml(load_nvml: Callable[[], ModuleType]) -> GpuProbe:
+def _read_nvml(load_nvml: Callable[[], ModuleType]) -> GpuReport:
     try:
         nvml = load_nvml()
     except Exception as exc:  # ImportError and friends: bindings not installed
-        return GpuProbe(error=f"NVML bindings unavailable ({exc}); install nvidia-ml-py")
+        return GpuReport(error=f"NVML bindings unavailable ({exc}); install nvidia-ml-py")
     try:
         nvml.nvmlInit()
     except Exception as exc:
-        return GpuProbe(error=_reason(exc))
+        return GpuReport(error=_reason(exc))
     try:
         driver = _call_str(nvml, "nvmlSystemGetDriverVersion")
         cuda_version = None
@@ -111,10 +99,10 @@ def _probe_nvml(load_nvml: Callable[[], ModuleType]) -> GpuProbe:
         try:
             count = nvml.nvmlDeviceGetCount()
         except Exception as exc:
-            return GpuProbe(error=_reason(exc), driver_version=driver)
+            return GpuReport(error=_reason(exc), driver_version=driver)
         gpus = tuple(_read_device(nvml, i) for i in range(count))
         errors = [g.error for g in gpus if g.error]
-        return GpuProbe(
+        return GpuReport(
             gpus=gpus,
             source="nvml",
             error="; ".join(f"GPU {g.index}: {g.error}" for g in gpus if g.error) if errors else None,
@@ -222,10 +210,10 @@ def _run_nvidia_smi(cmd: list[str]) -> tuple[str | None, str | None]:
     return done.stdout.decode("utf-8", "backslashreplace"), None
 
 
-def _probe_smi(run: Callable[[list[str]], tuple[str | None, str | None]]) -> GpuProbe:
+def _read_smi(run: Callable[[list[str]], tuple[str | None, str | None]]) -> GpuReport:
     out, why = run(["nvidia-smi", f"--query-gpu={NVIDIA_SMI_QUERY}", "--format=csv,noheader,nounits"])
     if out is None:
-        return GpuProbe(error=why or "nvidia-smi gave no answer")
+        return GpuReport(error=why or "nvidia-smi gave no answer")
     gpus = []
     for line in out.splitlines():
         fields = [f.strip() for f in line.split(",")]
@@ -249,5 +237,5 @@ def _probe_smi(run: Callable[[list[str]], tuple[str | None, str | None]]) -> Gpu
             )
         )
     if not gpus:
-        return GpuProbe(error="nvidia-smi listed no GPU")
-    return GpuProbe(gpus=tuple(gpus), source="nvidia-smi")
+        return GpuReport(error="nvidia-smi listed no GPU")
+    return GpuReport(gpus=tuple(gpus), source="nvidia-smi")

@@ -83,7 +83,7 @@ print(json.dumps(out))
 """.replace("%(group)s", PLUGIN_GROUP)
 
 
-def probe_runtime(
+def read_runtime(
     python: str,
     sm120_shapes: Sequence[tuple[int, int]] = (),
     timeout: float = 120,

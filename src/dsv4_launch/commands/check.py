@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import sys
 import time
 from collections.abc import Mapping
 
 from ..core import server_check as sc
 from ..core.settings import read_flag
-from ..output.documents import dump
-from ..output.escape import printable
-from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.lines import Reporter
 from ..output.redact import Scrubber
+from ..output.render import Result, render
 from . import exit_codes
+from .context import Context, here
 from .own_options import HelpRequested, UsageError, split_own_options
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -154,31 +152,32 @@ EXIT = {sc.HEALTHY: exit_codes.OK, sc.PROBLEM: exit_codes.CHECK_PROBLEM, sc.NOT_
 LABEL = {sc.OK: "ok", sc.NOTE: "note", sc.WARN: "warning", sc.FAIL: "problem", sc.UNREACHABLE: "not reachable"}
 
 
-def _json_text(data: dict, scrub: Scrubber) -> str:
-    """``dump``'s document (secrets masked, versioned), written ASCII-only so that it is valid
-    JSON whatever the output's encoding (server text can hold any character)."""
-    return json.dumps(json.loads(dump(data, scrub)), indent=2, ensure_ascii=True)
-
-
-def run_check(args: list[str], *, env: Mapping[str, str] | None = None, stdout=None, stderr=None,
-              client: str | None = None, clock=time.monotonic, fetch=None) -> int:
-    """``client``: "httpx" or "stdlib" (None: httpx where importable); ``fetch``: the request
-    function, replaceable by tests (None: ``adapters.http_client.request``)."""
-    env = os.environ if env is None else env
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    make_lenient(stdout)
+def run_check(args: list[str], ctx: Context | None = None) -> int:
+    """``dsv4-launch check ARGS``; ``ctx``: the world it reads — environment, streams, the HTTP
+    client ("httpx" or "stdlib"; None: httpx where importable), the request function and the
+    clock (None: ``adapters.http_client.request``, ``time.monotonic``)."""
+    ctx = here(ctx)
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
-        own, url = parse(args)
-        base = sc.parse_base_url(url)
+        result = check_result(args, ctx)
     except HelpRequested:
         from .click_app import run_click
 
         return run_click(["check", "--help"])
+    return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+
+
+def check_result(args: list[str], ctx: Context) -> Result:
+    """What check has to show: its lines or document, or the one error line. Raises HelpRequested."""
+    env = ctx.env or {}
+    clock = ctx.clock or time.monotonic
+    try:
+        own, url = parse(args)
+        base = sc.parse_base_url(url)
     except (UsageError, ValueError) as exc:
-        text = str(exc) if isinstance(exc, UsageError) else f"{PREFIX}: bad URL: {exc}"
-        return _bad_input(text, as_json, stdout, stderr, env)
+        message = str(exc) if isinstance(exc, UsageError) else f"{PREFIX}: bad URL: {exc}"
+        return Result(exit_codes.USAGE, PREFIX, error=message, plain_error=True,
+                      document={"command": "check", "status": "bad-input", "exit_status": exit_codes.USAGE})
     key_from = own.get("api_key_env")
     key = env.get(key_from) if key_from else None
     auth = f"Bearer {key}" if key else base.basic_auth()
@@ -187,6 +186,7 @@ def run_check(args: list[str], *, env: Mapping[str, str] | None = None, stdout=N
     secrets = [s for s in (key, base.password, auth.partition(" ")[2] if auth else None) if s]
     scrub = Scrubber(secrets)
     timeout = own.get("timeout", DEFAULT_TIMEOUT)
+    client = ctx.http_client
     if client is None:
         from ..adapters.http_client import default_client
 
@@ -197,16 +197,14 @@ def run_check(args: list[str], *, env: Mapping[str, str] | None = None, stdout=N
     start = clock()
     try:
         run = probe(base, model=own.get("model"), headers=headers, deadline=start + timeout, client=client,
-                    key_from=key_from, key_set=bool(key), clock=clock, fetch=fetch)
+                    key_from=key_from, key_set=bool(key), clock=clock, fetch=ctx.fetch)
     except KeyboardInterrupt:
-        Reporter(stderr, env, prefix=PREFIX).error("interrupted")
-        return exit_codes.INTERRUPTED
+        return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted")
     except Exception as exc:  # never a traceback of ours: one line, a problem (DSV4_LAUNCH_DEBUG=1 raises)
         if read_flag(env, "DSV4_LAUNCH_DEBUG")[0]:
             raise
-        Reporter(stderr, env, prefix=PREFIX, scrub=scrub).error(
-            f"internal error: {type(exc).__name__}: {str(exc)[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)")
-        return exit_codes.CHECK_PROBLEM
+        return Result(exit_codes.CHECK_PROBLEM, PREFIX, scrub=scrub, error=f"internal error: {type(exc).__name__}: "
+                      f"{str(exc)[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)")
     notes = []
     if base.stripped_v1:
         notes.append("the URL's /v1 was taken off: /health and /v1/… are asked at the server's root")
@@ -215,43 +213,38 @@ def run_check(args: list[str], *, env: Mapping[str, str] | None = None, stdout=N
     state = sc.verdict(run.findings)
     status = EXIT[state]
     elapsed = clock() - start
-    if as_json:
-        data = {
-            "command": "check",
-            "url": base.shown,
-            "client": client,
-            "timeout_s": timeout,
-            "model": run.model,
-            "status": state,
-            "exit_status": status,
-            "elapsed_s": round(elapsed, 3),
-            "steps": run.steps,
-            "findings": [{"step": f.step, "level": f.level, "code": f.code, "text": f.text,
-                          "reference": f.reference} for f in run.findings],
-            "notes": notes,
-            "chat": run.chat.data() if run.chat else None,
-            "tool_call": run.tools.data() if run.tools else None,
-            "error": None,
-        }
-        ok = safe_write(stdout, _json_text(data, scrub) + "\n")
-    else:
-        out = Reporter(stdout, env, prefix=None, scrub=scrub)
+    data = {
+        "command": "check",
+        "url": base.shown,
+        "client": client,
+        "timeout_s": timeout,
+        "model": run.model,
+        "status": state,
+        "exit_status": status,
+        "elapsed_s": round(elapsed, 3),
+        "steps": run.steps,
+        "findings": [{"step": f.step, "level": f.level, "code": f.code, "text": f.text,
+                      "reference": f.reference} for f in run.findings],
+        "notes": notes,
+        "chat": run.chat.data() if run.chat else None,
+        "tool_call": run.tools.data() if run.tools else None,
+    }
+
+    def text(stream, env) -> bool:
+        out = Reporter(stream, env, prefix=None, scrub=scrub)
         out.info(f"{base.shown} (timeout {timeout:g} s, {client})", label="check")
         for note in notes:
             out.info(note, label="note")
         for f in run.findings:
-            text = f"{f.text} ({f.reference})" if f.reference else f.text
+            line = f"{f.text} ({f.reference})" if f.reference else f.text
             if f.level == sc.WARN:
-                out.warning(text)
+                out.warning(line)
             else:
-                out.info(text, label=LABEL[f.level])
+                out.info(line, label=LABEL[f.level])
         out.info(_summary(state, run, elapsed, status), label=state)
-        ok = not out.broken
-    if not ok:
-        silence(stdout)
-        Reporter(stderr, env, prefix=PREFIX, scrub=scrub).error("cannot write the report to standard output")
-        return exit_codes.OUTPUT_FAILED
-    return status
+        return not out.broken
+
+    return Result(status, PREFIX, "the report", None, data, text, scrub)
 
 
 def _summary(state: str, run: Run, elapsed: float, status: int) -> str:
@@ -262,11 +255,3 @@ def _summary(state: str, run: Run, elapsed: float, status: int) -> str:
         n = sum(1 for f in run.findings if f.level == sc.FAIL)
         return f"{n} problem{'s' if n != 1 else ''} found (exit {status})"
     return f"the server did not answer (exit {status}: not reachable, not ready or too slow)"
-
-
-def _bad_input(text: str, as_json: bool, stdout, stderr, env) -> int:
-    safe_write(stderr, printable(text) + "\n")
-    if as_json:
-        data = {"command": "check", "status": "bad-input", "exit_status": exit_codes.USAGE, "error": text}
-        safe_write(stdout, _json_text(data, Scrubber()) + "\n")
-    return exit_codes.USAGE

@@ -99,24 +99,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(command: str, own: dict, rest: list[str]) -> int:
-    vllm = None
+    from .context import Context
+
+    ctx = Context()
     if own.get("vllm_version"):
         from ..adapters.vllm_install import assumed_vllm
 
-        vllm = assumed_vllm(str(own["vllm_version"]))
+        ctx = Context(vllm=assumed_vllm(str(own["vllm_version"])))
     if command == "plan":
         from .plan import run_plan
 
-        return run_plan(rest, as_json=bool(own.get("json")), vllm=vllm)
+        return run_plan(rest, as_json=bool(own.get("json")), ctx=ctx)
     if command == "doctor":
         from .doctor import run_doctor
 
-        return run_doctor(rest, as_json=bool(own.get("json")), vllm=vllm)
+        return run_doctor(rest, as_json=bool(own.get("json")), ctx=ctx)
     from .fit import run_fit
 
     gpus, preset = own.get("gpus") or (None, None)
     return run_fit(rest, as_json=bool(own.get("json")), gpus=gpus, preset=preset, gpu_memory=own.get("gpu_memory"),
-                   vllm=vllm)
+                   ctx=ctx)
 
 
 def _click(args: list[str]) -> int:

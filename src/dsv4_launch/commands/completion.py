@@ -22,7 +22,6 @@ choices, and the values recorded for the settings the rules read, such as
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 
 from . import exit_codes
@@ -174,28 +173,30 @@ def candidates(prog: str, words: Sequence[str], version: str | None = None) -> l
     return []
 
 
-def run_completion(args: Sequence[str], stdout=None, stderr=None) -> int:
-    """``completion SHELL`` (the script) or ``completion --complete PROG -- WORDS...``."""
-    from ..output.lines import Reporter, make_lenient, safe_write, silence
+def run_completion(args: Sequence[str], ctx=None) -> int:
+    """``completion SHELL`` (the script) or ``completion --complete PROG -- WORDS...``; ``ctx``:
+    a ``context.Context`` (None: this process's)."""
+    from ..output.lines import safe_write
+    from ..output.render import Result, render
+    from .context import here
 
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
+    ctx = here(ctx)
     args = list(args)
+    prefix = "dsv4-launch completion"
     if args[:1] == ["--complete"] and len(args) >= 3 and args[2] == "--":
         try:
             found = candidates(os.path.basename(args[1]), args[3:])
         except Exception:  # completion must never print a traceback into the user's prompt
             found = []
-        make_lenient(stdout)
-        safe_write(stdout, "".join(f"{c}\n" for c in found))
-        return exit_codes.OK
-    if len(args) != 1 or args[0] not in SHELLS:
+        text = "".join(f"{c}\n" for c in found)
+        # Each Tab press: whatever happens to the output, the shell gets 0 and no line of ours.
+        result = Result(exit_codes.OK, prefix, text=lambda stream, env: safe_write(stream, text) or True)
+    elif len(args) != 1 or args[0] not in SHELLS:
         given = " ".join(args) or "nothing"
-        Reporter(stderr, os.environ, prefix="dsv4-launch completion").error(
-            f"expected one shell, {', '.join(SHELLS)}; got {given} (see: dsv4-launch completion --help)")
-        return exit_codes.USAGE
-    if safe_write(stdout, SCRIPTS[args[0]]):
-        return exit_codes.OK
-    silence(stdout)
-    Reporter(stderr, os.environ, prefix="dsv4-launch completion").error("cannot write the script to standard output")
-    return exit_codes.OUTPUT_FAILED
+        result = Result(exit_codes.USAGE, prefix, error=f"expected one shell, {', '.join(SHELLS)}; got {given} "
+                        "(see: dsv4-launch completion --help)")
+    else:
+        script = SCRIPTS[args[0]]
+        result = Result(exit_codes.OK, prefix, "the script", text=lambda stream, env: safe_write(stream, script))
+    return render(result, as_json=False, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+

@@ -15,14 +15,14 @@ report could not be written. Every log line printed is masked (secrets) and esca
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Mapping
 
 from ..core.signatures import KV_AUTO, Match, Scan, Scanner, mask_secrets_in_text
 from . import exit_codes
+from .context import Context, here
 
 EXPLAINED, NOT_FOUND, BAD_INPUT = 0, 1, 2
+PREFIX = "dsv4-launch explain"
 _SKIPPED_DESTS = frozenset({"model_tag", "model", "config", "subparser", "dispatch_function"})
 _PASSED_ENV = ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE")  # where the model's config.json may be read
 
@@ -121,9 +121,9 @@ def rebuild_argv(values: Mapping[str, object], table) -> tuple[list[str], list[s
 
 
 def _no_gpus():
-    from ..adapters.nvml import GpuProbe
+    from ..core.facts import GpuReport
 
-    return GpuProbe(error="the log does not say which GPUs vLLM ran on")
+    return GpuReport(error="the log does not say which GPUs vLLM ran on")
 
 
 def corrected_plan(scan: Scan, env: Mapping[str, str]):
@@ -141,7 +141,7 @@ def corrected_plan(scan: Scan, env: Mapping[str, str]):
         run_env["DSV4_LAUNCH_GPU_CAPABILITY"] = "{}.{}".format(*scan.gpu.capability)
     note = "the version the log shows" if scan.version else "the log does not show vLLM's version"
     vllm = VllmInstall(version=scan.version, importable=False, note=note)
-    prepared = prepare(argv, run_env, PLAN, probe=_no_gpus, vllm=vllm)
+    prepared = prepare(argv, run_env, PLAN, read_gpus=_no_gpus, vllm=vllm)
     return prepared, argv, skipped
 
 
@@ -253,27 +253,19 @@ def _error_document(source: str, message: str) -> dict:
             "corrected": None, "exit_status": BAD_INPUT, "error": message, "plan_error": None}
 
 
-def _json_text(data: dict, scrub, stream) -> str:
-    """One JSON object, valid in the stream's encoding (ASCII escapes where it cannot hold a
-    character)."""
-    from ..output.documents import dump
-
-    text = dump(data, scrub)
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    try:
-        text.encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        text = json.dumps(json.loads(text), indent=2, ensure_ascii=True)
-    return text
-
-
 # --- reading and rendering -----------------------------------------------------------------------
 
-def scan_source(path: str) -> Scan:
-    """Stream ``path`` (``-``: stdin) through the signatures. Raises LogReadError."""
+def scan_source(path: str, stdin=None) -> Scan:
+    """Stream ``path`` (``-``: ``stdin``, None: this process's) through the signatures. Raises
+    LogReadError."""
     from ..adapters.log_reader import LogReadError, open_log, read_lines
 
-    stream = open_log(path)
+    if path == "-" and stdin is not None:
+        stream = getattr(stdin, "buffer", None)
+        if stream is None:
+            raise LogReadError("standard input is closed")
+    else:
+        stream = open_log(path)
     scanner = Scanner()
     try:
         for text, level in read_lines(stream):
@@ -347,44 +339,55 @@ def render_text(out, data: dict) -> None:
                  label="next")
 
 
-def run_explain(rest: list[str], *, as_json: bool, env: Mapping[str, str] | None = None, stdout=None,
-                stderr=None) -> int:
-    from ..adapters.log_reader import LogReadError
-    from ..output.lines import Reporter, make_lenient, safe_write, silence
+def run_explain(rest: list[str], *, as_json: bool, ctx: Context | None = None) -> int:
+    """``dsv4-launch explain [FILE|-] [--json]``; ``ctx``: the world it reads (None: this
+    process's; ``-`` reads ``ctx.stdin``)."""
+    ctx = here(ctx)
+    return render_result(explain_result(rest, ctx), as_json, ctx)
 
-    env = os.environ if env is None else env
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    make_lenient(stdout)
-    err = Reporter(stderr, env, prefix="dsv4-launch explain", scrub=_scrubber(None))
+
+def render_result(result, as_json: bool, ctx: Context) -> int:
+    from ..output.render import render
+
+    return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+
+
+def explain_result(rest: list[str], ctx: Context):
+    """What explain has to show: the explanation as lines or a document, or the one error line."""
+    from ..adapters.log_reader import LogReadError
+    from ..output.render import Result
+
+    env = ctx.env or {}
+
+    def failed(source: str, message: str) -> Result:
+        return Result(BAD_INPUT, PREFIX, "the explanation", message, _error_document(source, message), None,
+                      _scrubber(None))
+
     if len(rest) > 1 or (rest and rest[0].startswith("-") and rest[0] != "-"):
         message = (f"expected one log file (or - for standard input), got {' '.join(rest)!r}" if len(rest) > 1
                    else f"unknown option {rest[0]!r}")
-        return _fail(stdout, err, as_json, rest[0] if rest else "-", message + " (see: dsv4-launch explain --help)")
+        return failed(rest[0] if rest else "-", message + " (see: dsv4-launch explain --help)")
     source = rest[0] if rest else "-"
-    if source == "-" and _is_terminal(sys.stdin):
-        return _fail(stdout, err, as_json, source, "no log given: dsv4-launch explain FILE, or pipe vLLM's output "
-                     "in (journalctl -u vllm | dsv4-launch explain -)")
+    if source == "-" and _is_terminal(ctx.stdin):
+        return failed(source, "no log given: dsv4-launch explain FILE, or pipe vLLM's output in (journalctl -u vllm "
+                      "| dsv4-launch explain -)")
     try:
-        scan = scan_source(source)
+        scan = scan_source(source, ctx.stdin)
     except LogReadError as exc:
-        return _fail(stdout, err, as_json, source, str(exc))
+        return failed(source, str(exc))
     except KeyboardInterrupt:
-        err.error("interrupted")
-        return exit_codes.INTERRUPTED
+        return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted", scrub=_scrubber(None))
     data = explain_data(scan, source, env)
     scrub = _scrubber(scan)
-    if as_json:
-        ok = safe_write(stdout, _json_text(data, scrub, stdout) + "\n")
-    else:
-        out = Reporter(stdout, env, prefix=None, scrub=scrub)
+
+    def text(stream, env) -> bool:
+        from ..output.lines import Reporter
+
+        out = Reporter(stream, env, prefix=None, scrub=scrub)
         render_text(out, data)
-        ok = not out.broken
-    if not ok:
-        silence(stdout)
-        err.error("cannot write the explanation to standard output")
-        return exit_codes.OUTPUT_FAILED
-    return data["exit_status"]
+        return not out.broken
+
+    return Result(data["exit_status"], PREFIX, "the explanation", None, data, text, scrub)
 
 
 def _is_terminal(stream) -> bool:
@@ -394,17 +397,9 @@ def _is_terminal(stream) -> bool:
         return False
 
 
-def _fail(stdout, err, as_json: bool, source: str, message: str) -> int:
-    from ..output.lines import safe_write
-
-    if as_json:
-        safe_write(stdout, _json_text(_error_document(source, message), _scrubber(None), stdout) + "\n")
-    err.error(message)
-    return BAD_INPUT
-
-
-def main(args: list[str]) -> int:
+def main(args: list[str], ctx: Context | None = None) -> int:
     """``dsv4-launch explain ARGS``: its own options read without click (help goes to click)."""
+    from ..output.render import Result
     from .own_options import HelpRequested, UsageError, split_own_options
 
     try:
@@ -414,8 +409,6 @@ def main(args: list[str]) -> int:
 
         return run_click(["explain", "--help"])
     except UsageError as exc:
-        from ..output.lines import safe_write
-
-        safe_write(sys.stderr, f"{exc} (see: dsv4-launch explain --help)\n")
-        return exit_codes.USAGE
-    return run_explain(rest, as_json=bool(own.get("json")))
+        result = Result(exit_codes.USAGE, PREFIX, error=f"{exc} (see: dsv4-launch explain --help)", plain_error=True)
+        return render_result(result, False, here(ctx))
+    return run_explain(rest, as_json=bool(own.get("json")), ctx=ctx)

@@ -10,24 +10,21 @@ GPUs it works from ``--gpus 8xH200`` (a preset: core/gpu_presets.py), or ``--gpu
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Mapping
-
 from ..core.facts import as_human_int
 from ..core.fit import DEFAULT_CONTEXT, DOES_NOT_FIT, FITS, MAX_FEWEST, SHORT, UNKNOWN, fewest_gpus, fit_rows
 from ..core.gpu_presets import preset_gpus
 from ..core.gpus import GpuSelection
 from ..core.memory import GiB, gpu_memory_utilization
-from ..output.documents import dump
-from ..output.lines import Reporter, make_lenient, reader_gone, safe_write, silence
 from ..output.redact import Scrubber
+from ..output.render import Result, render
 from ..output.tables import render_table
 from . import exit_codes
+from .context import Context, here
 from .pipeline import DEFAULT_MODEL, FIT, prepare
 
 STYLES = {FITS: "green", SHORT: "yellow", DOES_NOT_FIT: "red", UNKNOWN: None}
 NO_LAYOUT_FITS = 1  # fit: no layout of these GPUs fits one request of the context
+PREFIX = "dsv4-launch fit"
 
 
 def _gib(n) -> str:
@@ -70,28 +67,30 @@ def _problem(prepared, facts, count: int | None) -> str | None:
 
 
 def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memory: int | None = None,
-            env: Mapping[str, str] | None = None, stdout=None, stderr=None, probe=None, vllm=None,
-            preset=None) -> int:
+            preset=None, ctx: Context | None = None) -> int:
     """Exit status: 1 when every layout is known not to fit one request of the context, 0
     otherwise (unknown weights are not a no), 2 for bad input, 74 when the report cannot be
-    written."""
-    env = os.environ if env is None else env
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    make_lenient(stdout)
-    prepared = prepare(argv, env, FIT, default_model=DEFAULT_MODEL, probe=probe, vllm=vllm)
+    written. ``ctx``: the world it reads (None: this process's)."""
+    ctx = here(ctx)
+    result = fit_result(argv, ctx, gpus=gpus, gpu_memory=gpu_memory, preset=preset)
+    return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+
+
+def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_memory: int | None = None,
+               preset=None) -> Result:
+    """What ``fit`` has to show: the layouts as a table or a document, or the one error line."""
+    prepared = prepare(argv, ctx.env or {}, FIT, default_model=DEFAULT_MODEL, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
     scrub = Scrubber.for_argv(prepared.argv, prepared.secrets)  # secret values masked in every line too
-    err = Reporter(stderr, env, prefix="dsv4-launch fit", scrub=scrub)
+    vllm = {"vllm_version": prepared.vllm.version if prepared.vllm else None,
+            "vllm_version_assumed": bool(prepared.vllm and prepared.vllm.assumed)}
     facts = prepared.facts
     if facts is not None and preset is not None:
         facts = facts._replace(gpus=GpuSelection(preset_gpus(gpus or 1, preset)), gpu_source="--gpus")
     count = gpus or (facts.gpus.visible_count if facts and facts.gpus and facts.gpus.visible_count else None)
     problem = _problem(prepared, facts, count)
     if problem is not None or facts is None or count is None:
-        err.error(problem or "the arguments could not be read")
-        if as_json:
-            safe_write(stdout, dump({"error": problem, "rows": []}, scrub) + "\n")
-        return exit_codes.USAGE
+        return Result(exit_codes.USAGE, PREFIX, "the table", problem or "the arguments could not be read",
+                      {"error": problem, "rows": [], **vllm}, None, scrub)
     context = as_human_int(facts.args.value("max_model_len")) or DEFAULT_CONTEXT
     if context <= 0:
         context = DEFAULT_CONTEXT  # -1/auto: vLLM fits the length itself; concurrency at the default
@@ -114,46 +113,39 @@ def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memo
     any_fits = any(r.verdict == FITS for r in rows)
     # 1 only when every layout is known not to fit the context (unknown weights are not "no")
     none_fits = bool(rows) and all(r.verdict in (SHORT, DOES_NOT_FIT) for r in rows)
-    if as_json:
-        data = {
-            "model": facts.model.name,
-            "gpus": count,
-            "gpu": preset.key if preset is not None else None,
-            "gpu_memory_bytes": gpu_memory_used,
-            "context": context,
-            "weights_source": weights.source if weights else None,
-            "rows": [_row_data(r) for r in rows],
-            "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
-            "fits": True if any_fits else (False if none_fits else None),
-            "estimate": True,
-        }
-        ok = safe_write(stdout, dump(data, scrub) + "\n")
-    else:
-        table_rows = [
-            [("* " if r.yours else "") + r.flags, _gib(r.estimate.weights_bytes_per_gpu),
-             _gib(r.estimate.kv_available_bytes),
-             f"{r.estimate.max_model_len_fits:,}" if r.estimate.max_model_len_fits is not None else "?",
-             "-" if r.concurrency is None else
-             (str(r.concurrency) if r.estimate.layout.dp == 1 else f"{r.total_concurrency} ({r.concurrency}×{r.estimate.layout.dp})"),
-             _verdict(r)]
-            for r in rows
-        ]
-        footer = [
-            fewest_line,
-            f"@{context // 1024}k: requests of {context:,} tokens at once in all (per DP replica × replicas); "
-            "longest: one request alone; weights and KV in GiB per GPU.",
-            *(["*: the layout your arguments give."] if any(r.yours for r in rows) else []),
-            "Estimates (README: Will it fit?), not promises.",
-        ]
-        ok = render_table(title, ["layout", "weights", "KV left", "longest", f"@{context // 1024}k", "verdict"],
-                          table_rows, [STYLES.get(r.verdict) for r in rows], stdout, env, footer,
-                          right=[False, True, True, True, True, False], scrub=scrub)
-    status = NO_LAYOUT_FITS if none_fits else exit_codes.OK
-    if not ok:
-        closed = reader_gone(stdout)
-        silence(stdout)
-        if closed:  # `fit | head -3`: the reader has what it wanted; silence, and fit's own status
-            return status
-        err.error("cannot write the table to standard output")
-        return exit_codes.OUTPUT_FAILED
-    return status
+    data = {
+        "model": facts.model.name,
+        "gpus": count,
+        "gpu": preset.key if preset is not None else None,
+        "gpu_memory_bytes": gpu_memory_used,
+        "context": context,
+        "weights_source": weights.source if weights else None,
+        "rows": [_row_data(r) for r in rows],
+        "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
+        "fits": True if any_fits else (False if none_fits else None),
+        "estimate": True,
+        **vllm,  # the release planned for; assumed: --vllm-version's, not the installed vLLM's
+    }
+    table_rows = [
+        [("* " if r.yours else "") + r.flags, _gib(r.estimate.weights_bytes_per_gpu),
+         _gib(r.estimate.kv_available_bytes),
+         f"{r.estimate.max_model_len_fits:,}" if r.estimate.max_model_len_fits is not None else "?",
+         "-" if r.concurrency is None else
+         (str(r.concurrency) if r.estimate.layout.dp == 1 else f"{r.total_concurrency} ({r.concurrency}×{r.estimate.layout.dp})"),
+         _verdict(r)]
+        for r in rows
+    ]
+    footer = [
+        fewest_line,
+        f"@{context // 1024}k: requests of {context:,} tokens at once in all (per DP replica × replicas); "
+        "longest: one request alone; weights and KV in GiB per GPU.",
+        *(["*: the layout your arguments give."] if any(r.yours for r in rows) else []),
+        "Estimates (README: Will it fit?), not promises.",
+    ]
+
+    def text(stream, env) -> bool:
+        return render_table(title, ["layout", "weights", "KV left", "longest", f"@{context // 1024}k", "verdict"],
+                            table_rows, [STYLES.get(r.verdict) for r in rows], stream, env, footer,
+                            right=[False, True, True, True, True, False], scrub=scrub)
+
+    return Result(NO_LAYOUT_FITS if none_fits else exit_codes.OK, PREFIX, "the table", None, data, text, scrub)

@@ -1,4 +1,5 @@
-"""The one preparation every command goes through: ``prepare(argv, env, purpose) → Prepared``.
+"""The one preparation serve, plan, doctor and fit go through: ``prepare(argv, env, purpose) → Prepared``
+(each command gives it the environment, GPU reader and vLLM of its ``context.Context``).
 
 ``dsv4-serve``, ``plan``, ``doctor`` and ``fit`` call ``prepare`` with argv; the vLLM plugin
 calls ``prepare_engine`` with vLLM's ``EngineArgs``. Both run ``_through_the_pipeline``: the
@@ -20,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ..adapters.gather import PROBE_ALWAYS, PROBE_WHEN_DSV4, Gathered, gather, gather_engine
-from ..adapters.nvml import GpuProbe, probe_gpus
+from ..adapters.gather import READ_GPUS_ALWAYS, READ_GPUS_WHEN_DSV4, Gathered, gather, gather_engine
+from ..adapters.nvml import read_gpus as read_machine_gpus
 from ..adapters.vllm_install import VllmInstall, find_vllm
-from ..core.facts import Facts
+from ..core.facts import Facts, GpuReport
 from ..core.plan import Plan, disabled_plan, make_plan
 from ..core.records import record
 from ..core.settings import Settings, SettingsError, disable_switch, read_settings
@@ -35,8 +36,8 @@ from . import exit_codes
 
 SERVE, PLAN, DOCTOR, FIT, PLUGIN = "serve", "plan", "doctor", "fit", "plugin"
 DEFAULT_MODEL = "deepseek-ai/DeepSeek-V4-Flash"  # what doctor and fit check when no model is given
-_PROBE_POLICY = {SERVE: PROBE_WHEN_DSV4, PLAN: PROBE_WHEN_DSV4, PLUGIN: PROBE_WHEN_DSV4,
-                 DOCTOR: PROBE_ALWAYS, FIT: PROBE_ALWAYS}
+_GPU_POLICY = {SERVE: READ_GPUS_WHEN_DSV4, PLAN: READ_GPUS_WHEN_DSV4, PLUGIN: READ_GPUS_WHEN_DSV4,
+                 DOCTOR: READ_GPUS_ALWAYS, FIT: READ_GPUS_ALWAYS}
 
 
 @record
@@ -50,7 +51,7 @@ class Prepared:
     vllm: VllmInstall  # the vLLM found (or, interrupted before the lookup, one of unknown version)
     facts: Facts | None = None  # None: nothing was gathered (off switch, bad input)
     settings: Settings | None = None
-    probe: GpuProbe | None = None
+    gpu_report: GpuReport | None = None  # what the machine said about its GPUs, when asked
     error: str | None = None  # the one line for bad input or an interrupt
     help_requested: bool = False
 
@@ -60,16 +61,16 @@ def prepare(
     env: Mapping[str, str],
     purpose: str,
     *,
-    probe: Callable[[], GpuProbe] | None = None,
+    read_gpus: Callable[[], GpuReport] | None = None,
     vllm: VllmInstall | None = None,
     default_model: str | None = None,
 ) -> Prepared:
-    """``probe``/``vllm``: the GPU probe and the vLLM install, replaceable by tests (None: the
+    """``read_gpus``/``vllm``: the GPU reader and the vLLM install (a ``Context``'s; None: the
     real ones). ``default_model``: the model to plan for when the arguments name none (doctor
     and fit check DeepSeek-V4, not vLLM's default model); the plan's argv then starts with it."""
     argv = tuple(argv)
     try:
-        return _prepare(argv, env, purpose, probe or probe_gpus, vllm, default_model)
+        return _prepare(argv, env, purpose, read_gpus or read_machine_gpus, vllm, default_model)
     except KeyboardInterrupt:  # Ctrl-C while probing or reading: vLLM has not started
         vllm = vllm or VllmInstall(version=None, importable=False, note="not looked up (interrupted)")
         return Prepared(exit_codes.INTERRUPTED, argv, Plan(), _blind(argv, vllm), vllm,
@@ -81,11 +82,11 @@ def _blind(argv: tuple[str, ...], vllm: VllmInstall) -> SecretSpans:
     return conservative_spans(argv, load_table(vllm.version).option_strings)
 
 
-def _prepare(argv, env, purpose, probe, vllm, default_model=None) -> Prepared:
+def _prepare(argv, env, purpose, read_gpus, vllm, default_model=None) -> Prepared:
     vllm = vllm or find_vllm(env)
 
     def from_argv(settings: Settings) -> Gathered:
-        return gather(argv, env, settings, probe_when=_PROBE_POLICY[purpose], probe=probe, vllm=vllm,
+        return gather(argv, env, settings, read_gpus_when=_GPU_POLICY[purpose], read_gpus=read_gpus, vllm=vllm,
                       default_model=default_model)
 
     return _through_the_pipeline(argv, env, purpose, vllm, from_argv)
@@ -115,7 +116,7 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
     argv = facts.args.tokens or argv  # with the default model in front, when one was added
     if facts.args.help_requested:
         return Prepared(exit_codes.OK, argv, Plan(), facts.args.secrets, vllm, facts, settings,
-                        gathered.probe, help_requested=True)
+                        gathered.gpu_report, help_requested=True)
     try:
         plan = make_plan(facts, settings.preflight)
         if settings.warnings:
@@ -126,7 +127,7 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
     except Exception as exc:
         return _passed_through(argv, vllm, settings, exc)
     status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
-    return Prepared(status, out, plan, facts.args.secrets, vllm, facts, settings, gathered.probe)
+    return Prepared(status, out, plan, facts.args.secrets, vllm, facts, settings, gathered.gpu_report)
 
 
 def _verified(plan: Plan, argv: tuple[str, ...], out: tuple[str, ...], table) -> tuple[Plan, tuple[str, ...]]:
@@ -166,7 +167,7 @@ def prepare_engine(
     vllm_version: str | None,
     env: Mapping[str, str],
     *,
-    probe: Callable[[], GpuProbe] | None = None,
+    read_gpus: Callable[[], GpuReport] | None = None,
 ) -> Prepared:
     """The same preparation for the vLLM plugin, where vLLM has parsed the arguments already:
     ``engine`` is vLLM's ``EngineArgs`` (its fields are read as the option table names them),
@@ -176,6 +177,6 @@ def prepare_engine(
 
     def from_engine(settings: Settings) -> Gathered:
         return gather_engine(engine, env, settings, vllm_version, model=model_name, hf_config=hf_config,
-                             probe=probe or probe_gpus)
+                             read_gpus=read_gpus or read_machine_gpus)
 
     return _through_the_pipeline((), env, PLUGIN, vllm, from_engine)  # Ctrl-C here is vLLM's to handle

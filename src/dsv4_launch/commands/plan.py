@@ -12,16 +12,13 @@ other failure to write (a full disk, a closed stdout) is one line and exit 74.
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Mapping
-
 from ..core.memory import summary, summary_line
-from ..output.documents import dump, plan_data
-from ..output.lines import Reporter, make_lenient, reader_gone, safe_write, silence
+from ..output.documents import plan_data
 from ..output.redact import Scrubber, masked_argv
+from ..output.render import Result, render
 from ..output.report import report_plan
 from . import exit_codes
+from .context import Context, here
 from .pipeline import PLAN, Prepared, prepare
 
 
@@ -69,42 +66,31 @@ def no_vllm(prepared: Prepared) -> str | None:
     return None
 
 
-def run_plan(argv: list[str], *, as_json: bool, env: Mapping[str, str] | None = None, stdout=None, stderr=None,
-             probe=None, vllm=None) -> int:
-    """``probe``/``vllm``: the GPU probe and vLLM install, replaceable by tests."""
-    env = os.environ if env is None else env
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    prepared = prepare(argv, env, PLAN, probe=probe, vllm=vllm)
-    make_lenient(stdout)
+def plan_result(argv: list[str], ctx: Context) -> Result:
+    """What ``plan ARGV`` has to show: the plan's lines or document, the one error line."""
+    prepared = prepare(argv, ctx.env or {}, PLAN, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
     scrub = Scrubber.for_argv(prepared.argv, prepared.secrets)  # secret values masked in every line too
-    err = Reporter(stderr, env, prefix="dsv4-launch plan", scrub=scrub)
     missing = no_vllm(prepared)
     status = exit_codes.NO_VLLM if missing else prepared.status
-    if as_json:
-        ok = safe_write(stdout, dump(plan_document(prepared), scrub) + "\n")
-        problem = prepared.error or missing
-        if problem:
-            err.error(problem)
-    else:
-        if prepared.error:
-            err.error(prepared.error)
-            return prepared.status
-        out = Reporter(stdout, env, prefix=None, scrub=scrub)
+
+    def text(stream, env) -> bool:
+        from ..output.lines import Reporter
+
+        out = Reporter(stream, env, prefix=None, scrub=scrub)
         if prepared.help_requested:
             out.info("the arguments ask vLLM for its help: dsv4-serve would hand them over unchanged")
         vllm = prepared.vllm
         report_plan(out, prepared.plan, prepared.facts, masked_argv(prepared.argv, prepared.secrets),
                     with_facts=True, vllm_version=vllm.version if vllm else None,
                     vllm_note=vllm.note if vllm else None, memory_line=summary_line(memory_data(prepared)))
-        ok = not out.broken
-        if missing:
-            err.error(missing)
-    if not ok:
-        closed = reader_gone(stdout)
-        silence(stdout)
-        if closed:  # the reader has what it wanted: silence, and the plan's own status
-            return status
-        err.error("cannot write the plan to standard output")
-        return exit_codes.OUTPUT_FAILED
-    return status
+        return not out.broken
+
+    # Bad input or an interrupt: no report, only the line (and the document); no vLLM: both.
+    return Result(status, "dsv4-launch plan", "the plan", prepared.error or missing, plan_document(prepared),
+                  None if prepared.error else text, scrub)
+
+
+def run_plan(argv: list[str], *, as_json: bool, ctx: Context | None = None) -> int:
+    """``dsv4-launch plan [--json] ARGV``; ``ctx``: the world it reads (None: this process's)."""
+    ctx = here(ctx)
+    return render(plan_result(argv, ctx), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})

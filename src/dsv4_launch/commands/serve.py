@@ -6,17 +6,17 @@ starts is the user's, and nothing in this path parses options of its own.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from ..adapters.handover import NoVllm, exec_failure, hand_over
 from ..core.plan import DISABLED_NOTE
 from ..core.settings import ENV_VARS
-from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.lines import Reporter, make_lenient, safe_write
 from ..output.redact import Scrubber, masked_argv
 from ..output.report import report_plan
 from . import exit_codes
+from .context import Context, here
 from .pipeline import SERVE, prepare
 
 USAGE = """\
@@ -44,20 +44,19 @@ def usage_text() -> str:
     return USAGE.format(env="\n".join(f"  {name:<{width}}  {effect}" for name, effect in ENV_VARS))
 
 
-def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=None, stdout=None, *,
-              probe=None, vllm=None) -> int:
+def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
     """Everything ``dsv4-serve ARGV`` does; returns the exit status (vLLM's, once it ran).
 
-    ``probe``/``vllm``: the GPU probe and vLLM install, replaceable by tests (None: the real ones).
+    ``ctx``: the world it reads — environment, streams, GPU reader, vLLM install, the hand-over
+    itself (None: this process's).
     """
-    env = os.environ if env is None else env
-    stderr = sys.stderr if stderr is None else stderr
-    stdout = sys.stdout if stdout is None else stdout
+    ctx = here(ctx)
+    env, stdout, stderr = ctx.env or {}, ctx.stdout, ctx.stderr
     if len(argv) == 1 and argv[0] in ("--version", "-V"):  # alone: no vLLM release has it on `serve`
         from .version import run_version
 
-        return run_version("dsv4-serve", env, stdout, stderr, vllm)
-    prepared = prepare(argv, env, SERVE, probe=probe, vllm=vllm)
+        return run_version("dsv4-serve", ctx)
+    prepared = prepare(argv, env, SERVE, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
     quiet = prepared.settings.quiet if prepared.settings else False
     reporter = Reporter(stderr, env, quiet=quiet, scrub=Scrubber.for_argv(prepared.argv, prepared.secrets))
     if prepared.error:
@@ -67,11 +66,9 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
         make_lenient(stdout)
         written = safe_write(stdout, usage_text() + ("\n" if prepared.vllm.importable or prepared.vllm.executable else ""))
         if not (prepared.vllm.importable or prepared.vllm.executable):
-            if not written:  # a full disk: one line and 74, as plan and --version do
-                silence(stdout)
-                reporter.error("cannot write the help to standard output")
-                return exit_codes.OUTPUT_FAILED
-            return exit_codes.OK  # our usage is all the help there is without vLLM
+            from ..output.render import finish  # our usage is all the help there is without vLLM
+
+            return finish(written, exit_codes.OK, stdout, stderr, env, "dsv4-serve", "the help")
     elif prepared.plan.disabled:
         reporter.info(DISABLED_NOTE)
         for warning in prepared.plan.warnings:
@@ -82,7 +79,7 @@ def run_serve(argv: Sequence[str], env: Mapping[str, str] | None = None, stderr=
         if prepared.status != exit_codes.OK:
             return prepared.status
     try:
-        return hand_over(prepared.argv, prepared.vllm, env)
+        return (ctx.hand_over or hand_over)(prepared.argv, prepared.vllm, env)
     except NoVllm as exc:
         reporter.error(str(exc))
         return exit_codes.NO_VLLM

@@ -10,15 +10,15 @@ top-level ``vllm --version`` exists), so the bare flag is dsv4-serve's own.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Mapping
 
 from .. import __version__
 from ..adapters.vllm_install import VllmInstall, find_vllm
 from ..output.escape import printable
-from ..output.lines import Reporter, make_lenient, safe_write, silence
+from ..output.lines import safe_write
+from ..output.render import Result, render
 from . import exit_codes
+from .context import Context, here
 
 VERSION_FLAGS = ("--version", "-V")
 
@@ -35,16 +35,13 @@ def version_lines(install: VllmInstall) -> list[str]:
     return [f"dsv4-launch {__version__}", printable(vllm), printable(python)]
 
 
-def run_version(prog: str, env: Mapping[str, str] | None = None, stdout=None, stderr=None,
-                vllm: VllmInstall | None = None) -> int:
+def version_result(prog: str, ctx: Context) -> Result:
+    install = ctx.vllm if ctx.vllm is not None else find_vllm(ctx.env or {})
+    lines = "\n".join(version_lines(install)) + "\n"
+    return Result(exit_codes.OK, prog, "the version", text=lambda stream, env: safe_write(stream, lines))
+
+
+def run_version(prog: str, ctx: Context | None = None) -> int:
     """Print the version lines; 74 with one line on stderr when stdout cannot take them."""
-    env = os.environ if env is None else env
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    make_lenient(stdout)
-    install = vllm if vllm is not None else find_vllm(env)
-    if safe_write(stdout, "\n".join(version_lines(install)) + "\n"):
-        return exit_codes.OK
-    silence(stdout)
-    Reporter(stderr, env, prefix=prog).error("cannot write the version to standard output")
-    return exit_codes.OUTPUT_FAILED
+    ctx = here(ctx)
+    return render(version_result(prog, ctx), as_json=False, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})

@@ -1,6 +1,6 @@
 """``dsv4-launch doctor``, pure part: the pipeline's plan + machine checks → OK / WARN / FAIL.
 
-``diagnose()`` turns the facts (GPUs, driver, Python, vLLM, the runtime probe of the Python
+``diagnose()`` turns the facts (GPUs, driver, Python, vLLM, the runtime report of the Python
 that runs vLLM, the model) and the plan ``prepare`` made — the very plan ``plan`` and
 ``dsv4-serve`` act on — into report lines. Its verdict on anything a rule row covers is that
 row's: the pre-flight rows through the plan (a refusal is FAIL, a warning WARN), the runtime
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .facts import Facts
+from .facts import Facts, GpuReport
 from .gpus import GpuInfo
 from .kv import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE
 from .memory import gib_text
@@ -47,47 +47,47 @@ class VllmRuntime:
     python: str  # this interpreter: version (path)
     vllm_version: str | None = None
     vllm_where: str | None = None  # "this environment", "/path/to/vllm", None: missing
-    probe: Mapping[str, object] | None = None  # adapters/runtime_probe.py's answer
-    probe_error: str | None = None
+    report: Mapping[str, object] | None = None  # what adapters/runtime_probe.read_runtime read there
+    report_error: str | None = None  # why there is no report
 
 
 @record
 class Diagnosis:
-    checks: tuple[DoctorLine, ...] = ()
+    lines: tuple[DoctorLine, ...] = ()  # shown as doctor's table; ``checks`` in its JSON
     subject: str = "DeepSeek-V4"  # what would not start: the model family checked, else "vLLM"
 
     @property
     def failed(self) -> bool:
-        return any(c.status == FAIL for c in self.checks)
+        return any(line.status == FAIL for line in self.lines)
 
     @property
     def verdict(self) -> str:
         return f"FAIL: {self.subject} would not start here" if self.failed else "OK: nothing known to fail"
 
 
-def gpu_checks(probe, visible: set[int], source: str | None) -> list[DoctorLine]:
+def gpu_lines(report: GpuReport | None, visible: set[int], source: str | None) -> list[DoctorLine]:
     if source == GPU_CAPABILITY:
         return [DoctorLine("gpu", WARN, f"not probed: {GPU_CAPABILITY} replaces the probe")]
-    if probe is None or not probe.gpus:
-        why = probe.error if probe else "not probed"
+    if report is None or not report.gpus:
+        why = report.error if report else "not probed"
         return [DoctorLine("gpu", FAIL, f"no GPU found ({why})")]
-    checks = []
-    if probe.driver_version:
-        cuda = f", CUDA driver {probe.cuda_driver_version}" if probe.cuda_driver_version else ""
-        checks.append(DoctorLine("driver", OK, f"NVIDIA driver {probe.driver_version}{cuda} ({probe.source})"))
+    lines = []
+    if report.driver_version:
+        cuda = f", CUDA driver {report.cuda_driver_version}" if report.cuda_driver_version else ""
+        lines.append(DoctorLine("driver", OK, f"NVIDIA driver {report.driver_version}{cuda} ({report.source})"))
     else:
-        checks.append(DoctorLine("driver", WARN, f"driver version unknown ({probe.source})"))
-    for g in probe.gpus:
+        lines.append(DoctorLine("driver", WARN, f"driver version unknown ({report.source})"))
+    for g in report.gpus:
         seen = "visible to CUDA" if g.index in visible else "hidden by CUDA_VISIBLE_DEVICES"
         line = f"{g.index}: {g.describe()}, {gib_text(g.memory_total_bytes or None, 'memory unknown')}, {g.uuid or 'UUID unknown'}, {seen}"
         if g.capability is None:
-            checks.append(DoctorLine("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
+            lines.append(DoctorLine("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
         else:  # what a GPU can run is the rows' to say (gpu-too-old, …): in the plan's lines
-            checks.append(DoctorLine("gpu", OK, line))
-    return checks
+            lines.append(DoctorLine("gpu", OK, line))
+    return lines
 
 
-def vllm_checks(runtime: VllmRuntime, install_hint: str, dsv4: bool = True) -> list[DoctorLine]:
+def vllm_lines(runtime: VllmRuntime, install_hint: str, dsv4: bool = True) -> list[DoctorLine]:
     """Is vLLM there, and (for DeepSeek-V4) which side of the `auto` KV-cache fix it is on —
     the kv rule's own range and references (core/kv.py)."""
     if runtime.vllm_where is None:
@@ -130,19 +130,19 @@ def arch_coverage(cc: tuple[int, int], arch_flags: list[str]) -> str:
     return FAIL
 
 
-def torch_checks(runtime: VllmRuntime, gpus: list[GpuInfo]) -> list[DoctorLine]:
-    probe = runtime.probe
-    if probe is None:
-        return [DoctorLine("torch", WARN, f"could not be inspected ({runtime.probe_error or 'no Python with vLLM'})")]
-    torch = probe.get("torch")
+def torch_lines(runtime: VllmRuntime, gpus: list[GpuInfo]) -> list[DoctorLine]:
+    report = runtime.report
+    if report is None:
+        return [DoctorLine("torch", WARN, f"could not be inspected ({runtime.report_error or 'no Python with vLLM'})")]
+    torch = report.get("torch")
     if not isinstance(torch, Mapping):
-        why = probe.get("torch_error")
+        why = report.get("torch_error")
         return [DoctorLine("torch", FAIL if runtime.vllm_where else WARN,
                       f"PyTorch cannot be imported ({why})" if why else "PyTorch is not installed")]
     version, cuda, arch = torch.get("version"), torch.get("cuda"), list(torch.get("arch_flags") or [])
     if not cuda:
         return [DoctorLine("torch", FAIL if gpus else WARN, f"{version}: a CPU-only build (no CUDA)")]
-    checks = [DoctorLine("torch", OK, f"{version}, CUDA {cuda}, arch {' '.join(arch) or 'unknown'}")]
+    lines = [DoctorLine("torch", OK, f"{version}, CUDA {cuda}, arch {' '.join(arch) or 'unknown'}")]
     for g in gpus:
         if g.capability is None or not arch:
             continue
@@ -153,27 +153,27 @@ def torch_checks(runtime: VllmRuntime, gpus: list[GpuInfo]) -> list[DoctorLine]:
             FAIL: f"this build has no kernels for GPU {g.index} (SM {g.capability_str}): 'no kernel image is "
             "available'; install a PyTorch built for it",
         }[verdict]
-        checks.append(DoctorLine("torch", verdict, what))
-    return checks
+        lines.append(DoctorLine("torch", verdict, what))
+    return lines
 
 
 def flashinfer_line(runtime: VllmRuntime, judged: bool = False) -> DoctorLine | None:
     """FlashInfer as found; ``judged``: a row already says what its absence means (never
     `OK not installed` beside a row's `FAIL` for the same thing)."""
-    probe = runtime.probe
-    if probe is None:
+    report = runtime.report
+    if report is None:
         return None
-    fi = probe.get("flashinfer")
+    fi = report.get("flashinfer")
     if not isinstance(fi, Mapping):
         return None if judged else DoctorLine("flashinfer", OK, "not installed")
     api = "present" if fi.get("sm120_sparse_mla") else "missing"
     return DoctorLine("flashinfer", OK, f"{fi.get('version') or 'version unknown'}, SM120 sparse-MLA decode API {api}")
 
 
-def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
+def plugin_line(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
                  plugin_hint: str | None = None) -> DoctorLine | None:
     """Is the dsv4-launch vLLM plugin installed where vLLM runs, and would vLLM load it?"""
-    plugins = runtime.probe.get("plugins") if runtime.probe is not None else None
+    plugins = runtime.report.get("plugins") if runtime.report is not None else None
     if not isinstance(plugins, (list, tuple)):
         return None
     names = [p.get("name") for p in plugins if isinstance(p, Mapping)]
@@ -191,51 +191,51 @@ def plugin_check(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
     return DoctorLine("plugin", OK, "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
 
 
-def plan_checks(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
-    checks = []
+def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
+    lines = []
     if facts is not None:
         m = facts.model
         what = m.architecture or m.model_type or "architecture unknown"
         source = f" (from {m.source})" if m.source else ""
         if m.is_dsv4_family:
             status = WARN if m.source == "the name" else OK
-            checks.append(DoctorLine("model", status, f"{m.name}: {what}{source}"))
+            lines.append(DoctorLine("model", status, f"{m.name}: {what}{source}"))
         else:
-            checks.append(DoctorLine("model", OK, f"{m.name or 'vLLM default'}: {what}{source}; not DeepSeek-V4, passed through"))
+            lines.append(DoctorLine("model", OK, f"{m.name or 'vLLM default'}: {what}{source}; not DeepSeek-V4, passed through"))
     for change in plan.changes:
-        checks.append(DoctorLine("plan", OK, f"will set {change.option} {change.after}: {change.reason} ({change.reference})"))
+        lines.append(DoctorLine("plan", OK, f"will set {change.option} {change.after}: {change.reason} ({change.reference})"))
     for note in plan.notes:
-        checks.append(DoctorLine("plan", OK, note))
+        lines.append(DoctorLine("plan", OK, note))
     for warning in plan.warnings:
-        checks.append(DoctorLine("plan", WARN, warning))
+        lines.append(DoctorLine("plan", WARN, warning))
     for refusal in plan.refusals:
-        checks.append(DoctorLine("preflight", FAIL, refusal))
+        lines.append(DoctorLine("preflight", FAIL, refusal))
     if facts is not None and facts.model.is_dsv4_family and plan.preflight != "off" and not plan.refusals \
             and not plan.disabled:
-        checks.append(DoctorLine("preflight", OK, f"no known start-up failure (mode {plan.preflight})"))
-    return checks
+        lines.append(DoctorLine("preflight", OK, f"no known start-up failure (mode {plan.preflight})"))
+    return lines
 
 
-def diagnose(plan: Plan, facts: Facts | None, probe, runtime: VllmRuntime, env: Mapping[str, str],
+def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runtime: VllmRuntime, env: Mapping[str, str],
              *, install_hint: str, plugin_entry: str, plugin_hint: str | None = None) -> Diagnosis:
     from .doctor_rules import DOCTOR_RULES
 
     used = list(facts.all_gpus) if facts else []  # every candidate when the mapping is ambiguous
     family = facts.model.family if facts is not None else "deepseek_v4"
     found = []
-    if facts is not None and runtime.probe is not None:
+    if facts is not None and runtime.report is not None:
         found = [DoctorLine(f.section, STATUS_OF_LEVEL[f.level], f.text)
-                 for f in evaluate_all(DOCTOR_RULES, facts._replace(runtime=runtime.probe))]
-    checks = [
-        *gpu_checks(probe, {g.index for g in used}, facts.gpu_source if facts else None),
+                 for f in evaluate_all(DOCTOR_RULES, facts._replace(runtime=runtime.report))]
+    lines = [
+        *gpu_lines(gpu_report, {g.index for g in used}, facts.gpu_source if facts else None),
         DoctorLine("python", OK, runtime.python),
-        *vllm_checks(runtime, install_hint, family in FAMILY_NAMES),
-        *torch_checks(runtime, used),
+        *vllm_lines(runtime, install_hint, family in FAMILY_NAMES),
+        *torch_lines(runtime, used),
     ]
     judged = any(c.section == "flashinfer" for c in found)  # a row's verdict replaces the plain line
-    for extra in (flashinfer_line(runtime, judged), plugin_check(runtime, env, plugin_entry, plugin_hint)):
+    for extra in (flashinfer_line(runtime, judged), plugin_line(runtime, env, plugin_entry, plugin_hint)):
         if extra is not None:
-            checks.append(extra)
-    checks += found
-    checks += plan_checks(plan, facts)
-    return Diagnosis(tuple(checks), FAMILY_NAMES.get(family or "", "vLLM"))
+            lines.append(extra)
+    lines += found
+    lines += plan_lines(plan, facts)
+    return Diagnosis(tuple(lines), FAMILY_NAMES.get(family or "", "vLLM"))

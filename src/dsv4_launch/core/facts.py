@@ -1,4 +1,9 @@
-"""The facts a plan is made from: pure data, gathered by ``adapters/gather.py``."""
+"""The facts a plan is made from: pure data, gathered by ``adapters/gather.py``.
+
+The GPUs come in two steps: ``GpuReport`` is what the machine said (``adapters/nvml.read_gpus``:
+NVML, else nvidia-smi), ``GpuFacts`` what the gathering made of it for vLLM (the
+``CUDA_VISIBLE_DEVICES`` selection, ``DSV4_LAUNCH_GPU_*``, whether they were read at all); its
+fields are copied onto ``Facts`` (``gpus``, ``gpu_error``, ``gpu_source``, ...)."""
 
 from __future__ import annotations
 
@@ -26,6 +31,30 @@ RULE_ENV = (
 
 
 @record
+class GpuReport:
+    """What the machine said about its GPUs (``adapters/nvml.read_gpus``)."""
+
+    gpus: tuple[GpuInfo, ...] = ()
+    source: str | None = None  # "nvml", "nvidia-smi", or None when nothing answered
+    error: str | None = None  # why the list is missing or incomplete
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+@record
+class GpuFacts:
+    """The GPUs vLLM will use, as the gathering learnt them (``adapters/gather.gather_gpus``)."""
+
+    selection: GpuSelection | None = None  # None: not read, or nothing answered
+    error: str | None = None
+    source: str | None = None  # "nvml", "nvidia-smi", "DSV4_LAUNCH_GPU_CAPABILITY"
+    notes: tuple[str, ...] = ()
+    read: bool = False  # False: not asked (other model, or switched off)
+    report: GpuReport | None = None  # the machine's own answer, when it was asked
+
+
+@record
 class Facts:
     """Everything the plan depends on, gathered before any decision."""
 
@@ -35,7 +64,7 @@ class Facts:
     gpu_error: str | None = None  # why they could not, or why some fields are unknown
     gpu_source: str | None = None  # "nvml", "nvidia-smi", "DSV4_LAUNCH_GPU_CAPABILITY"
     gpu_notes: tuple[str, ...] = ()  # how the GPUs were learnt, when it is worth saying
-    gpus_probed: bool = True  # False: not asked (other model, or switched off)
+    gpus_read: bool = True  # False: not asked (other model, or switched off)
     vllm_version: str | None = None
     vllm_note: str | None = None
     newest_release: str | None = None  # the newest vLLM release dsv4-launch knows (its option tables)

@@ -52,7 +52,7 @@ def gpus_line(facts: Facts | None, plan: Plan) -> str:
     if facts.gpus is not None:
         listed = "; ".join(f"{g.index}: {g.describe()}" for g in facts.gpus.gpus) or "none visible"
         return f"{listed} [{facts.gpu_source}]"
-    if not facts.gpus_probed:
+    if not facts.gpus_read:
         if facts.args.rejection or facts.args.unread:
             return "not probed (the model is not known)"
         return "not probed (the model is not DeepSeek-V4)"

@@ -26,7 +26,7 @@ def render_diagnosis(diagnosis, stream, env: Mapping[str, str], scrub=None) -> b
     failed = diagnosis.failed
     verdict = diagnosis.verdict  # names DeepSeek-V4 only when that is the model checked
     if not use_style(stream, env):
-        lines = [f"{c.status:<4}  {c.section:<10}  {_cell(c.detail, scrub)}" for c in diagnosis.checks]
+        lines = [f"{c.status:<4}  {c.section:<10}  {_cell(c.detail, scrub)}" for c in diagnosis.lines]
         return safe_write(stream, "\n".join([*lines, verdict]) + "\n")
     try:
         from rich.table import Table
@@ -36,7 +36,7 @@ def render_diagnosis(diagnosis, stream, env: Mapping[str, str], scrub=None) -> b
         table.add_column("", no_wrap=True)
         table.add_column("check", no_wrap=True)
         table.add_column("detail")
-        for c in diagnosis.checks:
+        for c in diagnosis.lines:
             table.add_row(Text(c.status, style=COLOURS.get(c.status, "")), Text(_cell(c.section, scrub)),
                           Text(_cell(c.detail, scrub)))
         out = console(stream)  # forced: use_style may say yes into a pipe (FORCE_COLOR)
