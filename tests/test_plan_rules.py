@@ -161,3 +161,68 @@ def test_rejected_arguments_go_over_unchanged_with_a_warning():
     plan = plan_for([M, "--kv-cache-dt", "auto"], gpu=gpus(SM120))
     assert list(plan.argv) == [M, "--kv-cache-dt", "auto"]
     assert any("ambiguous" in w for w in plan.warnings)
+
+
+# --- the memory picture: once per plan, on the plan (issue 18 item 6) --------------------------
+
+def test_the_memory_picture_is_computed_once_per_plan_and_kept_on_it(monkeypatch):
+    """The plan's own layout is estimated once, before the rows; the memory rows (which also try
+    other settings for their fix: those are other facts) read that same picture. Spied, not faked:
+    the real estimate runs."""
+    from dsv4_launch.core import memory
+    from tests.test_rules import CASES, judge
+
+    calls = []
+    real = memory._estimate
+
+    def counted(facts, weights, layout, gpu_memory):
+        calls.append(facts)
+        return real(facts, weights, layout, gpu_memory)
+
+    monkeypatch.setattr(memory, "_estimate", counted)
+    for rule in ("max-model-len-too-long", "weights-tight", "weights-exceed-memory"):
+        calls.clear()
+        plan, facts = judge(CASES[rule][0])
+        assert rule in {f.rule for f in plan.findings}
+        assert sum(f is facts for f in calls) == 1, rule
+        assert plan.memory == real(facts, facts.memory, None, None)
+        text = next(f.text for f in plan.findings if f.rule == rule)
+        said = f"--max-model-len {plan.memory.max_model_len:,}" if rule == "max-model-len-too-long" else plan.memory.layout.words()
+        assert said in text, (said, text)
+
+
+def test_other_models_have_no_memory_picture():
+    from tests.test_rules import judge
+
+    plan, _ = judge(([M], {"config": LLAMA}))
+    assert plan.memory is None and plan.findings == ()
+
+
+def test_no_import_cycle_in_the_core():
+    """core/ imports form no cycle (memory.py ↔ rules_memory.py did); memory.py reads no rule
+    module at all, even inside a function."""
+    import ast
+    from pathlib import Path
+
+    core = Path(__file__).resolve().parents[1] / "src" / "dsv4_launch" / "core"
+    graph: dict[str, set[str]] = {}
+    for path in core.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        top = {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+        graph[path.stem] = {m.split(".")[0] for m in top}
+        if path.stem == "memory":
+            every = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+            assert not {m for m in every if m.startswith(("rules", "doctor_rules", "plan"))}, every
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, f"import cycle: {' → '.join((*path, name))}"
+        if name in done:
+            return
+        for child in graph.get(name, ()):
+            visit(child, (*path, name))
+        done.add(name)
+
+    for name in graph:
+        visit(name, ())
+    assert {"rules_kv", "rules_memory", "plan", "memory"} <= set(graph)

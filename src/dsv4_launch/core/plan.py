@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .facts import Facts
 from .kv import Change, kv_decision
+from .memory import Estimate, estimate
 from .records import record
 from .rules import REFUSE, Finding, Rule, evaluate_all
 from .rules_kv import KV_RULES
@@ -67,6 +68,9 @@ class Plan:
     findings: tuple[Finding, ...] = ()  # every rule that applied, as judged (refusals included)
     preflight: str = "refuse"  # DSV4_LAUNCH_PREFLIGHT mode the plan was made with
     disabled: bool = False  # DSV4_LAUNCH_DISABLE: nothing was looked at
+    # The memory picture of the arguments' layout (core/memory.estimate), computed once here for
+    # DeepSeek-V4: the memory rows read this very object (estimate's memo), commands may too.
+    memory: Estimate | None = None
 
 
 def disabled_plan(preflight: str = "refuse") -> Plan:
@@ -124,6 +128,7 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
         size = f"about {weights.missing_bytes / 1e9:.0f} GB" if weights.missing_bytes else "the missing shards"
         notes.append(f"vLLM will download {size} first: {weights.shards_missing} of the {weights.shards_total} "
                      "shards model.safetensors.index.json names are not in the Hugging Face cache yet")
+    picture = estimate(facts, weights) if model.is_dsv4_family else None  # before the rows: they share it
     kv = kv_decision(facts)
     notes.extend(kv.notes)
     warnings.extend(kv.warnings)
@@ -149,4 +154,5 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
         refusals=tuple(refusals),
         findings=findings,
         preflight=preflight,
+        memory=picture,
     )
