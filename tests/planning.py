@@ -57,3 +57,25 @@ def planned(tokens, *, mode="refuse", **kw) -> Planned:
     facts = facts_for(tokens, **kw)
     plan = make_plan(facts, mode)
     return Planned(apply_changes(facts.args.tokens, plan.changes), plan, facts)
+
+
+def make_context(*, env=None, gpus=None, vllm=None, **fields):
+    """A ``Context`` for a command under test: ``env`` (default: empty), fresh ``io.StringIO``
+    streams unless given (read them back from ``ctx.stdout.getvalue()``), the GPUs the fake
+    reader returns (a ``GpuReport``, a tuple of ``GpuInfo``, or a callable), ``vllm`` (default:
+    an importable 0.33.0); any other ``Context`` field as given. Faked: NVML (the reader) and
+    the vLLM lookup; nothing else."""
+    import io
+
+    from dsv4_launch.adapters.vllm_install import VllmInstall
+    from dsv4_launch.commands.context import Context
+    from dsv4_launch.core.facts import GpuReport
+
+    if gpus is not None and not callable(gpus):
+        report = gpus if isinstance(gpus, GpuReport) else GpuReport(gpus=tuple(gpus), source="nvml")
+        gpus = lambda: report  # noqa: E731
+    fields.setdefault("stdin", io.StringIO())
+    fields.setdefault("stdout", io.StringIO())
+    fields.setdefault("stderr", io.StringIO())
+    return Context(env={} if env is None else env, read_gpus=gpus,
+                   vllm=VllmInstall(version="0.33.0", importable=True) if vllm is None else vllm, **fields)
