@@ -42,6 +42,10 @@ V41_PLAIN_ROWS_CHECKED = VersionRange(since="0.31.0")  # from here *_ds_mla on p
 # V4.1's selector (deepseek_v41/nvidia/model.py): these take the FlashInfer class, plain rows off SM 12.x.
 V41_FLASHINFER_BACKENDS = frozenset({FLASHINFER_DSV4, "FLASHINFER_MLA_SPARSE_DSV41"})
 ASSERTS_UNTIL = VersionRange(before="0.30.0")  # the DeepSeek-V4 KV check is a bare assert here
+# VllmConfig's nvfp4-on-MLA test (config/vllm.py): cache_dtype == "nvfp4" (:2315@0.27.1), then
+# startswith("nvfp4") (:2532@0.28.0), then also not endswith("_ds_mla") (:3184@0.30.0).
+NVFP4_EXACT_UNTIL = VersionRange(before="0.28.0")
+NVFP4_PREFIX_UNTIL = VersionRange(before="0.30.0")
 KV_DTYPE_BY_PYDANTIC = VersionRange(since="0.33.0")  # --kv-cache-dtype checked by pydantic, not argparse choices
 
 
@@ -58,9 +62,9 @@ def _kv_is_valid(facts: Facts, kv: str) -> bool:
 
 def is_nvfp4_on_mla(kv: str, version: str | None) -> bool:
     """vLLM's own test in VllmConfig (config/vllm.py), as it changed by release (§9)."""
-    if VersionRange(before="0.28.0").contains(version) is True:
+    if NVFP4_EXACT_UNTIL.contains(version) is True:
         return kv == "nvfp4"
-    if VersionRange(before="0.30.0").contains(version) is True:
+    if NVFP4_PREFIX_UNTIL.contains(version) is True:
         return kv.startswith("nvfp4")
     return kv.startswith("nvfp4") and not kv.endswith("_ds_mla")
 
@@ -97,14 +101,13 @@ def _v41_plain_rows(facts: Facts, gpu: GpuInfo | None) -> bool:
     id="kv-invalid", level=WARN, evidence=CONFIRMED,
     releases={"pydantic": KV_DTYPE_BY_PYDANTIC},
     title="`--kv-cache-dtype` set to a value the installed vLLM does not have (`fp9`, `Auto`)",
-    effect="rejected by vLLM itself at once with its own error (argparse exit 2 before {pydantic_since:minor}, pydantic after)",
+    effect="rejected by vLLM itself at once with its own error (argparse exit 2 before {pydantic_since:minor}, "
+    "pydantic after)",
     message="--kv-cache-dtype {kv}: not a value {which} accepts (it takes {valid}); vLLM rejects it "
     "itself before loading anything and prints its own error",
     fix="--kv-cache-dtype fp8, or drop the option",
     reference="vllm/config/cache.py CacheDType", models=BOTH,
 )
-
-
 def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or _kv_is_valid(facts, kv):
@@ -128,8 +131,6 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174",
     families=DSV4_FAMILIES,
 )
-
-
 def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or kv.startswith("fp8") or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version):
@@ -153,8 +154,6 @@ def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
     fix="--kv-cache-dtype fp8, or drop the option",
     reference="vllm/config/vllm.py (nvfp4 KV cache is not supported with MLA)", models=BOTH,
 )
-
-
 def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or not _kv_is_valid(facts, kv) or not is_nvfp4_on_mla(kv, facts.vllm_version):
@@ -175,8 +174,6 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype",
     models=frozenset({V41}), families=DSV4_FAMILIES, vllm=VersionRange(since="0.30.0"),
 )
-
-
 def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version) or _v41_plain_rows(facts, gpu):
@@ -212,8 +209,6 @@ def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype",
     models=frozenset({V41}), families=frozenset({"9", "10"}), vllm=V41_PLAIN_ROWS_CHECKED,
 )
-
-
 def v41_ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or not kv.endswith("_ds_mla") or not _kv_is_valid(facts, kv) or not _v41_plain_rows(facts, gpu):
@@ -236,8 +231,6 @@ def v41_ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v4/nvidia/model.py, vllm/models/deepseek_v41/nvidia/model.py "
     "_select_dsv4_attn_cls", models=BOTH,
 )
-
-
 def backend_not_dsv4(facts: Facts, gpu: GpuInfo | None):
     backend = attention_backend(facts.args)
     if backend not in NOT_DSV4_BACKENDS:
@@ -257,8 +250,6 @@ def backend_not_dsv4(facts: Facts, gpu: GpuInfo | None):
     fix=f"drop the option, or use FLASHMLA_SPARSE_DSV4 / {FLASHINFER_DSV4}",
     reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls",
 )
-
-
 def backend_ignored(facts: Facts, gpu: GpuInfo | None):
     backend = attention_backend(facts.args)
     if backend is None or dsv4_backend(facts.args) is not None:
@@ -280,8 +271,6 @@ def backend_ignored(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v4/nvidia/model.py; FlashMLA builds sm_90a/sm_100f only",
     families=frozenset({"12"}),
 )
-
-
 def flashmla_forced(facts: Facts, gpu: GpuInfo | None):
     backend = dsv4_backend(facts.args)
     return {"backend": backend} if backend in FLASHMLA_BACKENDS else None
@@ -298,8 +287,6 @@ def flashmla_forced(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls",
     families=frozenset({"9"}),
 )
-
-
 def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
     return {"backend": FLASHINFER_DSV4} if dsv4_backend(facts.args) == FLASHINFER_DSV4 else None
 
@@ -319,8 +306,6 @@ def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
     "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py",
     models=BOTH, families=frozenset({"10"}),
 )
-
-
 def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     kv = facts.args.value("kv_cache_dtype")
     if kv not in ("fp8_ds_mla", "nvfp4_ds_mla") or not _kv_is_valid(facts, kv):
@@ -337,12 +322,11 @@ def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="attention-env-ignored", level=WARN, evidence=CITED,
-    title="`VLLM_ATTENTION_BACKEND` set", effect="read nowhere by any vLLM release dsv4-launch knows (the default backend is used)",
+    title="`VLLM_ATTENTION_BACKEND` set",
+    effect="read nowhere by any vLLM release dsv4-launch knows (the default backend is used)",
     message="VLLM_ATTENTION_BACKEND={value} is not read by {vllm}",
     fix="{fix}", reference="vLLM #50292; vllm/envs.py", models=BOTH,
 )
-
-
 def attention_env_ignored(facts: Facts, gpu: GpuInfo | None):
     value = facts.env.get("VLLM_ATTENTION_BACKEND")
     if not value:
@@ -374,8 +358,6 @@ def _block(facts: Facts, multiple: int, name: str):
     fix="--block-size {suggested}, or drop the option",
     reference="vllm/models/deepseek_v4/sparse_mla.py get_supported_kernel_block_sizes; vllm/v1/worker/utils.py",
 )
-
-
 def block_size_v4(facts: Facts, gpu: GpuInfo | None):
     return _block(facts, 256, "DeepSeek-V4")
 
@@ -392,8 +374,6 @@ def block_size_v4(facts: Facts, gpu: GpuInfo | None):
     families=DSV4_FAMILIES,
     vllm=VersionRange(since="0.30.0"),
 )
-
-
 def block_size_v41(facts: Facts, gpu: GpuInfo | None):
     # 64 on the SM 9.x family, 128 elsewhere (deepseek_v41/sparse_mla.py, 0.30+); the FlashInfer
     # plain-row backend takes 128 on every GPU (deepseek_v41/nvidia/flashinfer_sparse.py)
@@ -408,6 +388,7 @@ def block_size_v41(facts: Facts, gpu: GpuInfo | None):
 # --attention-config.indexer_kv_dtype values the DeepSeek sparse indexer rejects (indexer.py
 # dsa_indexer_uses_fp4, vLLM 0.28+; accepted: auto, fp8, mxfp4).
 INDEXER_REJECTED = frozenset({"bf16", "nvfp4"})
+INDEXER_KV_DTYPE_READ = VersionRange(since="0.28.0")  # --attention-config.indexer_kv_dtype (config/attention.py:75@0.28.0)
 INDEXER_ASSERTS_UNTIL = VersionRange(before="0.28.0")  # the FP4 indexer check is a bare assert here
 
 
@@ -421,7 +402,7 @@ def _fp4_indexer_flag(facts: Facts) -> bool:
 
 def _fp4_indexer_fix(facts: Facts) -> str:
     sm10 = [g for g in facts.known_gpus if g.capability is not None and g.capability[0] == 10]
-    if sm10 and VersionRange(since="0.28.0").contains(facts.vllm_version):
+    if sm10 and INDEXER_KV_DTYPE_READ.contains(facts.vllm_version):
         return "--attention-config.indexer_kv_dtype mxfp4 (the FP4 indexer cache on SM 10.x)"
     return "drop --attention_config.use_fp4_indexer_cache (vLLM picks the indexer cache itself)"
 
@@ -431,16 +412,14 @@ def _fp4_indexer_fix(facts: Facts) -> str:
     id="fp4-indexer-off-sm10", level=REFUSE, evidence=CITED,
     releases={"asserts": INDEXER_ASSERTS_UNTIL},
     title="`--attention_config.use_fp4_indexer_cache=True` off SM 10.x, vLLM {since:minor}–{before:last}",
-    effect="AssertionError in the indexer metadata builder ({since:minor}–{asserts_before:last}; a bare assert, so only a warning under "
-    "PYTHONOPTIMIZE) / ValueError at layer construction ({asserts_before:minor}–{before:last})",
+    effect="AssertionError in the indexer metadata builder ({since:minor}–{asserts_before:last}; a bare assert, "
+    "so only a warning under PYTHONOPTIMIZE) / ValueError at layer construction ({asserts_before:minor}–{before:last})",
     message="--attention_config.use_fp4_indexer_cache=True on {gpus}: the FP4 indexer cache needs Blackwell "
     "data-centre GPUs; {vllm} fails with 'use_fp4_indexer_cache requires Blackwell datacenter GPUs (sm_10x…)'",
     fix="{fix}",
     reference="vllm/v1/attention/backends/mla/indexer.py; vllm#52550; recipes#760",
     families=NOT_SM10, vllm=VersionRange(since="0.24.0", before="0.30.0"),
 )
-
-
 def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     if not _fp4_indexer_flag(facts):
         return None
@@ -458,8 +437,6 @@ def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     fix="{fix}",
     reference="vllm/config/attention.py; vllm#52550", vllm=VersionRange(since="0.30.0"),
 )
-
-
 def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
     config = _attention_config(facts)
     if "use_fp4_indexer_cache" not in config:
@@ -479,8 +456,6 @@ def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
     fix="drop it (vLLM picks the indexer cache itself)",
     reference="vllm/v1/attention/backends/mla/indexer.py", families=NOT_SM10, vllm=VersionRange(since="0.28.0"),
 )
-
-
 def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     if _attention_config(facts).get("indexer_kv_dtype") != "mxfp4" or _fp4_indexer_flag(facts):
         return None
@@ -500,8 +475,6 @@ def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/v1/attention/backends/mla/indexer.py dsa_indexer_uses_fp4", models=BOTH,
     vllm=VersionRange(since="0.28.0"),
 )
-
-
 def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
     value = _attention_config(facts).get("indexer_kv_dtype")
     return {"value": value} if value in INDEXER_REJECTED else None
@@ -510,14 +483,13 @@ def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="indexer-dtype-ignored", level=WARN, evidence=CITED,
-    title="`--attention-config.indexer_kv_dtype` on vLLM {since:minor}–{before:last}", effect="ignored by DeepSeek-V4 (it reads only use_fp4_indexer_cache)",
+    title="`--attention-config.indexer_kv_dtype` on vLLM {since:minor}–{before:last}",
+    effect="ignored by DeepSeek-V4 (it reads only use_fp4_indexer_cache)",
     message="--attention-config.indexer_kv_dtype {value}: {vllm}'s DeepSeek-V4 does not read it (only "
     "use_fp4_indexer_cache, on SM 10.x)",
     fix="drop it; on SM 10.x use --attention_config.use_fp4_indexer_cache=True before {before:minor}",
     reference="vllm/models/deepseek_v4/attention.py", vllm=VersionRange(since="0.24.0", before="0.28.0"),
 )
-
-
 def indexer_dtype_ignored(facts: Facts, gpu: GpuInfo | None):
     value = _attention_config(facts).get("indexer_kv_dtype")
     return {"value": value} if value not in (None, "bf16") else None
@@ -572,8 +544,6 @@ def _hma_explicitly_on(facts: Facts) -> bool:
     "vllm/v1/kv_cache_interface.py replace_as, SlidingWindowMLASpec.bounded_replay", models=BOTH,
     vllm=VersionRange(since="0.31.0"),
 )
-
-
 def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     return _dcp_doubt(facts) if facts.args.value("disable_hybrid_kv_cache_manager") is True else None
 
@@ -593,8 +563,6 @@ def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH,
     vllm=VersionRange(since="0.31.0"),
 )
-
-
 def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     connector = _connector(facts)
     if connector not in NO_HMA_CONNECTORS or facts.args.value("disable_hybrid_kv_cache_manager") is not None \
@@ -619,8 +587,6 @@ def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs; vllm-ascend#9975", models=BOTH,
     vllm=VersionRange(before="0.31.0"),
 )
-
-
 def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     if hma_disabled(facts, gpu) is not None:
         return {"why": "--disable-hybrid-kv-cache-manager"}
@@ -640,8 +606,6 @@ def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     fix="a connector with hybrid support (NixlConnector, MooncakeConnector)",
     reference="vllm/distributed/kv_transfer/kv_connector/factory.py", models=BOTH,
 )
-
-
 def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
     connector = _connector(facts)
     return {"connector": connector} if connector in NO_HMA_CONNECTORS and _hma_explicitly_on(facts) else None
@@ -664,8 +628,6 @@ def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/v1/core/kv_cache_planning.py (max-model-len check); recipes DeepSeek-V4-Flash-Vision",
     vllm=VersionRange(since="0.30.0"),
 )
-
-
 def vision_without_ratios(facts: Facts, gpu: GpuInfo | None):
     layers = facts.model.number("vision_n_layers")
     ratios = (facts.model.config or {}).get("compress_ratios")

@@ -37,8 +37,6 @@ def _tp_sizes(facts: Facts) -> str:
     fix="a tensor-parallel size in {sizes}",
     reference="vllm/config/model.py verify_with_parallel_config", models=BOTH,
 )
-
-
 def tp_vs_heads(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     heads = facts.model.number("num_attention_heads")
@@ -59,8 +57,6 @@ def tp_vs_heads(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v4/attention.py, vllm/models/deepseek_v41/attention.py n_local_groups; "
     "quantization/utils/fp8_utils.py deepgemm_post_process_fp8_weight_block", models=BOTH,
 )
-
-
 def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     groups = facts.model.number("o_groups")
@@ -85,8 +81,6 @@ def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
     "--distributed-executor-backend ray)",
     reference="vllm/config/parallel.py", models=BOTH,
 )
-
-
 def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1

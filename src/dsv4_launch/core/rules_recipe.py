@@ -49,8 +49,6 @@ def _moe_backend(facts: Facts) -> str | None:
     fix="add --enable-expert-parallel on SM 10.x, or --moe-backend auto",
     reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4Model.__init__); recipes#760",
 )
-
-
 def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE or facts.args.value("enable_expert_parallel") is True:
         return None
@@ -66,8 +64,6 @@ def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
     "NotImplementedError ('MegaMoE only supports fp4 experts') when it builds the model",
     fix="--moe-backend auto", reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4MoE); recipes#656",
 )
-
-
 def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE:
         return None
@@ -88,8 +84,6 @@ def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v4/nvidia/model.py _init_mega_moe_experts; recipes#656; recipes "
     "DeepSeek-V4-Flash.yaml (NVFP4 notes)",
 )
-
-
 def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE:
         return None
@@ -106,16 +100,16 @@ def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
     id="mega-moe-not-sm100", level=REFUSE, evidence=CITED,
     releases={"at_build": MEGA_MOE_SM_CHECKED_AT_BUILD},
     title="`--moe-backend deep_gemm_mega_moe` off SM 10.x (RTX PRO 6000, H100/H200, …)",
-    effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before {at_build_since:minor}",
+    effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before "
+    "{at_build_since:minor}",
     message="--moe-backend deep_gemm_mega_moe on {gpus}: DeepGEMM MegaMoE runs only on SM 10.x; {vllm} raises "
-    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before {at_build_since:minor} only after loading all the weights",
+    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before {at_build_since:minor} only after loading all "
+    "the weights",
     fix="--moe-backend auto (the recipe's own SM 12.x setting)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _check_runtime_supported (≤ 0.31), "
     "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760",
     families=NOT_SM10,
 )
-
-
 def mega_moe_off_sm100(facts: Facts, gpu: GpuInfo | None):
     return {} if _moe_backend(facts) == MEGA_MOE else None
 
@@ -124,6 +118,8 @@ def mega_moe_off_sm100(facts: Facts, gpu: GpuInfo | None):
 
 V4_PARSER = "deepseek_v4"  # tool and reasoning parser name for DeepSeek-V4 in 0.24–0.33 (tool_parsers/, reasoning/)
 V41_PARSER = "deepseek_v41"  # DeepSeek-V4.1's, 0.30+
+# 0.24.0 registers reasoning parser deepseek_v4 as DeepSeekV3ReasoningParser itself (reasoning/__init__.py:31@0.24.0)
+V3_REASONING_IS_V4 = VersionRange(before="0.25.0")
 THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-model-len
 
 
@@ -136,8 +132,6 @@ THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-mo
     "('default chat template is no longer allowed'); vLLM picks its deepseek_v4 tokenizer mode by itself",
     fix="drop the option", reference="vllm/config/model.py; modelscope/evalscope#1548",
 )
-
-
 def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
     mode = facts.args.value("tokenizer_mode")
     return {"mode": mode} if mode in ("hf", "slow") else None
@@ -154,8 +148,6 @@ def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/tool_parsers/__init__.py; smg-project/smg#2525", models=frozenset({V41}),
     vllm=VersionRange(since="0.30.0"),
 )
-
-
 def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
     used = [f"--{name.replace('_', '-')} {facts.args.value(name)}" for name in ("tool_call_parser", "reasoning_parser")
             if facts.args.value(name) == "deepseek_v4"]
@@ -174,8 +166,6 @@ def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
     fix=f"--tool-call-parser {V4_PARSER} --reasoning-parser {V4_PARSER}",
     reference="vllm/tool_parsers/__init__.py, vllm/reasoning/__init__.py; vLLM #42265, #40801, #54686",
 )
-
-
 def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
     used = []
     for dest, plugin in (("tool_call_parser", "tool_parser_plugin"), ("reasoning_parser", "reasoning_parser_plugin")):
@@ -183,7 +173,7 @@ def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
         if not isinstance(name, str) or not name or name == V4_PARSER or facts.args.value(plugin):
             continue  # unset, right, or a plugin's own name
         if dest == "reasoning_parser" and name == "deepseek_v3" and \
-                VersionRange(before="0.25.0").contains(facts.vllm_version) is not False:
+                V3_REASONING_IS_V4.contains(facts.vllm_version) is not False:
             continue  # 0.24.0 registers deepseek_v4 as the very same DeepSeekV3ReasoningParser
         used.append(f"--{dest.replace('_', '-')} {name}")
     return {"used": " and ".join(used)} if used else None
@@ -199,8 +189,6 @@ def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
     fix="--max-model-len 393216 or more (or a lower reasoning_effort)",
     reference=f"{RECIPES} DeepSeek-V4 guide", models=BOTH,
 )
-
-
 def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
     kwargs = json_option(facts.args, "default_chat_template_kwargs") or {}
     if str(kwargs.get("reasoning_effort", "")).lower() != "max":
@@ -225,8 +213,6 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
     fix="VLLM_USE_V2_MODEL_RUNNER=0 (V1 model runner) or 1 (V2), or unset it",
     reference="vllm/envs.py maybe_convert_bool; vllm/config/vllm.py use_v2_model_runner", models=BOTH,
 )
-
-
 def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     value = v2_runner_env(facts)
     return {"value": value} if isinstance(value, str) else None

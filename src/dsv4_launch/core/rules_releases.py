@@ -48,8 +48,6 @@ OLD_GPUS = frozenset({"3", "5", "6", "7", "8"})  # below SM 9.0: no DeepSeek-V4 
     reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", models=BOTH,
     families=frozenset({"11"}),
 )
-
-
 def on_sm11(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family is the whole condition
 
@@ -63,8 +61,6 @@ def on_sm11(facts: Facts, gpu: GpuInfo | None):
     fix="run on H100/H200, B200/B300 or RTX PRO 6000-class GPUs, or exclude these with CUDA_VISIBLE_DEVICES",
     reference="vllm/models/deepseek_v4/nvidia/model.py", models=BOTH, families=OLD_GPUS,
 )
-
-
 def below_sm9(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family is the whole condition
 
@@ -79,8 +75,6 @@ def below_sm9(facts: Facts, gpu: GpuInfo | None):
     fix="that image and those flags, per the DeepSeek-V4 recipe's dgx_spark_gb10 section",
     reference=f"{RECIPES} DeepSeek-V4-Flash.yaml (dgx_spark_gb10)", families=frozenset({"12.1"}),
 )
-
-
 def on_gb10(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family is the whole condition
 
@@ -94,8 +88,6 @@ def on_gb10(facts: Facts, gpu: GpuInfo | None):
     fix="run one kind per server (CUDA_VISIBLE_DEVICES)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", models=BOTH, reads_gpus=True,
 )
-
-
 def mixed_gpus(facts: Facts, gpu: GpuInfo | None):
     if len({g.capability for g in facts.known_gpus}) > 1:
         return {"kinds": describe_kinds(facts.known_gpus)}
@@ -108,14 +100,13 @@ def mixed_gpus(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="sm12-before-0.24", level=WARN, evidence=DERIVED,
-    title="SM 12.x with vLLM < {before:minor}", effect="no SM 12.x DeepSeek-V4 path: FlashMLA is selected, without sm_120 kernels",
+    title="SM 12.x with vLLM < {before:minor}",
+    effect="no SM 12.x DeepSeek-V4 path: FlashMLA is selected, without sm_120 kernels",
     message="{gpus} with {vllm}: vLLM has no DeepSeek-V4 path for SM 12.x before {before}",
     fix="pip install 'vllm>={before}' in vLLM's environment",
     reference="vllm/models/deepseek_v4/nvidia/model.py@0.24.0", families=frozenset({"12"}),
     vllm=VersionRange(before="0.24.0"),
 )
-
-
 def sm12_before_path(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family and the release range are the whole condition
 
@@ -127,12 +118,11 @@ def sm12_before_path(facts: Facts, gpu: GpuInfo | None):
     title="SM 12.x with vLLM {since:minor}.x", effect="fails to boot (DeepGEMM FP8 layout assertion, mHC pre-norm)",
     message="{gpus} with {vllm}: DeepSeek-V4 fails to boot on SM 12.x in {since:minor}.x (DeepGEMM 'Unknown SF "
     "transformation' in process_weights_after_loading; tf32_hc_prenorm_gemm), with no setting to avoid it",
-    fix="vLLM {before} or later ({degenerate_since:minor}.x boots but has open reports of degenerate output on SM 12.x: vLLM #52938)",
+    fix="vLLM {before} or later ({degenerate_since:minor}.x boots but has open reports of degenerate output on "
+    "SM 12.x: vLLM #52938)",
     reference="vLLM #51758, #50796, #47436",
     families=frozenset({"12"}), vllm=SM12_BOOT_FAILS,
 )
-
-
 def sm12_boot_failure(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family and the release range are the whole condition
 
@@ -150,8 +140,6 @@ def sm12_boot_failure(facts: Facts, gpu: GpuInfo | None):
     "--compilation-config.pass_config.fuse_norm_quant=false --compilation-config.pass_config.fuse_act_quant=false",
     reference="vLLM #52938, #50773", families=frozenset({"12"}), vllm=SM12_DEGENERATE,
 )
-
-
 def sm12_degenerate_output(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family and the release range are the whole condition
 
@@ -159,14 +147,13 @@ def sm12_degenerate_output(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="sm12-0.24-deepgemm", level=WARN, evidence=REPORTED,
-    title="SM 12.x with vLLM {since} and DeepGEMM on", effect="`Assertion error (…layout.hpp:76): Unknown recipe` in the FP8 warm-up",
+    title="SM 12.x with vLLM {since} and DeepGEMM on",
+    effect="`Assertion error (…layout.hpp:76): Unknown recipe` in the FP8 warm-up",
     message="{gpus} with {vllm}: DeepGEMM's FP8 warm-up fails on SM 12.x in {since} ('Unknown recipe')",
     fix="VLLM_USE_DEEP_GEMM=0 (about 4–6 % slower decoding), or a later vLLM",
     reference="vLLM #47130, #47266", families=frozenset({"12"}),
     vllm=VersionRange(since="0.24.0", before="0.24.1"),
 )
-
-
 def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
     return None if (facts.env.get("VLLM_USE_DEEP_GEMM") or "").strip() == "0" else {}
 
@@ -181,8 +168,6 @@ def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
     reference="vLLM #55486; vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES@0.28.0",
     families=frozenset({"10"}), vllm=VersionRange(since="0.28.0", before="0.28.1"),
 )
-
-
 def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
     return None if v2_runner_env(facts) is not True and v2_runner_env(facts) is not None else {}
 
@@ -196,8 +181,6 @@ def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
     fix="TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (fixes the first stage only), or another vLLM release",
     reference="vLLM #53320", families=frozenset({"9"}), vllm=VersionRange(since="0.27.1", before="0.27.2"),
 )
-
-
 def h20_0271(facts: Facts, gpu: GpuInfo | None):
     if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or (facts.env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1":
         return None
@@ -215,8 +198,6 @@ def h20_0271(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/model_executor/models/utils.py AutoWeightsLoader; recipes DeepSeek-V4-Flash-Vision",
     vllm=VersionRange(before="0.30.0"),
 )
-
-
 def vision_before_030(facts: Facts, gpu: GpuInfo | None):
     layers = facts.model.number("vision_n_layers")
     if not layers or layers <= 0:

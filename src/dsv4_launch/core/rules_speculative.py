@@ -55,8 +55,6 @@ V2_UNSUPPORTED = (
     fix="vLLM {before} or later, or method mtp on a checkpoint with an MTP head",
     reference="vllm/config/speculative.py", vllm=VersionRange(before="0.25.0"),
 )
-
-
 def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     return {} if spec_method(facts) == "dspark" else None
 
@@ -73,8 +71,6 @@ def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/models/deepseek_v4/nvidia/dspark.py; recipes DeepSeek-V4-Flash.yaml",
     vllm=VersionRange(since="0.25.0"),
 )
-
-
 def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None or _has_dspark(facts):
         return None
@@ -92,8 +88,6 @@ def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py",
     vllm=VersionRange(since="0.25.0", before="0.30.0"),
 )
-
-
 def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1
     return {"pp": pp} if spec_method(facts) == "dspark" and pp > 1 else None
@@ -102,15 +96,14 @@ def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="dspark-k-below-block", level=REFUSE, evidence=CITED,
-    title="`method dspark` with `num_speculative_tokens` below the checkpoint's `dspark_block_size`, vLLM {since:minor}–{before:last}",
+    title="`method dspark` with `num_speculative_tokens` below the checkpoint's `dspark_block_size`, "
+    "vLLM {since:minor}–{before:last}",
     effect="ValueError when the engine config is made",
     message="--speculative-config num_speculative_tokens {k}: {vllm} requires at least dspark_block_size ({block}) "
     "for DSpark",
     fix="--speculative-config.num_speculative_tokens {block}",
     reference="vllm/config/speculative.py", vllm=VersionRange(since="0.26.0", before="0.28.0"),
 )
-
-
 def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     block = facts.model.number("dspark_block_size")
     k = as_int(spec_config(facts).get("num_speculative_tokens"))
@@ -128,8 +121,6 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     "refuses the configuration",
     fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=VersionRange(since="0.29.0"),
 )
-
-
 def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is not False:
         return None
@@ -150,8 +141,6 @@ def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/config/vllm.py _get_v2_model_runner_unsupported_features, "
     "_get_v1_model_runner_unsupported_features", vllm=VersionRange(since="0.29.0"),
 )
-
-
 def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is False or isinstance(v2_runner_env(facts), str):
         return None  # V1 forced: dspark-v1-runner; unreadable: v2-runner-env-not-int
@@ -181,8 +170,6 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py; vllm/models/deepseek_v4/attention.py "
     "_resolve_dsv4_kv_cache_dtype", families=DSV4_FAMILIES, vllm=VersionRange(since="0.26.0"),
 )
-
-
 def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark":
         return None
@@ -209,8 +196,6 @@ def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
     fix="method dspark (the recipes' default for these checkpoints)",
     reference="vllm#51041; recipes DeepSeek-V4-Flash.yaml", vllm=VersionRange(since="0.25.0"),
 )
-
-
 def mtp_on_dspark_checkpoint(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) not in ("mtp", "deepseek_mtp") or not _has_dspark(facts):
         return None
