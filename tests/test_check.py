@@ -630,3 +630,17 @@ def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch):
     assert err.getvalue().startswith("dsv4-launch check: error: internal error: RuntimeError: boom ***")
     with pytest.raises(RuntimeError):
         run_check([], ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(), fetch=broken))
+
+
+@pytest.mark.parametrize("word", ["sk-abc123", "sk-proj-Zq9xY8", "hf_AbCdEf123456", "ghp_Zq12345678", "my_key_9",
+                                  "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "Zq9x" * 9])
+def test_a_key_given_as_the_url_is_refused_without_being_echoed(word):
+    for args in ([word], [word, "--json"]):
+        status, out, err = check(*args)
+        assert status == exit_codes.USAGE and word not in out + err, (out, err)
+        assert "expected a URL such as http://127.0.0.1:8000" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("word", ["vllm", "vllm-svc", "vllm-deployment-7d9f8b6c5d-x2k4j", "localhost", "gpu-node-3"])
+def test_a_bare_host_name_is_still_a_host(word):
+    assert parse([word]) == ({}, word)

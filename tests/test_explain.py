@@ -642,3 +642,13 @@ def test_ordinary_words_near_secret_names_are_kept(line):
     from dsv4_launch.core.signatures import mask_secrets_in_text
 
     assert mask_secrets_in_text(line) == line
+
+
+@pytest.mark.parametrize("args", [["--jso"], ["--jso", "vllm.log"], ["vllm.log", "--jsonx=1"]])
+def test_an_unknown_option_is_no_such_option_as_click_says_it(args):
+    from dsv4_launch.commands.explain import main
+
+    err = io.StringIO()
+    assert main(args, Context(env={}, stdout=io.StringIO(), stderr=err)) == 2
+    name = next(a for a in args if a.startswith("-")).partition("=")[0]
+    assert err.getvalue() == f"dsv4-launch explain: error: no such option: {name} (see: dsv4-launch explain --help)\n"

@@ -168,3 +168,24 @@ def test_doctor_and_fit_take_the_assumed_release(run_cli):
     done, _ = run_cli("dsv4-launch", "fit", "--vllm-version", "0.30.0", "--gpus", "8", "--gpu-memory", "180GiB",
                       gpus=None, vllm=None, env=SM100)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_launch_version_with_more_after_it_is_an_error_that_echoes_nothing(flag, capsys):
+    from dsv4_launch.commands.cli import main
+
+    assert main([flag, "sk-Zq123extra"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "sk-Zq123extra" not in captured.err
+    assert captured.err == f"dsv4-launch: {flag} takes nothing after it (see: dsv4-launch --help)\n"
+
+
+def test_serve_version_with_more_after_it_goes_to_vllm_as_given():
+    # `vllm serve --version extra` is vLLM's to judge (no release has --version on serve): the
+    # hand-over gets exactly those words, as plain `vllm serve` would.
+    handed = []
+    ctx = Context(env={}, stdout=io.StringIO(), stderr=io.StringIO(), vllm=VllmInstall("0.33.0", True),
+                  read_gpus=lambda: pytest.fail("no GPU is read for arguments vLLM rejects"),
+                  hand_over=lambda argv, vllm, env: handed.append(list(argv)) or 0)
+    assert run_serve(["--version", "extra"], ctx) == 0
+    assert handed == [["--version", "extra"]] and "dsv4-launch" not in ctx.stdout.getvalue()

@@ -91,7 +91,28 @@ def parse(args: list[str]) -> tuple[dict, str]:
         urls.append(token)
     if len(urls) > 1:
         raise UsageError(f"{PREFIX}: one URL at most, got {len(urls)}")
+    if urls and looks_like_key(urls[0]):
+        raise UsageError(f"{PREFIX}: expected a URL such as {DEFAULT_URL}; the argument given looks like an API key "
+                         "and is not printed (a key: put it in an environment variable and give its name, "
+                         "--api-key-env NAME; a host: write it as http://HOST:PORT)")
     return own, urls[0] if urls else DEFAULT_URL
+
+
+# What API keys and tokens start with (OpenAI-style sk-, Hugging Face hf_, GitHub, GitLab, Slack,
+# AWS access keys, JWTs), or a long run of letters and digits that no host name is written as.
+_KEY_LIKE = (r"(?:sk|pk|rk)-[A-Za-z0-9_-]{3,}|sk_[A-Za-z0-9_-]{3,}|hf_[A-Za-z0-9]{3,}|gh[pousr]_[A-Za-z0-9]{3,}"
+             r"|github_pat_\w+|glpat-[\w-]+|xox[abprs]-[\w-]+|AKIA[A-Z0-9]{8,}"
+             r"|(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{32,}")
+
+
+def looks_like_key(word: str) -> bool:
+    """A bare word (no scheme, port, path or dot) shaped like a key rather than a host name: it is
+    refused without being echoed, where a host name would be tried (and shown in the report)."""
+    if word.startswith("eyJ") and re.fullmatch(r"eyJ[\w-]+(?:\.[\w-]*)*", word):  # a JWT: base64 JSON
+        return True
+    if any(mark in word for mark in ("://", ":", "/", ".")):
+        return False
+    return re.fullmatch(_KEY_LIKE, word) is not None or ("_" in word and any(c.isdigit() for c in word))
 
 
 class Run:

@@ -66,7 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``dsv4-launch``."""
     args = sys.argv[1:] if argv is None else list(argv)
     command = args[0] if args else None
-    if command in ("--version", "-V"):  # eager, as click's own version option is
+    if command in ("--version", "-V"):
+        if len(args) > 1:  # nothing is read after it: say so rather than ignore it (the words are not echoed)
+            _stderr_error(f"dsv4-launch: {command} takes nothing after it (see: dsv4-launch --help)")
+            return exit_codes.USAGE
         from .version import run_version
 
         return run_version("dsv4-launch")

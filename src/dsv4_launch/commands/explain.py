@@ -363,10 +363,12 @@ def explain_result(rest: list[str], ctx: Context):
         return Result(BAD_INPUT, PREFIX, "the explanation", message, _error_document(source, message), None,
                       _scrubber(None))
 
-    if len(rest) > 1 or (rest and rest[0].startswith("-") and rest[0] != "-"):
-        message = (f"expected one log file (or - for standard input), got {' '.join(rest)!r}" if len(rest) > 1
-                   else f"unknown option {rest[0]!r}")
-        return failed(rest[0] if rest else "-", message + " (see: dsv4-launch explain --help)")
+    options = [word for word in rest if word.startswith("-") and word != "-"]
+    if options:  # as click says it (an option's value, after =, is not repeated)
+        return failed("-", f"no such option: {options[0].partition('=')[0]} (see: dsv4-launch explain --help)")
+    if len(rest) > 1:
+        return failed(rest[0], f"expected one log file (or - for standard input), got {' '.join(rest)!r} "
+                      "(see: dsv4-launch explain --help)")
     source = rest[0] if rest else "-"
     if source == "-" and _is_terminal(ctx.stdin):
         return failed(source, "no log given: dsv4-launch explain FILE, or pipe vLLM's output in (journalctl -u vllm "
