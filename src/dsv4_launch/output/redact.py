@@ -5,20 +5,27 @@ vLLM's parser gives to ``--api-key``, ``--hf-token``, ``--watermark-config`` and
 options that may carry credentials, in every spelling (``vllm_cli/secrets.py``) — and, where
 the recorded tables cannot say (an option they do not know, a vLLM release they do not
 record), to every option whose name looks like a credential (``secrets.looks_like_credential``).
-Those spans become ``***``; credentials in URLs (``https://user:PASS@host``) are masked in
-every string, and the ``Scrubber`` masks the secret values wherever a line quotes them.
+Those spans become ``***`` whatever their length; credentials in URLs
+(``https://user:PASS@host``) are masked in every string, and the ``Scrubber`` masks the secret
+values wherever a line quotes them, in every form a message may quote one (``secrets.secret_forms``:
+as written, as ``%r`` and JSON quote it, the name before the ``=`` of one that looks like an
+option).
+
+Short secrets: a secret (or one of its forms) of three characters or more is masked wherever it
+occurs in a line. A 1- or 2-character one is masked only where it stands as its own word —
+between blanks, quotes, brackets, ``,;:=`` or the ends of the text (``unrecognized arguments:
+-k``, ``'ab'``, ``--api-key=ab``) — never inside a longer word: masking every ``a`` or ``8``
+of every line would mangle the output, and a character inside another word gives nothing away.
+In the argv shown it is masked by position, as every secret is.
 Environment variables are never printed, so there is nothing to mask there.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
-from ..vllm_cli.secrets import AFTER_EQ, WHOLE, SecretSpans, secret_texts
+from ..vllm_cli.secrets import AFTER_EQ, MASK, WHOLE, SecretSpans, mask_secrets, secret_forms, secret_texts
 from .escape import mask_url_credentials, url_userinfo
-
-MASK = "***"
 
 
 def _mask_token(token: str) -> str:
@@ -46,10 +53,10 @@ class Scrubber:
     blanks in it) — and every URL credential the pattern can. Built once per run from argv."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        # Longest first, so that a secret containing another is masked whole. The pattern is
-        # built per line from the secrets that line holds: compiling one alternation of 10,000
-        # `--api-key` values up front would cost ~90 ms of every such start.
-        self._secrets = sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True)
+        # Every form of every secret, any length (mask_secrets masks a short one only as its own
+        # word). The pattern is built per line from the forms that line holds: compiling one
+        # alternation of 10,000 `--api-key` values up front would cost ~90 ms of every such start.
+        self._secrets = tuple({form for s in secrets if s for form in secret_forms(s)})
 
     @classmethod
     def for_argv(cls, argv: Sequence[str], secrets: SecretSpans | None = None) -> "Scrubber":
@@ -62,9 +69,8 @@ class Scrubber:
         return cls(found)
 
     def __call__(self, text: str) -> str:
-        present = [s for s in self._secrets if s in text] if self._secrets else None
-        if present:
-            text = re.sub("|".join(map(re.escape, present)), MASK, text)
+        if self._secrets:
+            text = mask_secrets(text, self._secrets)
         return mask_url_credentials(text)
 
 

@@ -8,6 +8,7 @@ everything that could be such a value instead.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -207,3 +208,48 @@ def secret_texts(tokens: Sequence[str], spans: SecretSpans) -> list[str]:
         elif (i, AFTER_EQ) in spans.spans:
             found.append(token.partition("=")[2])
     return [t for t in found if t]
+
+
+# --- masking the texts of secrets in messages --------------------------------------------------
+
+MASK = "***"
+SHORT = 3  # a secret form shorter than this is masked only where it stands as its own word
+# What may stand beside a word: blanks, quotes, brackets and the separators messages use.
+_BESIDE = r"\s'\"`,;:()\[\]{}<>="
+_SHORT_WORD = r"(?<![^{b}]){text}(?![^{b}.!?])"
+
+
+def secret_forms(secret: str) -> tuple[str, ...]:
+    """The texts a message may show for ``secret``: as written; as argparse and Python quote
+    a value (``%r``, with its escapes of quotes, backslashes and unprintable characters);
+    JSON-escaped (vLLM's pre-processing folds a dotted option's value into JSON, which
+    argparse may quote again); and, for a secret that
+    looks like an option, the name a message quotes for it: the part before its ``=``
+    (``-Zq01=`` is quoted as ``-Zq01`` in "unrecognized arguments"), with vLLM's ``_`` → ``-``
+    in a ``--`` name up to its first ``.``. Longest first; empty forms left out."""
+    forms = {secret}
+    for text in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
+        forms.add(text)
+        forms.add(repr(text)[1:-1])
+    if secret.startswith("-"):
+        head = secret.split("=", 1)[0]
+        forms.add(head)
+        if head.startswith("--"):
+            root, dot, rest = head[2:].partition(".")
+            forms.add("--" + root.replace("_", "-") + dot + rest)
+    return tuple(sorted((f for f in forms if f), key=len, reverse=True))
+
+
+def mask_secrets(text: str, forms: Iterable[str]) -> str:
+    """``text`` with every one of ``forms`` present in it as ``***``.
+
+    A form of ``SHORT`` characters or more is masked wherever it occurs (inside a URL, a JSON
+    value, a longer word). A shorter one (a 1- or 2-character secret) only where it stands as
+    its own word — between blanks, quotes, brackets, ``,;:=`` or the ends of the text, as argv
+    words and "unrecognized arguments: …" show them: masking every ``a`` or ``8`` of every line
+    would mangle the output, and inside a longer word it gives nothing away."""
+    present = sorted((f for f in forms if f and f in text), key=len, reverse=True)
+    if not present:
+        return text
+    parts = [re.escape(f) if len(f) >= SHORT else _SHORT_WORD.format(b=_BESIDE, text=re.escape(f)) for f in present]
+    return re.sub("|".join(parts), MASK, text)

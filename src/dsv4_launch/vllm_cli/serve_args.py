@@ -43,6 +43,8 @@ from .secrets import (
     WHOLE,
     conservative_spans,
     looks_like_credential,
+    mask_secrets,
+    secret_forms,
     secret_texts,
 )
 
@@ -207,10 +209,9 @@ def _scrubbed(message: str, tokens: Sequence[str], spans: SecretSpans, more: Seq
     the values of the ``--config`` file's secret keys."""
     found = {*secret_texts(tokens, spans), *more}
     found |= {_normalise([s])[0] for s in found if s.startswith("--")}  # as quoted after step 4
-    for secret in sorted(found, key=len, reverse=True):
-        if len(secret) >= 2:
-            message = message.replace(secret, "***")
-    return message
+    # Each in every form a message may quote it (argparse's %r, JSON, the name before "=");
+    # a short one only where it stands as its own word (secrets.mask_secrets).
+    return mask_secrets(message, {form for secret in found for form in secret_forms(secret)})
 
 
 def _cli_only(cli_args: list[str], table: OptionTable) -> dict[str, object]:
