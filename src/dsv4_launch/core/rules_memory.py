@@ -1,12 +1,15 @@
 """Memory rules as rows: weights that certainly cannot fit (refused), weights the estimate puts
 at or over the budget, one request of ``max_model_len`` that vLLM's own KV accounting will not
 admit on the estimate (a warning with a length that it admits), an incomplete local checkpoint
-(refused), and values vLLM rejects itself. The numbers come from ``memory.estimate``; see its
-docstring for what is certain and what is estimated."""
+(refused), and values vLLM rejects itself. Each check sits under its row (``@row``; ``core/rules.py``).
+The numbers come from ``memory.estimate`` (see its docstring for what is certain and what is
+estimated): the picture of the arguments' layout is ``Plan.memory``, made once before the rows,
+and the same object here (the estimate is kept for the same facts); the fix searches re-plan
+other settings."""
 
 from __future__ import annotations
 
-from .facts import Facts, as_human_int, as_int
+from .facts import Facts, as_human_int
 from .gpus import GpuInfo
 from .memory import (
     estimate,
@@ -16,18 +19,48 @@ from .memory import (
     suggested_length,
     weights_refusal,
 )
-from .model import V4, V41
-from .rules import CITED, DERIVED, REFUSE, WARN, Rule
+from .rules import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
 from .versions import VersionRange
 
-BOTH = frozenset({V4, V41})
+ROWS: list[Rule] = []  # filled by @row, in this module's order
 USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth suggesting
 
 
+@row(
+    ROWS,
+    id="weights-exceed-memory",
+    level=REFUSE,
+    evidence=CITED,
+    title="the weights per GPU certainly above what vLLM may use of one GPU (a lower bound from the "
+    "checkpoint's exact or published size, offloading counted)",
+    effect="out of memory at the weight load, or `No available memory for the cache blocks` right after it",
+    message="{layout}: {weights} of weights per GPU at the very least ({source}; {basis}), but {what} "
+    "{limit} may be used of each GPU ({where}); {vllm} fails when it loads them or has no memory left for the "
+    "KV cache",
+    fix="more GPUs (at least {more} of these), a larger --tensor-parallel-size/--pipeline-parallel-size/"
+    "--data-parallel-size, --cpu-offload-gb, or a smaller (quantised) checkpoint; `dsv4-launch fit` lists the "
+    "layouts that fit",
+    reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
+    "_check_enough_kv_cache_memory",
+    models=BOTH,
+)
 def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
     return weights_refusal(facts)
 
 
+@row(
+    ROWS,
+    id="weights-tight",
+    level=WARN,
+    evidence=DERIVED,
+    title="the weights per GPU at (or just over) the memory vLLM may use, by the estimate",
+    effect="may run out of memory at the weight load; the estimate cannot tell",
+    message="{layout}: about {weights} of weights per GPU against a budget of {budget}: it may not fit "
+    "({why})",
+    fix="more GPUs or a larger --tensor-parallel-size; `dsv4-launch fit` shows the margins",
+    reference="dsv4-launch's memory estimate (docs/memory.md)",
+    models=BOTH, reads_gpus=True,
+)
 def weights_tight(facts: Facts, gpu: GpuInfo | None):
     weights = facts.memory
     if weights is None or not weights.total_bytes:
@@ -110,6 +143,22 @@ def _suggestion(facts: Facts, length: int) -> str:
     return "more GPUs"
 
 
+@row(
+    ROWS,
+    id="max-model-len-too-long",
+    level=WARN,
+    evidence=DERIVED,
+    title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) larger than the KV cache "
+    "left, by vLLM's own accounting on the estimated memory",
+    effect="`ValueError: To serve at least one request with the model's max seq len …` after the weights load",
+    message="--max-model-len {length}: one request needs {needed} of KV cache as vLLM counts it "
+    "(--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), and about {left} per GPU is left after "
+    "the weights ({weights}), the activation peak (~{activations}) and CUDA graphs (~{graphs}), all "
+    "estimated, so {vllm} may refuse to start after loading them; {fits}",
+    fix="{fix}",
+    reference="vllm/v1/core/kv_cache_planning.py get_kv_cache_configs; docs/memory.md", reads_gpus=True,
+    models=BOTH,
+)
 def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     if facts.memory is None or not facts.memory.total_bytes:
         return None
@@ -141,6 +190,19 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     }
 
 
+@row(
+    ROWS,
+    id="gpu-memory-utilization-invalid",
+    level=WARN,
+    evidence=CITED,
+    title="`--gpu-memory-utilization` outside (0, 1]",
+    effect="vLLM rejects it itself when it builds its config (a pydantic ValidationError), before loading",
+    message="--gpu-memory-utilization {value}: vLLM accepts a fraction greater than 0 and at most 1, and "
+    "rejects this value itself",
+    fix="a fraction such as 0.92 (vLLM's default) or 0.95",
+    reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)",
+    models=BOTH,
+)
 def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("gpu_memory_utilization")
     if raw is None or gpu_memory_utilization(facts) is not None:
@@ -148,6 +210,19 @@ def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
     return {"value": str(raw)[:40]}
 
 
+@row(
+    ROWS,
+    id="max-model-len-invalid",
+    level=WARN,
+    evidence=CITED,
+    title="`--max-model-len` that is not a positive length, `auto` or -1",
+    effect="vLLM rejects it itself (argparse's human_readable_int, or ModelConfig's ge=-1)",
+    message="--max-model-len {value}: vLLM accepts a positive length (128k, 1m), or auto/-1 to fit it to the "
+    "memory, and rejects this value itself",
+    fix="a length such as 65536 or 128k, or --max-model-len auto",
+    reference="vllm/config/model.py max_model_len Field(ge=-1); vllm/engine/arg_utils.py human_readable_int",
+    models=BOTH,
+)
 def max_model_len_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("max_model_len")
     if raw is None or max_model_len_tried(facts) is None:
@@ -159,8 +234,24 @@ def max_model_len_invalid(facts: Facts, gpu: GpuInfo | None):
 
 
 SAFETENSORS_LOADERS = (None, "auto", "safetensors", "fastsafetensors")
+# filter_duplicate_safetensors_files raises for shards the index names that are missing (weight_utils.py, 0.26.0+)
+MISSING_SHARDS_RAISE = VersionRange(since="0.26.0")
 
 
+@row(
+    ROWS,
+    id="shards-missing",
+    level=REFUSE,
+    evidence=CITED,
+    title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
+    effect="`FileNotFoundError: Weight files referenced in index but missing` when the weights load",
+    message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
+    "{where}{size}; {vllm} stops with FileNotFoundError when it starts loading the weights",
+    fix="finish the download of the checkpoint into {where}, or point at a complete copy",
+    reference="vllm/model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files "
+    "(raises for files the index names that are missing, from 0.26.0)",
+    models=BOTH, vllm=MISSING_SHARDS_RAISE,
+)
 def shards_missing(facts: Facts, gpu: GpuInfo | None):
     weights = facts.memory
     if weights is None or not weights.local or not weights.shards_missing:
@@ -172,113 +263,24 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
             "where": facts.model.directory or facts.model.name}
 
 
-def _positive(facts: Facts, dest: str) -> bool:
-    n = as_int(facts.args.value(dest))
-    return n is None or n > 0
-
-
-MEMORY_RULES: tuple[Rule, ...] = (
-    Rule(
-        id="weights-exceed-memory",
-        level=REFUSE,
-        evidence=CITED,
-        title="the weights per GPU certainly above what vLLM may use of one GPU (a lower bound from the "
-        "checkpoint's exact or published size, offloading counted)",
-        effect="out of memory at the weight load, or `No available memory for the cache blocks` right after it",
-        check=weights_exceed_budget,
-        message="{layout}: {weights} of weights per GPU at the very least ({source}; {basis}), but {what} "
-        "{limit} may be used of each GPU ({where}); {vllm} fails when it loads them or has no memory left for the "
-        "KV cache",
-        fix="more GPUs (at least {more} of these), a larger --tensor-parallel-size/--pipeline-parallel-size/"
-        "--data-parallel-size, --cpu-offload-gb, or a smaller (quantised) checkpoint; `dsv4-launch fit` lists the "
-        "layouts that fit",
-        reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
-        "_check_enough_kv_cache_memory",
-        models=BOTH,
-    ),
-    Rule(
-        id="weights-tight",
-        level=WARN,
-        evidence=DERIVED,
-        title="the weights per GPU at (or just over) the memory vLLM may use, by the estimate",
-        effect="may run out of memory at the weight load; the estimate cannot tell",
-        check=weights_tight,
-        message="{layout}: about {weights} of weights per GPU against a budget of {budget}: it may not fit "
-        "({why})",
-        fix="more GPUs or a larger --tensor-parallel-size; `dsv4-launch fit` shows the margins",
-        reference="dsv4-launch's memory estimate (docs/memory.md)",
-        models=BOTH, reads_gpus=True,
-    ),
-    Rule(
-        id="max-model-len-too-long",
-        level=WARN,
-        evidence=DERIVED,
-        title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) larger than the KV cache "
-        "left, by vLLM's own accounting on the estimated memory",
-        effect="`ValueError: To serve at least one request with the model's max seq len …` after the weights load",
-        check=one_request_does_not_fit,
-        message="--max-model-len {length}: one request needs {needed} of KV cache as vLLM counts it "
-        "(--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), and about {left} per GPU is left after "
-        "the weights ({weights}), the activation peak (~{activations}) and CUDA graphs (~{graphs}), all "
-        "estimated, so {vllm} may refuse to start after loading them; {fits}",
-        fix="{fix}",
-        reference="vllm/v1/core/kv_cache_planning.py get_kv_cache_configs; docs/memory.md", reads_gpus=True,
-        models=BOTH,
-    ),
-    Rule(
-        id="gpu-memory-utilization-invalid",
-        level=WARN,
-        evidence=CITED,
-        title="`--gpu-memory-utilization` outside (0, 1]",
-        effect="vLLM rejects it itself when it builds its config (a pydantic ValidationError), before loading",
-        check=gpu_memory_utilization_invalid,
-        message="--gpu-memory-utilization {value}: vLLM accepts a fraction greater than 0 and at most 1, and "
-        "rejects this value itself",
-        fix="a fraction such as 0.92 (vLLM's default) or 0.95",
-        reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)",
-        models=BOTH,
-    ),
-    Rule(
-        id="max-model-len-invalid",
-        level=WARN,
-        evidence=CITED,
-        title="`--max-model-len` that is not a positive length, `auto` or -1",
-        effect="vLLM rejects it itself (argparse's human_readable_int, or ModelConfig's ge=-1)",
-        check=max_model_len_invalid,
-        message="--max-model-len {value}: vLLM accepts a positive length (128k, 1m), or auto/-1 to fit it to the "
-        "memory, and rejects this value itself",
-        fix="a length such as 65536 or 128k, or --max-model-len auto",
-        reference="vllm/config/model.py max_model_len Field(ge=-1); vllm/engine/arg_utils.py human_readable_int",
-        models=BOTH,
-    ),
-    Rule(
-        id="shards-missing",
-        level=REFUSE,
-        evidence=CITED,
-        title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
-        effect="`FileNotFoundError: Weight files referenced in index but missing` when the weights load",
-        check=shards_missing,
-        message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
-        "{where}{size}; {vllm} stops with FileNotFoundError when it starts loading the weights",
-        fix="finish the download of the checkpoint into {where}, or point at a complete copy",
-        reference="vllm/model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files "
-        "(raises for files the index names that are missing, from 0.26.0)",
-        models=BOTH, vllm=VersionRange(since="0.26.0"),
-    ),
-    Rule(
-        id="shards-missing-silent",
-        level=WARN,
-        evidence=DERIVED,
-        title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there, on a vLLM "
-        "that loads what is there",
-        effect="DeepSeek-V4 is quantised, so vLLM does not check that every weight was loaded: the missing tensors "
-        "stay uninitialised and the model answers with garbage",
-        check=shards_missing,
-        message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
-        "{where}{size}; {vllm} loads the rest without an error and leaves those weights uninitialised",
-        fix="finish the download of the checkpoint into {where}, or point at a complete copy",
-        reference="vllm/model_executor/model_loader/default_loader.py load_weights (weights_not_loaded is "
-        "checked only when model_config.quantization is None)",
-        models=BOTH, vllm=VersionRange(before="0.26.0"),
-    ),
+@row(
+    ROWS,
+    id="shards-missing-silent",
+    level=WARN,
+    evidence=DERIVED,
+    title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there, on a vLLM "
+    "that loads what is there",
+    effect="DeepSeek-V4 is quantised, so vLLM does not check that every weight was loaded: the missing tensors "
+    "stay uninitialised and the model answers with garbage",
+    message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
+    "{where}{size}; {vllm} loads the rest without an error and leaves those weights uninitialised",
+    fix="finish the download of the checkpoint into {where}, or point at a complete copy",
+    reference="vllm/model_executor/model_loader/default_loader.py load_weights (weights_not_loaded is "
+    "checked only when model_config.quantization is None)",
+    models=BOTH, vllm=VersionRange(before=MISSING_SHARDS_RAISE.since),
 )
+def shards_missing_loaded_anyway(facts: Facts, gpu: GpuInfo | None):
+    return shards_missing(facts, gpu)  # the same condition; the row says what vLLM does with it
+
+
+MEMORY_RULES: tuple[Rule, ...] = tuple(ROWS)
