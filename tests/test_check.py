@@ -644,3 +644,15 @@ def test_a_key_given_as_the_url_is_refused_without_being_echoed(word):
 @pytest.mark.parametrize("word", ["vllm", "vllm-svc", "vllm-deployment-7d9f8b6c5d-x2k4j", "localhost", "gpu-node-3"])
 def test_a_bare_host_name_is_still_a_host(word):
     assert parse([word]) == ({}, word)
+
+
+@pytest.mark.parametrize("raised, status", [(RuntimeError, 1), (KeyboardInterrupt, 130)])
+def test_json_says_an_internal_error_or_an_interrupt_in_the_one_error_shape(raised, status):
+    def broken(*args, **kwargs):
+        raise raised(f"boom {KEY}")
+
+    out, err = io.StringIO(), io.StringIO()
+    got = run_check(["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
+    doc = json.loads(out.getvalue())
+    assert got == status == doc["exit_status"] and KEY not in out.getvalue() + err.getvalue()
+    assert doc["error"] and err.getvalue() == f"dsv4-launch check: error: {doc['error']}\n"

@@ -220,12 +220,14 @@ def check_result(args: list[str], ctx: Context) -> Result:
         run = probe(base, model=own.get("model"), headers=headers, deadline=start + timeout, client=client,
                     key_from=key_from, key_set=bool(key), clock=clock, fetch=ctx.fetch)
     except KeyboardInterrupt:
-        return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted")
+        return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted",
+                      document={"command": "check", "url": base.shown, "status": "interrupted"})
     except Exception as exc:  # never a traceback of ours: one line, a problem (DSV4_LAUNCH_DEBUG=1 raises)
         if read_flag(env, "DSV4_LAUNCH_DEBUG")[0]:
             raise
         return Result(exit_codes.CHECK_PROBLEM, PREFIX, scrub=scrub, error=f"internal error: {type(exc).__name__}: "
-                      f"{str(exc)[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)")
+                      f"{str(exc)[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)",
+                      document={"command": "check", "url": base.shown, "status": "internal-error"})
     notes = []
     if base.stripped_v1:
         notes.append("the URL's /v1 was taken off: /health and /v1/… are asked at the server's root")

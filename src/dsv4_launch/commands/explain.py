@@ -378,7 +378,8 @@ def explain_result(rest: list[str], ctx: Context):
     except LogReadError as exc:
         return failed(source, str(exc))
     except KeyboardInterrupt:
-        return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted", scrub=_scrubber(None))
+        return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted", scrub=_scrubber(None),
+                      document=_error_document(source, "interrupted"))
     data = explain_data(scan, source, env)
     scrub = _scrubber(scan)
 

@@ -1,11 +1,13 @@
-r"""The versioned JSON documents (``plan --json``, ``doctor --json``, ``fit --json``).
+r"""The versioned JSON documents (``plan --json``, ``doctor --json``, ``fit --json``; ``explain`` and
+``check`` write theirs through ``dump`` too).
 
-**One error shape** (plan and doctor): every document has ``exit_status`` (the command's exit
-status) and ``error`` — null, or the one line the command also says on stderr (bad input, an
-interrupt, no vLLM to hand over to). On an error ``plan --json`` is the plan document with
-``error`` set; ``doctor --json`` is ``{"ok": false, "exit_status", "error", "checks": [],
-"plan"}`` with that same plan document. (doctor's ``exit_status``, its ``error`` on success and
-its ``plan`` on an error were added without changing a field: schema_version stays 1.)
+**One error shape** (every command; ``render.render`` sets the two keys, tests/schemas/envelope-v1.json):
+every document has ``schema_version``, ``exit_status`` (the command's exit status) and
+``error`` — null, or the one line the command also says on stderr (bad input, an interrupt, no
+vLLM to hand over to). On an error ``plan --json`` is the plan document with ``error`` set;
+``doctor --json`` is ``{"ok": false, "exit_status", "error", "checks": [], "plan"}`` with that
+same plan document; ``fit --json`` is ``{"error", "rows": [], "vllm_version", ...}``. (Keys were
+added, never changed: schema_version stays 1.)
 
 Secrets are masked in the data *before* it is serialised (argv by position, URL credentials
 in every string), so no escaping can let one through and the output is always valid JSON.
