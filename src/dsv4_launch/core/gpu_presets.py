@@ -40,19 +40,36 @@ ALIASES = {"RTXPRO6000BLACKWELL": "RTXPRO6000", "PRO6000": "RTXPRO6000", "DGXSPA
 MAX_GPUS = 4096
 
 
+# What ``--gpus`` may hold: a count, a separator, a name of ASCII letters and digits with blanks,
+# ``-`` or ``_`` between them. Anything else (a control character, a look-alike letter, a
+# zero-width space) is refused, never dropped: ``8x\x1bH200`` is not ``8xH200``.
+_ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 -_*×")
+_SEPARATORS = ("x", "X", "×", "*")
+
+
 def _key(text: str) -> str:
-    return "".join(ch for ch in text.upper() if ch.isascii() and ch.isalnum())
+    """Upper case without blanks, ``-`` and ``_`` (``rtx pro-6000`` → ``RTXPRO6000``); a ``×`` or
+    ``*`` inside a name stays, so the name is unknown."""
+    return "".join(ch for ch in text.upper() if ch not in " -_")
 
 
 def parse_gpus(text: str) -> tuple[int, Preset | None]:
-    """``8`` → (8, None); ``8xH200``, ``8×H200``, ``8*H200`` → (8, H200); ``GB10`` → (1, GB10).
-    ValueError with the known names for anything else."""
-    raw = text.strip()
-    for sep in ("x", "X", "×", "*"):
+    """``8`` → (8, None); ``8xH200``, ``8×H200``, ``8*H200``, ``8 x h-200`` → (8, H200); ``GB10``
+    → (1, GB10). ValueError (one line, outside characters written with ``ascii()`` escapes) for
+    anything else: a character outside ASCII letters, digits, blanks, ``-``, ``_`` and the
+    separators; an empty count or name; a count outside 1–4096; a name the table does not know."""
+    odd = next((ch for ch in text if ch not in _ALLOWED), None)
+    if odd is not None:
+        raise ValueError(f"{ascii(odd)} cannot be part of a GPU count or name (ASCII letters, digits, blanks, "
+                         f"'-' and '_'; x, × or * between count and name); {_KNOWN}")
+    raw = text.strip(" ")
+    if not raw:
+        raise ValueError(f"no GPUs given; {_KNOWN}")
+    for sep in _SEPARATORS:
         count, found, name = raw.partition(sep)
-        if found and count.strip().isascii() and count.strip().isdigit():
-            return _count(count.strip()), _preset(name)
-    if raw.isascii() and raw.isdigit():
+        if found and count.strip(" ").isdigit():
+            return _count(count.strip(" ")), _preset(name)
+    if raw.isdigit():
         return _count(raw), None
     return 1, _preset(raw)
 
@@ -65,12 +82,16 @@ def _count(text: str) -> int:
 
 
 def _preset(name: str) -> Preset:
+    if not name.strip(" "):
+        raise ValueError(f"no GPU name after the count; {_KNOWN}")
     key = _key(name)
     key = ALIASES.get(key, key)
     if key in _BY_KEY:
         return _BY_KEY[key]
-    raise ValueError(f"unknown GPU {name.strip()!r}; known: {', '.join(p.key for p in PRESETS)} "
-                     "(or a number, with --gpu-memory)")
+    raise ValueError(f"unknown GPU {ascii(name.strip(' '))}; {_KNOWN}")
+
+
+_KNOWN = f"known: {', '.join(p.key for p in PRESETS)} (or a number, with --gpu-memory)"
 
 
 def preset_gpus(count: int, preset: Preset) -> tuple[GpuInfo, ...]:
