@@ -158,10 +158,9 @@ def test_tensor_parallel_sweep_reads_every_form():
 
 
 def test_o_groups_agree_with_the_checkpoint_table():
-    from importlib.resources import files
+    from dsv4_launch.adapters.checkpoints import load_checkpoints
 
-    table = json.loads(files("dsv4_launch").joinpath("data").joinpath("checkpoints.json").read_text())
-    for entry in table["checkpoints"]:
+    for entry in load_checkpoints().values():
         config = entry.get("config", {})
         if entry["id"] in O_GROUPS and "o_groups" in config:
             assert config["o_groups"] == O_GROUPS[entry["id"]], entry

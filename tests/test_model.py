@@ -174,3 +174,26 @@ def test_a_local_config_always_wins_over_the_table(tmp_path):
     facts = classify("deepseek-ai/DeepSeek-V4-Flash", {"architectures": ["LlamaForCausalLM"]}, "config.json",
                      known=known_checkpoint("deepseek-ai/DeepSeek-V4-Flash"))
     assert facts.family is None and facts.source == "config.json"
+
+
+def test_each_known_checkpoint_file_is_named_for_its_id():
+    """data/checkpoints/<id in lower case, "/" as "--">.json: the name a start opens directly."""
+    import os
+
+    from dsv4_launch.adapters.checkpoints import DATA, known_checkpoint, load_checkpoints
+
+    files = sorted(n for n in os.listdir(DATA) if n.endswith(".json"))
+    entries = load_checkpoints()
+    assert len(entries) == len(files) >= 17
+    for key, entry in entries.items():
+        assert key.replace("/", "--") + ".json" in files and entry["id"].lower() == key
+        assert known_checkpoint(entry["id"].upper() + "/") is entry
+
+
+@pytest.mark.parametrize("name", ["", "/", "deepseek-ai/DeepSeek-V4-Flashh", "deepseek-ai--deepseek-v4-flash",
+                                  "deepseek-ai/../deepseek-ai/DeepSeek-V4-Flash", "../../etc/passwd",
+                                  "deepseek-ai/DeepSeek-V4-Flash\x00", "x" * 5000, "meta-llama/Llama-3-8B"])
+def test_names_outside_the_table_are_not_known(name):
+    from dsv4_launch.adapters.checkpoints import known_checkpoint
+
+    assert known_checkpoint(name) is None

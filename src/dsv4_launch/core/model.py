@@ -2,7 +2,7 @@
 
 Rules key on ``architectures`` / ``model_type`` from config.json, never on repository names:
 fine-tunes and local copies are renamed. Without a readable config.json, a hub name found in
-the known-checkpoint table (``data/checkpoints.json``) supplies the facts, and only then is the
+the known-checkpoint table (``data/checkpoints/``) supplies the facts, and only then is the
 bare name pattern used; the result always says where its facts came from.
 """
 

@@ -477,42 +477,61 @@ def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list
 
 # The replica parser holds only the options that can take part in parsing these tokens: a start
 # passes a handful of vLLM's ~300 options, and adding all of them to argparse costs ~2 ms a
-# start (the parse itself ~0.2 ms). argparse looks an option-like token up by its exact text,
-# by prefix (``--max-model`` → ``--max-model-len``; "ambiguous" when several options start with
-# it), a single-dash token also as a two-character option and its value (``-O3``, ``-xyz`` as
-# ``-x -y -z``), and its negative-number check reads the options that look like negative
-# numbers. So a parser keeps every option one of whose strings starts with a token's name (the
-# text before ``=``), every two-character option and every negative-number-like one; argparse
-# cannot reach any other option from these tokens. Options keep the table's order, so
-# argparse's messages ("could match …") list them as the full parser does.
-# tests/test_serve_args.py parses hostile argvs with this parser and the full one: the same.
+# start (the parse itself ~0.2 ms). argparse takes an option-like token whose text (or text
+# before ``=``) is an option string as that option, looking at no other; any other token it
+# matches by prefix against every option string (``--max-model`` → ``--max-model-len``;
+# "ambiguous" when several start with it), a single-dash one also as a two-character option and
+# its value (``-q5``, ``-qn`` as ``-q -n``); and its negative-number check reads the options
+# that look like negative numbers. So a parser keeps the option a token names exactly, every
+# option a token that names none is a prefix of, every two-character option and every
+# negative-number-like one: argparse cannot reach any other option from these tokens. Options
+# keep the table's order, so argparse's messages ("could match …") list them as the full parser
+# does. tests/test_serve_args.py parses fixed and generated argvs with this parser and the full
+# one: the same outcome.
 _REPLICAS: dict[tuple[int, tuple[int, ...]], tuple[OptionTable, _ReplicaParser]] = {}
 _REPLICAS_KEPT = 8  # a process parses a few argvs (serve, the --config split, doctor's retry)
-_INDEXES: dict[int, tuple[OptionTable, list[str], list[int], tuple[int, ...]]] = {}
+_INDEXES: dict[int, tuple[OptionTable, dict[str, int], frozenset[int], list[str]]] = {}
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 
 
-def _index(table: OptionTable) -> tuple[list[str], list[int], tuple[int, ...]]:
-    """(option strings sorted, the action of each, the actions every parse keeps), per table."""
+def _index(table: OptionTable) -> tuple[dict[str, int], frozenset[int], list[str]]:
+    """(each option string's action, the actions every parse keeps, the option strings sorted —
+    filled on the first token that names no option), per table."""
     kept = _INDEXES.get(id(table))
     if kept is not None and kept[0] is table:
         return kept[1], kept[2], kept[3]
-    pairs = sorted((o, at) for at, action in enumerate(table.actions) for o in action.options)
-    always = tuple(sorted({at for o, at in pairs if len(o) == 2 or _NEGATIVE.match(o)}))
-    _INDEXES[id(table)] = (table, [o for o, _ in pairs], [at for _, at in pairs], always)
-    return [o for o, _ in pairs], [at for _, at in pairs], always
+    action_of = {o: at for at, action in enumerate(table.actions) for o in action.options}
+    always = frozenset(at for o, at in action_of.items() if len(o) == 2 or (o[1:2].isdigit() and _NEGATIVE.match(o)))
+    _INDEXES[id(table)] = (table, action_of, always, [])
+    return action_of, always, _INDEXES[id(table)][3]
+
+
+# The options the plan may write into the argv (core/kv.py's one change): always in the replica,
+# so the pipeline's re-read of the edited argv parses with the same parser.
+_WRITTEN = ("--" + KV_CACHE_DTYPE,)
 
 
 def needed_actions(table: OptionTable, tokens: Sequence[str]) -> tuple[int, ...]:
-    """The indexes of the table's actions that can take part in parsing ``tokens``."""
-    strings, actions, always = _index(table)
+    """The indexes of the table's actions that can take part in parsing ``tokens`` (and those
+    of the options the plan may write), in the table's order. Linear in the tokens: a prefix is
+    looked up in the sorted option strings."""
+    action_of, always, strings = _index(table)
     wanted = set(always)
-    for token in dict.fromkeys(t for t in tokens if t[:1] == "-"):
-        name = token.split("=", 1)[0]  # "-x…" as "-x" + value: every two-character option is kept
-        at = bisect_left(strings, name)
-        while at < len(strings) and strings[at].startswith(name):
-            wanted.add(actions[at])
-            at += 1
+    options = tokens[: tokens.index("--")] if "--" in tokens else tokens  # after "--": positionals
+    for token in dict.fromkeys([*(t for t in options if t[:1] == "-" and len(t) > 1), *_WRITTEN]):
+        at = action_of.get(token)
+        if at is None:
+            at = action_of.get(token.split("=", 1)[0])
+        if at is not None:
+            wanted.add(at)
+            continue
+        if not strings:
+            strings.extend(sorted(action_of))
+        name = token.split("=", 1)[0]  # the text argparse compares by prefix
+        i = bisect_left(strings, name)
+        while i < len(strings) and strings[i].startswith(name):
+            wanted.add(action_of[strings[i]])
+            i += 1
     return tuple(sorted(wanted))
 
 
