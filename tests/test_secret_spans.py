@@ -167,3 +167,54 @@ def test_the_rejection_names_the_later_option_and_hides_only_the_secret(version)
     assert S not in text and "Zq81" not in text
     assert "--vllm-version" in text or version is None, text  # None: unknown options pass, no rejection
     assert masked_argv(tokens, args.secrets) == [M, "--my-secret-thing", MASK, "--vllm-version", "0.33.0", "--bogus", "7"]
+
+
+# --- an ambiguous abbreviation names no option: judged by its name ------------------------------
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.24.0", None])
+@pytest.mark.parametrize("tokens,expected", [
+    ([M, "--token", S], [M, "--token", MASK]),  # could match --tokenizer, --tokens-only: vLLM refuses it
+    ([M, "--key", "k0", "--token", S], [M, "--key", MASK, MASK, MASK]),
+    ([M, "--token=" + S, "--port", "1"], [M, f"--token={MASK}", "--port", "1"]),
+    ([M, "--tokenizer-m", "auto"], [M, "--tokenizer-m", "auto"]),  # unique: --tokenizer-mode's own value
+    ([M, "--max-model", "4096"], [M, "--max-model", "4096"]),
+])
+def test_an_ambiguous_abbreviation_with_a_credentials_name_is_masked(tokens, expected, version):
+    assert shown(tokens, version) == expected
+
+
+# --- spans follow the edited argv ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokens", [
+    [M, "--api-key", S, "--", "--speculative-config.key", "Zq81other"],
+    [M, "--speculative-config.key", S, "--key", "k0", "--", "--speculative-config.key", "Zq81other"],
+    [M, "--api-key", S, "--kv-cache-dtype", "auto", "--", "x"],
+    [M, "--kv-cache-dtype=auto", "--hf-token", S],
+    [M, "--hf-token", S, "--api-key=Zq81other"],
+    ["--api-key", S, "Zq81other", M, "--"],
+])
+@pytest.mark.parametrize("version", ["0.33.0", None])
+def test_spans_follow_the_inserted_or_rewritten_option(tokens, version):
+    from dsv4_launch.vllm_cli.argv_edit import set_option
+    from dsv4_launch.vllm_cli.secrets import follow_edit
+
+    args = read_serve_args(tokens, load_table(version), lambda p: {})
+    after = set_option(tokens, "--kv-cache-dtype", "fp8")
+    moved = follow_edit(args.secrets, tokens, after)
+    shown_after = masked_argv(after, moved)
+    assert not any("Zq81" in t for t in shown_after), shown_after
+    # exactly the user's masking, with the change: nothing else hidden
+    expected = masked_argv(tokens, args.secrets)
+    assert [t for t in shown_after if t not in ("--kv-cache-dtype", "fp8", "--kv-cache-dtype=fp8")] == \
+        [t for t in expected if t not in ("--kv-cache-dtype", "auto", "--kv-cache-dtype=auto")]
+
+
+def test_an_edit_of_another_shape_keeps_every_position_masked():
+    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.vllm_cli.secrets import WHOLE, follow_edit
+
+    spans = SecretSpans(frozenset({(2, WHOLE)}))
+    moved = follow_edit(spans, ["a", "b", "s", "c"], ["x", "a", "y", "b", "s", "c"])
+    assert {(2, WHOLE), (4, WHOLE)} <= moved.spans

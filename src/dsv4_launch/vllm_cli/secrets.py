@@ -98,17 +98,23 @@ def looks_like_credential(name: str) -> bool:
 
 
 def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
-    """True: names a secret option; False: names another known option; None: unknown."""
+    """True: names a secret option; False: names another known option; None: unknown.
+
+    An abbreviation argparse resolves (one option starts with it) is that option. One it
+    refuses as ambiguous names no option: when none of its candidates is a secret option it is
+    unknown, judged by its name like any unknown option (``--token``, which could match
+    ``--tokenizer`` and ``--tokens-only``, is a credential's name); when one is, it may be
+    the secret option misspelt."""
     if root in SECRET_OPTIONS:
         return True
     if root in known:
         return False
     matches = [o for o in known if o.startswith(root)] if len(root) >= 2 else []
-    if matches and all(m not in SECRET_OPTIONS for m in matches):
-        return False  # an abbreviation of other options only
-    if matches:
+    if any(m in SECRET_OPTIONS for m in matches):
         return True  # a unique or ambiguous abbreviation that may be a secret option
-    return None
+    if len(matches) == 1:
+        return False  # argparse gives it to that option
+    return None  # no such option, or an ambiguous abbreviation of other options only
 
 
 @lru_cache(maxsize=8)
@@ -197,6 +203,24 @@ def _names_short(token: str, short: frozenset[str], *, glued: bool) -> bool:
     if token.split("=", 1)[0] in short:
         return True
     return glued and len(token) > 2 and (token[:2] in short or (token.startswith("-O") and token != "-O"))
+
+
+def follow_edit(spans: SecretSpans, before: Sequence[str], after: Sequence[str]) -> SecretSpans:
+    """``spans`` of ``before`` moved onto ``after``, the same arguments edited the way
+    ``argv_edit.set_option`` edits them: a token rewritten in place (``auto`` → ``fp8``: the
+    positions stay) or a block inserted (``--kv-cache-dtype fp8`` before a bare ``--``: every
+    position after it moves by the block's length). Any other difference: both positions of
+    each span, so that nothing that was masked is shown."""
+    grown = len(after) - len(before)
+    if grown == 0 or not spans.spans:
+        return spans
+    found = spans.spans
+    prefix = 0
+    while prefix < min(len(before), len(after)) and before[prefix] == after[prefix]:
+        prefix += 1
+    if grown > 0 and tuple(after[prefix + grown:]) == tuple(before[prefix:]):
+        return SecretSpans(frozenset((i + grown if i >= prefix else i, kind) for i, kind in found))
+    return SecretSpans(found | frozenset((i + grown, kind) for i, kind in found if i + grown >= 0))
 
 
 def secret_texts(tokens: Sequence[str], spans: SecretSpans) -> list[str]:
