@@ -9,7 +9,7 @@ from dsv4_launch.core.facts import Facts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.plan import make_plan
-from dsv4_launch.core.records import record
+from dsv4_launch.core.records import Record
 from dsv4_launch.vllm_cli.argv_edit import apply_changes
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
@@ -27,8 +27,7 @@ def gpus(*ccs, memory: Optional[int] = None) -> GpuSelection:
     return GpuSelection(tuple(GpuInfo(i, NAMES.get(cc[0], "GPU"), f"GPU-{i}", cc, memory) for i, cc in enumerate(ccs)))
 
 
-@record
-class Planned:
+class Planned(Record):
     argv: tuple
     plan: object
     facts: object

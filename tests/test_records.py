@@ -1,4 +1,4 @@
-"""``@record`` value classes behave like the frozen dataclasses they replace: construction binds
+"""Records (``Record`` subclasses) behave like the frozen dataclasses they replace: construction binds
 arguments as a function call does, values never change, equality is by type and value."""
 
 import copy
@@ -6,11 +6,10 @@ import pickle
 
 import pytest
 
-from dsv4_launch.core.records import record
+from dsv4_launch.core.records import Record
 
 
-@record
-class Point:
+class Point(Record):
     """A point."""
 
     x: int
@@ -25,8 +24,7 @@ class Point:
         return self._replace(x=self.x + dx)
 
 
-@record
-class Other:
+class Other(Record):
     x: int
     y: int = 0
     label: str = ""
@@ -65,16 +63,14 @@ def test_bad_arguments_are_a_type_error_naming_the_field(args, kwargs, words):
 
 def test_defaults_must_come_last():
     with pytest.raises(TypeError, match="defaults must come last"):
-        @record
-        class Bad:
+        class Bad(Record):
             a: int = 1
             b: int
 
 
 def test_field_names_cannot_shadow_the_records_own():
     with pytest.raises(TypeError, match="underscore"):
-        @record
-        class Bad:
+        class Bad(Record):
             _fields: int
 
 
@@ -125,11 +121,32 @@ def test_copy_and_pickle_round_trip():
 
 
 def test_fields_may_be_called_like_the_methods_parameters():
-    @record
-    class Odd:
+    class Odd(Record):
         cls: str
         self: str = "s"
 
     odd = Odd(cls="c")
     assert (odd.cls, odd.self) == ("c", "s")
     assert odd._replace(self="t") == Odd("c", "t")
+
+
+def test_a_record_is_one_class_deriving_from_record_alone():
+    assert Point.__mro__ == (Point, Record, tuple, object)
+    assert Point.__slots__ == () and not hasattr(Point(1), "__dict__")
+    with pytest.raises(TypeError, match="derives from Record alone"):
+        class Sub(Point):  # noqa: F841 — fields are never inherited
+            z: int = 0
+
+
+def test_defaults_need_not_all_be_given_last_ones_only():
+    class Tail(Record):
+        a: int
+        b: int = 1
+        c: int = 2
+
+    assert Tail(0) == Tail(0, 1, 2) and Tail._fields == ("a", "b", "c")
+    with pytest.raises(TypeError, match=r"defaults must come last \(\['c'\]\)"):
+        class Gap(Record):  # noqa: F841
+            a: int
+            b: int = 1
+            c: int

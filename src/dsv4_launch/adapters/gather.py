@@ -16,7 +16,7 @@ from ..core.args import ServeArgs
 from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
-from ..core.records import record
+from ..core.records import Record
 from ..core.settings import GPU_CAPABILITY, GPU_MEMORY, Settings
 from ..vllm_cli.option_table import OptionTable, available_versions, load_table
 from ..vllm_cli.serve_args import read_serve_args
@@ -29,8 +29,7 @@ from .vllm_install import VllmInstall, find_vllm
 READ_GPUS_WHEN_DSV4, READ_GPUS_ALWAYS = "dsv4", "always"
 
 
-@record
-class Gathered:
+class Gathered(Record):
     facts: Facts
     table: OptionTable
     vllm: VllmInstall

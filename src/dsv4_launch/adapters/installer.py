@@ -21,13 +21,12 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from ..core.records import record
+from ..core.records import Record
 
 PIPX, UV_TOOL, CONDA, UV, PIP = "pipx", "uv tool", "conda", "uv", "pip"
 
 
-@record
-class Installer:
+class Installer(Record):
     kind: str  # PIPX, UV_TOOL, CONDA, UV or PIP
     prefix: str  # the environment's root
     python: str  # its interpreter

@@ -12,11 +12,10 @@ import re
 import sys
 from collections.abc import Mapping
 
-from ..core.records import record
+from ..core.records import Record
 
 
-@record
-class VllmInstall:
+class VllmInstall(Record):
     version: str | None
     importable: bool  # vLLM can run in this process
     executable: str | None = None  # the `vllm` on PATH, used when not importable

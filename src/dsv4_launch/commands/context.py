@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ..core.records import record
+from ..core.records import Record
 
 TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
 if TYPE_CHECKING:
@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from ..core.facts import GpuReport
 
 
-@record
-class Context:
+class Context(Record):
     """The world a command reads and writes; None: this process's own (``here``)."""
 
     env: Mapping[str, str] | None = None  # None: os.environ

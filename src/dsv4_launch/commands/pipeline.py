@@ -26,7 +26,7 @@ from ..adapters.nvml import read_gpus as read_machine_gpus
 from ..adapters.vllm_install import VllmInstall, find_vllm
 from ..core.facts import Facts, GpuReport
 from ..core.plan import Plan, disabled_plan, make_plan
-from ..core.records import record
+from ..core.records import Record
 from ..core.settings import Settings, SettingsError, disable_switch, read_settings
 from ..vllm_cli.argv_edit import apply_changes
 from ..vllm_cli.option_table import load_table
@@ -40,8 +40,7 @@ _GPU_POLICY = {SERVE: READ_GPUS_WHEN_DSV4, PLAN: READ_GPUS_WHEN_DSV4, PLUGIN: RE
                  DOCTOR: READ_GPUS_ALWAYS, FIT: READ_GPUS_ALWAYS}
 
 
-@record
-class Prepared:
+class Prepared(Record):
     """Everything a command needs to render or act."""
 
     status: int  # OK: hand over (serve); otherwise the exit status before vLLM

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .records import EMPTY, record
+from .records import EMPTY, Record
 
 
-@record
-class SecretSpans:
+class SecretSpans(Record):
     """Positions in the user's argv whose text is a secret: ``(token index, WHOLE|AFTER_EQ)``."""
 
     spans: frozenset[tuple[int, str]] = frozenset()
 
 
-@record
-class ServeArgs:
+class ServeArgs(Record):
     """What ``vllm serve`` will make of an argument list."""
 
     tokens: tuple[str, ...]  # the user's arguments after ``serve``, untouched

@@ -20,7 +20,7 @@ from .kv import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE
 from .memory import gib_text
 from .model import FAMILY_NAMES
 from .plan import Plan
-from .records import record
+from .records import Record
 from .rules import FAIL as FAIL_LEVEL
 from .rules import REFUSE, evaluate_all
 from .rules import WARN as WARN_LEVEL
@@ -31,8 +31,7 @@ OK, WARN, FAIL = "OK", "WARN", "FAIL"
 STATUS_OF_LEVEL = {REFUSE: FAIL, FAIL_LEVEL: FAIL, WARN_LEVEL: WARN}
 
 
-@record
-class DoctorLine:
+class DoctorLine(Record):
     """One line of doctor's report (a rule's callable is ``rules.Check``; this is not one)."""
 
     section: str
@@ -40,8 +39,7 @@ class DoctorLine:
     detail: str
 
 
-@record
-class VllmRuntime:
+class VllmRuntime(Record):
     """What the interpreter that will run vLLM has; None for a part that could not be read."""
 
     python: str  # this interpreter: version (path)
@@ -51,8 +49,7 @@ class VllmRuntime:
     report_error: str | None = None  # why there is no report
 
 
-@record
-class Diagnosis:
+class Diagnosis(Record):
     lines: tuple[DoctorLine, ...] = ()  # shown as doctor's table; ``checks`` in its JSON
     subject: str = "DeepSeek-V4"  # what would not start: the model family checked, else "vLLM"
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from .args import ServeArgs
 from .gpus import GpuInfo, GpuSelection
 from .model import ModelFacts
-from .records import EMPTY, record
+from .records import EMPTY, Record
 from .settings import TRUE
 from .weights import WeightFacts
 
@@ -30,8 +30,7 @@ RULE_ENV = (
 )
 
 
-@record
-class GpuReport:
+class GpuReport(Record):
     """What the machine said about its GPUs (``adapters/nvml.read_gpus``)."""
 
     gpus: tuple[GpuInfo, ...] = ()
@@ -42,8 +41,7 @@ class GpuReport:
     notes: tuple[str, ...] = ()
 
 
-@record
-class GpuFacts:
+class GpuFacts(Record):
     """The GPUs vLLM will use, as the gathering learnt them (``adapters/gather.gather_gpus``)."""
 
     selection: GpuSelection | None = None  # None: not read, or nothing answered
@@ -54,8 +52,7 @@ class GpuFacts:
     report: GpuReport | None = None  # the machine's own answer, when it was asked
 
 
-@record
-class Facts:
+class Facts(Record):
     """Everything the plan depends on, gathered before any decision."""
 
     args: ServeArgs  # read by vllm_cli (dsv4-serve's argv) or from vLLM's EngineArgs (the plugin)

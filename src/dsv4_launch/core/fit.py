@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from .facts import Facts
 from .memory import Estimate, Layout, WeightFacts, estimate, layout_of
-from .records import record
+from .records import Record
 
 DEFAULT_CONTEXT = 65_536  # the length concurrency is counted at when --max-model-len is not given
 FITS, SHORT, DOES_NOT_FIT, UNKNOWN = "fits", "short context", "does not fit", "unknown"
 MAX_FEWEST = 64  # the largest GPU count searched for "the fewest that fit"
 
 
-@record
-class FitRow:
+class FitRow(Record):
     estimate: Estimate
     flags: str  # the `vllm serve` options for this layout
     verdict: str  # FITS, SHORT, DOES_NOT_FIT, UNKNOWN

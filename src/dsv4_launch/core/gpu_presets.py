@@ -8,13 +8,12 @@ capability. Figures marked ``spec`` are the data sheet's, where no NVML report w
 from __future__ import annotations
 
 from .gpus import GpuInfo
-from .records import record
+from .records import Record
 
 MiB = 2**20
 
 
-@record
-class Preset:
+class Preset(Record):
     key: str  # what the user types, normalised (upper case, no spaces, dashes or underscores)
     name: str  # as NVML names it
     capability: tuple[int, int]

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .records import record
+from .records import Record
 
 
-@record
-class GpuInfo:
+class GpuInfo(Record):
     """One physical GPU as NVML (or nvidia-smi) reports it; unknown fields are None."""
 
     index: int  # NVML index (PCI bus order)
@@ -47,8 +46,7 @@ class GpuInfo:
         return f"{name} ({cc})"
 
 
-@record
-class GpuSelection:
+class GpuSelection(Record):
     """The GPUs a process started with the given environment may run on."""
 
     gpus: tuple[GpuInfo, ...]

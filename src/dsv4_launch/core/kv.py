@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .facts import Facts, attention_backend
 from .gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
-from .records import record
+from .records import Record
 from .versions import VersionRange
 
 FP8_DS_MLA = "fp8_ds_mla"
@@ -27,8 +27,7 @@ CRASH_REFERENCE = "vLLM #47174"
 FIX_REFERENCE = "vLLM #45091"
 
 
-@record
-class KvPath:
+class KvPath(Record):
     """How vLLM's DeepSeek-V4 attention stores the KV cache on one GPU family and backend.
 
     ``backends`` holds ``--attention-backend`` values (upper case) that lead here; None is "no
@@ -109,8 +108,7 @@ def kv_path(capability: tuple[int, int], backend: str | None) -> KvPath | None:
     return None
 
 
-@record
-class Change:
+class Change(Record):
     """One argument dsv4-launch sets: ``option`` (canonical spelling) from ``before`` to ``after``."""
 
     option: str
@@ -121,15 +119,13 @@ class Change:
     rule: str = "kv-auto"
 
 
-@record
-class KvDecision:
+class KvDecision(Record):
     change: Change | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
 
-@record
-class _Verdict:
+class _Verdict(Record):
     """What the KV rule says for one possible GPU."""
 
     family: str

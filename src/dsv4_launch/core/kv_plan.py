@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .records import record
+from .records import Record
 
 TUPLES, PACKED = "tuples", "packed"
 KV_BLOCK = 256  # --block-size: DeepSeek-V4's kernels need multiples of 256 (rules: block-size)
@@ -63,8 +63,7 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@record
-class Cache:
+class Cache(Record):
     """One cache of one layer, as the planner sees it."""
 
     layer: int  # the backbone layer it belongs to
@@ -126,8 +125,7 @@ def pp_stages(layers: int, pp: int, partition: Sequence[int] | None = None) -> l
     return out
 
 
-@record
-class Group:
+class Group(Record):
     caches: tuple[Cache, ...]
 
     @property
@@ -182,8 +180,7 @@ def _buckets(caches: Sequence[Cache]) -> list[list[Cache]]:
     return list(out.values())
 
 
-@record
-class Grouping:
+class Grouping(Record):
     family: str
     groups: tuple[Group, ...]
 
@@ -225,8 +222,7 @@ def group(caches: Sequence[Cache], family: str) -> Grouping:
     return Grouping(PACKED, tuple(groups))
 
 
-@record
-class StagePlan:
+class StagePlan(Record):
     """One pipeline stage's groups, and what a request costs there."""
 
     family: str

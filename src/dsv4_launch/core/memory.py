@@ -32,7 +32,7 @@ from .facts import Facts, as_bool, as_human_int, as_int, json_option, vllm_env_b
 from .gpus import GpuInfo
 from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, pp_partition, stage_plans
 from .model import V4
-from .records import record
+from .records import Record
 from .versions import VersionRange
 from .weights import WeightFacts
 
@@ -69,8 +69,7 @@ def gib_text(n: int | None, unknown: str = "unknown") -> str:
     return unknown if n is None else f"{n / GiB:.1f} GiB"
 
 
-@record
-class Layout:
+class Layout(Record):
     tp: int = 1
     pp: int = 1
     dp: int = 1
@@ -89,8 +88,7 @@ class Layout:
         return " × ".join(parts)
 
 
-@record
-class Estimate:
+class Estimate(Record):
     layout: Layout
     weights_bytes_per_gpu: int | None  # the estimate (the most loaded GPU)
     gpu_memory_bytes: int | None  # the smallest GPU vLLM will use (the most favourable choice)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from .records import record
+from .records import Record
 
 # vLLM's DeepSeek-V4 code path (vllm/models/deepseek_v4/, vLLM ≥ 0.20).
 DSV4_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM", "DeepseekV4ForConditionalGeneration"})
@@ -25,8 +25,7 @@ V41 = "deepseek_v41"
 FAMILY_NAMES = {V4: "DeepSeek-V4", V41: "DeepSeek-V4.1"}
 
 
-@record
-class ModelFacts:
+class ModelFacts(Record):
     """The model vLLM will load, as far as it could be told offline."""
 
     name: str | None  # what the user gave (repository id or path); None: vLLM's default

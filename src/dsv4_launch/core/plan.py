@@ -14,7 +14,7 @@ from __future__ import annotations
 from .facts import Facts
 from .kv import Change, kv_decision
 from .memory import Estimate, estimate
-from .records import record
+from .records import Record
 from .rules import REFUSE, Finding, Rule, evaluate_all
 from .rules_kv import KV_RULES
 from .rules_memory import MEMORY_RULES
@@ -59,8 +59,7 @@ RULES: tuple[Rule, ...] = tuple(_BY_ID[rule_id] for rule_id in FINDING_ORDER if 
 DISABLED_NOTE = "DSV4_LAUNCH_DISABLE is set: arguments go to vLLM unchanged, nothing checked"
 
 
-@record
-class Plan:
+class Plan(Record):
     changes: tuple[Change, ...] = ()
     notes: tuple[str, ...] = ()  # how facts were learnt, and what was deliberately left alone
     warnings: tuple[str, ...] = ()

@@ -1,15 +1,19 @@
-"""``@record``: immutable value classes at a fraction of ``dataclasses``' start-up cost.
+"""``Record``: immutable value classes at a fraction of ``dataclasses``' start-up cost.
+
+    class Layout(Record):
+        tp: int
+        pp: int = 1
 
 ``dataclasses`` compiles several methods per class (its import, with ``inspect``, vLLM's CLI
 makes anyway; the per-class code generation is ours alone): across this package that was most
-of ~20 ms of a dsv4-serve start, and of every ``plan``. Type checkers see a record as a frozen
-dataclass (PEP 681 ``dataclass_transform``, read only under ``TYPE_CHECKING``) plus
-``_replace``/``_fields`` (tools/mypy_records.py).
-``collections.namedtuple`` compiles a ``__new__`` with ``eval`` and builds a second class: ~130 µs
-a record, ~3.5 ms for the thirty on the hand-over path. A record is one tuple subclass made
-with ``type()`` from the class's annotated fields and their defaults, keeping the class's
-methods and properties: immutable, ``_replace(...)`` for copies, ``_fields``, and compared by
-value *and type* — a record never equals a plain tuple or a record of another class.
+of ~20 ms of a dsv4-serve start, and of every ``plan``. ``collections.namedtuple`` compiles a
+``__new__`` with ``eval`` and builds a second class (~130 µs a record); a class decorator would
+build a second class too (~25 µs). A record is one tuple subclass, made once by the metaclass
+from the class body's annotated fields and their defaults, keeping its methods and properties:
+immutable, ``_replace(...)`` for copies, ``_fields``, and compared by value *and type* — a
+record never equals a plain tuple or a record of another class. Type checkers see a record as a
+frozen dataclass (PEP 681 ``dataclass_transform`` on the base, read only under
+``TYPE_CHECKING``) plus ``_replace``/``_fields`` (tools/mypy_records.py).
 """
 
 from __future__ import annotations
@@ -20,19 +24,16 @@ from types import MappingProxyType
 TYPE_CHECKING = False  # typing is not imported at run time (start-up); type checkers read it as True
 if TYPE_CHECKING:
     import sys
+    from typing import ClassVar
 
     if sys.version_info >= (3, 11):
         from typing import dataclass_transform
     else:
         from typing_extensions import dataclass_transform
-else:
-    def dataclass_transform(**_):  # run time: records need nothing of it
-        return lambda decorated: decorated
 
 EMPTY: MappingProxyType = MappingProxyType({})  # an immutable empty mapping, for defaults
 
 _MISSING = object()
-_SKIPPED = frozenset({"__dict__", "__weakref__", "__annotations__"})
 
 
 def _eq(self, other):
@@ -84,22 +85,45 @@ def _new(cls, /, *args, **kwargs):  # positional-only: a field may be called "cl
     return tuple.__new__(cls, args)
 
 
-@dataclass_transform(frozen_default=True)
-def record(cls):
-    names = tuple(cls.__dict__.get("__annotations__", {}))
-    defaults = tuple(cls.__dict__[n] for n in names if n in cls.__dict__)
-    missing = [n for n in names[len(names) - len(defaults):] if n not in cls.__dict__]
-    if missing:
-        raise TypeError(f"{cls.__name__}: fields with defaults must come last ({missing})")
-    private = [n for n in names if n.startswith("_")]
-    if private:  # _fields, _replace, … belong to the record
-        raise TypeError(f"{cls.__name__}: field names cannot start with an underscore ({private})")
-    body = {name: property(itemgetter(at)) for at, name in enumerate(names)}
-    body.update(__new__=_new, __repr__=_repr, __getnewargs__=_getnewargs, _replace=_replace)
-    body.update((k, v) for k, v in cls.__dict__.items() if k not in _SKIPPED and k not in names)
-    body.update(__slots__=(), __eq__=_eq, __ne__=_ne, __hash__=tuple.__hash__, _fields=names,
-                _defaults=(_MISSING,) * (len(names) - len(defaults)) + defaults,
-                _index={n: at for at, n in enumerate(names)})
-    made = type(cls.__name__, (tuple,), body)
-    made.__qualname__ = cls.__qualname__
-    return made
+class _RecordType(type):
+    """Makes each ``Record`` subclass, once: its annotated names become the tuple's fields."""
+
+    def __new__(mcs, name, bases, body):
+        if bases == (tuple,):  # Record itself
+            return super().__new__(mcs, name, bases, body)
+        if bases != (Record,):
+            raise TypeError(f"{name}: a record derives from Record alone (records do not inherit fields)")
+        names = tuple(body.get("__annotations__", {}))
+        first_default = next((at for at, n in enumerate(names) if n in body), len(names))
+        missing = [n for n in names[first_default:] if n not in body]
+        if missing:
+            raise TypeError(f"{name}: fields with defaults must come last ({missing})")
+        private = [n for n in names if n.startswith("_")]
+        if private:  # _fields, _replace, … belong to the record
+            raise TypeError(f"{name}: field names cannot start with an underscore ({private})")
+        defaults = tuple(body.pop(n) for n in names[first_default:])
+        for at, field in enumerate(names):
+            body[field] = property(itemgetter(at))
+        body.update(__slots__=(), _fields=names, _index={n: at for at, n in enumerate(names)},
+                    _defaults=(_MISSING,) * (len(names) - len(defaults)) + defaults)
+        return super().__new__(mcs, name, bases, body)
+
+
+if TYPE_CHECKING:
+    @dataclass_transform(frozen_default=True)
+    class Record:
+        """A frozen value class (see the module's docstring)."""
+
+        _fields: ClassVar[tuple[str, ...]]
+else:
+    class Record(tuple, metaclass=_RecordType):
+        """A frozen value class (see the module's docstring)."""
+
+        __slots__ = ()
+        __new__ = _new
+        __repr__ = _repr
+        __eq__ = _eq
+        __ne__ = _ne
+        __hash__ = tuple.__hash__
+        __getnewargs__ = _getnewargs
+        _replace = _replace

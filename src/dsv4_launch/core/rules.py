@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from .facts import Facts, vllm_env_bool
 from .gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
 from .model import V4, V41
-from .records import EMPTY, record
+from .records import EMPTY, Record
 from .versions import ANY_VERSION, VersionRange
 
 REFUSE, WARN = "refuse", "warn"  # what a row does when it certainly applies
@@ -54,8 +54,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-@record
-class Rule:
+class Rule(Record):
     id: str
     level: str  # REFUSE / WARN (plan rows), FAIL / WARN (doctor rows)
     evidence: str
@@ -76,8 +75,7 @@ class Rule:
     releases: Mapping[str, VersionRange] = EMPTY
 
 
-@record
-class Finding:
+class Finding(Record):
     rule: str  # Rule.id
     level: str  # REFUSE / WARN / FAIL after certainty is applied
     text: str  # the one line: message. Fix: fix (reference) [qualifier]

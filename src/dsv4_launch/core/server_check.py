@@ -46,7 +46,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
-from .records import record
+from .records import Record
 
 OK, NOTE, WARN, FAIL, UNREACHABLE = "ok", "note", "warn", "fail", "unreachable"
 HEALTHY, PROBLEM, NOT_REACHABLE = "healthy", "problem", "not-reachable"
@@ -74,8 +74,7 @@ _SPECIAL_TOKEN = r"<[｜|][^<>｜|\s]{1,48}[｜|]>"
 _FUNCTION_CALLS = r"</?(?:[｜|]DSML[｜|])?function_calls>"
 
 
-@record
-class BaseUrl:
+class BaseUrl(Record):
     scheme: str
     host: str  # as written (an IPv6 address without brackets)
     port: int
@@ -150,8 +149,7 @@ def parse_base_url(text: str) -> BaseUrl:
     )
 
 
-@record
-class Exchange:
+class Exchange(Record):
     """What one request got: an HTTP status and body, or no answer (``error``, ``kind``)."""
 
     status: int | None
@@ -162,8 +160,7 @@ class Exchange:
     truncated: bool = False
 
 
-@record
-class Finding:
+class Finding(Record):
     step: str  # health, models, chat, tools, request
     level: str  # OK, NOTE, WARN, FAIL, UNREACHABLE
     code: str
@@ -301,8 +298,7 @@ def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-@record
-class ChatSummary:
+class ChatSummary(Record):
     content: str | None
     reasoning: str | None
     reasoning_field: str | None

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 
 from .gpus import parse_capability
-from .records import record
+from .records import Record
 
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"", "0", "false", "no", "off"}
@@ -21,8 +21,7 @@ class SettingsError(ValueError):
     """A DSV4_LAUNCH_* variable holds a value dsv4-launch cannot use."""
 
 
-@record
-class Settings:
+class Settings(Record):
     """The settings a run works with; DSV4_LAUNCH_DISABLE is read before them (``disable_switch``)."""
 
     quiet: bool = False  # DSV4_LAUNCH_QUIET

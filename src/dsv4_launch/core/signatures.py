@@ -20,14 +20,13 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 
-from .records import record
+from .records import Record
 from .versions import ANY_VERSION, VersionRange
 
 KV_AUTO = "kv-auto"  # the KV rule (core/kv.py: KvPath.rule), not a Rule row
 
 
-@record
-class Signature:
+class Signature(Record):
     rule: str  # the rule id this failure belongs to
     exception: str  # what vLLM raises ("AssertionError", "ValueError", "pydantic ValidationError", …)
     pattern: str  # regular expression searched in one log line (prefixes stripped)
@@ -494,36 +493,31 @@ def mask_secrets_in_text(text: str) -> str:
     return _mask_named(_NAMED_VALUE, text)
 
 
-@record
-class LogLine:
+class LogLine(Record):
     number: int  # 1-based line number in the log
     text: str  # the message, prefixes stripped
 
 
-@record
-class Match:
+class Match(Record):
     signature: Signature
     line: LogLine
     count: int = 1  # how many lines had the same text
 
 
-@record
-class LogGpu:
+class LogGpu(Record):
     name: str
     capability: tuple[int, int]
     line: int
 
 
-@record
-class LogArgs:
+class LogArgs(Record):
     values: Mapping[str, object]  # dest → value, secrets masked
     unread: tuple[str, ...]  # dests whose values could not be read back
     secrets: tuple[str, ...]  # the secret strings found (to mask wherever they appear)
     line: int
 
 
-@record
-class Scan:
+class Scan(Record):
     lines: int
     matches: tuple[Match, ...]
     version: str | None = None

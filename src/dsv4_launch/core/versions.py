@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .records import record
+from .records import Record
 
 _PEP440_SOURCE = (
     r"""^\s*v?
@@ -77,8 +77,7 @@ def same_release(a: str, b: str) -> bool:
     return parse_version(a) == parse_version(b)
 
 
-@record
-class VersionRange:
+class VersionRange(Record):
     """The vLLM releases a rule holds for: ``since`` ≤ version < ``before`` (None: open).
 
     Pre-releases of ``before`` are inside (``0.30.0rc1`` < ``0.30.0``): a fix first shipped in a

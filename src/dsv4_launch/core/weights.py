@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .records import record
+from .records import Record
 from .versions import VersionRange
 
 MAX_LAYERS = 1024  # a config naming more layers is not a DeepSeek-V4 we can tally
@@ -75,8 +75,7 @@ DRAFT = "draft modules (MTP / DSpark)"
 CLASSES = (ROUTED, SHARED, ATTENTION, EMBEDDING, HEAD, NORMS, DRAFT)
 
 
-@record
-class ClassBytes:
+class ClassBytes(Record):
     name: str
     checkpoint_bytes: int  # in the checkpoint (the draft: the checkpoint's own draft module)
     scale_bytes: int  # of which quantisation scales
@@ -84,8 +83,7 @@ class ClassBytes:
     split: str  # how vLLM spreads it: "replicated", "÷ TP 8", "whole experts over 8 EP ranks", …
 
 
-@record
-class WeightSplit:
+class WeightSplit(Record):
     classes: tuple  # ClassBytes, in CLASSES order
     per_gpu_bytes: int  # the most loaded GPU: the heaviest pipeline stage, its most loaded rank
     checkpoint_bytes: int  # every tensor of the checkpoint, draft included
@@ -486,8 +484,7 @@ def _split_words(name: str, lay: _Layout, method: str | None) -> str:
     return f"loaded ({method}), last stage" if method else "not loaded (no speculative decoding)"
 
 
-@record
-class CheckpointFiles:
+class CheckpointFiles(Record):
     """What a local checkpoint directory holds, judged the way vLLM's loader reads it
     (``DefaultModelLoader._prepare_weights`` with ``--load-format auto``: the first of
     ``*.safetensors``, ``*.bin``, ``*.pt`` that matches any file wins; ``consolidated*.safetensors``
@@ -559,8 +556,7 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
     return total
 
 
-@record
-class WeightFacts:
+class WeightFacts(Record):
     """What is known about the checkpoint's bytes (gathered by adapters/model_weights.py)."""
 
     total_bytes: int | None = None

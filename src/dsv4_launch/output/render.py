@@ -23,14 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ..core.records import record
+from ..core.records import Record
 from .lines import Reporter, make_lenient, reader_gone, safe_write, silence
 
 OUTPUT_FAILED = 74  # sysexits EX_IOERR (commands/exit_codes.OUTPUT_FAILED)
 
 
-@record
-class Result:
+class Result(Record):
     """What a command has to show (pipx's result objects): computed first, rendered here."""
 
     status: int  # the exit status

@@ -14,14 +14,13 @@ import os
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ..core.records import EMPTY, record
+from ..core.records import EMPTY, Record
 from ..core.versions import parse_version, same_release
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
-@record
-class OptionAction:
+class OptionAction(Record):
     dest: str
     options: tuple[str, ...]
     nargs: int | str  # 0, 1, "?", "+", "*"
@@ -30,8 +29,7 @@ class OptionAction:
     flag_values: Mapping[str, object] | None = None
 
 
-@record
-class OptionTable:
+class OptionTable(Record):
     vllm_version: str
     positionals: tuple[str, ...]
     actions: tuple[OptionAction, ...]
