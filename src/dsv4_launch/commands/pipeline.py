@@ -30,7 +30,7 @@ from ..core.records import Record
 from ..core.settings import Settings, SettingsError, disable_switch, read_settings
 from ..vllm_cli.argv_edit import apply_changes
 from ..vllm_cli.option_table import load_table
-from ..vllm_cli.secrets import SecretSpans, conservative_spans
+from ..vllm_cli.secrets import SecretSpans, conservative_spans, follow_edit
 from ..vllm_cli.serve_args import ConfigFileError
 from . import exit_codes
 
@@ -126,7 +126,9 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
     except Exception as exc:
         return _passed_through(argv, vllm, settings, exc)
     status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
-    return Prepared(status, out, plan, facts.args.secrets, vllm, facts, settings, gathered.gpu_report)
+    # The secrets' positions follow the edit (a change inserted before a bare "--" moves them).
+    secrets = follow_edit(facts.args.secrets, argv, out)
+    return Prepared(status, out, plan, secrets, vllm, facts, settings, gathered.gpu_report)
 
 
 def _verified(plan: Plan, argv: tuple[str, ...], out: tuple[str, ...], table) -> tuple[Plan, tuple[str, ...]]:
