@@ -29,8 +29,6 @@ ROWS: list[Rule] = []  # filled by @row, in this module's order
 
 # --- GPU families -----------------------------------------------------------------------------
 
-SM12_DEGENERATE = VersionRange(since="0.26.0", before="0.27.0")  # sm12-0.26-garbage
-SM12_BOOT_FAILS = VersionRange(since="0.27.0", before="0.28.0")  # sm12-0.27
 OLD_GPUS = frozenset({"3", "5", "6", "7", "8"})  # below SM 9.0: no DeepSeek-V4 kernels
 
 
@@ -95,6 +93,11 @@ def mixed_gpus(facts: Facts, gpu: GpuInfo | None):
 
 
 # --- releases ---------------------------------------------------------------------------------
+
+# Two SM 12.x reports, one release line each; each row's text names the other's bounds.
+SM12_DEGENERATE = VersionRange(since="0.26.0", before="0.27.0")  # sm12-0.26-garbage
+SM12_BOOT_FAILS = VersionRange(since="0.27.0", before="0.28.0")  # sm12-0.27
+
 
 
 @row(

@@ -38,6 +38,7 @@ def _has_dspark(facts: Facts) -> bool:
     return "dspark_target_layer_ids" in (facts.model.config or {})
 
 
+# Features that make vLLM fall back to the V1 model runner (_get_v2_model_runner_unsupported_features,
 # config/vllm.py), with the releases each one does it in: (dest, words, releases).
 V2_UNSUPPORTED = (
     ("enable_dbo", "--enable-dbo (dual batch overlap)", VersionRange(since="0.29.0")),
