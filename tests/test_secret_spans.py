@@ -218,3 +218,20 @@ def test_an_edit_of_another_shape_keeps_every_position_masked():
     spans = SecretSpans(frozenset({(2, WHOLE)}))
     moved = follow_edit(spans, ["a", "b", "s", "c"], ["x", "a", "y", "b", "s", "c"])
     assert {(2, WHOLE), (4, WHOLE)} <= moved.spans
+
+
+@pytest.mark.parametrize("tail", [["--", "--speculative-config.key", "Zq81other"],
+                                  ["--speculative-config.key", "Zq81other", "--"]])
+def test_the_prepared_argv_masks_by_the_moved_positions(v4_dir, tail):
+    """Through the pipeline (faked: the vLLM install — a release the tables do not record, whose
+    parse lets the unknown options pass —, a capability instead of NVML): the change goes in
+    before the bare ``--``; what is shown of the edited argv still hides the secrets."""
+    from dsv4_launch.adapters.vllm_install import VllmInstall
+    from dsv4_launch.commands.pipeline import PLAN, prepare
+
+    argv = [v4_dir, "--api-key", S, *tail]
+    prepared = prepare(argv, {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"}, PLAN, vllm=VllmInstall("0.34.0", True))
+    assert "--kv-cache-dtype" in prepared.argv and prepared.argv.index("--kv-cache-dtype") < prepared.argv.index("--")
+    out = masked_argv(prepared.argv, prepared.secrets)
+    assert not any("Zq81" in t for t in out), out
+    assert out[out.index("--kv-cache-dtype"):out.index("--") + 1] == ["--kv-cache-dtype", "fp8", "--"], out
