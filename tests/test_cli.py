@@ -40,6 +40,44 @@ def test_rewrites_on_sm120_and_hands_over(run_cli, v4_dir):
     # NVML was shut down before vLLM ran; torch was never imported by us
     assert record["nvml_open"] == 0
     assert record["torch_loaded"] is False
+    # the heap as vLLM freezes its own once up (adapters/handover.py): frozen before vLLM starts
+    assert record["gc_frozen"] > 1000
+
+
+def test_the_heap_is_collected_then_frozen_before_vllm_starts(monkeypatch):
+    """In process, with vLLM's entry point faked: garbage made before the hand-over is gone and
+    everything else frozen when vLLM's main() runs (vllm/utils/gc_utils.py freeze_gc_heap)."""
+    import gc
+    import types
+    import weakref
+
+    from dsv4_launch.adapters.handover import run_vllm_in_process
+
+    class Node:
+        pass
+
+    garbage = Node()
+    garbage.self = garbage  # a cycle: only the collector frees it
+    dead = weakref.ref(garbage)
+    kept = Node()
+    seen = {}
+
+    def main():
+        seen.update(garbage_gone=dead() is None, frozen=gc.get_freeze_count(), argv=list(sys.argv))
+
+    fake = types.ModuleType("vllm.entrypoints.cli.main")
+    fake.main = main
+    for name in ("vllm", "vllm.entrypoints", "vllm.entrypoints.cli"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "vllm.entrypoints.cli.main", fake)
+    monkeypatch.setattr(sys, "argv", sys.argv)
+    del garbage
+    try:
+        assert run_vllm_in_process(["m", "-tp", "2"]) == 0
+    finally:
+        gc.unfreeze()
+    assert seen["garbage_gone"] and seen["frozen"] > 1000 and seen["argv"] == ["vllm", "serve", "m", "-tp", "2"]
+    assert kept is not None
 
 
 def test_in_place_replacement_keeps_the_users_spelling(run_cli, v4_dir):

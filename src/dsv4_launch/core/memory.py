@@ -489,7 +489,8 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
     return per_gpu, offloaded, uncertain
 
 
-_SPLIT_MEMO: list = []  # the last (facts, weights, layout, split): the estimate and the lower bound share it
+_MEMO_KEPT = 4  # the arguments' picture stays while a fix search estimates a few other facts
+_SPLIT_MEMO: list = []  # the last (facts, weights, layout, split)s: the estimate and the lower bound share them
 
 
 def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
@@ -498,14 +499,13 @@ def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
     give the shapes. Computed once for the same facts, weights and layout."""
     from .weights import split_weights
 
-    if _SPLIT_MEMO:
-        f, w, lay, split = _SPLIT_MEMO[0]
+    for f, w, lay, split in _SPLIT_MEMO:
         if f is facts and w is weights and lay == layout:
             return split
     split = split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
                           _speculative_method(facts), weights.total_bytes, vllm_version=facts.vllm_version,
                           mega_moe=_mega_moe(facts), pp_partition=_partition(facts, layout.pp))
-    _SPLIT_MEMO[:] = [(facts, weights, layout, split)]
+    _SPLIT_MEMO[:] = [(facts, weights, layout, split), *_SPLIT_MEMO[: _MEMO_KEPT - 1]]
     return split
 
 
@@ -531,19 +531,19 @@ def _buffers(facts: Facts, mnbt: int | None) -> int | None:
     return load_buffers(facts.model.config or {}, mnbt, _speculative_method(facts))
 
 
-_MEMO: list = []  # the last (facts, weights, layout, gpu_memory, estimate): plan, its rows and the summary share it
+_MEMO: list = []  # the last (facts, weights, layout, gpu_memory, estimate)s: plan, its rows and the summary share them
 
 
 def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = None,
              gpu_memory: int | None = None) -> Estimate:
     """The memory picture for one layout (default: the arguments'), per GPU. Computed once for
-    the same facts and weights (the objects themselves: records are immutable)."""
-    if _MEMO:
-        f, w, lay, mem, result = _MEMO[0]
+    the same facts and weights (the objects themselves: records are immutable; the last few
+    kept, so a fix search's other facts do not push out the plan's own)."""
+    for f, w, lay, mem, result in _MEMO:
         if f is facts and w is weights and lay == layout and mem == gpu_memory:
             return result
     result = _estimate(facts, weights, layout, gpu_memory)
-    _MEMO[:] = [(facts, weights, layout, gpu_memory, result)]
+    _MEMO[:] = [(facts, weights, layout, gpu_memory, result), *_MEMO[: _MEMO_KEPT - 1]]
     return result
 
 
