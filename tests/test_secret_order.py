@@ -22,7 +22,7 @@ import pytest
 from dsv4_launch.core.signatures import parse_args_text
 from dsv4_launch.output.redact import MASK, Scrubber, masked_argv
 from dsv4_launch.vllm_cli.option_table import load_table
-from dsv4_launch.vllm_cli.secrets import mask_secrets, secret_forms
+from dsv4_launch.vllm_cli.secrets import mask_secrets, secret_forms, secret_words
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
 from tests.hostile_strategies import SECRET_EDGES
 
@@ -86,7 +86,22 @@ def test_every_quoted_form_is_masked(secret):
 
 
 def test_a_name_like_secret_masks_its_normalised_name():
-    assert "--zq-01" in secret_forms("--zq_01=x") and "--zq_01" in secret_forms("--zq_01=x")
+    assert {"--zq-01", "--zq_01", "x"} <= set(secret_words("--zq_01=x"))
+    assert "--zq_01" not in secret_forms("--zq_01=x")  # a word of its own only
+
+
+@pytest.mark.parametrize("secret,message,shown", [
+    ("--po=Zq01x", "ambiguous option: --po could match --port, --pooler-config",
+     "ambiguous option: *** could match --port, --pooler-config"),  # the option names stay whole
+    # a secret that is itself "--option=value" hides that option's name too (the name is its head)
+    ("--port=Zq01x", "argument --port: invalid int value: 'Zq01x'", "argument ***: invalid int value: '***'"),
+    ("-qZq01x", "argument -q/--quantization: invalid choice: 'Zq01x'",
+     "argument -q/--quantization: invalid choice: '***'"),  # argparse reads -q Zq01x
+    ("-Zq000001=", "unrecognized arguments: -Zq000001", "unrecognized arguments: ***"),
+    ("--Zq_01.a=b", "unrecognized arguments: --Zq-01.a", "unrecognized arguments: ***"),
+])
+def test_the_parts_argparse_quotes_are_masked_as_words(secret, message, shown):
+    assert Scrubber([secret])(message) == shown
 
 
 # --- short secrets (item 3) ------------------------------------------------------------------

@@ -235,3 +235,14 @@ def test_the_prepared_argv_masks_by_the_moved_positions(v4_dir, tail):
     out = masked_argv(prepared.argv, prepared.secrets)
     assert not any("Zq81" in t for t in out), out
     assert out[out.index("--kv-cache-dtype"):out.index("--") + 1] == ["--kv-cache-dtype", "fp8", "--"], out
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("tokens,expected", [
+    ([M, "--", "--api-key=" + S], [M, "--", f"--api-key={MASK}"]),  # argparse: a positional; still the user's key
+    ([M, "--", "--api-key", S, "x"], [M, "--", "--api-key", MASK, MASK]),
+    ([M, "--", "--keyy", S, "--api-key=" + S, "--speculative-config.key", S],
+     [M, "--", "--keyy", MASK, f"--api-key={MASK}", "--speculative-config.key", MASK]),
+])
+def test_secret_options_after_a_bare_separator_are_masked_too(tokens, expected, version):
+    assert shown(tokens, version) == expected

@@ -8,7 +8,8 @@ record), to every option whose name looks like a credential (``secrets.looks_lik
 Those spans become ``***`` whatever their length; credentials in URLs
 (``https://user:PASS@host``) are masked in every string, and the ``Scrubber`` masks the secret
 values wherever a line quotes them, in every form a message may quote one (``secrets.secret_forms``:
-as written, as ``%r`` and JSON quote it, the name before the ``=`` of one that looks like an
+as written, as ``%r`` and JSON quote it; ``secrets.secret_words``, as whole words only: the name
+before the ``=`` of one that looks like an option, the value after it, a value glued to a short
 option).
 
 Short secrets: a secret (or one of its forms) of three characters or more is masked wherever it
@@ -24,7 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..vllm_cli.secrets import AFTER_EQ, MASK, WHOLE, SecretSpans, mask_secrets, secret_forms, secret_texts
+from ..vllm_cli.secrets import (
+    AFTER_EQ,
+    MASK,
+    WHOLE,
+    SecretSpans,
+    mask_secrets,
+    secret_forms,
+    secret_texts,
+    secret_words,
+)
 from .escape import mask_url_credentials, url_userinfo
 
 
@@ -56,7 +66,9 @@ class Scrubber:
         # Every form of every secret, any length (mask_secrets masks a short one only as its own
         # word). The pattern is built per line from the forms that line holds: compiling one
         # alternation of 10,000 `--api-key` values up front would cost ~90 ms of every such start.
-        self._secrets = tuple({form for s in secrets if s for form in secret_forms(s)})
+        secrets = [s for s in secrets if s]
+        self._secrets = tuple({form for s in secrets for form in secret_forms(s)})
+        self._words = tuple({word for s in secrets for word in secret_words(s)})
 
     @classmethod
     def for_argv(cls, argv: Sequence[str], secrets: SecretSpans | None = None) -> "Scrubber":
@@ -70,7 +82,7 @@ class Scrubber:
 
     def __call__(self, text: str) -> str:
         if self._secrets:
-            text = mask_secrets(text, self._secrets)
+            text = mask_secrets(text, self._secrets, self._words)
         return mask_url_credentials(text)
 
 

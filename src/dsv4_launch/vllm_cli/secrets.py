@@ -132,8 +132,9 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
     ``exact`` for the installed release), the words that may be its values.
 
     Those are, conservatively, the word right after it, whatever it looks like (``--api-key
-    --Zq…``: the value the user meant, though argparse rejects it), and every later word up to
-    the next one that is an option of its own. argparse ends an option's values (any arity) at
+    --Zq…``: the value the user meant, though argparse rejects it) but a known option or an
+    unknown ``--lower-case-name=value``, and every later word up to the next one that is an
+    option of its own. argparse ends an option's values (any arity) at
     the next word it reads as an option, so no word after such an option can be a value of the
     earlier one (``--my-secret-thing S3 --vllm-version 0.33.0 MODEL``: S3 is masked, the rest
     shown). What counts as an option of its own here:
@@ -153,10 +154,12 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
     spans: set[tuple[int, str]] = set()
     masking = False
     right_after = False  # the word right after the option that started masking
+    separated = False  # after a bare "--": argparse reads every word as a positional
     for i, token in enumerate(tokens):
         first, right_after = right_after, False
         name = option_name(token)
         if name is None:
+            separated = separated or token == "--"
             if token == "--" or _names_short(token, short, glued=masking and not first):
                 masking = False
             elif masking:
@@ -166,13 +169,14 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
         secret = _resolves_to_secret(root, known)
         if secret is None and masking:
             own = _OWN_OPTION.match(token) is not None and not looks_like_credential(name)
-            if first or not own:
+            if (first and "=" not in token) or not own:  # "--name=value" right after: its own option
                 spans.add((i, WHOLE))  # maybe the secret itself, or one more value of it
                 masking = masking and not own
                 continue
             masking = False  # an unknown option of its own: the earlier option's values end here
-        if secret and guessed_only:
-            # A recorded secret option: the parse placed its values (dotted ones too). The word
+        if secret and guessed_only and not separated:
+            # A recorded secret option: the parse placed its values (dotted ones too; after a
+            # bare "--" it placed none: there its words are masked as without a parse). The word
             # the user wrote right after it is the value they meant, whatever vLLM's
             # pre-processing makes of it (``--api-key -sk.live-4f9a``: a "dotted option" that
             # swallows the next token): masked too, unless it names a known option.
@@ -244,36 +248,49 @@ _SHORT_WORD = r"(?<![^{b}]){text}(?![^{b}.!?])"
 
 
 def secret_forms(secret: str) -> tuple[str, ...]:
-    """The texts a message may show for ``secret``: as written; as argparse and Python quote
-    a value (``%r``, with its escapes of quotes, backslashes and unprintable characters);
-    JSON-escaped (vLLM's pre-processing folds a dotted option's value into JSON, which
-    argparse may quote again); and, for a secret that
-    looks like an option, the name a message quotes for it: the part before its ``=``
-    (``-Zq01=`` is quoted as ``-Zq01`` in "unrecognized arguments"), with vLLM's ``_`` → ``-``
-    in a ``--`` name up to its first ``.``. Longest first; empty forms left out."""
+    """The texts a message may show for ``secret``, wherever in a line: as written; as
+    argparse and Python quote a value (``%r``, with its escapes of quotes, backslashes and
+    unprintable characters); JSON-escaped (vLLM's pre-processing folds a dotted option's value
+    into JSON, which argparse may quote again). Longest first; empty forms left out."""
     forms = {secret}
     for text in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
         forms.add(text)
         forms.add(repr(text)[1:-1])
-    if secret.startswith("-"):
-        head = secret.split("=", 1)[0]
-        forms.add(head)
-        if head.startswith("--"):
-            root, dot, rest = head[2:].partition(".")
-            forms.add("--" + root.replace("_", "-") + dot + rest)
     return tuple(sorted((f for f in forms if f), key=len, reverse=True))
 
 
-def mask_secrets(text: str, forms: Iterable[str]) -> str:
-    """``text`` with every one of ``forms`` present in it as ``***``.
+def secret_words(secret: str) -> tuple[str, ...]:
+    """The parts of a secret that looks like an option which argparse and our messages quote
+    as words of their own: the name before its ``=`` (``-Zq01=`` is quoted as ``-Zq01`` in
+    "unrecognized arguments"; ``--po=x`` as ``--po`` in "ambiguous option"), with vLLM's
+    ``_`` → ``-`` in a ``--`` name up to its first ``.``; the value after that ``=``; and the
+    value glued to a two-character option (``-qZq01``: argparse reads ``-q Zq01``). Masked only
+    as whole words (``mask_secrets``): ``--po`` inside ``--port`` gives nothing away."""
+    if not secret.startswith("-") or secret == "-":
+        return ()
+    head, eq, value = secret.partition("=")
+    words = {head, value} if eq else {head}
+    if head.startswith("--"):
+        root, dot, rest = head[2:].partition(".")
+        words.add("--" + root.replace("_", "-") + dot + rest)
+    else:
+        words.add(secret[2:])
+    return tuple(sorted((w for w in words if w), key=len, reverse=True))
+
+
+def mask_secrets(text: str, forms: Iterable[str], words: Iterable[str] = ()) -> str:
+    """``text`` with every one of ``forms`` and ``words`` present in it as ``***``.
 
     A form of ``SHORT`` characters or more is masked wherever it occurs (inside a URL, a JSON
-    value, a longer word). A shorter one (a 1- or 2-character secret) only where it stands as
-    its own word — between blanks, quotes, brackets, ``,;:=`` or the ends of the text, as argv
-    words and "unrecognized arguments: …" show them: masking every ``a`` or ``8`` of every line
-    would mangle the output, and inside a longer word it gives nothing away."""
-    present = sorted((f for f in forms if f and f in text), key=len, reverse=True)
+    value, a longer word). A shorter one (a 1- or 2-character secret), and each of ``words``,
+    only where it stands as its own word — between blanks, quotes, brackets, ``,;:=`` or the
+    ends of the text, as argv words and "unrecognized arguments: …" show them: masking every
+    ``a`` or ``8`` of every line would mangle the output, and inside a longer word it gives
+    nothing away."""
+    whole = {w for w in words if w and w in text}
+    present = sorted({f for f in forms if f and f in text} | whole, key=len, reverse=True)
     if not present:
         return text
-    parts = [re.escape(f) if len(f) >= SHORT else _SHORT_WORD.format(b=_BESIDE, text=re.escape(f)) for f in present]
+    parts = [re.escape(f) if len(f) >= SHORT and f not in whole else _SHORT_WORD.format(b=_BESIDE, text=re.escape(f))
+             for f in present]
     return re.sub("|".join(parts), MASK, text)

@@ -46,6 +46,7 @@ from .secrets import (
     mask_secrets,
     secret_forms,
     secret_texts,
+    secret_words,
 )
 
 KV_CACHE_DTYPE = "kv-cache-dtype"  # option name after vLLM's normalisation
@@ -209,9 +210,10 @@ def _scrubbed(message: str, tokens: Sequence[str], spans: SecretSpans, more: Seq
     the values of the ``--config`` file's secret keys."""
     found = {*secret_texts(tokens, spans), *more}
     found |= {_normalise([s])[0] for s in found if s.startswith("--")}  # as quoted after step 4
-    # Each in every form a message may quote it (argparse's %r, JSON, the name before "=");
+    # Each in every form a message may quote it (argparse's %r, JSON; the name before "=" as a word);
     # a short one only where it stands as its own word (secrets.mask_secrets).
-    return mask_secrets(message, {form for secret in found for form in secret_forms(secret)})
+    return mask_secrets(message, {form for secret in found for form in secret_forms(secret)},
+                        {word for secret in found for word in secret_words(secret)})
 
 
 def _cli_only(cli_args: list[str], table: OptionTable) -> dict[str, object]:
