@@ -246,3 +246,10 @@ def test_the_prepared_argv_masks_by_the_moved_positions(v4_dir, tail):
 ])
 def test_secret_options_after_a_bare_separator_are_masked_too(tokens, expected, version):
     assert shown(tokens, version) == expected
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_a_word_glued_to_the_help_flag_is_no_options_value(version):
+    # argparse: "-hZq…" is -h with an explicit argument it refuses; -q/-n/-r take theirs
+    assert shown([M, "--my-secret-thing", S, "-hZq81x", "k2"], version) == [M, "--my-secret-thing", MASK, MASK, MASK]
+    assert shown([M, "--my-secret-thing", S, "-n2", "k2"], version) == [M, "--my-secret-thing", MASK, "-n2", "k2"]

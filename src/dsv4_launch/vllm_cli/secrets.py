@@ -206,7 +206,10 @@ def _names_short(token: str, short: frozenset[str], *, glued: bool) -> bool:
     take this form) and ``-O3``/``-Ox``/``-O=3`` (vLLM's pre-processing: ``--optimization-level``)."""
     if token.split("=", 1)[0] in short:
         return True
-    return glued and len(token) > 2 and (token[:2] in short or (token.startswith("-O") and token != "-O"))
+    # "-h" is the one two-character flag of every recorded table: "-hX" is argparse's error
+    # ("ignored explicit argument 'X'"), no value of an option: judged like any other word.
+    return glued and len(token) > 2 and ((token[:2] in short and token[:2] != "-h")
+                                         or (token.startswith("-O") and token != "-O"))
 
 
 def follow_edit(spans: SecretSpans, before: Sequence[str], after: Sequence[str]) -> SecretSpans:
