@@ -293,3 +293,21 @@ def test_doctor_json_says_its_exit_status_and_no_error_when_it_ran(tmp_path):
     status = run_doctor([M], as_json=True, ctx=Context(**fakes, env={}, stdout=out, stderr=io.StringIO(), read_runtime=lambda python, shapes: (None, "not inspected")))
     data = json.loads(out.getvalue())
     assert data["exit_status"] == status and data["error"] is None and data["ok"] is (status == 0)
+
+
+@pytest.mark.parametrize("allowed,loaded", [
+    (None, True), ("dsv4_launch", True), ("other,dsv4_launch", True),
+    ("", False),  # envs.py: "".split(",") == [""], an allow-list naming no plugin
+    ("other, dsv4_launch", False), (" dsv4_launch", False),  # plugin.name in the list, blanks kept
+    (",", False), ("DSV4_LAUNCH", False),
+])
+def test_vllm_plugins_is_read_as_vllm_splits_it(allowed, loaded):
+    # vllm/plugins/__init__.py load_plugins_by_group: `plugin.name in envs.VLLM_PLUGINS` (0.24–0.33)
+    from dsv4_launch.core.doctor import plugin_line
+
+    rt = VllmRuntime(python="3.11.7", vllm_version="0.33.0", vllm_where="here",
+                     report={"plugins": [{"name": "dsv4_launch", "value": "dsv4_launch.plugin:register"}]})
+    line = plugin_line(rt, {} if allowed is None else {"VLLM_PLUGINS": allowed}, "dsv4_launch")
+    assert (line.status == OK) is loaded, line
+    if allowed == "":
+        assert line.detail.startswith("installed, but VLLM_PLUGINS='' does not list dsv4_launch")

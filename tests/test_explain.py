@@ -104,6 +104,12 @@ CASES = [
     ("dspark-v2-unsupported", "0.30.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for "
                                          "VllmConfig", "  Value error, Model Runner V1 does not support: dspark "
                                          "speculative decoding [type=value_error]"]),
+    ("pp-layer-partition-invalid", "0.33.0", traceback([("distributed/utils.py", 223, "get_pp_indices",
+                                                          'raise ValueError(f"{sum(partitions)=} does not match '
+                                                          '{num_hidden_layers=}.")')],
+                                                        "ValueError: sum(partitions)=42 does not match "
+                                                        "num_hidden_layers=43.")),
+    ("pp-layer-partition-invalid", "0.24.0", traceback([], "ValueError: Invalid partition string: ")),
     ("mega-moe-needs-ep", "0.24.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert "
                                               "parallel. Enable it with --enable-expert-parallel, or pick a different "
                                               "moe backend.")),

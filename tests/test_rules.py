@@ -114,6 +114,8 @@ CASES = {
                     ([M, "-tp", "8", "-dp", "2"], {"gpu": big(*[SM120] * 16), "config": V4_FULL})),
     "tp-pp-gpus": (([M, "-tp", "4", "-pp", "2"], {"gpu": big(*[SM120] * 4)}),
                    ([M, "-tp", "4", "-pp", "2"], {"gpu": big(*[SM120] * 8)})),
+    "pp-layer-partition-invalid": (([M, "-pp", "2"], {"config": V4_FULL, "env": {"VLLM_PP_LAYER_PARTITION": "22,22"}}),
+                                   ([M, "-pp", "2"], {"config": V4_FULL, "env": {"VLLM_PP_LAYER_PARTITION": "22,21"}})),
     "block-size": (([M, "--block-size", "128"], {}), ([M, "--block-size", "512"], {})),
     "block-size-v41": (([M, "--block-size", "64"], {"config": V41}), ([M, "--block-size", "64"], {"config": V41,
                                                                                                  "gpu": big(SM90)})),
@@ -364,7 +366,10 @@ def test_the_fp4_indexer_opt_out_is_dropped_not_turned_into_an_opt_in():
     ("kv-not-fp8", [M, "--kv-cache-dtype", "bfloat16"], {"version": "0.29.0"}),
     ("fp4-indexer-off-sm10", [M, "--attention_config.use_fp4_indexer_cache=True"], {"version": "0.27.1"}),
 ])
-@pytest.mark.parametrize("value,optimized", [("1", True), ("2", True), ("yes", True), ("0", False), ("-1", False)])
+# CPython's reading (get_env_flag): "" is unset; text strtol does not read whole, or a negative number,
+# is level 1 (tests/test_env_values.py checks each against a real interpreter's sys.flags.optimize)
+@pytest.mark.parametrize("value,optimized", [("1", True), ("2", True), ("yes", True), ("0", False), ("-1", True),
+                                             ("", False), (" ", True), ("0 ", True), (" 0", False), ("-0", False)])
 def test_a_refusal_resting_on_a_bare_assert_is_a_warning_under_pythonoptimize(rule, tokens, kw, value, optimized):
     found, plan = findings(tokens, env={"PYTHONOPTIMIZE": value}, **kw)
     finding = found[rule]

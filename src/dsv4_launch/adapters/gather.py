@@ -146,7 +146,7 @@ def gather_facts(
         gpus_read=gpus.read,
         vllm_version=vllm.version,
         vllm_note=vllm.note,
-        env={k: env[k] for k in RULE_ENV if env.get(k)},
+        env={k: env[k] for k in RULE_ENV if k in env},  # set but empty too: vLLM reads "" (int("") raises)
         accepted_values=table.accepted_values,
         accepted_values_exact=table.exact,
         memory=weights,

@@ -178,9 +178,12 @@ def plugin_line(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
         how = f"; to install it there: {plugin_hint}" if plugin_hint else ""
         return DoctorLine("plugin", OK, "not installed in vLLM's environment: plain `vllm serve`, LLM() and Ray "
                      f"workers there get no KV fix (README: Without changing your command){how}")
+    # vllm/plugins/__init__.py load_plugins_by_group: ``plugin.name in envs.VLLM_PLUGINS``, the
+    # variable split on "," as it is (envs.py): no blanks stripped, and "" is [""], loading none
     allowed = env.get("VLLM_PLUGINS")
-    if allowed is not None and our_entry not in [a.strip() for a in allowed.split(",")]:
-        return DoctorLine("plugin", WARN, f"installed, but VLLM_PLUGINS={allowed} does not list {our_entry}: vLLM will not load it")
+    if allowed is not None and our_entry not in allowed.split(","):
+        shown = repr(allowed) if not allowed.strip() else allowed
+        return DoctorLine("plugin", WARN, f"installed, but VLLM_PLUGINS={shown} does not list {our_entry}: vLLM will not load it")
     from .settings import disable_switch
 
     if disable_switch(env)[0]:

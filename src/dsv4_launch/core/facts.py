@@ -17,7 +17,8 @@ from .records import EMPTY, Record
 from .settings import TRUE
 from .weights import WeightFacts
 
-# Environment variables the rules read (gather copies just these into Facts.env).
+# Environment variables the rules read (gather copies just these into Facts.env, set-but-empty ones
+# too: vLLM reads "" as the text it is, e.g. int("") raises; each reader treats "" as its reader does).
 RULE_ENV = (
     "VLLM_ATTENTION_BACKEND",
     "VLLM_USE_DEEP_GEMM",
@@ -27,6 +28,7 @@ RULE_ENV = (
     "VLLM_PLUGINS",
     "PYTHONOPTIMIZE",  # vLLM's bare asserts are skipped under -O
     "VLLM_PP_LAYER_PARTITION",  # the layers of each pipeline stage (get_pp_indices)
+    "VLLM_USE_RAY_V2_EXECUTOR_BACKEND",  # Ray's V1/V2 executor (core/memory.py, in-flight batches)
 )
 
 
@@ -65,7 +67,7 @@ class Facts(Record):
     vllm_version: str | None = None
     vllm_note: str | None = None
     newest_release: str | None = None  # the newest vLLM release dsv4-launch knows (its option tables)
-    env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set
+    env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set (empty ones included)
     accepted_values: Mapping[str, tuple[str, ...]] = EMPTY  # what vLLM accepts per setting (nearest table)
     accepted_values_exact: bool = False  # recorded from this very vLLM release
     memory: WeightFacts | None = None  # the checkpoint's bytes and shards (DeepSeek-V4 only)
@@ -158,11 +160,14 @@ def as_human_int(value: object) -> int | None:
 def vllm_env_bool(value: str | None) -> bool | str | None:
     """A vLLM boolean environment variable as ``envs.py`` reads it (``bool(int(v))``, e.g.
     VLLM_USE_V2_MODEL_RUNNER): None when unset, True/False, or the text itself when ``int()``
-    fails on it (vLLM raises)."""
+    fails on it (vLLM raises) — the empty text too. Python's own ``int`` judges it (blanks around
+    it, a sign, ``1_0``, non-ASCII digits, as vLLM's Python reads them); longer than Python's
+    4300-digit limit for ``int`` counts as failing."""
     if value is None:
         return None
-    text = value.strip()
-    body = text[1:] if text[:1] in "+-" else text
-    if not body.isdigit() or not body.isascii():
+    if len(value) > 4300:
         return value
-    return int(text) != 0
+    try:
+        return int(value) != 0
+    except ValueError:
+        return value

@@ -39,7 +39,7 @@ FINDING_ORDER = (
     "fp4-indexer-off-sm10", "fp4-indexer-removed", "mxfp4-indexer-off-sm10", "indexer-dtype-unsupported",
     "indexer-dtype-ignored",
     # parallel sizes, the block size
-    "tp-heads", "tp-o-groups", "tp-pp-gpus", "block-size", "block-size-v41",
+    "tp-heads", "tp-o-groups", "tp-pp-gpus", "pp-layer-partition-invalid", "block-size", "block-size-v41",
     # speculative decoding
     "dspark-before-0.25", "dspark-without-module", "dspark-pp", "dspark-k-below-block", "dspark-v1-runner",
     "dspark-v2-unsupported", "draft-kv-not-fp8", "mtp-on-dspark-checkpoint",

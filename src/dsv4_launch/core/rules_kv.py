@@ -8,6 +8,8 @@ are shown in.
 
 from __future__ import annotations
 
+import re
+
 from .facts import Facts, as_bool, as_int, attention_backend, json_option
 from .gpus import DSV4_FAMILIES, GpuInfo
 from .kv import AUTO_VALUES, DSV4_BACKEND_NAMES, FLASHINFER_DSV4, FLASHMLA_BACKENDS, FP8_DS_MLA, dsv4_backend, kv_path
@@ -69,14 +71,22 @@ def is_nvfp4_on_mla(kv: str, version: str | None) -> bool:
     return kv.startswith("nvfp4") and not kv.endswith("_ds_mla")
 
 
+_C_INT = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")  # what C's strtol(s, &end, 10) reads
+
+
 def _optimized(facts: Facts) -> bool:
-    """Python runs vLLM with -O (PYTHONOPTIMIZE as CPython reads it: a number above 0, or any
-    other non-empty text), so vLLM's bare ``assert`` statements are skipped."""
-    value = (facts.env.get("PYTHONOPTIMIZE") or "").strip()
+    """Python runs vLLM with -O, so vLLM's bare ``assert`` statements are skipped. PYTHONOPTIMIZE as
+    CPython reads it (Python/initconfig.c get_env_flag, 3.10–3.13): the empty text is unset; else
+    ``_Py_str_to_int`` (strtol: leading blanks, a sign, digits, and nothing after them) — a
+    number above 0 is -O, 0 is not, anything else (``" "``, ``"0 "``, ``"yes"``, a negative
+    number) counts as 1."""
+    value = facts.env.get("PYTHONOPTIMIZE")
     if not value:
         return False
-    level = as_int(value)
-    return level is None or level > 0
+    number = _C_INT.fullmatch(value)
+    if number is None or number.group(1) == "-" and number.group(2).strip("0"):
+        return True
+    return bool(number.group(2).strip("0"))
 
 
 def _assert_doubt(facts: Facts, releases: VersionRange, then: str) -> dict:

@@ -5,7 +5,7 @@ recipes set. Each check sits under its row (``@row``; ``core/rules.py``).
 
 from __future__ import annotations
 
-from .facts import Facts, json_option
+from .facts import Facts, as_int, json_option
 from .gpus import GpuInfo
 from .memory import max_model_len_tried
 from .model import V41
@@ -19,6 +19,7 @@ from .rules import (
     WARN,
     Rule,
     row,
+    setting,
     v2_runner_env,
 )
 from .versions import VersionRange
@@ -203,6 +204,12 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
 # --- the environment --------------------------------------------------------------------------
 
 
+def shown_env(value: str) -> str:
+    """An environment value for a message: as it is, but quoted where it is empty or only blanks
+    (``VLLM_USE_V2_MODEL_RUNNER=''``), which would otherwise read as nothing."""
+    return repr(value) if not value.strip() else value
+
+
 @row(
     ROWS,
     id="v2-runner-env-not-int", level=WARN, evidence=CITED,
@@ -215,7 +222,80 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
 )
 def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     value = v2_runner_env(facts)
-    return {"value": value} if isinstance(value, str) else None
+    return {"value": shown_env(value)} if isinstance(value, str) else None
+
+
+# DeepSeek-V4.1's own model (vllm/models/deepseek_v41/, make_layers) exists from 0.30; V4's builds
+# its layers with make_layers in every release (deepseek_v4/{nvidia,amd,xpu,cpu}/model.py).
+PP_PARTITION_V41 = VersionRange(since="0.30.0")
+
+
+def pp_partition_error(text: str | None, layers: int | None, pp: int) -> str | None:
+    """What ``get_pp_indices`` (vllm/distributed/utils.py, the same three checks 0.24–0.33) raises
+    for ``VLLM_PP_LAYER_PARTITION=text`` with ``num_hidden_layers=layers`` (None: unknown, the sum
+    is not judged) and ``pp_size=pp``: its ValueError's text, or None (unset, or accepted).
+    Python's ``int`` reads each part as vLLM's does (blanks, a sign, ``1_0``; "" fails)."""
+    if text is None:
+        return None
+    try:
+        parts = [int(part) for part in text.split(",")]
+    except ValueError:
+        return f"Invalid partition string: {text}"
+    if len(parts) != pp:
+        return f"len(partitions)={len(parts)} does not match pp_size={pp}."
+    if layers is not None and sum(parts) != layers:
+        return f"sum(partitions)={sum(parts)} does not match num_hidden_layers={layers}."
+    return None
+
+
+def _even_partition(layers: int, pp: int) -> str:
+    """get_pp_indices' own split without the variable: even parts, the remainder to the stages
+    before the last."""
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return ",".join(map(str, parts))
+
+
+@row(
+    ROWS,
+    id="pp-layer-partition-invalid", level=REFUSE, evidence=CITED,
+    title="`VLLM_PP_LAYER_PARTITION` that is not one layer count per pipeline stage adding up to "
+    "`num_hidden_layers` (also with `--pipeline-parallel-size 1`; set but empty too; DeepSeek-V4.1 from {v41_since})",
+    effect="`ValueError` from `get_pp_indices` (`Invalid partition string`, `len(partitions)=… does not match "
+    "pp_size=…`, `sum(partitions)=… does not match num_hidden_layers=…`) when the model builds its layers",
+    message="VLLM_PP_LAYER_PARTITION={value} with {setting}: {vllm} raises ValueError ('{error}') in get_pp_indices "
+    "when DeepSeek-V4 builds its layers (make_layers, on every pipeline stage)",
+    fix="{fix}",
+    reference="vllm/distributed/utils.py get_pp_indices; vllm/model_executor/models/utils.py make_layers",
+    models=BOTH, releases={"v41": PP_PARTITION_V41},
+)
+def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
+    text = facts.env.get("VLLM_PP_LAYER_PARTITION")
+    if text is None or (facts.model.family == V41 and PP_PARTITION_V41.contains(facts.vllm_version) is False):
+        return None
+    raw = facts.args.value("pipeline_parallel_size")
+    pp = 1 if raw is None else as_int(raw)
+    if pp is None or pp < 1:
+        return None  # not a size vLLM runs with: other rows (or vLLM's parser) speak
+    # --hf-overrides may change num_hidden_layers: the sum is then not judged
+    layers = None if facts.args.value("hf_overrides") else facts.model.number("num_hidden_layers")
+    error = pp_partition_error(text, layers, pp)
+    if error is None:
+        return None
+    where = setting(facts, "pipeline_parallel_size", "--pipeline-parallel-size") if raw is not None \
+        else "--pipeline-parallel-size 1 (the default)"
+    if pp == 1:
+        fix = ("unset VLLM_PP_LAYER_PARTITION (with one pipeline stage it can only be the layer count"
+               + (f", {layers})" if layers is not None else ", num_hidden_layers)"))
+    elif layers is not None and layers >= pp:
+        fix = (f"unset VLLM_PP_LAYER_PARTITION (vLLM then splits the {layers} layers itself), or give {pp} "
+               f"comma-separated layer counts adding up to {layers}, e.g. "
+               f"VLLM_PP_LAYER_PARTITION={_even_partition(layers, pp)}")
+    else:
+        fix = (f"unset VLLM_PP_LAYER_PARTITION, or give {pp} comma-separated layer counts adding up to the "
+               "model's num_hidden_layers")
+    return {"value": shown_env(text), "setting": where, "error": error, "fix": fix}
 
 
 RECIPE_RULES: tuple[Rule, ...] = tuple(ROWS)

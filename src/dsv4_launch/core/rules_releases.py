@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .facts import Facts
+from .facts import Facts, vllm_env_bool
 from .gpus import GpuInfo, describe_kinds
 from .rules import (
     BOTH,
@@ -158,7 +158,9 @@ def sm12_degenerate_output(facts: Facts, gpu: GpuInfo | None):
     vllm=VersionRange(since="0.24.0", before="0.24.1"),
 )
 def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
-    return None if (facts.env.get("VLLM_USE_DEEP_GEMM") or "").strip() == "0" else {}
+    # envs.py: bool(int(os.getenv("VLLM_USE_DEEP_GEMM", "1"))) — off only where int() reads 0; text
+    # int() fails on (the empty one too) raises before any warm-up (deep-gemm-env-not-int)
+    return {} if vllm_env_bool(facts.env.get("VLLM_USE_DEEP_GEMM")) in (None, True) else None
 
 
 @row(

@@ -209,6 +209,15 @@ SIGNATURES: tuple[Signature, ...] = (
         ":983@0.30.0, :1006@0.31.0, :1052@0.32.0, :1071@0.33.0",
     ),
     Signature(
+        rule="pp-layer-partition-invalid", exception="ValueError",
+        pattern=r"Invalid partition string: |len\(partitions\)=\d+ does not match pp_size=\d+"
+        r"|sum\(partitions\)=-?\d+ does not match num_hidden_layers=\d+",
+        source="vllm/distributed/utils.py:131@0.24.0, :149@0.25.0–0.30.0, :150@0.31.0, :147@0.32.0, :219@0.33.0 "
+        "(get_pp_indices; its count and sum checks follow within five lines)",
+        fill={"fix": "unset VLLM_PP_LAYER_PARTITION, or give one comma-separated layer count per pipeline stage "
+                     "adding up to the model's num_hidden_layers (43 for DeepSeek-V4-Flash, 61 for DeepSeek-V4-Pro)"},
+    ),
+    Signature(
         rule="block-size", exception="ValueError",
         pattern=r"No common block size for \d+",
         source="vllm/v1/worker/utils.py:328@0.24.0–0.25.1, :348@0.26.0, :332@0.27.0–0.27.1, :367@0.28.0, "
