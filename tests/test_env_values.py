@@ -174,3 +174,19 @@ def test_pythonoptimize_is_read_as_cpython_reads_it(value):
     found, _ = rules(["--kv-cache-dtype", "bfloat16"], env={"PYTHONOPTIMIZE": value}, version="0.29.0")
     softened = "PYTHONOPTIMIZE is set" in found["kv-not-fp8"].text
     assert softened is (int(optimize) > 0), optimize
+
+
+@pytest.mark.parametrize("value", ["", " ", "0", "00", "0_0", "1", " 1 ", "true", "off", "1.0"])
+@pytest.mark.parametrize("version,where", [("0.24.0", "the kernel warm-up reads it on every start"),
+                                           ("0.28.0", "the kernel warm-up reads it on every start"),
+                                           ("0.29.0", "DeepGEMM's support check"),
+                                           ("0.33.0", "DeepGEMM's support check")])
+def test_a_deepgemm_value_int_fails_on_is_a_warning_saying_where(value, version, where):
+    # envs.py: bool(int(os.getenv("VLLM_USE_DEEP_GEMM", "1"))); kernel_warmup.py reads it first
+    # in do_deep_gemm_warmup (:60@0.24 … :152@0.28), later only is_deep_gemm_supported does
+    found, plan = rules([], env={"VLLM_USE_DEEP_GEMM": value}, version=version)
+    assert ("deep-gemm-env-not-int" in found) is _int_fails(value)
+    if _int_fails(value):
+        finding = found["deep-gemm-env-not-int"]
+        assert finding.level == "warn" and finding.text not in plan.refusals and where in finding.text
+        assert finding.text.startswith(f"VLLM_USE_DEEP_GEMM={value if value.strip() else repr(value)}: ")

@@ -73,6 +73,7 @@ CASES = {
     "sm12-0.26-garbage": (([M], {"version": "0.26.0"}), ([M], {"version": "0.28.0"})),
     "v2-runner-env-not-int": (([M], {"env": {"VLLM_USE_V2_MODEL_RUNNER": "false"}}),
                               ([M], {"env": {"VLLM_USE_V2_MODEL_RUNNER": "0"}})),
+    "deep-gemm-env-not-int": (([M], {"env": {"VLLM_USE_DEEP_GEMM": ""}}), ([M], {"env": {"VLLM_USE_DEEP_GEMM": "0"}})),
     "mega-moe-nvfp4": (([M, *MEGA, *EP], {"gpu": big(SM100), "config": NVFP4["config"]}),
                        ([M, *MEGA, *EP], {"gpu": big(SM100), "config": V4_FULL})),
     "indexer-dtype-unsupported": (([M, "--attention-config.indexer_kv_dtype", "bf16"], {}),

@@ -33,7 +33,7 @@ FINDING_ORDER = (
     "attention-env-ignored",
     # GPUs and releases
     "sm11-thor", "gpu-too-old", "sm12-before-0.24", "sm12-0.27", "sm12-0.26-garbage", "sm12-0.24-deepgemm",
-    "sm10-0.28-v2-runner", "v2-runner-env-not-int", "h20-0.27.1", "gb10-stock", "mixed-gpus",
+    "sm10-0.28-v2-runner", "v2-runner-env-not-int", "deep-gemm-env-not-int", "h20-0.27.1", "gb10-stock", "mixed-gpus",
     # the Blackwell data-centre recipe's flags copied elsewhere: MoE backend, sparse indexer
     "mega-moe-needs-ep", "mega-moe-fp4", "mega-moe-nvfp4", "mega-moe-not-sm100",
     "fp4-indexer-off-sm10", "fp4-indexer-removed", "mxfp4-indexer-off-sm10", "indexer-dtype-unsupported",

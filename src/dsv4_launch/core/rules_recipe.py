@@ -5,7 +5,7 @@ recipes set. Each check sits under its row (``@row``; ``core/rules.py``).
 
 from __future__ import annotations
 
-from .facts import Facts, as_int, json_option
+from .facts import Facts, as_int, json_option, vllm_env_bool
 from .gpus import GpuInfo
 from .memory import max_model_len_tried
 from .model import V41
@@ -223,6 +223,32 @@ def shown_env(value: str) -> str:
 def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     value = v2_runner_env(facts)
     return {"value": shown_env(value)} if isinstance(value, str) else None
+
+
+DEEP_GEMM_READ_AT_WARMUP = VersionRange(before="0.29.0")  # kernel_warmup.py:60@0.24 … :152@0.28 reads it
+
+
+@row(
+    ROWS,
+    id="deep-gemm-env-not-int", level=WARN, evidence=CITED,
+    title="`VLLM_USE_DEEP_GEMM` set to something other than an integer (`false`, `yes`, empty)",
+    effect="`ValueError: invalid literal for int() with base 10` where vLLM reads it (it parses `bool(int(v))`): "
+    "the kernel warm-up of every start before {warmup_before}, DeepGEMM's support check",
+    message="VLLM_USE_DEEP_GEMM={value}: vLLM reads this variable as bool(int(value)), so this value raises "
+    "ValueError ('invalid literal for int()') where it is read ({where})",
+    fix="VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it",
+    reference="vllm/envs.py VLLM_USE_DEEP_GEMM; vllm/utils/deep_gemm.py is_deep_gemm_supported; "
+    "vllm/model_executor/warmup/kernel_warmup.py", models=BOTH, releases={"warmup": DEEP_GEMM_READ_AT_WARMUP},
+)
+def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
+    text = facts.env.get("VLLM_USE_DEEP_GEMM")
+    if not isinstance(vllm_env_bool(text), str):
+        return None
+    at_warmup = DEEP_GEMM_READ_AT_WARMUP.contains(facts.vllm_version)
+    where = ("the kernel warm-up reads it on every start, after the weight load" if at_warmup
+             else "DeepGEMM's support check, is_deep_gemm_supported" if at_warmup is False
+             else f"the kernel warm-up before {DEEP_GEMM_READ_AT_WARMUP.before} on every start; DeepGEMM's support check")
+    return {"value": shown_env(text or ""), "where": where}
 
 
 # DeepSeek-V4.1's own model (vllm/models/deepseek_v41/, make_layers) exists from 0.30; V4's builds
