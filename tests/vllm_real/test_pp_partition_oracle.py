@@ -91,3 +91,38 @@ def test_the_plan_refuses_exactly_where_vllm_raises(real_vllm, vllm_get_pp_indic
             if suggested and vllm_get_pp_indices(suggested.group(1), layers, pp) is not None:
                 wrong.append(f"{text!r} pp={pp}: the fix's {suggested.group(1)} is refused by vLLM too")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.rule("pp-layer-partition-invalid")
+@pytest.mark.parametrize("text,pp", [("", 1), ("22,21", 1), ("22,22", 2)])
+def test_explain_reads_vllms_own_traceback(tmp_path, real_vllm, monkeypatch, text, pp):
+    # the real ValueError of get_pp_indices, formatted by traceback, logged the way vLLM's logger does
+    import io
+    import json
+    import traceback
+
+    import vllm.envs as envs
+    from vllm.distributed.utils import get_pp_indices
+
+    from dsv4_launch.commands.context import Context
+    from dsv4_launch.commands.explain import run_explain
+
+    monkeypatch.setenv(VAR, text)
+    if getattr(envs, "_is_envs_cache_enabled", lambda: False)():
+        envs.disable_envs_cache()
+    try:
+        get_pp_indices(43, 0, pp)
+    except ValueError:
+        formatted = traceback.format_exc()
+    else:
+        pytest.fail(f"get_pp_indices took {text!r} with pp={pp}")
+    _, _, version = real_vllm
+    lines = [f"(APIServer pid=1) INFO 12-01 08:00:00 [entrypoints/.../utils/api_utils.py:339] vLLM server version "
+             f"{version}, serving model {M}"]
+    lines += [f"(EngineCore_DP0 pid=77) ERROR 12-01 08:00:01 [v1/engine/core.py:1231] {line}"
+              for line in ["EngineCore failed to start.", *formatted.rstrip("\n").split("\n")]]
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = io.StringIO()
+    assert run_explain([str(path)], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO())) == 0
+    assert "pp-layer-partition-invalid" in [item["rule"] for item in json.loads(out.getvalue())["explained"]]
