@@ -81,3 +81,16 @@ def test_accepted_only_when_it_is_a_count_and_a_known_name(text):
         assert text.strip(" ").isdigit()
     else:
         assert preset in PRESETS
+
+
+def test_a_huge_value_is_cut_in_the_error_line(capsys):
+    """Outside text in an own option's error: escaped and cut (a 5,000-character --gpus is not
+    worth a 5,000-character line), exit 2, no traceback."""
+    from dsv4_launch.commands.cli import main
+
+    status = main(["fit", "--gpus", "8xH" + "2" * 5000])
+    err = capsys.readouterr().err
+    assert status == 2 and len(err) < 500 and "…" in err and "Traceback" not in err
+    status = main(["fit", "--gpu-memory", "9" * 5000 + "\x1b"])
+    err = capsys.readouterr().err
+    assert status == 2 and len(err) < 500 and "\x1b" not in err

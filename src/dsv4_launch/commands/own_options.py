@@ -53,8 +53,16 @@ def split_own_options(command: str, tokens: Sequence[str], spec: OptionSpec) -> 
                 try:
                     own[key] = convert(value)
                 except ValueError as exc:
-                    raise UsageError(f"dsv4-launch {command}: {name} {value!r}: {exc}") from None
+                    raise UsageError(f"dsv4-launch {command}: {name} {_shown(value)}: {_shown(str(exc), 300, quote=False)}") from None
         else:
             rest.append(token)
         i += 1
     return own, rest
+
+
+def _shown(text: str, limit: int = 60, quote: bool = True) -> str:
+    """Outside text in an error line: ``repr``'d (control characters escaped), cut at ``limit``
+    characters — a 5,000-character value is not worth a 5,000-character line."""
+    cut = text if len(text) <= limit else text[:limit]
+    shown = repr(cut) if quote else cut
+    return shown + ("…" if len(text) > limit else "")

@@ -466,12 +466,13 @@ def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list
         namespace, extras = parser.parse_known_args(processed)
     except argparse.ArgumentError as exc:
         raise _ParseRejected(str(exc)) from None
-    unknown = [str(e) for e in extras if e.startswith("-")]
+    unknown = [str(e) for e in extras if e.startswith("-") and e != "--"]  # "--" names no option
     if extras and (table.exact or not unknown):
         # The table was recorded from this very vLLM: it would reject these too. Only option
         # names are quoted: a stray word may be a secret meant for a misspelt option.
-        others = len(extras) - len(unknown)
-        words = [u.split("=", 1)[0] for u in unknown]
+        dashes = extras.count("--")
+        others = len(extras) - len(unknown) - dashes
+        words = [u.split("=", 1)[0] for u in unknown] + ["--"] * dashes
         words += [f"{others} other word{'s' if others > 1 else ''}"] if others else []
         raise _ParseRejected(f"unrecognized arguments: {', '.join(words)}")
     return vars(namespace), unknown, parser.secret_values
