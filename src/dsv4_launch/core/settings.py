@@ -167,4 +167,6 @@ ENV_VARS: tuple[tuple[str, str], ...] = (
     ("HUGGINGFACE_HUB_CACHE, XDG_CACHE_HOME, TRANSFORMERS_OFFLINE",
      "the same, read as huggingface_hub reads them (its precedence, ~ and $VAR expanded)"),
     ("VLLM_PP_LAYER_PARTITION", "the layers of each pipeline stage, as vLLM splits them (memory fit)"),
+    ("VLLM_USE_V2_MODEL_RUNNER, VLLM_USE_RAY_V2_EXECUTOR_BACKEND",
+     "the model runner and Ray executor vLLM picks (rows; the tokens in flight in the memory fit)"),
 )
