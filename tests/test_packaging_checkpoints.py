@@ -1,4 +1,4 @@
-"""the known-checkpoint files (data/checkpoints/*.json) reach the wheel and the sdist,
+"""The known-checkpoint files (data/checkpoints/*.json) reach the wheel and the sdist,
 and a start from the installed wheel finds an entry. tests/test_packaging.py checks only the
 top-level data/*.json (the option tables), so a package-data glob that lost the folder would
 pass there. Nothing is faked: the wheel is the one tests/test_packaging.py builds."""
