@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
 from dataclasses import dataclass
 
 import pytest
 
 from dsv4_launch.core import kv_plan
-from dsv4_launch.core.memory import IN_FLIGHT_TOKENS, MXFP4_INDEXER_STATE, kv_family
+from dsv4_launch.core.args import ServeArgs
+from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.memory import IN_FLIGHT_TOKENS, MXFP4_INDEXER_STATE, draft_kv, kv_family
+from dsv4_launch.core.model import ModelFacts
 
 pytestmark = pytest.mark.rule("max-model-len-too-long")
 
@@ -119,3 +123,82 @@ def test_the_longest_request_a_budget_admits_is_vllms(planner, which, mnbt, batc
         # and the length we would suggest (rounded down to the block) is admitted too
         if ours >= 256:
             assert c.theirs_admit(available, ours // 256 * 256) is None
+
+
+# --- the speculative draft's caches (MTP, DSpark) ----------------------------------------
+# (model, max_num_batched_tokens, batches in flight, PP, method, num_speculative_tokens, the
+# draft's layers: num_nextn_predict_layers for MTP — 1 on every DeepSeek-V4 checkpoint, 3 a
+# multi-module MTP no checkpoint has yet, which retains k − 1 tokens more in every window from
+# 0.28 — or DSpark's n_mtp_layers, 3 by default)
+SPEC_CASES = [
+    ("flash", 8192, 2, 1, "mtp", 1, 1), ("flash", 8192, 2, 1, "mtp", 2, 1), ("flash", 2048, 2, 1, "mtp", 3, 1),
+    ("pro", 8192, 2, 1, "mtp", 1, 1), ("pro", 16384, 2, 1, "mtp", 2, 1),
+    ("flash", 8192, 3, 2, "mtp", 1, 1), ("pro", 8192, 5, 4, "mtp", 2, 1),
+    ("flash", 8192, 2, 1, "mtp", 3, 3), ("flash", 8192, 2, 1, "dspark", 5, 3), ("pro", 8192, 3, 2, "dspark", 5, 3),
+]
+
+
+def spec_case(planner, which, mnbt, batches, pp, method, k, layers):
+    """Ours through core/memory.py's own reading of the speculative config (draft_kv), the
+    release's through its own classes with the stand-in SpeculativeConfig of kv_specs."""
+    kv_specs, version = planner
+    if method == "dspark" and not kv_specs.knows_method("dspark"):
+        pytest.skip(f"vLLM {version} has no DSpark")
+    config = {"num_nextn_predict_layers": layers if method == "mtp" else 1, "n_mtp_layers": layers}
+    spec_json = json.dumps({"method": method, "num_speculative_tokens": k})
+    facts = Facts(args=ServeArgs((), {"speculative_config": spec_json}), model=ModelFacts(None, config=config),
+                  gpus=None, vllm_version=version)
+    draft, retained = draft_kv(facts)
+    assert draft == layers
+    ratios = FLASH if which == "flash" else PRO
+    in_flight = mnbt * batches
+    counted = in_flight if IN_FLIGHT_TOKENS.contains(version) else mnbt
+    spec = kv_specs.speculative(method, k, layers if method == "mtp" else 1)
+    plans = kv_plan.stage_plans(ratios, kv_family(version), pp, "fp8", None, draft, retained)
+    return kv_specs, ratios, in_flight, counted, spec, plans
+
+
+@pytest.mark.parametrize("which,mnbt,batches,pp,method,k,layers", SPEC_CASES)
+def test_with_a_draft_one_request_needs_what_vllm_charges_to_the_byte(planner, which, mnbt, batches, pp, method, k,
+                                                                       layers):
+    kv_specs, ratios, in_flight, counted, spec, plans = spec_case(planner, which, mnbt, batches, pp, method, k, layers)
+    for length in (1, 4096, 65_536, 262_144, 1_048_576):
+        ours = [p.need(length, counted) for p in plans]
+        theirs = kv_specs.need(ratios, length, mnbt, in_flight, pp, 132, spec, layers)
+        assert ours == theirs, (length, ours, theirs)
+
+
+@pytest.mark.parametrize("which,mnbt,batches,pp,method,k,layers", SPEC_CASES)
+def test_what_the_draft_adds_is_what_vllm_adds(planner, which, mnbt, batches, pp, method, k, layers):
+    kv_specs, ratios, in_flight, counted, spec, plans = spec_case(planner, which, mnbt, batches, pp, method, k, layers)
+    plain = kv_plan.stage_plans(ratios, kv_family(planner[1]), pp, "fp8")
+    theirs_plain = kv_specs.need(ratios, 262_144, mnbt, in_flight, pp, 132)
+    theirs = kv_specs.need(ratios, 262_144, mnbt, in_flight, pp, 132, spec, layers)
+    assert [p.need(262_144, counted) for p in plain] == theirs_plain
+    # what the draft adds (often nothing: one more sliding-window cache can fit in the padding
+    # the planner already charges) is what vLLM adds, on every stage
+    ours = [p.need(262_144, counted) for p in plans]
+    assert [a - b.need(262_144, counted) for a, b in zip(ours, plain)] == \
+        [a - b for a, b in zip(theirs, theirs_plain)]
+
+
+@pytest.mark.parametrize("which,mnbt,batches,pp,method,k,layers", SPEC_CASES)
+@pytest.mark.parametrize("budget_gib", [2.0, 6.2, 9.5, 30.0])
+def test_with_a_draft_the_longest_request_admitted_is_vllms(planner, which, mnbt, batches, pp, method, k, layers,
+                                                           budget_gib):
+    kv_specs, ratios, in_flight, counted, spec, plans = spec_case(planner, which, mnbt, batches, pp, method, k, layers)
+    available = int(budget_gib * GiB)
+    ours = min(p.longest(available, counted, 1_048_576) for p in plans)
+
+    def admit(length):
+        return kv_specs.admits(ratios, available, length, mnbt, in_flight, pp, 132, spec, layers)
+
+    theirs = admit(1_048_576)
+    if theirs is None:
+        assert ours == 1_048_576
+        return
+    if pp == 1:
+        assert ours == theirs, (ours, theirs)
+    if ours:
+        assert admit(ours) is None
+        assert admit(ours + 1) is not None

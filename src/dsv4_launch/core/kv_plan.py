@@ -262,19 +262,37 @@ class StagePlan(Record):
         return self.need(length, in_flight) <= available - self.null_block
 
 
+def draft_caches(first: int, count: int, window: int = SWA_WINDOW) -> list[Cache]:
+    """The caches of a speculative draft's DeepSeek-V4 layers (MTP, DSpark): each a decoder
+    layer numbered from ``num_hidden_layers`` up, so ``compress_ratio`` 1 (attention.py:183@0.24,
+    :238@0.33): its sliding-window cache alone, the target's spec (sparse_swa.py:81@0.24,
+    :120@0.33), registered after every target layer."""
+    swa = layer_caches([0], window=window)[0]
+    return [Cache(first + i, swa.page, swa.block, swa.window) for i in range(max(0, min(count, MAX_LAYERS)))]
+
+
 def stage_plans(ratios: Sequence[int], family: str, pp: int = 1, indexer: str = "fp8",
-                partition: Sequence[int] | None = None) -> list[StagePlan]:
-    """Per pipeline stage, how vLLM charges a request (the whole model grouped, then projected)."""
-    caches = layer_caches(ratios, indexer)
+                partition: Sequence[int] | None = None, draft_layers: int = 0,
+                retained: int = 0) -> list[StagePlan]:
+    """Per pipeline stage, how vLLM charges a request (the whole model grouped, then projected).
+
+    ``draft_layers``: the speculative draft's layers (their caches join the last stage, where the
+    drafter runs: gpu_model_runner.py:547@0.24); ``retained``: the ``extra_retained_tokens`` every
+    sliding-window spec gets (multi-module MTP, 0.28+: kv_cache_utils.py:2269@0.29)."""
+    layers = min(len(ratios), MAX_LAYERS)
+    caches = layer_caches(ratios, indexer) + draft_caches(layers, draft_layers)
     grouping = group(caches, family)
     plans = []
-    for stage in pp_stages(min(len(ratios), MAX_LAYERS), pp, partition):
+    stages = pp_stages(layers, pp, partition)
+    if draft_layers > 0 and stages:
+        stages[-1] = range(stages[-1].start, layers + max(0, min(draft_layers, MAX_LAYERS)))
+    for stage in stages:
         projected = [tuple(c for c in g.caches if c.layer in stage) for g in grouping.groups]
         projected = [g for g in projected if g]
         if not projected:
             continue
         full = sum(1 for g in projected if not g[0].window)
-        windows = tuple((g[0].window, g[0].block) for g in projected if g[0].window)
+        windows = tuple((g[0].window + retained, g[0].block) for g in projected if g[0].window)
         if family == TUPLES:
             counts = [_most_common_count(g) for g in projected]
             full_pages = sum(_by_page(next((g for g in projected if not g[0].window), ())))

@@ -68,6 +68,8 @@ V2_EAGLE3_PP = VersionRange(before="0.30.0")  # EAGLE3 with PP > 1 is V1's (conf
 MXFP4_INDEXER_STATE = VersionRange(since="0.27.0")  # 68-byte MXFP4 indexer states (attention.py:785@0.27)
 V2_RUNNER_FOR_DSV4 = VersionRange(since="0.28.0")  # DeepseekV4ForCausalLM in the V2 runner's defaults (0.28)
 LARGE_GPU_BATCH = VersionRange(since="0.28.0")  # 16384 batched tokens on ≥ 160 GiB GPUs (arg_utils.py@0.28)
+RETAINED_FOR_MULTI_MTP = VersionRange(since="0.28.0")  # SlidingWindowSpec.extra_retained_tokens (kv_cache_utils.py:2137@0.28)
+DSPARK_DEFAULT_LAYERS = 3  # DSparkDeepseekV4Model: n_mtp_layers or 3 (models/deepseek_v4/nvidia/dspark.py:106@0.33, :69@0.25)
 GB10_BATCH = VersionRange(since="0.33.0")  # GB10 (SM 12.1) gets the small-GPU default (arg_utils.py:2963@0.33)
 
 # Fitted constants (docs/memory.md): the load costs this much beyond the tensors (TP 2/4/8 logs
@@ -232,6 +234,30 @@ def backbone_ratios(config) -> list[int] | None:
     if type(layers) is int and 0 < layers <= len(ratios):
         ratios = ratios[:layers]  # the rest belong to the MTP/draft layers
     return [r if type(r) is int else 0 for r in ratios]
+
+
+def draft_kv(facts: Facts) -> tuple[int, int]:
+    """(the speculative draft's layers that get KV caches, the ``extra_retained_tokens`` of every
+    sliding-window cache). MTP builds ``num_nextn_predict_layers`` DeepSeek-V4 decoder layers
+    (models/deepseek_v4/nvidia/mtp.py:175@0.24, :218@0.33), DSpark ``n_mtp_layers`` of the draft's
+    config or 3; each holds one sliding-window cache (core/kv_plan.py ``draft_caches``). Multi-
+    module MTP (``min(num_nextn_predict_layers, num_speculative_tokens) > 1``,
+    config/speculative.py:2188@0.33) retains ``num_speculative_tokens − 1`` tokens more in every
+    window from 0.28 (kv_cache_utils.py:2269@0.29; ``num_prefill_lookahead_tokens − 1``,
+    kv_cache_planning.py:1636@0.33). Other methods: (0, 0) — an EAGLE or draft model's own
+    layers are not modelled."""
+    method = speculative_method(facts)
+    if method not in ("mtp", "dspark"):
+        return 0, 0
+    spec = json_option(facts.args, "speculative_config") or {}
+    if method == "dspark":
+        n = facts.model.number("n_mtp_layers")
+        return (n if n and n > 0 else DSPARK_DEFAULT_LAYERS), 0
+    nextn = _nextn(facts)
+    k = spec.get("num_speculative_tokens")
+    k = k if type(k) is int and k > 0 else nextn  # vLLM's default: n_predict
+    multi = min(nextn, k) > 1 and RETAINED_FOR_MULTI_MTP.contains(facts.vllm_version) is not False
+    return nextn, (k - 1 if multi else 0)
 
 
 def kv_family(vllm_version: str | None) -> str:
@@ -586,8 +612,9 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     per_token = None
     if ratios:
         mxfp4 = _mxfp4_indexer(args) and MXFP4_INDEXER_STATE.contains(facts.vllm_version) is not False
+        draft, retained = draft_kv(facts)
         stages = tuple(stage_plans(ratios, kv_family(facts.vllm_version), layout.pp, "mxfp4" if mxfp4 else "fp8",
-                                   _partition(facts, layout.pp)))
+                                   _partition(facts, layout.pp), draft, retained))
         per_token = int(round(max(s.bytes_per_token for s in stages))) if stages else None
         in_flight = in_flight_tokens(facts, mnbt, layout.pp, layout.gpus) if mnbt else None
 
