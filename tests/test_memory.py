@@ -577,3 +577,85 @@ def test_the_lower_bound_keeps_the_mtp_layers_only_when_vllm_loads_them(spec, mt
     a = weights_lower_bound(plain, plain.memory._replace(published=False), layout)
     b = weights_lower_bound(with_spec, with_spec.memory._replace(published=False), layout)
     assert (b > a) is mtp_loaded
+
+
+# --- the speculative draft's KV caches (core/memory.py draft_kv, core/kv_plan.py draft_caches) ----
+# Each draft layer (MTP: num_nextn_predict_layers; DSpark: n_mtp_layers or 3) adds one
+# sliding-window cache; tests/vllm_real/test_kv_oracle.py proves the charges equal vLLM's own
+# planner to the byte on 0.24.0, 0.29.0 and 0.33.0.
+DSPARK = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-DSpark")
+
+
+def spec_tokens(method, k=None, tp=2):
+    spec = {"method": method} if k is None else {"method": method, "num_speculative_tokens": k}
+    return ["-tp", str(tp), "--speculative-config", json.dumps(spec)]
+
+
+def with_nextn(entry, n):
+    return {**entry, "config": {**entry["config"], "num_nextn_predict_layers": n}}
+
+
+@pytest.mark.parametrize("tokens,entry,version,expected", [
+    ([], FLASH, "0.33.0", (0, 0)),
+    (spec_tokens("mtp", 1), FLASH, "0.33.0", (1, 0)),
+    (spec_tokens("mtp"), FLASH, "0.33.0", (1, 0)),  # vLLM's default k: n_predict
+    (spec_tokens("deepseek_mtp", 3), FLASH, "0.24.0", (1, 0)),  # one module: nothing retained
+    (spec_tokens("mtp", 3), with_nextn(FLASH, 3), "0.28.0", (3, 2)),  # multi-module: k − 1 retained
+    (spec_tokens("mtp", 3), with_nextn(FLASH, 3), "0.27.1", (3, 0)),  # not before 0.28
+    (spec_tokens("mtp", 2), with_nextn(FLASH, 3), "0.33.0", (3, 1)),
+    (spec_tokens("dspark", 5), DSPARK, "0.33.0", (3, 0)),  # no n_mtp_layers: vLLM's 3
+    (spec_tokens("ngram", 3), FLASH, "0.33.0", (0, 0)),
+    (spec_tokens("suffix", 3), FLASH, "0.33.0", (0, 0)),
+])
+def test_the_drafts_layers_and_retained_tokens_as_vllm_builds_them(tokens, entry, version, expected):
+    from dsv4_launch.core.memory import draft_kv
+
+    assert draft_kv(facts(tokens, entry=entry, version=version)) == expected
+
+
+def kv_of(tokens, entry=FLASH, version="0.33.0"):
+    """(bytes per token, one request of 262,144 tokens, the longest one the KV memory of one
+    such request without a draft admits): the KV charges alone (the weights loaded with MTP
+    change what is left)."""
+    def of(tokens):
+        return estimate(facts(tokens, entry=entry, gpus=2, version=version), weights_of(entry))
+
+    budget = of(["-tp", "2"]).request_bytes(262_144)
+    e = of(tokens)
+    longest = min(s.longest(budget, e.in_flight_tokens, 1_048_576) for s in e.stages)
+    return e.kv_bytes_per_token, e.request_bytes(262_144), longest
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.27.1", "0.29.0", "0.33.0"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_one_mtp_layer_costs_nothing_more_as_vllms_planner_charges(version, k):
+    # V4's single MTP layer adds one sliding-window cache, which the padding the planner already
+    # charges holds (layer tuples before 0.29; the widest group's block from 0.29)
+    plain = kv_of(["-tp", "2"], version=version)
+    assert 261_000 < plain[2] <= 262_144  # the budget binds (0.29+: less the null block), or the test shows nothing
+    assert kv_of(spec_tokens("mtp", k), version=version) == plain
+
+
+@pytest.mark.parametrize("version", ["0.25.0", "0.27.1", "0.28.0"])
+def test_dspark_draft_costs_more_per_token_and_the_suggested_length_shrinks_before_0_29(version):
+    plain = kv_of(["-tp", "2"], DSPARK, version)
+    draft = kv_of(spec_tokens("dspark", 5), DSPARK, version)
+    # three more SWA caches: 45 → 46 per layer tuple (4,108.5 → 4,295.25 B/token on Flash)
+    assert plain[0] == 4108 and draft[0] == 4295
+    assert draft[1] > plain[1]
+    assert draft[2] < plain[2]
+
+
+def test_dspark_draft_fits_in_the_packed_padding_from_0_29():
+    assert kv_of(spec_tokens("dspark", 5), DSPARK, "0.29.0") == kv_of(["-tp", "2"], DSPARK, "0.29.0")
+
+
+@pytest.mark.parametrize("version,grows", [("0.27.1", True), ("0.28.0", True), ("0.33.0", False)])
+def test_a_multi_module_mtp_charges_its_layers_and_retained_tokens(version, grows):
+    entry = with_nextn(FLASH, 3)
+    plain = kv_of(["-tp", "2"], entry, version)
+    one, three = kv_of(spec_tokens("mtp", 1), entry, version), kv_of(spec_tokens("mtp", 3), entry, version)
+    # three layers: before 0.29 a layer tuple more per token; from 0.28 k = 3 keeps 2 more tokens
+    # in every window (a request's reserve grows by whole blocks only where that crosses one)
+    assert (one[0] > plain[0]) is grows
+    assert three[1] >= one[1] and three[2] <= one[2]
