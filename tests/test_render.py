@@ -169,3 +169,24 @@ def test_no_gpu_is_read_when_the_context_gives_the_report():
     ctx = make_context(gpus=reader)
     run_plan(["deepseek-ai/DeepSeek-V4-Flash", "-tp", "2"], as_json=True, ctx=ctx)
     assert calls == [1] and json.loads(ctx.stdout.getvalue())["gpus"][1]["uuid"] == "GPU-1"
+
+
+@pytest.mark.parametrize("args", [
+    ["plan", "--json", "--vllm-version", "9.9.9", "m"],
+    ["doctor", "--vllm-version", "bogus", "--json"],
+    ["fit", "--json", "--gpus", "0xH200"],
+    ["fit", "--gpus", "8x\x1bH200", "--json"],
+    ["fit", "--json", "--gpu-memory", "lots"],
+    ["plan", "--json", "--vllm-version"],
+])
+def test_a_bad_own_option_of_a_json_run_prints_the_one_error_shape(args, capsys):
+    """plan/doctor/fit --json with an own option they cannot take: the document every --json
+    run prints on an error (it printed nothing on stdout), the same line on stderr, exit 2."""
+    from dsv4_launch.commands.cli import main
+
+    status = main(args)
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    jsonschema.validate(document, ENVELOPE)
+    assert status == exit_codes.USAGE == document["exit_status"]
+    assert document["error"] and document["error"] in err and "\x1b" not in out + err

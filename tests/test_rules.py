@@ -527,3 +527,20 @@ def test_release_words_render_as_the_tables_wrote_them():
     # a row re-ranged moves its words with it
     moved = by_id["dspark-pp"]._replace(vllm=VersionRange(since="0.26.0", before="0.31.0"))
     assert words(moved, "title").endswith("vLLM 0.26–0.30")
+
+
+@pytest.mark.parametrize("value", ["yes", "", "true"])
+def test_deep_gemm_not_int_on_sm12_0_24_suggests_only_what_works_there(value):
+    """VLLM_USE_DEEP_GEMM that int() fails on: on SM 12.x with 0.24.0, 1 or unset would fail the
+    FP8 warm-up (sm12-0.24-deepgemm), so the fix says 0 only; elsewhere 0, 1 or unset all work."""
+    from tests.planning import SM90, gpus, planned
+
+    def fix(found):
+        (text,) = [f.text for f in found.plan.findings if f.rule == "deep-gemm-env-not-int"]
+        return text.split(". Fix: ", 1)[1]
+
+    sm12 = fix(planned([M, "-tp", "2"], version="0.24.0", gpu=gpus((12, 0), (12, 0)), env={"VLLM_USE_DEEP_GEMM": value}))
+    assert sm12.startswith("VLLM_USE_DEEP_GEMM=0 (") and " or 1 " not in sm12 and "unset" not in sm12
+    for version, gpu in (("0.24.0", gpus(SM90)), ("0.28.0", gpus((12, 0), (12, 0)))):
+        other = fix(planned([M, "-tp", "2"], version=version, gpu=gpu, env={"VLLM_USE_DEEP_GEMM": value}))
+        assert other.startswith("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it"), other

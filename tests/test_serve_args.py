@@ -300,3 +300,6 @@ def test_a_bare_double_dash_is_named_but_never_an_unknown_option(exact):
     rejected = read_serve_args(["m", "--", "--"], table)
     assert rejected.rejection == "unrecognized arguments: --"
     assert "--" not in (rejected.unknown_options or ())
+    # in argparse's order, as vLLM 0.33.0 prints it ("unrecognized arguments: -- --api-key=…")
+    ordered = read_serve_args(["m", "-tp", "2", "--", "--api-key=Zq0000SECRETX"], load_table("0.33.0"))
+    assert ordered.rejection == "unrecognized arguments: --, --api-key"

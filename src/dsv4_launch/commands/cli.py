@@ -62,6 +62,15 @@ def _stderr_error(text: str) -> None:
     safe_write(sys.stderr, f"{text}\n")
 
 
+def _json_usage_error(line: str) -> int:
+    """A bad own option of a ``--json`` run: the document every command prints on an error
+    (``schema_version``, ``exit_status``, ``error``; output/render.py), and the line on stderr."""
+    from ..output.render import Result, render
+
+    result = Result(exit_codes.USAGE, "dsv4-launch", error=line, document={}, plain_error=True)
+    return render(result, as_json=True, stdout=sys.stdout, stderr=sys.stderr, env={})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``dsv4-launch``."""
     args = sys.argv[1:] if argv is None else list(argv)
@@ -95,7 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except HelpRequested:
             return _click(args)
         except UsageError as exc:
-            _stderr_error(f"{exc} (see: dsv4-launch {command} --help)")
+            line = f"{exc} (see: dsv4-launch {command} --help)"
+            if "--json" in args[1:]:  # the one error shape, as for every other error of a --json run
+                return _json_usage_error(line)
+            _stderr_error(line)
             return exit_codes.USAGE
         return run(command, own, rest)
     return _click(args)

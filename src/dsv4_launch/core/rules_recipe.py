@@ -22,6 +22,7 @@ from .rules import (
     setting,
     v2_runner_env,
 )
+from .rules_releases import SM12_DEEPGEMM_WARMUP_FAILS
 from .versions import VersionRange
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
@@ -236,7 +237,7 @@ DEEP_GEMM_READ_AT_WARMUP = VersionRange(before="0.29.0")  # kernel_warmup.py:60@
     "the kernel warm-up of every start before {warmup_before}, DeepGEMM's support check",
     message="VLLM_USE_DEEP_GEMM={value}: vLLM reads this variable as bool(int(value)), so this value raises "
     "ValueError ('invalid literal for int()') where it is read ({where})",
-    fix="VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it",
+    fix="{fix}",
     reference="vllm/envs.py VLLM_USE_DEEP_GEMM; vllm/utils/deep_gemm.py is_deep_gemm_supported; "
     "vllm/model_executor/warmup/kernel_warmup.py", models=BOTH, releases={"warmup": DEEP_GEMM_READ_AT_WARMUP},
 )
@@ -248,7 +249,12 @@ def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
     where = ("the kernel warm-up reads it on every start, after the weight load" if at_warmup
              else "DeepGEMM's support check, is_deep_gemm_supported" if at_warmup is False
              else f"the kernel warm-up before {DEEP_GEMM_READ_AT_WARMUP.before} on every start; DeepGEMM's support check")
-    return {"value": shown_env(text or ""), "where": where}
+    # Where DeepGEMM on fails the FP8 warm-up (sm12-0.24-deepgemm), 1 or unset is no fix: only 0.
+    sm12 = any(g.capability and g.capability[0] == 12 for g in facts.all_gpus)
+    fix = ("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off: with it on, the FP8 warm-up fails on SM 12.x in this release)"
+           if sm12 and SM12_DEEPGEMM_WARMUP_FAILS.contains(facts.vllm_version) is not False
+           else "VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it")
+    return {"value": shown_env(text or ""), "where": where, "fix": fix}
 
 
 # DeepSeek-V4.1's own model (vllm/models/deepseek_v41/, make_layers) exists from 0.30; V4's builds

@@ -147,6 +147,9 @@ def sm12_degenerate_output(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family and the release range are the whole condition
 
 
+SM12_DEEPGEMM_WARMUP_FAILS = VersionRange(since="0.24.0", before="0.24.1")  # DeepGEMM on: the FP8 warm-up fails on SM 12.x
+
+
 @row(
     ROWS,
     id="sm12-0.24-deepgemm", level=WARN, evidence=REPORTED,
@@ -155,7 +158,7 @@ def sm12_degenerate_output(facts: Facts, gpu: GpuInfo | None):
     message="{gpus} with {vllm}: DeepGEMM's FP8 warm-up fails on SM 12.x in {since} ('Unknown recipe')",
     fix="VLLM_USE_DEEP_GEMM=0 (about 4–6 % slower decoding), or a later vLLM",
     reference="vLLM #47130, #47266", families=frozenset({"12"}),
-    vllm=VersionRange(since="0.24.0", before="0.24.1"),
+    vllm=SM12_DEEPGEMM_WARMUP_FAILS,
 )
 def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
     # envs.py: bool(int(os.getenv("VLLM_USE_DEEP_GEMM", "1"))) — off only where int() reads 0; text

@@ -470,9 +470,9 @@ def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list
     if extras and (table.exact or not unknown):
         # The table was recorded from this very vLLM: it would reject these too. Only option
         # names are quoted: a stray word may be a secret meant for a misspelt option.
-        dashes = extras.count("--")
-        others = len(extras) - len(unknown) - dashes
-        words = [u.split("=", 1)[0] for u in unknown] + ["--"] * dashes
+        # argparse's order; "--" names itself, an option its name, any other word is counted.
+        words = [str(e).split("=", 1)[0] for e in extras if e.startswith("-")]
+        others = len(extras) - len(words)
         words += [f"{others} other word{'s' if others > 1 else ''}"] if others else []
         raise _ParseRejected(f"unrecognized arguments: {', '.join(words)}")
     return vars(namespace), unknown, parser.secret_values
