@@ -659,3 +659,14 @@ def test_a_multi_module_mtp_charges_its_layers_and_retained_tokens(version, grow
     # in every window (a request's reserve grows by whole blocks only where that crosses one)
     assert (one[0] > plain[0]) is grows
     assert three[1] >= one[1] and three[2] <= one[2]
+
+
+@pytest.mark.parametrize("spec,said", [
+    ({"method": "mtp", "num_speculative_tokens": 2}, False),  # counted
+    ({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}, False),  # no draft layers
+    ({"method": "eagle", "model": "someone/eagle-dsv4", "num_speculative_tokens": 2}, True),  # not counted
+])
+def test_the_context_warning_says_not_counted_only_for_a_draft_whose_kv_is_not(spec, said):
+    _, found = findings(facts(["-tp", "2", "--speculative-config", json.dumps(spec)], gpus=2))
+    line = found["max-model-len-too-long"].text
+    assert ("not counted" in line) is said, line

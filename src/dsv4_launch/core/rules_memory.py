@@ -16,9 +16,14 @@ from .memory import (
     gib_text,
     gpu_memory_utilization,
     max_model_len_tried,
+    speculative_method,
     suggested_length,
     weights_refusal,
 )
+
+# Speculative methods whose draft KV the estimate counts (MTP, DSpark: core/memory.py draft_kv)
+# or that have none (the n-gram and suffix proposers build no attention layers).
+DRAFT_KV_COUNTED = frozenset({"mtp", "dspark", "ngram", "ngram_gpu", "suffix"})
 from .rules import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
 from .versions import VersionRange
 
@@ -174,7 +179,7 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     else:
         fits = "no useful length fits at these settings"
         fix = f"{_suggestion(facts, e.max_model_len)} (by the estimate), or --max-model-len auto"
-    if facts.args.value("speculative_config"):
+    if facts.args.value("speculative_config") and speculative_method(facts) not in DRAFT_KV_COUNTED:
         fits += "; the draft model's own KV cache comes on top (not counted)"
     return {
         "length": f"{e.max_model_len:,}",
