@@ -628,6 +628,15 @@ def test_help_says_the_exit_codes(capsys):
     "ValueError: AWS_SECRET_ACCESS_KEY LEAKE7secret", "ValueError: Bearer LEAKJ7secret",
     "ValueError: Cookie: session=LEAKO7secret", "ValueError: api key sk-LEAK47secret",
     "ERROR 12-01 08:00:00 [x.py:1] Authorization: Bearer sk-LEAK17secret", "msg: HF_TOKEN=LEAKX7secret",
+    # found by a hostile pass: the phrasings of a credential in prose, and the bare key formats
+    "ValueError: token 'LEAKa7secret' is invalid", "RuntimeError: the password is LEAKb7secret",
+    "ValueError: secret 'LEAKc7secret'", "ValueError: passphrase LEAKd7secret", "OSError: Token LEAKe7secret",
+    "ValueError: jwt=LEAKf7secret", "HTTPError: invalid bearer token LEAKg7secret",
+    "OSError: https://h/o?a=1&sig=LEAKh7secret", "OSError: https://h/o?X-Amz-Signature=LEAKi7secret",
+    'ValueError: credentials={"key": "LEAKj7secret"}', "OSError: hf_LEAKk7secretAbCdEfGhIjKlMnOpQrSt",
+    "OSError: sk-proj-LEAKl7secretAbCdEfGh", "OSError: AKIALEAKM7SECRET0123 denied",
+    "OSError: ghp_LEAKn7secretAbCdEfGhIjKlMnOpQrStUvWxYz", "OSError: xoxb-1234-LEAKo7secret",
+    "OSError: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.LEAKp7secret",
 ])
 def test_a_secret_after_an_exception_name_or_a_scheme_word_is_never_echoed(tmp_path, line):
     # found by a review: "ValueError:" took the rest of the line as its own (non-secret) value
@@ -643,7 +652,10 @@ def test_a_secret_after_an_exception_name_or_a_scheme_word_is_never_echoed(tmp_p
 
 
 @pytest.mark.parametrize("line", ["token budget exceeded", "max_tokens=5", "tokenizer_mode: deepseek_v4",
-                                  "keyword=7", "ValueError: monkey=3"])
+                                  "keyword=7", "ValueError: monkey=3", "KeyError: 'model.layers.0'",
+                                  "the tokenizer is deepseek_v4", "num_tokens=8192", "token ids",
+                                  "prompt_token_ids=[1, 2]", "Image token '<|image_pad|>' not found",
+                                  "HF_TOKEN is not set", "GPU-1234abcd-5678-ef90-1234-567890abcdef"])
 def test_ordinary_words_near_secret_names_are_kept(line):
     from dsv4_launch.core.signatures import mask_secrets_in_text
 

@@ -423,83 +423,238 @@ MAX_MATCHES = 64  # distinct (signature, line text) pairs kept
 ROOT_CAUSE_LINES = 3
 
 # Name parts that make a key or option name a credential's (``api_key``, ``hf_token``,
-# ``auth-token``, ``db.password``); whole parts only, so ``max_num_batched_tokens`` and
-# ``tokenizer_mode`` are not.
+# ``auth-token``, ``db.password``, ``X-Amz-Signature``, ``sig``, ``jwt``); whole parts only, so
+# ``max_num_batched_tokens``, ``tokenizer_mode`` and ``ray_workers_use_nsight`` are not.
 SECRET_PARTS = frozenset({"key", "apikey", "token", "secret", "secrets", "password", "passwd", "pwd", "credential",
-                          "credentials", "auth", "authorization", "bearer"})
+                          "credentials", "auth", "authorization", "bearer", "passphrase", "jwt", "signature", "sig",
+                          "cookie"})
 SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
 MASK = "***"
 
 
-_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "credential", "credentials")
+_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase", "credential", "credentials")
 _KEY_WORDS = frozenset({"apikey", "accesskey", "secretkey", "privatekey", "authkey", "sessionkey", "masterkey",
                         "signingkey", "clientkey"})  # "key" glued to a word: not monkey or hockey
+
+
+# A word after "token"/"key" that makes the name a count, an id or a setting of the vocabulary or
+# of a kernel, not a credential: prompt_token_ids, eos_token_id, long_prefill_token_threshold,
+# max_token_num, token_suffix, min_token_prob, key_fp8.
+_MEASURE_PARTS = frozenset({"id", "ids", "num", "nums", "count", "counts", "len", "lens", "length", "lengths",
+                            "budget", "threshold", "thresholds", "prob", "probs", "logprob", "logprobs", "suffix",
+                            "prefix", "index", "indices", "idx", "pos", "position", "positions", "limit", "limits",
+                            "size", "sizes", "type", "types", "level", "rate", "usage", "mode", "dtype", "fp8",
+                            "bits", "scale", "scales", "dim", "dims", "shape", "offset", "offsets"})
 
 
 def is_secret_key(key: str) -> bool:
     """A name that holds a credential: a word of it (split at ``_ - .``, blanks and camelCase)
     is one of SECRET_PARTS, a glued ``…key`` (``apikey``), or ends in token/secret/password
-    (``hftoken``)."""
+    (``hftoken``) — unless the word after it makes the name a count or an id (``_MEASURE_PARTS``:
+    ``prompt_token_ids``, ``long_prefill_token_threshold``)."""
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key.strip("'\"")).lower()
-    return any(part in SECRET_PARTS or part in _KEY_WORDS or (len(part) > 5 and part.endswith(_SECRET_ENDINGS))
-               for part in re.split(r"[_\-.\s]+", words) if part)
+    parts = [part for part in re.split(r"[_\-.\s]+", words) if part]
+    return any((part in SECRET_PARTS or part in _KEY_WORDS or (len(part) > 5 and part.endswith(_SECRET_ENDINGS)))
+               and (i + 1 == len(parts) or parts[i + 1] not in _MEASURE_PARTS)
+               for i, part in enumerate(parts))
 
 
-# A value after a name in free text: 'api_key': ['sk-…'], token=abc, "password": "…".
+# --- credentials in free text (explain prints vLLM's log lines) --------------------------------
+# The well-known key formats wherever they stand (_KEY_FORMATS); then three readings of the same
+# text, whose spans are masked together: a credential word and the value its phrasing gives it
+# (_phrase_spans: "token 'X'", "the password is X", "passphrase X", "Bearer X", "Authorization:
+# Token X", "HF_TOKEN X", "Cookie: …"); ``--option value`` (_OPTION_VALUE); ``name: value`` /
+# ``name=value`` of a credential's name: dicts, JSON, query strings, headers (_NAMED_VALUE). "token" is the commonest
+# word of an LLM's log ("token ids", "Image token '<|image_pad|>'"), so after the bare word a value
+# is masked only where it has a credential's shape; after password/secret/api key/… any value but
+# an ordinary word.
+
+# Key formats by their prefixes and shapes: Hugging Face, OpenAI/Anthropic/OpenRouter (sk-…), Stripe,
+# AWS access key ids, GitHub, GitLab, Slack, Google API keys, npm, PyPI, JWTs, PEM private keys.
+_KEY_FORMATS = (
+    r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{20,}"
+    r"|(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{16,}"
+    r"|(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+    r"|(?<![A-Za-z0-9_])gh[oprsu]_[A-Za-z0-9]{30,}"
+    r"|(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{30,}"
+    r"|(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}"
+    r"|(?<![A-Za-z0-9_-])xox[abeoprs]-[A-Za-z0-9-]{10,}"
+    r"|(?<![A-Za-z0-9_-])xapp-[A-Za-z0-9-]{10,}"
+    r"|(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}"
+    r"|(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}"
+    r"|(?<![A-Za-z0-9_-])pypi-[A-Za-z0-9_-]{50,}"
+    r"|(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
+    r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*)"
+)
+# A credential word in prose. Compounds first (the longest reading wins): "secret key X" is the key's.
+_ENV_WORD = r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)"
+_STRONG_WORD = (
+    r"(?:api|access|secret|private|auth|signing|session|client|master|encryption)[ _-]?keys?"
+    r"|(?:access|auth|api|bearer|refresh|session|oauth|hf|github|user|slack)[ _-]?tokens?"
+    r"|client[ _-]?secrets?|apikeys?|pass(?:word|wd|phrase)s?|pwd|secrets?|credentials?|jwts?|bearer"
+)
+_CREDENTIAL_WORD = (rf"(?<![\w-])(?:(?P<env>{_ENV_WORD})|(?i:(?P<strong>{_STRONG_WORD}))|(?i:(?P<loose>tokens?|basic)))"
+                    r"(?![\w-])")
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`"
+_BARE = r"[^\s'\"`,;]+"
+# What follows the word: a quoted value; "is"/"was" and a value; "provided:" and a value; a value.
+_AFTER_WORD = (
+    rf"\s+(?P<quoted>{_QUOTED})"
+    rf"|\s+(?i:is|was)\s+(?i:set\s+to\s+)?(?P<is>{_QUOTED}|{_BARE})"
+    rf"|\s+(?i:provided|given|supplied|used|passed|specified|received|sent|value)\s*[:=]\s*(?P<given>{_QUOTED}|{_BARE})"
+    rf"|[ \t]+(?P<bare>{_BARE})"
+)
+# Words that end a phrase, not a credential: "the password is not set", "HF_TOKEN environment variable".
+_NOT_VALUES = frozenset("""
+    not no none null nil empty blank missing required needed mandatory optional invalid incorrect wrong bad expired
+    revoked disabled enabled locked malformed truncated unset set too very a an the being also only now still either
+    neither stored saved read used given provided specified supplied correct valid present absent unknown
+    unavailable available deprecated ignored hidden masked redacted changed reset updated configured defined loaded
+    found rejected denied accepted ok okay in on at from for to of by with without and or but if when that this it
+    its is was are were be been has have had must should can could will would may might does did do environment env
+    variable var file longer shorter less more than same different unsupported supported case sensitive encrypted
+    encoded
+""".split())
+# "Authorization: Token X", "Proxy-Authorization: Digest X": the scheme is named by _NAMED_VALUE's pass.
+_AUTH_HEADER = r"(?i:\b(?:proxy-)?authori[sz]ation)['\"]?\s*[:=]\s*['\"]?[A-Za-z][\w-]*[ \t]+([^\s'\",}]+)"
+_COOKIE = r"(?i:\b(?:set-)?cookie\s*[:=]\s*)(.+)"  # to the end of the line
+
+# A value after a name in free text: 'api_key': ['sk-…'], token=abc, "password": "…", sig=…&,
+# token%3D… (URL-encoded), credentials={"key": "…"} (an opening bracket: the value runs to its
+# closing one).
 _NAMED_VALUE = (
-    r"(['\"]?([A-Za-z_][\w.\-]*)['\"]?\s*[:=]\s*)"
-    r"(\[[^\]]*\]|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s,})\]]+)"
+    r"(['\"]?(?<![\w.\-])([\w.\-]+)['\"]?\s*(?:[:=]|%3[ADad])\s*)"  # a name starts a word: linear
+    r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?:[A-Za-z_][\w.]*)?[\[{(]|[^\s,})\]]+)"
 )
-_OPTION_VALUE = r"(--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
-_HINT = r"(?i)key|token|secret|passw|pwd|credential|auth|bearer|basic|cookie"
+_OPTION_VALUE = r"((?<![\w\-])--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
+# A fast test before the passes: every word above contains one of these (tests/test_explain_secrets.py).
+_HINT = r"(?i)key|token|secret|pass|pwd|credential|auth|bearer|basic|cookie|sig|jwt"
+_EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
-_KEEP = ("None", "True", "False", MASK, f"'{MASK}'", f"['{MASK}']")
-# A credential after a scheme word or an all-caps variable name, or a whole cookie header:
-# "Bearer sk-…", "AWS_SECRET_ACCESS_KEY abc", "api key sk-…", "Cookie: session=…".
-_WORD_SECRETS = (
-    r"(?i:\b(?:bearer|basic)\s+)(\S+)"
-    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)\s+(\S+)"
-    r"|(?i:\bapi[ _-]?key\s+)(\S+)"
-    r"|(?i:\b(?:set-)?cookie\s*[:=]\s*)(.+)$"
-)
+_KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'"{MASK}"', f"['{MASK}']")
 
 
-def _mask_named(pattern: str, text: str) -> str:
-    """Every ``name: value`` / ``--name value`` whose name is a credential's, value masked. A
-    name that is not one (``ValueError:``) never swallows what follows: the search resumes inside
-    its value, so ``ValueError: HF_TOKEN=x`` still masks x."""
+def _closing(text: str, start: int) -> int:
+    """The end of the bracketed value opening at ``start`` (quotes respected), or of ``text``."""
+    depth, quote, i, n = 0, "", start, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return n
+
+
+def _named_spans(pattern: str, text: str) -> list[tuple[int, int]]:
+    """Where the value of every ``name: value`` / ``--name value`` whose name is a credential's
+    stands. A name that is not one (``ValueError:``, ``KeyError:``) never swallows what follows:
+    the search resumes inside its value, so ``ValueError: HF_TOKEN=x`` still masks x."""
     compiled = re.compile(pattern)
-    out, pos = [], 0
+    spans, pos = [], 0
     while (m := compiled.search(text, pos)) is not None:
-        out.append(text[pos:m.start(3)])
-        if is_secret_key(m.group(2)) and m.group(3) not in _KEEP:
-            out.append(MASK)
-            pos = m.end(3)
-        else:
-            pos = m.start(3)
+        name, pos = m.group(2), m.start(3)  # not a credential's name: the search resumes inside its value
+        if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
+            # an opening bracket: to its closing one (looked for only here, so the scan stays linear)
+            end = _closing(text, m.end(3) - 1) if m.group(3)[-1] in "[{(" else m.end(3)
+            value = text[m.start(3):end]
+            if value not in _KEEP and value.rstrip(".,;:!?").lower() not in _NOT_VALUES:  # "--seed-token to enable"
+                spans.append((m.start(3), end))
+                pos = end
+    return spans
+
+
+def looks_like_credential(value: str) -> bool:
+    """A word shaped like a generated credential: 8 characters or more of a token's alphabet
+    (letters, digits, ``+/_.~-``, base64's closing ``=``), with letters and digits or both cases
+    ("ZqSECRET5", "dXNlcjpwYXNz"); not "ids", "budget", "IDs", "8192", "threshold=0"."""
+    value = value.rstrip(".,;:!?)]}")
+    return (len(value) >= 8 and re.fullmatch(r"[A-Za-z0-9+/_.~-]+={0,2}", value) is not None
+            and (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+                 or any(c.isupper() for c in value) and any(c.islower() for c in value)))
+
+
+def _vocabulary_token(value: str) -> bool:
+    """A quoted token of a vocabulary, not a credential: ``<|image_pad|>``, ``[CLS]``, ``▁``."""
+    return (len(value) <= 2 or not value.strip() or value[0] + value[-1] in ("<>", "[]")
+            or value.startswith(("▁", "Ġ", "Ċ")))
+
+
+def _phrase_value_shown(kind: str, how: str, value: str) -> bool:
+    """Whether the value a credential word's phrasing gives it stays (it is not a credential)."""
+    quoted = value[:1] in "'\"`" and len(value) >= 2 and value[-1] == value[0]
+    inner = value[1:-1] if quoted else value
+    if inner in _KEEP or value in _KEEP or not any(c.isalnum() for c in inner):
+        return True
+    if kind == "loose":  # "token", "basic": ordinary words of a log
+        return _vocabulary_token(inner) if quoted else not looks_like_credential(inner)
+    if quoted or how == "given":
+        return False
+    word = inner.strip("([{<>}]).,;:!?").lower()
+    if word in _NOT_VALUES:
+        return True
+    # "password authentication failed", "credentials verify", "FP8_PER_CHANNEL_PER_TOKEN currently":
+    # without "is" or a quote, a lowercase word is prose.
+    return how == "bare" and re.fullmatch(r"[a-z]+", inner.rstrip(".,;:!?")) is not None
+
+
+def _phrase_spans(text: str) -> list[tuple[int, int]]:
+    """Where the value a credential word's phrasing gives it stands, and an Authorization
+    header's credential and a cookie header's value."""
+    spans: list[tuple[int, int]] = []
+    after = re.compile(_AFTER_WORD)
+    for m in re.finditer(_CREDENTIAL_WORD, text):
+        kind = next(k for k in ("env", "strong", "loose") if m.group(k) is not None)
+        found = after.match(text, m.end())
+        if found is None:
+            continue
+        how = next(k for k in ("quoted", "is", "given", "bare") if found.group(k) is not None)
+        if not _phrase_value_shown(kind, how, found.group(how)):
+            spans.append(found.span(how))
+    for pattern in (_AUTH_HEADER, _COOKIE):
+        spans += [m.span(1) for m in re.finditer(pattern, text) if m.group(1).strip() not in _KEEP]
+    return spans
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span (overlapping ones joined) as one ``***``."""
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if start >= pos:
+            out += [text[pos:start], MASK]
+            pos = end
+        elif end > pos:  # overlapping spans: the mask covers both
+            pos = end
     out.append(text[pos:])
     return "".join(out)
 
 
-def _mask_words(text: str) -> str:
-    def masked(m: re.Match) -> str:
-        group = next(i for i in range(1, 5) if m.group(i) is not None)
-        if m.group(group).strip() in _KEEP:
-            return m.group(0)
-        return m.group(0)[: m.start(group) - m.start(0)] + MASK
-    return re.sub(_WORD_SECRETS, masked, text, flags=re.MULTILINE)
-
-
 def mask_secrets_in_text(text: str) -> str:
-    """``text`` with the value after every credential-named key or option masked
-    (``'api_key': [...]``, ``token=…``, ``--api-key X``, ``Bearer X``, ``Cookie: …``).
-    Conservative: a log line is outside text of unknown shape."""
+    """``text`` with every credential masked: the well-known key formats (``hf_…``, ``sk-…``,
+    ``AKIA…``, ``ghp_…``, JWTs, …) anywhere; the value a credential word's phrasing gives it
+    (``token 'X'``, ``the password is X``, ``Bearer X``, ``Cookie: …``); the value of every
+    credential-named ``--option``, key, header or query parameter (``'api_key': [...]``,
+    ``token=…``, ``&sig=…``, ``credentials={...}``). Conservative: a log line is outside text of
+    unknown shape."""
+    text = re.sub(_KEY_FORMATS, MASK, text)
     if not re.search(_HINT, text):
         return text
-    text = _mask_words(text)  # first: "Authorization: Bearer X" keeps X's place for the mask
-    text = _mask_named(_OPTION_VALUE, text)
-    return _mask_named(_NAMED_VALUE, text)
+    # Every pass reads the same text, so none hides a name or a value from another: in "token
+    # 'hf_token': 'X'" the phrase masks 'hf_token' and the name still masks 'X'.
+    spans = _phrase_spans(text) + _named_spans(_OPTION_VALUE, text) + _named_spans(_NAMED_VALUE, text)
+    return _masked(text, spans) if spans else text
 
 
 class LogLine(Record):

@@ -1,0 +1,449 @@
+"""No credential in the vLLM log lines ``dsv4-launch explain`` prints (core/signatures.py
+``mask_secrets_in_text``), and no ordinary log word masked.
+
+Both sides are tested: each phrasing a credential takes in a log line (after its word, quoted,
+after ``is``, ``provided:``, a scheme word; ``name=value`` / ``name: value`` in text, JSON,
+headers and query strings; bracketed bodies; the well-known key formats by their shapes) is
+masked with the rest of the line kept as it was, and a corpus of benign texts stays
+byte-identical: the lines of tests/fixtures/logs, the excerpts of tests/test_explain.py, every
+rule row's and signature's own text, and vLLM's own messages (cited ``path:line@release`` of the
+call that logs or raises them, values filled in as vLLM would). Hypothesis embeds random secrets
+(tests/hostile_strategies.py) in random benign lines. Nothing is faked: explain runs on log files
+written to a temporary directory.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsv4_launch.adapters.log_reader import read_lines
+from dsv4_launch.commands.context import Context
+from dsv4_launch.commands.explain import _rules, row_text, run_explain
+from dsv4_launch.core.signatures import (
+    NO_SIGNATURE,
+    SECRET_PARTS,
+    SIGNATURES,
+    is_secret_key,
+    looks_like_credential,
+    mask_secrets_in_text,
+)
+from tests import hostile_strategies as hs
+from tests.test_explain import CASES
+
+FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+S = "ZqS3cr3tV4lue9"  # shaped like a generated credential
+S2 = "Zq7otherPart2x"
+
+# (line as logged, line as printed): every phrasing a credential takes, in several spellings.
+PHRASES = [
+    # a quoted value after the credential word
+    ("ValueError: token '{s}' is invalid", "ValueError: token *** is invalid"),
+    ('ValueError: token "{s}" is invalid', "ValueError: token *** is invalid"),
+    ("ValueError: Token `{s}` is invalid", "ValueError: Token *** is invalid"),
+    ("TOKEN '{s}' rejected by the hub", "TOKEN *** rejected by the hub"),
+    ("ValueError: secret '{s}'", "ValueError: secret ***"),
+    ('Secret "{s}" was not accepted', "Secret *** was not accepted"),
+    ("password 'a b {s}' is wrong", "password *** is wrong"),  # blanks inside the quotes
+    ("passphrase \"{s}\\\"x\" refused", "passphrase *** refused"),  # an escaped quote inside
+    ("api key '{s}' is invalid", "api key *** is invalid"),
+    ("API-Key '{s}' is invalid", "API-Key *** is invalid"),
+    ("credentials '{s}' expired", "credentials *** expired"),
+    ("the access token '{s}' has expired", "the access token *** has expired"),
+    # after "is" / "was" / "is set to"
+    ("RuntimeError: the password is {s}", "RuntimeError: the password is ***"),
+    ("the Password is {s}.", "the Password is ***"),
+    ("password was {s} (from the config)", "password was *** (from the config)"),
+    ("the secret is '{s}'", "the secret is ***"),
+    ("the api key is {s}", "the api key is ***"),
+    ("HF_TOKEN is {s}", "HF_TOKEN is ***"),
+    ("the token is {s}", "the token is ***"),
+    ("passphrase is set to {s}", "passphrase is set to ***"),
+    ("the password is swordfish", "the password is ***"),  # a word that is no ordinary log word
+    # a bare value after the word
+    ("passphrase {s}", "passphrase ***"),
+    ("Passphrase {s} rejected", "Passphrase *** rejected"),
+    ("ERROR: wrong password {s} for user vllm", "ERROR: wrong password *** for user vllm"),
+    ("OSError: Token {s}", "OSError: Token ***"),
+    ("OSError: token {s} expired", "OSError: token *** expired"),
+    ("OSError: TOKEN {s}", "OSError: TOKEN ***"),
+    ("HTTPError: invalid bearer token {s}", "HTTPError: invalid bearer token ***"),
+    ("HTTPError: invalid Bearer-Token {s}", "HTTPError: invalid Bearer-Token ***"),
+    ("AWS_SECRET_ACCESS_KEY {s}", "AWS_SECRET_ACCESS_KEY ***"),
+    ("secret key {s}", "secret key ***"),
+    ("used access token {s} for the hub", "used access token *** for the hub"),
+    ("jwt {s}", "jwt ***"),
+    # "provided:" and the like
+    ("openai.AuthenticationError: Incorrect API key provided: {s}.",
+     "openai.AuthenticationError: Incorrect API key provided: ***"),
+    ("token given: '{s}'", "token given: ***"),
+    # scheme words and headers
+    ("Bearer {s}", "Bearer ***"),
+    ("got BEARER {s} from the proxy", "got BEARER *** from the proxy"),
+    ("Authorization: Bearer {s}", "Authorization: *** ***"),
+    ("Authorization: Token {s}", "Authorization: *** ***"),
+    ("authorization=Digest {s}", "authorization=*** ***"),
+    ("Proxy-Authorization: Basic dXNlcjpwYXNzd29yZA==", "Proxy-Authorization: *** ***"),
+    ("Basic dXNlcjpwYXNzd29yZA== sent", "Basic *** sent"),
+    ("auth scheme basic dXNlcjpwYXNzd29yZA==", "auth scheme basic ***"),
+    ("BASIC dXNlcjpwYXNzd29yZA==", "BASIC ***"),
+    ("'Authorization': 'Token {s}'", "'Authorization': ***"),
+    ("x-api-key: {s}", "x-api-key: ***"),
+    ("X-Auth-Token:{s}", "X-Auth-Token:***"),
+    ("X-Amz-Security-Token: {s}", "X-Amz-Security-Token: ***"),
+    ("Cookie: session={s}; theme=dark", "Cookie: ***"),
+    # name=value / name: value: text, JSON, dicts, query strings
+    ("jwt={s}", "jwt=***"),
+    ("JWT: {s}", "JWT: ***"),
+    ("jwt = {s}", "jwt = ***"),
+    ('{{"jwt": "{s}"}}', '{{"jwt": ***}}'),
+    ("passphrase={s}", "passphrase=***"),
+    ("PASSPHRASE: {s}", "PASSPHRASE: ***"),
+    ("signature={s}", "signature=***"),
+    ("Signature: {s}", "Signature: ***"),
+    ("https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sig={s}",
+     "https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sig=***"),
+    ("https://h/x?a=1&SIG={s}&se=2026-01-01", "https://h/x?a=1&SIG=***"),
+    ("https://b.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature={s}",
+     "https://b.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=***"),
+    ("o?X-Amz-Credential=ZQ7/20260101/us-east-1/s3/aws4_request&X-Amz-Date=20260101T000000Z",
+     "o?X-Amz-Credential=***"),
+    ("https://storage.googleapis.com/b/o?X-Goog-Signature={s}", "https://storage.googleapis.com/b/o?X-Goog-Signature=***"),
+    ("https://h/v1?access_token={s}", "https://h/v1?access_token=***"),
+    ("redirect_uri=https%3A%2F%2Fh%2Fcb%3Ftoken%3D{s}%26state%3D1", "redirect_uri=https%3A%2F%2Fh%2Fcb%3Ftoken%3D***"),
+    ("ValueError: 'apiKey': '{s}'", "ValueError: 'apiKey': ***"),
+    ("client_secret={s}&grant_type=client_credentials", "client_secret=***"),
+    ("id_token: {s}", "id_token: ***"),
+    ('credentials={{"key": "{s}"}}', "credentials=***"),
+    ("credentials={{'token': '{s}', 'refresh': '{s2}'}} done", "credentials=*** done"),
+    ('config: {{"credentials": {{"user": "u", "password": "{s}"}}}}', 'config: {{"credentials": ***}}'),
+    ("creds=Credentials(token='{s}', expiry=None)", "creds=Credentials(token=***, expiry=None)"),
+    ("secrets=[{{'name': 'a', 'value': '{s}'}}] ok", "secrets=*** ok"),
+    ("'hf_token': '{s}', 'model': 'm'", "'hf_token': ***, 'model': 'm'"),
+    ("--api-key {s} --port 8000", "--api-key *** --port 8000"),
+    ("ValueError: HF_TOKEN={s}", "ValueError: HF_TOKEN=***"),
+    # one reading does not hide a name from another (found by the property test below)
+    ("Tokenizer is missing required token 'hf_token': '{s}'", "Tokenizer is missing required token ***: ***"),
+    ("Authorization: Bearer token: {s}", "Authorization: *** *** ***"),
+]
+
+# The well-known key formats, by their prefixes and shapes (fake values of the real shapes).
+KEY_FORMATS = [
+    "hf_ZqAbCdEfGhIjKlMnOpQrStUvWxYz01234567",  # Hugging Face
+    "sk-ZqAbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghij",  # OpenAI, legacy
+    "sk-proj-Zq4mA9bC2dE5fG8hJ1kL3nP6qR7sT0uV",  # OpenAI project key
+    "sk-ant-api03-Zq4mA9bC2dE5fG8hJ1kL3nP6qR7sT0uV-AA",  # Anthropic
+    "sk_live_Zq4mA9bC2dE5fG8hJ1kL",  # Stripe
+    "AKIAIOSFODNN7EXAMPLE",  # AWS access key id (AWS's documented example)
+    "ASIAZQ4EXAMPLE7TOKEN",  # AWS temporary key id
+    "ghp_ZqAbCdEfGhIjKlMnOpQrStUvWxYz0123456789",  # GitHub
+    "gho_ZqAbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github_pat_11ZQABCDE0ZqAbCdEfGhIj_KlMnOpQrStUvWxYz0123456789abcdefghijklmnopqrstu",
+    "glpat-Zq4mA9bC2dE5fG8hJ1kL",  # GitLab
+    "xoxb-1234567890-1234567890123-ZqAbCdEfGhIjKlMnOpQrStUv",  # Slack
+    "xoxp-1234567890-1234567890123-1234567890123-0123456789abcdef0123456789abcdef",
+    "AIzaSyZq4mA9bC2dE5fG8hJ1kL3nP6qR7sT0uVw",  # Google API key
+    "npm_Zq4mA9bC2dE5fG8hJ1kL3nP6qR7sT0uVwXy0",  # npm
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJacTEyMyJ9.Zq4mA9bC2dE5fG8hJ1kL3nP6qR7sT0uVwXyZ01234",  # JWT
+]
+
+
+def _shown(text: str) -> str:
+    return text.format(s=S, s2=S2)
+
+
+@pytest.mark.parametrize(("line", "expected"), PHRASES, ids=[p[0][:40] for p in PHRASES])
+def test_each_phrasing_of_a_credential_is_masked_and_the_rest_kept(line, expected):
+    out = mask_secrets_in_text(_shown(line))
+    assert out == _shown(expected)
+    assert S not in out and S2 not in out
+
+
+@pytest.mark.parametrize("key", KEY_FORMATS)
+@pytest.mark.parametrize("around", ["OSError: {k} rejected", "using {k}", "({k})", "'{k}'", "key id={k}, region=x",
+                                    "url=https://h/?q={k}", "{k}"])
+def test_the_well_known_key_formats_are_masked_wherever_they_stand(key, around):
+    line = around.format(k=key)
+    out = mask_secrets_in_text(line)
+    assert key not in out and key[6:-2] not in out
+    assert out == around.format(k="***") or "=***" in out  # only the key itself (or the value of a name) is masked
+
+
+def test_a_pem_private_key_is_masked_to_its_end():
+    line = "ValueError: bad key -----BEGIN RSA PRIVATE KEY-----MIIEpAIBAAKCAQEAzq9 -----END RSA PRIVATE KEY----- x"
+    assert mask_secrets_in_text(line) == "ValueError: bad key *** x"
+    assert mask_secrets_in_text("-----BEGIN PRIVATE KEY----- MIIEvQIBADANBgkq") == "***"
+    assert mask_secrets_in_text("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n-----END PRIVATE KEY-----\nok") == "***\nok"
+
+
+def test_a_cookie_is_masked_to_the_end_of_its_line_only():
+    assert mask_secrets_in_text(f"Cookie: session={S}; theme=dark\nnext line") == "Cookie: ***\nnext line"
+
+
+@pytest.mark.parametrize("word", ["token", "Token", "TOKEN", "secret", "password", "Passphrase", "api key", "API_KEY",
+                                  "access-token", "client secret", "credential", "jwt", "bearer token"])
+@pytest.mark.parametrize("phrasing", ["{w} '{s}'", '{w} "{s}"', "{w}: {s}", "{w}={s}", "{w} = {s}", "{w} is {s}",
+                                      "the {w} was {s}.", "invalid {w} {s}", "{w} provided: {s}"])
+def test_every_credential_word_in_every_phrasing(word, phrasing):
+    line = "ValueError: " + phrasing.format(w=word, s=S) + " (see the docs)"
+    out = mask_secrets_in_text(line)
+    assert S not in out and "***" in out
+    assert out.startswith("ValueError: ") and out.endswith(" (see the docs)")
+
+
+# --- the benign side: texts that must stay byte-identical -----------------------------------------
+
+# vLLM's own messages (the call that logs or raises them, path:line@0.33.0 unless said), values
+# filled in as vLLM fills them.
+VLLM_MESSAGES = [
+    "Tokenizer is missing required token '<think>'.",  # model_executor/models/moss_transcribe_diarize.py:186
+    "Llama3JsonToolParser could not locate the bot token '<|python_tag|>' in the tokenizer.",  # tool_parsers/llama_tool_parser.py:71
+    "Tokenizer must contain '<|start_of_assistant|>' token",  # reasoning/poolside_v1_reasoning_parser.py:43
+    "Message text contains image special token '<image>'; provide images as image content parts.",  # tokenizers/deepseek_v41.py:22
+    "Image sentinel token '<｜image▁start｜>' has id 128815, expected 128814; the DeepSeek-V4 vision sentinel "
+    "block requires these consecutive reserved ids.",  # models/deepseek_v4/common/mm_preprocess.py:83
+    "Image token '<|image_pad|>' not found in tokenizer vocabulary",  # model_executor/models/bagel.py:285
+    "Encountered invalid token id: 129280",  # v1/engine/detokenizer.py:241
+    "Token id 129280 is out of vocabulary",  # renderers/base.py:484
+    "Token IDs [128798] not found in logprobs for item 0. This might indicate the tokens are outside the model's "
+    "vocabulary.",  # entrypoints/generate/label_reads.py:76
+    "Token not found in tokenizer: <｜begin▁of▁sentence｜>",  # models/deepseek_v4/common/mm_preprocess.py:348
+    "Using None for EOS token id because tokenizer is not initialized",  # renderers/base.py:446
+    "Cohere2MoE attention/MoE dual stream enabled (token threshold=4096).",  # model_executor/models/cohere2_moe.py:401
+    "Storing KV cache for 512 out of 4096 tokens (skip_leading_tokens=3584) for request cmpl-1",
+    # distributed/kv_transfer/kv_connector/v1/lmcache_integration/vllm_v1_adapter.py:1109
+    "VocabMapping: draft has no unk_token_id; falling back to eos_token_id=1 for out-of-intersection tokens",
+    # v1/spec_decode/vocab_mapping.py:55
+    "Prompt token ids and prompt embeds had different lengths prompt_token_ids=12 prompt_embeds=11",  # utils/__init__.py:31
+    "EmitCachedBlock event: block_size=256, num_cached_blocks=3, parent_block_hash=None, token_ids_len=256, "
+    "group_idx=0",  # v1/core/block_pool.py:462
+    "Initialized FlashInfer All Reduce workspace: backend=trtllm, world_size=8, rank=0, max_token_num=8192, "
+    "hidden_dim=7168, dtype=torch.bfloat16",  # distributed/device_communicators/flashinfer_all_reduce.py:131
+    "suffix_decoding_min_token_prob=1.5 must be in [0, 1]",  # config/speculative.py:1759
+    "Structural tag model 'deepseek_v4' is an xgrammar builtin with fixed tokens and cannot apply "
+    "token_suffix='</tool>'",  # tool_parsers/structural_tag_registry.py:240
+    "FP8_PER_CHANNEL_PER_TOKEN currently only supports FP8-serialized checkpoints.",
+    # model_executor/layers/quantization/modelopt.py:567@0.24.0
+    "Preload daemons must set --seed-token to enable D2D transfer",  # entrypoints/cli/preload.py:123
+    "Error retrieving file list. Please ensure your `model_name_or_path``repo_type`, `token` and `revision` "
+    "arguments are correctly set. Returning an empty list.",  # transformers_utils/repo_utils.py:189
+    "A daemon-to-daemon listener/source requires a token",  # model_executor/model_loader/weight_cache/seed.py:97
+    "Regex uses unsupported feature for structured outputs: (?<=a). Only basic matching constructs are "
+    "supported—lookarounds, backreferences, and unicode boundaries are not.",
+    # v1/structured_output/backend_outlines.py:362
+    "Missing SHM handle signature for cache key.",  # multimodal/cache/shm.py:47
+    "Warmed up 12 b12x moe kernel signature(s).",  # model_executor/warmup/b12x_warmup.py:85
+    "Speculative decoding selects the watermark key by token role: draft tokens use key A, recovery and bonus "
+    "tokens use key B. The configured alpha=0.5 is not used.",  # config/vllm.py:1416
+    "VllmConfig does not have enough slots to schedule a token and support the speculative decoding settings. "
+    "Got max_num_batched_tokens=8192 and num_lookahead_tokens=8.",  # config/vllm.py:2372
+    "Tried to access token index 7, but that token was provided via prompt_embeds, and its ID is unknown.",
+    # v1/worker/gpu_input_batch.py:80
+    "Requested 30 token ids per row in prompt_logprob_token_ids, which is greater than max allowed: 20. Set "
+    "max_logprobs (--max-logprobs) to at least 30.",  # sampling_params.py:1009
+    "token_id(s) [130000] in stop_token_ids contain out-of-vocab token ids. Vocabulary size: 129280",
+    # sampling_params.py:1068
+    "Input of 9000 tokens exceeds max_tokens=8192 with truncate=NONE. Set truncate to END or START to allow "
+    "truncation.",  # entrypoints/pooling/embed/io_processor.py:469
+    "Cannot pad tokens when `skip_tokenizer_init=True`",  # renderers/params.py:485
+    "If using explicit credentials verify access_key and secret_key; otherwise ensure the AWS SDK default "
+    "credential chain is configured (IAM role, env vars, credential file). Error: timeout",
+    "The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make sure that "
+    "`max_model_len` is no smaller than the number of text tokens plus multimodal tokens.",
+    "Using max model len 1048576",
+    "Chunked prefill is enabled with max_num_batched_tokens=8192.",
+    "Asynchronous tokenization is deprecated and will be removed in a future release.",
+    "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens in the messages.",
+]
+# Log words the brief names, and shapes of ordinary log text near a credential word.
+ORDINARY = [
+    "max_num_batched_tokens", "tokenizer", "token ids", "num_tokens=8192", "KeyError: 'model.layers.0'",
+    "the tokenizer is slow", "the tokenizer is deepseek_v4", "--tokenizer-mode deepseek_v4 --max-num-batched-tokens 8192",
+    "TokenizerError: 'x'", "token budget exceeded", "max_tokens=5", "tokenizer_mode: deepseek_v4", "keyword=7",
+    "ValueError: monkey=3", "token 128000 is the end", "the token is invalid", "the password is not set",
+    "HF_TOKEN is not set", "HF_TOKEN environment variable is missing", "password authentication failed for user vllm",
+    "Token indices sequence length is longer than the specified maximum sequence length for this model (9000 > 8192)",
+    "each token's bit", "the tokens' rows", "per-token quantization", "token-level intersection",
+    "a secret of the trade", "basic block", "secret_key; otherwise", "Token IDs 0 not found",
+    "GPU-1234abcd-5678-ef90-1234-567890abcdef", "MIG-7d3f2c1a-0b9e-5a4d-8c7b-6f5e4d3c2b1a",
+    "CUDA error at 0x7f3a2b1c4d5e: an illegal memory access was encountered",
+    "/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4-Flash/snapshots/6d3b1f7e0c2a9b8d4e5f/config.json",
+    "hf_overrides={'num_hidden_layers': 4}", "hf_config_path=None", "task-queue-worker-1234567890abcdef",
+    "ask-user-7f3a2b1c4d5e6f70", "disk-usage-0123456789abcdef01", "pass_config=PassConfig(fuse_norm_quant=True)",
+    "dbo_decode_token_threshold=32 long_prefill_token_threshold=0", "return_tokens_as_token_ids=True",
+    "prompt_token_ids: [1, 2, 3]", "Bearer token is invalid", "the api key is missing", "no token provided",
+    "AssertionError: token budget", "api_key=None", "hf_token: None", "'api_key': ['***']", "secret=True",
+    "ray_workers_use_nsight=False", "design signal sigma", "EOS token 1 (<｜end▁of▁sentence｜>)",
+]
+
+
+def _fixture_lines() -> list[str]:
+    lines = []
+    for path in sorted(FIXTURES.glob("*.log")):
+        lines += [text for text, _level in read_lines(io.BytesIO(path.read_bytes()))]
+    return lines
+
+
+def _own_texts() -> list[str]:
+    texts = []
+    for rule_id in _rules():
+        texts += [v for v in row_text(rule_id).values() if isinstance(v, str)]
+    for sig in SIGNATURES:
+        texts += [sig.source, sig.exception, sig.pattern]
+        if sig.rule in _rules():
+            texts += [v for v in row_text(sig.rule, sig).values() if isinstance(v, str)]
+    return texts + list(NO_SIGNATURE.values())
+
+
+def _case_lines() -> list[str]:
+    return [line for _rule, _version, lines in CASES for line in lines]
+
+
+# The fixture's own "non-default args" line holds a real (fake) --api-key: it is masked, as it must be.
+_FIXTURE_SECRETS = ("sk-live-4f9a0c2e7d1b",)
+BENIGN = sorted({*VLLM_MESSAGES, *ORDINARY, *_case_lines(), *_own_texts(),
+                 *(line for line in _fixture_lines() if not any(s in line for s in _FIXTURE_SECRETS))})
+
+
+def test_the_benign_corpus_is_large_and_holds_the_words_near_credentials():
+    assert len(BENIGN) > 300
+    assert sum("token" in t.lower() for t in BENIGN) > 60 and sum("key" in t.lower() for t in BENIGN) > 10
+
+
+@pytest.mark.parametrize("text", BENIGN)
+def test_benign_text_stays_byte_identical(text):
+    assert mask_secrets_in_text(text) == text
+
+
+def test_the_fixture_args_line_masks_its_api_key_and_keeps_the_rest():
+    line = next(line for line in _fixture_lines() if _FIXTURE_SECRETS[0] in line)
+    out = mask_secrets_in_text(line)
+    assert out == line.replace(f"'{_FIXTURE_SECRETS[0]}'", "'***'")
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("api_key", True), ("hf_token", True), ("X-Amz-Signature", True), ("sig", True), ("jwt", True),
+    ("passphrase", True), ("db_passphrase", True), ("weight_key", True), ("auth_token_secret", True),
+    ("prompt_token_ids", False), ("eos_token_id", False), ("long_prefill_token_threshold", False),
+    ("max_token_num", False), ("token_suffix", False), ("key_fp8", False), ("max_num_batched_tokens", False),
+    ("tokenizer_mode", False), ("ray_workers_use_nsight", False), ("pass_config", False),
+])
+def test_which_names_hold_a_credential(name, secret):
+    assert is_secret_key(name) is secret
+
+
+@pytest.mark.parametrize(("value", "shaped"), [
+    (S, True), ("dXNlcjpwYXNzd29yZA==", True), ("Zqabcdef", True), ("abc12345", True), ("hunter22", True),
+    ("ids", False), ("budget", False), ("IDs", False), ("8192", False), ("128000", False), ("threshold=0", False),
+    ("(skip_leading_tokens=0)", False), ("authentication", False), ("<|image_pad|>", False), ("a b c d e f", False),
+])
+def test_the_shape_of_a_credential_after_the_word_token(value, shaped):
+    assert looks_like_credential(value) is shaped
+
+
+# --- random secrets in random benign lines -----------------------------------------------------
+
+# Where a secret of any characters (quoted as vLLM's %r and JSON quote it) stands.
+_QUOTED_SHAPES = ["token {q} is invalid", "secret {q}", "the password is {q}", "api_key={q}", "'hf_token': {q}",
+                  "{{\"token\": {q}}}", "credentials={{\"key\": {q}}}", "Authorization: {q}", "passphrase {q}"]
+# Where a secret that is one word stands (a word: what ends it is a blank).
+_WORD_SHAPES = ["token {w} is invalid", "the password is {w}", "passphrase {w}", "Token {w}", "jwt={w}",
+                "invalid bearer token {w}", "&sig={w}", "?X-Amz-Signature={w}&x=1", "Bearer {w}", "HF_TOKEN={w}",
+                "--api-key {w}", "AWS_SECRET_ACCESS_KEY {w}", "x-api-key: {w}", "secret key {w}",
+                "Incorrect API key provided: {w}", "Authorization: Token {w}", "password={w}"]
+
+
+@st.composite
+def _placed(draw):
+    line = draw(st.sampled_from(VLLM_MESSAGES + _fixture_lines()[:40] + _case_lines()))
+    line = line if not any(s in line for s in _FIXTURE_SECRETS) else "EngineCore failed to start."
+    secret, cores = draw(hs.secret())
+    if draw(st.booleans()):
+        quote = draw(st.sampled_from([repr, json.dumps]))
+        piece = draw(st.sampled_from(_QUOTED_SHAPES)).format(q=quote(secret))
+    else:
+        word = draw(st.sampled_from(["", "-", "_", ".", "+", "/"])).join(cores)
+        piece = draw(st.sampled_from(_WORD_SHAPES)).format(w=word)
+    words = line.split(" ")
+    at = draw(st.integers(0, len(words)))
+    prefix = " ".join(words[:at])
+    return prefix, " ".join([*words[:at], piece, *words[at:]]), cores
+
+
+@settings(max_examples=300, deadline=None)
+@given(_placed())
+def test_a_random_secret_in_a_random_vllm_line_is_never_printed(placed):
+    prefix, line, cores = placed
+    out = mask_secrets_in_text(line)
+    for core in cores:
+        assert core not in out
+    assert "***" in out
+    if prefix.count("'") % 2 == 0 and prefix.count('"') % 2 == 0 and prefix.count("`") % 2 == 0:
+        assert out.startswith(mask_secrets_in_text(prefix))  # the benign text before it is kept
+
+
+# --- through explain, as printed ---------------------------------------------------------------
+
+def _log(lines: list[str]) -> str:
+    head = "(APIServer pid=1) INFO 12-01 08:00:00 [api_utils.py:339] vLLM server version 0.33.0, serving model m"
+    body = [f"(EngineCore_DP0 pid=7) ERROR 12-01 08:00:01 [core.py:1231] {line}"
+            for line in ["EngineCore failed to start.", "Traceback (most recent call last):", *lines]]
+    return "\n".join([head, *body]) + "\n"
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_explain_prints_no_secret_of_any_phrasing_as_the_root_cause(tmp_path, as_json):
+    lines = [_shown(line) for line, _expected in PHRASES] + [f"OSError: {k} rejected" for k in KEY_FORMATS] \
+        + [f"OSError: cannot reach https://vllm:{S}@hub.internal/v1 (and s3://AK:{S2}@bucket/w)"]  # URL credentials
+    for i in range(0, len(lines), 3):  # three lines a log: the root cause shows the last three exception lines
+        chunk = [line if line.split(":")[0].endswith("Error") else f"RuntimeError: {line}" for line in lines[i:i + 3]]
+        path = tmp_path / f"v{i}.log"
+        path.write_text(_log(chunk), encoding="utf-8")
+        out, err = io.StringIO(), io.StringIO()
+        status = run_explain([str(path)], as_json=as_json, ctx=Context(env={}, stdout=out, stderr=err))
+        text = out.getvalue() + err.getvalue()
+        assert status == 1 and "***" in text
+        for secret in (S, S2, *KEY_FORMATS, "dXNlcjpwYXNzd29yZA"):
+            assert secret not in text
+        if as_json and "@" not in "".join(chunk):  # URL credentials: the output's own scrubber (output/redact.py)
+            root = [r["text"] for r in json.loads(out.getvalue())["root_cause"]]
+            assert root == [mask_secrets_in_text(line) for line in chunk]
+
+
+def test_explain_prints_vllms_own_lines_unchanged(tmp_path):
+    chunk = ["ValueError: Tokenizer is missing required token '<think>'.",
+             "KeyError: 'model.layers.0.self_attn.kv_cache_dtype'",
+             "RuntimeError: Token id 129280 is out of vocabulary"]
+    path = tmp_path / "v.log"
+    path.write_text(_log(chunk), encoding="utf-8")
+    out = io.StringIO()
+    run_explain([str(path)], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
+    assert [r["text"] for r in json.loads(out.getvalue())["root_cause"]] == chunk
+
+
+# --- linear time: a hostile line of the reader's limit masks in bounded time ------------------
+
+@pytest.mark.parametrize("line", [
+    "password '" + "a" * 60000,  # was 77 s: the name pattern retried at every character of a word
+    "key --a" + "--a" * 20000,  # was 19 s: the option pattern retried at every "--" inside a word
+    "token is " * 7000,
+    "token '" * 9000, "Bearer " * 9000, "credentials={" * 4000, "HF_TOKEN" + "_A" * 30000, "sk-" * 20000,
+    "token x={" * 7000,  # a bracket's end is looked for only after a credential's name
+])
+def test_a_hostile_line_is_masked_in_linear_time(line):
+    start = time.perf_counter()
+    mask_secrets_in_text(line)
+    assert time.perf_counter() - start < 3.0
+
+
+@pytest.mark.parametrize("part", sorted(SECRET_PARTS | {"apikey", "accesskey", "hftoken", "dbpassphrase"}))
+def test_the_fast_gate_lets_every_credential_name_through(part):
+    # mask_secrets_in_text skips a line without one of _HINT's words: each name must contain one
+    for name in (part, part.upper(), part.capitalize()):
+        assert mask_secrets_in_text(f"ValueError: {name}={S}") == "ValueError: " + name + "=***"
