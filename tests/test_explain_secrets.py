@@ -447,3 +447,19 @@ def test_the_fast_gate_lets_every_credential_name_through(part):
     # mask_secrets_in_text skips a line without one of _HINT's words: each name must contain one
     for name in (part, part.upper(), part.capitalize()):
         assert mask_secrets_in_text(f"ValueError: {name}={S}") == "ValueError: " + name + "=***"
+
+
+def test_a_count_named_after_tokens_is_read_back_not_masked(tmp_path):
+    # is_secret_key read long_prefill_token_threshold as a credential: the corrected command said
+    # "--long-prefill-token-threshold ***", which no vLLM accepts
+    from tests.test_explain import _FP8, args_line, explain, traceback, version_line, vllm_lines
+
+    lines = [version_line("0.24.0"),
+             args_line("{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'long_prefill_token_threshold': 512, "
+                       f"'api_key': ['{S}']}}"),
+             *vllm_lines(traceback([], f"AssertionError: {_FP8} auto"))]
+    status, out, _err = explain(tmp_path, lines)
+    argv = out["corrected"]["argv"]
+    assert status == 0 and S not in json.dumps(out)
+    assert argv[argv.index("--long-prefill-token-threshold") + 1] == "512"
+    assert argv[argv.index("--api-key") + 1] == "***"
