@@ -71,7 +71,7 @@ def is_nvfp4_on_mla(kv: str, version: str | None) -> bool:
     return kv.startswith("nvfp4") and not kv.endswith("_ds_mla")
 
 
-_C_INT = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")  # what C's strtol(s, &end, 10) reads
+_C_INT = r"[ \t\n\v\f\r]*([+-]?)([0-9]+)"  # what C's strtol(s, &end, 10) reads (compiled at first use)
 
 
 def _optimized(facts: Facts) -> bool:
@@ -83,7 +83,7 @@ def _optimized(facts: Facts) -> bool:
     value = facts.env.get("PYTHONOPTIMIZE")
     if not value:
         return False
-    number = _C_INT.fullmatch(value)
+    number = re.fullmatch(_C_INT, value)
     if number is None or number.group(1) == "-" and number.group(2).strip("0"):
         return True
     return bool(number.group(2).strip("0"))

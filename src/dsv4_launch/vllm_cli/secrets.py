@@ -168,7 +168,7 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
         root = name.split(".", 1)[0].rstrip("+")
         secret = _resolves_to_secret(root, known)
         if secret is None and masking:
-            own = _OWN_OPTION.match(token) is not None and not looks_like_credential(name)
+            own = re.match(_OWN_OPTION, token) is not None and not looks_like_credential(name)
             if (first and "=" not in token) or not own:  # "--name=value" right after: its own option
                 spans.add((i, WHOLE))  # maybe the secret itself, or one more value of it
                 masking = masking and not own
@@ -197,7 +197,7 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
 
 # An unknown long option that has the shape of an option's name (vLLM's are lower-case words),
 # alone or with ``=value``: not a secret value that happens to start with ``--``.
-_OWN_OPTION = re.compile(r"--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*(?:=|$)")
+_OWN_OPTION = r"--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*(?:=|$)"  # compiled at first use
 
 
 def _names_short(token: str, short: frozenset[str], *, glued: bool) -> bool:

@@ -494,9 +494,10 @@ def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list
 _REPLICAS: dict[tuple[int, tuple[int, ...]], tuple[OptionTable, _ReplicaParser]] = {}
 _REPLICAS_KEPT = 8  # a process parses a few argvs (serve, the --config split, doctor's retry)
 _INDEXES: dict[int, tuple[OptionTable, dict[str, int], frozenset[int], list[str]]] = {}
-# Options argparse's negative-number check may read: its _negative_number_matcher is
-# '^-\d+$|^-\d*\.\d+$' up to 3.13.0 and '^-\.?\d' in later releases; this covers both.
-_NEGATIVE = re.compile(r"^-\.?\d")
+def _negative_like(option: str) -> bool:
+    """An option argparse's negative-number check may read: its _negative_number_matcher is
+    ``^-\d+$|^-\d*\.\d+$`` up to 3.13.0 and ``^-\.?\d`` later; this is the latter, covering both."""
+    return option[1:2].isdigit() or (option[1:2] == "." and option[2:3].isdigit())
 
 
 def _index(table: OptionTable) -> tuple[dict[str, int], frozenset[int], list[str]]:
@@ -506,7 +507,7 @@ def _index(table: OptionTable) -> tuple[dict[str, int], frozenset[int], list[str
     if kept is not None and kept[0] is table:
         return kept[1], kept[2], kept[3]
     action_of = {o: at for at, action in enumerate(table.actions) for o in action.options}
-    always = frozenset(at for o, at in action_of.items() if len(o) == 2 or _NEGATIVE.match(o))
+    always = frozenset(at for o, at in action_of.items() if len(o) == 2 or _negative_like(o))
     _INDEXES[id(table)] = (table, action_of, always, [])
     return action_of, always, _INDEXES[id(table)][3]
 
