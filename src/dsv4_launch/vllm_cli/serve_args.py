@@ -494,8 +494,10 @@ def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list
 _REPLICAS: dict[tuple[int, tuple[int, ...]], tuple[OptionTable, _ReplicaParser]] = {}
 _REPLICAS_KEPT = 8  # a process parses a few argvs (serve, the --config split, doctor's retry)
 _INDEXES: dict[int, tuple[OptionTable, dict[str, int], frozenset[int], list[str]]] = {}
+
+
 def _negative_like(option: str) -> bool:
-    """An option argparse's negative-number check may read: its _negative_number_matcher is
+    r"""An option argparse's negative-number check may read: its _negative_number_matcher is
     ``^-\d+$|^-\d*\.\d+$`` up to 3.13.0 and ``^-\.?\d`` later; this is the latter, covering both."""
     return option[1:2].isdigit() or (option[1:2] == "." and option[2:3].isdigit())
 
