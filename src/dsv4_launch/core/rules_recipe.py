@@ -6,7 +6,7 @@ recipes set. Each check sits under its row (``@row``; ``core/rules.py``).
 from __future__ import annotations
 
 from .facts import Facts, as_int, json_option, vllm_env_bool
-from .gpus import GpuInfo
+from .gpus import GpuInfo, in_families
 from .memory import max_model_len_tried
 from .model import V41
 from .rules import (
@@ -22,7 +22,7 @@ from .rules import (
     setting,
     v2_runner_env,
 )
-from .rules_releases import SM12_DEEPGEMM_WARMUP_FAILS
+from .rules_releases import SM12_DEEPGEMM_FAMILIES, SM12_DEEPGEMM_WARMUP_FAILS
 from .versions import VersionRange
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
@@ -250,7 +250,7 @@ def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
              else "DeepGEMM's support check, is_deep_gemm_supported" if at_warmup is False
              else f"the kernel warm-up before {DEEP_GEMM_READ_AT_WARMUP.before} on every start; DeepGEMM's support check")
     # Where DeepGEMM on fails the FP8 warm-up (sm12-0.24-deepgemm), 1 or unset is no fix: only 0.
-    sm12 = any(g.capability and g.capability[0] == 12 for g in facts.all_gpus)
+    sm12 = any(g.capability and in_families(g.capability, SM12_DEEPGEMM_FAMILIES) for g in facts.all_gpus)
     fix = ("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off: with it on, the FP8 warm-up fails on SM 12.x in this release)"
            if sm12 and SM12_DEEPGEMM_WARMUP_FAILS.contains(facts.vllm_version) is not False
            else "VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it")

@@ -148,6 +148,7 @@ def sm12_degenerate_output(facts: Facts, gpu: GpuInfo | None):
 
 
 SM12_DEEPGEMM_WARMUP_FAILS = VersionRange(since="0.24.0", before="0.24.1")  # DeepGEMM on: the FP8 warm-up fails on SM 12.x
+SM12_DEEPGEMM_FAMILIES = frozenset({"12"})  # … on these GPU families (the row, and deep-gemm-env-not-int's fix)
 
 
 @row(
@@ -157,7 +158,7 @@ SM12_DEEPGEMM_WARMUP_FAILS = VersionRange(since="0.24.0", before="0.24.1")  # De
     effect="`Assertion error (…layout.hpp:76): Unknown recipe` in the FP8 warm-up",
     message="{gpus} with {vllm}: DeepGEMM's FP8 warm-up fails on SM 12.x in {since} ('Unknown recipe')",
     fix="VLLM_USE_DEEP_GEMM=0 (about 4–6 % slower decoding), or a later vLLM",
-    reference="vLLM #47130, #47266", families=frozenset({"12"}),
+    reference="vLLM #47130, #47266", families=SM12_DEEPGEMM_FAMILIES,
     vllm=SM12_DEEPGEMM_WARMUP_FAILS,
 )
 def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
