@@ -47,6 +47,5 @@ def known_checkpoint(name: str) -> dict | None:
 
 def load_checkpoints() -> dict[str, dict]:
     """Every entry, by lower-case hub id (the same objects ``known_checkpoint`` returns)."""
-    names = sorted(n[: -len(".json")] for n in os.listdir(DATA) if n.endswith(".json"))
-    entries = {name.replace("--", "/", 1): _entry(name.replace("--", "/", 1)) for name in names}
-    return {key: entry for key, entry in entries.items() if entry is not None}
+    keys = sorted(n[: -len(".json")].replace("--", "/", 1) for n in os.listdir(DATA) if n.endswith(".json"))
+    return {key: entry for key in keys if (entry := _entry(key)) is not None}

@@ -527,15 +527,13 @@ def needed_actions(table: OptionTable, tokens: Sequence[str]) -> tuple[int, ...]
     wanted = set(always)
     options = tokens[: tokens.index("--")] if "--" in tokens else tokens  # after "--": positionals
     for token in dict.fromkeys([*(t for t in options if t[:1] == "-" and len(t) > 1), *_WRITTEN]):
-        at = action_of.get(token)
-        if at is None:
-            at = action_of.get(token.split("=", 1)[0])
+        name = token.split("=", 1)[0]  # argparse looks up the text before "=" too, and by prefix
+        at = action_of.get(token, action_of.get(name))
         if at is not None:
             wanted.add(at)
             continue
         if not strings:
             strings.extend(sorted(action_of))
-        name = token.split("=", 1)[0]  # the text argparse compares by prefix
         i = bisect_left(strings, name)
         while i < len(strings) and strings[i].startswith(name):
             wanted.add(action_of[strings[i]])
@@ -543,7 +541,7 @@ def needed_actions(table: OptionTable, tokens: Sequence[str]) -> tuple[int, ...]
     return tuple(sorted(wanted))
 
 
-def _replica(table: OptionTable, tokens: Sequence[str] = ()) -> _ReplicaParser:
+def _replica(table: OptionTable, tokens: Sequence[str]) -> _ReplicaParser:
     """The replica parser of ``table`` for parsing ``tokens`` (kept for the next parse of the
     same options). argparse keeps no state between parses but our record of secret values,
     reset here."""
