@@ -204,11 +204,10 @@ def run_click(args: list[str]) -> int:
 
 
 def _cannot_write() -> int:
-    """One line, exit 74, as plan/doctor/fit do (click itself handles only a closed pipe)."""
+    """The help could not be written: decided where every command's broken stream is
+    (output/render.finish: one line and 74 for a full disk; click itself handles a closed pipe)."""
     import sys
 
-    from ..output.lines import Reporter, silence
+    from ..output.render import finish
 
-    silence(sys.stdout)
-    Reporter(sys.stderr, {}, prefix="dsv4-launch").error("cannot write the help to standard output")
-    return exit_codes.OUTPUT_FAILED
+    return finish(False, exit_codes.OK, sys.stdout, sys.stderr, {}, "dsv4-launch", "the help")
