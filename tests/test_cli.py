@@ -42,6 +42,7 @@ def test_rewrites_on_sm120_and_hands_over(run_cli, v4_dir):
     assert record["torch_loaded"] is False
     # the heap as vLLM freezes its own once up (adapters/handover.py): frozen before vLLM starts
     assert record["gc_frozen"] > 1000
+    assert record["gc_enabled"]  # and vLLM runs with its collector on (commands/collector.py pauses only plan/doctor/fit)
 
 
 def test_the_heap_is_collected_then_frozen_before_vllm_starts(monkeypatch):
@@ -288,6 +289,7 @@ def test_plan_says_when_only_the_name_was_recognised(run_cli):
 def test_python_dash_m_and_launch_serve_are_the_same_tool(run_cli, v4_dir, tmp_path):
     _, record = run_cli("dsv4-launch", "serve", v4_dir)
     assert record["argv"] == ["vllm", "serve", v4_dir, "--kv-cache-dtype", "fp8"]
+    assert record["gc_enabled"] and record["gc_frozen"] > 1000  # serve is dsv4-serve: no pause of plan's
     env = clean_env(tmp_path, DSV4_LAUNCH_GPU_CAPABILITY="12.0")
     done = subprocess.run([sys.executable, "-m", "dsv4_launch", "plan", "--json", M], env=env,
                           capture_output=True, text=True, timeout=60)

@@ -109,7 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _json_usage_error(line)
             _stderr_error(line)
             return exit_codes.USAGE
-        return run(command, own, rest)
+        from .collector import Paused  # the collector off for the run (commands/collector.py)
+
+        with Paused(ending=argv is None):  # argv None: the console script, the process ends with it
+            return run(command, own, rest)
     return _click(args)
 
 

@@ -3,7 +3,8 @@
 It records what it was given and then behaves as the test asks, through environment variables:
 
   FAKE_VLLM_RECORD     JSON file written with {"argv", "pid", "nvml_open", "torch_loaded",
-                       "gc_frozen" (objects in the frozen generation when vLLM starts), ...}
+                       "gc_frozen" (objects in the frozen generation when vLLM starts),
+                       "gc_enabled" (the collector on when vLLM starts), ...}
   FAKE_VLLM_BEHAVIOUR  "return" (main() returns None), "exit:N" (raises SystemExit(N)),
                        "raise" (raises RuntimeError), "oserror:N" (raises OSError with errno N,
                        as vLLM's own socket bind does on a port in use), "serve" (a long-running server: installs
@@ -40,6 +41,7 @@ def main():
                     "nvml_open": _nvml_open(),
                     "torch_loaded": "torch" in sys.modules,
                     "gc_frozen": gc.get_freeze_count(),
+                    "gc_enabled": gc.isenabled(),
                     "modules": sorted(m for m in sys.modules if not m.startswith("_")),
                     "sigterm_handler": str(signal.getsignal(signal.SIGTERM)),
                     "sigint_handler": str(signal.getsignal(signal.SIGINT)),
