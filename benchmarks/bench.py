@@ -38,7 +38,8 @@ Cases:
                dsv4-serve handing over to vllm stub+ X (it plans for release X: its table and
                rows). It hands over in the same process, so what both import is imported once:
                (dsv4-serve → stub+ X) − (vllm stub+ X) is what a real start of X waits longer (a
-               budget per release, BUDGET_REAL_START_MS). dsv4-serve collects and freezes the
+               budget per release, BUDGET_REAL_START_MS; the median of the round-by-round
+               differences, the two taken back to back: paired_difference). dsv4-serve collects and freezes the
                heap before it imports vLLM (adapters/handover.py, as vLLM's freeze_gc_heap does
                once the server is up), which also spares vLLM's own start-up collections the
                interpreter's objects:
@@ -175,9 +176,23 @@ def measure(cases: dict[str, Case], env: dict[str, str], runs: int, warmup: int)
         out[name] = {"name": name, "command": [*(f"{k}={v}" for k, v in extra.items()), *cmd], "runs": runs,
                      "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
                      "median_cpu_ms": statistics.median(c for _, _, c in samples[name]),
-                     "peak_mib": statistics.median(p for _, p, _ in samples[name])}
+                     "peak_mib": statistics.median(p for _, p, _ in samples[name]),
+                     # each run, in the order taken (round i of every case ran back to back): paired_difference
+                     "times_ms": [round(ms, 3) for ms in times], "cpu_times_ms": [round(c, 3) for _, _, c in samples[name]]}
         print(f"  {name:<18} {out[name]['median_ms']:8.1f} ms  {out[name]['peak_mib']:6.1f} MiB", file=sys.stderr)
     return out
+
+
+def paired_difference(a: dict, b: dict, clock: str) -> float:
+    """How much longer case ``a`` takes than case ``b``: the median of their differences round by
+    round. ``measure`` takes the cases in turns, so round i of ``a`` ran right after round i of
+    ``b``: a burst of other work on the machine lands on both of a pair, and the median of the
+    pairs' differences leaves it out, where the difference of two medians of ~170 ms cases moved
+    by ±10 ms between runs on a shared machine."""
+    key = "times_ms" if clock == "median_ms" else "cpu_times_ms"
+    if key not in a or key not in b:  # a run recorded before the runs were kept
+        return a[clock] - b[clock]
+    return statistics.median(x - y for x, y in zip(a[key], b[key], strict=True))
 
 
 def recorded_releases() -> list[str]:
@@ -399,12 +414,12 @@ def main() -> None:
         # The stand-ins for vLLM's CLI import ~300 modules each (~140 ms, 33 MiB): taken in turns
         # with the light cases they inflated those (the floor's median went × 1.11–1.15 over its
         # min), so they are a group of their own; each budget compares cases of one group.
+        # A release's three cases back to back in each round: the budgets pair them (paired_difference).
         r.update(measure({
-            **{case: (command, {**plus, "PYTHONPATH": stubs[release]}) for release in releases
-               for case, command in ((f"vllm stub+ {release}", stub),
-                                     (f"dsv4-serve → stub+ {release}", [tool("dsv4-serve", py), *ARGS]))},
-            **{f"vllm stub+ {release}, heap frozen": (stub, {**plus, STUB_FREEZE: "1", "PYTHONPATH": stubs[release]})
-               for release in releases},
+            case: (command, {**plus, **extra, "PYTHONPATH": stubs[release]}) for release in releases
+            for case, command, extra in ((f"vllm stub+ {release}", stub, {}),
+                                         (f"dsv4-serve → stub+ {release}", [tool("dsv4-serve", py), *ARGS], {}),
+                                         (f"vllm stub+ {release}, heap frozen", stub, {STUB_FREEZE: "1"}))
         }, env, opts.runs, opts.warmup))
         n = opts.secrets
         r.update(measure({f"secrets ×{k}": [tool("dsv4-serve", py), *ARGS, "--api-key", *(f"sk-{i:08d}" for i in range(k))]
@@ -424,7 +439,7 @@ def main() -> None:
     clock = "median_ms" if opts.clock == "wall" else "median_cpu_ms"
     overhead = r["dsv4-serve"][clock] - r["vllm stub"][clock]
     launch_overhead = r["launch serve"][clock] - r["vllm stub"][clock]
-    net = {release: r[f"dsv4-serve → stub+ {release}"][clock] - r[f"vllm stub+ {release}"][clock]
+    net = {release: paired_difference(r[f"dsv4-serve → stub+ {release}"], r[f"vllm stub+ {release}"], clock)
            for release in releases}
     plan_memory = r["plan"]["peak_mib"] - r["click"]["peak_mib"]
     small, large = (r[f"secrets ×{k}"]["median_ms"] - r["dsv4-serve"]["median_ms"] for k in (opts.secrets, 2 * opts.secrets))
@@ -442,7 +457,7 @@ def main() -> None:
         ("hand-over overhead (dsv4-launch serve − vllm stub)", launch_overhead, "ms"),
         *((f"dsv4-serve's own cost on vLLM {release}, the heap frozen alike ((dsv4-serve → stub+ {release}) − "
            f"vllm stub+ {release}, heap frozen)",
-           r[f"dsv4-serve → stub+ {release}"][clock] - r[f"vllm stub+ {release}, heap frozen"][clock], "ms")
+           paired_difference(r[f"dsv4-serve → stub+ {release}"], r[f"vllm stub+ {release}, heap frozen"], clock), "ms")
           for release in releases),
     ]
     budgets = [

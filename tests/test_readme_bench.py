@@ -88,3 +88,18 @@ def test_a_run_of_every_pinned_release_renders_each_budget_and_the_machine_noise
         assert f"| vllm stub+ {release}, heap frozen |" in text
     assert "| machine noise (floor median / floor min) |" in text
     assert "stub+ imports what each vLLM release's CLI imports (0.24.0, 0.29.0, 0.33.0)" in text
+
+
+def test_what_a_start_waits_longer_is_paired_round_by_round():
+    """A burst of other work on the machine in some rounds lands on both cases of a pair and
+    leaves the paired median alone, where the difference of the two medians moves with it."""
+    bench = _bench()
+    base = [170.0, 171.0, 169.0, 200.0, 230.0, 228.0, 170.5]  # rounds 4-6 busy
+    serve = [x + 8.0 for x in base]
+    serve[3] = 150.0 + 8.0  # a busy round of the stub that the serve run of the pair missed
+    a = {"median_ms": 0.0, "times_ms": serve, "cpu_times_ms": serve}
+    b = {"median_ms": 0.0, "times_ms": base, "cpu_times_ms": base}
+    assert bench.paired_difference(a, b, "median_ms") == 8.0
+    assert bench.paired_difference(a, b, "median_cpu_ms") == 8.0
+    # a run written before the runs were kept: the difference of the medians, as it was computed then
+    assert bench.paired_difference({"median_ms": 60.0}, {"median_ms": 50.0}, "median_ms") == 10.0
