@@ -72,7 +72,9 @@ def _json_usage_error(line: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console script ``dsv4-launch``."""
+    """Console script ``dsv4-launch``. ``argv`` None: this process's own command (``sys.argv``),
+    which ends with it — plan, doctor and fit then leave the heap frozen for the exit
+    (commands/collector.py); a caller that passes ``argv`` keeps its collector as it was."""
     args = sys.argv[1:] if argv is None else list(argv)
     command = args[0] if args else None
     if command in ("--version", "-V"):
