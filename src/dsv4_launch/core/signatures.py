@@ -469,6 +469,12 @@ def is_secret_key(key: str) -> bool:
 # is masked only where it has a credential's shape; after password/secret/api key/… any value but
 # an ordinary word.
 
+# A private key's armor: PEM (RSA, EC, DSA, OPENSSH, ENCRYPTED, plain PKCS#8), PGP's "PRIVATE KEY
+# BLOCK", RFC 4716's "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----". Public keys and certificates
+# are not secrets and are shown.
+_PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?"
+_PEM_BEGIN = rf"-{{4,5}} ?BEGIN {_PEM_LABEL} ?-{{4,5}}"
+_PEM_END = rf"-{{4,5}} ?END {_PEM_LABEL} ?-{{4,5}}"
 # Key formats by their prefixes and shapes: Hugging Face, OpenAI/Anthropic/OpenRouter (sk-…), Stripe,
 # AWS access key ids, GitHub, GitLab, Slack, Google API keys, npm, PyPI, JWTs, PEM private keys.
 _KEY_FORMATS = (
@@ -485,7 +491,7 @@ _KEY_FORMATS = (
     r"|(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}"
     r"|(?<![A-Za-z0-9_-])pypi-[A-Za-z0-9_-]{50,}"
     r"|(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
-    r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*)"
+    rf"|{_PEM_BEGIN}(?s:.*?{_PEM_END}|.*)"
 )
 # A credential word in prose. Compounds first (the longest reading wins): "secret key X" is the key's.
 _ENV_WORD = r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)"
@@ -529,7 +535,7 @@ _NAMED_VALUE = (
 )
 _OPTION_VALUE = r"((?<![\w\-])--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
 # A fast test before the passes: every word above contains one of these (tests/test_explain_secrets.py).
-_HINT = r"(?i)key|token|secret|pass|pwd|credential|auth|bearer|basic|cookie|sig|jwt"
+_HINT = r"(?i)key|token|secret|pass|pwd|credential|auth|bearer|basic|cookie|sig|jwt|--[ah]"  # --api-k, --hf
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
@@ -576,6 +582,94 @@ def _named_spans(pattern: str, text: str) -> list[tuple[int, int]]:
     return spans
 
 
+# vLLM's --api-key takes every word up to the next option (nargs "+"; vLLM's own redaction of an
+# argv masks each: vllm/snapshot/runtime.py:847@0.33.0, :775@0.31.0, also for the abbreviations
+# argparse accepts); --hf-token takes one.
+_MULTI_VALUED = "api-key"
+_MORE_WORDS = re.compile(r"(?:[ \t]+(?!-)\S+)*")  # the words after a value, up to one starting with "-"
+
+
+def _option_of(name: str) -> str:
+    """Which of vLLM's credential options ``--name`` is (``api-key``, ``hf-token``) as its parser
+    reads it (``_`` for ``-``, an abbreviation), ``secret`` for another credential's name, or ""."""
+    norm = name.replace("_", "-").lower()
+    if _MULTI_VALUED.startswith(norm):
+        return _MULTI_VALUED
+    if "hf-token".startswith(norm):
+        return "hf-token"
+    return "secret" if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name) else ""
+
+
+def _option_spans(text: str) -> list[tuple[int, int]]:
+    """Where the value of every credential ``--option`` stands: one word (``--hf-token X``,
+    ``--name=X``), every word up to the next option after ``--api-key`` (``--api-key k1 k2
+    --port 8000``); in a quoted argv item (``'--api-key=k1'``) the value ends at its quote."""
+    compiled = re.compile(_OPTION_VALUE)
+    spans, pos = [], 0
+    while (m := compiled.search(text, pos)) is not None:
+        pos = m.start(3)  # not a credential's option: the search resumes inside its value
+        option = _option_of(m.group(2))
+        if not option:
+            continue
+        end = m.end(3)
+        quote = text[m.start() - 1: m.start()]
+        if quote in ("'", '"'):
+            close = text.find(quote, m.start(3), end)
+            end = close if close != -1 else end
+        value = text[m.start(3):end]
+        if not value or value in _KEEP or value.rstrip(".,;:!?").lower() in _NOT_VALUES:  # "--seed-token to enable"
+            continue
+        if option == _MULTI_VALUED and not m.group(1).endswith("=") and quote not in ("'", '"'):
+            end = _MORE_WORDS.match(text, end).end()
+        spans.append((m.start(3), end))
+        pos = end
+    return spans
+
+
+# An argv as a list ('--api-key', 'k1', 'k2', '--port'; JSON's "--api-key", "k1"): the items after
+# a credential option's.
+_QUOTED_OPTION = re.compile(r"""(['"])--([A-Za-z][\w.\-]{0,200})\1""")
+_NEXT_ITEM = re.compile(r"""\s*,\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def _argv_item_spans(text: str) -> list[tuple[int, int]]:
+    spans, pos = [], 0
+    while (m := _QUOTED_OPTION.search(text, pos)) is not None:
+        pos = m.end()
+        option = _option_of(m.group(2))
+        if not option:
+            continue
+        first = last = None
+        while (item := _NEXT_ITEM.match(text, pos)) is not None and not item.group(1)[1:].startswith("-"):
+            first = item.start(1) if first is None else first
+            last, pos = item.end(1), item.end()
+            if option != _MULTI_VALUED:
+                break
+        if first is not None and text[first:last] not in _KEEP:
+            spans.append((first, last))
+    return spans
+
+
+# A config dump's line (YAML, INI, .env, TOML without quotes): "password = correct horse battery
+# staple", "  api_key: k1 k2", "export HF_TOKEN=…": the value is the rest of the line. Kept only
+# when every word of it says there is none ("password: not set"). In the middle of a line a
+# value is one word (the line goes on after it: "ValueError: token = X (see the docs)").
+_CONFIG_LINE = re.compile(r"""[ \t]*(?:-[ \t]+|export[ \t]+)?(['"]?)([\w.\-]{1,200})\1[ \t]*[:=][ \t]*"""
+                          r"""(?=[^\s'"\[{(`])""")
+
+
+def _config_line_spans(text: str) -> list[tuple[int, int]]:
+    m = _CONFIG_LINE.match(text)
+    if m is None or not is_secret_key(m.group(2)) or re.search(_EXCEPTION_NAME, m.group(2)):
+        return []
+    value = text[m.end():].partition("\n")[0].rstrip()  # one line (a caller may pass several)
+    words = value.split()
+    if value in _KEEP or re.fullmatch(r"[|>][-+0-9]{0,2}", value) or \
+            all(w in _KEEP or w.rstrip(".,;:!?").lower() in _NOT_VALUES for w in words):  # YAML's "|": below
+        return []
+    return [(m.end(), m.end() + len(value))]
+
+
 def looks_like_credential(value: str) -> bool:
     """A word shaped like a generated credential: 8 characters or more of a token's alphabet
     (letters, digits, ``+/_.~-``, base64's closing ``=``), with letters and digits or both cases
@@ -592,7 +686,22 @@ def _vocabulary_token(value: str) -> bool:
             or value.startswith(("▁", "Ġ", "Ċ")))
 
 
-def _phrase_value_shown(kind: str, how: str, value: str) -> bool:
+# The words that follow "password" in prose, from vLLM's and its dependencies' own messages (string
+# literals of vLLM 0.24.0, 0.29.0, 0.33.0 and the packages its 0.33.0 install brings: huggingface_hub,
+# transformers, openai, ray, httpx, aiohttp, …; "password must", "password prompt", "password
+# encoding", "password replacement", "password interactively"), with PostgreSQL's "password
+# authentication failed". After "passphrase", "passwd" and "pwd" those sources have no prose word
+# at all ("pwd module", psutil's, is the one). Any other lowercase word after these four is a
+# value: "passphrase swordfish", "wrong password hunter".
+_PASSWORD_WORDS = ("password", "passwords", "passphrase", "passphrases", "passwd", "pwd")
+_PROSE_AFTER_PASSWORD = frozenset("""
+    must prompt prompts encoding replacement interactively part type value values credentials authentication
+    auth protected protection required reset hash hashing policy manager field mismatch length change changes
+    login based grant flow module rejected defined will too file files
+""".split())
+
+
+def _phrase_value_shown(kind: str, how: str, value: str, head: str = "") -> bool:
     """Whether the value a credential word's phrasing gives it stays (it is not a credential)."""
     quoted = value[:1] in "'\"`" and len(value) >= 2 and value[-1] == value[0]
     inner = value[1:-1] if quoted else value
@@ -606,8 +715,11 @@ def _phrase_value_shown(kind: str, how: str, value: str) -> bool:
     if word in _NOT_VALUES:
         return True
     # "password authentication failed", "credentials verify", "FP8_PER_CHANNEL_PER_TOKEN currently":
-    # without "is" or a quote, a lowercase word is prose.
-    return how == "bare" and re.fullmatch(r"[a-z]+", inner.rstrip(".,;:!?")) is not None
+    # without "is" or a quote, a lowercase word is prose — except after a password's words, where
+    # only the prose words their messages use are (_PROSE_AFTER_PASSWORD).
+    if how != "bare" or re.fullmatch(r"[a-z]+", inner.rstrip(".,;:!?")) is None:
+        return False
+    return head.lower() not in _PASSWORD_WORDS or word in _PROSE_AFTER_PASSWORD
 
 
 def _phrase_spans(text: str) -> list[tuple[int, int]]:
@@ -621,7 +733,7 @@ def _phrase_spans(text: str) -> list[tuple[int, int]]:
         if found is None:
             continue
         how = next(k for k in ("quoted", "is", "given", "bare") if found.group(k) is not None)
-        if not _phrase_value_shown(kind, how, found.group(how)):
+        if not _phrase_value_shown(kind, how, found.group(how), m.group(kind)):
             spans.append(found.span(how))
     for pattern in (_AUTH_HEADER, _COOKIE):
         spans += [m.span(1) for m in re.finditer(pattern, text) if m.group(1).strip() not in _KEEP]
@@ -653,8 +765,174 @@ def mask_secrets_in_text(text: str) -> str:
         return text
     # Every pass reads the same text, so none hides a name or a value from another: in "token
     # 'hf_token': 'X'" the phrase masks 'hf_token' and the name still masks 'X'.
-    spans = _phrase_spans(text) + _named_spans(_OPTION_VALUE, text) + _named_spans(_NAMED_VALUE, text)
+    spans = (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(_NAMED_VALUE, text)
+             + _config_line_spans(text))
     return _masked(text, spans) if spans else text
+
+
+# --- credentials across lines: what one line's masking cannot see ----------------------------------
+# Masking is per line; a credential that spans lines is followed by ``LineMasker``, fed every line
+# of the log in order (the scanner's), which gives each line as it may be shown:
+# * a private key's armor (_PEM_BEGIN … _PEM_END): every line from BEGIN to END (the text before
+#   BEGIN and after END kept). An END at the start of a line with no BEGIN before it means the log
+#   (a ``tail``, a scrollback) starts inside the block: the lines before it are masked back to the
+#   last known end (``Scanner`` rewrites the lines it keeps). A block never closed masks to the end
+#   of the log: a key's body has no shape to trust for where it ends (base64, "Proc-Type:",
+#   "DEK-Info:", PGP's "Version:" and blank lines, a wrap of any width), and an END lost to the
+#   reader's 64 KiB line limit or to a cut log would otherwise print the rest of the key; the
+#   signatures still match those lines (the failure is named), only their text is not shown;
+# * a credential's name alone on its line (YAML ``api_key:``, ``password: |``): the lines below it
+#   indented deeper, or its ``- `` items, are its value;
+# * a credential's bracketed value left open (``"api_key": [`` of an indented JSON, pprint's
+#   wrapped ``{'api_key': ['k1',``): to its closing bracket, on lines that continue it (indented or
+#   a closing bracket; any other line means the value was cut);
+# * a credential option alone on its line (kubectl describe's ``Args:``, a YAML ``- --api-key``,
+#   a JSON array's ``"--api-key",``): its value on the next line, every one up to the next option
+#   for ``--api-key``.
+# Each line is read once, in linear time; a line outside every state costs a substring test.
+
+_PEM_MARKS = re.compile(rf"(?P<begin>{_PEM_BEGIN})|(?P<end>{_PEM_END})")
+_NAME_ALONE = re.compile(r"""([ \t]*)(-[ \t]+)?(['"]?)([\w.\-]{1,200})\3[ \t]*:[ \t]*(?:[|>][-+0-9]?[-+]?)?[ \t]*""")
+_OPTION_ALONE = re.compile(r"""[ \t]*(?:-[ \t]+)?(['"]?)--([A-Za-z][\w.\-]{0,200})\1,?[ \t]*""")
+_OPENERS = "[{("
+_OPEN_TAILS = ":|>-+,[{( \t"  # how a line that leaves a value open ends (a PEM marker has "--")
+
+
+def _depth_after(text: str, start: int, depth: int) -> tuple[int, int]:
+    """(where the bracket open at ``depth`` before ``start`` closes, or -1; the depth at the end
+    of ``text``), quotes respected within the line."""
+    quote, i, n = "", start, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPENERS:
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+            if depth == 0:
+                return i + 1, 0
+        i += 1
+    return -1, depth
+
+
+def _open_value(text: str) -> int:
+    """The depth a credential's bracketed value is left open at the end of ``text`` (0: none)."""
+    compiled = re.compile(_NAMED_VALUE)
+    pos = 0
+    while (m := compiled.search(text, pos)) is not None:
+        pos = m.start(3)
+        if m.group(3)[-1] in _OPENERS and is_secret_key(m.group(2)) and not re.search(_EXCEPTION_NAME, m.group(2)):
+            end, depth = _depth_after(text, m.end(3) - 1, 0)
+            if end == -1:
+                return depth
+            pos = end
+    return 0
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
+
+
+class LineMasker:
+    """``feed(line)`` per line of a log, in order: (the line as it may be shown, whether an END
+    of a private key's block with no BEGIN before it was read — the lines before it were in the
+    block); ``closed``: whether that line closed a block."""
+
+    def __init__(self) -> None:
+        self._kind = ""  # "", "pem", "yaml", "bracket", "argv"
+        self._indent = 0
+        self._depth = 0
+        self._multi = False
+        self.closed = False  # the last line fed closed a private key's block
+
+    @property
+    def open(self) -> bool:
+        """Whether a credential's value goes on to the next line."""
+        return bool(self._kind)
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        kind = self._kind
+        self.closed = False
+        if kind == "pem" or "--" in text:
+            shown, orphan = self._pem(text)
+            if shown is not None:
+                return shown, orphan
+        if kind == "yaml":
+            stripped = text.lstrip(" \t")
+            at = len(text) - len(stripped)
+            if not stripped:
+                return text, False
+            if at > self._indent or (at == self._indent and (stripped == "-" or stripped.startswith("- "))):
+                return text[:at] + MASK, False
+            self._kind = ""
+        elif kind == "bracket":
+            at = _indent(text)
+            if at or text[:1] in "]})":
+                end, self._depth = _depth_after(text, at, self._depth)
+                if end == -1:
+                    return (text[:at] + MASK if text.strip() else text), False
+                self._kind = ""
+                return text[:at] + MASK + text[end:], False
+            self._kind = ""
+        elif kind == "argv":
+            stripped = text.strip()
+            item = (stripped[2:] if stripped.startswith("- ") else stripped).strip(",").strip("'\"")
+            if not stripped:
+                return text, False
+            if item and not item.startswith("-") and item not in "]})" and (_indent(text) or stripped[:1] in "-'\""):
+                if not self._multi:
+                    self._kind = ""
+                return text[:_indent(text)] + MASK, False
+            self._kind = ""
+        self._open(text)
+        return text, False
+
+    def _pem(self, text: str) -> tuple[str | None, bool]:
+        """The line with what of it is in a private key's block masked (None: no block here)."""
+        inside = self._kind == "pem"
+        marks = list(_PEM_MARKS.finditer(text)) if "BEGIN" in text or "END" in text else []
+        if not inside and not marks:
+            return None, False
+        out, pos, orphan = ([MASK] if inside else []), 0, False
+        for mark in marks:
+            if mark.group("begin"):
+                if not inside:
+                    out += [text[pos:mark.start()], MASK]
+                    inside = True
+            elif inside:
+                inside, pos, self.closed = False, mark.end(), True
+            elif not text[:mark.start()].strip():  # an END that starts its line: the block began before the log
+                out, pos, orphan = [MASK], mark.end(), True
+        self._kind = "pem" if inside else ""
+        if inside:
+            return ("".join(out) if text.strip() else text), orphan
+        return "".join(out) + text[pos:], orphan
+
+    def _open(self, text: str) -> None:
+        """Whether ``text`` leaves a credential's value open on the lines after it."""
+        tail = text.rstrip()[-1:]
+        if not tail:
+            return
+        if tail in ":|>-+" and (m := _NAME_ALONE.fullmatch(text)) is not None:
+            name = m.group(4)
+            if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
+                self._kind, self._indent = "yaml", len(m.group(1)) + len(m.group(2) or "")
+                return
+        if "--" in text and (m := _OPTION_ALONE.fullmatch(text)) is not None:
+            option = _option_of(m.group(2))
+            if option:
+                self._kind, self._multi = "argv", option == _MULTI_VALUED
+                return
+        if tail in _OPENERS + "," and re.search(_HINT, text):
+            depth = _open_value(text)
+            if depth > 0:
+                self._kind, self._depth = "bracket", depth
 
 
 class LogLine(Record):
@@ -793,6 +1071,8 @@ class Scanner:
         self._pointers: deque[LogLine] = deque(maxlen=2)
         self._errors: deque[LogLine] = deque(maxlen=ROOT_CAUSE_LINES)
         self.count = 0
+        self._masker = LineMasker()  # the lines kept are kept as they may be shown (credentials across lines)
+        self._outside = 0  # the last line known to be outside a private key's block
         self._after_frame = False
         self.version: str | None = None
         self.version_line: int | None = None
@@ -808,13 +1088,20 @@ class Scanner:
     def feed(self, text: str, level: str | None = None) -> None:
         self.count += 1
         number = self.count
+        shown = text
+        if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS:  # else no state can start or go on
+            shown, orphan = self._masker.feed(text)
+            if orphan:  # the log began inside a private key's block: what was kept of it is masked
+                self._mask_kept(self._outside, number)
+            if orphan or self._masker.closed:
+                self._outside = number
         self._window.append(text)
         # a traceback's source line, or dsv4-launch's own line quoting vLLM's message: not vLLM failing
         code = (self._after_frame and text.startswith("    ")) or text.startswith(("dsv4-serve: ", "dsv4-launch"))
         self._after_frame = text.startswith('  File "')
         hits = [] if code else [i for i, lit in self._literals if lit in text]
         if hits or (self._always and not code):
-            self._match(number, text, hits + self._always)
+            self._match(number, text, hits + self._always, shown)
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
         if "non-default args:" in text:
@@ -825,19 +1112,31 @@ class Scanner:
             self._read_gpu(number, text)
         line = None
         if self._exception_re.match(text) or self._argparse_re.match(text):
-            line = LogLine(number, text)
+            line = LogLine(number, shown)
             if self._pointer_re.search(text):
                 self._pointers.append(line)
             else:
                 self._exceptions.append(line)
         elif level in ("ERROR", "CRITICAL"):
-            line = LogLine(number, text)
+            line = LogLine(number, shown)
             if self._pointer_re.search(text):
                 self._pointers.append(line)
             else:
                 self._errors.append(line)
 
-    def _match(self, number: int, text: str, indexes: list[int]) -> None:
+    def _mask_kept(self, after: int, before: int) -> None:
+        """The lines kept whose numbers are between ``after`` and ``before`` (exclusive) as ``***``."""
+        def masked(line: LogLine) -> LogLine:
+            return line._replace(text=MASK) if after < line.number < before else line
+
+        for key, match in self._matches.items():
+            self._matches[key] = match._replace(line=masked(match.line))
+        for kept in (self._exceptions, self._pointers, self._errors):
+            lines = [masked(line) for line in kept]
+            kept.clear()
+            kept.extend(lines)
+
+    def _match(self, number: int, text: str, indexes: list[int], shown: str | None = None) -> None:
         for index in sorted(set(indexes)):
             sig, pattern, context = self._compiled[index]
             if not pattern.search(text):
@@ -850,7 +1149,7 @@ class Scanner:
             if key in self._matches:
                 self._matches[key] = self._matches[key]._replace(count=self._matches[key].count + 1)
             elif len(self._order) < MAX_MATCHES:
-                self._matches[key] = Match(sig, LogLine(number, text))
+                self._matches[key] = Match(sig, LogLine(number, text if shown is None else shown))
                 self._order.append(key)
 
     def _read_version(self, number: int, text: str) -> None:
