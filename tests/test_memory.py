@@ -670,3 +670,186 @@ def test_the_context_warning_says_not_counted_only_for_a_draft_whose_kv_is_not(s
     _, found = findings(facts(["-tp", "2", "--speculative-config", json.dumps(spec)], gpus=2))
     line = found["max-model-len-too-long"].text
     assert ("not counted" in line) is said, line
+
+
+# --- the MTP draft's weights, as vLLM holds them (core/memory.py, core/weights.py) --------------
+# What each GPU holds with the MTP drafter, written out tensor by tensor from vLLM's classes
+# (models/deepseek_v4/nvidia/mtp.py DeepSeekV4MultiTokenPredictorLayer: e_proj/h_proj
+# ReplicatedLinear, enorm/hnorm, hc_head_*, shared_head (norm; its head is the target's), one
+# DeepseekV4DecoderLayer at compress ratio 1: no compressor, no indexer) and split as the target's
+# layers are: the drafter is built from the target's VllmConfig (eagle/utils.py:86@0.33,
+# llm_base_proposer.py:1189@0.24), so its MoE is split over the same TP/EP ranks. Its own
+# embedding and LM head are replaced by the target's (PP 1) and its top-k buffer by the
+# target's (every release); the target's _mtp_hidden_buffer [batched tokens, hc × D] bf16 sits on
+# the last stage. Anchored below to the checkpoint inventory of V4-Flash (the table's source
+# hit 59618618605: mtp_* components, 3,593,787,756 B in all).
+FLASH_MTP_INVENTORY = {"routed experts": 3_422_552_064, "attention": 106_964_608, "e_proj/h_proj": 33_556_480,
+                       "shared experts": 25_167_360, "mHC": 3_408_108, "router": 2_098_176, "norms": 40_960}
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def mtp_layer_on_one_gpu(config, tp=1, expert_ranks=1, shared_replicated=False):
+    """One MTP layer's bytes on one GPU, by component (FP8 block-128 linears with UE8M0 scales,
+    MXFP4 experts: e2m1 two per byte + a UE8M0 scale per 32)."""
+    c = config
+    D, H, hd, ql, ol, G = (c[k] for k in ("hidden_size", "num_attention_heads", "head_dim", "q_lora_rank",
+                                            "o_lora_rank", "o_groups"))
+    E, inter, hc = c["n_routed_experts"], c["moe_intermediate_size"], c["hc_mult"]
+
+    def fp8(out, inp, rows=1, cols=1):  # [out / rows, in / cols] of a column- / row-parallel linear
+        o, i = out // rows, inp // cols
+        return o * i + _cdiv(o, 128) * _cdiv(i, 128)
+
+    expert = 3 * (inter * D // 2 + inter * D // 32)  # w1, w3 [I, D] and w2 [D, I]
+    t = 1 if shared_replicated else tp
+    hc_fn = 4 * ((2 + hc) * hc * hc * D + (2 + hc) * hc + 3)  # hc_attn_* / hc_ffn_*: fn, base, scale
+    return {
+        "routed experts": E * expert // expert_ranks,
+        "attention": (fp8(ql, D) + fp8(hd, D) + fp8(H * hd, ql, rows=tp) + fp8(G * ol, H * hd // G, rows=tp)
+                      + fp8(D, G * ol, cols=tp) + 2 * ql + 2 * hd + 4 * H // tp),  # + q_norm, kv_norm, attn_sink
+        "e_proj/h_proj": 2 * fp8(D, D),
+        "shared experts": 2 * fp8(inter, D, rows=t) + fp8(D, inter, cols=t),
+        "mHC": 2 * hc_fn + 4 * (hc * hc * D + hc + 1),  # + hc_head_fn, _base, _scale
+        "router": 2 * E * D + 4 * E,  # gate weight bf16, e_score_correction_bias fp32
+        "norms": 5 * 2 * D,  # attn_norm, ffn_norm, enorm, hnorm, shared_head.norm
+    }
+
+
+def hidden_buffer(config, mnbt):
+    return mnbt * config["hc_mult"] * config["hidden_size"] * 2
+
+
+def test_the_mtp_layer_written_out_is_the_checkpoints_own_bytes():
+    assert mtp_layer_on_one_gpu(FLASH["config"]) == FLASH_MTP_INVENTORY
+    from dsv4_launch.core.weights import DRAFT, split_weights
+
+    assert split_weights(FLASH["config"]).bytes_of(DRAFT).checkpoint_bytes == sum(FLASH_MTP_INVENTORY.values())
+
+
+MTP_LAYOUTS = [  # (arguments, TP, expert ranks, DP + EP)
+    (["-tp", "2"], 2, 2, False),
+    (["-tp", "4"], 4, 4, False),  # the 4 × H100 recipe
+    (["-tp", "8"], 8, 8, False),
+    (["-tp", "1", "-dp", "8", "--enable-expert-parallel"], 1, 8, True),  # the DP 8 + EP recipes
+    (["-tp", "2", "-dp", "4", "--enable-expert-parallel"], 2, 8, True),  # sequence parallel from 0.27
+]
+
+
+def mtp_spec(k):
+    return ["--speculative-config", json.dumps({"method": "mtp", "num_speculative_tokens": k})]
+
+
+@pytest.mark.parametrize("entry", [FLASH, PRO], ids=["flash", "pro"])
+@pytest.mark.parametrize("tokens,tp,ranks,dp_ep", MTP_LAYOUTS, ids=[" ".join(x[0]) for x in MTP_LAYOUTS])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("version", ["0.24.0", "0.29.0", "0.33.0"])
+def test_with_mtp_each_gpu_holds_one_mtp_layer_split_like_the_targets_and_the_hidden_buffer(
+        entry, tokens, tp, ranks, dp_ep, k, version):
+    gpus = ranks if dp_ep else tp
+    plain = estimate(facts(tokens, entry=entry, gpus=gpus, version=version), weights_of(entry))
+    mtp = estimate(facts(tokens + mtp_spec(k), entry=entry, gpus=gpus, version=version), weights_of(entry))
+    sequence_parallel = dp_ep and tp > 1 and version >= "0.27"
+    layer = sum(mtp_layer_on_one_gpu(entry["config"], tp, ranks, sequence_parallel).values())
+    # one MTP layer whatever k (the same layer serves every step: spec_step_idx % num_mtp_layers,
+    # mtp.py); the hidden buffer is there without a draft too before 0.27 (nvidia/model.py:1008@0.24)
+    hidden = hidden_buffer(entry["config"], mtp.max_num_batched_tokens) if version >= "0.27" else 0
+    assert mtp.weights_bytes_per_gpu - plain.weights_bytes_per_gpu == layer + hidden
+    assert mtp.weights_lower_bytes <= mtp.weights_bytes_per_gpu
+
+
+def stage_bytes(entry, tp, pp, version, partition=None):
+    from dsv4_launch.core.weights import split_weights
+
+    return split_weights(entry["config"], tp=tp, pp=pp, vllm_version=version, pp_partition=partition).stages
+
+
+def rope_and_topk(config, mnbt):
+    """Every stage: two fp32 RoPE caches [max_position, 64] (no rope_scaling in these configs) and
+    the target's top-k buffer [batched tokens, index_topk] int32."""
+    return 2 * 4 * 64 * config["max_position_embeddings"] + 4 * mnbt * config["index_topk"]
+
+
+@pytest.mark.parametrize("entry", [FLASH, PRO], ids=["flash", "pro"])
+@pytest.mark.parametrize("tp", [1, 4])
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_under_pp_the_drafter_sits_on_the_last_stage_with_an_embedding_of_its_own(entry, tp, version):
+    # with PP > 1 the drafter does not take the target's embedding (llm_base_proposer.py:1332@0.24,
+    # gpu/spec_decode/eagle/utils.py:59@0.33): its VocabParallelEmbedding (vocab/TP × D bf16)
+    # stays, on the last stage, where the drafter is built (gpu_model_runner.py:547@0.24)
+    tokens = ["-tp", str(tp), "-pp", "2"]
+    c = entry["config"]
+    plain = estimate(facts(tokens, entry=entry, gpus=2 * tp, version=version), weights_of(entry))
+    mtp = estimate(facts(tokens + mtp_spec(1), entry=entry, gpus=2 * tp, version=version), weights_of(entry))
+    mnbt = mtp.max_num_batched_tokens
+    first, last = stage_bytes(entry, tp, 2, version)
+    every = rope_and_topk(c, mnbt)
+    hidden = hidden_buffer(c, mnbt)
+    before_027 = version < "0.27"
+    assert plain.weights_bytes_per_gpu == max(first + every, last + every + (hidden if before_027 else 0))
+    layer = sum(mtp_layer_on_one_gpu(c, tp, tp).values())
+    embedding = c["vocab_size"] // tp * c["hidden_size"] * 2
+    assert mtp.weights_bytes_per_gpu == max(first + every, last + every + layer + embedding + hidden)
+
+
+def test_the_lower_bound_never_counts_the_drafters_buffers_on_a_stage_without_it():
+    # VLLM_PP_LAYER_PARTITION 35,8 at TP 8 × PP 2: the first stage is the busiest and holds no
+    # drafter; on a B200 (16,384 batched tokens) the hidden buffer the last stage holds is 0.5 GiB
+    tokens = ["-tp", "8", "-pp", "2", *mtp_spec(1)]
+    f = facts(tokens, gpus=16, memory_gib=178, name="NVIDIA B200", cc=(10, 0))
+    f = f._replace(env={"VLLM_PP_LAYER_PARTITION": "35,8"})
+    e = estimate(f, f.memory)
+    assert e.max_num_batched_tokens == 16384
+    first, last = stage_bytes(FLASH, 8, 2, "0.33.0", [35, 8])
+    held = first + rope_and_topk(FLASH["config"], 16384)
+    assert first > last + 2 * GiB and e.weights_bytes_per_gpu == held
+    assert e.weights_lower_bytes <= held
+
+
+FLASH_0731 = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash-0731")
+
+
+@pytest.mark.parametrize("spec,gmu,was", [(None, "0.79", 43 / 44), (1, "0.805", 1.0)],
+                         ids=["no draft", "mtp on the DSpark checkpoint (vllm#51041)"])
+def test_a_dspark_checkpoint_is_not_refused_on_a_module_vllm_does_not_load(spec, gmu, was):
+    # The target maps every mtp.* tensor to None (nvidia/model.py:1257-1267@0.33): the 10.9 GB
+    # DSpark module of V4-Flash-0731 is not loaded without --speculative-config method dspark
+    # (an MTP drafter builds one MTP layer of its own instead); the bound took off one layer's
+    # share of the exact size (1/44) without a draft, nothing with MTP
+    from dsv4_launch.core.weights import DRAFT, split_weights
+
+    tokens = ["-tp", "2", "--gpu-memory-utilization", gmu] + (mtp_spec(spec) if spec else [])
+    f = facts(tokens, entry=FLASH_0731, gpus=2)
+    e = estimate(f, f.memory)
+    module = split_weights(FLASH_0731["config"]).bytes_of(DRAFT).checkpoint_bytes
+    assert 10.8e9 < module < 10.9e9
+    assert e.weights_lower_bytes <= e.weights_bytes_per_gpu < e.budget_bytes < int(FLASH_0731["weights_bytes"] * was) // 2
+    plan, found = findings(f)
+    assert "weights-exceed-memory" not in found
+    # and where even that cannot fit, it is still refused
+    plan, found = findings(facts(["-tp", "2", "--gpu-memory-utilization", "0.70"], entry=FLASH_0731, gpus=2))
+    assert found["weights-exceed-memory"].level == "refuse"
+
+
+@pytest.mark.parametrize("version,held", [("0.24.0", True), ("0.25.0", True), ("0.26.0", True),
+                                          ("0.27.0", False), ("0.33.0", False)])
+def test_before_0_27_the_target_holds_the_hidden_buffer_without_a_draft(version, held):
+    # nvidia/model.py:1008@0.24 (`if get_pp_group().is_last_rank:`); from 0.27 only with a
+    # drafter that reads the target's hidden states (model.py:1095-1099@0.27)
+    e = estimate(facts(["-tp", "2"], gpus=2, version=version), weights_of(FLASH))
+    newest = estimate(facts(["-tp", "2"], gpus=2, version="0.33.0"), weights_of(FLASH))
+    assert e.weights_bytes_per_gpu - newest.weights_bytes_per_gpu == (hidden_buffer(FLASH["config"], 8192) if held else 0)
+
+
+@pytest.mark.parametrize("spec,hidden", [
+    ({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}, False),
+    ({"method": "suffix"}, False),
+    ({"method": "eagle", "model": "someone/eagle-dsv4", "num_speculative_tokens": 2}, True),  # use_eagle()
+])
+def test_a_draft_that_is_not_the_checkpoints_loads_none_of_its_mtp_layer(spec, hidden):
+    tokens = ["-tp", "2", "--speculative-config", json.dumps(spec)]
+    plain = estimate(facts(["-tp", "2"], gpus=2), weights_of(FLASH))
+    e = estimate(facts(tokens, gpus=2), weights_of(FLASH))
+    assert e.weights_bytes_per_gpu - plain.weights_bytes_per_gpu == (hidden_buffer(FLASH["config"], 8192) if hidden else 0)

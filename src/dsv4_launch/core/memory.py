@@ -34,7 +34,7 @@ from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, pp_partition, stage_pl
 from .model import V4
 from .records import Record
 from .versions import VersionRange
-from .weights import WeightFacts
+from .weights import DRAFT, WeightFacts
 
 GiB = 2**30
 MiB = 2**20
@@ -440,34 +440,75 @@ def _nextn(facts: Facts) -> int:
     return n if n and n > 0 else 0
 
 
-def _loads_mtp(facts: Facts) -> bool:
-    """The checkpoint's MTP layers are loaded: speculative decoding with an MTP method (not
-    ngram, suffix, EAGLE with its own draft model, or DSpark's own module)."""
-    method = _speculative_method(facts)
-    return isinstance(method, str) and (method == "mtp" or method.endswith("_mtp"))
+def _own_draft(facts: Facts) -> str | None:
+    """The draft module the checkpoint carries: ``dspark`` (``dspark_target_layer_ids``), ``mtp``
+    (``num_nextn_predict_layers`` > 0) or None — as core/weights.py tallies it."""
+    if facts.model.config and isinstance(facts.model.config.get("dspark_target_layer_ids"), list):
+        return "dspark"
+    return "mtp" if _nextn(facts) else None
+
+
+def _loaded_draft(facts: Facts) -> str | None:
+    """The draft module vLLM builds from this checkpoint: ``mtp`` (every ``*_mtp`` name),
+    ``dspark``, or None (no speculative decoding, or a method whose draft is not this
+    checkpoint's: ngram, suffix, EAGLE's own model, …)."""
+    method = speculative_method(facts)
+    return method if method in ("mtp", "dspark") else None
+
+
+MTP_SHARE_MARGIN = 1.02  # without shapes: an MTP layer is taken as its share of the layers + 2 %
+
+
+def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> int | None:
+    """At most what the checkpoint's own draft module weighs when vLLM does not build it, or 0
+    when it does; None where that cannot be bounded.
+
+    The target maps every ``mtp.`` tensor to None (nvidia/model.py:1257-1267@0.33;
+    ``skip_substrs=["mtp."]`` @0.24) — the MTP layers and the DSpark module alike (dspark.py's
+    weights are ``mtp.{0,1,2}.*``, dspark.py:445@0.33). A drafter of another kind than the
+    checkpoint's (MTP on a DSpark checkpoint, vllm#51041) reads none of the module's own
+    tensors for certain, so all of it counts as skipped. With the shapes (core/weights.py, checked
+    within 0.5 % of the exact size) the module's own bytes, plus whatever of the exact size the
+    tally does not explain; without them, MTP layers at their share of the layers (+ 2 %; V4-Pro's
+    is 0.07 % over it) and a DSpark module not at all (V4-Flash-0731's is 10.9 GB, three times an
+    MTP layer's share: a share would overstate the bound)."""
+    own = _own_draft(facts)
+    if own is None or own == _loaded_draft(facts):
+        return 0
+    total = weights.total_bytes or 0
+    split = _shape_split(facts, weights, layout)
+    if split is not None and split.checked:
+        draft = split.bytes_of(DRAFT)
+        return min((draft.checkpoint_bytes if draft else 0) + max(total - split.checkpoint_bytes, 0), total)
+    layers = facts.model.number("num_hidden_layers")
+    if own == "dspark" or not layers:
+        return None
+    nextn = _nextn(facts)
+    return min(int(total * nextn * MTP_SHARE_MARGIN) // (layers + nextn), total)
 
 
 def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout, mnbt: int | None = None) -> int | None:
     """The fewest bytes of weights the busiest GPU can hold, for certain, or None.
 
-    With the checkpoint's exact size: those bytes less the MTP layers vLLM skips without
-    speculative decoding (at most their share of the layers), spread over every GPU as if nothing
-    were replicated. Where the tensor-class tally agrees with a published size (exact, or a
-    recipe's rounded figure) within its tolerance, the tally's busiest GPU (less that tolerance)
-    plus the buffers the model allocates as it loads. Offloading is subtracted."""
+    With the checkpoint's exact size: those bytes less the draft module vLLM does not build
+    (``_skipped_draft_bytes``: the MTP layers or the DSpark module without speculative decoding,
+    or with a drafter of another kind), spread over every GPU as if nothing were replicated.
+    Where the tensor-class tally agrees with a published size (exact, or a recipe's rounded
+    figure) within its tolerance, the tally's busiest GPU: each pipeline stage less that
+    tolerance, plus the buffers that stage allocates as it loads (``_busiest``). Offloading is
+    subtracted."""
     if not weights or not weights.total_bytes:
         return None
     found = None
     if weights.exact:
-        total = weights.total_bytes
-        layers = facts.model.number("num_hidden_layers")
-        nextn = _nextn(facts)
-        if nextn and layers and not _loads_mtp(facts):
-            total = total * layers // (layers + nextn)
-        found = total // layout.gpus
+        skipped = _skipped_draft_bytes(facts, weights, layout)
+        if skipped is not None:
+            found = (weights.total_bytes - skipped) // layout.gpus
     split = _shape_split(facts, weights, layout) if (weights.exact or weights.published) else None
     if split is not None and split.checked:  # within CHECKED_TALLY_ERROR of a published size
-        tally = int(split.per_gpu_bytes * (1 - CHECKED_TALLY_ERROR)) + (_buffers(facts, mnbt) or 0)
+        tally = _busiest(facts, split, mnbt, 1 - CHECKED_TALLY_ERROR)
+        if tally is None:
+            tally = int(split.per_gpu_bytes * (1 - CHECKED_TALLY_ERROR))
         found = max(found or 0, tally)
     if found is None:
         return None
@@ -484,8 +525,8 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
     total = weights.total_bytes or 0
     split = _shape_split(facts, weights, layout)
     if split is not None and split.deviation is not None and abs(split.deviation) <= TALLY_AGREES:
-        buffers = _buffers(facts, mnbt)
-        per_gpu = split.per_gpu_bytes + (LOAD_OVERHEAD if buffers is None else buffers)
+        busiest = _busiest(facts, split, mnbt)
+        per_gpu = split.per_gpu_bytes + LOAD_OVERHEAD if busiest is None else busiest
     else:
         replicated = (weights.replicated_bytes or int(total * REPLICATED_SHARE)) + LOAD_OVERHEAD
         tp_pp = layout.tp * layout.pp
@@ -551,10 +592,28 @@ def _mega_moe(facts: Facts) -> bool:
     return isinstance(backend, str) and "mega_moe" in backend
 
 
-def _buffers(facts: Facts, mnbt: int | None) -> int | None:
+def _buffers(facts: Facts, mnbt: int | None, last_stage: bool = True) -> int | None:
+    """What one GPU of a stage allocates with the model besides its weights
+    (``core/weights.load_buffers``: the RoPE caches, the top-k buffer, on the last stage the
+    target's hidden-state buffer for the drafter), for the method vLLM settles on."""
     from .weights import load_buffers
 
-    return load_buffers(facts.model.config or {}, mnbt, _speculative_method(facts))
+    method = speculative_method(facts)
+    return load_buffers(facts.model.config or {}, mnbt, None if method == UNKNOWN else method,
+                        facts.vllm_version, last_stage)
+
+
+def _busiest(facts: Facts, split, mnbt: int | None, keep: float = 1.0) -> int | None:
+    """The busiest GPU by the tally: every pipeline stage's bytes (× ``keep``) plus the buffers
+    that stage allocates — the drafter and the hidden-state buffer it reads are on the last
+    stage only (gpu_model_runner.py:547@0.24, gpu/model_runner.py:301@0.33). None where the
+    buffers cannot be read."""
+    common = _buffers(facts, mnbt, last_stage=False)
+    last = _buffers(facts, mnbt, last_stage=True)
+    if common is None or last is None:
+        return None
+    stages = split.stages
+    return max(int(b * keep) + (last if i == len(stages) - 1 else common) for i, b in enumerate(stages))
 
 
 _MEMO: list = []  # the last (facts, weights, layout, gpu_memory, estimate)s: plan, its rows and the summary share them

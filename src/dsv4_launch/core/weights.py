@@ -54,6 +54,10 @@ VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of th
 CHECK_TOLERANCE = 0.005  # a tally within 0.5 % of an exact total counts as checked
 # Sequence parallelism replicates the shared experts from 0.27.0 (_use_sequence_parallel).
 SEQUENCE_PARALLEL_SHARED = VersionRange(since="0.27.0")
+# The target's _mtp_hidden_buffer: on the last stage whatever the method before 0.27
+# (nvidia/model.py:1008@0.24), from 0.27 only for these methods (use_eagle() or draft_model).
+HIDDEN_BUFFER_ALWAYS = VersionRange(before="0.27.0")
+HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "draft_model"})
 
 # transformers' DeepseekV4Config defaults (configuration_deepseek_v4.py), what vLLM uses for a
 # key config.json leaves out.
@@ -407,8 +411,14 @@ def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert
         totals[DRAFT][1] += d[1]
     if method:
         d = draft_ckpt[method]
-        totals[DRAFT][2] += d[2]
-        stages[-1] += d[2]
+        held = d[2]
+        if method == "mtp" and s.nextn and pp > 1:
+            # Under PP the MTP drafter keeps its own VocabParallelEmbedding (never loaded: the
+            # checkpoint has no mtp.*.emb) on the last stage; with PP 1 it takes the target's
+            # (v1/spec_decode/llm_base_proposer.py:1332@0.24, gpu/spec_decode/eagle/utils.py:64@0.29, :59@0.33).
+            held += local_table
+        totals[DRAFT][2] += held
+        stages[-1] += held
         if method == "dspark" and s.markov_rank is None:
             notes.append("the DSpark Markov head is not counted (no dspark_markov_rank)")
     if s.vision:
@@ -513,17 +523,27 @@ class CheckpointFiles(Record):
 
 
 def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculative: bool | str | None = False,
-                 ) -> int | None:
-    """Bytes every GPU allocates with the model besides its weights, as vLLM 0.33 builds it:
+                 vllm_version: str | None = None, last_stage: bool = True) -> int | None:
+    """Bytes one GPU allocates with the model besides its weights, as vLLM builds it:
 
     - the RoPE caches: ``DeepseekV4ScalingRotaryEmbedding`` keeps ``cos_sin_cache`` in fp32,
       [original_max_position × factor, rope_dim] (rotary_embedding/deepseek_scaling_rope.py:
       234-255); ``build_deepseek_v4_rope`` makes one for the sliding-window layers (factor 1 over
       max_position_embeddings) and one for the compressed layers (YaRN's factor over its
       original_max_position_embeddings), shared through ``get_rope``'s cache;
-    - ``topk_indices_buffer`` [max_num_batched_tokens, index_topk] int32 (DeepseekV4Model; the
-      MTP/DSpark drafter allocates its own), and with a drafter the target's
-      ``_mtp_hidden_buffer`` [max_num_batched_tokens, hc_mult × hidden] bf16.
+    - ``topk_indices_buffer`` [max_num_batched_tokens, index_topk] int32 (DeepseekV4Model, every
+      stage). The MTP drafter allocates its own and drops it for the target's when it loads
+      (llm_base_proposer.py:1463-1476@0.24, gpu/spec_decode/eagle/utils.py:103-112@0.29,
+      :136-145@0.33): not counted. DSpark keeps its own (nvidia/dspark.py:125@0.33): counted.
+    - on the last pipeline stage (``last_stage``) the target's ``_mtp_hidden_buffer``
+      [max_num_batched_tokens, hc_mult × hidden] bf16: always before 0.27
+      (nvidia/model.py:1008@0.24, :1048@0.26), from 0.27 only for a drafter that takes the
+      target's hidden states (``use_eagle()`` — EAGLE, EAGLE3, MTP, DFlash, DSpark — or
+      ``draft_model``: model.py:1095-1099@0.27, :902-906@0.33).
+
+    ``speculative``: the method ``SpeculativeConfig`` settles on (a ``*_mtp`` name is MTP), True
+    for the checkpoint's own draft, False/None without speculative decoding; ``vllm_version``:
+    the installed release (None: the newest's behaviour).
 
     None when the config cannot be read. A lower bound of what "Model loading took" adds to the
     weights (0.52 GiB for V4-Flash at 8192 batched tokens; the logs put it at 0.5–0.8 GiB).
@@ -551,8 +571,13 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
         total += 4 * rope_dim * length
     if type(max_num_batched_tokens) is int and 0 < max_num_batched_tokens <= MAX_DIM:
         total += 4 * max_num_batched_tokens * topk
-        if speculative:
-            total += 4 * max_num_batched_tokens * topk + 2 * max_num_batched_tokens * s.hc * s.D
+        method = ("dspark" if s.dspark_targets else "mtp") if speculative is True else speculative
+        if isinstance(method, str) and method.endswith("_mtp"):
+            method = "mtp"
+        if method == "dspark":
+            total += 4 * max_num_batched_tokens * topk
+        if last_stage and (HIDDEN_BUFFER_ALWAYS.contains(vllm_version) is True or method in HIDDEN_STATE_DRAFTS):
+            total += 2 * max_num_batched_tokens * s.hc * s.D
     return total
 
 
