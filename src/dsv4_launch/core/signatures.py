@@ -539,7 +539,8 @@ _HINT = r"(?i)key|token|secret|pass|pwd|credential|auth|bearer|basic|cookie|sig|
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
-_KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'"{MASK}"', f"['{MASK}']")
+_KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'"{MASK}"', f"['{MASK}']",
+         "|", ">", "|-", ">-", "|+", ">+")  # the last: YAML's block indicators (the value is on the lines below)
 
 
 def _closing(text: str, start: int) -> int:
@@ -574,7 +575,12 @@ def _named_spans(pattern: str, text: str) -> list[tuple[int, int]]:
         name, pos = m.group(2), m.start(3)  # not a credential's name: the search resumes inside its value
         if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
             # an opening bracket: to its closing one (looked for only here, so the scan stays linear)
-            end = _closing(text, m.end(3) - 1) if m.group(3)[-1] in "[{(" else m.end(3)
+            bracket = m.group(3)[-1] in "[{("
+            end = _closing(text, m.end(3) - 1) if bracket else m.end(3)
+            quote = m.group(1)[:1]
+            if not bracket and quote in ("'", '"') and m.group(1).count(quote) == 1 and m.group(3)[:1] not in "'\"" \
+                    and quote in text[m.start(3):end]:
+                end = text.index(quote, m.start(3), end)  # 'name=value' quoted whole: the value ends at its quote
             value = text[m.start(3):end]
             if value not in _KEEP and value.rstrip(".,;:!?").lower() not in _NOT_VALUES:  # "--seed-token to enable"
                 spans.append((m.start(3), end))
@@ -586,7 +592,8 @@ def _named_spans(pattern: str, text: str) -> list[tuple[int, int]]:
 # argv masks each: vllm/snapshot/runtime.py:847@0.33.0, :775@0.31.0, also for the abbreviations
 # argparse accepts); --hf-token takes one.
 _MULTI_VALUED = "api-key"
-_MORE_WORDS = re.compile(r"(?:[ \t]+(?!-)\S+)*")  # the words after a value, up to one starting with "-"
+# The words after a value, up to one starting with "-" (or argparse usage's "[-": "[--hf-token").
+_MORE_WORDS = r"(?:[ \t]+(?!-|\[-)\S+)*"
 
 
 def _option_of(name: str) -> str:
@@ -617,10 +624,11 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
             close = text.find(quote, m.start(3), end)
             end = close if close != -1 else end
         value = text[m.start(3):end]
-        if not value or value in _KEEP or value.rstrip(".,;:!?").lower() in _NOT_VALUES:  # "--seed-token to enable"
-            continue
         if option == _MULTI_VALUED and not m.group(1).endswith("=") and quote not in ("'", '"'):
-            end = _MORE_WORDS.match(text, end).end()
+            end = re.compile(_MORE_WORDS).match(text, end).end()
+        if not value or value.rstrip(".,;:!?").lower() in _NOT_VALUES or \
+                all(word in _KEEP for word in text[m.start(3):end].split()):  # "--seed-token to enable"
+            continue
         spans.append((m.start(3), end))
         pos = end
     return spans
@@ -628,19 +636,20 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
 
 # An argv as a list ('--api-key', 'k1', 'k2', '--port'; JSON's "--api-key", "k1"): the items after
 # a credential option's.
-_QUOTED_OPTION = re.compile(r"""(['"])--([A-Za-z][\w.\-]{0,200})\1""")
-_NEXT_ITEM = re.compile(r"""\s*,\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+_QUOTED_OPTION = r"""(['"])--([A-Za-z][\w.\-]{0,200})\1"""
+_NEXT_ITEM = r"""\s*,\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
 
 
 def _argv_item_spans(text: str) -> list[tuple[int, int]]:
     spans, pos = [], 0
-    while (m := _QUOTED_OPTION.search(text, pos)) is not None:
+    option_re, item_re = re.compile(_QUOTED_OPTION), re.compile(_NEXT_ITEM)
+    while (m := option_re.search(text, pos)) is not None:
         pos = m.end()
         option = _option_of(m.group(2))
         if not option:
             continue
         first = last = None
-        while (item := _NEXT_ITEM.match(text, pos)) is not None and not item.group(1)[1:].startswith("-"):
+        while (item := item_re.match(text, pos)) is not None and not item.group(1)[1:].startswith("-"):
             first = item.start(1) if first is None else first
             last, pos = item.end(1), item.end()
             if option != _MULTI_VALUED:
@@ -654,12 +663,11 @@ def _argv_item_spans(text: str) -> list[tuple[int, int]]:
 # staple", "  api_key: k1 k2", "export HF_TOKEN=…": the value is the rest of the line. Kept only
 # when every word of it says there is none ("password: not set"). In the middle of a line a
 # value is one word (the line goes on after it: "ValueError: token = X (see the docs)").
-_CONFIG_LINE = re.compile(r"""[ \t]*(?:-[ \t]+|export[ \t]+)?(['"]?)([\w.\-]{1,200})\1[ \t]*[:=][ \t]*"""
-                          r"""(?=[^\s'"\[{(`])""")
+_CONFIG_LINE = r"""[ \t]*(?:-[ \t]+|export[ \t]+)?(['"]?)([\w.\-]{1,200})\1[ \t]*[:=][ \t]*(?=[^\s'"\[{(`])"""
 
 
 def _config_line_spans(text: str) -> list[tuple[int, int]]:
-    m = _CONFIG_LINE.match(text)
+    m = re.compile(_CONFIG_LINE).match(text)
     if m is None or not is_secret_key(m.group(2)) or re.search(_EXCEPTION_NAME, m.group(2)):
         return []
     value = text[m.end():].partition("\n")[0].rstrip()  # one line (a caller may pass several)
@@ -788,13 +796,18 @@ def mask_secrets_in_text(text: str) -> str:
 #   a closing bracket; any other line means the value was cut);
 # * a credential option alone on its line (kubectl describe's ``Args:``, a YAML ``- --api-key``,
 #   a JSON array's ``"--api-key",``): its value on the next line, every one up to the next option
-#   for ``--api-key``.
+#   for ``--api-key``;
+# * pydantic's error for a credential's field: its location alone on a line
+#   (``kv_transfer_config.token``: a key a config with extra='forbid' does not know), then the
+#   message with ``input_value=…`` on the next: that value.
 # Each line is read once, in linear time; a line outside every state costs a substring test.
 
-_PEM_MARKS = re.compile(rf"(?P<begin>{_PEM_BEGIN})|(?P<end>{_PEM_END})")
-_NAME_ALONE = re.compile(r"""([ \t]*)(-[ \t]+)?(['"]?)([\w.\-]{1,200})\3[ \t]*:[ \t]*(?:[|>][-+0-9]?[-+]?)?[ \t]*""")
-_OPTION_ALONE = re.compile(r"""[ \t]*(?:-[ \t]+)?(['"]?)--([A-Za-z][\w.\-]{0,200})\1,?[ \t]*""")
+_PEM_MARKS = rf"(?P<begin>{_PEM_BEGIN})|(?P<end>{_PEM_END})"
+_NAME_ALONE = r"""([ \t]*)(-[ \t]+)?(['"]?)([\w.\-]{1,200})\3[ \t]*:[ \t]*(?:[|>][-+0-9]?[-+]?)?[ \t]*"""
+_OPTION_ALONE = r"""[ \t]*(?:-[ \t]+)?(['"]?)--([A-Za-z][\w.\-]{0,200})\1,?[ \t]*"""
 _OPENERS = "[{("
+_LOCATION = r"[\w\-]{1,100}(?:\.[\w\-`]{1,100}){0,20}"  # pydantic's "a.b.0.c" (loc_str)
+_INPUT_VALUE = r"input_value=(.*?)(?:, input_type=\w+\]?$|$)"
 _OPEN_TAILS = ":|>-+,[{( \t"  # how a line that leaves a value open ends (a PEM marker has "--")
 
 
@@ -880,6 +893,11 @@ class LineMasker:
                 self._kind = ""
                 return text[:at] + MASK + text[end:], False
             self._kind = ""
+        elif kind == "loc":
+            self._kind = ""
+            found = re.compile(_INPUT_VALUE).search(text) if "input_value=" in text else None
+            if found is not None:
+                return text[:found.start(1)] + MASK + text[found.end(1):], False
         elif kind == "argv":
             stripped = text.strip()
             item = (stripped[2:] if stripped.startswith("- ") else stripped).strip(",").strip("'\"")
@@ -896,7 +914,7 @@ class LineMasker:
     def _pem(self, text: str) -> tuple[str | None, bool]:
         """The line with what of it is in a private key's block masked (None: no block here)."""
         inside = self._kind == "pem"
-        marks = list(_PEM_MARKS.finditer(text)) if "BEGIN" in text or "END" in text else []
+        marks = list(re.compile(_PEM_MARKS).finditer(text)) if "BEGIN" in text or "END" in text else []
         if not inside and not marks:
             return None, False
         out, pos, orphan = ([MASK] if inside else []), 0, False
@@ -919,12 +937,15 @@ class LineMasker:
         tail = text.rstrip()[-1:]
         if not tail:
             return
-        if tail in ":|>-+" and (m := _NAME_ALONE.fullmatch(text)) is not None:
+        if tail in ":|>-+" and (m := re.compile(_NAME_ALONE).fullmatch(text)) is not None:
             name = m.group(4)
             if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
                 self._kind, self._indent = "yaml", len(m.group(1)) + len(m.group(2) or "")
                 return
-        if "--" in text and (m := _OPTION_ALONE.fullmatch(text)) is not None:
+        if " " not in text and re.compile(_LOCATION).fullmatch(text) and is_secret_key(text.rpartition(".")[2].strip("`")):
+            self._kind = "loc"
+            return
+        if "--" in text and (m := re.compile(_OPTION_ALONE).fullmatch(text)) is not None:
             option = _option_of(m.group(2))
             if option:
                 self._kind, self._multi = "argv", option == _MULTI_VALUED
@@ -1089,7 +1110,8 @@ class Scanner:
         self.count += 1
         number = self.count
         shown = text
-        if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS:  # else no state can start or go on
+        # else no state can start or go on (pydantic's location line has no blank)
+        if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS or " " not in text:
             shown, orphan = self._masker.feed(text)
             if orphan:  # the log began inside a private key's block: what was kept of it is masked
                 self._mask_kept(self._outside, number)
