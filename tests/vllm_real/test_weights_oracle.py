@@ -7,8 +7,21 @@
   each header is the tensors' bytes; a 0-byte shard cannot be opened.
 - ``vllm.distributed.utils.get_pp_indices``: the layers of each pipeline stage, compared with
   ``core.weights.split_weights``.
+- What the MTP drafter keeps of its own after it loads: vLLM's own sharing code — the V1
+  proposer's ``_maybe_share_embeddings`` / ``_maybe_share_lm_head`` and the V2 runner's
+  ``load_eagle_model`` — run on stand-in modules laid out as ``DeepSeekV4MTP`` is (mtp.py:
+  ``model.embed_tokens``, ``model.topk_indices_buffer``, ``model.layers[str(L)].shared_head.head``,
+  no ``has_own_*`` flags), with PP 1 and PP 2; compared with what ``split_weights`` and
+  ``load_buffers`` count for the draft. The draft's own ``load_weights`` name filter
+  (``_to_spec_layer_name`` + ``get_spec_layer_idx_from_weight_name``) on checkpoint names, and
+  ``SpeculativeConfig.use_eagle`` / ``uses_draft_model`` (which decide the target's hidden-state
+  buffer from 0.27) on stand-in configs.
 
-Nothing is faked: real files in a temporary directory, vLLM's functions called as they are.
+Nothing is faked but the boundaries named: real files in a temporary directory, vLLM's functions
+called as they are; for the sharing code, ``get_model`` (it returns the stand-in draft) and
+``get_pp_group`` (a group of the given size), and on 0.33 the draft load-config helpers (the
+config itself). Not built: the real ``DeepSeekV4MTP`` (its decoder layer makes CUDA streams and
+MoE kernels at construction), so the stand-ins' layout is checked against mtp.py's source.
 """
 
 from __future__ import annotations
@@ -136,3 +149,181 @@ def test_pipeline_stages_hold_the_layers_get_pp_indices_gives_them(config):
     for pp in range(1, 9):
         expected = tuple(end - start for start, end in (get_pp_indices(layers, r, pp) for r in range(pp)))
         assert split_weights(config, pp=pp).layers_per_stage == expected, pp
+
+
+# --- the MTP drafter: what it keeps of its own after loading ----------------------------------
+
+def _stand_ins(vocab=64, hidden=8, layer=43):
+    """(target, draft): modules laid out as DeepseekV4ForCausalLM and DeepSeekV4MTP are."""
+    import torch
+    from torch import nn
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.zeros(vocab, hidden), requires_grad=False)
+
+    def inner(with_layers):
+        m = nn.Module()
+        m.embed_tokens = nn.Embedding(vocab, hidden)
+        m.topk_indices_buffer = torch.zeros(4, 2, dtype=torch.int32)
+        if with_layers:
+            mtp_layer = nn.Module()
+            mtp_layer.shared_head = nn.Module()
+            mtp_layer.shared_head.norm = nn.LayerNorm(hidden)
+            mtp_layer.shared_head.head = Head()
+            mtp_layer.mtp_block = nn.Module()
+            mtp_layer.mtp_block.attn = nn.Module()
+            mtp_layer.mtp_block.attn.topk_indices_buffer = m.topk_indices_buffer
+            m.layers = nn.ModuleDict({str(layer): mtp_layer})
+        return m
+
+    target = nn.Module()
+    target.model = inner(False)
+    target.lm_head = Head()
+    draft = nn.Module()
+    draft.model = inner(True)
+    return target, draft
+
+
+def _kept(target, draft):
+    """The draft's own tensors still in it: embedding, LM head (its layer's shared_head.head),
+    top-k buffer (the module's and its attention's)."""
+    layer = next(iter(draft.model.layers.values()))
+    kept = set()
+    if draft.model.embed_tokens.weight is not target.model.embed_tokens.weight:
+        kept.add("embed_tokens")
+    if layer.shared_head.head is not target.lm_head:
+        kept.add("lm_head")
+    if (draft.model.topk_indices_buffer is not target.model.topk_indices_buffer
+            or layer.mtp_block.attn.topk_indices_buffer is not target.model.topk_indices_buffer):
+        kept.add("topk_indices_buffer")
+    return kept
+
+
+def _pp_group(size):
+    from types import SimpleNamespace
+
+    return lambda: SimpleNamespace(world_size=size, is_first_rank=False, is_last_rank=True, rank_in_group=size - 1)
+
+
+def _v1_share(monkeypatch, pp):
+    from types import SimpleNamespace
+
+    import vllm.v1.spec_decode.llm_base_proposer as proposer
+
+    monkeypatch.setattr(proposer, "get_pp_group", _pp_group(pp))
+    target, draft = _stand_ins()
+    # what the two methods read of the proposer besides its model (0.33: the index-sharing and
+    # local-argmax settings, after the sharing)
+    me = SimpleNamespace(model=draft, vllm_config=SimpleNamespace(speculative_config=None),
+                         use_local_argmax_reduction=False)
+    proposer.SpecDecodeBaseProposer._maybe_share_embeddings(me, target)
+    proposer.SpecDecodeBaseProposer._maybe_share_lm_head(me, target)
+    return _kept(target, draft)
+
+
+def _v2_share(monkeypatch, pp):
+    from types import SimpleNamespace
+
+    import vllm.v1.worker.gpu.spec_decode.eagle.utils as utils
+
+    target, draft = _stand_ins()
+    monkeypatch.setattr(utils, "get_model", lambda **kw: draft)
+    monkeypatch.setattr(utils, "get_pp_group", _pp_group(pp))
+    for helper in ("get_draft_load_config", "get_pp_safe_draft_load_config"):  # 0.33: the load config as is
+        if hasattr(utils, helper):
+            monkeypatch.setattr(utils, helper, (lambda c: c.load_config) if helper == "get_draft_load_config" else (lambda c: c))
+    load_config = SimpleNamespace(load_format="auto")
+    spec = SimpleNamespace(draft_model_config=None, kv_cache_dtype=None, draft_lm_head_quantization=None,
+                           apply_draft_overrides=lambda c: c)
+    utils.load_eagle_model(target, SimpleNamespace(speculative_config=spec, load_config=load_config))
+    return _kept(target, draft)
+
+
+def test_the_stand_in_is_laid_out_as_deepseek_v4_mtp():
+    import inspect
+
+    import vllm.models.deepseek_v4.nvidia.mtp as mtp
+
+    source = inspect.getsource(mtp)
+    for built in ("self.embed_tokens = VocabParallelEmbedding(", "self.shared_head = SharedHead(",
+                  "self.topk_indices_buffer = torch.empty("):
+        assert built in source, built
+    assert "has_own_embed_tokens" not in source and "has_own_lm_head" not in source  # the MTP branch of the sharing code
+
+
+@pytest.mark.parametrize("runner", ["V1", "V2"])
+@pytest.mark.parametrize("pp", [1, 2])
+def test_the_mtp_drafter_keeps_its_own_embedding_only_under_pp_and_never_its_head_or_top_k_buffer(
+        monkeypatch, runner, pp):
+    from vllm import __version__
+
+    from dsv4_launch.core.weights import DRAFT, load_buffers
+
+    kept = (_v1_share if runner == "V1" else _v2_share)(monkeypatch, pp)
+    assert kept == ({"embed_tokens"} if pp > 1 else set()), kept
+    # what the tally counts for the drafter beyond its layer: its embedding exactly where vLLM
+    # leaves it one (vocab/TP × D bf16 on the last stage); no LM head; no top-k buffer of its own
+    c = FLASH["config"]
+    for tp in (1, 4):
+        extra = (split_weights(c, tp=tp, pp=pp, speculative="mtp").bytes_of(DRAFT).per_gpu_bytes
+                 - split_weights(c, tp=tp, speculative="mtp").bytes_of(DRAFT).per_gpu_bytes)
+        assert extra == (c["vocab_size"] // tp * c["hidden_size"] * 2 if "embed_tokens" in kept else 0)
+    hidden = 8192 * c["hc_mult"] * c["hidden_size"] * 2
+    with_draft = load_buffers(c, 8192, "mtp", __version__) - load_buffers(c, 8192, None, "0.33.0")
+    topk = 4 * 8192 * c["index_topk"]
+    assert with_draft == hidden + (topk if "topk_indices_buffer" in kept else 0)
+
+
+def test_the_drafter_reads_only_the_mtp_tensors_of_the_checkpoint():
+    # so its own embedding and LM head are never loaded from it: shared, or (under PP) left as
+    # allocated — V4-Flash's checkpoint has one embed.weight and one head.weight (its inventory)
+    from types import SimpleNamespace
+
+    from vllm.model_executor.models.deepseek_v2 import get_spec_layer_idx_from_weight_name
+    from vllm.models.deepseek_v4.nvidia.mtp import DeepSeekV4MTP
+
+    config = SimpleNamespace(**{k: FLASH["config"][k] for k in ("num_hidden_layers", "num_nextn_predict_layers")})
+    me = SimpleNamespace(config=config)
+
+    def renamed(name):
+        if hasattr(DeepSeekV4MTP, "_to_spec_layer_name"):  # 0.32+
+            return DeepSeekV4MTP._to_spec_layer_name(me, name)
+        # 0.24–0.31 do the same inline in load_weights (mtp.py:386-394@0.29): the first integer
+        # of the name is the MTP index, mtp.{i}. becomes model.layers.{L + i}.
+        index = next((int(part) for part in name.split(".") if part.isdigit()), 0)
+        return name.replace(f"mtp.{index}.", f"model.layers.{config.num_hidden_layers + index}.")
+
+    def read(name):
+        return get_spec_layer_idx_from_weight_name(config, renamed(name))
+
+    for name in ("mtp.0.e_proj.weight", "mtp.0.attn.wq_a.weight", "mtp.0.ffn.experts.5.w1.weight",
+                 "mtp.0.hc_head_fn", "mtp.0.norm.weight"):
+        assert read(name) == 43, name
+    for name in ("embed.weight", "head.weight", "norm.weight", "layers.0.attn.wq_a.weight",
+                 "layers.42.ffn.experts.5.w1.weight", "hc_head_fn"):
+        assert read(name) is None, name
+
+
+def test_the_target_keeps_the_hidden_state_buffer_for_the_methods_vllm_names():
+    # from 0.27 DeepseekV4Model allocates _mtp_hidden_buffer for use_eagle() or uses_draft_model()
+    # (nvidia/model.py:1095-1099@0.27, :902-906@0.33); before, always (the release's own code is
+    # not buildable on the CPU: nvidia/model.py:1008@0.24 is cited instead)
+    from types import SimpleNamespace
+
+    from vllm import __version__
+    from vllm.config.speculative import SpeculativeConfig
+
+    from dsv4_launch.core.weights import load_buffers
+
+    if tuple(int(p) for p in __version__.split(".")[:2]) < (0, 27):
+        pytest.skip("before 0.27 the buffer does not depend on the method (nvidia/model.py:1008@0.24)")
+    c = FLASH["config"]
+    plain = load_buffers(c, 8192, None, __version__)
+    for method in ("mtp", "eagle", "eagle3", "dflash", "dspark", "draft_model", "ngram", "ngram_gpu", "suffix",
+                   "medusa", "mlp_speculator", "custom_class", "extract_hidden_states"):
+        me = SimpleNamespace(method=method)
+        takes = SpeculativeConfig.use_eagle(me) or SpeculativeConfig.uses_draft_model(me)
+        ours = load_buffers(c, 8192, method, __version__) - plain - (4 * 8192 * c["index_topk"] if method == "dspark" else 0)
+        assert (ours == 8192 * c["hc_mult"] * c["hidden_size"] * 2) is bool(takes), (__version__, method)
