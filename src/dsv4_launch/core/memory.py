@@ -4,9 +4,10 @@ Two questions, answered with different certainty:
 
 * **Do the weights fit?** A *lower bound* of the weights one GPU must hold — the checkpoint's
   exact bytes (``model.safetensors.index.json``'s ``metadata.total_size``, or the exact figure of
-  the known-checkpoint table), less the MTP/draft layers vLLM does not load without speculative
-  decoding, spread over every GPU of the layout as if nothing were replicated — against the
-  memory of the GPUs vLLM will use × ``--gpu-memory-utilization``. Only this can refuse: if even
+  the known-checkpoint table), less the draft module vLLM does not build (the MTP layers or the
+  DSpark module without speculative decoding, or with a drafter of another kind), spread over
+  every GPU of the layout as if nothing were replicated — against the memory of the GPUs vLLM
+  will use × ``--gpu-memory-utilization``. Only this can refuse: if even
   the lower bound does not fit, no split vLLM can make fits. The estimate beside it (the
   per-class split of ``core/weights.py`` where it is known, the replicated tensors and the load's
   overhead) only warns.
