@@ -10,6 +10,23 @@ time and bounded memory: the signatures that match, the vLLM version, the ``non-
 args`` vLLM logs at start, the GPU where the log names it, and the last exception lines (the
 root cause, for failures no signature knows).
 
+Credentials in the lines explain prints: ``mask_secrets_in_text`` masks a line (the key formats,
+a credential word's phrasing, ``--option value`` — every word up to the next option after
+``--api-key``, as vLLM's parser reads it —, ``name: value``, a config dump's line to its end);
+``LineMasker``, fed every line by the scanner, masks what spans lines (a private key's block,
+a YAML/JSON/pprint value over several lines, an argv one item a line, pydantic's location then
+``input_value``), so the lines kept are kept masked. Left alone, on evidence: a lowercase word
+after ``secret``, ``credential``, ``api key``, ``token``, ``bearer``, ``HF_TOKEN`` and the other
+credential words but a password's (``secret dragon`` is shown): in the string literals of vLLM
+0.24.0, 0.29.0, 0.33.0 and of the packages its install brings (huggingface_hub, transformers,
+openai, ray, httpx, …) those words are followed by a lowercase word 521 times, all prose
+("credential chain", "secret value", "api key obtained"); after ``password`` 64 times, in the
+words of ``_PROSE_AFTER_PASSWORD``; after ``passphrase``, ``passwd`` and ``pwd`` only in psutil's
+"pwd module". So after those four any other lowercase word is masked (``passphrase
+swordfish``); after every credential word a value shaped like a credential is. In the middle of
+a line ``name = value`` masks one word (the line goes on: "token = X (see the docs)"), and a
+value that is one of ``_NOT_VALUES`` ("password=correct") is read as prose.
+
 Pure: no I/O; the reading is ``adapters/log_reader.py``'s, the printing ``commands/explain.py``'s.
 """
 
