@@ -680,7 +680,16 @@ def _argv_item_spans(text: str) -> list[tuple[int, int]]:
 # staple", "  api_key: k1 k2", "export HF_TOKEN=…": the value is the rest of the line. Kept only
 # when every word of it says there is none ("password: not set"). In the middle of a line a
 # value is one word (the line goes on after it: "ValueError: token = X (see the docs)").
-_CONFIG_LINE = r"""[ \t]*(?:-[ \t]+|export[ \t]+)?(['"]?)([\w.\-]{1,200})\1[ \t]*[:=][ \t]*(?=[^\s'"\[{(`])"""
+_CONFIG_LINE = r"""[ \t]*(?:-[ \t]+|export[ \t]+)?(['"]?)(\w[\w.\-]{0,200})\1[ \t]*[:=][ \t]*(?=[^\s'"\[{(`])"""
+
+
+# A name/value pair (Kubernetes' env, a JSON list of settings): {"name": "HF_TOKEN", "value": "…"}.
+_PAIR = (r"""(['"]?)\bname\1[ \t]*[:=][ \t]*(['"]?)([\w.\-]{1,200})\2[ \t]*,[ \t]*(['"]?)value\4[ \t]*[:=][ \t]*"""
+         r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s,})\]]+)""")
+
+
+def _pair_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span(5) for m in re.finditer(_PAIR, text) if is_secret_key(m.group(3)) and m.group(5) not in _KEEP]
 
 
 def _config_line_spans(text: str) -> list[tuple[int, int]]:
@@ -791,7 +800,7 @@ def mask_secrets_in_text(text: str) -> str:
     # Every pass reads the same text, so none hides a name or a value from another: in "token
     # 'hf_token': 'X'" the phrase masks 'hf_token' and the name still masks 'X'.
     spans = (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(_NAMED_VALUE, text)
-             + _config_line_spans(text))
+             + _config_line_spans(text) + _pair_spans(text))
     return _masked(text, spans) if spans else text
 
 
@@ -816,13 +825,16 @@ def mask_secrets_in_text(text: str) -> str:
 #   for ``--api-key``;
 # * pydantic's error for a credential's field: its location alone on a line
 #   (``kv_transfer_config.token``: a key a config with extra='forbid' does not know), then the
-#   message with ``input_value=…`` on the next: that value.
+#   message with ``input_value=…`` on the next: that value;
+# * a name/value pair over two lines (Kubernetes' ``- name: HF_TOKEN`` then ``value: …``): the value.
 # Each line is read once, in linear time; a line outside every state costs a substring test.
 
 _PEM_MARKS = rf"(?P<begin>{_PEM_BEGIN})|(?P<end>{_PEM_END})"
 _NAME_ALONE = r"""([ \t]*)(-[ \t]+)?(['"]?)([\w.\-]{1,200})\3[ \t]*:[ \t]*(?:[|>][-+0-9]?[-+]?)?[ \t]*"""
 _OPTION_ALONE = r"""[ \t]*(?:-[ \t]+)?(['"]?)--([A-Za-z][\w.\-]{0,200})\1,?[ \t]*"""
 _OPENERS = "[{("
+_PAIR_NAME = r"""[ \t]*(?:-[ \t]+)?\{?[ \t]*(['"]?)name\1[ \t]*:[ \t]*(['"]?)([\w.\-]{1,200})\2[ \t]*,?[ \t]*"""
+_PAIR_VALUE = r"""[ \t]*(['"]?)value\1[ \t]*:[ \t]*"""
 _LOCATION = r"[\w\-]{1,100}(?:\.[\w\-`]{1,100}){0,20}"  # pydantic's "a.b.0.c" (loc_str)
 _INPUT_VALUE = r"input_value=(.*?)(?:, input_type=\w+\]?$|$)"
 _OPEN_TAILS = ":|>-+,[{( \t"  # how a line that leaves a value open ends (a PEM marker has "--")
@@ -915,6 +927,11 @@ class LineMasker:
             found = re.compile(_INPUT_VALUE).search(text) if "input_value=" in text else None
             if found is not None:
                 return text[:found.start(1)] + MASK + text[found.end(1):], False
+        elif kind == "pair":
+            self._kind = ""
+            found = re.compile(_PAIR_VALUE).match(text) if "value" in text else None
+            if found is not None and text[found.end():].strip() and text[found.end():].strip() not in _KEEP:
+                return text[:found.end()] + MASK, False
         elif kind == "argv":
             stripped = text.strip()
             item = (stripped[2:] if stripped.startswith("- ") else stripped).strip(",").strip("'\"")
@@ -959,6 +976,9 @@ class LineMasker:
             if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
                 self._kind, self._indent = "yaml", len(m.group(1)) + len(m.group(2) or "")
                 return
+        if "name" in text and (m := re.compile(_PAIR_NAME).fullmatch(text)) is not None and is_secret_key(m.group(3)):
+            self._kind = "pair"
+            return
         if " " not in text and re.compile(_LOCATION).fullmatch(text) and is_secret_key(text.rpartition(".")[2].strip("`")):
             self._kind = "loc"
             return
@@ -1127,8 +1147,8 @@ class Scanner:
         self.count += 1
         number = self.count
         shown = text
-        # else no state can start or go on (pydantic's location line has no blank)
-        if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS or " " not in text:
+        # else no state can start or go on (pydantic's location line has no blank; "- name: HF_TOKEN")
+        if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS or " " not in text or "name" in text:
             shown, orphan = self._masker.feed(text)
             if orphan:  # the log began inside a private key's block: what was kept of it is masked
                 self._mask_kept(self._outside, number)
