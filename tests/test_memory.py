@@ -853,3 +853,18 @@ def test_a_draft_that_is_not_the_checkpoints_loads_none_of_its_mtp_layer(spec, h
     plain = estimate(facts(["-tp", "2"], gpus=2), weights_of(FLASH))
     e = estimate(facts(tokens, gpus=2), weights_of(FLASH))
     assert e.weights_bytes_per_gpu - plain.weights_bytes_per_gpu == (hidden_buffer(FLASH["config"], 8192) if hidden else 0)
+
+
+def test_without_the_shapes_the_bound_takes_a_margin_off_mtp_and_gives_up_on_a_dspark_module():
+    from dsv4_launch.core.memory import weights_lower_bound
+
+    def bound(entry):
+        unreadable = {**entry, "config": {**entry["config"], "o_groups": "eight"}}  # no tally from these shapes
+        f = facts([], entry=unreadable, gpus=1)
+        return weights_lower_bound(f, f.memory._replace(published=False), estimate(f, f.memory).layout)
+
+    # an MTP layer at its share of the 44 layers + 2 % (V4-Pro's is 0.07 % over its share)
+    assert bound(FLASH) == FLASH["weights_bytes"] - int(FLASH["weights_bytes"] * 1.02) // 44
+    assert bound(FLASH) < FLASH["weights_bytes"] - sum(FLASH_MTP_INVENTORY.values())
+    # a DSpark module is three layers and more: no share of one layer bounds it, so no exact bound
+    assert bound(FLASH_0731) is None

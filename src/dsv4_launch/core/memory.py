@@ -444,7 +444,8 @@ def _nextn(facts: Facts) -> int:
 def _own_draft(facts: Facts) -> str | None:
     """The draft module the checkpoint carries: ``dspark`` (``dspark_target_layer_ids``), ``mtp``
     (``num_nextn_predict_layers`` > 0) or None — as core/weights.py tallies it."""
-    if facts.model.config and isinstance(facts.model.config.get("dspark_target_layer_ids"), list):
+    targets = (facts.model.config or {}).get("dspark_target_layer_ids")
+    if isinstance(targets, list) and targets:
         return "dspark"
     return "mtp" if _nextn(facts) else None
 
