@@ -791,3 +791,51 @@ def test_a_huge_key_like_block_is_scanned_in_linear_time(lines):
         mask_secrets_in_text(line)
     scanner.result()
     assert time.perf_counter() - start < 6.0
+
+
+_SPANNING = {**{f"pem-{k}": v for k, v in PEM_BLOCKS.items()},
+             **{k: v[0] for k, v in MULTILINE_FORMS.items() if k not in ("pydantic", "pydantic-nested")}}
+
+
+@st.composite
+def _spanning_log(draw):
+    """(benign lines, a secret spanning lines, benign lines), cut where a log may be cut: at any
+    line of a private key's block (it has an END to find), after the start of the other forms."""
+    name = draw(st.sampled_from(sorted(_SPANNING)))
+    cores = ["Zq" + draw(st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=6,
+                                 max_size=12)) for _ in range(2)]
+    form = [line.replace("{{", "{").replace("}}", "}").replace("{s}", cores[0]).replace("{s2}", cores[1])
+            for line in _SPANNING[name]]
+    if name.startswith("pem-"):  # the key's own lines (its headers, an IV or a comment, are not secret)
+        form = [line.replace("Zq", cores[0][:4]) for line in form]
+        cores = [line[4:20] for line in form if line.startswith("MIIE")]
+    benign = _fixture_lines()[:60] + VLLM_MESSAGES
+    before = [x for x in draw(st.lists(st.sampled_from(benign), max_size=4)) if not any(s in x for s in _FIXTURE_SECRETS)]
+    after = draw(st.lists(st.sampled_from(["EngineCore failed to start.", "RuntimeError: Engine core initialization "
+                                           "failed. See root cause above.", *VLLM_MESSAGES[:10]]), max_size=3))
+    start = draw(st.integers(0, len(form) - 1)) if name.startswith("pem-") else 0
+    end = draw(st.integers(start + 1, len(form)))
+    return before, form[start:end], after if end == len(form) else [], cores
+
+
+@settings(max_examples=200, deadline=None)
+@given(_spanning_log())
+def test_a_secret_spanning_lines_among_random_log_lines_is_never_kept(log):
+    from dsv4_launch.core.signatures import Scanner
+
+    before, form, after, cores = log
+    for level in ("ERROR", None):
+        scanner = Scanner()
+        for line in [*before, *form, *after]:
+            scanner.feed(line, level)
+        scan = scanner.result()
+        kept = [mask_secrets_in_text(x.text) for x in (*scan.errors, *scan.exceptions, *scan.pointers)]
+        kept += [mask_secrets_in_text(m.line.text) for m in scan.matches]
+        assert not any(core in line for core in cores for line in kept), (form, kept)
+        # the benign lines before it are kept as they were, unless an END without its BEGIN says the
+        # log began inside a key (then everything before that END is masked)
+        text = "\n".join(form)
+        if "BEGIN" in text or "END" not in text:
+            for x in (*scan.errors, *scan.exceptions):
+                if x.number <= len(before):
+                    assert x.text == before[x.number - 1]

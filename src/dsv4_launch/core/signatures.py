@@ -823,12 +823,15 @@ def mask_secrets_in_text(text: str) -> str:
 # * a credential option alone on its line (kubectl describe's ``Args:``, a YAML ``- --api-key``,
 #   a JSON array's ``"--api-key",``): its value on the next line, every one up to the next option
 #   for ``--api-key``;
+# * a line of a key's base64 body alone (``_key_body``: the log cut on both sides of a block) —
+#   not inside a certificate's or a public key's block, which are shown;
 # * pydantic's error for a credential's field: its location alone on a line
 #   (``kv_transfer_config.token``: a key a config with extra='forbid' does not know), then the
 #   message with ``input_value=…`` on the next: that value;
 # * a name/value pair over two lines (Kubernetes' ``- name: HF_TOKEN`` then ``value: …``): the value.
 # Each line is read once, in linear time; a line outside every state costs a substring test.
 
+_PUBLIC_BEGIN = r"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}(?:CERTIFICATE|PUBLIC KEY)"
 _PEM_MARKS = rf"(?P<begin>{_PEM_BEGIN})|(?P<end>{_PEM_END})"
 _NAME_ALONE = r"""([ \t]*)(-[ \t]+)?(['"]?)([\w.\-]{1,200})\3[ \t]*:[ \t]*(?:[|>][-+0-9]?[-+]?)?[ \t]*"""
 _OPTION_ALONE = r"""[ \t]*(?:-[ \t]+)?(['"]?)--([A-Za-z][\w.\-]{0,200})\1,?[ \t]*"""
@@ -877,6 +880,13 @@ def _open_value(text: str) -> int:
     return 0
 
 
+def _key_body(text: str) -> bool:
+    """A line of a key's base64 body (PEM's 64 columns, OpenSSH's 70, PGP's 64-76): 48 to 80
+    characters of base64 with upper and lower case letters and digits."""
+    return (48 <= len(text) <= 82 and re.fullmatch(r"[A-Za-z0-9+/]{48,80}={0,2}", text) is not None
+            and any(c.isupper() for c in text) and any(c.islower() for c in text) and any(c.isdigit() for c in text))
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip(" \t"))
 
@@ -905,6 +915,10 @@ class LineMasker:
             shown, orphan = self._pem(text)
             if shown is not None:
                 return shown, orphan
+        if kind == "public":  # a certificate's or a public key's body: not a secret, shown
+            if "END" in text:
+                self._kind = ""
+            return text, False
         if kind == "yaml":
             stripped = text.lstrip(" \t")
             at = len(text) - len(stripped)
@@ -942,6 +956,8 @@ class LineMasker:
                     self._kind = ""
                 return text[:_indent(text)] + MASK, False
             self._kind = ""
+        if " " not in text and _key_body(text.strip()):  # a log cut on both sides of a key: its BEGIN and END lost
+            return text[:_indent(text)] + MASK, False
         self._open(text)
         return text, False
 
@@ -970,6 +986,9 @@ class LineMasker:
         """Whether ``text`` leaves a credential's value open on the lines after it."""
         tail = text.rstrip()[-1:]
         if not tail:
+            return
+        if "BEGIN" in text and re.search(_PUBLIC_BEGIN, text) and "END" not in text[text.index("BEGIN"):]:
+            self._kind = "public"
             return
         if tail in ":|>-+" and (m := re.compile(_NAME_ALONE).fullmatch(text)) is not None:
             name = m.group(4)
