@@ -727,9 +727,12 @@ CONFIG_LINES = [
     ("export HF_TOKEN={s} # from the vault", "export HF_TOKEN=***"),
     ("- api_key: {s} {s2}", "- api_key: ***"),
     ("db_passphrase = open sesame", "db_passphrase = ***"),
+    # in the middle of a line, one word; right after "=" a word is a value even if prose has it
+    ("ValueError: bad config password=correct horse", "ValueError: bad config password=*** horse"),
+    ("https://h/cb?token=valid&state=1", "https://h/cb?token=***"),
 ]
 CONFIG_LINES_KEPT = ["password: not set", "HF_TOKEN: unset", "token: none", "api_key: ***", "password: |",
-                     "api_key: None", "secret: null"]
+                     "api_key: None", "secret: null", "ValueError: auth=disabled", "x HF_TOKEN=unset y"]
 
 
 @pytest.mark.parametrize(("line", "expected"), CONFIG_LINES)

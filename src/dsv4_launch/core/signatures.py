@@ -24,8 +24,9 @@ openai, ray, httpx, …) those words are followed by a lowercase word 521 times,
 words of ``_PROSE_AFTER_PASSWORD``; after ``passphrase``, ``passwd`` and ``pwd`` only in psutil's
 "pwd module". So after those four any other lowercase word is masked (``passphrase
 swordfish``); after every credential word a value shaped like a credential is. In the middle of
-a line ``name = value`` masks one word (the line goes on: "token = X (see the docs)"), and a
-value that is one of ``_NOT_VALUES`` ("password=correct") is read as prose.
+a line ``name = value`` masks one word (the line goes on: "token = X (see the docs)"), and
+after ``name:`` or ``name = `` a word of ``_NOT_VALUES`` is read as prose ("password: correct";
+right after ``name=`` only the words that say there is no value are: ``_NO_VALUE``).
 
 Pure: no I/O; the reading is ``adapters/log_reader.py``'s, the printing ``commands/explain.py``'s.
 """
@@ -539,6 +540,8 @@ _NOT_VALUES = frozenset("""
     variable var file longer shorter less more than same different unsupported supported case sensitive encrypted
     encoded
 """.split())
+# The words of _NOT_VALUES that are a setting's value, not a credential: after "name=" only these.
+_NO_VALUE = frozenset("none null nil empty blank missing unset disabled enabled hidden masked redacted not no".split())
 # "Authorization: Token X", "Proxy-Authorization: Digest X": the scheme is named by _NAMED_VALUE's pass.
 _AUTH_HEADER = r"(?i:\b(?:proxy-)?authori[sz]ation)['\"]?\s*[:=]\s*['\"]?[A-Za-z][\w-]*[ \t]+([^\s'\",}]+)"
 _COOKIE = r"(?i:\b(?:set-)?cookie\s*[:=]\s*)(.+)"  # to the end of the line
@@ -599,7 +602,10 @@ def _named_spans(pattern: str, text: str) -> list[tuple[int, int]]:
                     and quote in text[m.start(3):end]:
                 end = text.index(quote, m.start(3), end)  # 'name=value' quoted whole: the value ends at its quote
             value = text[m.start(3):end]
-            if value not in _KEEP and value.rstrip(".,;:!?").lower() not in _NOT_VALUES:  # "--seed-token to enable"
+            # prose ("HF_TOKEN: not set", "--seed-token to enable"); right after a bare "=" a word is
+            # a value ("password=correct") unless it says there is none ("auth=disabled")
+            prose = _NO_VALUE if m.group(1).rstrip("'\"").endswith(("=", "%3D", "%3d")) else _NOT_VALUES
+            if value not in _KEEP and value.rstrip(".,;:!?").lower() not in prose:
                 spans.append((m.start(3), end))
                 pos = end
     return spans
