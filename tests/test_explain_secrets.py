@@ -577,6 +577,10 @@ def test_public_keys_certificates_and_words_like_begin_are_shown():
 
     masker = LineMasker()
     assert [masker.feed(line)[0] for line in cert] == cert
+    # a certificate's block cut before its END ends at the first line that is not of its body
+    masker = LineMasker()
+    lines = [cert[0], cert[1], "config:", "  api_key:", f"  - {S}", "x: 1"]
+    assert [masker.feed(line)[0] for line in lines] == [*lines[:4], "  ***", "x: 1"]
 
 
 def test_the_benign_corpus_goes_through_the_line_state_unchanged():

@@ -903,7 +903,7 @@ class LineMasker:
     block); ``closed``: whether that line closed a block."""
 
     def __init__(self) -> None:
-        self._kind = ""  # "", "pem", "yaml", "bracket", "argv"
+        self._kind = ""  # "", "pem", "public", "yaml", "bracket", "loc", "pair", "argv"
         self._indent = 0
         self._depth = 0
         self._multi = False
@@ -921,10 +921,11 @@ class LineMasker:
             shown, orphan = self._pem(text)
             if shown is not None:
                 return shown, orphan
-        if kind == "public":  # a certificate's or a public key's body: not a secret, shown
-            if "END" in text:
-                self._kind = ""
-            return text, False
+        if kind == "public":  # a certificate's or a public key's body (base64 only): not a secret, shown
+            if "END" in text or re.fullmatch(r"[A-Za-z0-9+/=]*", text.strip()):
+                self._kind = "public" if "END" not in text else ""
+                return text, False
+            self._kind = kind = ""  # not a body line: the block was cut
         if kind == "yaml":
             stripped = text.lstrip(" \t")
             at = len(text) - len(stripped)
