@@ -8,8 +8,11 @@ masked with the rest of the line kept as it was, and a corpus of benign texts st
 byte-identical: the lines of tests/fixtures/logs, the excerpts of tests/test_explain.py, every
 rule row's and signature's own text, and vLLM's own messages (cited ``path:line@release`` of the
 call that logs or raises them, values filled in as vLLM would). Hypothesis embeds random secrets
-(tests/hostile_strategies.py) in random benign lines. Nothing is faked: explain runs on log files
-written to a temporary directory.
+(tests/hostile_strategies.py) in random benign lines. A credential that spans words or lines
+(a private key's block, a list, a multi-valued --api-key, a YAML/JSON/argv value over several
+lines, pydantic's location then value) is masked on every line explain keeps, wherever the log
+starts or ends; the lines vLLM itself writes are in tests/vllm_real/test_explain_secrets_oracle.py.
+Nothing is faked: explain runs on log files written to a temporary directory.
 """
 
 from __future__ import annotations
