@@ -20,7 +20,9 @@
 Nothing is faked but the boundaries named: real files in a temporary directory, vLLM's functions
 called as they are; for the sharing code, ``get_model`` (it returns the stand-in draft) and
 ``get_pp_group`` (a group of the given size), and on 0.33 the draft load-config helpers (the
-config itself). Not built: the real ``DeepSeekV4MTP`` (its decoder layer makes CUDA streams and
+config itself). On 2026-12-01 the MTP tests passed on 0.24.0, 0.29.0 and 0.33.0, and with each
+release's own Python sources laid over a pinned venv on 0.25.0–0.28.0 (0.24.0's), 0.30.0–0.31.0
+(0.29.0's) and 0.32.0 (0.33.0's). Not built: the real ``DeepSeekV4MTP`` (its decoder layer makes CUDA streams and
 MoE kernels at construction), so the stand-ins' layout is checked against mtp.py's source.
 """
 
@@ -235,8 +237,10 @@ def _v2_share(monkeypatch, pp):
         if hasattr(utils, helper):
             monkeypatch.setattr(utils, helper, (lambda c: c.load_config) if helper == "get_draft_load_config" else (lambda c: c))
     load_config = SimpleNamespace(load_format="auto")
+    # a speculative config that overrides nothing (0.30-0.32 read its backends and KV dtype one by
+    # one, 0.33 through apply_draft_overrides)
     spec = SimpleNamespace(draft_model_config=None, kv_cache_dtype=None, draft_lm_head_quantization=None,
-                           apply_draft_overrides=lambda c: c)
+                           moe_backend=None, attention_backend=None, apply_draft_overrides=lambda c: c)
     utils.load_eagle_model(target, SimpleNamespace(speculative_config=spec, load_config=load_config))
     return _kept(target, draft)
 
