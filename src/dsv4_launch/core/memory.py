@@ -489,6 +489,18 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
     return min(int(total * nextn * MTP_SHARE_MARGIN) // (layers + nextn), total)
 
 
+def _draft_share(facts: Facts, total: int) -> int:
+    """The estimate without a tally: the checkpoint's own draft module vLLM does not build
+    (``_skipped_draft_bytes``' cases) at its layers' share of the checkpoint — MTP
+    ``num_nextn_predict_layers``, DSpark ``n_mtp_layers`` or 3 — taken off what is spread."""
+    own = _own_draft(facts)
+    if own is None or own == _loaded_draft(facts):
+        return 0
+    layers = facts.model.number("num_hidden_layers")
+    n = _nextn(facts) if own == "mtp" else (facts.model.number("n_mtp_layers") or DSPARK_DEFAULT_LAYERS)
+    return total * n // (layers + n) if layers and n > 0 else 0
+
+
 def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout, mnbt: int | None = None) -> int | None:
     """The fewest bytes of weights the busiest GPU can hold, for certain, or None.
 
@@ -530,6 +542,7 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
         busiest = _busiest(facts, split, mnbt)
         per_gpu = split.per_gpu_bytes + LOAD_OVERHEAD if busiest is None else busiest
     else:
+        total -= _draft_share(facts, total)
         replicated = (weights.replicated_bytes or int(total * REPLICATED_SHARE)) + LOAD_OVERHEAD
         tp_pp = layout.tp * layout.pp
         if layout.dp > 1:  # experts over DP × TP (EP), or the MoE tensor-parallel over DP × TP
