@@ -466,7 +466,7 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
     when it does; None where that cannot be bounded.
 
     The target maps every ``mtp.`` tensor to None (nvidia/model.py:1257-1267@0.33;
-    ``skip_substrs=["mtp."]`` @0.24) — the MTP layers and the DSpark module alike (dspark.py's
+    ``skip_substrs=["mtp."]``, :1400@0.24) — the MTP layers and the DSpark module alike (dspark.py's
     weights are ``mtp.{0,1,2}.*``, dspark.py:445@0.33). A drafter of another kind than the
     checkpoint's (MTP on a DSpark checkpoint, vllm#51041) reads none of the module's own
     tensors for certain, so all of it counts as skipped. With the shapes (core/weights.py, checked
