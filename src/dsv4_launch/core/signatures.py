@@ -648,7 +648,8 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
             end = close if close != -1 else end
         value = text[m.start(3):end]
         if option == _MULTI_VALUED and not m.group(1).endswith("=") and quote not in ("'", '"'):
-            end = re.compile(_MORE_WORDS).match(text, end).end()
+            more = re.compile(_MORE_WORDS).match(text, end)
+            end = more.end() if more else end
         if not value or value.rstrip(".,;:!?").lower() in _NOT_VALUES or \
                 all(word in _KEEP for word in text[m.start(3):end].split()):  # "--seed-token to enable"
             continue
@@ -677,7 +678,7 @@ def _argv_item_spans(text: str) -> list[tuple[int, int]]:
             last, pos = item.end(1), item.end()
             if option != _MULTI_VALUED:
                 break
-        if first is not None and text[first:last] not in _KEEP:
+        if first is not None and last is not None and text[first:last] not in _KEEP:
             spans.append((first, last))
     return spans
 
