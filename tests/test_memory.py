@@ -878,3 +878,24 @@ def test_where_the_tally_does_not_agree_the_estimate_still_leaves_out_the_mtp_la
     mtp = estimate(facts(["-tp", "2", *mtp_spec(1)], entry=entry, gpus=2), weights_of(entry))
     share = entry["weights_bytes"] // 44
     assert abs(mtp.weights_bytes_per_gpu - plain.weights_bytes_per_gpu - share // 2) <= 1
+
+
+@pytest.mark.parametrize("entry", [FLASH, FLASH_0731], ids=["flash", "0731 (DSpark)"])
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_a_draft_only_its_own_config_can_name_adds_none_of_the_checkpoints_draft_module(entry, version):
+    # {"model": …} without a method: SpeculativeConfig makes it "draft_model" (config/speculative.py:
+    # 1244@0.33), then names the method by the draft's own config.json (:1433-1497@0.33) — eagle,
+    # dspark, mtp of *that* checkpoint, or a separate model: the target's own MTP layer / DSpark
+    # module is not built for certain, nor the hidden-state buffer (unknown method). The bound took
+    # the checkpoint's own draft module as loaded (1.7 GiB per GPU at TP 2 on Flash, 5.1 on 0731)
+    def picture(spec):
+        tokens = ["-tp", "2"] + (["--speculative-config", json.dumps(spec)] if spec else [])
+        f = facts(tokens, entry=entry, gpus=2, version=version)
+        e = estimate(f, f.memory)
+        return e.weights_lower_bytes, e.weights_bytes_per_gpu
+
+    plain = picture(None)
+    named = picture({"method": "draft_model", "model": "someone/tiny-draft", "num_speculative_tokens": 2})
+    unnamed = picture({"model": "someone/tiny-draft", "num_speculative_tokens": 2})
+    assert unnamed == named == plain
+

@@ -584,8 +584,9 @@ def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
     for f, w, lay, split in _SPLIT_MEMO:
         if f is facts and w is weights and lay == layout:
             return split
+    method = speculative_method(facts)  # as vLLM settles it: a draft only its config can name loads none of ours
     split = split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
-                          _speculative_method(facts), weights.total_bytes, vllm_version=facts.vllm_version,
+                          None if method == UNKNOWN else method, weights.total_bytes, vllm_version=facts.vllm_version,
                           mega_moe=_mega_moe(facts), pp_partition=_partition(facts, layout.pp))
     _SPLIT_MEMO[:] = [(facts, weights, layout, split), *_SPLIT_MEMO[: _MEMO_KEPT - 1]]
     return split
@@ -595,11 +596,6 @@ def _partition(facts: Facts, pp: int) -> list[int] | None:
     """``VLLM_PP_LAYER_PARTITION`` where it is one vLLM accepts for this model and PP size."""
     layers = facts.model.number("num_hidden_layers")
     return pp_partition(facts.env.get("VLLM_PP_LAYER_PARTITION"), layers, pp) if layers and pp > 1 else None
-
-
-def _speculative_method(facts: Facts):
-    spec = json_option(facts.args, "speculative_config") or {}
-    return spec.get("method") if isinstance(spec.get("method"), str) else bool(spec)
 
 
 def _mega_moe(facts: Facts) -> bool:
