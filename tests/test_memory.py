@@ -899,3 +899,17 @@ def test_a_draft_only_its_own_config_can_name_adds_none_of_the_checkpoints_draft
     unnamed = picture({"model": "someone/tiny-draft", "num_speculative_tokens": 2})
     assert unnamed == named == plain
 
+
+@pytest.mark.parametrize("version,own_topk", [("0.25.0", False), ("0.26.0", False), ("0.27.0", True), ("0.33.0", True)])
+def test_the_dspark_drafter_has_a_top_k_buffer_of_its_own_only_from_0_27(version, own_topk):
+    # DSparkDeepseekV4Model allocates topk_indices_buffer [batched tokens, index_topk] int32 from
+    # 0.27 (nvidia/dspark.py:98@0.27, :125@0.33); 0.25-0.26 build its layers without one
+    # (DeepseekV4DecoderLayer(current_vllm_config, prefix=…): topk_indices_buffer None,
+    # dspark.py:91@0.25). The hidden-state buffer: always before 0.27, for DSpark after.
+    from dsv4_launch.core.weights import load_buffers
+
+    c = FLASH_0731["config"]
+    extra = load_buffers(c, 8192, "dspark", version) - load_buffers(c, 8192, None, version)
+    topk = 4 * 8192 * c["index_topk"]
+    hidden = hidden_buffer(c, 8192) if version >= "0.27" else 0
+    assert extra == (topk if own_topk else 0) + hidden

@@ -58,6 +58,9 @@ SEQUENCE_PARALLEL_SHARED = VersionRange(since="0.27.0")
 # (nvidia/model.py:1008@0.24), from 0.27 only for these methods (use_eagle() or draft_model).
 HIDDEN_BUFFER_ALWAYS = VersionRange(before="0.27.0")
 HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "draft_model"})
+# DSpark's own top-k buffer: DSparkDeepseekV4Model allocates one from 0.27 (nvidia/dspark.py:98@0.27,
+# :125@0.33); 0.25-0.26 build its layers with topk_indices_buffer None (dspark.py:91@0.25).
+DSPARK_TOPK_BUFFER = VersionRange(since="0.27.0")
 
 # transformers' DeepseekV4Config defaults (configuration_deepseek_v4.py), what vLLM uses for a
 # key config.json leaves out.
@@ -534,7 +537,8 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
     - ``topk_indices_buffer`` [max_num_batched_tokens, index_topk] int32 (DeepseekV4Model, every
       stage). The MTP drafter allocates its own and drops it for the target's when it loads
       (llm_base_proposer.py:1463-1476@0.24, gpu/spec_decode/eagle/utils.py:103-112@0.29,
-      :136-145@0.33): not counted. DSpark keeps its own (nvidia/dspark.py:125@0.33): counted.
+      :136-145@0.33): not counted. DSpark keeps its own from 0.27 (nvidia/dspark.py:98@0.27,
+      :125@0.33; none before: its layers get None, dspark.py:91@0.25): counted.
     - on the last pipeline stage (``last_stage``) the target's ``_mtp_hidden_buffer``
       [max_num_batched_tokens, hc_mult × hidden] bf16: always before 0.27
       (nvidia/model.py:1008@0.24, :1048@0.26), from 0.27 only for a drafter that takes the
@@ -574,7 +578,7 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
         method = ("dspark" if s.dspark_targets else "mtp") if speculative is True else speculative
         if isinstance(method, str) and method.endswith("_mtp"):
             method = "mtp"
-        if method == "dspark":
+        if method == "dspark" and DSPARK_TOPK_BUFFER.contains(vllm_version) is not False:
             total += 4 * max_num_batched_tokens * topk
         if last_stage and (HIDDEN_BUFFER_ALWAYS.contains(vllm_version) is True or method in HIDDEN_STATE_DRAFTS):
             total += 2 * max_num_batched_tokens * s.hc * s.D
