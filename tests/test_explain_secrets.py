@@ -849,3 +849,27 @@ def test_a_secret_spanning_lines_among_random_log_lines_is_never_kept(log):
             for x in (*scan.errors, *scan.exceptions):
                 if x.number <= len(before):
                     assert x.text == before[x.number - 1]
+
+
+# --- review RX: the line state's edges ------------------------------------------------------------
+
+# vLLM's own source lines that a traceback quotes (``    <line>`` after its ``  File "…"`` line):
+# a credential-looking name with an opening bracket is code, not a value logged.
+_SOURCE_LINES = [
+    "key = (",  # vllm/v1/attention/ops/flydsl_turboquant_decode.py:315@0.33.0
+    "structural_token_re = re.compile(",  # vllm/tool_parsers/hy_v4_tool_parser.py:120@0.33.0
+    "CUSTOM_TOOL_INPUT_KEY: {",  # vllm/tool_parsers/utils.py:50@0.33.0
+    "selected_token_ranks = logprob_token_ids.new_empty(",  # vllm/v1/outputs.py:189@0.33.0
+]
+
+
+@pytest.mark.parametrize("source", _SOURCE_LINES)
+def test_a_traceback_source_line_opens_no_value_and_the_frames_below_it_are_shown(source):
+    frames = ['  File "/x/vllm/model_executor/models/deepseek_v4.py", line 880, in load_weights',
+              "    param = params_dict[name]"]
+    lines = ["Traceback (most recent call last):", '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 210, in f',
+             f"    {source}", *frames]
+    assert _kept(lines) == [f"    {source}", *frames]  # was '  ***', '    ***': the frames masked
+    # the same opening as a value logged, not a source line, still masks what continues it
+    assert _kept(["ValueError: bad", "{'api_key': [", f"    '{S}',", "    ]"])[:3] == ["{'api_key': [", "    ***",
+                                                                                    "    ***"]

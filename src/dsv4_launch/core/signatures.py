@@ -915,7 +915,10 @@ class LineMasker:
         """Whether a credential's value goes on to the next line."""
         return bool(self._kind)
 
-    def feed(self, text: str) -> tuple[str, bool]:
+    def feed(self, text: str, source: bool = False) -> tuple[str, bool]:
+        """``source``: the line is a traceback's source line (after its ``  File "…"`` line): code,
+        not a value logged, so it opens no state but a private key's (``    key = (`` would mask
+        the frames below it)."""
         kind = self._kind
         self.closed = False
         if kind == "pem" or "--" in text:
@@ -966,7 +969,8 @@ class LineMasker:
             self._kind = ""
         if " " not in text and _key_body(text.strip()):  # a log cut on both sides of a key: its BEGIN and END lost
             return text[:_indent(text)] + MASK, False
-        self._open(text)
+        if not source:
+            self._open(text)
         return text, False
 
     def _pem(self, text: str) -> tuple[str | None, bool]:
@@ -1174,16 +1178,17 @@ class Scanner:
         self.count += 1
         number = self.count
         shown = text
+        source = self._after_frame and text.startswith("    ")  # a traceback's source line
         # else no state can start or go on (pydantic's location line has no blank; "- name: HF_TOKEN")
         if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS or " " not in text or "name" in text:
-            shown, orphan = self._masker.feed(text)
+            shown, orphan = self._masker.feed(text, source)
             if orphan:  # the log began inside a private key's block: what was kept of it is masked
                 self._mask_kept(self._outside, number)
             if orphan or self._masker.closed:
                 self._outside = number
         self._window.append(text)
         # a traceback's source line, or dsv4-launch's own line quoting vLLM's message: not vLLM failing
-        code = (self._after_frame and text.startswith("    ")) or text.startswith(("dsv4-serve: ", "dsv4-launch"))
+        code = source or text.startswith(("dsv4-serve: ", "dsv4-launch"))
         self._after_frame = text.startswith('  File "')
         hits = [] if code else [i for i, lit in self._literals if lit in text]
         if hits or (self._always and not code):
