@@ -855,7 +855,7 @@ def test_a_draft_that_is_not_the_checkpoints_loads_none_of_its_mtp_layer(spec, h
     assert e.weights_bytes_per_gpu - plain.weights_bytes_per_gpu == (hidden_buffer(FLASH["config"], 8192) if hidden else 0)
 
 
-def test_without_the_shapes_the_bound_takes_a_margin_off_mtp_and_gives_up_on_a_dspark_module():
+def test_without_the_shapes_the_bound_takes_the_draft_modules_layers_share_and_a_margin_off():
     from dsv4_launch.core.memory import weights_lower_bound
 
     def bound(entry):
@@ -866,8 +866,14 @@ def test_without_the_shapes_the_bound_takes_a_margin_off_mtp_and_gives_up_on_a_d
     # an MTP layer at its share of the 44 layers + 2 % (V4-Pro's is 0.07 % over its share)
     assert bound(FLASH) == FLASH["weights_bytes"] - int(FLASH["weights_bytes"] * 1.02) // 44
     assert bound(FLASH) < FLASH["weights_bytes"] - sum(FLASH_MTP_INVENTORY.values())
-    # a DSpark module is three layers and more: no share of one layer bounds it, so no exact bound
-    assert bound(FLASH_0731) is None
+    # a DSpark module: its n_mtp_layers (3) at their share + 2 %; still at least the module's own
+    # bytes (10.86 GB, the tally exact to the byte on this checkpoint: test_weights.py)
+    from dsv4_launch.core.weights import DRAFT, split_weights
+
+    total = FLASH_0731["weights_bytes"]
+    module = split_weights(FLASH_0731["config"], exact_total=total).bytes_of(DRAFT).checkpoint_bytes
+    assert bound(FLASH_0731) == total - int(total * 3 * 1.02) // 46
+    assert bound(FLASH_0731) < total - module
 
 
 def test_where_the_tally_does_not_agree_the_estimate_still_leaves_out_the_mtp_layer_vllm_skips():
@@ -913,3 +919,25 @@ def test_the_dspark_drafter_has_a_top_k_buffer_of_its_own_only_from_0_27(version
     topk = 4 * 8192 * c["index_topk"]
     hidden = hidden_buffer(c, 8192) if version >= "0.27" else 0
     assert extra == (topk if own_topk else 0) + hidden
+
+
+V41 = known_checkpoint("deepseek-ai/DeepSeek-V4.1-Flash")
+
+
+def test_v4_1s_dspark_module_nested_in_text_config_is_its_own_draft():
+    # V4.1 keeps dspark_target_layer_ids under text_config (vLLM's DeepseekV41Config flattens it);
+    # its only draft is DSpark: the target maps mtp.* to None (deepseek_v41/nvidia/model.py:1562@0.33),
+    # --speculative-config method dspark builds it from them. It was taken for MTP layers: with
+    # DSpark the estimate and the bound left out the module vLLM builds (4.3 GiB per GPU at TP 8)
+    def picture(spec):
+        tokens = ["-tp", "8"] + (["--speculative-config", json.dumps(spec)] if spec else [])
+        f = facts(tokens, entry=V41, gpus=8, memory_gib=141, name="NVIDIA H200", cc=(9, 0))
+        e = estimate(f, f.memory)
+        return e.weights_lower_bytes, e.weights_bytes_per_gpu
+
+    total = V41["weights_bytes"]
+    plain_bound, plain = picture(None)
+    dspark_bound, dspark = picture({"method": "dspark", "num_speculative_tokens": 3})
+    assert dspark_bound == total // 8  # nothing of the checkpoint is left unbuilt
+    assert plain_bound == (total - int(total * 3 * 1.02) // 43) // 8  # its 3 layers' share + 2 % off
+    assert dspark - plain > 4 * GiB

@@ -29,6 +29,8 @@ planner on every release CI pins. docs/memory.md says what comes from which vLLM
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .facts import Facts, as_bool, as_human_int, as_int, json_option, vllm_env_bool
 from .gpus import GpuInfo
 from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, pp_partition, stage_plans
@@ -443,8 +445,13 @@ def _nextn(facts: Facts) -> int:
 
 def _own_draft(facts: Facts) -> str | None:
     """The draft module the checkpoint carries: ``dspark`` (``dspark_target_layer_ids``), ``mtp``
-    (``num_nextn_predict_layers`` > 0) or None — as core/weights.py tallies it."""
-    targets = (facts.model.config or {}).get("dspark_target_layer_ids")
+    (``num_nextn_predict_layers`` > 0) or None — as core/weights.py tallies it. V4.1 keeps them
+    under ``text_config`` (vLLM's DeepseekV41Config flattens it; its only draft is DSpark)."""
+    config = facts.model.config or {}
+    targets = config.get("dspark_target_layer_ids")
+    text_config = config.get("text_config")
+    if targets is None and isinstance(text_config, Mapping):
+        targets = text_config.get("dspark_target_layer_ids")
     if isinstance(targets, list) and targets:
         return "dspark"
     return "mtp" if _nextn(facts) else None
@@ -458,7 +465,7 @@ def _loaded_draft(facts: Facts) -> str | None:
     return method if method in ("mtp", "dspark") else None
 
 
-MTP_SHARE_MARGIN = 1.02  # without shapes: an MTP layer is taken as its share of the layers + 2 %
+MTP_SHARE_MARGIN = 1.02  # without shapes: a draft module is taken as its layers' share + 2 %
 
 
 def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> int | None:
@@ -471,9 +478,10 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
     checkpoint's (MTP on a DSpark checkpoint, vllm#51041) reads none of the module's own
     tensors for certain, so all of it counts as skipped. With the shapes (core/weights.py, checked
     within 0.5 % of the exact size) the module's own bytes, plus whatever of the exact size the
-    tally does not explain; without them, MTP layers at their share of the layers (+ 2 %; V4-Pro's
-    is 0.07 % over it) and a DSpark module not at all (V4-Flash-0731's is 10.9 GB, three times an
-    MTP layer's share: a share would overstate the bound)."""
+    tally does not explain; without them, the module's layers (MTP ``num_nextn_predict_layers``,
+    DSpark ``n_mtp_layers`` or 3) at their share of the layers + 2 %: V4-Pro's MTP layer is 0.07 %
+    over its share, V4-Flash-0731's DSpark module (10.86 GB, tallied to the byte) 0.19 % under its
+    three layers' — one layer's share would have overstated the bound by 7.3 GB."""
     own = _own_draft(facts)
     if own is None or own == _loaded_draft(facts):
         return 0
@@ -483,10 +491,16 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
         draft = split.bytes_of(DRAFT)
         return min((draft.checkpoint_bytes if draft else 0) + max(total - split.checkpoint_bytes, 0), total)
     layers = facts.model.number("num_hidden_layers")
-    if own == "dspark" or not layers:
+    n = _draft_layers(facts, own)
+    if not layers or n <= 0:
         return None
-    nextn = _nextn(facts)
-    return min(int(total * nextn * MTP_SHARE_MARGIN) // (layers + nextn), total)
+    return min(int(total * n * MTP_SHARE_MARGIN) // (layers + n), total)
+
+
+def _draft_layers(facts: Facts, own: str) -> int:
+    """The decoder layers of the checkpoint's own draft module: MTP ``num_nextn_predict_layers``,
+    DSpark ``n_mtp_layers`` or 3 (DSparkDeepseekV4Model, nvidia/dspark.py:106@0.33)."""
+    return _nextn(facts) if own == "mtp" else (facts.model.number("n_mtp_layers") or DSPARK_DEFAULT_LAYERS)
 
 
 def _draft_share(facts: Facts, total: int) -> int:
@@ -497,7 +511,7 @@ def _draft_share(facts: Facts, total: int) -> int:
     if own is None or own == _loaded_draft(facts):
         return 0
     layers = facts.model.number("num_hidden_layers")
-    n = _nextn(facts) if own == "mtp" else (facts.model.number("n_mtp_layers") or DSPARK_DEFAULT_LAYERS)
+    n = _draft_layers(facts, own)
     return total * n // (layers + n) if layers and n > 0 else 0
 
 
