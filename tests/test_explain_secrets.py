@@ -873,3 +873,17 @@ def test_a_traceback_source_line_opens_no_value_and_the_frames_below_it_are_show
     # the same opening as a value logged, not a source line, still masks what continues it
     assert _kept(["ValueError: bad", "{'api_key': [", f"    '{S}',", "    ]"])[:3] == ["{'api_key': [", "    ***",
                                                                                     "    ***"]
+
+
+@pytest.mark.parametrize("head", ["password: |2", "password: |-2", "api_key: >2+", "secret: >+1", "token: |",
+                                  "api_key:   # from the vault", "- password: | # rotated", "hf_token:"])
+def test_a_yaml_value_below_its_name_is_masked_whatever_follows_the_colon(head):
+    # YAML's block indicator with its indentation digit (before or after the chomping sign), a comment
+    assert _kept(["ValueError: bad config", head, f"    {S}", f"    {S2}"]) == [head, "    ***", "    ***",
+                                                                           "ValueError: bad config"]
+
+
+@pytest.mark.parametrize("line", ["ValueError: see issue #123 for key: 42", "token budget: 2048 # of 4096",
+                                  "api_key: 12", "max_num_batched_tokens: 8192"])
+def test_a_line_with_a_comment_or_a_digit_at_its_end_opens_no_value(line):
+    assert sorted(_kept([line, f"    {S}"])) == sorted([line, f"    {S}"])

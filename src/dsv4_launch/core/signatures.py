@@ -840,7 +840,10 @@ def mask_secrets_in_text(text: str) -> str:
 
 _PUBLIC_BEGIN = r"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}(?:CERTIFICATE|PUBLIC KEY)"
 _PEM_MARKS = rf"(?P<begin>{_PEM_BEGIN})|(?P<end>{_PEM_END})"
-_NAME_ALONE = r"""([ \t]*)(-[ \t]+)?(['"]?)([\w.\-]{1,200})\3[ \t]*:[ \t]*(?:[|>][-+0-9]?[-+]?)?[ \t]*"""
+# YAML's block indicators take an indentation digit before or after the chomping sign ("|2",
+# "|-2", ">2+"); a comment may follow ("api_key:  # from the vault").
+_NAME_ALONE = (r"""([ \t]*)(-[ \t]+)?(['"]?)([\w.\-]{1,200})\3[ \t]*:[ \t]*(?:[|>](?:[1-9][-+]?|[-+][1-9]?)?)?"""
+               r"""[ \t]*(?:(?<=[ \t:|>+\-0-9])#.*)?""")
 _OPTION_ALONE = r"""[ \t]*(?:-[ \t]+)?(['"]?)--([A-Za-z][\w.\-]{0,200})\1,?[ \t]*"""
 _OPENERS = "[{("
 _PAIR_NAME = r"""[ \t]*(?:-[ \t]+)?\{?[ \t]*(['"]?)name\1[ \t]*:[ \t]*(['"]?)([\w.\-]{1,200})\2[ \t]*,?[ \t]*"""
@@ -1002,7 +1005,7 @@ class LineMasker:
         if "BEGIN" in text and re.search(_PUBLIC_BEGIN, text) and "END" not in text[text.index("BEGIN"):]:
             self._kind = "public"
             return
-        if tail in ":|>-+" and (m := re.compile(_NAME_ALONE).fullmatch(text)) is not None:
+        if ":" in text and (m := re.compile(_NAME_ALONE).fullmatch(text)) is not None:
             name = m.group(4)
             if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
                 self._kind, self._indent = "yaml", len(m.group(1)) + len(m.group(2) or "")
@@ -1180,7 +1183,8 @@ class Scanner:
         shown = text
         source = self._after_frame and text.startswith("    ")  # a traceback's source line
         # else no state can start or go on (pydantic's location line has no blank; "- name: HF_TOKEN")
-        if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS or " " not in text or "name" in text:
+        if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS or " " not in text or "name" in text \
+                or "#" in text or (text[-1:].isdigit() and text[-2:-1] in "|>-+"):  # YAML's "|2", "key:  # c"
             shown, orphan = self._masker.feed(text, source)
             if orphan:  # the log began inside a private key's block: what was kept of it is masked
                 self._mask_kept(self._outside, number)
