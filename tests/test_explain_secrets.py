@@ -887,3 +887,24 @@ def test_a_yaml_value_below_its_name_is_masked_whatever_follows_the_colon(head):
                                   "api_key: 12", "max_num_batched_tokens: 8192"])
 def test_a_line_with_a_comment_or_a_digit_at_its_end_opens_no_value(line):
     assert sorted(_kept([line, f"    {S}"])) == sorted([line, f"    {S}"])
+
+
+@pytest.mark.parametrize("indent", ["    ", "\t", "      "])
+def test_an_indented_line_of_a_key_body_alone_is_masked(indent):
+    # a YAML "tls_key: |" block cut on both sides: neither BEGIN nor END to go by
+    body = _body("ind", 3)
+    kept = _kept(["ValueError: bad config", *[indent + line for line in body]])
+    assert not any(_MARK + "ind" in line for line in kept) and kept.count(indent + "***") == 3
+    word = indent + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGhIjKlMnOpQrStUvWx"  # no digit: a word, not a key
+    assert word in _kept([word])
+
+
+@pytest.mark.parametrize("location", ["api_key.0", "kv_connector_extra_config.token", "  kv_transfer_config.token",
+                                      "    speculative_config.hf_token", "kv_connector_extra_config.api_key.1"])
+def test_pydantic_s_location_of_a_credential_masks_its_input_value(location):
+    message = f"  Input should be a valid string [type=string_type, input_value='{S}', input_type=int]"
+    kept = _kept(["pydantic_core._pydantic_core.ValidationError: 1 validation error for X", location, message])
+    assert not any(S in line for line in kept)
+    assert location in kept  # the location itself is shown
+    other = location.rsplit(".", 1)[0] + ".max_model_len"
+    assert message in _kept([other, message])  # another field's value is shown

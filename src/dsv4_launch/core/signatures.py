@@ -970,7 +970,8 @@ class LineMasker:
                     self._kind = ""
                 return text[:_indent(text)] + MASK, False
             self._kind = ""
-        if " " not in text and _key_body(text.strip()):  # a log cut on both sides of a key: its BEGIN and END lost
+        word = text.strip(" \t") if text[:1] in " \t" else text  # indented too (a YAML "key: |" block)
+        if " " not in word and _key_body(word):  # a log cut on both sides of a key: its BEGIN and END lost
             return text[:_indent(text)] + MASK, False
         if not source:
             self._open(text)
@@ -1013,7 +1014,10 @@ class LineMasker:
         if "name" in text and (m := re.compile(_PAIR_NAME).fullmatch(text)) is not None and is_secret_key(m.group(3)):
             self._kind = "pair"
             return
-        if " " not in text and re.compile(_LOCATION).fullmatch(text) and is_secret_key(text.rpartition(".")[2].strip("`")):
+        word = text.lstrip(" \t")  # indented when pydantic's message is quoted inside another one
+        # the credential's name is the last part but a list's index ("api_key.0")
+        if " " not in word and re.compile(_LOCATION).fullmatch(word) and \
+                is_secret_key(next((p for p in reversed(word.split(".")) if not p.isdigit()), "").strip("`")):
             self._kind = "loc"
             return
         if "--" in text and (m := re.compile(_OPTION_ALONE).fullmatch(text)) is not None:
@@ -1184,7 +1188,8 @@ class Scanner:
         source = self._after_frame and text.startswith("    ")  # a traceback's source line
         # else no state can start or go on (pydantic's location line has no blank; "- name: HF_TOKEN")
         if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS or " " not in text or "name" in text \
-                or "#" in text or (text[-1:].isdigit() and text[-2:-1] in "|>-+"):  # YAML's "|2", "key:  # c"
+                or "#" in text or (text[-1:].isdigit() and text[-2:-1] in "|>-+") \
+                or (text[:1] in " \t" and " " not in text.lstrip(" \t")):  # YAML's "|2", "key:  # c"; indented
             shown, orphan = self._masker.feed(text, source)
             if orphan:  # the log began inside a private key's block: what was kept of it is masked
                 self._mask_kept(self._outside, number)
