@@ -908,3 +908,19 @@ def test_pydantic_s_location_of_a_credential_masks_its_input_value(location):
     assert location in kept  # the location itself is shown
     other = location.rsplit(".", 1)[0] + ".max_model_len"
     assert message in _kept([other, message])  # another field's value is shown
+
+
+@pytest.mark.parametrize("indent", ["", "  ", "\t"])
+def test_a_credential_option_alone_on_its_line_is_an_option_not_pydantic_s_location(indent):
+    # one argv item a line (printf '%s\n' "$@", a wrapped ps listing): '--api-key' read as a location
+    # waited for an input_value and printed the keys below it
+    lines = [f"{indent}--api-key", f"{indent}{S}", f"{indent}{S2}", f"{indent}--port", f"{indent}8000"]
+    kept = _kept(["ValueError: bad", *lines])
+    assert not any(S in line or S2 in line for line in kept)
+    assert f"{indent}8000" in kept
+
+
+def test_after_a_credential_option_alone_at_the_line_s_start_the_log_going_on_is_shown():
+    lines = ["--api-key", S, "RuntimeError: Engine core initialization failed. See root cause above."]
+    kept = _kept(lines)
+    assert S not in "".join(kept) and lines[-1] in kept

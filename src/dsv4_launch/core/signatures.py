@@ -965,7 +965,10 @@ class LineMasker:
             item = (stripped[2:] if stripped.startswith("- ") else stripped).strip(",").strip("'\"")
             if not stripped:
                 return text, False
-            if item and not item.startswith("-") and item not in "]})" and (_indent(text) or stripped[:1] in "-'\""):
+            # at the line's start an item is one word (one argv item a line: printf '%s\n' "$@"); a
+            # line with a blank there is the log going on
+            if item and not item.startswith("-") and item not in "]})" and \
+                    (_indent(text) or stripped[:1] in "-'\"" or not any(c in stripped for c in " \t")):
                 if not self._multi:
                     self._kind = ""
                 return text[:_indent(text)] + MASK, False
@@ -1016,7 +1019,7 @@ class LineMasker:
             return
         word = text.lstrip(" \t")  # indented when pydantic's message is quoted inside another one
         # the credential's name is the last part but a list's index ("api_key.0")
-        if " " not in word and re.compile(_LOCATION).fullmatch(word) and \
+        if " " not in word and word[:1] != "-" and re.compile(_LOCATION).fullmatch(word) and \
                 is_secret_key(next((p for p in reversed(word.split(".")) if not p.isdigit()), "").strip("`")):
             self._kind = "loc"
             return
