@@ -924,3 +924,28 @@ def test_after_a_credential_option_alone_at_the_line_s_start_the_log_going_on_is
     lines = ["--api-key", S, "RuntimeError: Engine core initialization failed. See root cause above."]
     kept = _kept(lines)
     assert S not in "".join(kept) and lines[-1] in kept
+
+
+# pydantic 2.14.4's own message (vLLM 0.33.0's install), for a list given to a str field:
+# K(kv_connector=["NixlConnector", {"auth_token": "ZqS3cr3tV4lue9ZqAbCdEfGh"}]). Its input_value is
+# cut in the middle (first 25 characters, "...", last 24): the credential's name is cut off.
+_PYDANTIC_CUT = ("  Input should be a valid string [type=string_type, input_value=['NixlConnector', "
+                 "{'auth_...3cr3tV4lue9ZqAbCdEfGh'}], input_type=list]")
+
+
+def test_a_credential_s_tail_in_pydantic_s_cut_input_value_is_masked(tmp_path):
+    assert mask_secrets_in_text(_PYDANTIC_CUT) == _PYDANTIC_CUT.replace("3cr3tV4lue9ZqAbCdEfGh", "***")
+    lines = [_HEADER + line for line in ["pydantic_core._pydantic_core.ValidationError: 1 validation error for K",
+                                         "kv_connector", _PYDANTIC_CUT]]
+    for _status, out in _explain_text(tmp_path, lines):
+        assert "3cr3tV4lue9" not in out
+
+
+@pytest.mark.parametrize("line", [
+    "  Input should be a valid string [type=string_type, input_value='deepseek-ai/DeepSeek-V...V4-Flash-Base-0425', "
+    "input_type=str]",  # a plain value: its location's (the line state masks a credential's)
+    "  Input should be a valid dict [type=dict_type, input_value={'a': 1, 'b': 2, 'c'...'max_model_len': 4096}, "
+    "input_type=dict]",
+])
+def test_pydantic_s_cut_input_value_without_a_credential_s_shape_is_kept(line):
+    assert mask_secrets_in_text(line) == line

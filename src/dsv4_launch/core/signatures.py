@@ -794,6 +794,21 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
+# pydantic's error shows a long input_value cut in its middle (its first 25 characters, "...", its
+# last 24: "input_value={'auth_...3cr3tV4lue9ZqAbCdEfGh'}]"), so a credential's tail can stand with
+# its name cut off. In a container's value cut so, a word of the tail shaped like a credential is
+# masked (a plain value is its location's, which the line state reads).
+_TRUNCATED = r"input_value=(?:[A-Za-z_][\w.]{0,60})?[\[{(].{0,40}?\.\.\.(.{1,40}?), input_type="
+
+
+def _truncated_spans(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for m in re.finditer(_TRUNCATED, text):
+        spans += [(m.start(1) + w.start(), m.start(1) + w.end())
+                  for w in re.finditer(r"[A-Za-z0-9+/_.~=-]+", m.group(1)) if looks_like_credential(w.group())]
+    return spans
+
+
 def mask_secrets_in_text(text: str) -> str:
     """``text`` with every credential masked: the well-known key formats (``hf_…``, ``sk-…``,
     ``AKIA…``, ``ghp_…``, JWTs, …) anywhere; the value a credential word's phrasing gives it
@@ -802,12 +817,13 @@ def mask_secrets_in_text(text: str) -> str:
     ``token=…``, ``&sig=…``, ``credentials={...}``). Conservative: a log line is outside text of
     unknown shape."""
     text = re.sub(_KEY_FORMATS, MASK, text)
+    cut = _truncated_spans(text) if "..." in text and "input_value=" in text else []
     if not re.search(_HINT, text):
-        return text
+        return _masked(text, cut) if cut else text
     # Every pass reads the same text, so none hides a name or a value from another: in "token
     # 'hf_token': 'X'" the phrase masks 'hf_token' and the name still masks 'X'.
     spans = (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(_NAMED_VALUE, text)
-             + _config_line_spans(text) + _pair_spans(text))
+             + _config_line_spans(text) + _pair_spans(text) + cut)
     return _masked(text, spans) if spans else text
 
 
