@@ -440,6 +440,7 @@ def test_explain_prints_vllms_own_lines_unchanged(tmp_path):
     "token x={" * 7000,  # a bracket's end is looked for only after a credential's name
     "--api-key " + "k " * 30000, "'--api-key', " * 5000, "'--api-key', '" * 5000, "api_key: " + "[" * 30000,
     "password = " + "a " * 30000, "--api-key" + " --api-key k" * 5000, "passphrase " * 7000,
+    "input_value=[" + "." * 60000, "input_value={" * 5000, "input_value=[x...Zq9abcdefgh " * 2500,
 ])
 def test_a_hostile_line_is_masked_in_linear_time(line):
     start = time.perf_counter()
@@ -949,3 +950,21 @@ def test_a_credential_s_tail_in_pydantic_s_cut_input_value_is_masked(tmp_path):
 ])
 def test_pydantic_s_cut_input_value_without_a_credential_s_shape_is_kept(line):
     assert mask_secrets_in_text(line) == line
+
+
+@pytest.mark.parametrize("lines", [
+    ["-----END RSA PRIVATE KEY-----"] * 20000,  # each an END without its BEGIN: the kept lines rewritten
+    ["-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"] * 10000,
+    ["api_key:"] + [f"  - k{i}" for i in range(20000)],
+    ["{'api_key': " + "[" * 500] + ["   " + "[" * 200 + "]" * 100] * 20000,
+    ["--api-key"] * 20000, ["kv_transfer_config.token"] * 20000, ["password: |2"] * 20000,
+])
+def test_the_line_state_reads_a_hostile_log_in_linear_time(lines):
+    from dsv4_launch.core.signatures import Scanner
+
+    scanner = Scanner()
+    start = time.perf_counter()
+    for line in lines:
+        scanner.feed(line, "ERROR")
+    scanner.result()
+    assert time.perf_counter() - start < 3.0  # ~0.1 s here; a quadratic state would take minutes
