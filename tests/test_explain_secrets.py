@@ -968,3 +968,14 @@ def test_the_line_state_reads_a_hostile_log_in_linear_time(lines):
         scanner.feed(line, "ERROR")
     scanner.result()
     assert time.perf_counter() - start < 3.0  # ~0.1 s here; a quadratic state would take minutes
+
+
+@pytest.mark.parametrize("tail", ["ZqTailAb0123+/==", "ZqTl9w==", "=ZqCk", "ZqTailAbCdEfGhIjKl"])
+def test_a_log_cut_after_a_key_s_short_last_line_masks_it(tmp_path, tail):
+    # the log begins and ends inside the block (neither BEGIN nor END): the last line of the body is
+    # shorter than the rest (or PGP's checksum), and it is the last line kept
+    lines = ["ValueError: bad key", *_body("cut", 3), tail]
+    assert not any(_MARK in line for line in _kept(lines))
+    for _status, out in _explain_text(tmp_path, [_HEADER + line for line in lines]):
+        assert _MARK not in out
+    assert "Traceback" in _kept([*_body("cut", 3), "Traceback"])  # a word after it is the log going on

@@ -913,6 +913,14 @@ def _key_body(text: str) -> bool:
             and any(c.isupper() for c in text) and any(c.islower() for c in text) and any(c.isdigit() for c in text))
 
 
+def _key_tail(text: str) -> bool:
+    """A line that may go on a key's base64 body (its last, shorter line; a log cut in the middle of
+    one; PGP's checksum ``=ZqCk``): base64 with a digit, ``+``, ``/`` or ``=``, or 16 characters or
+    more ("Traceback" is a word)."""
+    return (0 < len(text) <= 82 and re.fullmatch(r"=?[A-Za-z0-9+/]+={0,2}", text) is not None
+            and (len(text) >= 16 or any(c in "0123456789+/=" for c in text)))
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip(" \t"))
 
@@ -923,7 +931,7 @@ class LineMasker:
     block); ``closed``: whether that line closed a block."""
 
     def __init__(self) -> None:
-        self._kind = ""  # "", "pem", "public", "yaml", "bracket", "loc", "pair", "argv"
+        self._kind = ""  # "", "pem", "public", "body", "yaml", "bracket", "loc", "pair", "argv"
         self._indent = 0
         self._depth = 0
         self._multi = False
@@ -944,6 +952,11 @@ class LineMasker:
             shown, orphan = self._pem(text)
             if shown is not None:
                 return shown, orphan
+        if kind == "body":  # after a line of a key's body alone: its short last line, PGP's "=ZqCk" checksum
+            word = text.strip(" \t") if text[:1] in " \t" else text
+            if _key_tail(word):
+                return text[:_indent(text)] + MASK, False
+            self._kind = kind = ""
         if kind == "public":  # a certificate's or a public key's body (base64 only): not a secret, shown
             if "END" in text or re.fullmatch(r"[A-Za-z0-9+/=]*", text.strip()):
                 self._kind = "public" if "END" not in text else ""
@@ -991,6 +1004,7 @@ class LineMasker:
             self._kind = ""
         word = text.strip(" \t") if text[:1] in " \t" else text  # indented too (a YAML "key: |" block)
         if " " not in word and _key_body(word):  # a log cut on both sides of a key: its BEGIN and END lost
+            self._kind = "body"
             return text[:_indent(text)] + MASK, False
         if not source:
             self._open(text)
