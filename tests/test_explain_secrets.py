@@ -874,6 +874,10 @@ def test_a_traceback_source_line_opens_no_value_and_the_frames_below_it_are_show
     # the same opening as a value logged, not a source line, still masks what continues it
     assert _kept(["ValueError: bad", "{'api_key': [", f"    '{S}',", "    ]"])[:3] == ["{'api_key': [", "    ***",
                                                                                     "    ***"]
+    # a dict literal's key in the source (Python 3.13 shows a statement's every line) is a value
+    literal = ["Traceback (most recent call last):", '  File "/x/serve.py", line 3, in <module>',
+               f"    {{'api_key': ['{S}',", f"                 '{S2}'],"]
+    assert not any(S2 in line for line in _kept(literal))
 
 
 @pytest.mark.parametrize("head", ["password: |2", "password: |-2", "api_key: >2+", "secret: >+1", "token: |",

@@ -892,13 +892,15 @@ def _depth_after(text: str, start: int, depth: int) -> tuple[int, int]:
     return -1, depth
 
 
-def _open_value(text: str) -> int:
-    """The depth a credential's bracketed value is left open at the end of ``text`` (0: none)."""
+def _open_value(text: str, quoted: bool = False) -> int:
+    """The depth a credential's bracketed value is left open at the end of ``text`` (0: none);
+    ``quoted``: only a quoted name's bare bracket (a dict's literal key, ``'api_key': [``)."""
     compiled = re.compile(_NAMED_VALUE)
     pos = 0
     while (m := compiled.search(text, pos)) is not None:
         pos = m.start(3)
-        if m.group(3)[-1] in _OPENERS and is_secret_key(m.group(2)) and not re.search(_EXCEPTION_NAME, m.group(2)):
+        if m.group(3)[-1] in _OPENERS and is_secret_key(m.group(2)) and not re.search(_EXCEPTION_NAME, m.group(2)) \
+                and (not quoted or m.group(1)[:1] in "'\"" and len(m.group(3)) == 1):  # not "'x': getattr("
             end, depth = _depth_after(text, m.end(3) - 1, 0)
             if end == -1:
                 return depth
@@ -944,8 +946,8 @@ class LineMasker:
 
     def feed(self, text: str, source: bool = False) -> tuple[str, bool]:
         """``source``: the line is a traceback's source line (after its ``  File "…"`` line): code,
-        not a value logged, so it opens no state but a private key's (``    key = (`` would mask
-        the frames below it)."""
+        not a value logged, so it opens no state but a private key's and a dict literal's
+        (``    key = (`` would mask the frames below it)."""
         kind = self._kind
         self.closed = False
         if kind == "pem" or "--" in text:
@@ -1006,8 +1008,7 @@ class LineMasker:
         if " " not in word and _key_body(word):  # a log cut on both sides of a key: its BEGIN and END lost
             self._kind = "body"
             return text[:_indent(text)] + MASK, False
-        if not source:
-            self._open(text)
+        self._open(text, source)
         return text, False
 
     def _pem(self, text: str) -> tuple[str | None, bool]:
@@ -1031,10 +1032,15 @@ class LineMasker:
             return ("".join(out) if text.strip() else text), orphan
         return "".join(out) + text[pos:], orphan
 
-    def _open(self, text: str) -> None:
-        """Whether ``text`` leaves a credential's value open on the lines after it."""
+    def _open(self, text: str, source: bool = False) -> None:
+        """Whether ``text`` leaves a credential's value open on the lines after it. A traceback's
+        source line only by a dict's literal key (``{'api_key': ['k1',``): ``key = (`` is code."""
         tail = text.rstrip()[-1:]
         if not tail:
+            return
+        if source:
+            if tail in _OPENERS + "," and re.search(_HINT, text) and (depth := _open_value(text, quoted=True)) > 0:
+                self._kind, self._depth = "bracket", depth
             return
         if "BEGIN" in text and re.search(_PUBLIC_BEGIN, text) and "END" not in text[text.index("BEGIN"):]:
             self._kind = "public"
