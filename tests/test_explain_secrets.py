@@ -983,3 +983,17 @@ def test_a_log_cut_after_a_key_s_short_last_line_masks_it(tmp_path, tail):
     for _status, out in _explain_text(tmp_path, [_HEADER + line for line in lines]):
         assert _MARK not in out
     assert "Traceback" in _kept([*_body("cut", 3), "Traceback"])  # a word after it is the log going on
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("api_keys", True), ("apiKeys", True), ("passwords", True), ("hf_tokens", True), ("access_keys", True),
+    ("auth_tokens", True), ("privatekeys", True),
+    ("keys", False), ("tokens", False), ("missing_keys", False), ("unexpected_keys", False), ("num_tokens", False),
+    ("max_tokens", False), ("hotkeys", False), ("api_keys_ids", False),
+])
+def test_a_list_of_credentials_by_its_plural_name(name, secret):
+    assert is_secret_key(name) is secret
+    line = f"ValueError: bad config {{'{name}': ['{S}', '{S2}']}}"
+    assert (S in mask_secrets_in_text(line)) is not secret
+    if secret:
+        assert not any(S in line or S2 in line for line in _kept(["ValueError: x", f"{name}:", f"  - {S}", f"  - {S2}"]))

@@ -465,6 +465,17 @@ _MEASURE_PARTS = frozenset({"id", "ids", "num", "nums", "count", "counts", "len"
                             "bits", "scale", "scales", "dim", "dims", "shape", "offset", "offsets"})
 
 
+# Plurals, a list of credentials ("api_keys: [k1, k2]", "passwords", "hf_tokens"): only after the
+# words that make the singular one (the bare "keys" and "tokens" are a checkpoint's and a count's).
+_PLURAL_TOKENS_AFTER = frozenset({"hf", "api", "auth", "access", "bearer", "refresh", "session"})
+
+
+def _plural_secret(before: str, part: str) -> bool:
+    if part in ("passwords", "passphrases", "passwds") or (part.endswith("keys") and part[:-1] in _KEY_WORDS):
+        return True
+    return (part == "keys" and before + "key" in _KEY_WORDS) or (part == "tokens" and before in _PLURAL_TOKENS_AFTER)
+
+
 def is_secret_key(key: str) -> bool:
     """A name that holds a credential: a word of it (split at ``_ - .``, blanks and camelCase)
     is one of SECRET_PARTS, a glued ``…key`` (``apikey``), or ends in token/secret/password
@@ -472,7 +483,8 @@ def is_secret_key(key: str) -> bool:
     ``prompt_token_ids``, ``long_prefill_token_threshold``)."""
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key.strip("'\"")).lower()
     parts = [part for part in re.split(r"[_\-.\s]+", words) if part]
-    return any((part in SECRET_PARTS or part in _KEY_WORDS or (len(part) > 5 and part.endswith(_SECRET_ENDINGS)))
+    return any((part in SECRET_PARTS or part in _KEY_WORDS or (len(part) > 5 and part.endswith(_SECRET_ENDINGS))
+                or _plural_secret(parts[i - 1] if i else "", part))
                and (i + 1 == len(parts) or parts[i + 1] not in _MEASURE_PARTS)
                for i, part in enumerate(parts))
 
