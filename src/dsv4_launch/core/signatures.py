@@ -1057,7 +1057,8 @@ class LineMasker:
         if "BEGIN" in text and re.search(_PUBLIC_BEGIN, text) and "END" not in text[text.index("BEGIN"):]:
             self._kind = "public"
             return
-        if ":" in text and (m := re.compile(_NAME_ALONE).fullmatch(text)) is not None:
+        if (tail in ":|>-+" or tail.isdigit() or "#" in text) and ":" in text \
+                and (m := re.compile(_NAME_ALONE).fullmatch(text)) is not None:
             name = m.group(4)
             if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
                 self._kind, self._indent = "yaml", len(m.group(1)) + len(m.group(2) or "")
