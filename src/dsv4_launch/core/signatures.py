@@ -850,20 +850,24 @@ def mask_secrets_in_text(text: str) -> str:
 #   "DEK-Info:", PGP's "Version:" and blank lines, a wrap of any width), and an END lost to the
 #   reader's 64 KiB line limit or to a cut log would otherwise print the rest of the key; the
 #   signatures still match those lines (the failure is named), only their text is not shown;
-# * a credential's name alone on its line (YAML ``api_key:``, ``password: |``): the lines below it
-#   indented deeper, or its ``- `` items, are its value;
+# * a credential's name alone on its line (YAML ``api_key:``, ``password: |2``, ``token:  # c``):
+#   the lines below it indented deeper, or its ``- `` items, are its value;
 # * a credential's bracketed value left open (``"api_key": [`` of an indented JSON, pprint's
 #   wrapped ``{'api_key': ['k1',``): to its closing bracket, on lines that continue it (indented or
 #   a closing bracket; any other line means the value was cut);
 # * a credential option alone on its line (kubectl describe's ``Args:``, a YAML ``- --api-key``,
 #   a JSON array's ``"--api-key",``): its value on the next line, every one up to the next option
 #   for ``--api-key``;
-# * a line of a key's base64 body alone (``_key_body``: the log cut on both sides of a block) —
-#   not inside a certificate's or a public key's block, which are shown;
+# * a line of a key's base64 body alone, indented or not (``_key_body``: the log cut on both sides
+#   of a block), and the base64 lines that go on it (``_key_tail``: its shorter last line, PGP's
+#   checksum) — not inside a certificate's or a public key's block, which are shown;
 # * pydantic's error for a credential's field: its location alone on a line
 #   (``kv_transfer_config.token``: a key a config with extra='forbid' does not know), then the
-#   message with ``input_value=…`` on the next: that value;
+#   message with ``input_value=…`` on the next: that value (a list's index after the name,
+#   ``api_key.0``, and an indented location too);
 # * a name/value pair over two lines (Kubernetes' ``- name: HF_TOKEN`` then ``value: …``): the value.
+# A traceback's source line (after its ``  File`` line) is code: it opens no state but a private
+# key's and a dict literal's (``{'api_key': [``), so ``    key = (`` does not mask the frames below.
 # Each line is read once, in linear time; a line outside every state costs a substring test.
 
 _PUBLIC_BEGIN = r"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}(?:CERTIFICATE|PUBLIC KEY)"
