@@ -318,6 +318,21 @@ def test_the_upstream_report_as_text(tmp_path):
     assert "sk-live" not in text and "\x1b" not in text
 
 
+def test_a_docker_compose_log_names_the_failure(tmp_path):
+    """`docker compose logs -t` of a two-service project (the names padded alike): without the
+    prefix taken off no level or exception line was found, and the failure went unnamed."""
+    body = [version_line("0.33.0"),
+            args_line("{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'tensor_parallel_size': 2, "
+                      "'moe_backend': 'deep_gemm_mega_moe'}"),
+            *vllm_lines(traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel. "
+                                      "Enable it with --enable-expert-parallel, or pick a different moe backend."))]
+    lines = [f"vllm-1   | 2026-12-01T08:00:{i:02d}.123456789Z {line}" for i, line in enumerate(body)]
+    lines.insert(1, "proxy-1  | 2026-12-01T08:00:00.5Z nginx: ready")
+    status, doc, _ = explain(tmp_path, lines)
+    assert status == 0 and [i["rule"] for i in doc["explained"]] == ["mega-moe-needs-ep"]
+    assert doc["explained"][0]["plan_agrees"] is True
+
+
 def test_kubectl_prefixes_and_a_vllm_033_log(tmp_path):
     lines = [f"[pod/vllm-0/vllm] 2026-12-01T08:00:{i:02d}.123456789Z {line}" for i, line in enumerate([
         version_line("0.33.0"),
@@ -496,6 +511,14 @@ def test_a_long_log_keeps_a_bounded_window():
      "boom", "ERROR"),
     ("(RayWorkerWrapper pid=5, ip=10.0.0.2) INFO 12-01 08:00:00 [b.py:4] ray", "ray", "INFO"),
     ("Loading 10%\rLoading 100%", "Loading 100%", None),
+    # docker compose logs (v2: SERVICE-N padded to the longest name, " | "), with -t, colours, v1's _N
+    ("vllm-1  | (APIServer pid=1) ERROR 12-01 08:00:00 [a.py:5] AssertionError: x", "AssertionError: x", "ERROR"),
+    ("vllm-1 | 2026-12-01T08:00:00.123456789Z INFO 12-01 08:00:00 [x.py:1] hello", "hello", "INFO"),
+    ("\x1b[36mdsv4_vllm_1  |\x1b[0m WARNING 12-01 08:00:00 [b.py:2] w", "w", "WARNING"),
+    ("vllm-1  |", "", None),
+    # outermost only: vLLM's own message that starts "word | " keeps it
+    ("INFO 12-01 08:00:00 [x.py:1] Throughput | 12 tok/s", "Throughput | 12 tok/s", "INFO"),
+    ("vllm-1  | INFO 12-01 08:00:00 [x.py:1] a | b", "a | b", "INFO"),
 ])
 def test_prefixes_are_taken_off(raw, message, level):
     assert clean(raw) == (message, level)

@@ -8,7 +8,10 @@ leniently, never refused). What surrounds vLLM's message is taken off, in any co
 * ANSI colour and other terminal sequences, and a carriage return's overwritten text (what
   a terminal shows is what is kept; vLLM's own multi-line records end in ``\\r\\n``);
 * kubectl ``--timestamps`` (``2026-12-01T08:00:00.123456789Z``) and ``--prefix``
-  (``[pod/NAME/CONTAINER]``);
+  (``[pod/NAME/CONTAINER]``); ``docker logs --timestamps`` (the same RFC 3339 stamp);
+* Docker Compose's ``SERVICE-1  | `` (v2; v1 wrote ``SERVICE_1  | ``): the container's name,
+  padded to the longest, then `` | `` — taken off only as the outermost prefix, so a message
+  of vLLM's own that starts ``word | …`` keeps it;
 * journald's ``Dec 01 08:00:00 host unit[pid]:`` (short and ISO timestamps);
 * vLLM's process prefix ``(EngineCore_DP0 pid=…)``, ``(APIServer pid=…)``, ``(Worker pid=…)``,
   ``(Worker_TP1 pid=…)``, Ray's ``(RayWorkerWrapper pid=…, ip=…)``;
@@ -34,6 +37,9 @@ _PREFIXES = (
     # vLLM's process prefix
     re.compile(r"\([\w.\-]+ pid=\d+(?:, ip=[\w.:\-]+)?\) "),
 )
+# Docker Compose's container name padded to the longest of the project's, then " | " (compose's
+# formatter: "%-*s |" and a space before the line; an empty line leaves "name  |").
+_COMPOSE = re.compile(r"[A-Za-z0-9][\w.\-]{0,200} +\|(?: |$)")
 _HEADER = re.compile(r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? "
                      r"\[[^\]]{0,200}\] ?")
 
@@ -52,6 +58,9 @@ def clean(line: str) -> tuple[str, str | None]:
         if "\r" in line:
             line = line.rsplit("\r", 1)[1]
     level = None
+    compose = _COMPOSE.match(line) if "|" in line else None
+    if compose:
+        line = line[compose.end():]
     for _ in range(6):  # the prefixes nest (kubectl around journald around vLLM): peel each once
         for pattern in _PREFIXES:
             found = pattern.match(line)
