@@ -577,24 +577,8 @@ _KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'
 
 def _closing(text: str, start: int) -> int:
     """The end of the bracketed value opening at ``start`` (quotes respected), or of ``text``."""
-    depth, quote, i, n = 0, "", start, len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return n
+    end, _ = _depth_after(text, start, 0)
+    return len(text) if end == -1 else end
 
 
 def _named_spans(pattern: str, text: str) -> list[tuple[int, int]]:
