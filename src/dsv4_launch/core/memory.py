@@ -475,8 +475,9 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
     The target maps every ``mtp.`` tensor to None (nvidia/model.py:1257-1267@0.33;
     ``skip_substrs=["mtp."]``, :1400@0.24) — the MTP layers and the DSpark module alike (dspark.py's
     weights are ``mtp.{0,1,2}.*``, dspark.py:445@0.33). A drafter of another kind than the
-    checkpoint's (MTP on a DSpark checkpoint, vllm#51041) reads none of the module's own
-    tensors for certain, so all of it counts as skipped. With the shapes (core/weights.py, checked
+    checkpoint's (MTP on a DSpark checkpoint, vllm#51041) is not the module: what it allocates
+    (it may read some of ``mtp.0.*``) is not what the bound counts, so all of the module counts as
+    skipped — the bound only gets lower. With the shapes (core/weights.py, checked
     within 0.5 % of the exact size) the module's own bytes, plus whatever of the exact size the
     tally does not explain; without them, the module's layers (MTP ``num_nextn_predict_layers``,
     DSpark ``n_mtp_layers`` or 3) at their share of the layers + 2 %: V4-Pro's MTP layer is 0.07 %
