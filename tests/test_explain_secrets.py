@@ -701,6 +701,15 @@ ARGV_FORMS = [
     ('"args": ["serve", "--api-key", "{s}", "{s2}", "--hf-token", "{s}", "m"]',
      '"args": ["serve", "--api-key", ***, "--hf-token", ***, "m"]'),
     ("['--api-key={s}', 'm']", "['--api-key=***', 'm']"),
+    # a quoted string of options (YAML's or JSON's): every key up to its closing quote or the next
+    # option; a list value to its closing bracket, its items' own quotes inside (both printed
+    # the second key, the list one both keys, before this)
+    ("args: '--api-key {s} {s2}'", "args: '--api-key ***'"),
+    ('"args": "--api-key {s} {s2}", "x": 1', '"args": "--api-key ***", "x": 1'),
+    ("'--api-key ['{s}', '{s2}']'", "'--api-key ***'"),
+    ('"--api-key ["{s}", "{s2}"]" m', '"--api-key ***" m'),
+    ("vllm serve m --api-key ['{s}', '{s2}'] --port 8000", "vllm serve m --api-key *** --port 8000"),
+    ("'--hf-token ['{s}', '{s2}']' m", "'--hf-token ***' m"),
 ]
 
 

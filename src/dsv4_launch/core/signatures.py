@@ -639,13 +639,17 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
             continue
         end = m.end(3)
         quote = text[m.start() - 1: m.start()]
-        if quote in ("'", '"'):
-            close = text.find(quote, m.start(3), end)
-            end = close if close != -1 else end
-        value = text[m.start(3):end]
-        if option == _MULTI_VALUED and not m.group(1).endswith("=") and quote not in ("'", '"'):
+        if option == _MULTI_VALUED and not m.group(1).endswith("="):  # every word up to the next option
             more = re.compile(_MORE_WORDS).match(text, end)
             end = more.end() if more else end
+        after = m.start(3)
+        if text[after] == "[":  # a list (['k1', 'k2']): to its closing bracket, its items' quotes inside
+            after = _closing(text, after)
+            end = max(end, after)
+        if quote in ("'", '"'):  # a quoted item or string ('--api-key=k1', '--api-key k1 k2'): to its quote
+            close = text.find(quote, after, end)
+            end = close if close != -1 else end
+        value = text[m.start(3):end]
         if not value or value.rstrip(".,;:!?").lower() in _NOT_VALUES or \
                 all(word in _KEEP for word in text[m.start(3):end].split()):  # "--seed-token to enable"
             continue
