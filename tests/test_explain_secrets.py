@@ -710,6 +710,9 @@ ARGV_FORMS = [
     ('"--api-key ["{s}", "{s2}"]" m', '"--api-key ***" m'),
     ("vllm serve m --api-key ['{s}', '{s2}'] --port 8000", "vllm serve m --api-key *** --port 8000"),
     ("'--hf-token ['{s}', '{s2}']' m", "'--hf-token ***' m"),
+    # prose after the option is still read by its first word
+    ("pass --api-key to enable auth", "pass --api-key to enable auth"),
+    ("'--api-key to enable auth'", "'--api-key to enable auth'"),
 ]
 
 

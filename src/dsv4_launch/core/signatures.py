@@ -639,6 +639,8 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
             continue
         end = m.end(3)
         quote = text[m.start() - 1: m.start()]
+        close = text.find(quote, m.start(3), end) if quote in ("'", '"') else -1
+        value = text[m.start(3):end if close == -1 else close]  # its first word ("--seed-token to enable")
         if option == _MULTI_VALUED and not m.group(1).endswith("="):  # every word up to the next option
             more = re.compile(_MORE_WORDS).match(text, end)
             end = more.end() if more else end
@@ -649,7 +651,6 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
         if quote in ("'", '"'):  # a quoted item or string ('--api-key=k1', '--api-key k1 k2'): to its quote
             close = text.find(quote, after, end)
             end = close if close != -1 else end
-        value = text[m.start(3):end]
         if not value or value.rstrip(".,;:!?").lower() in _NOT_VALUES or \
                 all(word in _KEEP for word in text[m.start(3):end].split()):  # "--seed-token to enable"
             continue
