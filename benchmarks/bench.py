@@ -185,8 +185,8 @@ def measure(cases: dict[str, Case], env: dict[str, str], runs: int, warmup: int)
 
 def paired_difference(a: dict, b: dict, clock: str) -> float:
     """How much longer case ``a`` takes than case ``b``: the median of their differences round by
-    round. ``measure`` takes the cases in turns, so round i of ``a`` ran right after round i of
-    ``b``: a burst of other work on the machine lands on both of a pair, and the median of the
+    round. ``measure`` takes the cases in turns, so round i of ``a`` and round i of ``b`` ran back
+    to back: a burst of other work on the machine lands on both of a pair, and the median of the
     pairs' differences leaves it out, where the difference of two medians of ~170 ms cases moved
     by ±10 ms between runs on a shared machine."""
     key = "times_ms" if clock == "median_ms" else "cpu_times_ms"
