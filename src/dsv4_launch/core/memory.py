@@ -457,12 +457,20 @@ def _own_draft(facts: Facts) -> str | None:
     return "mtp" if _nextn(facts) else None
 
 
-def _loaded_draft(facts: Facts) -> str | None:
-    """The draft module vLLM builds from this checkpoint: ``mtp`` (every ``*_mtp`` name),
-    ``dspark``, or None (no speculative decoding, or a method whose draft is not this
-    checkpoint's: ngram, suffix, EAGLE's own model, …)."""
+def _unbuilt_draft(facts: Facts) -> str | None:
+    """The checkpoint's own draft module (``_own_draft``) when vLLM does not build it, or None.
+    vLLM builds ``mtp`` (every ``*_mtp`` name) or ``dspark`` from the checkpoint; no speculative
+    decoding, or a method whose draft is not this checkpoint's (ngram, suffix, EAGLE's own model,
+    …), builds neither."""
+    own = _own_draft(facts)
+    return None if own is None or own == speculative_method(facts) else own
+
+
+def _known_method(facts: Facts) -> str | None:
+    """``speculative_method``, None where only the draft's own config.json can name it (a draft
+    only its config can name builds nothing of this checkpoint's)."""
     method = speculative_method(facts)
-    return method if method in ("mtp", "dspark") else None
+    return None if method == UNKNOWN else method
 
 
 MTP_SHARE_MARGIN = 1.02  # without shapes: a draft module is taken as its layers' share + 2 %
@@ -483,8 +491,8 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
     DSpark ``n_mtp_layers`` or 3) at their share of the layers + 2 %: V4-Pro's MTP layer is 0.07 %
     over its share, V4-Flash-0731's DSpark module (10.86 GB, tallied to the byte) 0.19 % under its
     three layers' — one layer's share would have overstated the bound by 7.3 GB."""
-    own = _own_draft(facts)
-    if own is None or own == _loaded_draft(facts):
+    own = _unbuilt_draft(facts)
+    if own is None:
         return 0
     total = weights.total_bytes or 0
     split = _shape_split(facts, weights, layout)
@@ -508,8 +516,8 @@ def _draft_share(facts: Facts, total: int) -> int:
     """The estimate without a tally: the checkpoint's own draft module vLLM does not build
     (``_skipped_draft_bytes``' cases) at its layers' share of the checkpoint — MTP
     ``num_nextn_predict_layers``, DSpark ``n_mtp_layers`` or 3 — taken off what is spread."""
-    own = _own_draft(facts)
-    if own is None or own == _loaded_draft(facts):
+    own = _unbuilt_draft(facts)
+    if own is None:
         return 0
     layers = facts.model.number("num_hidden_layers")
     n = _draft_layers(facts, own)
@@ -599,9 +607,8 @@ def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
     for f, w, lay, split in _SPLIT_MEMO:
         if f is facts and w is weights and lay == layout:
             return split
-    method = speculative_method(facts)  # as vLLM settles it: a draft only its config can name loads none of ours
     split = split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
-                          None if method == UNKNOWN else method, weights.total_bytes, vllm_version=facts.vllm_version,
+                          _known_method(facts), weights.total_bytes, vllm_version=facts.vllm_version,
                           mega_moe=_mega_moe(facts), pp_partition=_partition(facts, layout.pp))
     _SPLIT_MEMO[:] = [(facts, weights, layout, split), *_SPLIT_MEMO[: _MEMO_KEPT - 1]]
     return split
@@ -624,9 +631,7 @@ def _buffers(facts: Facts, mnbt: int | None, last_stage: bool = True) -> int | N
     target's hidden-state buffer for the drafter), for the method vLLM settles on."""
     from .weights import load_buffers
 
-    method = speculative_method(facts)
-    return load_buffers(facts.model.config or {}, mnbt, None if method == UNKNOWN else method,
-                        facts.vllm_version, last_stage)
+    return load_buffers(facts.model.config or {}, mnbt, _known_method(facts), facts.vllm_version, last_stage)
 
 
 def _busiest(facts: Facts, split, mnbt: int | None, keep: float = 1.0) -> int | None:

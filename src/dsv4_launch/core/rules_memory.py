@@ -20,14 +20,13 @@ from .memory import (
     suggested_length,
     weights_refusal,
 )
-
-# Speculative methods whose draft KV the estimate counts (MTP, DSpark: core/memory.py draft_kv)
-# or that have none (the n-gram and suffix proposers build no attention layers).
-DRAFT_KV_COUNTED = frozenset({"mtp", "dspark", "ngram", "ngram_gpu", "suffix"})
 from .rules import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
 from .versions import VersionRange
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
+# Speculative methods whose draft KV the estimate counts (MTP, DSpark: core/memory.py draft_kv)
+# or that have none (the n-gram and suffix proposers build no attention layers).
+DRAFT_KV_COUNTED = frozenset({"mtp", "dspark", "ngram", "ngram_gpu", "suffix"})
 USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth suggesting
 
 
