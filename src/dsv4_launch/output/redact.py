@@ -25,16 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..vllm_cli.secrets import (
-    AFTER_EQ,
-    MASK,
-    WHOLE,
-    SecretSpans,
-    mask_secrets,
-    secret_forms,
-    secret_texts,
-    secret_words,
-)
+from ..vllm_cli.secrets import AFTER_EQ, MASK, WHOLE, SecretSpans, mask_secrets, masks_of, secret_texts
 from .escape import mask_url_credentials, url_userinfo
 
 
@@ -66,9 +57,7 @@ class Scrubber:
         # Every form of every secret, any length (mask_secrets masks a short one only as its own
         # word). The pattern is built per line from the forms that line holds: compiling one
         # alternation of 10,000 `--api-key` values up front would cost ~90 ms of every such start.
-        secrets = [s for s in secrets if s]
-        self._secrets = tuple({form for s in secrets for form in secret_forms(s)})
-        self._words = tuple({word for s in secrets for word in secret_words(s)})
+        self._secrets, self._words = masks_of(secrets)
 
     @classmethod
     def for_argv(cls, argv: Sequence[str], secrets: SecretSpans | None = None) -> "Scrubber":

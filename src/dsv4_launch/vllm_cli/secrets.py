@@ -281,6 +281,14 @@ def secret_words(secret: str) -> tuple[str, ...]:
     return tuple(sorted((w for w in words if w), key=len, reverse=True))
 
 
+def masks_of(secrets: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What ``mask_secrets`` takes to mask ``secrets`` in any message: every form of each
+    (``secret_forms``) and the words of each (``secret_words``)."""
+    found = [s for s in secrets if s]
+    return (tuple({form for s in found for form in secret_forms(s)}),
+            tuple({word for s in found for word in secret_words(s)}))
+
+
 def mask_secrets(text: str, forms: Iterable[str], words: Iterable[str] = ()) -> str:
     """``text`` with every one of ``forms`` and ``words`` present in it as ``***``.
 

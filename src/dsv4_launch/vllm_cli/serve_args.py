@@ -44,9 +44,8 @@ from .secrets import (
     conservative_spans,
     looks_like_credential,
     mask_secrets,
-    secret_forms,
+    masks_of,
     secret_texts,
-    secret_words,
 )
 
 KV_CACHE_DTYPE = "kv-cache-dtype"  # option name after vLLM's normalisation
@@ -212,8 +211,7 @@ def _scrubbed(message: str, tokens: Sequence[str], spans: SecretSpans, more: Seq
     found |= {_normalise([s])[0] for s in found if s.startswith("--")}  # as quoted after step 4
     # Each in every form a message may quote it (argparse's %r, JSON; the name before "=" as a word);
     # a short one only where it stands as its own word (secrets.mask_secrets).
-    return mask_secrets(message, {form for secret in found for form in secret_forms(secret)},
-                        {word for secret in found for word in secret_words(secret)})
+    return mask_secrets(message, *masks_of(found))
 
 
 def _cli_only(cli_args: list[str], table: OptionTable) -> dict[str, object]:
