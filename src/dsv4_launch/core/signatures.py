@@ -571,6 +571,12 @@ _HINT = r"(?i)key|token|secret|pass|pwd|credential|auth|bearer|basic|cookie|sig|
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
+def _credential_name(name: str) -> bool:
+    """A name whose value is a credential's (``is_secret_key``), not an exception's
+    (``KeyError``, ``TokenizerError``: what follows is vLLM's message)."""
+    return is_secret_key(name) and not re.search(_EXCEPTION_NAME, name)
+
+
 _KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'"{MASK}"', f"['{MASK}']",
          "|", ">", "|-", ">-", "|+", ">+")  # the last: YAML's block indicators (the value is on the lines below)
 
@@ -581,15 +587,15 @@ def _closing(text: str, start: int) -> int:
     return len(text) if end == -1 else end
 
 
-def _named_spans(pattern: str, text: str) -> list[tuple[int, int]]:
+def _named_spans(text: str) -> list[tuple[int, int]]:
     """Where the value of every ``name: value`` / ``--name value`` whose name is a credential's
     stands. A name that is not one (``ValueError:``, ``KeyError:``) never swallows what follows:
     the search resumes inside its value, so ``ValueError: HF_TOKEN=x`` still masks x."""
-    compiled = re.compile(pattern)
+    compiled = re.compile(_NAMED_VALUE)
     spans, pos = [], 0
     while (m := compiled.search(text, pos)) is not None:
         name, pos = m.group(2), m.start(3)  # not a credential's name: the search resumes inside its value
-        if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
+        if _credential_name(name):
             # an opening bracket: to its closing one (looked for only here, so the scan stays linear)
             bracket = m.group(3)[-1] in "[{("
             end = _closing(text, m.end(3) - 1) if bracket else m.end(3)
@@ -623,7 +629,7 @@ def _option_of(name: str) -> str:
         return _MULTI_VALUED
     if "hf-token".startswith(norm):
         return "hf-token"
-    return "secret" if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name) else ""
+    return "secret" if _credential_name(name) else ""
 
 
 def _option_spans(text: str) -> list[tuple[int, int]]:
@@ -702,7 +708,7 @@ def _pair_spans(text: str) -> list[tuple[int, int]]:
 
 def _config_line_spans(text: str) -> list[tuple[int, int]]:
     m = re.compile(_CONFIG_LINE).match(text)
-    if m is None or not is_secret_key(m.group(2)) or re.search(_EXCEPTION_NAME, m.group(2)):
+    if m is None or not _credential_name(m.group(2)):
         return []
     value = text[m.end():].partition("\n")[0].rstrip()  # one line (a caller may pass several)
     words = value.split()
@@ -823,7 +829,7 @@ def mask_secrets_in_text(text: str) -> str:
         return _masked(text, cut) if cut else text
     # Every pass reads the same text, so none hides a name or a value from another: in "token
     # 'hf_token': 'X'" the phrase masks 'hf_token' and the name still masks 'X'.
-    spans = (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(_NAMED_VALUE, text)
+    spans = (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(text)
              + _config_line_spans(text) + _pair_spans(text) + cut)
     return _masked(text, spans) if spans else text
 
@@ -904,7 +910,7 @@ def _open_value(text: str, quoted: bool = False) -> int:
     pos = 0
     while (m := compiled.search(text, pos)) is not None:
         pos = m.start(3)
-        if m.group(3)[-1] in _OPENERS and is_secret_key(m.group(2)) and not re.search(_EXCEPTION_NAME, m.group(2)) \
+        if m.group(3)[-1] in _OPENERS and _credential_name(m.group(2)) \
                 and (not quoted or m.group(1)[:1] in "'\"" and len(m.group(3)) == 1):  # not "'x': getattr("
             end, depth = _depth_after(text, m.end(3) - 1, 0)
             if end == -1:
@@ -1053,7 +1059,7 @@ class LineMasker:
         if (tail in ":|>-+" or tail.isdigit() or "#" in text) and ":" in text \
                 and (m := re.compile(_NAME_ALONE).fullmatch(text)) is not None:
             name = m.group(4)
-            if is_secret_key(name) and not re.search(_EXCEPTION_NAME, name):
+            if _credential_name(name):
                 self._kind, self._indent = "yaml", len(m.group(1)) + len(m.group(2) or "")
                 return
         if "name" in text and (m := re.compile(_PAIR_NAME).fullmatch(text)) is not None and is_secret_key(m.group(3)):
