@@ -8,8 +8,8 @@ from typing import Optional
 from dsv4_launch.core.facts import Facts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
-from dsv4_launch.core.plan import make_plan
 from dsv4_launch.core.records import Record
+from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.argv_edit import apply_changes
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args

@@ -25,7 +25,7 @@ from dsv4_launch.commands.pipeline import SERVE, prepare, prepare_engine
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.facts import as_human_int, as_int
 from dsv4_launch.core.gpus import GpuInfo
-from dsv4_launch.core.plan import make_plan
+from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.engine_args import read_engine_args
 from dsv4_launch.vllm_cli.option_table import load_table
 from tests.planning import LLAMA, V4, V41

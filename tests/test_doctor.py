@@ -18,11 +18,11 @@ from dsv4_launch.adapters.runtime_probe import read_runtime
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.doctor import run_doctor
-from dsv4_launch.core.doctor import FAIL, OK, WARN, VllmRuntime, arch_coverage, diagnose
 from dsv4_launch.core.facts import Facts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
-from dsv4_launch.core.plan import make_plan
+from dsv4_launch.core.rules.doctor import FAIL, OK, WARN, VllmRuntime, arch_coverage, diagnose
+from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
 
@@ -216,7 +216,7 @@ def test_bad_input_is_one_line_and_exit_2(command):
 
 
 # --- every doctor row, both ways ----------------------------------------------------------------
-from dsv4_launch.core.doctor_rules import DOCTOR_RULES  # noqa: E402
+from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES  # noqa: E402
 
 PIN = {"version": "0.33.0", "requires": ["flashinfer-python==0.7.2.post1", "torch==2.14.0"]}
 DOCTOR_CASES = {
@@ -248,7 +248,7 @@ def test_doctor_row_both_ways(rule):
 
 
 def test_sm120_shapes_asked_of_flashinfer():
-    from dsv4_launch.core.doctor_rules import sm120_decode_shapes
+    from dsv4_launch.core.rules.doctor_rows import sm120_decode_shapes
     from tests.planning import facts_for
 
     flash = {"architectures": ["DeepseekV4ForCausalLM"], "num_attention_heads": 64, "sliding_window": 128}
@@ -303,7 +303,7 @@ def test_doctor_json_says_its_exit_status_and_no_error_when_it_ran(tmp_path):
 ])
 def test_vllm_plugins_is_read_as_vllm_splits_it(allowed, loaded):
     # vllm/plugins/__init__.py load_plugins_by_group: `plugin.name in envs.VLLM_PLUGINS` (0.24–0.33)
-    from dsv4_launch.core.doctor import plugin_line
+    from dsv4_launch.core.rules.doctor import plugin_line
 
     rt = VllmRuntime(python="3.11.7", vllm_version="0.33.0", vllm_where="here",
                      report={"plugins": [{"name": "dsv4_launch", "value": "dsv4_launch.plugin:register"}]})

@@ -24,7 +24,7 @@ FLASH_W = WeightFacts(total_bytes=int(148.6 * GiB), source="test", exact=True, r
 
 
 def with_weights(tokens, **kw):
-    from dsv4_launch.core.plan import make_plan
+    from dsv4_launch.core.rules.plan import make_plan
 
     f = facts_for(tokens, **kw)._replace(memory=FLASH_W)
     return make_plan(f), f
@@ -66,7 +66,7 @@ def test_gpus_of_one_capability_but_different_memory_are_ambiguous_by_index():
 
 @pytest.mark.parametrize("fmt,refused", [(None, True), ("safetensors", True), ("dummy", False), ("gguf", False)])
 def test_missing_shards_matter_only_to_the_safetensors_loaders(fmt, refused):
-    from dsv4_launch.core.plan import make_plan
+    from dsv4_launch.core.rules.plan import make_plan
 
     tokens = [M] + (["--load-format", fmt] if fmt else [])
     f = facts_for(tokens, gpu=gpus(SM120, memory=400 * GiB))._replace(

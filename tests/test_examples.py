@@ -1013,7 +1013,7 @@ def example_commands() -> list[tuple[str, list[str], dict[str, str], int | None,
 
 
 def memory_rule_ids() -> set[str]:
-    from dsv4_launch.core import rules_memory
+    from dsv4_launch.core.rules import memory as rules_memory
 
     return {r.id for r in getattr(rules_memory, "MEMORY_RULES", ())} | {"think-max-short"}
 

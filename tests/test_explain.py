@@ -22,9 +22,9 @@ import pytest
 from dsv4_launch.adapters.log_reader import LINE_LIMIT, clean, read_lines
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import run_explain
-from dsv4_launch.core.doctor_rules import DOCTOR_RULES
-from dsv4_launch.core.plan import RULES
-from dsv4_launch.core.rules import FAIL, REFUSE
+from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
+from dsv4_launch.core.rules.engine import FAIL, REFUSE
+from dsv4_launch.core.rules.plan import RULES
 from dsv4_launch.core.signatures import KV_AUTO, NO_SIGNATURE, SIGNATURES, Scanner, parse_args_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"

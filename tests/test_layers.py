@@ -37,8 +37,12 @@ THIRD_PARTY_ALLOWED = {
 
 def imports(path: Path) -> list[tuple[str, int]]:
     """(absolute module name, line) for every import in a module of the package."""
+    return imports_at(path, PACKAGE.parent)
+
+
+def imports_at(path: Path, root: Path) -> list[tuple[str, int]]:
     tree = ast.parse(path.read_text())
-    here = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    here = path.relative_to(root).with_suffix("").parts
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -60,7 +64,11 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE)
 def test_layer_imports(path):
     layer = path.relative_to(PACKAGE).parts[0]
     assert layer in ALLOWED, f"{path}: a new layer needs its row in ALLOWED"
-    for name, line in imports(path):
+    check_layers(path, imports(path), layer)
+
+
+def check_layers(path: Path, found: list[tuple[str, int]], layer: str) -> None:
+    for name, line in found:
         top = name.split(".")[0]
         if top == "dsv4_launch":
             parts = name.split(".")
@@ -71,14 +79,127 @@ def test_layer_imports(path):
             assert top in THIRD_PARTY_ALLOWED[layer], f"{path}:{line}: {layer}/ imports {top}"
 
 
-def test_the_check_can_fail(tmp_path, monkeypatch):
-    # A core module that imports an adapter, and one that imports click, are both caught.
-    bad = PACKAGE / "core" / "_probe_for_layer_test.py"
-    try:
-        bad.write_text("from ..adapters import nvml\nimport click\n")
-        found = imports(bad)
-        assert ("dsv4_launch.adapters", 1) in found and ("click", 2) in found
-        with pytest.raises(AssertionError):
-            test_layer_imports(bad)
-    finally:
-        bad.unlink()
+# core/'s rooms (by product) -> the rooms they may import; the fact modules lie flat in core/
+# ("facts") and import only each other. Rules may use memory; nothing in core uses explain or check.
+ROOMS = {
+    "facts": {"facts"},
+    "memory": {"facts", "memory"},
+    "rules": {"facts", "memory", "rules"},
+    "explain": {"facts", "explain"},
+    "check": {"facts", "check"},
+}
+
+
+def room_of(name: str) -> str | None:
+    """The room of an absolute module name inside dsv4_launch.core, or None outside core."""
+    parts = name.split(".")
+    if parts[:2] != ["dsv4_launch", "core"]:
+        return None
+    if len(parts) > 3 and parts[2] in ROOMS:
+        return parts[2]
+    if len(parts) == 3 and parts[2] in ROOMS and (PACKAGE / "core" / parts[2]).is_dir():
+        return parts[2]
+    return "facts"
+
+
+CORE = sorted((PACKAGE / "core").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", CORE, ids=[str(p.relative_to(PACKAGE)) for p in CORE])
+def test_core_rooms(path):
+    here = room_of(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
+    assert here in ROOMS, f"{path}: a new room needs its row in ROOMS"
+    for name, line in imports(path):
+        there = room_of(name)
+        if there is not None:
+            assert there in ROOMS[here], f"{path}:{line}: core/{here} imports {name} (core/{there})"
+
+
+def import_graph(root: Path, *, top_level_only: bool) -> dict[str, set[str]]:
+    """module -> the package modules it imports (``from . import x`` counts as importing x)."""
+
+    def name_of(path: Path) -> str:
+        return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+    known = {name_of(p) for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        found: set[str] = set()
+        for node in tree.body if top_level_only else ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                (name, _), = imports_at_node(path, node)
+                found |= {f"{name}.{a.name}" for a in node.names} | {name}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        graph[name_of(path)] = (found & known) - {name_of(path)}
+    return graph
+
+
+def imports_at_node(path: Path, node: ast.ImportFrom) -> list[tuple[str, int]]:
+    here = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    if node.level:
+        return [(".".join(list(here[: len(here) - node.level]) + ([node.module] if node.module else [])), node.lineno)]
+    return [(node.module or "", node.lineno)]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_in_the_core():
+    """core/ imports form no cycle, counting imports inside functions too (memory.py ↔
+    rules_memory.py once did)."""
+    assert cycles(import_graph(PACKAGE / "core", top_level_only=False)) == []
+
+
+def test_the_cycle_check_can_fail():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_check_can_fail(tmp_path):
+    # A core module that imports an adapter, and one that imports click, are both caught; the
+    # probe lives in a copy of the package's path under tmp_path, so nothing is written into src/.
+    bad = tmp_path / "dsv4_launch" / "core" / "_probe_for_layer_test.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from ..adapters import nvml\nimport click\nfrom .explain.signatures import Signature\n")
+    found = imports_at(bad, tmp_path)
+    assert ("dsv4_launch.adapters", 1) in found and ("click", 2) in found
+    assert ("dsv4_launch.core.explain.signatures", 3) in found
+    with pytest.raises(AssertionError):
+        check_layers(bad, found, "core")
+    # a memory module that reads the rules' room is caught too
+    assert room_of("dsv4_launch.core.rules.engine") not in ROOMS["memory"]
+    assert room_of("dsv4_launch.core.explain.signatures") not in ROOMS["rules"]

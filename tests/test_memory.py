@@ -23,7 +23,7 @@ from dsv4_launch.core.facts import Facts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory import GiB, WeightFacts, estimate, kv_bytes_per_token, summary
 from dsv4_launch.core.model import classify
-from dsv4_launch.core.plan import make_plan
+from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
 

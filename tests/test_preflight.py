@@ -12,7 +12,7 @@ import pytest
 from dsv4_launch.core.facts import Facts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
-from dsv4_launch.core.plan import make_plan
+from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
 from tests.planning import LLAMA, SM80, SM90, SM100, SM120, V4, V41, M, gpus, planned

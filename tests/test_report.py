@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from dsv4_launch.core.kv import Change
+from dsv4_launch.core.rules.kv_paths import Change
 from dsv4_launch.output.escape import escape
 from dsv4_launch.output.lines import Reporter
 from dsv4_launch.output.report import describe_change

@@ -13,11 +13,11 @@ import string
 import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
-from dsv4_launch.core.doctor_rules import DOCTOR_RULES
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory import GiB, WeightFacts
-from dsv4_launch.core.plan import RULES
-from dsv4_launch.core.rules import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN, Release, version_words, words
+from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
+from dsv4_launch.core.rules.engine import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN, Release, version_words, words
+from dsv4_launch.core.rules.plan import RULES
 from dsv4_launch.core.versions import VersionRange
 from tests.planning import LLAMA, SM80, SM90, SM100, SM120, SM121, V4, V41, M, facts_for, gpus, planned
 
@@ -173,7 +173,7 @@ def judge(case):
     kw.setdefault("gpu", big(SM120))
     kw.setdefault("config", V4)
     f = facts_for(tokens, **kw)._replace(memory=memory)
-    from dsv4_launch.core.plan import make_plan
+    from dsv4_launch.core.rules.plan import make_plan
 
     return make_plan(f), f
 
@@ -213,7 +213,7 @@ def test_the_table_itself(rule):
 
 
 def test_the_finding_order_names_every_row_of_every_topic_module_once():
-    from dsv4_launch.core.plan import FINDING_ORDER, TOPIC_RULES
+    from dsv4_launch.core.rules.plan import FINDING_ORDER, TOPIC_RULES
 
     assert len(FINDING_ORDER) == len(set(FINDING_ORDER))
     assert sorted(FINDING_ORDER) == sorted(r.id for r in TOPIC_RULES)

@@ -15,12 +15,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from dsv4_launch.core.doctor_rules import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.gpus import family_words  # noqa: E402
-from dsv4_launch.core.kv import readme_rows  # noqa: E402
 from dsv4_launch.core.model import FAMILY_NAMES  # noqa: E402
-from dsv4_launch.core.plan import RULES  # noqa: E402
-from dsv4_launch.core.rules import words  # noqa: E402
+from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES  # noqa: E402
+from dsv4_launch.core.rules.engine import words  # noqa: E402
+from dsv4_launch.core.rules.kv_paths import readme_rows  # noqa: E402
+from dsv4_launch.core.rules.plan import RULES  # noqa: E402
 from dsv4_launch.core.settings import ENV_VARS  # noqa: E402
 
 LEVEL_WORDS = {"refuse": "**refuses** (exit 2)", "warn": "warns", "fail": "doctor **FAIL**"}

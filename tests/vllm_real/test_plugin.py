@@ -220,7 +220,7 @@ def test_the_real_engine_args_give_the_same_plan(real_vllm, case):
     parser rejects never reach an engine; dsv4-serve must not start those either."""
     from vllm.engine.arg_utils import AsyncEngineArgs
 
-    from dsv4_launch.core.plan import make_plan
+    from dsv4_launch.core.rules.plan import make_plan
     from dsv4_launch.vllm_cli.engine_args import read_engine_args
     from dsv4_launch.vllm_cli.option_table import load_table
     from dsv4_launch.vllm_cli.serve_args import read_serve_args

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
-from dsv4_launch.core.rules_recipe import pp_partition_error
+from dsv4_launch.core.rules.recipe import pp_partition_error
 from tests.planning import planned
 
 M = "deepseek-ai/DeepSeek-V4-Flash"

@@ -10,8 +10,8 @@ from ..adapters.handover import install_hint
 from ..adapters.nvml import read_gpus
 from ..adapters.runtime_probe import read_runtime
 from ..adapters.vllm_install import interpreter_of
-from ..core.doctor import FAIL, OK, Diagnosis, DoctorLine, VllmRuntime, diagnose
-from ..core.doctor_rules import sm120_decode_shapes
+from ..core.rules.doctor import FAIL, OK, Diagnosis, DoctorLine, VllmRuntime, diagnose
+from ..core.rules.doctor_rows import sm120_decode_shapes
 from ..core.settings import GPU_CAPABILITY
 from ..output.redact import Scrubber
 from ..output.render import Result, render

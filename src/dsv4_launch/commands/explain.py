@@ -28,8 +28,8 @@ _PASSED_ENV = ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE")  # where the model's
 
 
 def _rules() -> dict:
-    from ..core.doctor_rules import DOCTOR_RULES
-    from ..core.plan import RULES
+    from ..core.rules.doctor_rows import DOCTOR_RULES
+    from ..core.rules.plan import RULES
 
     return {rule.id: rule for rule in (*RULES, *DOCTOR_RULES)}
 
@@ -44,7 +44,7 @@ class _Fill(dict):
 def row_text(rule_id: str, signature=None) -> dict:
     """What happened, the fix and the reference, from the row itself (the KV rule: core/kv.py)."""
     if rule_id == KV_AUTO:
-        from ..core.kv import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE, KV_FIX_VALUE, KV_OPTION
+        from ..core.rules.kv_paths import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE, KV_FIX_VALUE, KV_OPTION
 
         return {
             "title": f"{KV_OPTION} missing or auto for DeepSeek-V4 on an fp8_ds_mla path",
@@ -53,7 +53,7 @@ def row_text(rule_id: str, signature=None) -> dict:
             "fix": f"{KV_OPTION} {KV_FIX_VALUE}", "reference": CRASH_REFERENCE, "level": "changed",
             "evidence": "confirmed",
         }
-    from ..core.rules import version_words, words
+    from ..core.rules.engine import version_words, words
 
     rule = _rules()[rule_id]
     fill = _Fill({**version_words(rule), **((signature.fill or {}) if signature is not None else {})})

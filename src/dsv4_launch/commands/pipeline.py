@@ -25,8 +25,8 @@ from ..adapters.gather import READ_GPUS_ALWAYS, READ_GPUS_WHEN_DSV4, Gathered, g
 from ..adapters.nvml import read_gpus as read_machine_gpus
 from ..adapters.vllm_install import VllmInstall, find_vllm
 from ..core.facts import Facts, GpuReport
-from ..core.plan import Plan, disabled_plan, make_plan
 from ..core.records import Record
+from ..core.rules.plan import Plan, disabled_plan, make_plan
 from ..core.settings import Settings, SettingsError, disable_switch, read_settings
 from ..vllm_cli.argv_edit import apply_changes
 from ..vllm_cli.option_table import load_table

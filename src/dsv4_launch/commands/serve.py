@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from ..adapters.handover import NoVllm, exec_failure, hand_over
-from ..core.plan import DISABLED_NOTE
+from ..core.rules.plan import DISABLED_NOTE
 from ..core.settings import ENV_VARS
 from ..output.lines import Reporter, make_lenient, safe_write
 from ..output.redact import Scrubber, masked_argv

@@ -31,7 +31,7 @@ import json
 from collections.abc import Sequence
 
 from ..core.facts import Facts
-from ..core.plan import Plan
+from ..core.rules.plan import Plan
 from .redact import NO_SCRUB, Scrubber, masked
 
 SCHEMA_VERSION = 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.facts import Facts
-from ..core.kv import Change
-from ..core.plan import Plan
+from ..core.rules.kv_paths import Change
+from ..core.rules.plan import Plan
 from .lines import Reporter
 
 REFUSAL_HINT = "DSV4_LAUNCH_PREFLIGHT=warn starts anyway, =off skips the checks"

@@ -5,11 +5,12 @@ recipes set. Each check sits under its row (``@row``; ``core/rules.py``).
 
 from __future__ import annotations
 
-from .facts import Facts, as_int, json_option, vllm_env_bool
-from .gpus import GpuInfo, in_families
-from .memory import max_model_len_tried
-from .model import V41
-from .rules import (
+from ..facts import Facts, as_int, json_option, vllm_env_bool
+from ..gpus import GpuInfo, in_families
+from ..memory import max_model_len_tried
+from ..model import V41
+from ..versions import VersionRange
+from .engine import (
     BOTH,
     CITED,
     NOT_SM10,
@@ -22,8 +23,7 @@ from .rules import (
     setting,
     v2_runner_env,
 )
-from .rules_releases import SM12_DEEPGEMM_FAMILIES, SM12_DEEPGEMM_WARMUP_FAILS
-from .versions import VersionRange
+from .releases import SM12_DEEPGEMM_FAMILIES, SM12_DEEPGEMM_WARMUP_FAILS
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 

@@ -11,17 +11,17 @@ decision from the same data that made it. Turning the changes into argv tokens i
 
 from __future__ import annotations
 
-from .facts import Facts
-from .kv import Change, kv_decision
-from .memory import Estimate, estimate
-from .records import Record
-from .rules import REFUSE, Finding, Rule, evaluate_all
-from .rules_kv import KV_RULES
-from .rules_memory import MEMORY_RULES
-from .rules_parallel import PARALLEL_RULES
-from .rules_recipe import RECIPE_RULES
-from .rules_releases import RELEASE_RULES
-from .rules_speculative import SPECULATIVE_RULES
+from ..facts import Facts
+from ..memory import Estimate, estimate
+from ..records import Record
+from .engine import REFUSE, Finding, Rule, evaluate_all
+from .kv import KV_RULES
+from .kv_paths import Change, kv_decision
+from .memory import MEMORY_RULES
+from .parallel import PARALLEL_RULES
+from .recipe import RECIPE_RULES
+from .releases import RELEASE_RULES
+from .speculative import SPECULATIVE_RULES
 
 # The order findings are shown in (plan, dsv4-serve, plan --json, the plugin's log, README's
 # table): every row of the topic modules exactly once (tests/test_rules.py holds it to that).

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .facts import Facts, vllm_env_bool
-from .gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
-from .model import V4, V41
-from .records import EMPTY, Record
-from .versions import ANY_VERSION, VersionRange
+from ..facts import Facts, vllm_env_bool
+from ..gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
+from ..model import V4, V41
+from ..records import EMPTY, Record
+from ..versions import ANY_VERSION, VersionRange
 
 REFUSE, WARN = "refuse", "warn"  # what a row does when it certainly applies
 FAIL = "fail"  # doctor rows: something on this machine stops DeepSeek-V4

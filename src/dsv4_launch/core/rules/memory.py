@@ -9,9 +9,9 @@ other settings."""
 
 from __future__ import annotations
 
-from .facts import Facts, as_human_int
-from .gpus import GpuInfo
-from .memory import (
+from ..facts import Facts, as_human_int
+from ..gpus import GpuInfo
+from ..memory import (
     estimate,
     gib_text,
     gpu_memory_utilization,
@@ -20,8 +20,8 @@ from .memory import (
     suggested_length,
     weights_refusal,
 )
-from .rules import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
-from .versions import VersionRange
+from ..versions import VersionRange
+from .engine import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 # Speculative methods whose draft KV the estimate counts (MTP, DSpark: core/memory.py draft_kv)

@@ -11,10 +11,10 @@ family and forced attention backend; ``kv_decision`` reads it and nothing else. 
 
 from __future__ import annotations
 
-from .facts import Facts, attention_backend
-from .gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
-from .records import Record
-from .versions import VersionRange
+from ..facts import Facts, attention_backend
+from ..gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
+from ..records import Record
+from ..versions import VersionRange
 
 FP8_DS_MLA = "fp8_ds_mla"
 PLAIN_ROWS = "plain rows"

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .facts import Facts, as_int
-from .gpus import GpuInfo
-from .kv import dsv4_backend
-from .model import V4
-from .rules import CITED, FAIL, WARN, Rule, row
-from .rules_speculative import spec_config, spec_method
-from .versions import VersionRange
+from ..facts import Facts, as_int
+from ..gpus import GpuInfo
+from ..model import V4
+from ..versions import VersionRange
+from .engine import CITED, FAIL, WARN, Rule, row
+from .kv_paths import dsv4_backend
+from .speculative import spec_config, spec_method
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 SM120_HEADS = (8, 16, 32, 64, 128)  # _SPARSE_MLA_SUPPORTED_Q_HEADS (flashinfer_sparse.py)

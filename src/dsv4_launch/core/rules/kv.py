@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from .facts import Facts, as_bool, as_int, attention_backend, json_option
-from .gpus import DSV4_FAMILIES, GpuInfo
-from .kv import AUTO_VALUES, DSV4_BACKEND_NAMES, FLASHINFER_DSV4, FLASHMLA_BACKENDS, FP8_DS_MLA, dsv4_backend, kv_path
-from .model import V41
-from .rules import (
+from ..facts import Facts, as_bool, as_int, attention_backend, json_option
+from ..gpus import DSV4_FAMILIES, GpuInfo
+from ..model import V41
+from ..versions import VersionRange
+from .engine import (
     BOTH,
     CITED,
     CONFIRMED,
@@ -26,7 +26,15 @@ from .rules import (
     row,
     setting,
 )
-from .versions import VersionRange
+from .kv_paths import (
+    AUTO_VALUES,
+    DSV4_BACKEND_NAMES,
+    FLASHINFER_DSV4,
+    FLASHMLA_BACKENDS,
+    FP8_DS_MLA,
+    dsv4_backend,
+    kv_path,
+)
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 

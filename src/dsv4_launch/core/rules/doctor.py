@@ -14,17 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .facts import Facts, GpuReport
-from .gpus import GpuInfo
-from .kv import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE
-from .memory import gib_text
-from .model import FAMILY_NAMES
+from ..facts import Facts, GpuReport
+from ..gpus import GpuInfo
+from ..memory import gib_text
+from ..model import FAMILY_NAMES
+from ..records import Record
+from ..settings import GPU_CAPABILITY
+from .engine import FAIL as FAIL_LEVEL
+from .engine import REFUSE, evaluate_all
+from .engine import WARN as WARN_LEVEL
+from .kv_paths import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE
 from .plan import Plan
-from .records import Record
-from .rules import FAIL as FAIL_LEVEL
-from .rules import REFUSE, evaluate_all
-from .rules import WARN as WARN_LEVEL
-from .settings import GPU_CAPABILITY
 
 # One vocabulary: a row's level, as doctor prints it (refuse and fail stop vLLM: FAIL).
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -184,7 +184,7 @@ def plugin_line(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
     if allowed is not None and our_entry not in allowed.split(","):
         shown = repr(allowed) if not allowed.strip() else allowed
         return DoctorLine("plugin", WARN, f"installed, but VLLM_PLUGINS={shown} does not list {our_entry}: vLLM will not load it")
-    from .settings import disable_switch
+    from ..settings import disable_switch
 
     if disable_switch(env)[0]:
         return DoctorLine("plugin", WARN, "installed, but DSV4_LAUNCH_DISABLE is set: it does nothing")
@@ -218,7 +218,7 @@ def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
 
 def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runtime: VllmRuntime, env: Mapping[str, str],
              *, install_hint: str, plugin_entry: str, plugin_hint: str | None = None) -> Diagnosis:
-    from .doctor_rules import DOCTOR_RULES
+    from .doctor_rows import DOCTOR_RULES
 
     used = list(facts.all_gpus) if facts else []  # every candidate when the mapping is ambiguous
     family = facts.model.family if facts is not None else "deepseek_v4"

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
-from .facts import Facts, vllm_env_bool
-from .gpus import GpuInfo, describe_kinds
-from .rules import (
+from ..facts import Facts, vllm_env_bool
+from ..gpus import GpuInfo, describe_kinds
+from ..versions import VersionRange
+from .engine import (
     BOTH,
     CITED,
     DERIVED,
@@ -21,8 +22,7 @@ from .rules import (
     row,
     v2_runner_env,
 )
-from .rules_kv import ASSERTS_UNTIL
-from .versions import VersionRange
+from .kv import ASSERTS_UNTIL
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 

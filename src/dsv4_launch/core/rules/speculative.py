@@ -4,10 +4,10 @@ parallel layout and the model runner. Each check sits under its row (``@row``; `
 
 from __future__ import annotations
 
-from .facts import Facts, as_int, json_option
-from .gpus import DSV4_FAMILIES, GpuInfo
-from .kv import FP8_DS_MLA, dsv4_backend, kv_path
-from .rules import (
+from ..facts import Facts, as_int, json_option
+from ..gpus import DSV4_FAMILIES, GpuInfo
+from ..versions import VersionRange
+from .engine import (
     CITED,
     DERIVED,
     REFUSE,
@@ -17,8 +17,8 @@ from .rules import (
     row,
     v2_runner_env,
 )
-from .rules_kv import ASSERTS_UNTIL, is_nvfp4_on_mla
-from .versions import VersionRange
+from .kv import ASSERTS_UNTIL, is_nvfp4_on_mla
+from .kv_paths import FP8_DS_MLA, dsv4_backend, kv_path
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 

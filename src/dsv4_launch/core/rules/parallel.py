@@ -4,9 +4,9 @@ TP × PP against the GPUs this node has. Each check sits under its row (``@row``
 
 from __future__ import annotations
 
-from .facts import Facts, as_int
-from .gpus import GpuInfo
-from .rules import (
+from ..facts import Facts, as_int
+from ..gpus import GpuInfo
+from .engine import (
     BOTH,
     CITED,
     REFUSE,
