@@ -16,7 +16,7 @@ from dsv4_launch.commands.doctor import run_doctor
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.facts import as_int
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
-from dsv4_launch.core.memory import GiB, WeightFacts, estimate
+from dsv4_launch.core.memory.estimate import GiB, WeightFacts, estimate
 from tests.conftest import BIN, clean_env
 from tests.planning import SM80, SM90, SM120, V4, M, facts_for, gpus, planned
 

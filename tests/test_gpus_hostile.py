@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsv4_launch.commands import cli
-from dsv4_launch.core.gpu_presets import ALIASES, MAX_GPUS, PRESETS, parse_gpus
+from dsv4_launch.core.memory.presets import ALIASES, MAX_GPUS, PRESETS, parse_gpus
 
 CONTROL = [chr(c) for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0))]
 LOOK_ALIKES = ["Ｈ", "Н", "Η", "Β", "Α", "０", "２", "８", "𝟖", "ｘ", "х", "\u200b", "\u200d", "\u202e", "\u00a0",

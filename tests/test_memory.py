@@ -21,7 +21,7 @@ from dsv4_launch.commands.fit import run_fit
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.facts import Facts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
-from dsv4_launch.core.memory import GiB, WeightFacts, estimate, kv_bytes_per_token, summary
+from dsv4_launch.core.memory.estimate import GiB, WeightFacts, estimate, kv_bytes_per_token, summary
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.option_table import load_table
@@ -107,7 +107,7 @@ def test_concurrency_is_the_kv_memory_over_one_request():
 
 
 def test_activation_peak_within_10_percent():
-    from dsv4_launch.core.memory import ACTIVATION_PER_BATCHED_TOKEN
+    from dsv4_launch.core.memory.estimate import ACTIVATION_PER_BATCHED_TOKEN
 
     # GB10 profiling: 5.30 GiB at MNBT 8224, 1.39 GiB at 2048.
     for mnbt, measured in ((8224, 5.30), (2048, 1.39)):
@@ -374,7 +374,7 @@ def test_fit_adds_the_users_layout_when_it_is_not_among_the_full_ones(tmp_path):
 @pytest.mark.parametrize("gpus,first", [("8xH200", "8 × H200"), ("2xRTXPRO6000", "2 × RTXPRO6000"),
                                         ("GB10", "1 × GB10"), ("4×H100", "4 × H100")])
 def test_fit_plans_for_a_preset_from_anywhere(tmp_path, gpus, first):
-    from dsv4_launch.core.gpu_presets import parse_gpus
+    from dsv4_launch.core.memory.presets import parse_gpus
 
     count, preset = parse_gpus(gpus)
     code, out, err = run([], tmp_path, gpus=count, preset=preset, read_gpus=lambda: GpuReport(error="NVML: no driver"))
@@ -383,7 +383,7 @@ def test_fit_plans_for_a_preset_from_anywhere(tmp_path, gpus, first):
 
 @pytest.mark.parametrize("text", ["0", "8xH9000", "x", "8x", "-1", "1e3"])
 def test_fit_rejects_an_unknown_gpu_in_one_line(text):
-    from dsv4_launch.core.gpu_presets import parse_gpus
+    from dsv4_launch.core.memory.presets import parse_gpus
 
     with pytest.raises(ValueError):
         parse_gpus(text)
@@ -514,7 +514,7 @@ def test_fit_rejects_a_gpu_memory_without_unit():
 
 @pytest.mark.parametrize("ratios", [[0], [], [0, 0, 128], [128] * 3, [4], ["x", None, 4]])
 def test_odd_compress_ratios_never_crash_the_kv_plan(ratios):
-    from dsv4_launch.core import kv_plan
+    from dsv4_launch.core.memory import kv_plan
 
     for family in (kv_plan.TUPLES, kv_plan.PACKED):
         for plan in kv_plan.stage_plans([r if type(r) is int else 0 for r in ratios], family, pp=2):
@@ -569,7 +569,7 @@ def test_vllm_pp_layer_partition_moves_the_weights_and_the_kv_as_vllm_splits_the
     ('{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}', False),
     ('{"method":"suffix"}', False)])
 def test_the_lower_bound_keeps_the_mtp_layers_only_when_vllm_loads_them(spec, mtp_loaded):
-    from dsv4_launch.core.memory import weights_lower_bound
+    from dsv4_launch.core.memory.estimate import weights_lower_bound
 
     plain = facts([])
     with_spec = facts(["--speculative-config", spec])
@@ -608,7 +608,7 @@ def with_nextn(entry, n):
     (spec_tokens("suffix", 3), FLASH, "0.33.0", (0, 0)),
 ])
 def test_the_drafts_layers_and_retained_tokens_as_vllm_builds_them(tokens, entry, version, expected):
-    from dsv4_launch.core.memory import draft_kv
+    from dsv4_launch.core.memory.estimate import draft_kv
 
     assert draft_kv(facts(tokens, entry=entry, version=version)) == expected
 
@@ -724,7 +724,7 @@ def hidden_buffer(config, mnbt):
 
 def test_the_mtp_layer_written_out_is_the_checkpoints_own_bytes():
     assert mtp_layer_on_one_gpu(FLASH["config"]) == FLASH_MTP_INVENTORY
-    from dsv4_launch.core.weights import DRAFT, split_weights
+    from dsv4_launch.core.memory.weights import DRAFT, split_weights
 
     assert split_weights(FLASH["config"]).bytes_of(DRAFT).checkpoint_bytes == sum(FLASH_MTP_INVENTORY.values())
 
@@ -761,7 +761,7 @@ def test_with_mtp_each_gpu_holds_one_mtp_layer_split_like_the_targets_and_the_hi
 
 
 def stage_bytes(entry, tp, pp, version, partition=None):
-    from dsv4_launch.core.weights import split_weights
+    from dsv4_launch.core.memory.weights import split_weights
 
     return split_weights(entry["config"], tp=tp, pp=pp, vllm_version=version, pp_partition=partition).stages
 
@@ -818,7 +818,7 @@ def test_a_dspark_checkpoint_is_not_refused_on_a_module_vllm_does_not_load(spec,
     # DSpark module of V4-Flash-0731 is not loaded without --speculative-config method dspark
     # (an MTP drafter builds one MTP layer of its own instead); the bound took off one layer's
     # share of the exact size (1/44) without a draft, nothing with MTP
-    from dsv4_launch.core.weights import DRAFT, split_weights
+    from dsv4_launch.core.memory.weights import DRAFT, split_weights
 
     tokens = ["-tp", "2", "--gpu-memory-utilization", gmu] + (mtp_spec(spec) if spec else [])
     f = facts(tokens, entry=FLASH_0731, gpus=2)
@@ -856,7 +856,7 @@ def test_a_draft_that_is_not_the_checkpoints_loads_none_of_its_mtp_layer(spec, h
 
 
 def test_without_the_shapes_the_bound_takes_the_draft_modules_layers_share_and_a_margin_off():
-    from dsv4_launch.core.memory import weights_lower_bound
+    from dsv4_launch.core.memory.estimate import weights_lower_bound
 
     def bound(entry):
         unreadable = {**entry, "config": {**entry["config"], "o_groups": "eight"}}  # no tally from these shapes
@@ -868,7 +868,7 @@ def test_without_the_shapes_the_bound_takes_the_draft_modules_layers_share_and_a
     assert bound(FLASH) < FLASH["weights_bytes"] - sum(FLASH_MTP_INVENTORY.values())
     # a DSpark module: its n_mtp_layers (3) at their share + 2 %; still at least the module's own
     # bytes (10.86 GB, the tally exact to the byte on this checkpoint: test_weights.py)
-    from dsv4_launch.core.weights import DRAFT, split_weights
+    from dsv4_launch.core.memory.weights import DRAFT, split_weights
 
     total = FLASH_0731["weights_bytes"]
     module = split_weights(FLASH_0731["config"], exact_total=total).bytes_of(DRAFT).checkpoint_bytes
@@ -912,7 +912,7 @@ def test_the_dspark_drafter_has_a_top_k_buffer_of_its_own_only_from_0_27(version
     # 0.27 (nvidia/dspark.py:98@0.27, :125@0.33); 0.25-0.26 build its layers without one
     # (DeepseekV4DecoderLayer(current_vllm_config, prefix=…): topk_indices_buffer None,
     # dspark.py:91@0.25). The hidden-state buffer: always before 0.27, for DSpark after.
-    from dsv4_launch.core.weights import load_buffers
+    from dsv4_launch.core.memory.weights import load_buffers
 
     c = FLASH_0731["config"]
     extra = load_buffers(c, 8192, "dspark", version) - load_buffers(c, 8192, None, version)

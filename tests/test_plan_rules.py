@@ -169,7 +169,7 @@ def test_the_memory_picture_is_computed_once_per_plan_and_kept_on_it(monkeypatch
     """The plan's own layout is estimated once, before the rows; the memory rows (which also try
     other settings for their fix: those are other facts) read that same picture. Spied, not faked:
     the real estimate runs."""
-    from dsv4_launch.core import memory
+    from dsv4_launch.core.memory import estimate as memory
     from tests.test_rules import CASES, judge
 
     calls = []

@@ -19,7 +19,7 @@ from dsv4_launch.adapters.nvml import GpuReport
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.plan import run_plan
-from dsv4_launch.core.gpu_presets import parse_gpus, preset_gpus
+from dsv4_launch.core.memory.presets import parse_gpus, preset_gpus
 
 FLASH, PRO = "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"
 

@@ -14,7 +14,7 @@ import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
-from dsv4_launch.core.memory import GiB, WeightFacts
+from dsv4_launch.core.memory.estimate import GiB, WeightFacts
 from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
 from dsv4_launch.core.rules.engine import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN, Release, version_words, words
 from dsv4_launch.core.rules.plan import RULES

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint, load_checkpoints
-from dsv4_launch.core.memory import LOAD_OVERHEAD
-from dsv4_launch.core.weights import (
+from dsv4_launch.core.memory.estimate import LOAD_OVERHEAD
+from dsv4_launch.core.memory.weights import (
     ATTENTION,
     CLASSES,
     DRAFT,
@@ -231,7 +231,7 @@ def test_shared_experts_are_replicated_by_sequence_parallelism_only_from_0_27():
 
 
 def test_load_buffers_are_the_rope_caches_and_the_topk_buffer():
-    from dsv4_launch.core.weights import load_buffers
+    from dsv4_launch.core.memory.weights import load_buffers
 
     # two fp32 RoPE caches of 1M positions × 64 (sliding-window and compressed layers) + the
     # [8192, 512] int32 top-k buffer

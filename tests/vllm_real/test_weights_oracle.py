@@ -35,7 +35,7 @@ import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.adapters.model_weights import INDEX, read_checkpoint_files
-from dsv4_launch.core.weights import split_weights
+from dsv4_launch.core.memory.weights import split_weights
 
 pytestmark = pytest.mark.usefixtures("real_vllm")
 FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
@@ -263,7 +263,7 @@ def test_the_mtp_drafter_keeps_its_own_embedding_only_under_pp_and_never_its_hea
         monkeypatch, runner, pp):
     from vllm import __version__
 
-    from dsv4_launch.core.weights import DRAFT, load_buffers
+    from dsv4_launch.core.memory.weights import DRAFT, load_buffers
 
     kept = (_v1_share if runner == "V1" else _v2_share)(monkeypatch, pp)
     assert kept == ({"embed_tokens"} if pp > 1 else set()), kept
@@ -319,7 +319,7 @@ def test_the_target_keeps_the_hidden_state_buffer_for_the_methods_vllm_names():
     from vllm import __version__
     from vllm.config.speculative import SpeculativeConfig
 
-    from dsv4_launch.core.weights import load_buffers
+    from dsv4_launch.core.memory.weights import load_buffers
 
     if tuple(int(p) for p in __version__.split(".")[:2]) < (0, 27):
         pytest.skip("before 0.27 the buffer does not depend on the method (nvidia/model.py:1008@0.24)")

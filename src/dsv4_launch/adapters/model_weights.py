@@ -18,8 +18,8 @@ import os
 import re
 from collections.abc import Mapping
 
-from ..core.memory import WeightFacts
-from ..core.weights import CheckpointFiles
+from ..core.facts import WeightFacts
+from ..core.memory.weights import CheckpointFiles
 
 INDEX = "model.safetensors.index.json"
 MAX_INDEX_BYTES = 64 * 2**20

@@ -11,10 +11,10 @@ GPUs it works from ``--gpus 8xH200`` (a preset: core/gpu_presets.py), or ``--gpu
 from __future__ import annotations
 
 from ..core.facts import as_human_int
-from ..core.fit import DEFAULT_CONTEXT, DOES_NOT_FIT, FITS, MAX_FEWEST, SHORT, UNKNOWN, fewest_gpus, fit_rows
-from ..core.gpu_presets import preset_gpus
 from ..core.gpus import GpuSelection
-from ..core.memory import GiB, gpu_memory_utilization
+from ..core.memory.estimate import GiB, gpu_memory_utilization
+from ..core.memory.fit import DEFAULT_CONTEXT, DOES_NOT_FIT, FITS, MAX_FEWEST, SHORT, UNKNOWN, fewest_gpus, fit_rows
+from ..core.memory.presets import preset_gpus
 from ..output.redact import Scrubber
 from ..output.render import Result, render
 from ..output.tables import render_table

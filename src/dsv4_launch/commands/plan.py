@@ -12,7 +12,7 @@ other failure to write (a full disk, a closed stdout) is one line and exit 74.
 
 from __future__ import annotations
 
-from ..core.memory import summary, summary_line
+from ..core.memory.estimate import summary, summary_line
 from ..output.documents import plan_data
 from ..output.redact import Scrubber, masked_argv
 from ..output.render import Result, render

@@ -15,7 +15,6 @@ from .gpus import GpuInfo, GpuSelection
 from .model import ModelFacts
 from .records import EMPTY, Record
 from .settings import TRUE
-from .weights import WeightFacts
 
 # Environment variables the rules read (gather copies just these into Facts.env, set-but-empty ones
 # too: vLLM reads "" as the text it is, e.g. int("") raises; each reader treats "" as its reader does).
@@ -52,6 +51,22 @@ class GpuFacts(Record):
     notes: tuple[str, ...] = ()
     read: bool = False  # False: not asked (other model, or switched off)
     report: GpuReport | None = None  # the machine's own answer, when it was asked
+
+
+class WeightFacts(Record):
+    """What is known about the checkpoint's bytes (gathered by adapters/model_weights.py)."""
+
+    total_bytes: int | None = None
+    source: str | None = None  # "model.safetensors.index.json", "the known-checkpoint table (…)"
+    exact: bool = False  # from the index (or a measured table figure), not a rounded GB figure
+    replicated_bytes: int | None = None  # the tensors every TP rank holds (table)
+    shards_total: int = 0
+    shards_missing: int = 0
+    missing_bytes: int | None = None  # about how much of the checkpoint is not on disk
+    local: bool = False  # a local directory (or HF_HUB_OFFLINE): vLLM will not download
+    # The total is a figure published for this checkpoint (exact, or rounded like a recipe's
+    # "~865 GB"), not one derived from its shapes: the shape tally may be checked against it.
+    published: bool = False
 
 
 class Facts(Record):

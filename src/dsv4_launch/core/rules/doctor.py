@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ..facts import Facts, GpuReport
 from ..gpus import GpuInfo
-from ..memory import gib_text
+from ..memory.estimate import gib_text
 from ..model import FAMILY_NAMES
 from ..records import Record
 from ..settings import GPU_CAPABILITY

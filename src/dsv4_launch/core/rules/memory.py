@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
-from ..memory import (
+from ..memory.estimate import (
     estimate,
     gib_text,
     gpu_memory_utilization,

@@ -12,7 +12,7 @@ decision from the same data that made it. Turning the changes into argv tokens i
 from __future__ import annotations
 
 from ..facts import Facts
-from ..memory import Estimate, estimate
+from ..memory.estimate import Estimate, estimate
 from ..records import Record
 from .engine import REFUSE, Finding, Rule, evaluate_all
 from .kv import KV_RULES

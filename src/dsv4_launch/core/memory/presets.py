@@ -7,8 +7,8 @@ capability. Figures marked ``spec`` are the data sheet's, where no NVML report w
 
 from __future__ import annotations
 
-from .gpus import GpuInfo
-from .records import Record
+from ..gpus import GpuInfo
+from ..records import Record
 
 MiB = 2**20
 

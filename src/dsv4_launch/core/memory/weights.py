@@ -44,8 +44,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .records import Record
-from .versions import VersionRange
+from ..records import Record
+from ..versions import VersionRange
 
 MAX_LAYERS = 1024  # a config naming more layers is not a DeepSeek-V4 we can tally
 MAX_DIM = 1 << 24  # any size past this is not a real checkpoint's
@@ -583,19 +583,3 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
         if last_stage and (HIDDEN_BUFFER_ALWAYS.contains(vllm_version) is True or method in HIDDEN_STATE_DRAFTS):
             total += 2 * max_num_batched_tokens * s.hc * s.D
     return total
-
-
-class WeightFacts(Record):
-    """What is known about the checkpoint's bytes (gathered by adapters/model_weights.py)."""
-
-    total_bytes: int | None = None
-    source: str | None = None  # "model.safetensors.index.json", "the known-checkpoint table (…)"
-    exact: bool = False  # from the index (or a measured table figure), not a rounded GB figure
-    replicated_bytes: int | None = None  # the tensors every TP rank holds (table)
-    shards_total: int = 0
-    shards_missing: int = 0
-    missing_bytes: int | None = None  # about how much of the checkpoint is not on disk
-    local: bool = False  # a local directory (or HF_HUB_OFFLINE): vLLM will not download
-    # The total is a figure published for this checkpoint (exact, or rounded like a recipe's
-    # "~865 GB"), not one derived from its shapes: the shape tally may be checked against it.
-    published: bool = False

@@ -4,9 +4,9 @@ GPUs on which some layout fits."""
 
 from __future__ import annotations
 
-from .facts import Facts
-from .memory import Estimate, Layout, WeightFacts, estimate, layout_of
-from .records import Record
+from ..facts import Facts
+from ..records import Record
+from .estimate import Estimate, Layout, WeightFacts, estimate, layout_of
 
 DEFAULT_CONTEXT = 65_536  # the length concurrency is counted at when --max-model-len is not given
 FITS, SHORT, DOES_NOT_FIT, UNKNOWN = "fits", "short context", "does not fit", "unknown"

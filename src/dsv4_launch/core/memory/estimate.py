@@ -31,13 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .facts import Facts, as_bool, as_human_int, as_int, json_option, vllm_env_bool
-from .gpus import GpuInfo
+from ..facts import Facts, WeightFacts, as_bool, as_human_int, as_int, json_option, vllm_env_bool
+from ..gpus import GpuInfo
+from ..model import V4
+from ..records import Record
+from ..versions import VersionRange
 from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, pp_partition, stage_plans
-from .model import V4
-from .records import Record
-from .versions import VersionRange
-from .weights import DRAFT, WeightFacts
+from .weights import DRAFT
 
 GiB = 2**30
 MiB = 2**20

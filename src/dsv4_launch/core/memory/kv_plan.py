@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .records import Record
+from ..records import Record
 
 TUPLES, PACKED = "tuples", "packed"
 KV_BLOCK = 256  # --block-size: DeepSeek-V4's kernels need multiples of 256 (rules: block-size)
