@@ -22,7 +22,7 @@ from dsv4_launch.commands import exit_codes
 from dsv4_launch.commands.check import DEFAULT_URL, parse, run_check
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.own_options import UsageError
-from dsv4_launch.core import server_check as sc
+from dsv4_launch.core.check import judge as sc
 from tests.conftest import clean_env
 from tests.fakes.replay_server import BOS, COUNT, SHAPES, DeadPort, ReplayServer
 
@@ -485,7 +485,7 @@ def test_check_stays_off_the_dsv4_serve_path(run_cli):
     assert done.returncode == 0, done.stderr
     mods = set(record["modules"])
     assert "dsv4_launch.commands.serve" in mods  # the record is of the hand-over itself
-    for name in ("dsv4_launch.commands.check", "dsv4_launch.adapters.http_client", "dsv4_launch.core.server_check",
+    for name in ("dsv4_launch.commands.check", "dsv4_launch.adapters.http_client", "dsv4_launch.core.check.judge",
                  "httpx", "http.client"):
         assert name not in mods
 

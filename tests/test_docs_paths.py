@@ -44,7 +44,7 @@ def test_the_check_finds_what_it_should():
         "/opt/venv/lib/python3.12/site-packages/vllm"]
     assert machine_paths("written to /tmp/x.log") == ["/tmp/x.log"]
     # what may stay
-    assert machine_paths("vllm/models/deepseek_v4/nvidia/model.py and src/dsv4_launch/core/rules.py") == []
+    assert machine_paths("vllm/models/deepseek_v4/nvidia/model.py and src/dsv4_launch/core/rules/engine.py") == []
     assert machine_paths("vLLM 0.33.0 (…/site-packages/vllm, runs in this process)") == []
     assert machine_paths("-v ~/.cache/huggingface:/root/.cache/huggingface") == []
     assert machine_paths("'/root/.cache/huggingface/hub/models--x/blobs/9f2c.incomplete'") == []

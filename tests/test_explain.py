@@ -22,10 +22,11 @@ import pytest
 from dsv4_launch.adapters.log_reader import LINE_LIMIT, clean, read_lines
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import run_explain
+from dsv4_launch.core.explain.scanner import Scanner, parse_args_text
+from dsv4_launch.core.explain.signatures import KV_AUTO, NO_SIGNATURE, SIGNATURES
 from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
 from dsv4_launch.core.rules.engine import FAIL, REFUSE
 from dsv4_launch.core.rules.plan import RULES
-from dsv4_launch.core.signatures import KV_AUTO, NO_SIGNATURE, SIGNATURES, Scanner, parse_args_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 UPSTREAM = FIXTURES / "vllm-47174-journald-0.24.0.log"
@@ -663,7 +664,7 @@ def test_help_says_the_exit_codes(capsys):
 ])
 def test_a_secret_after_an_exception_name_or_a_scheme_word_is_never_echoed(tmp_path, line):
     # found by a review: "ValueError:" took the rest of the line as its own (non-secret) value
-    from dsv4_launch.core.signatures import mask_secrets_in_text
+    from dsv4_launch.core.explain.masking import mask_secrets_in_text
 
     assert "7secret" not in mask_secrets_in_text(line)
     log = tmp_path / "v.log"
@@ -680,7 +681,7 @@ def test_a_secret_after_an_exception_name_or_a_scheme_word_is_never_echoed(tmp_p
                                   "prompt_token_ids=[1, 2]", "Image token '<|image_pad|>' not found",
                                   "HF_TOKEN is not set", "GPU-1234abcd-5678-ef90-1234-567890abcdef"])
 def test_ordinary_words_near_secret_names_are_kept(line):
-    from dsv4_launch.core.signatures import mask_secrets_in_text
+    from dsv4_launch.core.explain.masking import mask_secrets_in_text
 
     assert mask_secrets_in_text(line) == line
 

@@ -1,4 +1,4 @@
-"""No credential in the vLLM log lines ``dsv4-launch explain`` prints (core/signatures.py
+"""No credential in the vLLM log lines ``dsv4-launch explain`` prints (core/explain/signatures.py
 ``mask_secrets_in_text``), and no ordinary log word masked.
 
 Both sides are tested: each phrasing a credential takes in a log line (after its word, quoted,
@@ -29,14 +29,8 @@ from hypothesis import strategies as st
 from dsv4_launch.adapters.log_reader import read_lines
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import _rules, row_text, run_explain
-from dsv4_launch.core.signatures import (
-    NO_SIGNATURE,
-    SECRET_PARTS,
-    SIGNATURES,
-    is_secret_key,
-    looks_like_credential,
-    mask_secrets_in_text,
-)
+from dsv4_launch.core.explain.masking import SECRET_PARTS, is_secret_key, looks_like_credential, mask_secrets_in_text
+from dsv4_launch.core.explain.signatures import NO_SIGNATURE, SIGNATURES
 from tests import hostile_strategies as hs
 from tests.test_explain import CASES
 
@@ -506,7 +500,7 @@ _MARK = "Zq"  # every secret part of the blocks above holds it; nothing else in 
 def _kept(lines, level="ERROR"):
     """What the scanner keeps of ``lines`` (as vLLM's logger writes a multi-line record: each
     line an ERROR line), every line it may print."""
-    from dsv4_launch.core.signatures import Scanner
+    from dsv4_launch.core.explain.scanner import Scanner
 
     scanner = Scanner()
     for line in lines:
@@ -577,7 +571,7 @@ def test_public_keys_certificates_and_words_like_begin_are_shown():
             "-----END CERTIFICATE-----", "-----BEGIN PUBLIC KEY-----", "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE",
             "-----END PUBLIC KEY-----", "ssl: expected '-----END PRIVATE KEY-----' at the end of key.pem",
             "BEGIN of the block", "END of the block", "ValueError: --kv-cache-dtype bfloat16 is not supported"]
-    from dsv4_launch.core.signatures import LineMasker
+    from dsv4_launch.core.explain.masking import LineMasker
 
     masker = LineMasker()
     assert [masker.feed(line)[0] for line in cert] == cert
@@ -589,7 +583,7 @@ def test_public_keys_certificates_and_words_like_begin_are_shown():
 
 def test_the_benign_corpus_goes_through_the_line_state_unchanged():
     # the fixtures' lines in their order, and every benign text: no state starts, nothing changes
-    from dsv4_launch.core.signatures import LineMasker
+    from dsv4_launch.core.explain.masking import LineMasker
 
     masker = LineMasker()
     for line in [*_fixture_lines(), *BENIGN]:
@@ -670,7 +664,7 @@ MULTILINE_FORMS = {
 
 @pytest.mark.parametrize("form", sorted(MULTILINE_FORMS))
 def test_a_secret_value_over_several_lines_is_masked_on_each(tmp_path, form):
-    from dsv4_launch.core.signatures import LineMasker
+    from dsv4_launch.core.explain.masking import LineMasker
 
     lines, expected = ([_shown(x) for x in part] for part in MULTILINE_FORMS[form])
     masker = LineMasker()
@@ -805,7 +799,7 @@ def test_prose_after_credential_words_is_kept(line):
     ["token", "  input_value=" + "x" * 60000] * 8,
 ])
 def test_a_huge_key_like_block_is_scanned_in_linear_time(lines):
-    from dsv4_launch.core.signatures import Scanner
+    from dsv4_launch.core.explain.scanner import Scanner
 
     start = time.perf_counter()
     scanner = Scanner()
@@ -844,7 +838,7 @@ def _spanning_log(draw):
 @settings(max_examples=200, deadline=None)
 @given(_spanning_log())
 def test_a_secret_spanning_lines_among_random_log_lines_is_never_kept(log):
-    from dsv4_launch.core.signatures import Scanner
+    from dsv4_launch.core.explain.scanner import Scanner
 
     before, form, after, cores = log
     for level in ("ERROR", None):
@@ -976,7 +970,7 @@ def test_pydantic_s_cut_input_value_without_a_credential_s_shape_is_kept(line):
     ["--api-key"] * 20000, ["kv_transfer_config.token"] * 20000, ["password: |2"] * 20000,
 ])
 def test_the_line_state_reads_a_hostile_log_in_linear_time(lines):
-    from dsv4_launch.core.signatures import Scanner
+    from dsv4_launch.core.explain.scanner import Scanner
 
     scanner = Scanner()
     start = time.perf_counter()

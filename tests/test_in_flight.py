@@ -1,4 +1,4 @@
-"""The in-flight tokens of ``core/memory.py`` where vLLM turns async scheduling off by itself,
+"""The in-flight tokens of ``core/memory/estimate.py`` where vLLM turns async scheduling off by itself,
 release by release (config/vllm.py's ``async_scheduling is None`` branch: :1059@0.26, :1185@0.28,
 :1576@0.31, :1685@0.33; ``max_concurrent_batches``: :512@0.26, :588@0.33). Pure: facts by hand;
 tests/vllm_real/test_async_oracle.py runs vLLM's own code on the same settings."""

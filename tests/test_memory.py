@@ -579,7 +579,7 @@ def test_the_lower_bound_keeps_the_mtp_layers_only_when_vllm_loads_them(spec, mt
     assert (b > a) is mtp_loaded
 
 
-# --- the speculative draft's KV caches (core/memory.py draft_kv, core/kv_plan.py draft_caches) ----
+# --- the speculative draft's KV caches (core/memory/estimate.py draft_kv, core/memory/kv_plan.py draft_caches) ----
 # Each draft layer (MTP: num_nextn_predict_layers; DSpark: n_mtp_layers or 3) adds one
 # sliding-window cache; tests/vllm_real/test_kv_oracle.py proves the charges equal vLLM's own
 # planner to the byte on 0.24.0, 0.29.0 and 0.33.0.
@@ -672,7 +672,7 @@ def test_the_context_warning_says_not_counted_only_for_a_draft_whose_kv_is_not(s
     assert ("not counted" in line) is said, line
 
 
-# --- the MTP draft's weights, as vLLM holds them (core/memory.py, core/weights.py) --------------
+# --- the MTP draft's weights, as vLLM holds them (core/memory/estimate.py, core/memory/weights.py) --------------
 # What each GPU holds with the MTP drafter, written out tensor by tensor from vLLM's classes
 # (models/deepseek_v4/nvidia/mtp.py DeepSeekV4MultiTokenPredictorLayer: e_proj/h_proj
 # ReplicatedLinear, enorm/hnorm, hc_head_*, shared_head (norm; its head is the target's), one

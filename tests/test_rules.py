@@ -151,7 +151,7 @@ CASES = {
                                                   "weights_facts": weights(148)}),
                                ([M, "-tp", "2", "--max-model-len", "auto"], {"gpu": gpus(SM120, SM120, memory=96 * GiB),
                                                                              "config": V4_FULL, "weights_facts": weights(148)})),
-    # rows of core/rules_memory.py added by the memory work (their pairs kept here, where every row's pair is)
+    # rows of core/rules/memory.py added by the memory work (their pairs kept here, where every row's pair is)
     "gpu-memory-utilization-invalid": (([M, "--gpu-memory-utilization", "1.5"], {"gpu": big(SM120)}),
                                        ([M, "--gpu-memory-utilization", "0.9"], {"gpu": big(SM120)})),
     "max-model-len-invalid": (([M, "--max-model-len", "-5"], {"gpu": big(SM120)}),

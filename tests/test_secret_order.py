@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from dsv4_launch.core.signatures import parse_args_text
+from dsv4_launch.core.explain.scanner import parse_args_text
 from dsv4_launch.output.redact import MASK, Scrubber, masked_argv
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.secrets import mask_secrets, secret_forms, secret_words

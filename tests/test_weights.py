@@ -1,4 +1,4 @@
-"""core/weights.py: the weights of DeepSeek-V4 by tensor class, split as vLLM splits them.
+"""core/memory/weights.py: the weights of DeepSeek-V4 by tensor class, split as vLLM splits them.
 
 The tally is checked against every exact byte count there is (the checkpoint table's exact
 figures, which are the safetensors payloads of the real checkpoints) and against the "Model

@@ -1,5 +1,5 @@
 """DeepSeek-V4's KV caches built by the installed vLLM's own classes, and planned by its own
-planner, on the CPU: the oracle for core/kv_plan.py (tests/vllm_real/test_kv_oracle.py).
+planner, on the CPU: the oracle for core/memory/kv_plan.py (tests/vllm_real/test_kv_oracle.py).
 
 Each cache spec comes from the release's own ``get_kv_cache_spec`` (DeepseekV4Attention,
 DeepseekV4IndexerCache, CompressorStateCache, DeepseekV4SWACache), called on a stand-in

@@ -1,4 +1,4 @@
-"""core/memory.py's in-flight tokens against the installed vLLM's own code, on the CPU.
+"""core/memory/estimate.py's in-flight tokens against the installed vLLM's own code, on the CPU.
 
 What vLLM runs, unchanged: the async-scheduling resolution of ``VllmConfig.__post_init__`` (its
 source, from ``executor_backend = …`` up to the NCCL-for-DP step, executed with vLLM's module

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from dsv4_launch.core import server_check as sc
+from dsv4_launch.core.check import judge as sc
 from tests.fakes import replay_server as rs
 
 

@@ -237,7 +237,7 @@ def test_the_logged_arguments_are_vllms_own(tmp_path, version, real_vllm, argv):
     if "--kv-transfer-config" in shown:  # a JSON option that may carry credentials: masked as plan masks it
         assert shown[shown.index("--kv-transfer-config") + 1] == "***"
     from dsv4_launch.commands.explain import rebuild_argv
-    from dsv4_launch.core.signatures import parse_args_text
+    from dsv4_launch.core.explain.scanner import parse_args_text
     from dsv4_launch.vllm_cli.option_table import load_table
 
     rebuilt, _ = rebuild_argv(parse_args_text(line.split(": ", 1)[1], 1).values, load_table(version))

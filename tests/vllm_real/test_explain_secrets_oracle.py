@@ -22,7 +22,7 @@ import pytest
 
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import run_explain
-from dsv4_launch.core.signatures import mask_secrets_in_text
+from dsv4_launch.core.explain.masking import mask_secrets_in_text
 from dsv4_launch.core.versions import is_older
 
 from .conftest import real_parse, vllm_symbol

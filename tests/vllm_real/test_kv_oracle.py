@@ -1,4 +1,4 @@
-"""core/kv_plan.py and core/memory.py against the installed vLLM's own KV planner, on the CPU.
+"""core/memory/kv_plan.py and core/memory/estimate.py against the installed vLLM's own KV planner, on the CPU.
 
 The caches are built by vLLM's own DeepSeek-V4 classes and planned by its own
 ``get_kv_cache_groups`` / ``get_kv_cache_configs`` (tests/vllm_real/kv_specs.py says what is a
@@ -139,7 +139,7 @@ SPEC_CASES = [
 
 
 def spec_case(planner, which, mnbt, batches, pp, method, k, layers):
-    """Ours through core/memory.py's own reading of the speculative config (draft_kv), the
+    """Ours through core/memory/estimate.py's own reading of the speculative config (draft_kv), the
     release's through its own classes with the stand-in SpeculativeConfig of kv_specs."""
     kv_specs, version = planner
     if method == "dspark" and not kv_specs.knows_method("dspark"):

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
-from ..core.server_check import BaseUrl, Exchange
+from ..core.check.judge import BaseUrl, Exchange
 
 MAX_BODY = 1 << 20  # 1 MiB: a model list or a 16-token completion is a few kB
 MAX_REDIRECTS = 3
@@ -115,7 +115,7 @@ def _follow(method, base, path, headers, body, deadline, client, max_bytes, cloc
 
 def _shown(url: str) -> str:
     """A URL for a message: credentials masked, at most 200 characters."""
-    from ..core.server_check import excerpt
+    from ..core.check.judge import excerpt
 
     parts = urlsplit(url)
     if "@" in parts.netloc:

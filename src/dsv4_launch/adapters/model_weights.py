@@ -71,7 +71,7 @@ def read_weights(model_dir: str | None, local: bool, known: Mapping[str, object]
 
 
 def weight_facts(files: CheckpointFiles | None, table: WeightFacts) -> WeightFacts:
-    """``WeightFacts`` (the fields core/memory.py reads) from what is on disk and the table."""
+    """``WeightFacts`` (the fields core/memory/estimate.py reads) from what is on disk and the table."""
     if files is None:
         return table
     if files.weight_format == "safetensors" or (files.weight_format is None and files.shards_named):

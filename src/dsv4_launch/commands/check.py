@@ -2,7 +2,7 @@
 is the server at URL (default http://127.0.0.1:8000) serving DeepSeek-V4 correctly?
 
 ``GET /health``, ``GET /v1/models``, one short deterministic chat completion and one tool-call
-request, judged by ``core/server_check.py``. Exit 0 healthy, 1 a problem found, 2 bad input,
+request, judged by ``core/check/judge.py``. Exit 0 healthy, 1 a problem found, 2 bad input,
 3 not reachable / not ready / no answer within ``--timeout`` — so it works as a Kubernetes
 startupProbe/readinessProbe exec command and a CI smoke test. The API key comes from the
 environment variable named by ``--api-key-env`` (never from the command line) and is never
@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Mapping
 
-from ..core import server_check as sc
+from ..core.check import judge as sc
 from ..core.settings import read_flag
 from ..output.lines import Reporter
 from ..output.redact import Scrubber

@@ -18,7 +18,7 @@ JSON_ONLY: OptionSpec = {"--json": None}
 
 
 def _gpus(text: str):
-    """``8``, ``8xH200``, ``2xRTXPRO6000``, ``GB10``: a count and a preset (core/gpu_presets.py)."""
+    """``8``, ``8xH200``, ``2xRTXPRO6000``, ``GB10``: a count and a preset (core/memory/presets.py)."""
     from ..core.memory.presets import parse_gpus
 
     return parse_gpus(text)

@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from ..core.signatures import KV_AUTO, Match, Scan, Scanner, mask_secrets_in_text
+from ..core.explain.masking import mask_secrets_in_text
+from ..core.explain.scanner import Match, Scan, Scanner
+from ..core.explain.signatures import KV_AUTO
 from . import exit_codes
 from .context import Context, here
 
@@ -42,7 +44,7 @@ class _Fill(dict):
 
 
 def row_text(rule_id: str, signature=None) -> dict:
-    """What happened, the fix and the reference, from the row itself (the KV rule: core/kv.py)."""
+    """What happened, the fix and the reference, from the row itself (the KV rule: core/rules/kv_paths.py)."""
     if rule_id == KV_AUTO:
         from ..core.rules.kv_paths import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE, KV_FIX_VALUE, KV_OPTION
 

@@ -4,7 +4,7 @@ Every layout of the model on these GPUs (and the one the arguments give, marked)
 weights per GPU, the KV cache left, the longest single request and the concurrency at
 ``--max-model-len`` (65,536 when not given) for the whole deployment, and the fewest of these
 GPUs that fit. The same pipeline as dsv4-serve gathers the facts (model, GPUs, vLLM); without
-GPUs it works from ``--gpus 8xH200`` (a preset: core/gpu_presets.py), or ``--gpus`` and
+GPUs it works from ``--gpus 8xH200`` (a preset: core/memory/presets.py), or ``--gpus`` and
 ``--gpu-memory`` (or ``DSV4_LAUNCH_GPU_MEMORY``).
 """
 

@@ -512,7 +512,7 @@ def _index(table: OptionTable) -> tuple[dict[str, int], frozenset[int], list[str
     return action_of, always, _INDEXES[id(table)][3]
 
 
-# The options the plan may write into the argv (core/kv.py's one change): always in the replica,
+# The options the plan may write into the argv (core/rules/kv_paths.py's one change): always in the replica,
 # so the pipeline's re-read of the edited argv parses with the same parser.
 _WRITTEN = ("--" + KV_CACHE_DTYPE,)
 

@@ -9,11 +9,11 @@ Two questions, answered with different certainty:
   every GPU of the layout as if nothing were replicated — against the memory of the GPUs vLLM
   will use × ``--gpu-memory-utilization``. Only this can refuse: if even
   the lower bound does not fit, no split vLLM can make fits. The estimate beside it (the
-  per-class split of ``core/weights.py`` where it is known, the replicated tensors and the load's
+  per-class split of ``core/memory/weights.py`` where it is known, the replicated tensors and the load's
   overhead) only warns.
 * **Does one request of ``max_model_len`` fit in the KV cache left?** vLLM checks exactly that
   after the weights load (``get_kv_cache_configs``). What one request needs is vLLM's own
-  accounting, reproduced for DeepSeek-V4's caches in ``core/kv_plan.py`` (per release family,
+  accounting, reproduced for DeepSeek-V4's caches in ``core/memory/kv_plan.py`` (per release family,
   per pipeline stage, with the in-flight tokens of async scheduling); what is *left* for the KV
   cache rests on fitted activation and CUDA-graph terms, so everything here is a warning, and
   every suggested ``--max-model-len`` is a length vLLM's rule admits on the estimate.
@@ -84,7 +84,7 @@ REPLICATED_SHARE = 0.0083  # of the total, when neither the table nor the shapes
 ACTIVATION_PER_BATCHED_TOKEN = int(0.64 * MiB)
 CUDA_GRAPHS = int(1.5 * GiB)
 TALLY_AGREES = 0.05  # the tally is used for the estimate only where it is this close to the checkpoint's size
-CHECKED_TALLY_ERROR = 0.005  # a tally within this of the exact size counts as checked (core/weights.py)
+CHECKED_TALLY_ERROR = 0.005  # a tally within this of the exact size counts as checked (core/memory/weights.py)
 EXPERT_SHARE = 0.93  # DeepSeek-V4-Flash's experts, when the shapes are unknown (estimate only)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vLLM's default in 0.24–0.33 (config/cache.py)
 DSV4_MAX_MODEL_LEN = 1_048_576  # max_position_embeddings: vLLM's default --max-model-len
@@ -243,7 +243,7 @@ def draft_kv(facts: Facts) -> tuple[int, int]:
     """(the speculative draft's layers that get KV caches, the ``extra_retained_tokens`` of every
     sliding-window cache). MTP builds ``num_nextn_predict_layers`` DeepSeek-V4 decoder layers
     (models/deepseek_v4/nvidia/mtp.py:175@0.24, :218@0.33), DSpark ``n_mtp_layers`` of the draft's
-    config or 3; each holds one sliding-window cache (core/kv_plan.py ``draft_caches``). Multi-
+    config or 3; each holds one sliding-window cache (core/memory/kv_plan.py ``draft_caches``). Multi-
     module MTP (``min(num_nextn_predict_layers, num_speculative_tokens) > 1``,
     config/speculative.py:2188@0.33) retains ``num_speculative_tokens − 1`` tokens more in every
     window from 0.28 (kv_cache_utils.py:2269@0.29; ``num_prefill_lookahead_tokens − 1``,
@@ -445,7 +445,7 @@ def _nextn(facts: Facts) -> int:
 
 def _own_draft(facts: Facts) -> str | None:
     """The draft module the checkpoint carries: ``dspark`` (``dspark_target_layer_ids``), ``mtp``
-    (``num_nextn_predict_layers`` > 0) or None — as core/weights.py tallies it. V4.1 keeps them
+    (``num_nextn_predict_layers`` > 0) or None — as core/memory/weights.py tallies it. V4.1 keeps them
     under ``text_config`` (vLLM's DeepseekV41Config flattens it; its only draft is DSpark)."""
     config = facts.model.config or {}
     targets = config.get("dspark_target_layer_ids")
@@ -485,7 +485,7 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
     weights are ``mtp.{0,1,2}.*``, dspark.py:445@0.33). A drafter of another kind than the
     checkpoint's (MTP on a DSpark checkpoint, vllm#51041) is not the module: what it allocates
     (it may read some of ``mtp.0.*``) is not what the bound counts, so all of the module counts as
-    skipped — the bound only gets lower. With the shapes (core/weights.py, checked
+    skipped — the bound only gets lower. With the shapes (core/memory/weights.py, checked
     within 0.5 % of the exact size) the module's own bytes, plus whatever of the exact size the
     tally does not explain; without them, the module's layers (MTP ``num_nextn_predict_layers``,
     DSpark ``n_mtp_layers`` or 3) at their share of the layers + 2 %: V4-Pro's MTP layer is 0.07 %
@@ -599,7 +599,7 @@ _SPLIT_MEMO: list = []  # the last (facts, weights, layout, split)s: the estimat
 
 
 def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
-    """The checkpoint by tensor class, split as vLLM splits it (``core/weights.py``), checked
+    """The checkpoint by tensor class, split as vLLM splits it (``core/memory/weights.py``), checked
     against the checkpoint's exact size where there is one; None where config.json does not
     give the shapes. Computed once for the same facts, weights and layout."""
     from .weights import split_weights

@@ -86,7 +86,7 @@ def gpu_lines(report: GpuReport | None, visible: set[int], source: str | None) -
 
 def vllm_lines(runtime: VllmRuntime, install_hint: str, dsv4: bool = True) -> list[DoctorLine]:
     """Is vLLM there, and (for DeepSeek-V4) which side of the `auto` KV-cache fix it is on —
-    the kv rule's own range and references (core/kv.py)."""
+    the kv rule's own range and references (core/rules/kv_paths.py)."""
     if runtime.vllm_where is None:
         return [DoctorLine("vllm", FAIL, f"not installed: {install_hint}")]
     where = f" ({runtime.vllm_where})"

@@ -1,7 +1,7 @@
 """Memory rules as rows: weights that certainly cannot fit (refused), weights the estimate puts
 at or over the budget, one request of ``max_model_len`` that vLLM's own KV accounting will not
 admit on the estimate (a warning with a length that it admits), an incomplete local checkpoint
-(refused), and values vLLM rejects itself. Each check sits under its row (``@row``; ``core/rules.py``).
+(refused), and values vLLM rejects itself. Each check sits under its row (``@row``; ``core/rules/engine.py``).
 The numbers come from ``memory.estimate`` (see its docstring for what is certain and what is
 estimated): the picture of the arguments' layout is ``Plan.memory``, made once before the rows,
 and the same object here (the estimate is kept for the same facts); the fix searches re-plan
@@ -24,7 +24,7 @@ from ..versions import VersionRange
 from .engine import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
-# Speculative methods whose draft KV the estimate counts (MTP, DSpark: core/memory.py draft_kv)
+# Speculative methods whose draft KV the estimate counts (MTP, DSpark: core/memory/estimate.py draft_kv)
 # or that have none (the n-gram and suffix proposers build no attention layers).
 DRAFT_KV_COUNTED = frozenset({"mtp", "dspark", "ngram", "ngram_gpu", "suffix"})
 USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth suggesting

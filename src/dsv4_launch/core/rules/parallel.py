@@ -1,5 +1,5 @@
 """Parallel sizes, as rows: tensor parallel against the model's heads and output groups, and
-TP × PP against the GPUs this node has. Each check sits under its row (``@row``; ``core/rules.py``).
+TP × PP against the GPUs this node has. Each check sits under its row (``@row``; ``core/rules/engine.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The recipes' flags, as rows: the Blackwell data-centre MoE backend copied elsewhere, the
 tokenizer mode, tool-call and reasoning parsers, chat-template kwargs, and the environment the
-recipes set. Each check sits under its row (``@row``; ``core/rules.py``).
+recipes set. Each check sits under its row (``@row``; ``core/rules/engine.py``).
 """
 
 from __future__ import annotations

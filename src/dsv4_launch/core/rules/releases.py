@@ -1,6 +1,6 @@
 """GPU families and single releases, as rows: GPUs DeepSeek-V4 has no kernels for, mixed GPUs,
 and the bugs or missing features of one vLLM release (or a few) on a GPU family. Each check
-sits under its row (``@row``; ``core/rules.py``).
+sits under its row (``@row``; ``core/rules/engine.py``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Speculative decoding, as rows: DSpark and MTP against the checkpoint, the release, the
-parallel layout and the model runner. Each check sits under its row (``@row``; ``core/rules.py``).
+parallel layout and the model runner. Each check sits under its row (``@row``; ``core/rules/engine.py``).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
-from .records import Record
+from ..records import Record
 
 OK, NOTE, WARN, FAIL, UNREACHABLE = "ok", "note", "warn", "fail", "unreachable"
 HEALTHY, PROBLEM, NOT_REACHABLE = "healthy", "problem", "not-reachable"

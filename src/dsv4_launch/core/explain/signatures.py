@@ -1,0 +1,390 @@
+"""What vLLM prints when a rule row's condition fails, per release, and how a log is read for it.
+
+A ``Signature`` is a row too: the rule id it belongs to (a ``Rule`` of a ``rules_*.py``
+topic module or ``doctor_rules.py``, or ``kv-auto``, the KV rule of ``kv.py``), the
+exception vLLM raises, a pattern for its message, the releases that print it and the vLLM line
+that raises it, release by release (``file:line@version``; the ranges are the releases whose
+source has that line).
+
+The log is read by ``scanner.py``; credentials in the lines it keeps are masked by
+``masking.py``. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..records import Record
+from ..versions import ANY_VERSION, VersionRange
+
+KV_AUTO = "kv-auto"  # the KV rule (core/rules/kv_paths.py: KvPath.rule), not a Rule row
+
+
+class Signature(Record):
+    rule: str  # the rule id this failure belongs to
+    exception: str  # what vLLM raises ("AssertionError", "ValueError", "pydantic ValidationError", …)
+    pattern: str  # regular expression searched in one log line (prefixes stripped)
+    source: str  # the raising line per release: "path:line@version, :line@version–version, …"
+    vllm: VersionRange = ANY_VERSION  # the releases that print it
+    # A regular expression that must also appear on this line or on one of the ``context_lines``
+    # lines before it (a traceback's frames, the start of a multi-line pydantic message).
+    context: str | None = None
+    context_lines: int = 0
+    # Words for the row's fix placeholders where no plan can fill them ({sizes}, {fix}, …).
+    fill: Mapping[str, str] | None = None
+
+
+_ATT = "vllm/models/deepseek_v4/attention.py"
+_NV = "vllm/models/deepseek_v4/nvidia/model.py"
+_IDX = "vllm/v1/attention/backends/mla/indexer.py"
+_KVU = "vllm/v1/core/kv_cache_utils.py"
+_FI = "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py"
+
+BEFORE_030 = VersionRange(before="0.30.0")
+SINCE_030 = VersionRange(since="0.30.0")
+
+SIGNATURES: tuple[Signature, ...] = (
+    # --- the KV cache ------------------------------------------------------------------------
+    Signature(
+        rule=KV_AUTO, exception="AssertionError",
+        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto\b",
+        source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
+        vllm=BEFORE_030,
+    ),
+    Signature(
+        rule="kv-not-fp8", exception="AssertionError",
+        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+",
+        source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
+        vllm=BEFORE_030,
+    ),
+    Signature(
+        rule="kv-not-fp8", exception="ValueError",
+        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
+        source=f"{_ATT}:112@0.30.0, :111@0.31.0–0.32.0, :112@0.33.0",
+        vllm=SINCE_030,
+    ),
+    Signature(
+        rule="kv-invalid", exception="argparse error (exit 2)",
+        pattern=r"argument --kv-cache-dtype: invalid choice: ",
+        source="vllm/config/cache.py CacheDType (argparse choices)@0.24.0–0.32.0",
+        vllm=VersionRange(before="0.33.0"),
+    ),
+    Signature(
+        rule="kv-invalid", exception="pydantic ValidationError",
+        pattern=r"Invalid kv_cache_dtype: '[^']*'\. Valid values are",
+        source="vllm/config/cache.py:473@0.33.0",
+        vllm=VersionRange(since="0.33.0"),
+    ),
+    Signature(
+        rule="nvfp4-on-mla", exception="pydantic ValidationError (ValueError)",
+        pattern=r"nvfp4 KV cache is not supported with MLA",
+        source="vllm/config/vllm.py:2165@0.24.0, :2206@0.25.0–0.25.1, :2285@0.26.0, :2316@0.27.0–0.27.1, "
+        ":2536@0.28.0, :2828@0.29.0, :3188@0.30.0, :3424@0.31.0, :3296@0.32.0, :3432@0.33.0",
+    ),
+    # V4.1's resolver: in 0.30 the same text as V4's (told apart by its traceback frames, or the
+    # plan on the logged arguments), from 0.31 its own.
+    Signature(
+        rule="v41-kv", exception="ValueError",
+        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
+        context=r"deepseek_v41", context_lines=40,
+        source="vllm/models/deepseek_v41/attention.py:141@0.30.0",
+        vllm=VersionRange(since="0.30.0", before="0.31.0"),
+    ),
+    Signature(
+        rule="v41-kv", exception="ValueError",
+        pattern=r"DeepseekV4 packed KV layouts only support fp8 kv-cache, got \w+",
+        source="vllm/models/deepseek_v41/attention.py:151@0.31.0, :154@0.32.0, :163@0.33.0",
+        vllm=VersionRange(since="0.31.0"),
+    ),
+    # --- attention backends --------------------------------------------------------------------
+    Signature(
+        rule="backend-not-dsv4", exception="ValueError",
+        pattern=r"\S+ is not a DeepSeek V4 attention backend",
+        fill={"use": "FLASHINFER_MLA_SPARSE_DSV4 (what the message names)", "name": "DeepSeek-V4"},
+        source=f"{_NV}:752@0.24.0, :773@0.25.0–0.25.1, :774@0.26.0, :785@0.27.0–0.27.1, :784@0.28.0, "
+        ":1035@0.29.0, :1100@0.30.0, :1160@0.31.0, :1027@0.32.0, :551@0.33.0",
+    ),
+    Signature(
+        rule="backend-not-dsv4", exception="ValueError",
+        pattern=r"\S+ is not a DeepSeek V4\.1 attention backend",
+        source="vllm/models/deepseek_v41/nvidia/model.py:131@0.30.0, :205@0.31.0, :212@0.32.0, :227@0.33.0",
+        vllm=SINCE_030,
+        fill={"use": "FLASHINFER_MLA_SPARSE_DSV41 (what the message names)", "name": "DeepSeek-V4.1"},
+    ),
+    Signature(
+        rule="v41-ds-mla-on-plain-rows", exception="ValueError",
+        pattern=r"\w+ is a packed FlashMLA DeepSeek V4\.1 KV cache format; the selected backend stores plain KV rows",
+        source="vllm/models/deepseek_v41/attention.py:161@0.31.0, :164@0.32.0, :173@0.33.0",
+        vllm=VersionRange(since="0.31.0"),
+    ),
+    # --- MegaMoE and the indexer cache ---------------------------------------------------------
+    Signature(
+        rule="mega-moe-needs-ep", exception="NotImplementedError",
+        pattern=r"DeepSeek V4 MegaMoE currently requires expert parallel",
+        source=f"{_NV}:506@0.24.0, :527@0.25.0–0.25.1, :528@0.26.0, :537@0.27.0–0.27.1, :545@0.28.0, "
+        ":765@0.29.0, :798@0.30.0, :814@0.31.0, :688@0.32.0, :232@0.33.0",
+    ),
+    Signature(
+        rule="mega-moe-fp4", exception="NotImplementedError",
+        pattern=r"DeepSeek V4 MegaMoE only supports fp4 experts",
+        source=f"{_NV}:526@0.24.0, :547@0.25.0–0.25.1, :548@0.26.0, :557@0.27.0–0.27.1, :565@0.28.0, "
+        ":785@0.29.0, :824@0.30.0, :844@0.31.0, :718@0.32.0, :262@0.33.0",
+    ),
+    Signature(
+        rule="mega-moe-not-sm100", exception="NotImplementedError",
+        pattern=r"DeepGEMM MegaMoE requires SM100 GPUs",
+        source=f"{_NV}:301@0.24.0, :309@0.25.0–0.25.1, :310@0.26.0, :317@0.27.0–0.27.1, :318@0.28.0, "
+        ":335@0.29.0, :338@0.30.0, :369@0.31.0, vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+        ":460@0.32.0, :201@0.33.0",
+    ),
+    Signature(
+        rule="fp4-indexer-off-sm10", exception="AssertionError",
+        pattern=r"use_fp4_indexer_cache requires Blackwell datacenter GPUs",
+        source=f"{_IDX}:257@0.24.0, :278@0.25.0–0.25.1, :286@0.26.0, :498@0.27.0–0.27.1",
+        vllm=VersionRange(since="0.24.0", before="0.28.0"),
+        fill={"fix": "drop --attention_config.use_fp4_indexer_cache (an SM 10.x-only option)"},
+    ),
+    # 0.28–0.29: use_fp4_indexer_cache=True is an alias of indexer_kv_dtype mxfp4, and both print
+    # the same ValueError; the arguments in the log (or the plan on them) tell the two apart.
+    Signature(
+        rule="fp4-indexer-off-sm10", exception="ValueError",
+        pattern=r"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs",
+        source=f"{_IDX}:58@0.28.0–0.29.0 (use_fp4_indexer_cache=True sets indexer_kv_dtype='mxfp4': "
+        "vllm/config/attention.py:125@0.28.0, :121@0.29.0)",
+        vllm=VersionRange(since="0.28.0", before="0.30.0"),
+        fill={"fix": "drop --attention_config.use_fp4_indexer_cache (an SM 10.x-only option)"},
+    ),
+    Signature(
+        rule="mxfp4-indexer-off-sm10", exception="ValueError",
+        pattern=r"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs",
+        source=f"{_IDX}:58@0.28.0–0.29.0, :68@0.30.0–0.31.0, :91@0.32.0, :95@0.33.0",
+        vllm=VersionRange(since="0.28.0"),
+    ),
+    Signature(
+        rule="fp4-indexer-removed", exception="pydantic ValidationError (extra forbidden)",
+        pattern=r"Unexpected keyword argument|Extra inputs are not permitted|unexpected_keyword_argument|extra_forbidden",
+        context=r"\buse_fp4_indexer_cache\b", context_lines=3,
+        source="vllm/config/attention.py AttentionConfig@0.30.0–0.33.0 (no use_fp4_indexer_cache field; "
+        "@config: extra='forbid', vllm/config/utils.py)",
+        vllm=SINCE_030,
+        fill={"fix": "drop use_fp4_indexer_cache from --attention-config (on SM 10.x with vLLM ≥ 0.28: "
+              "--attention-config.indexer_kv_dtype mxfp4 turns the FP4 indexer cache on)"},
+    ),
+    Signature(
+        rule="indexer-dtype-unsupported", exception="ValueError",
+        pattern=r"indexer_kv_dtype='\w+' is not supported by the DeepSeek sparse indexer",
+        source=f"{_IDX}:52@0.28.0–0.29.0, :62@0.30.0–0.31.0, :63@0.32.0, :64@0.33.0",
+        vllm=VersionRange(since="0.28.0"),
+    ),
+    # --- tensor parallelism, GPUs, block size --------------------------------------------------
+    Signature(
+        rule="tp-heads", exception="pydantic ValidationError (ValueError)",
+        pattern=r"Total number of attention heads \(\d+\) must be divisible by tensor parallel size",
+        source="vllm/config/model.py:1166@0.24.0, :1213@0.25.0–0.25.1, :1231@0.26.0, :1316@0.27.0–0.27.1, "
+        ":1368@0.28.0, :1414@0.29.0, :1427@0.30.0, :1505@0.31.0, :1547@0.32.0, :1560@0.33.0",
+        fill={"sizes": "one that divides the model's attention heads"},
+    ),
+    Signature(
+        rule="tp-o-groups", exception="ZeroDivisionError",
+        pattern=r"^ZeroDivisionError\b",
+        context=r"deepgemm_post_process_fp8_weight_block|r = wq\.size\(0\) // g|_o_proj|n_local_groups",
+        context_lines=40,
+        source="vllm/model_executor/layers/quantization/utils/fp8_utils.py:1120@0.24.0–0.25.1, :1121@0.26.0, "
+        ":1117@0.27.0–0.27.1, :1118@0.28.0, :1122@0.29.0, :1134@0.30.0, :1137@0.31.0, :1221@0.32.0–0.33.0 "
+        "(after the load); vllm/models/deepseek_v4/nvidia/flashmla.py:50@0.24.0–0.26.0, :51@0.27.0–0.27.1, "
+        ":69@0.28.0–0.33.0 (_o_proj, first forward)",
+        fill={"dp": "a tensor-parallel size no larger than the model's o_groups",
+              "sizes": "1, 2, 4, 8 for DeepSeek-V4-Flash"},
+    ),
+    Signature(
+        rule="tp-pp-gpus", exception="pydantic ValidationError (ValueError)",
+        pattern=r"World size \(\d+\) is larger than the number of available GPUs",
+        source="vllm/config/parallel.py:888@0.24.0–0.25.1, :900@0.26.0, :928@0.27.0–0.28.0, :960@0.29.0, "
+        ":983@0.30.0, :1006@0.31.0, :1052@0.32.0, :1071@0.33.0",
+    ),
+    Signature(
+        rule="pp-layer-partition-invalid", exception="ValueError",
+        pattern=r"Invalid partition string: |len\(partitions\)=\d+ does not match pp_size=\d+"
+        r"|sum\(partitions\)=-?\d+ does not match num_hidden_layers=\d+",
+        source="vllm/distributed/utils.py:131@0.24.0, :149@0.25.0–0.30.0, :150@0.31.0, :147@0.32.0, :219@0.33.0 "
+        "(get_pp_indices; its count and sum checks follow within five lines)",
+        fill={"fix": "unset VLLM_PP_LAYER_PARTITION, or give one comma-separated layer count per pipeline stage "
+                     "adding up to the model's num_hidden_layers (43 for DeepSeek-V4-Flash, 61 for DeepSeek-V4-Pro)"},
+    ),
+    Signature(
+        rule="block-size", exception="ValueError",
+        pattern=r"No common block size for \d+",
+        source="vllm/v1/worker/utils.py:328@0.24.0–0.25.1, :348@0.26.0, :332@0.27.0–0.27.1, :367@0.28.0, "
+        ":376@0.29.0, :386@0.30.0–0.31.0, :554@0.32.0–0.33.0",
+        fill={"suggested": "a multiple of 256 (256)"},
+    ),
+    Signature(
+        rule="block-size-v41", exception="ValueError",
+        pattern=r"No common block size for \d+",
+        source="vllm/v1/worker/utils.py:386@0.30.0–0.31.0, :554@0.32.0–0.33.0 (vllm/models/deepseek_v41/"
+        "sparse_mla.py:90@0.30.0)",
+        vllm=SINCE_030,
+        fill={"suggested": "a multiple of 128 (64 on SM 9.x)"},
+    ),
+    # --- speculative decoding --------------------------------------------------------------------
+    Signature(
+        rule="dspark-before-0.25", exception="pydantic ValidationError (literal_error)",
+        pattern=r"input_value='dspark'",
+        context=r"SpeculativeConfig|literal_error|Input should be", context_lines=3,
+        source="vllm/config/speculative.py SpeculativeMethod@0.24.0 (no 'dspark')",
+        vllm=VersionRange(before="0.25.0"),
+    ),
+    Signature(
+        rule="dspark-without-module", exception="AttributeError",
+        pattern=r"has no attribute 'dspark_target_layer_ids'",
+        source="vllm/models/deepseek_v4/nvidia/dspark.py:67@0.25.0, :100@0.33.0",
+        vllm=VersionRange(since="0.25.0"),
+    ),
+    Signature(
+        rule="dspark-pp", exception="NotImplementedError",
+        pattern=r"DSpark does not support pipeline parallelism",
+        source="vllm/v1/worker/gpu/spec_decode/dspark/utils.py:36@0.25.0–0.25.1, :46@0.26.0, "
+        ":50@0.27.0–0.27.1, :56@0.28.0, :80@0.29.0",
+        vllm=VersionRange(since="0.25.0", before="0.30.0"),
+    ),
+    Signature(
+        rule="dspark-k-below-block", exception="ValueError",
+        pattern=r"DSpark requires num_speculative_tokens >= dspark_block_size",
+        source="vllm/config/speculative.py:1020@0.26.0, :1051@0.27.0–0.27.1",
+        vllm=VersionRange(since="0.26.0", before="0.28.0"),
+        fill={"block": "the checkpoint's dspark_block_size"},
+    ),
+    Signature(
+        rule="dspark-v1-runner", exception="ValueError",
+        pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
+        source="vllm/config/vllm.py:2738@0.29.0 (:2624 adds 'dspark speculative decoding'), :3093@0.30.0, "
+        ":3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
+        vllm=VersionRange(since="0.29.0"),
+    ),
+    # The same refusal when a setting the V2 runner does not support makes vLLM fall back to V1.
+    Signature(
+        rule="dspark-v2-unsupported", exception="ValueError",
+        pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
+        source="vllm/config/vllm.py:2738@0.29.0, :3093@0.30.0, :3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
+        vllm=VersionRange(since="0.29.0"),
+        fill={"used": "--enable-dbo, elastic EP or the other setting the V2 model runner does not support"},
+    ),
+    # --- vision, hybrid KV manager -------------------------------------------------------------
+    Signature(
+        rule="vision-before-0.30", exception="ValueError",
+        pattern=r"There is no module or parameter named '[^']*vision",
+        source="vllm/model_executor/models/utils.py:341@0.24.0, :387@0.25.0–0.25.1, :390@0.26.0–0.27.1, "
+        ":389@0.28.0, :412@0.29.0",
+        vllm=BEFORE_030,
+    ),
+    Signature(
+        rule="hma-disabled", exception="TypeError",
+        pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
+        source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (replace_as; "
+        "SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, :1015@0.33.0)",
+        vllm=VersionRange(since="0.31.0"),
+    ),
+    Signature(
+        rule="connector-turns-hma-off", exception="TypeError",
+        pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
+        source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (HMA turned "
+        "off by vllm/config/vllm.py for a connector without SupportsHMA)",
+        vllm=VersionRange(since="0.31.0"),
+    ),
+    Signature(
+        rule="connector-hma-forced", exception="ValueError",
+        pattern=r"Connector \S+ does not support HMA but HMA is enabled",
+        source="vllm/distributed/kv_transfer/kv_connector/factory.py:57@0.24.0–0.33.0",
+    ),
+    # --- memory ----------------------------------------------------------------------------------
+    Signature(
+        rule="weights-exceed-memory", exception="ValueError",
+        pattern=r"No available memory for the cache blocks",
+        source=f"{_KVU}:740@0.24.0–0.25.1, :758@0.26.0–0.27.1, :738@0.28.0, :859@0.29.0, :879@0.30.0, "
+        ":905@0.31.0, :1010@0.32.0, vllm/v1/core/kv_cache_planning.py:57@0.33.0",
+        fill={"more": "enough"},
+    ),
+    Signature(
+        rule="weights-exceed-memory", exception="torch.OutOfMemoryError",
+        pattern=r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError: CUDA out of memory",
+        context=r"load_weights|load_model|model_loader|weight_loader", context_lines=60,
+        source="torch's allocator, during vLLM's weight load (vllm/model_executor/model_loader/)",
+        fill={"more": "enough"},
+    ),
+    Signature(
+        rule="max-model-len-too-long", exception="ValueError",
+        pattern=r"To serve at least one request with the model's max seq len \(\d+\)",
+        source=f"{_KVU}:760@0.24.0–0.25.1, :778@0.26.0–0.27.1, :758@0.28.0, :879@0.29.0, :899@0.30.0, "
+        ":925@0.31.0, :1030@0.32.0, vllm/v1/core/kv_cache_planning.py:77@0.33.0",
+        fill={"fix": "--max-model-len at most the estimated maximum the message names, --max-model-len auto, or "
+              "more memory for the KV cache (--gpu-memory-utilization, more GPUs)"},
+    ),
+    Signature(
+        rule="shards-missing", exception="ValueError",
+        pattern=r"Following weights were not initialized from checkpoint",
+        source="vllm/model_executor/model_loader/default_loader.py:467@0.24.0–0.30.0, :521@0.31.0, "
+        ":564@0.32.0, :569@0.33.0",
+        fill={"where": "the model's directory (or the Hugging Face cache)"},
+    ),
+    # --- doctor rows (this machine's FlashInfer) -----------------------------------------------
+    Signature(
+        rule="flashinfer-missing", exception="RuntimeError",
+        pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
+        source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1 (has_flashinfer_sparse_mla_sm120() "
+        "is False without FlashInfer)",
+        vllm=VersionRange(before="0.28.0"),
+    ),
+    Signature(
+        rule="flashinfer-sm120-api", exception="RuntimeError",
+        pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
+        source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1",
+        vllm=VersionRange(before="0.28.0"),
+    ),
+    Signature(
+        rule="flashinfer-sm120-shape", exception="RuntimeError",
+        pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires a FlashInfer DSV4 sparse MLA decode specialization",
+        source=f"{_FI}:594@0.28.0, :573@0.29.0, :606@0.30.0, :664@0.31.0–0.33.0",
+        vllm=VersionRange(since="0.28.0"),
+    ),
+    # --- reported (kernel) failures: warning rows, the text from the upstream reports ------------
+    Signature(
+        rule="sm12-0.24-deepgemm", exception="RuntimeError (DeepGEMM assertion)",
+        pattern=r"layout\.hpp:\d+\).*Unknown recipe|Unknown recipe.*layout\.hpp",
+        source="DeepGEMM csrc layout.hpp:76 via vLLM 0.24.0's FP8 warm-up (vLLM #47130, #47266)",
+        vllm=VersionRange(since="0.24.0", before="0.24.1"),
+    ),
+    Signature(
+        rule="sm12-0.27", exception="RuntimeError (DeepGEMM assertion)",
+        pattern=r"Unknown SF transformation",
+        source="DeepGEMM, from process_weights_after_loading in vLLM 0.27.x (vLLM #51758)",
+        vllm=VersionRange(since="0.27.0", before="0.28.0"),
+        fill={"before": "0.28.0"},
+    ),
+)
+
+# Rows whose failure prints nothing a log can be matched on, each with why (tests hold every
+# other refusing row to at least one signature).
+NO_SIGNATURE = {
+    "indexer-dtype-ignored": "silently ignored: vLLM prints nothing",
+    "backend-ignored": "silently ignored: vLLM prints nothing",
+    "attention-env-ignored": "read nowhere: vLLM logs only 'Unknown vLLM environment variable'",
+    "flashmla-on-sm12": "a kernel failure (no sm_120 kernels) whose text is not known from vLLM's code",
+    "flashinfer-dsv4-on-sm9": "a kernel failure whose text is not known from vLLM's code",
+    "fp8-ds-mla-on-plain-rows": "a silent layout mismatch: nothing is raised",
+    "gpu-too-old": "a kernel failure whose text depends on the kernel and the GPU",
+    "sm12-before-0.24": "outside the releases dsv4-launch knows",
+    "sm10-0.28-v2-runner": "silent: only BOS tokens are generated (`dsv4-launch check` finds it)",
+    "h20-0.27.1": "a CUDA illegal address in graph capture, not specific to this cause",
+    "gb10-stock": "unverified support, no single failure text",
+    "mixed-gpus": "no single failure text",
+    "mtp-on-dspark-checkpoint": "boots: more KV memory per token, nothing is raised",
+    "tokenizer-without-template": "the error comes per chat request from the tokenizer, not at start",
+    "v4-parsers-on-v41": "silent: tool calls are not parsed",
+    "think-max-short": "silent: the reasoning is cut short",
+    "weights-tight": "an estimate: the failure, if any, is weights-exceed-memory's",
+    "flashinfer-pin": "pip only warns; any failure is a kernel's",
+}
+
+
+def signatures_for(rule_id: str) -> tuple[Signature, ...]:
+    return tuple(s for s in SIGNATURES if s.rule == rule_id)
