@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from dsv4_launch.commands.context import Context
-from tests.conftest import BIN, RTX_PRO_6000, clean_env, install_fake_vllm_executable
+from tests.conftest import BIN, H200, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 M = "deepseek-ai/DeepSeek-V4-Flash"
@@ -566,9 +566,7 @@ def test_the_ray_serve_example_installs_the_plugin_and_plans_clean(run_cli):
     assert runtime_env == {"pip": ["w"]}  # dsv4-launch, into every replica's Python
     engine = ast.literal_eval(config["engine_kwargs"])
     model = ast.literal_eval(config["model_loading_config"])["model_source"]
-    args = [model]
-    for key, value in engine.items():
-        args += [f"--{key.replace('_', '-')}", str(value)]
+    args = [model, *engine_kwargs_as_args(engine)]
     done, _ = run_cli("dsv4-launch", "plan", "--json", *args, gpus=EIGHT_GPUS)
     assert done.returncode == 0, done.stdout
     assert "from ray.serve.llm import LLMConfig, build_openai_app" in path.read_text()
@@ -637,8 +635,23 @@ def test_docker_run_line_runs_the_images_cmd(name):
 
 # What LWS injects into every pod (https://lws.sigs.k8s.io), with the worker's values; POD_IP is
 # the leader's own downward-API variable.
-LWS_ENV = {"LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1", "LWS_NAME": "deepseek-v4-flash",
-           "LWS_LEADER_ADDRESS": "deepseek-v4-flash-0.deepseek-v4-flash.default", "POD_IP": "10.0.0.10"}
+LWS_ENV = {"LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1", "LWS_NAME": "deepseek-v4-pro",
+           "LWS_LEADER_ADDRESS": "deepseek-v4-pro-0.deepseek-v4-pro.default", "POD_IP": "10.0.0.10"}
+
+
+LWS_FILE = EXAMPLES / "kubernetes" / "leaderworkerset.yaml"
+# The hardware the LeaderWorkerSet is written for: two nodes of eight H200 (141 GB), one pod each.
+LWS_GPUS = (H200,) * 8
+
+
+def lws_docs() -> list[dict]:
+    return [d for d in yaml.safe_load_all(LWS_FILE.read_text()) if d]
+
+
+def lws_doc() -> dict:
+    """The LeaderWorkerSet itself (the file also holds the leader's Service)."""
+    (doc,) = [d for d in lws_docs() if d["kind"] == "LeaderWorkerSet"]
+    return doc
 
 
 def container_command(container: dict, env: dict[str, str]) -> list[str]:
@@ -683,7 +696,7 @@ def test_leaderworkerset_is_valid(run_cli):
     kv = k8s_validate()
     import jsonschema
 
-    doc = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+    doc = lws_doc()
     schema = json.loads((Path(__file__).parent / "schemas" / "leaderworkerset-v1.json").read_text())
     jsonschema.validate(doc, schema)
     for role, template in lws_pod_templates(doc).items():
@@ -695,7 +708,7 @@ def test_leaderworkerset_is_valid(run_cli):
 def test_leaderworkerset_layout_fills_the_gpus():
     """TP × PP × DP spans exactly the group's GPUs, each pod's share fits its GPU limit, the
     worker's engines start after the leader's, and every $(VAR) is one the pod has."""
-    doc = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+    doc = lws_doc()
     group = doc["spec"]["leaderWorkerTemplate"]["size"]
     worlds = set()
     for role, template in lws_pod_templates(doc).items():
@@ -721,18 +734,50 @@ def test_leaderworkerset_layout_fills_the_gpus():
     assert len(worlds) == 1, worlds  # leader and worker agree on the layout
 
 
-def test_leaderworkerset_leader_and_worker_decide_alike(run_cli):
-    doc = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+@pytest.mark.parametrize("version,kv", [("0.24.0", "fp8"), ("0.33.0", None)])
+def test_leaderworkerset_leader_and_worker_decide_alike(run_cli, version, kv):
+    """On its H200s, both pods make the same KV-cache decision: fp8 appended where vLLM would
+    crash on `auto` (0.24.0), left to vLLM where it resolves `auto` itself (0.33.0)."""
     plans = {}
-    for role, template in lws_pod_templates(doc).items():
+    for role, template in lws_pod_templates(lws_doc()).items():
         (container,) = template["spec"]["containers"]
         argv = container_command(container, LWS_ENV)
         assert argv[0] == "dsv4-serve"
-        plans[role] = plan_json(run_cli, argv)
-        assert_fixed(plans[role], argv)
+        plans[role] = plan_json(run_cli, argv, gpus=LWS_GPUS, vllm=version)
+        if kv:
+            assert_fixed(plans[role], argv)
+        else:
+            assert plans[role]["argv"] == argv[1:] and plans[role]["changes"] == []
     assert "--headless" in plans["worker"]["argv"] and "--headless" not in plans["leader"]["argv"]
-    kv = {role: plan["argv"][plan["argv"].index("--kv-cache-dtype") + 1] for role, plan in plans.items()}
-    assert kv["leader"] == kv["worker"] == "fp8"
+    chosen = {role: option_value(plan["argv"], "--kv-cache-dtype") for role, plan in plans.items()}
+    assert chosen["leader"] == chosen["worker"] == kv
+
+
+def test_leaderworkerset_service_reaches_the_leader_only():
+    """The Service selects the leader pod (LWS's name label plus the leader template's role
+    label, which the worker does not have) on the port its API server listens on."""
+    kv = k8s_validate()
+    lws = lws_doc()
+    (service,) = [d for d in lws_docs() if d["kind"] == "Service"]
+    kv.validate(service, kv.latest_version(), strict=True)
+    selector = service["spec"]["selector"]
+    assert selector["leaderworkerset.sigs.k8s.io/name"] == lws["metadata"]["name"]
+    templates = lws_pod_templates(lws)
+    leader_labels = templates["leader"]["metadata"]["labels"]
+    worker_labels = templates["worker"].get("metadata", {}).get("labels", {})
+    own = {k: v for k, v in selector.items() if not k.startswith("leaderworkerset.sigs.k8s.io/")}
+    assert own and own.items() <= leader_labels.items() and not own.items() <= worker_labels.items()
+    (container,) = templates["leader"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    (port,) = service["spec"]["ports"]
+    assert str(ports[port["targetPort"]]) == option_value(container["args"], "--port")
+
+
+def test_leaderworkerset_leader_has_the_api_key_from_a_secret():
+    (container,) = lws_pod_templates(lws_doc())["leader"]["spec"]["containers"]
+    (key,) = [e for e in container["env"] if e["name"] == "VLLM_API_KEY"]
+    assert set(key) == {"name", "valueFrom"} and key["valueFrom"]["secretKeyRef"]["name"] == "vllm-api-key"
+    assert "--api-key" not in container["args"]  # a key in args shows in the pod spec and `ps`
 
 
 def pod_specs() -> list[tuple[str, dict, list[dict], set[str]]]:
@@ -742,7 +787,7 @@ def pod_specs() -> list[tuple[str, dict, list[dict], set[str]]]:
     for doc in docs:
         if doc["kind"] == "Deployment":
             found.append(("deployment", doc["spec"]["template"]["spec"], docs, set()))
-    lws = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+    lws = lws_doc()
     claims = {c["metadata"]["name"] for c in lws["spec"]["leaderWorkerTemplate"].get("volumeClaimTemplates", [])}
     for role, template in lws_pod_templates(lws).items():
         found.append((f"leaderworkerset {role}", template["spec"], [lws], claims))
@@ -789,8 +834,9 @@ def test_kubernetes_tensor_parallel_pods_get_a_memory_backed_dev_shm():
 
 def test_kubernetes_servers_get_a_start_measured_in_minutes_then_readiness():
     """Every container that serves HTTP (not a --headless worker) has a startupProbe that lets
-    vLLM load and compile for at least 20 minutes before the kubelet restarts it, and a
-    readinessProbe; each probe's timeout leaves its command time to finish."""
+    vLLM load and compile for at least 20 minutes before the kubelet restarts it (readiness and
+    liveness only begin after it), a readinessProbe and a livenessProbe; each probe's timeout
+    leaves its command time to finish."""
     served = 0
     for where, spec, _, _ in pod_specs():
         (container,) = spec["containers"]
@@ -798,7 +844,7 @@ def test_kubernetes_servers_get_a_start_measured_in_minutes_then_readiness():
             continue
         served += 1
         start, ready = container.get("startupProbe"), container.get("readinessProbe")
-        assert start and ready, f"{where}: startupProbe and readinessProbe"
+        assert start and ready and container.get("livenessProbe"), f"{where}: startup, readiness and liveness probes"
         budget = start.get("initialDelaySeconds", 0) + start.get("periodSeconds", 10) * start.get("failureThreshold", 3)
         assert budget >= 20 * 60, f"{where}: the startupProbe gives up after {budget} s"
         for probe in (start, ready):
@@ -810,7 +856,7 @@ def test_kubernetes_servers_get_a_start_measured_in_minutes_then_readiness():
 
 def test_leaderworkerset_volume_claims_are_valid():
     kv = k8s_validate()
-    lws = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
+    lws = lws_doc()
     claims = lws["spec"]["leaderWorkerTemplate"]["volumeClaimTemplates"]
     assert claims
     for claim in claims:
@@ -847,38 +893,58 @@ def test_config_example_plans_the_fix(run_cli):
 
 
 def probe_commands():
-    """(where, probe kind, exec command) of every Kubernetes probe in the examples."""
+    """(where, probe kind, probe, container) of every Kubernetes probe in the examples."""
     found = []
     docs = list(yaml.safe_load_all((EXAMPLES / "kubernetes" / "deployment.yaml").read_text()))
-    pods = [("deployment", docs[0]["spec"]["template"]["spec"])]
-    lws = yaml.safe_load((EXAMPLES / "kubernetes" / "leaderworkerset.yaml").read_text())
-    pods.append(("lws-leader", lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]))
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    pods = [("deployment", deployment["spec"]["template"]["spec"])]
+    pods.append(("lws-leader", lws_doc()["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]))
     for where, pod in pods:
         for container in pod["containers"]:
-            for kind in ("startupProbe", "readinessProbe"):
-                probe = container[kind]
-                found.append((where, kind, probe, container))
+            for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+                found.append((where, kind, container[kind], container))
     return found
 
 
-def test_kubernetes_probes_run_check_within_their_timeout():
+# The paths vLLM's API key guards (its AuthenticationMiddleware checks the key only on these
+# prefixes): vllm/entrypoints/serve/utils/server_utils.py:41@0.24.0 ("/v1", "/v2", "/inference"),
+# vllm/entrypoints/serve/middleware/authenticate.py:11@0.29.0 and @0.33.0 (and "/cohere").
+# tests/vllm_real/test_probe_auth.py runs the installed release's middleware on them.
+GUARDED_BY_THE_API_KEY = ("/v1", "/v2", "/inference", "/cohere")
+
+
+def test_kubernetes_check_starts_and_health_keeps_ready_and_alive():
+    """`dsv4-launch check` is the startupProbe (valid as written, within its timeout, an hour for
+    the weights, with the key when the pod has one); readiness and liveness ask vLLM's /health
+    on the API server's port, a path vLLM's API key does not guard: no key, no generation."""
     from dsv4_launch.commands.check import parse
 
     probes = probe_commands()
     assert {(w, k) for w, k, _, _ in probes} == {(w, k) for w in ("deployment", "lws-leader")
-                                                 for k in ("startupProbe", "readinessProbe")}
+                                                 for k in ("startupProbe", "readinessProbe", "livenessProbe")}
     for where, kind, probe, container in probes:
-        command = probe["exec"]["command"]
-        assert command[:2] == ["dsv4-launch", "check"], (where, kind)
-        own, url = parse(command[2:])  # valid as written (exit 2 would fail every probe)
-        assert url == "http://127.0.0.1:8000" and "--port" in container["args"]
-        assert container["args"][container["args"].index("--port") + 1] == "8000"
-        # check's own --timeout ends it before the kubelet kills it (Python's start-up included)
-        assert own["timeout"] + 5 <= probe["timeoutSeconds"], (where, kind)
-        if kind == "startupProbe":  # DeepSeek-V4's weights and compilation: allow an hour
-            assert probe["periodSeconds"] * probe["failureThreshold"] >= 3600
-        key_env = {e["name"] for e in container.get("env", [])}
-        assert ("VLLM_API_KEY" in key_env) == ("--api-key-env" in command), (where, kind)
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        served = int(option_value(container["args"], "--port") or 8000)
+        if kind == "startupProbe":
+            command = probe["exec"]["command"]
+            assert command[:2] == ["dsv4-launch", "check"], (where, kind)
+            own, url = parse(command[2:])  # valid as written (exit 2 would fail every probe)
+            assert url == f"http://127.0.0.1:{served}"
+            # check's own --timeout ends it before the kubelet kills it (Python's start-up included)
+            assert own["timeout"] + 5 <= probe["timeoutSeconds"], (where, kind)
+            assert probe["periodSeconds"] * probe["failureThreshold"] >= 3600  # weights and compilation
+            key_env = {e["name"] for e in container.get("env", [])}
+            assert ("VLLM_API_KEY" in key_env) == ("--api-key-env" in command), (where, kind)
+            assert "--api-key-env" in command, f"{where}: the server has no API key"
+        else:
+            assert set(probe) - {"periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold"} == \
+                {"httpGet"}, (where, kind, probe)
+            get = probe["httpGet"]
+            assert get["path"] == "/health" and ports[get["port"]] == served, (where, kind, get)
+            assert not get["path"].startswith(GUARDED_BY_THE_API_KEY) and "httpHeaders" not in get
+            assert probe["timeoutSeconds"] < probe["periodSeconds"], (where, kind)
+            if kind == "livenessProbe":  # a restart costs the weight load: not on one slow answer
+                assert probe["periodSeconds"] * probe["failureThreshold"] >= 60, (where, kind)
 
 
 def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_broken_one():
@@ -889,7 +955,8 @@ def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_brok
     from dsv4_launch.commands.check import run_check
     from tests.fakes.replay_server import ReplayServer
 
-    (command,) = {tuple(p["exec"]["command"]) for w, k, p, _ in probe_commands() if w == "deployment"}
+    commands = {tuple(p["exec"]["command"]) for w, k, p, _ in probe_commands() if "exec" in p}
+    (command,) = commands  # the Deployment's and the LWS leader's startupProbe: the same command
     env = {"VLLM_API_KEY": "sk-probe-0123456789"}
     for shape, expected in (("healthy", 0), ("bos-only", 1)):
         with ReplayServer(shape, api_key=env["VLLM_API_KEY"]) as server:
@@ -964,14 +1031,23 @@ def ray_command() -> list[str]:
     (call,) = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "LLMConfig"]
     config = {k.arg: k.value for k in call.keywords}
     argv = ["dsv4-serve", ast.literal_eval(config["model_loading_config"])["model_source"]]
-    for key, value in ast.literal_eval(config["engine_kwargs"]).items():
-        argv += [f"--{key.replace('_', '-')}", str(value)]
-    return argv
+    return argv + engine_kwargs_as_args(ast.literal_eval(config["engine_kwargs"]))
+
+
+def engine_kwargs_as_args(engine: dict) -> list[str]:
+    """Engine keyword arguments as `vllm serve` options: True is the bare flag (as vLLM's parser
+    turns `--enable-auto-tool-choice` into True), anything else `--name value`."""
+    args: list[str] = []
+    for key, value in engine.items():
+        flag = f"--{key.replace('_', '-')}"
+        args += [flag] if value is True else [flag, str(value)]
+    return args
 
 
 def shell_commands() -> list[list[str]]:
     """The `vllm-serve …` command lines the snippet's comments show."""
-    found = re.findall(r"^#\s+vllm-serve (.+)$", SNIPPET.read_text(), re.M)
+    text = re.sub(r"\\\n#\s*", " ", SNIPPET.read_text())  # a command continued on the next comment line
+    found = re.findall(r"^#\s+vllm-serve (.+)$", text, re.M)
     assert found, "the shell snippet shows no vllm-serve command"
     return [["dsv4-serve", *shlex.split(line)] for line in found]
 
@@ -999,7 +1075,7 @@ def example_commands() -> list[tuple[str, list[str], dict[str, str], int | None,
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     commands.append(("kubernetes/deployment.yaml", container_command(container, {}), k8s_env(container),
                      int(container["resources"]["limits"]["nvidia.com/gpu"]), (image,)))
-    lws = yaml.safe_load((kube / "leaderworkerset.yaml").read_text())
+    lws = lws_doc()
     for role, template in lws_pod_templates(lws).items():
         (container,) = template["spec"]["containers"]
         commands.append((f"kubernetes/leaderworkerset.yaml:{role}", container_command(container, LWS_ENV),
@@ -1018,21 +1094,28 @@ def memory_rule_ids() -> set[str]:
     return {r.id for r in getattr(rules_memory, "MEMORY_RULES", ())} | {"think-max-short"}
 
 
+def example_hardware(name: str) -> str:
+    """The GPU an example is written for: the LeaderWorkerSet's nodes have H200s, the others
+    two 96 GB RTX PRO 6000."""
+    return H200 if name.startswith("kubernetes/leaderworkerset.yaml") else RTX_PRO_6000
+
+
 def example_cases():
     for name, argv, env, gpus, versions in example_commands():
         for version in versions:
-            yield pytest.param(argv, env, gpus, version, version == versions[-1], id=f"{name}@{version}")
+            yield pytest.param(argv, env, gpus, version, version == versions[-1], example_hardware(name),
+                               id=f"{name}@{version}")
 
 
-@pytest.mark.parametrize("argv,env,declared,version,newest", list(example_cases()))
-def test_every_example_plans_clean_on_its_hardware(run_cli, argv, env, declared, version, newest):
-    """Each command on the RTX PRO 6000s it is written for (as many as it declares, else its
+@pytest.mark.parametrize("argv,env,declared,version,newest,gpu", list(example_cases()))
+def test_every_example_plans_clean_on_its_hardware(run_cli, argv, env, declared, version, newest, gpu):
+    """Each command on the GPUs it is written for (as many as it declares, else its
     TP × PP × local DP): no refusal, no memory or context warning (a start vLLM would abort after
     loading the weights, which Restart=on-failure would repeat) on every release it may meet, and
     no warning at all on its image's release (or, pinning none, the newest)."""
     gpus = world_size(argv)
     assert declared in (None, gpus), f"the example declares {declared} GPUs, its layout uses {gpus}"
-    plan = plan_json(run_cli, argv, env=env, gpus=(RTX_PRO_6000,) * gpus, vllm=version)
+    plan = plan_json(run_cli, argv, env=env, gpus=(gpu,) * gpus, vllm=version)
     assert plan["vllm_version"] == version
     memory = memory_rule_ids()
     warned = [f for f in plan["findings"] if f["level"] != "info"]
@@ -1041,3 +1124,199 @@ def test_every_example_plans_clean_on_its_hardware(run_cli, argv, env, declared,
                                           + json.dumps(plan.get("memory"))])
     if newest:
         assert plan["warnings"] == [], plan["warnings"]
+
+
+# --- the recipes' chat flags -----------------------------------------------------------------
+
+# vllm-project/recipes, models/deepseek-ai/DeepSeek-V4-Flash.yaml and -Pro.yaml: the tool_calling
+# feature (`--tokenizer-mode deepseek_v4 --tool-call-parser deepseek_v4 --enable-auto-tool-choice`)
+# and the reasoning one (`--reasoning-parser deepseek_v4`), in every generated command of both.
+# The parsers are the API server's options; the tokenizer mode is the model's (every engine).
+RECIPE_ENGINE_FLAGS = {"--tokenizer-mode": "deepseek_v4"}
+RECIPE_SERVER_FLAGS = {"--tool-call-parser": "deepseek_v4", "--reasoning-parser": "deepseek_v4"}
+
+
+@pytest.mark.parametrize("name,argv", [pytest.param(n, a, id=n) for n, a, *_ in example_commands()])
+def test_every_example_passes_the_recipes_chat_flags(name, argv):
+    """Without the parsers, tool calls stay DSML text in `content` and `check`'s tool-call step
+    finds no tool parser: every example that serves HTTP passes the recipes' flags (a --config
+    file as keys), the --headless worker, which has no API server, the tokenizer mode."""
+    args = argv[1:]
+    config_path = option_value(args, "--config")
+    if config_path:
+        config = {k.replace("_", "-"): v for k, v in yaml.safe_load(Path(config_path).read_text()).items()}
+        args = [*args]
+        for key, value in config.items():
+            args += [f"--{key}"] if value is True else [f"--{key}", str(value)]
+    server = "--headless" not in args
+    wanted = {**RECIPE_ENGINE_FLAGS, **(RECIPE_SERVER_FLAGS if server else {})}
+    assert {flag: option_value(args, flag) for flag in wanted} == wanted, name
+    assert ("--enable-auto-tool-choice" in args) == server, name
+
+
+def test_the_chat_flags_sweep_reads_what_vllm_reads():
+    """The shell snippet's command continues over two comment lines; its flags are read."""
+    (argv,) = shell_commands()
+    assert option_value(argv, "--tool-call-parser") == "deepseek_v4" and "--enable-auto-tool-choice" in argv
+    assert engine_kwargs_as_args({"enable_auto_tool_choice": True, "tool_call_parser": "deepseek_v4", "x": 2}) == [
+        "--enable-auto-tool-choice", "--tool-call-parser", "deepseek_v4", "--x", "2"]
+
+
+# --- the memory paragraph, once --------------------------------------------------------------
+
+DEPLOYMENT_DOC = EXAMPLES.parent / "docs" / "deployment.md"
+
+
+def test_the_memory_reasoning_lives_in_docs_once():
+    """Why --max-model-len 65536 with --max-num-batched-tokens 2048 on two 96 GB GPUs is said in
+    docs/deployment.md ("Memory"); the examples that use it point there instead of carrying a
+    copy of their own (five copies drifted apart)."""
+    doc = DEPLOYMENT_DOC.read_text()
+    assert "\n## Memory\n" in doc and "dsv4-launch fit" in doc.split("\n## Memory\n", 1)[1]
+    pointing = 0
+    for path in EXAMPLE_FILES:
+        text = path.read_text()
+        assert "in-flight tokens" not in text and "GiB for one request" not in text, f"{path}: a copy"
+        if "65536" in text and "2048" in text:
+            assert 'docs/deployment.md ("Memory")' in text.replace("\n# ", " ").replace("\n#", " "), path
+            pointing += 1
+    assert pointing >= 5
+
+
+# --- Ray: the wheel ---------------------------------------------------------------------------
+
+RAY_EXAMPLE = EXAMPLES / "ray" / "serve_deepseek_v4.py"
+
+
+def ray_find_wheel():
+    """The example's find_wheel, run without Ray (the module imports ray.serve.llm)."""
+    import ast
+
+    tree = ast.parse(RAY_EXAMPLE.read_text())
+    (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "find_wheel"]
+    scope: dict = {"glob": __import__("glob"), "os": os}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), str(RAY_EXAMPLE), "exec"), scope)
+    return scope["find_wheel"]
+
+
+def test_ray_example_finds_its_wheel(tmp_path):
+    find_wheel = ray_find_wheel()
+    assert "0.1.0" not in RAY_EXAMPLE.read_text()  # no version written into the example
+    given = "https://wheels.example/dsv4_launch-9.9-py3-none-any.whl"
+    assert find_wheel({"DSV4_LAUNCH_WHEEL": given}) == given
+    folder = tmp_path / "wheels [shared]"  # glob characters in the folder's name are literal
+    folder.mkdir()
+    with pytest.raises(SystemExit, match=r"no dsv4_launch-\*\.whl in .*wheels \[shared\].*pip wheel --no-deps"):
+        find_wheel({"DSV4_LAUNCH_WHEEL_DIR": str(folder)})
+    (folder / "dsv4_launch-0.2.0-py3-none-any.whl").write_bytes(b"")
+    (folder / "other-1.0-py3-none-any.whl").write_bytes(b"")
+    assert find_wheel({"DSV4_LAUNCH_WHEEL_DIR": str(folder)}) == str(folder / "dsv4_launch-0.2.0-py3-none-any.whl")
+    (folder / "dsv4_launch-0.3.0-py3-none-any.whl").write_bytes(b"")
+    with pytest.raises(SystemExit, match=r"2 wheels \(dsv4_launch-0\.2\.0.*, dsv4_launch-0\.3\.0.*\).*DSV4_LAUNCH_WHEEL"):
+        find_wheel({"DSV4_LAUNCH_WHEEL_DIR": str(folder)})
+
+
+# --- Docker: the build context and an offline install ------------------------------------------
+
+DOCKERIGNORE = EXAMPLES.parent / ".dockerignore"
+
+
+def docker_pattern(pattern: str) -> re.Pattern:
+    """A .dockerignore pattern as Docker matches it (Go's filepath.Match, plus `**` for any
+    number of directories), the path relative to the context, `/`-separated."""
+    out, i = "", 0
+    pattern = pattern.strip("/")
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[":
+            end = pattern.index("]", i)
+            out, i = out + "[" + pattern[i + 1:end].replace("!", "^", 1) + "]", end + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + r"\Z")
+
+
+def docker_excludes(path: str, lines: list[str]) -> bool:
+    """Whether Docker leaves `path` out of the build context: the last pattern matching the path
+    or one of its parent directories decides; `!` includes again."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+    excluded = False
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        compiled = docker_pattern(line[1:] if negate else line)
+        if any(compiled.match(prefix) for prefix in prefixes):
+            excluded = not negate
+    return excluded
+
+
+def test_dockerignore_matcher_reads_patterns_as_docker_does():
+    lines = ["*", "!src", "**/__pycache__", "!src/keep/__pycache__"]
+    assert docker_excludes(".venv/bin/python", lines) and not docker_excludes("src/a.py", lines)
+    assert docker_excludes("src/x/__pycache__/a.pyc", lines) and not docker_excludes("src/keep/__pycache__/a", lines)
+    assert not docker_excludes("a.txt", ["*.py"]) and docker_excludes("b.py", ["*.py"])
+    assert not docker_excludes("d/b.py", ["*.py"])  # `*` stays within one directory, as in Docker
+
+
+def test_dockerignore_keeps_the_build_context_to_what_the_images_copy():
+    """After the quick start the repository holds a .venv of hundreds of MB, .git, caches: none
+    of it goes to the Docker daemon; everything the Dockerfiles COPY does."""
+    lines = DOCKERIGNORE.read_text().splitlines()
+    for left_out in (".venv/lib/python3.11/site-packages/torch/__init__.py", ".git/objects/ab/cdef", ".git",
+                     ".pytest_cache/v/cache/nodeids", ".mypy_cache/3.11/x.json", ".ruff_cache/0.6/x",
+                     "src/dsv4_launch/__pycache__/cli.cpython-311.pyc", "src/dsv4_launch.egg-info/PKG-INFO",
+                     "tests/conftest.py", "benchmarks/results/latest.json", "dist/dsv4_launch-0.1.0.tar.gz",
+                     "venv/bin/python", "build/lib/dsv4_launch/__init__.py"):
+        assert docker_excludes(left_out, lines), left_out
+    copied = set()
+    for name in ("Dockerfile", "Dockerfile.plugin"):
+        for line in (EXAMPLES / "docker" / name).read_text().splitlines():
+            if line.startswith("COPY "):
+                copied.update(line.split()[1:-1])
+    assert copied == {"pyproject.toml", "README.md", "LICENSE", "src"}, copied
+    root = EXAMPLES.parent
+    for source in copied:
+        files = [p for p in (root / source).rglob("*") if p.is_file()] if (root / source).is_dir() else [root / source]
+        kept = [p for p in files if "__pycache__" not in p.parts and not str(p).endswith(".pyc")
+                and ".egg-info" not in str(p)]
+        for path in kept:
+            assert not docker_excludes(str(path.relative_to(root)), lines), path
+    assert not docker_excludes("src/dsv4_launch/data/checkpoints/deepseek-v4-flash.json", lines)
+
+
+@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.plugin"])
+def test_the_images_install_without_network(name):
+    """pip builds dsv4-launch with the image's own setuptools (--no-build-isolation: no download
+    of the build requirement), which vLLM itself requires at the version pyproject.toml needs."""
+    text = (EXAMPLES / "docker" / name).read_text()
+    (install,) = [line for line in text.splitlines() if "pip install" in line and not line.startswith("#")]
+    assert "--no-build-isolation" in install and "/opt/dsv4-launch" in install
+    build_system = (EXAMPLES.parent / "pyproject.toml").read_text().split("[build-system]", 1)[1].split("\n[", 1)[0]
+    assert re.search(r'^requires = \["setuptools>=77"\]$', build_system, re.M), build_system  # what the image has
+    assert "setuptools >= 77" in (EXAMPLES / "docker" / "Dockerfile").read_text()
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_the_defaults_the_memory_section_warns_about_do_not_fit(run_cli, version):
+    """docs/deployment.md ("Memory"): on two 96 GB GPUs at TP 2, vLLM's defaults (8,192 batched
+    tokens, the full context) draw a memory warning from plan on the releases it names (0.29.0
+    on; 0.24.0 counts less for the tokens in flight); the examples' settings do not."""
+    base = ["dsv4-launch", "plan", "--json", M, "-tp", "2"]
+    done, _ = run_cli(*base, gpus=(RTX_PRO_6000,) * 2, vllm=version)
+    plan = json.loads(done.stdout)
+    memory = memory_rule_ids()
+    assert [f for f in plan["findings"] if f["rule"] in memory or "max-model-len" in f["text"]], plan["findings"]
+    done, _ = run_cli(*base, "--max-num-batched-tokens", "2048", "--max-model-len", "65536",
+                      gpus=(RTX_PRO_6000,) * 2, vllm=version)
+    plan = json.loads(done.stdout)
+    assert not [f for f in plan["findings"] if f["rule"] in memory or "max-model-len" in f["text"]], plan["findings"]

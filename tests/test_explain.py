@@ -256,7 +256,7 @@ def _literal(pattern: str) -> str:
     return max(pieces, key=len).strip()
 
 
-@pytest.mark.skipif(not VLLM_SRC.is_dir(), reason=f"vLLM sources not extracted at {VLLM_SRC} (DSV4_VLLM_SRC)")
+@pytest.mark.skipif(not VLLM_SRC.is_dir(), reason="vLLM sources not extracted: set DSV4_VLLM_SRC to the folder of extracted releases")
 def test_every_cited_line_is_where_the_message_is_raised():
     """Each file:line@release exists in that release; where the message's text is in the cited
     file, it is within a few lines of the cited line."""

@@ -6,9 +6,12 @@ loads its plugin there (the `vllm.general_plugins` entry point) and fixes the KV
 where the engine resolves it, logging `dsv4-launch: changed: --kv-cache-dtype auto → fp8: …`.
 
     pip wheel --no-deps -w /shared/wheels /path/to/dsv4-launch      # once, where every node can read it
-    DSV4_LAUNCH_WHEEL=/shared/wheels/dsv4_launch-0.1.0-py3-none-any.whl serve run serve_deepseek_v4:app
+    serve run serve_deepseek_v4:app
 
-(Any pip requirement works in its place: a wheel on an HTTP server, your own package index.)
+The wheel: DSV4_LAUNCH_WHEEL names it (a path, or any pip requirement: a wheel on an HTTP
+server, `dsv4-launch==X` from your own package index); without it, the one
+dsv4_launch-*.whl in DSV4_LAUNCH_WHEEL_DIR (default /shared/wheels) is used, whatever its
+version — none there, or several, stops `serve run` with one line saying which.
 Set DSV4_LAUNCH_GPU_CAPABILITY in env_vars only if the workers cannot read their GPUs through
 NVML; the plugin probes them itself where the engine runs.
 
@@ -22,11 +25,27 @@ cluster with the real vLLM (CI: Ray 2.60.0 next to vLLM 0.33.0).
 
 from __future__ import annotations
 
+import glob
 import os
 
 from ray.serve.llm import LLMConfig, build_openai_app
 
-WHEEL = os.environ.get("DSV4_LAUNCH_WHEEL", "/shared/wheels/dsv4_launch-0.1.0-py3-none-any.whl")
+
+def find_wheel(environ=os.environ) -> str:
+    """DSV4_LAUNCH_WHEEL, else the one dsv4_launch-*.whl in DSV4_LAUNCH_WHEEL_DIR (/shared/wheels)."""
+    given = environ.get("DSV4_LAUNCH_WHEEL", "").strip()
+    if given:
+        return given
+    folder = environ.get("DSV4_LAUNCH_WHEEL_DIR", "").strip() or "/shared/wheels"
+    found = sorted(glob.glob(os.path.join(glob.escape(folder), "dsv4_launch-*.whl")))
+    if len(found) != 1:
+        what = "no dsv4_launch-*.whl" if not found else f"{len(found)} wheels ({', '.join(map(os.path.basename, found))})"
+        raise SystemExit(f"serve_deepseek_v4: {what} in {folder}: build one there with "
+                         f"`pip wheel --no-deps -w {folder} /path/to/dsv4-launch`, or set DSV4_LAUNCH_WHEEL")
+    return found[0]
+
+
+WHEEL = find_wheel()
 
 llm_config = LLMConfig(
     model_loading_config={
@@ -35,11 +54,18 @@ llm_config = LLMConfig(
     },
     deployment_config={"autoscaling_config": {"min_replicas": 1, "max_replicas": 1}},
     # The same arguments `vllm serve` takes, as engine keyword arguments. Two 96 GB GPUs (RTX PRO
-    # 6000) hold Flash's weights at TP 2 with a few GiB per GPU left for the KV cache, of which
-    # vLLM 0.33 holds ~6.2 GiB for one request's in-flight tokens at the default
-    # max_num_batched_tokens 8192 (the default 1M context does not fit) and ~1.6 GiB at 2048:
-    # 65,536 tokens fit with a wide margin (`dsv4-launch fit --gpus 2` shows the margins).
-    engine_kwargs={"tensor_parallel_size": 2, "max_model_len": 65536, "max_num_batched_tokens": 2048},
+    # 6000) at TP 2; why 65,536 tokens of context with max_num_batched_tokens 2048 there:
+    # docs/deployment.md ("Memory"). The tokenizer mode and the tool-call and reasoning parsers
+    # are the vLLM recipes' for DeepSeek-V4.
+    engine_kwargs={
+        "tensor_parallel_size": 2,
+        "max_model_len": 65536,
+        "max_num_batched_tokens": 2048,
+        "tokenizer_mode": "deepseek_v4",
+        "enable_auto_tool_choice": True,
+        "tool_call_parser": "deepseek_v4",
+        "reasoning_parser": "deepseek_v4",
+    },
     # Installed into every replica (and the engine's workers) before vLLM starts there.
     runtime_env={"pip": [WHEEL]},
 )
