@@ -371,3 +371,176 @@ def test_doctor_end_to_end(run_cli, v4_dir):
     assert torch[0]["status"] == "FAIL" and done.returncode == 1
     done, _ = run_cli("dsv4-launch", "doctor", v4_dir)
     assert done.stdout.splitlines()[-1] == "FAIL: DeepSeek-V4 would not start here"
+
+
+# --- the door: one declaration per option, typos of our own options, --gpus for plan and doctor ---
+
+
+@pytest.mark.parametrize("command,args,meant", [
+    ("plan", ["--jsn", M], "--json"),
+    ("plan", [M, "--vllm-versoin", "0.24.0"], "--vllm-version"),
+    ("plan", [M, "--vllm_version=0.24.0"], "--vllm-version"),
+    ("doctor", ["--JSON"], "--json"),
+    ("doctor", [M, "--gpuss", "8xH200"], "--gpus"),
+    ("fit", ["--gpu-memroy", "80GiB"], "--gpu-memory"),
+    ("fit", [M, "--gpus-memory=80GiB", "-tp", "2"], "--gpu-memory"),
+])
+def test_a_typo_of_an_own_option_is_a_usage_error(run_cli, command, args, meant):
+    """Not handed to vLLM's parser as an unknown vLLM option (issue 28.3): one line that names the
+    option meant, exit 2, nothing planned or run."""
+    done, record = run_cli("dsv4-launch", command, *args, vllm="0.33.0")
+    assert done.returncode == 2 and record is None and done.stdout == ""
+    typo = next(a for a in args if a.startswith("--")).partition("=")[0]
+    assert done.stderr == (f"dsv4-launch {command}: no such option: {typo} (did you mean {meant}?) "
+                           f"(see: dsv4-launch {command} --help)\n")
+    done, _ = run_cli("dsv4-launch", command, "--json", *args, vllm="0.33.0")
+    document = json.loads(done.stdout)
+    assert done.returncode == 2 and document["exit_status"] == 2 and f"did you mean {meant}?" in document["error"]
+
+
+@pytest.mark.parametrize("release", ["0.24.0", "0.29.0", "0.33.0"])
+def test_a_real_vllm_option_is_never_taken_for_a_typo(release):
+    """Every option of the release's recorded table, its underscore spelling, its dotted form and
+    argparse's abbreviations of it (allow_abbrev) are vLLM's, however near our own names."""
+    from dsv4_launch.commands.own_options import load, parse
+    from dsv4_launch.vllm_cli.option_table import load_table
+
+    plan = load("plan")
+    longs = [o for o in load_table(release).option_strings if o.startswith("--") and o != "--help"]  # help: ours
+    for option in longs:
+        for spelling in (option, option.replace("-", "_").replace("__", "--", 1), f"{option}.x", option[:-1]):
+            own, rest = parse(plan, ["--vllm-version", release, M, spelling, "1"], env={})
+            assert rest == [M, spelling, "1"], spelling
+    # near our --gpu-memory, and an abbreviation of vLLM's --gpu-memory-utilization: vLLM's
+    assert parse(plan, ["--vllm-version", release, M, "--gpu-memo", "0.9"], env={})[1] == [M, "--gpu-memo", "0.9"]
+
+
+def test_the_installed_release_decides_what_is_a_typo_when_none_is_given(monkeypatch):
+    """Without --vllm-version the installed vLLM's table is read (here a stand-in table in which
+    --jsn is an option): a name it knows is vLLM's, the same name is a typo for another release."""
+    from dsv4_launch.adapters import vllm_install
+    from dsv4_launch.commands import own_options
+    from dsv4_launch.vllm_cli import option_table
+
+    real = option_table.load_table
+
+    def stand_in(version):
+        table = real(version)
+        if version == "0.33.0":
+            action = option_table.OptionAction("jsn", ("--jsn",), 0)
+            table = table._replace(actions=(*table.actions, action))
+        return table
+
+    monkeypatch.setattr(option_table, "load_table", stand_in)
+    monkeypatch.setattr(vllm_install, "find_vllm", lambda env: vllm_install.VllmInstall("0.33.0", True))
+    plan = own_options.load("plan")
+    assert own_options.parse(plan, [M, "--jsn"], env={}) == ({}, [M, "--jsn"])
+    with pytest.raises(own_options.UsageError, match="did you mean --json"):
+        own_options.parse(plan, [M, "--jsn", "--vllm-version", "0.24.0"], env={})
+
+
+def test_vllms_arguments_reach_it_as_written(run_cli, v4_dir):
+    """Own options are picked out by their exact names; nothing else is re-read (click would split
+    `-hx` into -h and -x, and take -h for help)."""
+    args = [v4_dir, "--served-model-name", "-hx", "-tp", "2", "--max_model_len=4096", "-O3"]
+    done, _ = run_cli("dsv4-launch", "plan", *args[:3], "--json", *args[3:], gpus=(RTX_PRO_6000,) * 2)
+    assert json.loads(done.stdout)["argv"][: len(args)] == args, done.stderr
+
+
+def test_plan_and_doctor_take_gpus_presets(run_cli):
+    """--gpus 8xH200 reaches the rules (31.2): NVML is not asked, the command line wins over
+    DSV4_LAUNCH_GPU_CAPABILITY, and the plan is the preset's (SM 12.0 gets fp8, SM 9.0 not on 0.33)."""
+    env = {"DSV4_LAUNCH_GPU_CAPABILITY": "10.0"}
+    done, _ = run_cli("dsv4-launch", "plan", "--json", "--gpus", "8xH200", M, "-tp", "8", vllm="0.33.0", env=env)
+    plan = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert [(g["name"], g["compute_capability"]) for g in plan["gpus"]] == [("NVIDIA H200", "9.0")] * 8
+    assert plan["gpu_source"] == "--gpus" and plan["changes"] == []
+    done, _ = run_cli("dsv4-launch", "plan", "--json", M, "-tp", "2", "--gpus=2xRTXPRO6000", vllm="0.24.0", gpus=None)
+    plan = json.loads(done.stdout)
+    assert [c["after"] for c in plan["changes"]] == ["fp8"] and len(plan["gpus"]) == 2
+    done, _ = run_cli("dsv4-launch", "doctor", "--json", "--gpus", "8xB200", M, "-tp", "8", vllm="0.33.0", gpus=None)
+    doctor = json.loads(done.stdout)
+    assert [g["name"] for g in doctor["plan"]["gpus"]] == ["NVIDIA B200"] * 8
+
+
+def test_gpus_as_a_count_and_gpu_memory_use_this_machines_gpu(run_cli, tmp_path):
+    done, _ = run_cli("dsv4-launch", "plan", "--json", M, "--gpus", "4", "--gpu-memory", "80GiB")
+    plan = json.loads(done.stdout)
+    assert [(g["compute_capability"], g["memory_bytes"]) for g in plan["gpus"]] == [("12.0", 80 * 2**30)] * 4
+    assert (tmp_path / "nvml.log").exists()  # the kind of GPU is this machine's
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--gpus", "8xfoo"], "--gpus '8xfoo': unknown GPU 'foo'"),
+    (["--gpu-memory", "0.9"], "--gpu-memory-utilization is written out in full here"),
+    (["--gpus"], "--gpus needs a value"),
+    (["--json=yes"], "--json takes no value"),
+])
+def test_a_bad_planning_option_is_one_line(run_cli, args, fragment):
+    for command in ("plan", "doctor", "fit"):
+        done, record = run_cli("dsv4-launch", command, M, *args, gpus=None)
+        assert done.returncode == 2 and record is None and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and fragment in done.stderr, done.stderr
+
+
+def test_check_and_explain_refuse_what_they_do_not_declare(run_cli):
+    done, _ = run_cli("dsv4-launch", "check", "--jsno")
+    assert done.returncode == 2
+    assert done.stderr == "dsv4-launch check: no such option: --jsno (did you mean --json?) (see: dsv4-launch check --help)\n"
+    done, _ = run_cli("dsv4-launch", "check", "--api-key=sk-secret-1")  # refused as a key, never echoed
+    assert done.returncode == 2 and "sk-secret-1" not in done.stderr and "--api-key-env NAME" in done.stderr
+    done, _ = run_cli("dsv4-launch", "explain", "--timeout", "3")
+    assert done.returncode == 2 and "no such option: --timeout" in done.stderr
+
+
+def test_an_unknown_command_names_the_one_meant(run_cli):
+    done, _ = run_cli("dsv4-launch", "plna", M)
+    assert done.returncode == 2 and "No such command 'plna'. Did you mean 'plan'?" in done.stderr
+
+
+COMMAND_NAMES = ["plan", "doctor", "fit", "explain", "check", "completion"]
+
+
+@pytest.mark.parametrize("command", [None, *COMMAND_NAMES])
+def test_every_help_fits_in_100_columns_and_shows_each_declared_option(run_cli, command):
+    from dsv4_launch.commands.own_options import load
+
+    done, record = run_cli("dsv4-launch", *([command] if command else []), "--help", env={"COLUMNS": "250"})
+    assert done.returncode == 0 and record is None and done.stderr == ""
+    assert max(len(line) for line in done.stdout.splitlines()) <= 100, done.stdout
+    if command:
+        declared = load(command)
+        assert declared.summary.split()[0] in done.stdout
+        for option in declared.options:
+            assert f"{option.name} {option.metavar}".strip() in done.stdout
+    else:
+        for name in ("serve", *COMMAND_NAMES):
+            assert f"  {name} " in done.stdout
+
+
+def test_dsv4_serve_help_fits_in_100_columns(run_cli):
+    from dsv4_launch.core.settings import ENV_VARS
+
+    done, _ = run_cli("dsv4-serve", "--help", vllm=None)
+    assert done.returncode == 0
+    assert max(len(line) for line in done.stdout.splitlines()) <= 100, done.stdout
+    flat = " ".join(done.stdout.split())
+    for name, effect in ENV_VARS:  # every variable and every word of its effect is still there
+        assert name in flat and " ".join(effect.split()) in flat
+
+
+def test_plan_loads_only_its_own_command(tmp_path):
+    """The door imports the command that runs and nothing of the others, nor click."""
+    env = clean_env(tmp_path, DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    code = ("import io, json, sys, contextlib\nfrom dsv4_launch.commands.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            "    main(['plan', '--json', '--vllm-version', '0.24.0', 'deepseek-ai/DeepSeek-V4-Flash'])\n"
+            "print(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    modules = set(json.loads(done.stdout))
+    assert "dsv4_launch.commands.plan" in modules
+    for name in ("click", "dsv4_launch.commands.click_app", "dsv4_launch.commands.check",
+                 "dsv4_launch.commands.explain", "dsv4_launch.commands.fit", "dsv4_launch.commands.doctor",
+                 "dsv4_launch.commands.completion", "difflib"):
+        assert name not in modules, name

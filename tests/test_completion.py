@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import shutil
 import subprocess
 
@@ -155,3 +156,96 @@ def test_fish_completes_dsv4_serve_options(run_cli, tmp_path):
                           capture_output=True, text=True, env=clean_env(tmp_path), timeout=60)
     assert done.returncode == 0, done.stderr
     assert "--kv-cache-dtype" in [line.split("\t")[0] for line in done.stdout.splitlines()]
+
+
+# --- what people type most: --gpus presets, model ids, the parsers' values (issue 31.3) ----------
+
+
+def _complete_in(shell: str, tmp_path, run_cli, words: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """What the real ``shell`` offers for the last of ``words`` (``words[0]`` the program), with the
+    script ``dsv4-launch completion SHELL`` prints. zsh: ``compadd`` is stood in for by a function
+    that prints what it is given (it only works inside a completion widget)."""
+    script = tmp_path / f"completion.{shell}"
+    script.write_text(_script(run_cli, shell))
+    full_env = {**clean_env(tmp_path), **(env or {})}
+    quoted = " ".join("'" + w.replace("'", "'\\''") + "'" for w in words)
+    if shell == "bash":
+        code = (f"source {script}\nCOMP_WORDS=({quoted})\nCOMP_CWORD={len(words) - 1}\n_dsv4_launch_complete\n"
+                'printf "%s\\n" "${COMPREPLY[@]}"\n')
+        cmd = [_shell("bash"), "-c", code]
+    elif shell == "zsh":
+        code = (f"autoload -U compinit && compinit -u -d {tmp_path}/zcompdump; source {script}\n"
+                "compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -rl -- \"$@\" }\n"
+                "_files() { print -r -- FILES }\n"
+                f"words=({quoted}); CURRENT={len(words)}; _dsv4_launch\n")
+        cmd = [_shell("zsh"), "-fc", code]
+    else:
+        line = " ".join(words)
+        cmd = [_shell("fish"), "--no-config", "-c", f"source {script}; complete -C {shlex.quote(line)}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [line.split("\t")[0] for line in done.stdout.splitlines() if line]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_gpus_presets_are_offered(run_cli, tmp_path, shell):
+    got = _complete_in(shell, tmp_path, run_cli, ["dsv4-launch", "plan", "--gpus", "8xH"])
+    assert set(got) == {"8xH200", "8xH100", "8xH20"}
+    assert "2xRTXPRO6000" in candidates("dsv4-launch", ["doctor", "--gpus", "2"])
+    assert "--gpus=8xB200" in candidates("dsv4-launch", ["fit", "--gpus=8"], version="0.33.0")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_model_ids_from_the_table_and_the_hugging_face_cache(run_cli, tmp_path, shell):
+    cache = tmp_path / "hub-cache"
+    for folder in ("models--acme--DeepSeek-V4-Flash-ft", "datasets--acme--data", "models--acme--Other", "version.txt"):
+        (cache / folder).mkdir(parents=True)
+    env = {"HF_HUB_CACHE": str(cache)}
+    assert set(_complete_in(shell, tmp_path, run_cli, ["dsv4-serve", "acme/"], env)) == {
+        "acme/DeepSeek-V4-Flash-ft", "acme/Other"}
+    got = _complete_in(shell, tmp_path, run_cli, ["dsv4-launch", "plan", "--json", "deepseek-ai/DeepSeek-V4-P"], env)
+    assert set(got) == {"deepseek-ai/DeepSeek-V4-Pro", "deepseek-ai/DeepSeek-V4-Pro-0813",
+                        "deepseek-ai/DeepSeek-V4-Pro-Base", "deepseek-ai/DeepSeek-V4-Pro-DSpark"}
+
+
+def test_the_hugging_face_cache_is_found_as_huggingface_hub_finds_it(tmp_path, monkeypatch):
+    from dsv4_launch.commands.completion import model_ids
+
+    home = tmp_path / "hf-home"
+    (home / "hub" / "models--org--from-hf-home").mkdir(parents=True)
+    assert "org/from-hf-home" in model_ids({"HF_HOME": str(home), "HOME": str(tmp_path)})
+    assert "org/from-hf-home" not in model_ids({"HF_HOME": str(home), "HF_HUB_CACHE": str(tmp_path / "none"),
+                                                "HOME": str(tmp_path)})
+    (tmp_path / ".cache" / "huggingface" / "hub" / "models--org--default").mkdir(parents=True)
+    assert "org/default" in model_ids({"HOME": str(tmp_path)})
+    # a missing cache is no candidates from it, never an error
+    assert model_ids({"HF_HUB_CACHE": str(tmp_path / "missing")})[0] == "deepseek-ai/DeepSeek-V4-Flash"
+
+
+def test_a_model_is_offered_only_where_the_model_goes():
+    assert candidates("dsv4-serve", ["deepseek-ai/DeepSeek-V4-Flash", "deep"], version="0.33.0") == []
+    assert candidates("dsv4-serve", ["-tp", "2", "deepseek-ai/DeepSeek-V4-F"], version="0.33.0") == [
+        "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Flash-0731", "deepseek-ai/DeepSeek-V4-Flash-Base",
+        "deepseek-ai/DeepSeek-V4-Flash-DSpark", "deepseek-ai/DeepSeek-V4-Flash-Vision-Exp"]
+    assert "deepseek-ai/DeepSeek-V4-Pro" in candidates("dsv4-serve", ["--model", "deepseek-ai/"], version="0.33.0")
+    assert candidates("dsv4-launch", ["plan", "--vllm-version", "0.24.0", "deepseek-ai/DeepSeek-V4.1"]) == [
+        "deepseek-ai/DeepSeek-V4.1-Flash"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_parsers_values_are_offered(run_cli, tmp_path, shell, fake_vllm_path):
+    env = {"PYTHONPATH": str(fake_vllm_path("0.33.0"))}
+    got = _complete_in(shell, tmp_path, run_cli, ["dsv4-serve", "m", "--tool-call-parser", "deepseek_v4"], env)
+    assert set(got) == {"deepseek_v4", "deepseek_v41"}
+    got = _complete_in(shell, tmp_path, run_cli, ["dsv4-launch", "plan", "m", "--reasoning-parser", "deepseek_"], env)
+    assert set(got) == {"deepseek_v4", "deepseek_v41", "deepseek_v3", "deepseek_r1"}
+
+
+def test_a_parser_is_offered_for_the_releases_that_have_it():
+    """deepseek_v41 is registered from 0.30.0 on (vllm/tool_parsers/__init__.py:45@0.30.0)."""
+    for prog, words in (("dsv4-serve", ["m", "--tool-call-parser", "deepseek_v4"]),
+                        ("dsv4-serve", ["m", "--reasoning-parser=deepseek_v4"])):
+        old = candidates(prog, words, version="0.29.0")
+        new = candidates(prog, words, version="0.30.0")
+        assert [c.rpartition("=")[2] for c in old] == ["deepseek_v4"]
+        assert [c.rpartition("=")[2] for c in new] == ["deepseek_v4", "deepseek_v41"]

@@ -693,4 +693,5 @@ def test_an_unknown_option_is_no_such_option_as_click_says_it(args):
     err = io.StringIO()
     assert main(args, Context(env={}, stdout=io.StringIO(), stderr=err)) == 2
     name = next(a for a in args if a.startswith("-")).partition("=")[0]
-    assert err.getvalue() == f"dsv4-launch explain: error: no such option: {name} (see: dsv4-launch explain --help)\n"
+    assert err.getvalue() == (f"dsv4-launch explain: no such option: {name} (did you mean --json?) "
+                              "(see: dsv4-launch explain --help)\n")

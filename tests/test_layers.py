@@ -184,6 +184,54 @@ def test_no_import_cycle_in_the_core():
     assert cycles(import_graph(PACKAGE / "core", top_level_only=False)) == []
 
 
+def _without_own_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` less the edges from a module to the packages that contain it (``from . import
+    MARK`` in plugin/kv_patch.py): Python initialises a package before any of its submodules, so
+    such an import reads a finished module — unless the package imports the submodule at import
+    time, which the top-level graph (every edge kept) catches."""
+    return {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in graph.items()}
+
+
+def test_no_import_cycle_in_the_package():
+    """The whole package imports in no loop, counting imports inside functions too: commands/
+    once had a five-file loop (cli, click_app, check, explain, completion: review 4 §1); the door
+    (commands/cli.py) now loads a command by its name in own_options.COMMANDS, and the commands
+    import only the declarations (own_options.py)."""
+    assert cycles(_without_own_packages(import_graph(PACKAGE, top_level_only=False))) == []
+    assert cycles(import_graph(PACKAGE, top_level_only=True)) == []
+
+
+def test_the_package_cycle_check_sees_a_loop_inside_functions(tmp_path):
+    """The loop review 4 found, rebuilt in a copy: the check finds it (imports inside functions count)."""
+    root = tmp_path / "dsv4_launch"
+    (root / "commands").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "commands" / "__init__.py").write_text("")
+    (root / "commands" / "cli.py").write_text("def f():\n    from .click_app import run\n")
+    (root / "commands" / "click_app.py").write_text("def run():\n    from .check import x\n")
+    (root / "commands" / "check.py").write_text("x = 1\ndef g():\n    from .cli import f\n")
+    found = cycles(_without_own_packages(import_graph_at(root)))
+    assert found == [["dsv4_launch.commands.check", "dsv4_launch.commands.cli", "dsv4_launch.commands.click_app"]]
+
+
+def import_graph_at(root: Path) -> dict[str, set[str]]:
+    """``import_graph`` of a package copy under another folder (every import counted)."""
+    known = {".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+             for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        here = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(here).removesuffix(".__init__")
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = ".".join(list(here[: len(here) - node.level]) + ([node.module] if node.module else [])) \
+                    if node.level else (node.module or "")
+                found |= {f"{base}.{a.name}" for a in node.names} | {base}
+        graph[name] = (found & known) - {name}
+    return graph
+
+
 def test_the_cycle_check_can_fail():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []

@@ -24,7 +24,8 @@ from ..output.redact import Scrubber
 from ..output.render import Result, render
 from . import exit_codes
 from .context import Context, here
-from .own_options import HelpRequested, UsageError, split_own_options
+from .own_options import JSON, Command, Option, UsageError
+from .own_options import parse as parse_options
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 30.0
@@ -47,16 +48,12 @@ def _timeout(text: str) -> float:
     return value
 
 
-class _NotEchoed(Exception):
-    """An option value that must not be repeated in the message (it may be the secret itself)."""
-
-
 def _env_name(text: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
-        # Not echoed: someone who gives the key itself instead of its variable's name must not
-        # see it printed back.
-        raise _NotEchoed(f"{PREFIX}: --api-key-env takes the name of an environment variable (such as "
-                         "VLLM_API_KEY), not the key itself")
+        # A UsageError, not a ValueError: the value is not echoed — someone who gives the key
+        # itself instead of its variable's name must not see it printed back.
+        raise UsageError("--api-key-env takes the name of an environment variable (such as VLLM_API_KEY), "
+                         "not the key itself")
     return text
 
 
@@ -66,36 +63,52 @@ def _model(text: str) -> str:
     return text
 
 
-OWN = {"--json": None, "--model": _model, "--timeout": _timeout, "--api-key-env": _env_name}
+OPTIONS = (
+    Option("--model", "The served model to probe (default: the first /v1/models lists).", "NAME", _model),
+    JSON,
+    Option("--timeout", "Seconds for the whole check; each request gets what is left.", "S", _timeout,
+           default=f"{DEFAULT_TIMEOUT:g}"),
+    Option("--api-key-env", "The environment variable that holds the server's API key (e.g. VLLM_API_KEY). "
+           "A key on the command line is refused: ps and shell history would show it.", "NAME", _env_name),
+)
 
 STEPS = ("health", "models", "chat", "tools")
 
 
-def parse(args: list[str]) -> tuple[dict, str]:
-    """(own options, URL). Raises HelpRequested or UsageError (one line, no secret in it)."""
+def refused_secret(args) -> str | None:
+    """The line for an option that would put a secret on the command line (read before the
+    options, so that it is never taken for a mistyped option of ours), else None."""
     for token in args:
         if token == "--":
             break
         name = token.partition("=")[0]
         if re.fullmatch(_SECRET_OPTION, name):
-            raise UsageError(f"{PREFIX}: {name}: {SECRET_REFUSED}")
+            return f"{name}: {SECRET_REFUSED}"
+    return None
+
+
+def parse(args: list[str]) -> tuple[dict, str]:
+    """(own options, URL) of ``check ARGS``, read against ``COMMAND``. Raises HelpRequested or
+    UsageError (one line, no secret in it)."""
+    refused = refused_secret(args)
+    if refused:
+        raise UsageError(f"{PREFIX}: {refused}")
     try:
-        own, rest = split_own_options("check", args, OWN)
-    except _NotEchoed as exc:
-        raise UsageError(str(exc)) from None
-    urls = []
-    for token in rest:
-        if token.startswith("-") and token != "-":
-            name = token.partition("=")[0]
-            raise UsageError(f"{PREFIX}: no such option: {name}")
-        urls.append(token)
-    if len(urls) > 1:
-        raise UsageError(f"{PREFIX}: one URL at most, got {len(urls)}")
-    if urls and looks_like_key(urls[0]):
+        own, rest = parse_options(COMMAND, args)
+    except UsageError as exc:
+        raise UsageError(f"{PREFIX}: {exc}") from None
+    return own, url_of(rest)
+
+
+def url_of(rest: list[str]) -> str:
+    """The one URL among check's positional arguments (default: DEFAULT_URL). Raises UsageError."""
+    if len(rest) > 1:
+        raise UsageError(f"{PREFIX}: one URL at most, got {len(rest)}")
+    if rest and looks_like_key(rest[0]):
         raise UsageError(f"{PREFIX}: expected a URL such as {DEFAULT_URL}; the argument given looks like an API key "
                          "and is not printed (a key: put it in an environment variable and give its name, "
                          "--api-key-env NAME; a host: write it as http://HOST:PORT)")
-    return own, urls[0] if urls else DEFAULT_URL
+    return rest[0] if rest else DEFAULT_URL
 
 
 # What API keys and tokens start with (OpenAI-style sk-, Hugging Face hf_, GitHub, GitLab, Slack,
@@ -176,29 +189,48 @@ LABEL = {sc.OK: "ok", sc.NOTE: "note", sc.WARN: "warning", sc.FAIL: "problem", s
 def run_check(args: list[str], ctx: Context | None = None) -> int:
     """``dsv4-launch check ARGS``; ``ctx``: the world it reads — environment, streams, the HTTP
     client ("httpx" or "stdlib"; None: httpx where importable), the request function and the
-    clock (None: ``adapters.http_client.request``, ``time.monotonic``)."""
-    ctx = here(ctx)
-    as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
-    try:
-        result = check_result(args, ctx)
-    except HelpRequested:
-        from .click_app import run_click
+    clock (None: ``adapters.http_client.request``, ``time.monotonic``). Read through the door
+    (commands/cli.py): ``--help`` is click's, a bad option one line."""
+    from .cli import run_command
 
-        return run_click(["check", "--help"])
-    return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+    return run_command("check", args, ctx)
+
+
+def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
+    ctx = here(ctx)
+    try:
+        url = url_of(rest)
+    except UsageError as exc:
+        result = _bad_input(str(exc))
+    else:
+        result = probe_result(own, url, ctx)
+    return render(result, as_json=bool(own.get("json")), stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+
+
+BAD_INPUT_DOCUMENT = {"command": "check", "status": "bad-input", "exit_status": exit_codes.USAGE}
+
+
+def _bad_input(message: str) -> Result:
+    return Result(exit_codes.USAGE, PREFIX, error=message, plain_error=True, document=BAD_INPUT_DOCUMENT)
 
 
 def check_result(args: list[str], ctx: Context) -> Result:
     """What check has to show: its lines or document, or the one error line. Raises HelpRequested."""
+    try:
+        own, url = parse(args)
+    except UsageError as exc:
+        return _bad_input(str(exc))
+    return probe_result(own, url, ctx)
+
+
+def probe_result(own: dict, url: str, ctx: Context) -> Result:
+    """The check of the server at ``url`` with check's options ``own``."""
     env = ctx.env or {}
     clock = ctx.clock or time.monotonic
     try:
-        own, url = parse(args)
         base = sc.parse_base_url(url)
-    except (UsageError, ValueError) as exc:
-        message = str(exc) if isinstance(exc, UsageError) else f"{PREFIX}: bad URL: {exc}"
-        return Result(exit_codes.USAGE, PREFIX, error=message, plain_error=True,
-                      document={"command": "check", "status": "bad-input", "exit_status": exit_codes.USAGE})
+    except ValueError as exc:
+        return _bad_input(f"{PREFIX}: bad URL: {exc}")
     key_from = own.get("api_key_env")
     key = env.get(key_from) if key_from else None
     auth = f"Bearer {key}" if key else base.basic_auth()
@@ -278,3 +310,22 @@ def _summary(state: str, run: Run, elapsed: float, status: int) -> str:
         n = sum(1 for f in run.findings if f.level == sc.FAIL)
         return f"{n} problem{'s' if n != 1 else ''} found (exit {status})"
     return f"the server did not answer (exit {status}: not reachable, not ready or too slow)"
+
+
+COMMAND = Command("check", """Check a running OpenAI-compatible server (vLLM) at URL: is it serving correctly?
+
+URL: default http://127.0.0.1:8000. GET /health, GET /v1/models, one short deterministic chat completion (temperature 0, 16 tokens,
+thinking off) and one tool-call request. Finds: not reachable / not ready; empty or degenerate
+output (one token repeated, only special tokens such as BOS); DSML or tool-call markup in
+`content`; reasoning in `content`, or the whole answer in the reasoning field; and says the
+probe's tokens per second. The API key is never printed.
+
+\b
+Exit status:
+  0  healthy
+  1  a problem found in the server's answers
+  2  bad input (a bad URL or --timeout, an unknown option, a key on the command line)
+  3  not reachable, not ready (503, still loading) or no answer within --timeout
+As a Kubernetes startupProbe: exec `dsv4-launch check --api-key-env VLLM_API_KEY`.""",
+                  OPTIONS, _run, arguments="[URL]", screen=refused_secret,
+                  error_document=BAD_INPUT_DOCUMENT)

@@ -1,9 +1,12 @@
-"""``dsv4-launch`` and ``python -m dsv4_launch``: serve, plan, doctor, fit.
+"""``dsv4-launch`` and ``python -m dsv4_launch``: the one door to every command.
 
-``serve``, ``plan``, ``doctor`` and ``fit`` go straight to their work: their own options are
-picked out by ``own_options`` (a handful of names), so the start-up budget is not spent on
-click. click renders the help (``--help``, ``--version``, no command) and the errors for
-unknown commands: the command surface, loaded only when needed (``click_app.py``).
+One table (``own_options.COMMANDS``) names the module of each command; the module declares the
+command once (``own_options.Command``: its options, help and entry). ``main`` imports only the
+command that runs, reads its arguments against that declaration (``own_options.parse``) and runs
+its entry: no click on this path, so ``plan`` keeps its start-up budget. click, built from the
+same declarations (``click_app.py``), prints the help (``--help``, no command) and the errors for
+an unknown command; a command it is asked to run goes through this door too (``run_command``).
+``serve`` is dsv4-serve (``commands/serve.py``): its arguments reach vLLM untouched.
 """
 
 from __future__ import annotations
@@ -12,48 +15,12 @@ import sys
 from collections.abc import Sequence
 
 from . import exit_codes
-from .own_options import HelpRequested, OptionSpec, UsageError, split_own_options
+from .own_options import COMMANDS, VERSION_FLAGS, HelpRequested, UsageError, load, parse
 
-JSON_ONLY: OptionSpec = {"--json": None}
-
-
-def _gpus(text: str):
-    """``8``, ``8xH200``, ``2xRTXPRO6000``, ``GB10``: a count and a preset (core/memory/presets.py)."""
-    from ..core.memory.presets import parse_gpus
-
-    return parse_gpus(text)
-
-
-def _size(text: str) -> int:
-    from ..core.settings import parse_size
-
-    value = parse_size(text, unit_required=True)
-    if value <= 0:
-        raise ValueError("expected a memory size such as 96GiB or 80GB")
-    return value
-
-
-def _release(text: str) -> str:
-    """A vLLM release with a recorded option table (``data/serve-options-X.json``); a local
-    build of one (``0.30.0+cu130``) is that release."""
-    from ..core.versions import same_release
-    from ..vllm_cli.option_table import available_versions
-
-    known = available_versions()
-    try:
-        if any(same_release(text, v) for v in known):
-            return text
-    except ValueError:
-        pass
-    raise ValueError(f"no recorded option table for that release; known: {', '.join(known)}")
-
-
-VLLM_VERSION: OptionSpec = {"--vllm-version": _release}  # plan for this release, without vLLM installed
-OWN_OPTIONS: dict[str, OptionSpec] = {
-    "plan": {**JSON_ONLY, **VLLM_VERSION},
-    "doctor": {**JSON_ONLY, **VLLM_VERSION},
-    "fit": {"--json": None, "--gpus": _gpus, "--gpu-memory": _size, **VLLM_VERSION},
-}
+TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
+if TYPE_CHECKING:
+    from .context import Context
+    from .own_options import Command
 
 
 def _stderr_error(text: str) -> None:
@@ -62,86 +29,81 @@ def _stderr_error(text: str) -> None:
     safe_write(sys.stderr, f"{text}\n")
 
 
-def _json_usage_error(line: str) -> int:
-    """A bad own option of a ``--json`` run: the document every command prints on an error
-    (``schema_version``, ``exit_status``, ``error``; output/render.py), and the line on stderr."""
-    from ..output.render import Result, render
-
-    result = Result(exit_codes.USAGE, "dsv4-launch", error=line, document={}, plain_error=True)
-    return render(result, as_json=True, stdout=sys.stdout, stderr=sys.stderr, env={})
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``dsv4-launch``. ``argv`` None: this process's own command (``sys.argv``),
     which ends with it — plan, doctor and fit then leave the heap frozen for the exit
     (commands/collector.py); a caller that passes ``argv`` keeps its collector as it was."""
     args = sys.argv[1:] if argv is None else list(argv)
     command = args[0] if args else None
-    if command in ("--version", "-V"):
+    if command in VERSION_FLAGS:
         if len(args) > 1:  # nothing is read after it: say so rather than ignore it (the words are not echoed)
             _stderr_error(f"dsv4-launch: {command} takes nothing after it (see: dsv4-launch --help)")
             return exit_codes.USAGE
         from .version import run_version
 
         return run_version("dsv4-launch")
-    if command == "serve":
-        from .serve import run_serve
-
-        return run_serve(args[1:])
-    if command == "completion" and not (len(args) == 2 and args[1] in ("-h", "--help")):
-        from .completion import run_completion  # each Tab press: no click for the candidates
+    if command == "completion" and args[1:2] == ["--complete"]:
+        from .completion import run_completion  # each Tab press: the candidates, nothing else read
 
         return run_completion(args[1:])
-    if command == "check":  # a running server; reads its own options (commands/check.py)
-        from .check import run_check
-
-        return run_check(args[1:])
-    if command == "explain":  # a vLLM log; reads its own options (commands/explain.py)
-        from .explain import main as run_explain_cli
-
-        return run_explain_cli(args[1:])
-    if command in OWN_OPTIONS:
-        try:
-            own, rest = split_own_options(command, args[1:], OWN_OPTIONS[command])
-        except HelpRequested:
-            return _click(args)
-        except UsageError as exc:
-            line = f"{exc} (see: dsv4-launch {command} --help)"
-            if "--json" in args[1:]:  # the one error shape, as for every other error of a --json run
-                return _json_usage_error(line)
-            _stderr_error(line)
-            return exit_codes.USAGE
-        from .collector import Paused  # the collector off for the run (commands/collector.py)
-
-        with Paused(ending=argv is None):  # argv None: the console script, the process ends with it
-            return run(command, own, rest)
+    if command in COMMANDS:
+        return run_command(command, args[1:], ending=argv is None)
     return _click(args)
 
 
-def run(command: str, own: dict, rest: list[str]) -> int:
-    from .context import Context
+def run_command(name: str, args: Sequence[str], ctx: Context | None = None, *, ending: bool = False) -> int:
+    """Command ``name`` (a key of ``COMMANDS``) with ``args``: read against its declaration, then
+    its entry runs; ``--help`` is click's, a bad option one line and exit 2. ``ctx``: the world it
+    reads (None: this process's). ``ending``: the process ends with the command."""
+    args = list(args)
+    if name == "serve":  # dsv4-serve: every argument is vLLM's, --help included
+        from .serve import run_serve
 
-    ctx = Context()
-    if own.get("vllm_version"):
-        from ..adapters.vllm_install import assumed_vllm
+        return run_serve(args, ctx)
+    from .collector import Paused  # the collector off for the run (commands/collector.py)
 
-        ctx = Context(vllm=assumed_vllm(str(own["vllm_version"])))
-    if command == "plan":
-        from .plan import run_plan
+    paused = Paused(ending=ending).__enter__()  # from the import on: most of plan's allocations are imports
+    resumed = False
+    try:
+        command = load(name)
+        if not command.pause_collector:  # check and explain run as long as they must: the collector back on
+            paused.ending, resumed = False, True
+            paused.__exit__()
+        return _run(command, args, ctx)
+    finally:
+        if not resumed:
+            paused.__exit__()
 
-        return run_plan(rest, as_json=bool(own.get("json")), ctx=ctx)
-    if command == "doctor":
-        from .doctor import run_doctor
 
-        return run_doctor(rest, as_json=bool(own.get("json")), ctx=ctx)
-    from .fit import run_fit
+def _run(command: Command, args: list[str], ctx: Context | None) -> int:
+    refused = command.screen(args) if command.screen else None
+    if refused:
+        return _usage_error(command, refused, args, ctx)
+    try:
+        own, rest = parse(command, args, ctx.env if ctx is not None else None)
+    except HelpRequested:
+        return _click([command.name, "--help"])
+    except UsageError as exc:
+        return _usage_error(command, str(exc), args, ctx)
+    return command.run(own, rest, ctx)
 
-    gpus, preset = own.get("gpus") or (None, None)
-    return run_fit(rest, as_json=bool(own.get("json")), gpus=gpus, preset=preset, gpu_memory=own.get("gpu_memory"),
-                   ctx=ctx)
+
+def _usage_error(command: Command, message: str, args: list[str], ctx: Context | None) -> int:
+    """One line (``dsv4-launch CMD: …``) and exit 2; with ``--json`` also the one error document
+    (``schema_version``, ``exit_status``, ``error``; output/render.py) with the command's keys."""
+    from ..output.render import Result, render
+    from .context import here
+
+    ctx = here(ctx)
+    head = args[: args.index("--")] if "--" in args else args
+    as_json = "--json" in head and any(o.name == "--json" for o in command.options)
+    line = f"dsv4-launch {command.name}: {message} (see: dsv4-launch {command.name} --help)"
+    result = Result(exit_codes.USAGE, f"dsv4-launch {command.name}", error=line,
+                    document=dict(command.error_document or {}), plain_error=True)
+    return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 
 
 def _click(args: list[str]) -> int:
     from .click_app import run_click
 
-    return run_click(args)
+    return run_click(args, run_command)

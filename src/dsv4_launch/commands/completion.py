@@ -22,9 +22,10 @@ choices, and the values recorded for the settings the rules read, such as
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from . import exit_codes
+from .own_options import Command
 
 SHELLS = ("bash", "zsh", "fish")
 # dsv4-launch's commands that take `vllm serve` arguments, with their own options
@@ -77,20 +78,33 @@ complete -c dsv4-serve -a '(__dsv4_launch_complete)'
 SCRIPTS = {"bash": BASH, "zsh": ZSH, "fish": FISH}
 
 
+# Parsers vLLM registers for DeepSeek (no option table records them: `--tool-call-parser` and
+# `--reasoning-parser` take any registered name), with the release that first has each:
+# vllm/tool_parsers/__init__.py:25-37@0.24.0 and :45@0.30.0 (deepseek_v41);
+# vllm/reasoning/__init__.py:23-31@0.24.0 and :35@0.30.0 (deepseek_v41). The recipes pass deepseek_v4 to both.
+KNOWN_VALUES: dict[str, tuple[tuple[str, str], ...]] = {
+    "tool_call_parser": (("deepseek_v4", "0.24.0"), ("deepseek_v41", "0.30.0"), ("deepseek_v3", "0.24.0"),
+                         ("deepseek_v31", "0.24.0"), ("deepseek_v32", "0.24.0")),
+    "reasoning_parser": (("deepseek_v4", "0.24.0"), ("deepseek_v41", "0.30.0"), ("deepseek_v3", "0.24.0"),
+                         ("deepseek_r1", "0.24.0")),
+}
+MODEL_OPTIONS = ("--model",)  # vLLM's options that take a model id, as the positional does
+
+
 def _launch_commands() -> list[str]:
-    """dsv4-launch's commands, as its click group lists them (help renders from the same)."""
-    import click
+    """dsv4-launch's commands, as the door and its help list them."""
+    from .own_options import COMMANDS
 
-    from .click_app import cli
-
-    return sorted({*cli.list_commands(click.Context(cli)), "completion"})
+    return sorted(COMMANDS)
 
 
-def _click_options(command: str) -> list[str]:
-    from .click_app import cli
+def _declared(command: str) -> dict[str, list[str] | None]:
+    """A command's own options: name → the values completion offers (None: a flag or a free value)."""
+    from .own_options import COMMANDS, load
 
-    cmd = cli.commands.get(command)
-    return sorted(o for p in (cmd.params if cmd else ()) for o in (*p.opts, *p.secondary_opts) if o.startswith("-"))
+    if command not in COMMANDS or command == "serve":
+        return {}
+    return {o.name: (list(o.values()) if o.values else None) for o in load(command).options}
 
 
 def _vllm_version(words: Sequence[str]) -> str | None:
@@ -102,6 +116,50 @@ def _vllm_version(words: Sequence[str]) -> str | None:
     from ..adapters.vllm_install import find_vllm
 
     return find_vllm(os.environ).version
+
+
+def _known_values(dest: str, version: str) -> list[str]:
+    from ..core.versions import parse_version
+
+    return [v for v, since in KNOWN_VALUES.get(dest, ()) if parse_version(version) >= parse_version(since)]
+
+
+def model_ids(env: Mapping[str, str]) -> list[str]:
+    """Model ids to offer: the known-checkpoint table's, then those in the local Hugging Face cache
+    (``models--org--name`` folders of HF_HUB_CACHE, HF_HOME/hub, …; a directory listing only)."""
+    from ..adapters.checkpoints import load_checkpoints
+    from ..adapters.model_files import hub_cache
+
+    ids = [str(entry["id"]) for entry in load_checkpoints().values() if entry.get("id")]
+    try:
+        names = sorted(os.listdir(hub_cache(env)))
+    except (OSError, ValueError):
+        names = []
+    for name in names:
+        parts = name.split("--")
+        if len(parts) == 3 and parts[0] == "models" and all(parts[1:]) and name.isprintable():
+            model = f"{parts[1]}/{parts[2]}"
+            if model not in ids:
+                ids.append(model)
+    return ids
+
+
+def _has_positional(words: Sequence[str], table, own: dict[str, list[str] | None]) -> bool:
+    """Whether the words before the last already give vLLM's positional (the model)."""
+    takes_value = {o for a in table.actions if a.nargs != 0 for o in a.options}
+    skip = False
+    for word in words[:-1]:
+        if skip:
+            skip = False
+        elif word == "--":
+            continue
+        elif word.startswith("-"):
+            name = word.partition("=")[0]
+            skip = "=" not in word and (name in takes_value or (name in own and own[name] is not None)
+                                        or name in ("--gpu-memory",))
+        else:
+            return True
+    return False
 
 
 def _vllm_candidates(words: Sequence[str], version: str | None, own: dict[str, list[str] | None]) -> list[str]:
@@ -118,9 +176,12 @@ def _vllm_candidates(words: Sequence[str], version: str | None, own: dict[str, l
     def values_of(option: str) -> list[str] | None:
         if option in own:
             return own[option]
+        if option in MODEL_OPTIONS and option in table.option_strings:
+            return model_ids(os.environ)
         for action in table.actions:
             if option in action.options and action.nargs != 0:
-                choices = action.choices or table.accepted_values.get(action.dest)
+                choices = (action.choices or table.accepted_values.get(action.dest)
+                           or _known_values(action.dest, table.vllm_version))
                 return [str(c) for c in choices] if choices else []
         return None
 
@@ -139,6 +200,8 @@ def _vllm_candidates(words: Sequence[str], version: str | None, own: dict[str, l
     if current.startswith("-"):
         names = {*table.option_strings, *own}
         return sorted(n for n in names if n.startswith(current))
+    if not _has_positional(words, table, own):
+        return [m for m in model_ids(os.environ) if m.startswith(current)]
     return []
 
 
@@ -158,18 +221,16 @@ def candidates(prog: str, words: Sequence[str], version: str | None = None) -> l
     command, rest = words[0], words[1:]
     if command == "completion":
         return [s for s in SHELLS if s.startswith(rest[-1])] if len(rest) == 1 else []
+    own = _declared(command)
     if command in VLLM_COMMANDS:
-        from ..vllm_cli.option_table import available_versions
-        from .cli import OWN_OPTIONS
-
-        own: dict[str, list[str] | None] = {o: None for o in OWN_OPTIONS.get(command, {})}
-        if "--vllm-version" in own:
-            own["--vllm-version"] = list(available_versions())
         if command == "serve" and len(rest) == 1:
             own["--version"] = None
         return _vllm_candidates(rest, version if version is not None else _vllm_version(rest), own)
+    previous = rest[-2] if len(rest) > 1 else ""
+    if previous in own and not rest[-1].startswith("-"):
+        return [v for v in own[previous] or () if v.startswith(rest[-1])]
     if rest[-1].startswith("-"):
-        return [o for o in _click_options(command) if o.startswith(rest[-1])]
+        return sorted(o for o in own if o.startswith(rest[-1]))
     return []
 
 
@@ -200,3 +261,25 @@ def run_completion(args: Sequence[str], ctx=None) -> int:
         result = Result(exit_codes.OK, prefix, "the script", text=lambda stream, env: safe_write(stream, script))
     return render(result, as_json=False, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 
+
+
+def _run(own: dict, rest: list[str], ctx=None) -> int:
+    return run_completion(rest, ctx)
+
+
+COMMAND = Command("completion", """Print the completion script for SHELL (bash, zsh or fish).
+
+It completes dsv4-launch and dsv4-serve: vLLM's `serve` options for the installed release (from
+the recorded option table), their values where known (--kv-cache-dtype, --tool-call-parser,
+--reasoning-parser, ...), model ids (the known checkpoints and the local Hugging Face cache),
+--gpus presets and --vllm-version releases.
+
+\b
+bash: dsv4-launch completion bash > ~/.local/share/bash-completion/completions/dsv4-launch
+      (and the same as .../completions/dsv4-serve), or in ~/.bashrc:
+      eval "$(dsv4-launch completion bash)"
+zsh:  dsv4-launch completion zsh > "${fpath[1]}/_dsv4-launch" (then a new shell),
+      or in ~/.zshrc after compinit: eval "$(dsv4-launch completion zsh)"
+fish: dsv4-launch completion fish > ~/.config/fish/completions/dsv4-launch.fish
+      (and the same as dsv4-serve.fish), or: dsv4-launch completion fish | source""",
+                  (), _run, arguments="SHELL")

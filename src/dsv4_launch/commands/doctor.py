@@ -18,6 +18,7 @@ from ..output.render import Result, render
 from ..output.tables import render_diagnosis
 from . import exit_codes
 from .context import Context, here
+from .own_options import PLANNING, Command, planning_context
 from .pipeline import DEFAULT_MODEL, DOCTOR, prepare
 from .plan import plan_document
 
@@ -102,3 +103,15 @@ def _diagnose(prepared, env, ctx: Context) -> Diagnosis:
 
     return diagnose(prepared.plan, facts, gpus, vllm_runtime, env, install_hint=install_hint(),
                     plugin_entry=PLUGIN_ENTRY, plugin_hint=plugin_command(python) if python else None)
+
+
+def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
+    return run_doctor(rest, as_json=bool(own.get("json")), ctx=planning_context(own, ctx))
+
+
+COMMAND = Command("doctor", """Check everything that decides whether DeepSeek-V4 will start here.
+
+GPUs, driver, Python, vLLM, PyTorch and its CUDA architectures, FlashInfer, the vLLM plugin, the
+model given in VLLM_ARGS (DeepSeek-V4-Flash when none is given) and the plan for it (for --gpus
+and --gpu-memory when given). Exit 0 when nothing fails, 1 when something would.""",
+                  PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

@@ -22,6 +22,7 @@ from ..core.explain.scanner import Match, Scan, Scanner
 from ..core.explain.signatures import KV_AUTO
 from . import exit_codes
 from .context import Context, here
+from .own_options import JSON, Command
 
 EXPLAINED, NOT_FOUND, BAD_INPUT = 0, 1, 2
 PREFIX = "dsv4-launch explain"
@@ -403,17 +404,27 @@ def _is_terminal(stream) -> bool:
 
 
 def main(args: list[str], ctx: Context | None = None) -> int:
-    """``dsv4-launch explain ARGS``: its own options read without click (help goes to click)."""
-    from ..output.render import Result
-    from .own_options import HelpRequested, UsageError, split_own_options
+    """``dsv4-launch explain ARGS``, read through the door (commands/cli.py): ``--help`` is
+    click's, a bad option one line."""
+    from .cli import run_command
 
-    try:
-        own, rest = split_own_options("explain", args, {"--json": None})
-    except HelpRequested:
-        from .click_app import run_click
+    return run_command("explain", args, ctx)
 
-        return run_click(["explain", "--help"])
-    except UsageError as exc:
-        result = Result(exit_codes.USAGE, PREFIX, error=f"{exc} (see: dsv4-launch explain --help)", plain_error=True)
-        return render_result(result, False, here(ctx))
+
+def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     return run_explain(rest, as_json=bool(own.get("json")), ctx=ctx)
+
+
+COMMAND = Command("explain", """Explain a vLLM crash from its log: which known DeepSeek-V4 failure, the fix, and the command that works.
+
+FILE is vLLM's output (a terminal's, `journalctl -u vllm`, `kubectl logs`); `-` or nothing reads
+standard input. Large logs are streamed; ANSI colour and journald, kubectl and vLLM prefixes are
+tolerated. Where the log shows vLLM's version and its `non-default args`, the corrected command
+is planned as dsv4-serve would run it. Secrets are never printed.
+
+\b
+Exit status:
+  0  a known failure is explained
+  1  none found (the root-cause lines are shown; see `dsv4-launch doctor`)
+  2  bad input (a missing file, a directory)""", (JSON,), _run, arguments="[FILE|-]",
+                  error_document=_error_document("-", ""))

@@ -20,6 +20,7 @@ from ..output.render import Result, render
 from ..output.tables import render_table
 from . import exit_codes
 from .context import Context, here
+from .own_options import PLANNING, Command, planning_context
 from .pipeline import DEFAULT_MODEL, FIT, prepare
 
 STYLES = {FITS: "green", SHORT: "yellow", DOES_NOT_FIT: "red", UNKNOWN: None}
@@ -149,3 +150,22 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
                             right=[False, True, True, True, True, False], scrub=scrub)
 
     return Result(NO_LAYOUT_FITS if none_fits else exit_codes.OK, PREFIX, "the table", None, data, text, scrub)
+
+
+def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
+    gpus, preset = own.get("gpus") or (None, None)
+    memory = own.get("gpu_memory")
+    ctx = planning_context({"vllm_version": own.get("vllm_version")}, ctx)  # fit plans the GPUs itself
+    return run_fit(rest, as_json=bool(own.get("json")), gpus=gpus, preset=preset,
+                   gpu_memory=memory if isinstance(memory, int) else None, ctx=ctx)
+
+
+COMMAND = Command("fit", """Will it fit? Every tensor/pipeline/data-parallel layout of MODEL on these GPUs.
+
+VLLM_ARGS: the model (DeepSeek-V4-Flash when none is given) and any `vllm serve` options that
+change memory (--gpu-memory-utilization, --max-model-len, --max-num-batched-tokens,
+--cpu-offload-gb, ...). Shows weights per GPU, KV cache left, the longest single request and the
+concurrency at --max-model-len (65,536 when not given), per DP replica and in all; the layout
+your arguments give is marked, and the fewest of these GPUs that fit is named. An estimate.
+Exit status: 1 when every layout is known not to fit, 0 otherwise, 2 for bad input.""",
+                  PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

@@ -1,33 +1,90 @@
-"""A command's own options, picked out of an argument list that is otherwise vLLM's.
+"""Each command's options, declared once, and the one reading of an argument list against them.
+
+A command module declares ``COMMAND = Command(name, help, options, run, ...)``: its options
+(``Option``: name, help, value and its conversion), its help text and its entry ``run(own,
+rest, ctx)``. ``commands/cli.py`` (the door) finds the module by name and reads the arguments
+with ``parse``; ``commands/click_app.py`` builds click's help from the same declaration;
+``commands/completion.py`` completes from it. Nothing here imports click: ``plan`` must answer
+within its start-up budget.
 
 ``dsv4-launch plan MODEL --json -tp 2`` means ``--json`` for plan and ``MODEL -tp 2`` for vLLM:
-the command's options are recognised anywhere before a ``--`` (vLLM's ``serve`` has none of
-these names), everything after ``--`` is vLLM's. No click on this path: ``plan`` must answer
-within its start-up budget.
+a command that takes vLLM's arguments (``vllm_args``) recognises its own options anywhere
+before a ``--`` (vLLM's ``serve`` has none of these names), everything after ``--`` is vLLM's,
+and an option it does not declare is vLLM's — unless it is a near miss of its own options that
+the release's vLLM does not know either (``--jsn``, ``--vllm-versoin``): that is a usage error
+with the option meant, never handed to vLLM's parser as an "unknown vLLM option". Commands
+that take no vLLM arguments (check, explain, completion) refuse every option they do not
+declare.
+
+The options ``plan``, ``doctor`` and ``fit`` share (``--json``, ``--vllm-version``, ``--gpus``,
+``--gpu-memory``) are declared here once (``PLANNING``); ``planning_context`` turns their values
+into the ``Context`` the pipeline reads (the release's recorded table, the GPUs to plan for).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from ..core.records import Record
+
+TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
+if TYPE_CHECKING:
+    from .context import Context
+
 
 class UsageError(ValueError):
-    """An own option given wrongly; the message is the one line to print."""
+    """An option given wrongly; the message is the one line to print."""
 
 
 class HelpRequested(Exception):
     """``-h``/``--help`` among the command's own arguments."""
 
 
-# command -> {option: converter for its value, or None for a flag}
-OptionSpec = Mapping[str, "Callable[[str], object] | None"]
+class Option(Record):
+    """One option of a command. ``metavar`` empty: a flag; otherwise it takes one value, read by
+    ``convert`` (ValueError: a usage error that shows the value; UsageError: one that does not)."""
+
+    name: str  # "--json"
+    help: str
+    metavar: str = ""
+    convert: Callable[[str], object] | None = None
+    values: Callable[[], Sequence[str]] | None = None  # what completion offers for the value
+    default: str | None = None  # shown in the help only; the body applies its own default
+
+    @property
+    def key(self) -> str:
+        """The name in the parsed values: ``--gpu-memory`` → ``gpu_memory``."""
+        return self.name[2:].replace("-", "_")
 
 
-def split_own_options(command: str, tokens: Sequence[str], spec: OptionSpec) -> tuple[dict[str, object], list[str]]:
-    """(own option values by name without dashes, the rest for vLLM). Raises HelpRequested or
-    UsageError."""
+class Command(Record):
+    """One command, declared once: what the door runs, click's help shows and completion offers."""
+
+    name: str
+    help: str  # the first paragraph is the summary in ``dsv4-launch --help``; ``\\b`` keeps a block as written
+    options: tuple[Option, ...]
+    run: Callable[..., int]  # run(own: dict, rest: list[str], ctx: Context | None) -> exit status
+    vllm_args: bool = False  # takes `vllm serve`'s arguments: undeclared options are vLLM's
+    arguments: str = ""  # the positional arguments as the usage line names them ("[URL]")
+    screen: Callable[[Sequence[str]], str | None] | None = None  # a refusal read before the options (check's key)
+    error_document: Mapping[str, object] | None = None  # --json's keys for a usage error (default: none)
+    pause_collector: bool = False  # plan, doctor, fit: the collector off for the run (commands/collector.py)
+
+    @property
+    def summary(self) -> str:
+        return self.help.split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None = None
+          ) -> tuple[dict[str, object], list[str]]:
+    """(the command's own option values by ``Option.key``, the rest: vLLM's arguments or the
+    positionals). Raises HelpRequested or UsageError (the line without the command's name).
+    ``env``: where the installed vLLM is looked up, only to tell a near miss of an own option
+    from an option of vLLM's (None: this process's environment)."""
+    by_name = {o.name: o for o in command.options}
     own: dict[str, object] = {}
     rest: list[str] = []
+    unknown: list[str] = []
     i = 0
     while i < len(tokens):
         token = tokens[i]
@@ -35,29 +92,82 @@ def split_own_options(command: str, tokens: Sequence[str], spec: OptionSpec) -> 
             rest.extend(tokens[i + 1:])
             break
         if token in ("-h", "--help"):
-            raise HelpRequested(command)
+            raise HelpRequested(command.name)
         name, eq, value = token.partition("=")
-        if name in spec:
-            convert = spec[name]
-            key = name[2:].replace("-", "_")
-            if convert is None:
+        option = by_name.get(name)
+        if option is not None:
+            if not option.metavar:
                 if eq:
-                    raise UsageError(f"dsv4-launch {command}: {name} takes no value")
-                own[key] = True
+                    raise UsageError(f"{name} takes no value")
+                own[option.key] = True
             else:
                 if not eq:
                     if i + 1 >= len(tokens):
-                        raise UsageError(f"dsv4-launch {command}: {name} needs a value")
+                        raise UsageError(f"{name} needs a value ({option.metavar})")
                     i += 1
                     value = tokens[i]
-                try:
-                    own[key] = convert(value)
-                except ValueError as exc:
-                    raise UsageError(f"dsv4-launch {command}: {name} {_shown(value)}: {_shown(str(exc), 300, quote=False)}") from None
+                own[option.key] = _converted(option, value)
         else:
+            if token.startswith("-") and token != "-":
+                if not command.vllm_args:
+                    raise UsageError(f"no such option: {name}{_did_you_mean(name, command)}")
+                if token.startswith("--"):
+                    unknown.append(name)
             rest.append(token)
         i += 1
+    for name in unknown:
+        hint = _did_you_mean(name, command)
+        if hint and not _vllm_knows(name, own.get("vllm_version"), env):
+            raise UsageError(f"no such option: {name}{hint}")
     return own, rest
+
+
+def _converted(option: Option, value: str) -> object:
+    if option.convert is None:
+        return value
+    try:
+        return option.convert(value)
+    except UsageError:
+        raise
+    except ValueError as exc:
+        raise UsageError(f"{option.name} {_shown(value)}: {_shown(str(exc), 300, quote=False)}") from None
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+def _did_you_mean(name: str, command: Command) -> str:
+    """`` (did you mean --json?)`` for a near miss of one of the command's options, else ""."""
+    import difflib
+
+    names = {_normal(o.name): o.name for o in command.options}
+    close = difflib.get_close_matches(_normal(name), list(names), n=1, cutoff=0.75)
+    if not close and len(name) > 3:  # a prefix: --vllm-ver, --gpu-mem
+        close = [n for n in names if n.startswith(_normal(name))][:1]
+    return f" (did you mean {names[close[0]]}?)" if close else ""
+
+
+def _vllm_knows(name: str, version: object, env: Mapping[str, str] | None) -> bool:
+    """Whether vLLM's ``serve`` parser takes ``name``: an option of the release's recorded table
+    (``--vllm-version``'s, else the installed vLLM's; every recorded table when the release is
+    unknown), spelt with ``_`` or ``-``, dotted (``--x.y``) or abbreviated (argparse's
+    allow_abbrev: any option that starts with it — an ambiguous abbreviation is vLLM's to refuse)."""
+    from ..vllm_cli.option_table import available_versions, load_table
+
+    if not isinstance(version, str):
+        import os
+
+        from ..adapters.vllm_install import find_vllm
+
+        version = find_vllm(os.environ if env is None else env).version
+    tables = [load_table(version)] if version else [load_table(v) for v in available_versions()]
+    base = "--" + name[2:].split(".", 1)[0].replace("_", "-")
+    for table in tables:
+        for option in table.option_strings:
+            if option == base or (option.startswith("--") and option.startswith(base)):
+                return True
+    return False
 
 
 def _shown(text: str, limit: int = 60, quote: bool = True) -> str:
@@ -66,3 +176,152 @@ def _shown(text: str, limit: int = 60, quote: bool = True) -> str:
     cut = text if len(text) <= limit else text[:limit]
     shown = repr(cut) if quote else cut
     return shown + ("…" if len(text) > limit else "")
+
+
+# --- the options plan, doctor and fit share --------------------------------------------------
+
+
+def _gpus(text: str):
+    """``8``, ``8xH200``, ``2xRTXPRO6000``, ``GB10``: a count and a preset (core/memory/presets.py)."""
+    from ..core.memory.presets import parse_gpus
+
+    return parse_gpus(text)
+
+
+def _size(text: str) -> int:
+    from ..core.settings import parse_size
+
+    try:
+        value = parse_size(text, unit_required=True)
+    except ValueError:
+        try:
+            fraction = 0 < float(text) <= 1
+        except ValueError:
+            fraction = False
+        if fraction:  # argparse would have read `--gpu-memory 0.9` as vLLM's --gpu-memory-utilization
+            raise ValueError("expected the memory of one GPU, such as 96GiB or 80GB; vLLM's "
+                             "--gpu-memory-utilization is written out in full here") from None
+        raise
+    if value <= 0:
+        raise ValueError("expected a memory size such as 96GiB or 80GB")
+    return value
+
+
+def _release(text: str) -> str:
+    """A vLLM release with a recorded option table (``data/serve-options-X.json``); a local
+    build of one (``0.30.0+cu130``) is that release."""
+    from ..core.versions import same_release
+    from ..vllm_cli.option_table import available_versions
+
+    known = available_versions()
+    try:
+        if any(same_release(text, v) for v in known):
+            return text
+    except ValueError:
+        pass
+    raise ValueError(f"no recorded option table for that release; known: {', '.join(known)}")
+
+
+def _releases() -> list[str]:
+    from ..vllm_cli.option_table import available_versions
+
+    return list(available_versions())
+
+
+def _preset_names() -> list[str]:
+    from ..core.memory.presets import PRESETS
+
+    return [f"{n}x{p.key}" for p in PRESETS for n in (1, 2, 4, 8)]
+
+
+JSON = Option("--json", "Print the result as one JSON object.")
+VLLM_VERSION = Option("--vllm-version", "Plan for this vLLM release (its recorded option table and rules) instead "
+                      "of the installed one.", "X.Y.Z", _release, _releases)
+GPUS = Option("--gpus", "How many GPUs (default: those visible here), or a preset to plan for from anywhere: "
+              "8xH200, 2xRTXPRO6000, 8xB200, 4xH100, 1xRTX5090, GB10, …", "N|NxGPU", _gpus, _preset_names)
+GPU_MEMORY = Option("--gpu-memory", "Memory of one GPU, e.g. 96GiB (default: the preset's, or read through NVML).",
+                    "SIZE", _size)
+PLANNING = (JSON, VLLM_VERSION, GPUS, GPU_MEMORY)
+VERSION_FLAGS = ("--version", "-V")  # dsv4-launch --version and dsv4-serve --version (alone): commands/version.py
+
+# The commands the door knows, and where each is declared (imported only when it runs). serve is
+# dsv4-serve's fast path (commands/serve.py), declared here for the help only.
+COMMANDS = {
+    "serve": "dsv4_launch.commands.serve",
+    "plan": "dsv4_launch.commands.plan",
+    "doctor": "dsv4_launch.commands.doctor",
+    "fit": "dsv4_launch.commands.fit",
+    "explain": "dsv4_launch.commands.explain",
+    "check": "dsv4_launch.commands.check",
+    "completion": "dsv4_launch.commands.completion",
+}
+
+
+def load(name: str) -> Command:
+    """The declaration of command ``name`` (a key of ``COMMANDS``), its module imported now."""
+    import importlib
+
+    return importlib.import_module(COMMANDS[name]).COMMAND
+
+
+def planning_context(own: Mapping[str, object], ctx: Context | None) -> Context:
+    """The world plan and doctor plan in: ``--vllm-version``'s recorded release instead of the
+    installed vLLM, and ``--gpus``/``--gpu-memory``'s GPUs instead of the machine's (read through
+    the context's GPU reader, so the pipeline's one path reads them: NVML is not asked for a
+    preset). The command line wins over DSV4_LAUNCH_GPU_CAPABILITY/_GPU_MEMORY, as over NVML."""
+    import os
+
+    from .context import Context
+
+    ctx = ctx or Context()
+    version = own.get("vllm_version")
+    if isinstance(version, str):
+        from ..adapters.vllm_install import assumed_vllm
+
+        ctx = ctx._replace(vllm=assumed_vllm(version))
+    gpus, memory = own.get("gpus"), own.get("gpu_memory")
+    if gpus is None and memory is None:
+        return ctx
+    from ..core.settings import GPU_CAPABILITY, GPU_MEMORY
+
+    env = dict(os.environ if ctx.env is None else ctx.env)
+    if gpus is not None:
+        env.pop(GPU_CAPABILITY, None)
+    if memory is not None:
+        env.pop(GPU_MEMORY, None)
+    count, preset = gpus if isinstance(gpus, tuple) else (None, None)
+    return ctx._replace(env=env, read_gpus=_given_gpus(count, preset, memory if isinstance(memory, int) else None,
+                                                       ctx.read_gpus))
+
+
+def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable | None) -> Callable:
+    """A GPU reader for ``--gpus N|NxGPU`` and ``--gpu-memory``: the preset's GPUs; or N of this
+    machine's first GPU (N of an unknown kind when it has none); each with ``memory`` when given."""
+
+    def read():
+        from ..core.facts import GpuReport
+        from ..core.gpus import GpuInfo
+        from ..core.memory.presets import preset_gpus
+
+        notes: tuple[str, ...] = ()
+        if preset is not None:
+            report = GpuReport(gpus=preset_gpus(count or 1, preset), source="--gpus",
+                               notes=(f"GPUs not probed: --gpus {count or 1}x{preset.key} is used instead",))
+        else:
+            if machine is None:
+                from ..adapters.nvml import read_gpus as machine_gpus
+            else:
+                machine_gpus = machine
+            report = machine_gpus()
+            if count is not None:
+                first = report.gpus[0] if report.gpus else GpuInfo(0)
+                listed = tuple(first._replace(index=i, uuid=None, mig_uuids=()) for i in range(count))
+                notes = (f"--gpus {count}: {count} × " + (f"{first.name or 'GPU 0'} of this machine" if report.gpus
+                                                          else "a GPU of unknown kind (none seen here)"),)
+                report = report._replace(gpus=listed, source="--gpus", error=None if report.gpus else report.error)
+        if memory is not None and report.gpus:
+            report = report._replace(gpus=tuple(g._replace(memory_total_bytes=memory) for g in report.gpus))
+            notes = (*notes, f"GPU memory: --gpu-memory {memory / 2**30:.1f} GiB per GPU is used")
+        return report._replace(notes=(*report.notes, *notes))
+
+    return read

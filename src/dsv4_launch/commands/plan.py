@@ -19,6 +19,7 @@ from ..output.render import Result, render
 from ..output.report import report_plan
 from . import exit_codes
 from .context import Context, here
+from .own_options import PLANNING, Command, planning_context
 from .pipeline import PLAN, Prepared, prepare
 
 
@@ -94,3 +95,15 @@ def run_plan(argv: list[str], *, as_json: bool, ctx: Context | None = None) -> i
     """``dsv4-launch plan [--json] ARGV``; ``ctx``: the world it reads (None: this process's)."""
     ctx = here(ctx)
     return render(plan_result(argv, ctx), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+
+
+def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
+    return run_plan(rest, as_json=bool(own.get("json")), ctx=planning_context(own, ctx))
+
+
+COMMAND = Command("plan", """Show what dsv4-serve would hand to vLLM, and why, without running it.
+
+VLLM_ARGS are the arguments of `vllm serve`; plan's options may come anywhere before `--`, and
+everything after `--` is vLLM's. --gpus and --gpu-memory plan for other GPUs than this machine's.
+Exit status: what dsv4-serve's would be before vLLM starts (0, or 2 when it would refuse), so it
+can gate a deployment.""", PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

@@ -17,6 +17,7 @@ from ..output.redact import Scrubber, masked_argv
 from ..output.report import report_plan
 from . import exit_codes
 from .context import Context, here
+from .own_options import VERSION_FLAGS, Command
 from .pipeline import SERVE, prepare
 
 USAGE = """\
@@ -39,9 +40,19 @@ https://docs.vllm.ai/en/latest/cli/serve.html
 """
 
 
+HELP_WIDTH = 100  # columns: every --help stays within them (tests/test_cli.py)
+
+
 def usage_text() -> str:
-    width = max(len(name) for name, _ in ENV_VARS)
-    return USAGE.format(env="\n".join(f"  {name:<{width}}  {effect}" for name, effect in ENV_VARS))
+    """Our usage, each variable on its line and its effect wrapped below it, within HELP_WIDTH."""
+    import textwrap
+
+    rows = []
+    for name, effect in ENV_VARS:
+        rows.append(f"  {name}")
+        rows.extend(textwrap.wrap(effect, HELP_WIDTH, initial_indent=" " * 6, subsequent_indent=" " * 6,
+                                  break_on_hyphens=False))
+    return USAGE.format(env="\n".join(rows))
 
 
 def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
@@ -52,7 +63,7 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
     """
     ctx = here(ctx)
     env, stdout, stderr = ctx.env or {}, ctx.stdout, ctx.stderr
-    if len(argv) == 1 and argv[0] in ("--version", "-V"):  # alone: no vLLM release has it on `serve`
+    if len(argv) == 1 and argv[0] in VERSION_FLAGS:  # alone: no vLLM release has it on `serve`
         from .version import run_version
 
         return run_version("dsv4-serve", ctx)
@@ -93,3 +104,12 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``dsv4-serve``."""
     return run_serve(sys.argv[1:] if argv is None else list(argv))
+
+
+def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
+    return run_serve(rest, ctx)
+
+
+# `dsv4-launch serve` as the door and the help show it; it runs as dsv4-serve (no options of its own).
+COMMAND = Command("serve", "Same as dsv4-serve: plan, then run `vllm serve VLLM_ARGS` in this process.", (), _run,
+                  vllm_args=True, arguments="[VLLM_ARGS]...")

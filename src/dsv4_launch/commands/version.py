@@ -20,8 +20,6 @@ from ..output.render import Result, render
 from . import exit_codes
 from .context import Context, here
 
-VERSION_FLAGS = ("--version", "-V")
-
 
 def version_lines(install: VllmInstall) -> list[str]:
     version = install.version or "version unknown"
