@@ -544,3 +544,21 @@ def test_plan_loads_only_its_own_command(tmp_path):
                  "dsv4_launch.commands.explain", "dsv4_launch.commands.fit", "dsv4_launch.commands.doctor",
                  "dsv4_launch.commands.completion", "difflib"):
         assert name not in modules, name
+
+
+def test_a_command_click_is_asked_to_run_goes_through_the_door(capsys):
+    """click_app's commands run the door they are given with the arguments as written (click
+    does not re-read them); its help is the declaration's."""
+    from dsv4_launch.commands.click_app import run_click
+
+    calls = []
+
+    def door(name, args):
+        calls.append((name, list(args)))
+        return 7
+
+    assert run_click(["plan", M, "-hx", "--json", "--", "-h"], door) == 7
+    assert run_click(["serve", "--help"], door) == 7  # dsv4-serve's --help is vLLM's
+    assert calls == [("plan", [M, "-hx", "--json", "--", "-h"]), ("serve", ["--help"])]
+    assert run_click(["fit", M, "--help"], door) == 0 and len(calls) == 2
+    assert "--gpu-memory SIZE" in capsys.readouterr().out
