@@ -230,6 +230,10 @@ def test_a_model_is_offered_only_where_the_model_goes():
     assert "deepseek-ai/DeepSeek-V4-Pro" in candidates("dsv4-serve", ["--model", "deepseek-ai/"], version="0.33.0")
     assert candidates("dsv4-launch", ["plan", "--vllm-version", "0.24.0", "deepseek-ai/DeepSeek-V4.1"]) == [
         "deepseek-ai/DeepSeek-V4.1-Flash"]
+    # a value of an own option is not the model, and no model is offered as one
+    assert candidates("dsv4-launch", ["fit", "--gpu-memory", "80GiB", "deepseek-ai/DeepSeek-V4.1"], version="0.33.0") == [
+        "deepseek-ai/DeepSeek-V4.1-Flash"]
+    assert candidates("dsv4-launch", ["doctor", "--gpu-memory", "deep"], version="0.33.0") == []
 
 
 @pytest.mark.parametrize("shell", SHELLS)

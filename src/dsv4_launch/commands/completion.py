@@ -99,12 +99,12 @@ def _launch_commands() -> list[str]:
 
 
 def _declared(command: str) -> dict[str, list[str] | None]:
-    """A command's own options: name → the values completion offers (None: a flag or a free value)."""
+    """A command's own options: name → the values completion offers ([]: a free value, None: a flag)."""
     from .own_options import COMMANDS, load
 
     if command not in COMMANDS or command == "serve":
         return {}
-    return {o.name: (list(o.values()) if o.values else None) for o in load(command).options}
+    return {o.name: list(o.values()) if o.values else ([] if o.metavar else None) for o in load(command).options}
 
 
 def _vllm_version(words: Sequence[str]) -> str | None:
@@ -155,8 +155,7 @@ def _has_positional(words: Sequence[str], table, own: dict[str, list[str] | None
             continue
         elif word.startswith("-"):
             name = word.partition("=")[0]
-            skip = "=" not in word and (name in takes_value or (name in own and own[name] is not None)
-                                        or name in ("--gpu-memory",))
+            skip = "=" not in word and (name in takes_value or (name in own and own[name] is not None))
         else:
             return True
     return False
@@ -164,7 +163,7 @@ def _has_positional(words: Sequence[str], table, own: dict[str, list[str] | None
 
 def _vllm_candidates(words: Sequence[str], version: str | None, own: dict[str, list[str] | None]) -> list[str]:
     """Candidates for the last word of ``vllm serve`` arguments (``words``), plus a command's
-    own options (name → its values, None for a flag or a free value)."""
+    own options (name → its values, [] for a free value, None for a flag)."""
     from ..vllm_cli.option_table import load_table
 
     table = load_table(version)
