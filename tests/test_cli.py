@@ -447,7 +447,7 @@ def test_vllms_arguments_reach_it_as_written(run_cli, v4_dir):
     assert json.loads(done.stdout)["argv"][: len(args)] == args, done.stderr
 
 
-def test_plan_and_doctor_take_gpus_presets(run_cli):
+def test_plan_and_doctor_take_gpus_presets(run_cli, tmp_path):
     """--gpus 8xH200 reaches the rules (31.2): NVML is not asked, the command line wins over
     DSV4_LAUNCH_GPU_CAPABILITY, and the plan is the preset's (SM 12.0 gets fp8, SM 9.0 not on 0.33)."""
     env = {"DSV4_LAUNCH_GPU_CAPABILITY": "10.0"}
@@ -456,6 +456,7 @@ def test_plan_and_doctor_take_gpus_presets(run_cli):
     assert done.returncode == 0, done.stderr
     assert [(g["name"], g["compute_capability"]) for g in plan["gpus"]] == [("NVIDIA H200", "9.0")] * 8
     assert plan["gpu_source"] == "--gpus" and plan["changes"] == []
+    assert not (tmp_path / "nvml.log").exists()  # a preset: the machine's GPUs are not asked
     done, _ = run_cli("dsv4-launch", "plan", "--json", M, "-tp", "2", "--gpus=2xRTXPRO6000", vllm="0.24.0", gpus=None)
     plan = json.loads(done.stdout)
     assert [c["after"] for c in plan["changes"]] == ["fp8"] and len(plan["gpus"]) == 2
@@ -476,12 +477,16 @@ def test_gpus_as_a_count_and_gpu_memory_use_this_machines_gpu(run_cli, tmp_path)
     (["--gpu-memory", "0.9"], "--gpu-memory-utilization is written out in full here"),
     (["--gpus"], "--gpus needs a value"),
     (["--json=yes"], "--json takes no value"),
+    (["--gpus", "8x\x1b[31mH200"], "--gpus '8x\\x1b[31mH200': '\\x1b' cannot be part of a GPU count or name"),
+    (["--gpus", "8xH" + "2" * 5000], "…"),
+    (["--gpu-memory", "9" * 5000 + "\u202e"], "…"),
 ])
 def test_a_bad_planning_option_is_one_line(run_cli, args, fragment):
     for command in ("plan", "doctor", "fit"):
         done, record = run_cli("dsv4-launch", command, M, *args, gpus=None)
         assert done.returncode == 2 and record is None and done.stdout == ""
         assert done.stderr.count("\n") == 1 and fragment in done.stderr, done.stderr
+        assert len(done.stderr) < 600 and done.stderr[:-1].isprintable(), ascii(done.stderr)
 
 
 def test_check_and_explain_refuse_what_they_do_not_declare(run_cli):
