@@ -567,3 +567,15 @@ def test_a_command_click_is_asked_to_run_goes_through_the_door(capsys):
     assert calls == [("plan", [M, "-hx", "--json", "--", "-h"]), ("serve", ["--help"])]
     assert run_click(["fit", M, "--help"], door) == 0 and len(calls) == 2
     assert "--gpu-memory SIZE" in capsys.readouterr().out
+
+
+def test_gpus_as_a_count_takes_the_kind_dsv4_launch_gpu_capability_names(run_cli, tmp_path):
+    """--gpus 8 with DSV4_LAUNCH_GPU_CAPABILITY=9.0 (no NVML): 8 GPUs of SM 9.0, not 8 of an
+    unknown kind nor the variable's one GPU; a bad value is still the pipeline's one line."""
+    env = {"DSV4_LAUNCH_GPU_CAPABILITY": "9.0", "DSV4_LAUNCH_GPU_MEMORY": "141GiB"}
+    done, _ = run_cli("dsv4-launch", "plan", "--json", "--gpus", "8", M, "-tp", "8", gpus=None, vllm="0.33.0", env=env)
+    plan = json.loads(done.stdout)
+    assert [(g["compute_capability"], g["memory_bytes"]) for g in plan["gpus"]] == [("9.0", 141 * 2**30)] * 8
+    assert not (tmp_path / "nvml.log").exists()
+    done, _ = run_cli("dsv4-launch", "plan", "--gpus", "8", M, gpus=None, env={"DSV4_LAUNCH_GPU_CAPABILITY": "hopper"})
+    assert done.returncode == 2 and "DSV4_LAUNCH_GPU_CAPABILITY='hopper'" in done.stderr

@@ -285,18 +285,37 @@ def planning_context(own: Mapping[str, object], ctx: Context | None) -> Context:
     from ..core.settings import GPU_CAPABILITY, GPU_MEMORY
 
     env = dict(os.environ if ctx.env is None else ctx.env)
-    if gpus is not None:
-        env.pop(GPU_CAPABILITY, None)
+    count, preset = gpus if isinstance(gpus, tuple) else (None, None)
+    kind = None
     if memory is not None:
         env.pop(GPU_MEMORY, None)
-    count, preset = gpus if isinstance(gpus, tuple) else (None, None)
+    if gpus is not None and env.get(GPU_CAPABILITY) is not None:
+        kind = None if preset is not None else _capability_gpu(env)
+        if preset is not None or kind is not None:
+            env.pop(GPU_CAPABILITY)  # else a bad value: the pipeline says so, as without --gpus
     return ctx._replace(env=env, read_gpus=_given_gpus(count, preset, memory if isinstance(memory, int) else None,
-                                                       ctx.read_gpus))
+                                                       ctx.read_gpus, kind))
 
 
-def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable | None) -> Callable:
-    """A GPU reader for ``--gpus N|NxGPU`` and ``--gpu-memory``: the preset's GPUs; or N of this
-    machine's first GPU (N of an unknown kind when it has none); each with ``memory`` when given."""
+def _capability_gpu(env: Mapping[str, str]):
+    """``--gpus N`` with DSV4_LAUNCH_GPU_CAPABILITY set: a GPU of the first capability it names
+    (and DSV4_LAUNCH_GPU_MEMORY's memory), the kind N of are planned for; None for a bad value."""
+    from ..core.gpus import GpuInfo
+    from ..core.settings import SettingsError, read_settings
+
+    try:
+        settings = read_settings(env)
+    except SettingsError:
+        return None
+    if not settings.gpu_capabilities:
+        return None
+    return GpuInfo(0, capability=settings.gpu_capabilities[0], memory_total_bytes=settings.gpu_memory_bytes)
+
+
+def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable | None, kind=None) -> Callable:
+    """A GPU reader for ``--gpus N|NxGPU`` and ``--gpu-memory``: the preset's GPUs; or N of
+    ``kind`` (from DSV4_LAUNCH_GPU_CAPABILITY), else of this machine's first GPU (N of an unknown
+    kind when it has none); each with ``memory`` when given."""
 
     def read():
         from ..core.facts import GpuReport
@@ -307,6 +326,9 @@ def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable
         if preset is not None:
             report = GpuReport(gpus=preset_gpus(count or 1, preset), source="--gpus",
                                notes=(f"GPUs not probed: --gpus {count or 1}x{preset.key} is used instead",))
+        elif kind is not None:
+            report = GpuReport(gpus=(kind,), source="--gpus")
+            notes = (f"GPUs not probed: --gpus {count} of DSV4_LAUNCH_GPU_CAPABILITY's first kind are used instead",)
         else:
             if machine is None:
                 from ..adapters.nvml import read_gpus as machine_gpus
@@ -314,11 +336,12 @@ def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable
                 machine_gpus = machine
             report = machine_gpus()
             if count is not None:
-                first = report.gpus[0] if report.gpus else GpuInfo(0)
-                listed = tuple(first._replace(index=i, uuid=None, mig_uuids=()) for i in range(count))
-                notes = (f"--gpus {count}: {count} × " + (f"{first.name or 'GPU 0'} of this machine" if report.gpus
-                                                          else "a GPU of unknown kind (none seen here)"),)
-                report = report._replace(gpus=listed, source="--gpus", error=None if report.gpus else report.error)
+                notes = (f"--gpus {count}: {count} × " + (f"{report.gpus[0].name or 'GPU 0'} of this machine"
+                                                          if report.gpus else "a GPU of unknown kind (none seen here)"),)
+        if preset is None and count is not None:
+            first = report.gpus[0] if report.gpus else GpuInfo(0)
+            listed = tuple(first._replace(index=i, uuid=None, mig_uuids=()) for i in range(count))
+            report = report._replace(gpus=listed, source="--gpus", error=None if report.gpus else report.error)
         if memory is not None and report.gpus:
             report = report._replace(gpus=tuple(g._replace(memory_total_bytes=memory) for g in report.gpus))
             notes = (*notes, f"GPU memory: --gpu-memory {memory / 2**30:.1f} GiB per GPU is used")
