@@ -380,9 +380,11 @@ def test_plan_to_head_is_silent(tmp_path, fake_vllm_path):
 
 @pytest.mark.parametrize("args", [[M], ["--json", M], [M, "-tp", "2"], ["--json", "Qwen/Qwen3-8B"]])
 def test_plan_without_vllm_exits_127_as_dsv4_serve_does(run_cli, args):
-    plan, _ = run_cli("dsv4-launch", "plan", *args, vllm=None, env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
-    serve, _ = run_cli("dsv4-serve", *[a for a in args if a != "--json"], vllm=None,
-                       env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+    # the capability override keeps NVML's memory (issue 29): a GPU large enough that no memory refusal
+    # comes before the missing vLLM
+    env = {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", "DSV4_LAUNCH_GPU_MEMORY": "400GiB"}
+    plan, _ = run_cli("dsv4-launch", "plan", *args, vllm=None, env=env)
+    serve, _ = run_cli("dsv4-serve", *[a for a in args if a != "--json"], vllm=None, env=env)
     assert plan.returncode == serve.returncode == 127, (plan.stderr, serve.stderr)
     errors = [ln for ln in plan.stderr.splitlines() if "error" in ln]
     assert len(errors) == 1 and "dsv4-serve would exit 127" in errors[0], plan.stderr

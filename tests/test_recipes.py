@@ -73,9 +73,9 @@ def downloaded(tmp_path, model: str) -> str:
     return str(folder)
 
 
-def plan(tmp_path, model, gpus, args):
+def plan(tmp_path, model, gpus, args, version="0.33.0"):
     out, err = io.StringIO(), io.StringIO()
-    code = run_plan([model, *args], as_json=True, ctx=Context(env={"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}, stdout=out, stderr=err, read_gpus=probe_for(gpus), vllm=VllmInstall(version="0.33.0", importable=True)))
+    code = run_plan([model, *args], as_json=True, ctx=Context(env={"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}, stdout=out, stderr=err, read_gpus=probe_for(gpus), vllm=VllmInstall(version=version, importable=True)))
     return code, json.loads(out.getvalue()), err.getvalue()
 
 
@@ -102,3 +102,81 @@ def test_what_cannot_fit_is_still_refused(tmp_path, what, model, gpus, args, loc
 def test_the_2x_rtx_pro_6000_recipe_plans_without_a_context_warning(tmp_path):
     code, data, _ = plan(tmp_path, FLASH, "2xRTXPRO6000", RECIPES[0][3])
     assert not [f for f in data["findings"] if f["rule"] in ("max-model-len-too-long", "weights-tight")]
+
+
+# --- every DeepSeek-V4 command of vllm-project/recipes (models/deepseek-ai/DeepSeek-V4-Flash.yaml,
+# -Pro.yaml @8959cf6, 2026-08-21): base_args + the strategy's flags + the hardware's overrides, with
+# and without the variant's speculative decoding; 8 GPUs per node (GB200: 4 per NVL4 tray). The
+# memory part never says "does not fit" nor "more GPUs" for any of them, on any release family.
+FLASH_0731, PRO_0813 = "deepseek-ai/DeepSeek-V4-Flash-0731", "deepseek-ai/DeepSeek-V4-Pro-0813"
+BASE = ["--trust-remote-code", "--kv-cache-dtype", "fp8", "--block-size", "256"]
+DSPARK = ["--speculative-config", '{"method":"dspark","num_speculative_tokens":7,"draft_sample_method":"probabilistic"}']
+EP_GRAPHS = ["--compilation-config", '{"cudagraph_mode":"FULL_AND_PIECEWISE", "custom_ops":["all"]}']
+BLACKWELL_FLASH = ["--attention_config.use_fp4_indexer_cache", "True", "--moe-backend", "deep_gemm_mega_moe"]
+BLACKWELL_PRO = ["--attention_config.use_fp4_indexer_cache=True", "--moe-backend", "deep_gemm_mega_moe"]
+HOPPER_PRO = ["--max-model-len", "200000", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "16",
+              "--no-enable-flashinfer-autotune", "--compilation-config", '{"mode": 0, "cudagraph_mode": "FULL_DECODE_ONLY"}']
+OFFICIAL = [
+    ("Flash-0731 8 × H200 TP 8 + EP", FLASH_0731, "8xH200", ["-tp", "8", "--enable-expert-parallel"]),
+    ("Flash-0731 8 × H200 TP 8", FLASH_0731, "8xH200", ["-tp", "8", "--no-enable-flashinfer-autotune"]),
+    ("Flash-0731 8 × H200 DP 4 + EP", FLASH_0731, "8xH200",
+     ["--data-parallel-size", "4", "--enable-expert-parallel", *EP_GRAPHS]),
+    ("Flash-0731 8 × B200 TP 8 + EP", FLASH_0731, "8xB200", ["-tp", "8", "--enable-expert-parallel", *BLACKWELL_FLASH]),
+    ("Flash-0731 4 × GB200 DP 4 + EP", FLASH_0731, "4xGB200",
+     ["--data-parallel-size", "4", "--enable-expert-parallel", *EP_GRAPHS, *BLACKWELL_FLASH]),
+    ("Flash-0731 8 × B300 DP 4 + EP", FLASH_0731, "8xB300",
+     ["--data-parallel-size", "4", "--enable-expert-parallel", *EP_GRAPHS, *BLACKWELL_FLASH]),
+    ("Flash-0731 8 × RTX PRO 6000 TP 8 + EP", FLASH_0731, "8xRTXPRO6000",
+     ["--enable-expert-parallel", "--tensor-parallel-size", "8", "--moe-backend", "auto",
+      "--attention_config.use_fp4_indexer_cache", "False"]),
+    ("Flash-0731 8 × RTX PRO 6000 TP 8", FLASH_0731, "8xRTXPRO6000",
+     ["--tensor-parallel-size", "8", "--attention_config.use_fp4_indexer_cache", "False"]),
+    ("Flash preview 8 × H200 TP 8 + EP, MTP 1", FLASH, "8xH200",
+     ["-tp", "8", "--enable-expert-parallel", "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}']),
+    ("Flash preview 1 × B300 (DGX Station) TP 1, MTP 3", FLASH, "1xB300",
+     ["--tensor-parallel-size", "1", "--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.92",
+      "--compilation-config", '{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":["all"]}',
+      "--max-cudagraph-capture-size", "128", "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}']),
+    ("Pro-0813 8 × H200 DP 8 + EP (hopper)", PRO_0813, "8xH200",
+     ["--data-parallel-size", "8", "--enable-expert-parallel", *EP_GRAPHS, *HOPPER_PRO]),
+    ("Pro-0813 8 × H200 TP 8 + EP (hopper)", PRO_0813, "8xH200",
+     ["-tp", "8", "--enable-expert-parallel", *EP_GRAPHS, *HOPPER_PRO]),
+    ("Pro-0813 8 × B200 TP 8 + EP", PRO_0813, "8xB200", ["-tp", "8", "--enable-expert-parallel", *EP_GRAPHS, *BLACKWELL_PRO]),
+    ("Pro-0813 8 × B300 DP 8 + EP", PRO_0813, "8xB300",
+     ["--data-parallel-size", "8", "--enable-expert-parallel", *EP_GRAPHS, *BLACKWELL_PRO]),
+    ("Pro-0813 2 × 4 GB200 DP 8 + EP", PRO_0813, "8xGB200",
+     ["--data-parallel-size", "8", "--enable-expert-parallel", *EP_GRAPHS, *BLACKWELL_PRO]),
+    ("Pro preview 8 × H200 DP 8 + EP, MTP 2", PRO, "8xH200",
+     ["--data-parallel-size", "8", "--enable-expert-parallel", *HOPPER_PRO,
+      "--speculative-config", '{"method":"mtp","num_speculative_tokens":2}']),
+]
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.28.0", "0.29.0", "0.33.0"])
+@pytest.mark.parametrize("spec", [False, True], ids=["plain", "dspark"])
+@pytest.mark.parametrize("what,model,gpus,args", OFFICIAL, ids=[r[0] for r in OFFICIAL])
+def test_no_official_recipe_is_said_not_to_fit(tmp_path, what, model, gpus, args, spec, version):
+    if spec and (model not in (FLASH_0731, PRO_0813) or version == "0.24.0"):
+        pytest.skip("DSpark: the fused checkpoints only, vLLM ≥ 0.25")
+    code, data, err = plan(tmp_path, model, gpus, [*BASE, *args, *(DSPARK if spec else [])], version)
+    memory = data["memory"]
+    assert memory["verdict"] in ("fits", "vLLM decides at start"), (memory, err)
+    assert memory["fits"] is not False and memory["not_checked"] is None
+    rows = [f for f in data["findings"] if f["rule"] in ("weights-exceed-memory", "weights-tight",
+                                                         "max-model-len-too-long", "memory-not-checked")]
+    assert not any(f["level"] == "refuse" for f in rows), rows
+    assert not any("more GPUs" in f["text"] for f in rows), rows
+    if memory["verdict"] == "vLLM decides at start":
+        line = next(f["text"] for f in rows if f["rule"] in ("max-model-len-too-long", "weights-tight"))
+        assert "vLLM decides at start" in line and "--max-model-len" in line
+
+
+def test_the_recipes_that_are_reported_to_start_fit_at_the_optimistic_end(tmp_path):
+    # recipes#381/#832: V4-Pro at DP 8 + EP on 8 × H200, --gpu-memory-utilization 0.95, 200K (the hopper
+    # override) started — on releases before the in-flight tokens doubled (0.26). The low end of the
+    # activation band rests on this: one request of 200K must fit there at the optimistic end.
+    code, data, _ = plan(tmp_path, PRO, "8xH200", [*BASE, "--data-parallel-size", "8", "--enable-expert-parallel",
+                                                   *HOPPER_PRO], "0.25.0")
+    memory = data["memory"]
+    assert memory["max_model_len_fits_high"] >= 200_000 > memory["max_model_len_fits_low"]
+    assert memory["verdict"] == "vLLM decides at start"

@@ -23,6 +23,16 @@ It checks, and prints one line per check (OK / MISMATCH / SKIP) to stdout:
    ``core/gpus.select_visible`` (with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, where the order is
    exact; and unset, where it is exact only for identical GPUs).
 
+With ``--profile`` (and ``--python`` naming the Python that has vLLM), it also records vLLM's
+own memory profile for a small DeepSeek-V4-shaped model — V4-Flash's config.json with
+``--profile-layers`` decoder layers (default 4), dummy weights, no tokenizer, one GPU — at each
+``--profile-batched-tokens`` (default 8192 and 2048): what vLLM logs as the weights ("Model
+loading took"), the profile run's peak activation, non-torch memory, the CUDA-graph estimate and
+the graphs actually captured, and the available KV cache memory. Each is set beside
+dsv4-launch's band for the same settings (core/memory/budget.py): OK inside it, OUTSIDE (a
+mismatch: the band must move) outside it. ``--profile-out FILE`` keeps the records as JSON
+(docs/memory.md says which band each one narrows). About 3–5 minutes a run on one H200.
+
 Exit status: 0 when nothing disagrees (a SKIP is not a failure: no GPU, no nvidia-smi, no
 torch), 1 when something does, 2 for bad arguments. Without a GPU it prints why every check
 was skipped and exits 0, so a test can run it anywhere (tests/test_gpu_check.py runs it with
@@ -34,10 +44,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 OK, MISMATCH, SKIP = "OK", "MISMATCH", "SKIP"
+OUTSIDE = MISMATCH  # a measurement outside dsv4-launch's band: the band is wrong
 SMI_QUERY = "index,uuid,name,compute_cap,memory.total"
 CHILD_TIMEOUT = 120
 
@@ -195,11 +208,170 @@ def compare_torch(report: Report, python: str, gpus) -> None:
                 report.add(MISMATCH, label, f"dsv4-launch {ours} != torch {theirs}")
 
 
+# --- --profile: vLLM's own memory profile for a small DeepSeek-V4-shaped model -------------------
+
+PROFILE_CHILD = r"""
+import json, sys
+from vllm import LLM
+settings = json.loads(sys.argv[1])
+LLM(**settings)
+print("DSV4_PROFILE_DONE", flush=True)
+"""
+PROFILE_TIMEOUT = 420  # one run, model build to the KV cache and the graphs
+GIB = 2**30
+
+# vLLM's own log lines, 0.24–0.33 (v1/worker/gpu_model_runner.py, gpu_worker.py, utils/mem_utils.py);
+# the figures are GiB. The MemoryProfilingResult line is logged at DEBUG (VLLM_LOGGING_LEVEL=DEBUG).
+PROFILE_PATTERNS = {
+    "weights": r"Model loading took ([0-9.]+) GiB",
+    "available_kv": r"Available KV cache memory: ([0-9.]+) GiB",
+    "graph_estimate": r"Estimated CUDA graph memory: ([0-9.]+) GiB total",
+    "graph_captured": r"Graph capturing finished in [0-9.]+ secs, took ([0-9.]+) GiB",
+    "non_kv": r"Total non KV cache memory: ([0-9.]+) ?GiB",
+    "torch_peak_increase": r"torch peak memory increase: ([0-9.]+) ?GiB",
+    "non_torch_increase": r"non-torch forward increase memory: ([0-9.]+) ?GiB",
+    "total_consumed": r"total consumed \(from mem_get_info\): ([0-9.]+) ?GiB",
+    "peak_activation": r"([0-9.]+) GiB for peak activation",
+}
+
+
+def parse_profile_log(text: str) -> dict[str, float]:
+    """vLLM's profile figures (GiB) from its log: the last of each line that is there (a DP or
+    TP rank logs its own; one GPU here)."""
+    found: dict[str, float] = {}
+    for key, pattern in PROFILE_PATTERNS.items():
+        values = re.findall(pattern, text)
+        if values:
+            found[key] = float(values[-1])
+    if "peak_activation" not in found and "torch_peak_increase" in found:
+        found["peak_activation"] = found["torch_peak_increase"]  # 0.24–0.26 name it so
+    return found
+
+
+def profile_model_dir(folder: str, layers: int) -> str:
+    """V4-Flash's config.json cut to ``layers`` decoder layers (their compress ratios kept, no MTP
+    layer), in ``folder``: vLLM builds it with dummy weights."""
+    from dsv4_launch.adapters.checkpoints import known_checkpoint
+
+    config = dict(known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")["config"])
+    ratios = config.get("compress_ratios") or []
+    config["num_hidden_layers"] = layers
+    config["compress_ratios"] = ratios[:layers] if len(ratios) >= layers else ratios
+    config["num_nextn_predict_layers"] = 0
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as handle:
+        json.dump(config, handle)
+    return folder
+
+
+def profile_settings(model: str, mnbt: int, max_num_seqs: int) -> dict:
+    return {"model": model, "load_format": "dummy", "skip_tokenizer_init": True, "trust_remote_code": True,
+            "kv_cache_dtype": "fp8", "block_size": 256, "max_model_len": 65536, "max_num_batched_tokens": mnbt,
+            "max_num_seqs": max_num_seqs, "gpu_memory_utilization": 0.9, "tensor_parallel_size": 1}
+
+
+def expected_bands(mnbt: int, max_num_seqs: int, gpu_memory: int, vllm_version: str | None, layers: int) -> dict:
+    """dsv4-launch's bands (GiB) for the same settings on one such GPU."""
+    from dsv4_launch.adapters.checkpoints import known_checkpoint
+    from dsv4_launch.core.facts import Facts
+    from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+    from dsv4_launch.core.memory.budget import activation_term, graph_term, non_torch_term
+    from dsv4_launch.core.model import classify
+    from dsv4_launch.vllm_cli.option_table import load_table
+    from dsv4_launch.vllm_cli.serve_args import read_serve_args
+
+    entry = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
+    config = {**entry["config"], "num_hidden_layers": layers}
+    args = read_serve_args([entry["id"], "--max-num-batched-tokens", str(mnbt), "--max-num-seqs", str(max_num_seqs)],
+                           load_table(vllm_version), lambda p: {})
+    facts = Facts(args=args, model=classify(entry["id"], config, "gpu_check"),
+                  gpus=GpuSelection((GpuInfo(0, "GPU", None, (9, 0), gpu_memory),)), vllm_version=vllm_version)
+    from dsv4_launch.core.memory.estimate import speculative_method, v2_runner
+
+    v2 = v2_runner(facts, speculative_method(facts), 1)
+    bands = {"peak_activation": activation_term(facts, 1, mnbt, max_num_seqs), "graph_estimate": graph_term(facts, v2),
+             "non_torch_increase": non_torch_term(1, 1)}
+    return {k: (t.low / GIB, t.high / GIB) for k, t in bands.items()}
+
+
+def vllm_version_of(python: str) -> str | None:
+    try:
+        done = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('vllm'))"],
+                              capture_output=True, text=True, timeout=60, cwd="/")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
+def judge_profile(report: Report, label: str, measured: dict[str, float], bands: dict) -> None:
+    for key, (low, high) in bands.items():
+        if key not in measured:
+            report.add(SKIP, f"{label} {key}", "not in vLLM's log (this release does not log it)")
+            continue
+        value = measured[key]
+        inside = low - 0.05 <= value <= high + 0.05  # vLLM prints two decimals
+        report.add(OK if inside else OUTSIDE, f"{label} {key}",
+                   f"vLLM {value:.2f} GiB; dsv4-launch's band {low:.2f}–{high:.2f} GiB")
+
+
+def run_profile(report: Report, python: str, gpu_memory: int, batched: list[int], layers: int,
+                out_path: str | None) -> list[dict]:
+    version = vllm_version_of(python)
+    if version is None:
+        report.add(SKIP, "vLLM profile", f"vLLM is not importable by {python} (give --python)")
+        return []
+    records = []
+    with tempfile.TemporaryDirectory(prefix="dsv4-profile-") as folder:
+        model = profile_model_dir(folder, layers)
+        for mnbt in batched:
+            seqs = 256
+            label = f"vLLM {version} profile at {mnbt} batched tokens"
+            env = {**os.environ, "VLLM_LOGGING_LEVEL": "DEBUG", "CUDA_VISIBLE_DEVICES": os.environ.get(
+                "CUDA_VISIBLE_DEVICES", "0")}
+            try:
+                done = subprocess.run([python, "-c", PROFILE_CHILD, json.dumps(profile_settings(model, mnbt, seqs))],
+                                      capture_output=True, text=True, timeout=PROFILE_TIMEOUT, env=env, cwd=folder)
+                text, status = done.stdout + done.stderr, done.returncode
+            except subprocess.TimeoutExpired as exc:
+                text, status = _text(exc.stdout) + _text(exc.stderr), "timeout"
+            measured = parse_profile_log(text)
+            record = {"vllm": version, "layers": layers, "max_num_batched_tokens": mnbt, "max_num_seqs": seqs,
+                      "status": status, "measured_gib": measured, "log_tail": text[-4000:]}
+            records.append(record)
+            if status != 0 and not measured:
+                report.add(SKIP, label, f"vLLM did not start ({status}): {text.strip().splitlines()[-1:]}")
+                continue
+            bands = expected_bands(mnbt, seqs, gpu_memory, version, layers)
+            record["bands_gib"] = bands
+            judge_profile(report, label, measured, bands)
+    if out_path:
+        with open(out_path, "w", encoding="utf-8") as handle:
+            json.dump(records, handle, indent=1)
+    return records
+
+
+def _text(data) -> str:
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else str(data)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", default=sys.executable, help="the Python with torch (default: this one)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of lines")
+    parser.add_argument("--profile", action="store_true",
+                        help="also record vLLM's memory profile of a small DeepSeek-V4-shaped model (needs a GPU)")
+    parser.add_argument("--profile-layers", type=int, default=4, help="decoder layers of the profiled model")
+    parser.add_argument("--profile-batched-tokens", default="8192,2048",
+                        help="comma-separated --max-num-batched-tokens values, one run each")
+    parser.add_argument("--profile-out", help="write the profile records (JSON) here")
     args = parser.parse_args(argv)
+    try:
+        batched = [int(n) for n in args.profile_batched_tokens.split(",") if n.strip()]
+    except ValueError:
+        parser.error("--profile-batched-tokens: comma-separated integers")
+    if args.profile_layers < 1 or not batched or min(batched) < 1:
+        parser.error("--profile-layers and --profile-batched-tokens must be positive")
     report = Report(args.json)
 
     before = cuda_in_process()
@@ -216,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
                    "still initialised" if state else "uninitialised")
     if not probe.gpus or probe.source != "nvml":
         report.add(SKIP, "NVML adapter", f"no NVIDIA GPU through NVML: {probe.error or probe.source or 'none'}")
+        if args.profile:
+            report.add(SKIP, "vLLM profile", "no GPU")
         return _finish(report, probe)
     report.add(OK, "NVML adapter", f"{len(probe.gpus)} GPU(s), driver {probe.driver_version}, "
                f"CUDA {probe.cuda_driver_version}: " + "; ".join(
@@ -235,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
                ", ".join(after) or "not initialised")
 
     compare_torch(report, args.python, probe.gpus)
+    if args.profile:
+        run_profile(report, args.python, probe.gpus[0].memory_total_bytes or 0, batched, args.profile_layers,
+                    args.profile_out)
     return _finish(report, probe)
 
 

@@ -176,14 +176,13 @@ def gather_gpus(
     read_gpus_when: str = READ_GPUS_WHEN_DSV4,
     read_gpus: Callable[[], GpuReport] = read_gpus,
 ) -> GpuFacts:
-    """The GPUs vLLM will use: DSV4_LAUNCH_GPU_CAPABILITY, or NVML (nvidia-smi as a fallback)
-    mapped through CUDA_VISIBLE_DEVICES, asked by policy."""
+    """The GPUs vLLM will use: NVML (nvidia-smi as a fallback) mapped through
+    CUDA_VISIBLE_DEVICES, asked by policy; DSV4_LAUNCH_GPU_CAPABILITY replaces the capability
+    only — the memory stays NVML's where NVML can be read (``_capability_override``)."""
+    wanted = read_gpus_when == READ_GPUS_ALWAYS or (read_gpus_when == READ_GPUS_WHEN_DSV4 and model.is_dsv4_family)
     if settings.gpu_capabilities:
-        gpus = tuple(GpuInfo(index=i, capability=cc, memory_total_bytes=settings.gpu_memory_bytes)
-                     for i, cc in enumerate(settings.gpu_capabilities))
-        note = f"GPUs not probed: {GPU_CAPABILITY}={settings.gpu_capability_text} is used instead"
-        return GpuFacts(GpuSelection(gpus), source=GPU_CAPABILITY, notes=(note,), read=True)
-    if not (read_gpus_when == READ_GPUS_ALWAYS or (read_gpus_when == READ_GPUS_WHEN_DSV4 and model.is_dsv4_family)):
+        return _capability_override(settings, env, read_gpus if wanted else None)
+    if not wanted:
         return GpuFacts()
     result = read_gpus()
     selection = None
@@ -201,3 +200,34 @@ def gather_gpus(
         notes = (*notes, f"GPU memory: {GPU_MEMORY}={settings.gpu_memory_bytes / 2**30:.1f} GiB per GPU is used "
                  "instead of what NVML reports")
     return GpuFacts(selection, result.error, result.source, notes, True, result)
+
+
+def _capability_override(settings: Settings, env: Mapping[str, str],
+                         read_gpus: Callable[[], GpuReport] | None) -> GpuFacts:
+    """DSV4_LAUNCH_GPU_CAPABILITY's GPUs (one per capability given), with DSV4_LAUNCH_GPU_MEMORY's
+    memory, else the memory NVML reports for the GPUs visible here (the i-th visible GPU's for the
+    i-th; all of them where every visible GPU has the same), else none: unknown, and the plan
+    says "memory not checked" (core/rules/memory.py) rather than assume any."""
+    memories: list[int | None] = [settings.gpu_memory_bytes] * len(settings.gpu_capabilities or ())
+    notes = [f"GPUs not probed for their type: {GPU_CAPABILITY}={settings.gpu_capability_text} is used instead"]
+    if settings.gpu_memory_bytes:
+        notes.append(f"GPU memory: {GPU_MEMORY}={settings.gpu_memory_bytes / 2**30:.1f} GiB per GPU")
+    elif read_gpus is not None:
+        try:
+            result = read_gpus()
+        except Exception:  # the probe never raises by contract; a broken library is "not read"
+            result = GpuReport()
+        visible = select_visible(result.gpus, env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")).gpus \
+            if result.gpus else ()
+        sizes = [g.memory_total_bytes for g in visible]
+        if sizes and all(sizes) and len(set(sizes)) == 1:
+            memories = [sizes[0]] * len(memories)
+        elif sizes:
+            memories = [sizes[i] if i < len(sizes) else None for i in range(len(memories))]
+        if any(memories):
+            shown = sorted({m for m in memories if m})
+            notes.append("GPU memory: " + ", ".join(f"{m / 2**30:.1f} GiB" for m in shown) + " per GPU, as NVML "
+                         f"reports it here (set {GPU_MEMORY} where vLLM's GPUs are elsewhere)")
+    gpus = tuple(GpuInfo(index=i, capability=cc, memory_total_bytes=memories[i])
+                 for i, cc in enumerate(settings.gpu_capabilities or ()))
+    return GpuFacts(GpuSelection(gpus), source=GPU_CAPABILITY, notes=tuple(notes), read=True)

@@ -13,8 +13,18 @@ from __future__ import annotations
 from ..core.facts import as_human_int
 from ..core.gpus import GpuSelection
 from ..core.memory.estimate import GiB, gpu_memory_utilization
-from ..core.memory.fit import DEFAULT_CONTEXT, DOES_NOT_FIT, FITS, MAX_FEWEST, SHORT, UNKNOWN, fewest_gpus, fit_rows
-from ..core.memory.presets import preset_gpus
+from ..core.memory.fit import (
+    DECIDES,
+    DEFAULT_CONTEXT,
+    DOES_NOT_FIT,
+    FITS,
+    MAX_FEWEST,
+    NOT_CHECKED,
+    UNKNOWN,
+    fewest_gpus,
+    fit_rows,
+)
+from ..core.memory.presets import PRESETS, preset_gpus
 from ..output.redact import Scrubber
 from ..output.render import Result, render
 from ..output.tables import render_table
@@ -23,8 +33,9 @@ from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
 from .pipeline import DEFAULT_MODEL, FIT, prepare
 
-STYLES = {FITS: "green", SHORT: "yellow", DOES_NOT_FIT: "red", UNKNOWN: None}
-NO_LAYOUT_FITS = 1  # fit: no layout of these GPUs fits one request of the context
+STYLES = {FITS: "green", DECIDES: "yellow", DOES_NOT_FIT: "red", NOT_CHECKED: None, UNKNOWN: None}
+SHORT_VERDICT = {DECIDES: "vLLM decides"}  # the table's column (80 columns); the footer says when
+NO_LAYOUT_FITS = 1  # fit: every layout certainly does not fit (the weights alone)
 PREFIX = "dsv4-launch fit"
 
 
@@ -32,10 +43,42 @@ def _gib(n) -> str:
     return "?" if n is None else f"{n / GiB:.1f}"
 
 
+def _gib_short(n: int) -> str:
+    x = n / GiB
+    return f"{x:.1f}" if x < 10 else f"{x:.0f}"
+
+
+def _gib_band(low, high) -> str:
+    """``2.1–6.3``, ``14–25``: the table's KV band in GiB (JSON has the bytes)."""
+    if low is None or high is None:
+        return "?"
+    a, b = _gib_short(low), _gib_short(high)
+    return a if a == b else f"{a}–{b}"
+
+
+def _tokens(n: int) -> str:
+    """``1M``, ``0.99M``, ``361k``, ``6k``, ``512``: a length as the table writes it, rounded down (JSON
+    has it whole)."""
+    if n >= 1_000_000:
+        return f"{n / 1_048_576:.2f}".rstrip("0").rstrip(".") + "M"
+    return f"{n // 1000}k" if n >= 1000 else str(n)
+
+
+def _length_band(low, high) -> str:
+    if low is None or high is None:
+        return "?"
+    a, b = _tokens(low), _tokens(high)
+    return a if a == b else f"{a}–{b}"
+
+
+def _count_band(low, high) -> str:
+    if low is None or high is None:
+        return "-"
+    return str(low) if low == high else f"{low}–{high}"
+
+
 def _verdict(row) -> str:
-    if row.verdict == DOES_NOT_FIT and row.why == "no request":
-        return "does not fit (no request)"
-    return row.verdict
+    return SHORT_VERDICT.get(row.verdict, row.verdict)
 
 
 def _row_data(r) -> dict:
@@ -44,12 +87,19 @@ def _row_data(r) -> dict:
             "expert_parallel": e.layout.expert_parallel, "flags": r.flags, "yours": r.yours,
             "weights_bytes_per_gpu": e.weights_bytes_per_gpu,
             "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
-            "kv_available_bytes": e.kv_available_bytes, "max_model_len_fits": e.max_model_len_fits,
-            "concurrency": r.total_concurrency, "concurrency_per_replica": r.concurrency,
-            "verdict": r.verdict, "why": r.why}
+            "kv_available_bytes": e.kv_available_bytes, "kv_available_bytes_low": e.kv_available_low,
+            "kv_available_bytes_high": e.kv_available_high,
+            "max_model_len_fits": e.max_model_len_fits, "max_model_len_fits_low": e.max_model_len_fits_low,
+            "max_model_len_fits_high": e.max_model_len_fits_high,
+            "concurrency": r.total_concurrency, "concurrency_high": r.total_concurrency_high,
+            "concurrency_per_replica": r.concurrency, "concurrency_per_replica_high": r.concurrency_high,
+            "model_runner": e.runner, "verdict": r.verdict, "why": r.why}
 
 
-def _problem(prepared, facts, count: int | None) -> str | None:
+PRESET_WORDS = ", ".join(p.key for p in PRESETS)
+
+
+def _problem(prepared, facts, count: int | None, memory_known: bool) -> str | None:
     """The one line that stops fit before any layout is planned, or None."""
     if prepared.error is not None:
         return prepared.error
@@ -61,6 +111,9 @@ def _problem(prepared, facts, count: int | None) -> str | None:
         return f"{facts.model.name} is not a DeepSeek-V4 model (fit knows DeepSeek-V4's memory only)"
     if not count:
         return "no GPU seen here: give the GPUs to plan for (--gpus 8xH200, or --gpus 8 --gpu-memory 141GiB)"
+    if not memory_known:
+        return (f"--gpus {count}: the memory of one GPU is not known here; give --gpu-memory (e.g. 141GiB) or "
+                f"DSV4_LAUNCH_GPU_MEMORY, or name a preset (--gpus {count}xH200; presets: {PRESET_WORDS})")
     if gpu_memory_utilization(facts) is None:
         return (f"--gpu-memory-utilization {facts.args.value('gpu_memory_utilization')}: vLLM accepts a "
                 "fraction greater than 0 and at most 1, and rejects this value itself")
@@ -69,12 +122,22 @@ def _problem(prepared, facts, count: int | None) -> str | None:
 
 def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memory: int | None = None,
             preset=None, ctx: Context | None = None) -> int:
-    """Exit status: 1 when every layout is known not to fit one request of the context, 0
-    otherwise (unknown weights are not a no), 2 for bad input, 74 when the report cannot be
-    written. ``ctx``: the world it reads (None: this process's)."""
+    """Exit status: 1 when every layout certainly does not fit (the weights alone), 0
+    otherwise (vLLM deciding at start, or an unknown, is not a no), 2 for bad input, 74 when the
+    report cannot be written. ``ctx``: the world it reads (None: this process's)."""
     ctx = here(ctx)
     result = fit_result(argv, ctx, gpus=gpus, gpu_memory=gpu_memory, preset=preset)
     return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+
+
+def _accounting(prepared, facts) -> tuple[str, str]:
+    """(the release whose accounting was assumed, how it was chosen)."""
+    vllm = prepared.vllm
+    if facts.vllm_version and vllm is not None and vllm.assumed:
+        return facts.vllm_version, "--vllm-version"
+    if facts.vllm_version:
+        return facts.vllm_version, "installed"
+    return facts.newest_release or "the newest", "no vLLM here: the newest release's"
 
 
 def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_memory: int | None = None,
@@ -88,38 +151,48 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     if facts is not None and preset is not None:
         facts = facts._replace(gpus=GpuSelection(preset_gpus(gpus or 1, preset)), gpu_source="--gpus")
     count = gpus or (facts.gpus.visible_count if facts and facts.gpus and facts.gpus.visible_count else None)
-    problem = _problem(prepared, facts, count)
+    memory = gpu_memory or (prepared.settings.gpu_memory_bytes if prepared.settings else None)
+    if memory is None and preset is not None:
+        memory = preset.memory
+    seen = [g.memory_total_bytes for g in facts.all_gpus] if facts is not None else []
+    memory_known = bool(memory) or (bool(seen) and all(seen))
+    problem = _problem(prepared, facts, count, memory_known)
     if problem is not None or facts is None or count is None:
         return Result(exit_codes.USAGE, PREFIX, "the table", problem or "the arguments could not be read",
                       {"error": problem, "rows": [], **vllm}, None, scrub)
     context = as_human_int(facts.args.value("max_model_len")) or DEFAULT_CONTEXT
     if context <= 0:
         context = DEFAULT_CONTEXT  # -1/auto: vLLM fits the length itself; concurrency at the default
-    memory = gpu_memory or (prepared.settings.gpu_memory_bytes if prepared.settings else None)
-    if memory is None and preset is not None:
-        memory = preset.memory
     weights = facts.memory
     rows = fit_rows(facts, weights, count, memory, context)
     fewest = fewest_gpus(facts, weights, memory, context)
     e0 = rows[0].estimate if rows else None
-    gpu_memory_used = e0.gpu_memory_bytes if e0 else memory
+    gpu_memory_used = e0.gpu_memory_bytes if e0 and e0.gpu_memory_bytes else memory
     source = weights.source if weights and weights.total_bytes else "checkpoint size unknown"
     gmu = gpu_memory_utilization(facts)
     mnbt = e0.max_num_batched_tokens if e0 else None
-    gpu_words = f"{count} × {preset.key}" if preset is not None else f"{count} × {_gib(gpu_memory_used)} GiB GPUs"
-    title = (f"{facts.model.name} on {gpu_words} (gpu-memory-utilization {gmu}, max-num-batched-tokens "
-             f"{mnbt or '?'}; weights: {source})")
-    fewest_line = (f"fewest of these GPUs that fit {context:,} tokens: {fewest.estimate.layout.gpus} "
-                   f"({fewest.flags})" if fewest else f"no layout of up to {MAX_FEWEST} of these GPUs fits {context:,} tokens")
+    release, how = _accounting(prepared, facts)
+    gpu_words = (f"{count} × {preset.key} ({_gib(gpu_memory_used)} GiB each)" if preset is not None
+                 else f"{count} × {_gib(gpu_memory_used)} GiB GPUs")
+    title = (f"{facts.model.name} on {gpu_words} (gpu-memory-utilization "
+             f"{gmu}, max-num-batched-tokens {mnbt or '?'}; vLLM {release} accounting ({how}); weights: {source})")
+    if fewest is not None:
+        fewest_line = (f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: "
+                       f"{fewest.estimate.layout.gpus} ({fewest.flags}, the most headroom)")
+    else:
+        fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (whole nodes of 8 above 8) fits {context:,} "
+                       "tokens at the pessimistic end")
+    # 1 only when every layout certainly does not fit (the weights alone): vLLM deciding is not "no"
+    none_fits = bool(rows) and all(r.verdict == DOES_NOT_FIT for r in rows)
     any_fits = any(r.verdict == FITS for r in rows)
-    # 1 only when every layout is known not to fit the context (unknown weights are not "no")
-    none_fits = bool(rows) and all(r.verdict in (SHORT, DOES_NOT_FIT) for r in rows)
     data = {
         "model": facts.model.name,
         "gpus": count,
         "gpu": preset.key if preset is not None else None,
         "gpu_memory_bytes": gpu_memory_used,
         "context": context,
+        "accounting_release": release,
+        "accounting_release_from": how,
         "weights_source": weights.source if weights else None,
         "rows": [_row_data(r) for r in rows],
         "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
@@ -129,23 +202,26 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     }
     table_rows = [
         [("* " if r.yours else "") + r.flags, _gib(r.estimate.weights_bytes_per_gpu),
-         _gib(r.estimate.kv_available_bytes),
-         f"{r.estimate.max_model_len_fits:,}" if r.estimate.max_model_len_fits is not None else "?",
-         "-" if r.concurrency is None else
-         (str(r.concurrency) if r.estimate.layout.dp == 1 else f"{r.total_concurrency} ({r.concurrency}×{r.estimate.layout.dp})"),
+         *(["-", "-"] if r.verdict == DOES_NOT_FIT else
+           [_gib_band(r.estimate.kv_available_low, r.estimate.kv_available_high),
+            _length_band(r.estimate.max_model_len_fits_low, r.estimate.max_model_len_fits_high)]),
+         _count_band(r.total_concurrency, r.total_concurrency_high),
          _verdict(r)]
         for r in rows
     ]
     footer = [
         fewest_line,
-        f"@{context // 1024}k: requests of {context:,} tokens at once in all (per DP replica × replicas); "
-        "longest: one request alone; weights and KV in GiB per GPU.",
+        f"max conc: vLLM's \"Maximum concurrency\" at {context:,} tokens, all DP replicas together; KV left, "
+        "longest (one request alone) and max conc run from the pessimistic to the optimistic end of the "
+        "estimated activation, CUDA-graph and non-torch terms; weights and KV in GiB per GPU.",
+        "fits: even at the pessimistic end; vLLM decides at start, by its own profile (the bands straddle "
+        "the need); does not fit: the weights alone, for certain.",
         *(["*: the layout your arguments give."] if any(r.yours for r in rows) else []),
         "Estimates (README: Will it fit?), not promises.",
     ]
 
     def text(stream, env) -> bool:
-        return render_table(title, ["layout", "weights", "KV left", "longest", f"@{context // 1024}k", "verdict"],
+        return render_table(title, ["layout", "weights", "KV left", "longest", "max conc", "verdict"],
                             table_rows, [STYLES.get(r.verdict) for r in rows], stream, env, footer,
                             right=[False, True, True, True, True, False], scrub=scrub)
 

@@ -28,6 +28,7 @@ RULE_ENV = (
     "PYTHONOPTIMIZE",  # vLLM's bare asserts are skipped under -O
     "VLLM_PP_LAYER_PARTITION",  # the layers of each pipeline stage (get_pp_indices)
     "VLLM_USE_RAY_V2_EXECUTOR_BACKEND",  # Ray's V1/V2 executor (core/memory/estimate.py, in-flight batches)
+    "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",  # 0: the CUDA-graph estimate is not subtracted (core/memory/budget.py)
 )
 
 

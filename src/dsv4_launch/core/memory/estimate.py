@@ -36,6 +36,7 @@ from ..gpus import GpuInfo
 from ..model import V4
 from ..records import Record
 from ..versions import VersionRange
+from .budget import Term, activation_term, graph_term, non_torch_term
 from .kv_plan import KV_BLOCK, PACKED, TUPLES, StagePlan, pp_partition, stage_plans
 from .weights import DRAFT
 
@@ -76,18 +77,21 @@ DSPARK_DEFAULT_LAYERS = 3  # DSparkDeepseekV4Model: n_mtp_layers or 3 (models/de
 GB10_BATCH = VersionRange(since="0.33.0")  # GB10 (SM 12.1) gets the small-GPU default (arg_utils.py:2963@0.33)
 
 # Fitted constants (docs/memory.md): the load costs this much beyond the tensors (TP 2/4/8 logs
-# of DeepSeek-V4-Flash: 1.7–2.2 GiB held by every rank, 1.23 GiB of replicated tensors); the
-# activation peak of the profiling run per batched token (GB10: 5.30 GiB at 8224, 1.39 GiB at
-# 2048); CUDA graphs.
+# of DeepSeek-V4-Flash: 1.7–2.2 GiB held by every rank, 1.23 GiB of replicated tensors). The
+# activation peak, the CUDA-graph estimate and the non-torch memory are bands: core/memory/budget.py.
 LOAD_OVERHEAD = int(0.47 * GiB)
 REPLICATED_SHARE = 0.0083  # of the total, when neither the table nor the shapes give it
-ACTIVATION_PER_BATCHED_TOKEN = int(0.64 * MiB)
-CUDA_GRAPHS = int(1.5 * GiB)
 TALLY_AGREES = 0.05  # the tally is used for the estimate only where it is this close to the checkpoint's size
 CHECKED_TALLY_ERROR = 0.005  # a tally within this of the exact size counts as checked (core/memory/weights.py)
 EXPERT_SHARE = 0.93  # DeepSeek-V4-Flash's experts, when the shapes are unknown (estimate only)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vLLM's default in 0.24–0.33 (config/cache.py)
 DSV4_MAX_MODEL_LEN = 1_048_576  # max_position_embeddings: vLLM's default --max-model-len
+# The three verdicts (and the two unknowns) every output gives for the memory.
+FITS = "fits"  # even at the pessimistic end of every band
+DECIDES = "vLLM decides at start"  # the bands straddle the need: vLLM's own profile decides
+DOES_NOT_FIT = "does not fit"  # certain: the weights' lower bound alone is over the budget
+NOT_CHECKED = "memory not checked"  # the GPUs' memory is not known here
+UNKNOWN_WEIGHTS = "unknown"  # the checkpoint's size is not known here
 BATCHED_DP_MOE_TOKENS = 256  # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
 BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")  # ParallelConfig.use_batched_dp_moe
 
@@ -136,8 +140,20 @@ class Estimate(Record):
     stages: tuple[StagePlan, ...] = ()
     gpus_used: int | None = None
     gpu_memory_least_bytes: int | None = None  # CUDA's order unknown: the smallest GPU it could pick
-    activation_bytes: int | None = None  # the profiling run's peak (fitted)
-    graph_bytes: int | None = None  # CUDA graphs (fitted; 0 with --enforce-eager)
+    activation_bytes: int | None = None  # the profiling run's peak (the band's middle)
+    graph_bytes: int | None = None  # the CUDA-graph estimate vLLM subtracts (the band's middle; 0 where it takes none)
+    # The bands (core/memory/budget.py): "low" is the pessimistic end of what is left (every term
+    # at its high end), "high" the optimistic one; the plain fields above are their middle.
+    kv_available_low: int | None = None
+    kv_available_high: int | None = None
+    max_model_len_fits_low: int | None = None
+    max_model_len_fits_high: int | None = None
+    terms: tuple[tuple[str, Term], ...] = ()  # ("activations"|"cuda graphs"|"non-torch", band)
+    runner: str | None = None  # "V1" / "V2": the model runner vLLM picks (its graph accounting differs)
+    max_num_seqs: int | None = None
+
+    def term(self, name: str) -> Term | None:
+        return next((t for n, t in self.terms if n == name), None)
 
     def request_bytes(self, length: int) -> int | None:
         """KV bytes one request of ``length`` tokens needs on the busiest stage."""
@@ -145,13 +161,31 @@ class Estimate(Record):
             return None
         return max(s.need(length, self.in_flight_tokens) for s in self.stages)
 
-    def concurrency(self, length: int) -> int | None:
+    def concurrency(self, length: int, available: int | None = None) -> int | None:
         """Requests of ``length`` tokens that fit at once in one engine (vLLM's "Maximum
-        concurrency": the KV memory over what one such request needs); an estimate."""
+        concurrency": the KV memory over what one such request needs); an estimate, at the
+        middle of the bands unless ``available`` is given."""
         per = self.request_bytes(length)
-        if self.kv_available_bytes is None or not per:
+        available = self.kv_available_bytes if available is None else available
+        if available is None or not per:
             return None
-        return max(self.kv_available_bytes // per, 0)
+        return max(available // per, 0)
+
+    def concurrency_band(self, length: int) -> tuple[int | None, int | None]:
+        """vLLM's "Maximum concurrency" at ``length`` at the pessimistic and optimistic ends."""
+        return self.concurrency(length, self.kv_available_low), self.concurrency(length, self.kv_available_high)
+
+
+def default_max_num_seqs(gpu_memory: int | None, gpu_name: str | None, capability,
+                         vllm_version: str | None) -> int | None:
+    """vLLM's default ``max_num_seqs`` for `vllm serve` (``get_batch_defaults``): 1024 on GPUs of
+    ≥ 70 GiB that are not A100 (nor GB10 from 0.33), else 256 (engine/arg_utils.py:2698-2726@0.29)."""
+    if gpu_memory is None:
+        return None
+    gb10 = capability == (12, 1) and GB10_BATCH.contains(vllm_version) is not False
+    if gpu_memory >= 70 * GiB and "a100" not in (gpu_name or "").lower() and not gb10:
+        return 1024
+    return 256
 
 
 def default_max_num_batched_tokens(gpu_memory: int | None, gpu_name: str | None, capability,
@@ -708,18 +742,31 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
         per_token = int(round(max(s.bytes_per_token for s in stages))) if stages else None
         in_flight = in_flight_tokens(facts, mnbt, layout.pp, layout.gpus) if mnbt else None
 
-    activations = ACTIVATION_PER_BATCHED_TOKEN * mnbt if mnbt else None
-    graphs = 0 if args.value("enforce_eager") is True else CUDA_GRAPHS
-    available = None
+    method = speculative_method(facts)
+    v2 = v2_runner(facts, method, layout.pp)
+    seqs = as_int(args.value("max_num_seqs"))
+    if not (seqs and seqs > 0):
+        seqs = default_max_num_seqs(gpu_memory, first.name if first else None, first.capability if first else None,
+                                    facts.vllm_version)
+    terms: tuple[tuple[str, Term], ...] = ()
+    if mnbt:
+        terms = (("activations", activation_term(facts, layout.tp, mnbt, seqs, layout.dp > 1 and layout.expert_parallel)), ("cuda graphs", graph_term(facts, v2)),
+                 ("non-torch", non_torch_term(layout.tp, layout.pp)))
+    activations = terms[0][1].mid if terms else None
+    graphs = terms[1][1].mid if terms else None
+    available = low = high = None
     blocks = as_int(args.value("num_gpu_blocks_override"))
     if blocks and blocks > 0 and stages:
-        available = blocks * max(s.unit for s in stages)
+        available = low = high = blocks * max(s.unit for s in stages)
     elif kv_memory:
-        available = kv_memory
-    elif budget is not None and per_gpu is not None and activations is not None:
-        available = max(budget - per_gpu - activations - graphs, 0)
+        available = low = high = kv_memory
+    elif budget is not None and per_gpu is not None and terms:
+        least_weights = min(per_gpu, lower) if lower is not None else per_gpu
+        available = max(budget - per_gpu - sum(t.mid for _, t in terms), 0)
+        low = max(budget - per_gpu - sum(t.high for _, t in terms), 0)
+        high = max(budget - least_weights - sum(t.low for _, t in terms), 0)
 
-    longest = None
+    longest = longest_low = longest_high = None
     need = None
     reserve = None
     cap = facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
@@ -731,9 +778,66 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
         reserve = max(need - int(per_token * length), 0) if per_token else None
         if available is not None:
             longest = min(s.longest(available, in_flight, cap) for s in stages)
+            longest_low = min(s.longest(low, in_flight, cap) for s in stages) if low is not None else None
+            longest_high = min(s.longest(high, in_flight, cap) for s in stages) if high is not None else None
     return Estimate(layout, per_gpu, gpu_memory, budget, per_token, reserve, available, requested, longest,
                     fits, mnbt, offloaded, uncertain, lower, in_flight, need, stages, len(chosen) or None,
-                    least, activations, graphs)
+                    least, activations, graphs, low, high, longest_low, longest_high, terms, "V2" if v2 else "V1",
+                    seqs)
+
+
+def weights_certainly_over(facts: Facts, e: Estimate) -> bool:
+    """The weights' lower bound alone is over what vLLM may use of these GPUs: the one certain
+    "does not fit" (``weights_refusal``'s test, for any layout and GPU memory)."""
+    if e.weights_lower_bytes is None or e.gpu_memory_bytes is None or e.budget_bytes is None:
+        return False
+    if gpu_memory_utilization(facts) is None or args_move_weights(facts):
+        return False
+    kv_memory = as_human_int(facts.args.value("kv_cache_memory_bytes"))
+    limit = e.gpu_memory_bytes if kv_memory else e.budget_bytes
+    return e.weights_lower_bytes + (kv_memory or 0) > limit
+
+
+def verdict(facts: Facts, e: Estimate, length: int | None = None) -> str:
+    """One of the three verdicts (or why none can be given) for one request of ``length``
+    (default: the ``--max-model-len`` vLLM will try; None for auto: some useful length).
+
+    *does not fit* only where the weights' lower bound alone is over the budget; *fits* only
+    where the weights' estimate is within the budget and one request fits at the pessimistic
+    end of every band; otherwise vLLM's own profile at start decides."""
+    if e.gpu_memory_bytes is None:
+        return NOT_CHECKED
+    if weights_certainly_over(facts, e):
+        return DOES_NOT_FIT
+    if e.weights_bytes_per_gpu is None:
+        return UNKNOWN_WEIGHTS
+    length = e.max_model_len if length is None else length
+    if e.fits and e.max_model_len_fits_low is not None:
+        if (e.max_model_len_fits_low >= length) if length else e.max_model_len_fits_low >= MIN_USEFUL_LENGTH:
+            return FITS
+    if e.fits and e.max_model_len_fits is None and not e.stages:
+        return UNKNOWN_WEIGHTS if facts.model.family == V4 else DECIDES
+    return DECIDES
+
+
+MIN_USEFUL_LENGTH = 4096  # with --max-model-len auto: the length below which "fits" would mean little
+
+
+def memory_not_checked(facts: Facts) -> str | None:
+    """Why the memory of the GPUs vLLM will use is not known here (so nothing about memory is
+    checked, the certain refusal included), or None when it is known."""
+    gpus = list(facts.all_gpus)
+    if gpus and all(g.memory_total_bytes for g in gpus):
+        return None
+    from ..settings import GPU_MEMORY
+
+    if facts.gpu_source == "DSV4_LAUNCH_GPU_CAPABILITY":
+        why = "DSV4_LAUNCH_GPU_CAPABILITY gives the capability only and NVML could not be read here"
+    elif not gpus:
+        why = "no GPU was read here"
+    else:
+        why = "NVML did not report the GPUs' memory"
+    return f"memory not checked: {why}; set {GPU_MEMORY} (e.g. 141GiB) or give --gpu-memory to plan/fit"
 
 
 def weights_refusal(facts: Facts) -> dict | None:
@@ -752,7 +856,7 @@ def weights_refusal(facts: Facts) -> dict | None:
     needed = e.weights_lower_bytes + (kv_memory or 0)
     if limit is None or needed <= limit:
         return None
-    what = "--kv-cache-memory-bytes plus at least" if kv_memory else "at least"
+    plus = f", plus {gib_text(kv_memory)} of --kv-cache-memory-bytes" if kv_memory else ""
     split = _shape_split(facts, weights, e.layout) if (weights.exact or weights.published) else None
     basis = ("the busiest GPU by the tensor-class tally, checked within 0.5 % against the checkpoint's size"
              if split is not None and split.checked else "the exact bytes split over every GPU as if nothing were "
@@ -761,7 +865,7 @@ def weights_refusal(facts: Facts) -> dict | None:
         "layout": e.layout.words(),
         "basis": basis,
         "weights": gib_text(e.weights_lower_bytes),
-        "what": what,
+        "plus": plus,
         "limit": gib_text(limit),
         "where": f"{gib_text(e.gpu_memory_bytes)} × gpu-memory-utilization" if not kv_memory else "the whole GPU",
         "source": weights.source,
@@ -779,17 +883,27 @@ def args_move_weights(facts: Facts) -> bool:
 def summary(facts: Facts) -> dict | None:
     """``plan --json``'s ``memory`` object (null fields where unknown); None for other models.
 
-    ``fits`` is false exactly when the weights refusal (``weights-exceed-memory``) holds, true when
-    the estimate fits, null when it cannot tell.
+    ``verdict`` is one of ``fits`` (even at the pessimistic end of every band), ``vLLM decides at
+    start`` (the bands straddle what one request of ``max_model_len`` needs), ``does not fit``
+    (exactly when the weights refusal ``weights-exceed-memory`` holds), ``memory not checked`` (the
+    GPUs' memory is unknown: ``not_checked`` says why and what to set) or ``unknown`` (the
+    checkpoint's size is). ``fits`` is false exactly with the refusal, true with *fits*, else null.
     """
     if not facts.model.is_dsv4_family:
         return None
     weights = facts.memory
     e = estimate(facts, weights)
     refused = weights_refusal(facts) is not None
-    fits = False if refused else (True if e.fits else None)
+    said = verdict(facts, e)
+    if refused:
+        said = DOES_NOT_FIT
+    elif said == DOES_NOT_FIT:  # the layout's bound is over, but the refusal's conditions do not hold
+        said = DECIDES
+    fits = False if refused else (True if said == FITS else None)
     return {
         "layout": e.layout.words(),
+        "verdict": said,
+        "not_checked": memory_not_checked(facts) if e.gpu_memory_bytes is None else None,
         "weights_bytes": weights.total_bytes if weights else None,
         "weights_bytes_per_gpu": e.weights_bytes_per_gpu,
         "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
@@ -798,38 +912,63 @@ def summary(facts: Facts) -> dict | None:
         "kv_bytes_per_token": e.kv_bytes_per_token,
         "kv_request_bytes": e.need_bytes,
         "kv_available_bytes": e.kv_available_bytes,
+        "kv_available_bytes_low": e.kv_available_low,
+        "kv_available_bytes_high": e.kv_available_high,
         "max_model_len": e.max_model_len,
         "max_model_len_fits": e.max_model_len_fits,
+        "max_model_len_fits_low": e.max_model_len_fits_low,
+        "max_model_len_fits_high": e.max_model_len_fits_high,
         "max_num_batched_tokens": e.max_num_batched_tokens,
+        "max_num_seqs": e.max_num_seqs,
         "in_flight_tokens": e.in_flight_tokens,
+        "model_runner": e.runner,
+        "terms": {name: {"low_bytes": t.low, "high_bytes": t.high, "basis": t.basis} for name, t in e.terms},
+        "vllm_version": facts.vllm_version,
         "fits": fits,
         "source": weights.source if weights else None,
         "estimate": True,
     }
 
 
+def band_text(low: int | None, high: int | None) -> str:
+    """``2.1–6.3 GiB``, or one figure where both ends agree."""
+    if low is None or high is None:
+        return gib_text(low if high is None else high)
+    a, b = f"{low / GiB:.1f}", f"{high / GiB:.1f}"
+    return f"{a} GiB" if a == b else f"{a}–{b} GiB"
+
+
+def length_band_text(low: int | None, high: int | None) -> str:
+    if low is None or high is None:
+        return "?"
+    return f"{low:,}" if low == high else f"{low:,}–{high:,}"
+
+
 def summary_line(data: dict | None) -> str | None:
-    """One line for ``plan``'s text: the same numbers as the JSON."""
+    """One line for ``plan``'s text: the same numbers as the JSON, and the verdict."""
     if data is None:
         return None
 
     def gib(key):
         return gib_text(data.get(key))
 
+    if data.get("not_checked"):
+        return f"{data['layout']}: {data['not_checked']}"
     parts = [f"{data['layout']}: weights {gib('weights_bytes_per_gpu')} per GPU"]
     if data.get("budget_bytes") is not None:
         parts[0] += f" of {gib('budget_bytes')} usable ({gib('gpu_memory_bytes')} GPU)"
     if data.get("kv_bytes_per_token"):
         parts.append(f"KV {data['kv_bytes_per_token'] / 1000:.2f} kB/token")
     if data.get("kv_available_bytes") is not None:
-        parts.append(f"{gib('kv_available_bytes')} left for it")
+        parts.append(f"KV left {band_text(data.get('kv_available_bytes_low'), data.get('kv_available_bytes_high'))}")
     if data.get("fits") is False:
         parts.append("the weights do not fit")
-    elif data.get("max_model_len_fits") is not None:
-        parts.append(f"one request up to ~{data['max_model_len_fits']:,} tokens" if data["max_model_len_fits"]
+    elif data.get("max_model_len_fits_low") is not None:
+        longest = length_band_text(data["max_model_len_fits_low"], data["max_model_len_fits_high"])
+        parts.append(f"one request up to {longest} tokens" if data["max_model_len_fits_high"]
                      else "no room for one request")
     parts.append(f"weights from {data['source']}" if data.get("source") else "checkpoint size unknown")
-    return "; ".join(parts) + " (estimate)"
+    return f"{data['verdict']}: " + "; ".join(parts) + " (estimate)"
 
 
 def suggested_length(longest: int) -> int:

@@ -1,30 +1,49 @@
 """``dsv4-launch fit``, pure part: every parallel layout of the model on N GPUs (and the one the
-user gave), with the memory estimate for each (``memory.estimate``), and the fewest of these
-GPUs on which some layout fits."""
+user gave), with the memory estimate for each (``memory.estimate``) and its verdict, and the
+fewest of these GPUs on which some layout fits."""
 
 from __future__ import annotations
 
 from ..facts import Facts
 from ..records import Record
-from .estimate import Estimate, Layout, WeightFacts, estimate, layout_of
+from .estimate import (
+    DECIDES,
+    DOES_NOT_FIT,
+    FITS,
+    NOT_CHECKED,
+    UNKNOWN_WEIGHTS,
+    Estimate,
+    Layout,
+    WeightFacts,
+    estimate,
+    layout_of,
+    verdict,
+)
 
 DEFAULT_CONTEXT = 65_536  # the length concurrency is counted at when --max-model-len is not given
-FITS, SHORT, DOES_NOT_FIT, UNKNOWN = "fits", "short context", "does not fit", "unknown"
+UNKNOWN = UNKNOWN_WEIGHTS
+VERDICTS = (FITS, DECIDES, DOES_NOT_FIT, NOT_CHECKED, UNKNOWN)
 MAX_FEWEST = 64  # the largest GPU count searched for "the fewest that fit"
+NODE = 8  # above this many GPUs, "the fewest" counts whole nodes of 8
 
 
 class FitRow(Record):
     estimate: Estimate
     flags: str  # the `vllm serve` options for this layout
-    verdict: str  # FITS, SHORT, DOES_NOT_FIT, UNKNOWN
-    concurrency: int | None  # requests of the context length at once, per engine (DP replica)
+    verdict: str  # one of VERDICTS
+    concurrency: int | None  # vLLM's "Maximum concurrency" at the context, per engine (DP replica), pessimistic end
     yours: bool = False  # the layout the user's arguments give
-    why: str | None = None  # for DOES_NOT_FIT: "weights" or "no request"
+    why: str | None = None  # for DOES_NOT_FIT: "weights" (the only certain reason)
+    concurrency_high: int | None = None  # the same at the optimistic end
 
     @property
     def total_concurrency(self) -> int | None:
         """For the whole deployment: every DP replica is an engine with its own KV cache."""
         return None if self.concurrency is None else self.concurrency * self.estimate.layout.dp
+
+    @property
+    def total_concurrency_high(self) -> int | None:
+        return None if self.concurrency_high is None else self.concurrency_high * self.estimate.layout.dp
 
 
 def divisors(n: int) -> list[int]:
@@ -61,21 +80,9 @@ def flags(layout: Layout) -> str:
 def fit_row(facts: Facts, weights: WeightFacts | None, layout: Layout, gpu_memory: int | None, context: int,
             yours: bool = False) -> FitRow:
     e = estimate(facts, weights, layout, gpu_memory)
-    concurrency = e.concurrency(context) if e.fits else None
-    why = None
-    if e.fits is None:
-        verdict = UNKNOWN
-    elif not e.fits:
-        verdict, why = DOES_NOT_FIT, "weights"
-    elif e.max_model_len_fits is None:
-        verdict = UNKNOWN
-    elif e.max_model_len_fits == 0:
-        verdict, why = DOES_NOT_FIT, "no request"
-    elif e.max_model_len_fits >= context:
-        verdict = FITS
-    else:
-        verdict = SHORT
-    return FitRow(e, flags(layout), verdict, concurrency, yours, why)
+    said = verdict(facts, e, context)
+    low, high = e.concurrency_band(context) if said not in (DOES_NOT_FIT, NOT_CHECKED) else (None, None)
+    return FitRow(e, flags(layout), said, low, yours, "weights" if said == DOES_NOT_FIT else None, high)
 
 
 def user_layout(facts: Facts) -> Layout | None:
@@ -97,12 +104,28 @@ def fit_rows(facts: Facts, weights: WeightFacts | None, gpus: int, gpu_memory: i
     return rows
 
 
+def counts_to_try(limit: int = MAX_FEWEST) -> list[int]:
+    """1 to 8 GPUs, then whole nodes of 8 (16, 24, … up to ``limit``): 14 GPUs at PP 7 is not a
+    deployment anyone buys."""
+    return [n for n in range(1, limit + 1) if n <= NODE or n % NODE == 0]
+
+
+def headroom(row: FitRow) -> tuple[int, int, int]:
+    """How a layout ranks among those that fit on as many GPUs: the user's first, then the most
+    KV left at the pessimistic end, then the fewest pipeline stages (PP costs latency)."""
+    e = row.estimate
+    return (1 if row.yours else 0, e.kv_available_low or 0, -e.layout.pp)
+
+
 def fewest_gpus(facts: Facts, weights: WeightFacts | None, gpu_memory: int | None, context: int,
                 limit: int = MAX_FEWEST) -> FitRow | None:
-    """The first layout, on the fewest of these GPUs, where one request of ``context`` fits."""
-    for n in range(1, limit + 1):
-        for layout in layouts(facts, n):
-            row = fit_row(facts, weights, layout, gpu_memory, context)
-            if row.verdict == FITS:
-                return row
+    """The fewest of these GPUs (in whole nodes above 8) on which some layout fits one request
+    of ``context`` even at the pessimistic end; of those layouts, the one with the most headroom."""
+    mine = user_layout(facts)
+    for n in counts_to_try(limit):
+        rows = [fit_row(facts, weights, layout, gpu_memory, context, yours=layout == mine)
+                for layout in layouts(facts, n)]
+        fitting = [r for r in rows if r.verdict == FITS]
+        if fitting:
+            return max(fitting, key=headroom)
     return None

@@ -12,10 +12,13 @@ from __future__ import annotations
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
 from ..memory.estimate import (
+    band_text,
     estimate,
     gib_text,
     gpu_memory_utilization,
+    length_band_text,
     max_model_len_tried,
+    memory_not_checked,
     speculative_method,
     suggested_length,
     weights_refusal,
@@ -38,7 +41,7 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
     title="the weights per GPU certainly above what vLLM may use of one GPU (a lower bound from the "
     "checkpoint's exact or published size, offloading counted)",
     effect="out of memory at the weight load, or `No available memory for the cache blocks` right after it",
-    message="{layout}: {weights} of weights per GPU at the very least ({source}; {basis}), but {what} "
+    message="{layout}: {weights} of weights per GPU at the very least ({source}; {basis}){plus}, but at most "
     "{limit} may be used of each GPU ({where}); {vllm} fails when it loads them or has no memory left for the "
     "KV cache",
     fix="more GPUs (at least {more} of these), a larger --tensor-parallel-size/--pipeline-parallel-size/"
@@ -54,14 +57,38 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
+    id="memory-not-checked",
+    level=WARN,
+    evidence=DERIVED,
+    title="the memory of the GPUs vLLM will use is not known here (no GPU read, NVML unreadable, or "
+    "DSV4_LAUNCH_GPU_CAPABILITY without NVML)",
+    effect="nothing about memory is checked, the certain refusal included: vLLM finds out at the weight load or "
+    "the KV-cache check",
+    message="memory not checked: {why}",
+    fix="set DSV4_LAUNCH_GPU_MEMORY to the memory of one GPU (e.g. 141GiB), or give plan/fit --gpu-memory "
+    "(fit also takes a preset: --gpus 8xH200)",
+    reference="docs/memory.md",
+    models=BOTH,
+)
+def memory_not_known(facts: Facts, gpu: GpuInfo | None):
+    if not facts.model.is_dsv4_family:
+        return None
+    why = memory_not_checked(facts)
+    if why is None:
+        return None
+    return {"why": why.removeprefix("memory not checked: ").split("; set ")[0]}
+
+
+@row(
+    ROWS,
     id="weights-tight",
     level=WARN,
     evidence=DERIVED,
     title="the weights per GPU at (or just over) the memory vLLM may use, by the estimate",
-    effect="may run out of memory at the weight load; the estimate cannot tell",
-    message="{layout}: about {weights} of weights per GPU against a budget of {budget}: it may not fit "
-    "({why})",
-    fix="more GPUs or a larger --tensor-parallel-size; `dsv4-launch fit` shows the margins",
+    effect="may run out of memory at the weight load; vLLM decides at start",
+    message="{layout}: about {weights} of weights per GPU against a budget of {budget} (at least {lower} for "
+    "certain): vLLM decides at start whether they fit ({why})",
+    fix="to be sure of it, a layout with more headroom (`dsv4-launch fit` lists them){gmu}",
     reference="dsv4-launch's memory estimate (docs/memory.md)",
     models=BOTH, reads_gpus=True,
 )
@@ -79,11 +106,17 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
             return None
         # CUDA's order is unknown: the largest GPUs fit, a smaller one CUDA may pick does not
         return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu),
-                "budget": gib_text(int(least * gmu)),
-                "why": "only if CUDA's device numbers name those GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to know"}
+                "budget": gib_text(int(least * gmu)), "lower": gib_text(e.weights_lower_bytes),
+                "why": "only if CUDA's device numbers name those GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to know",
+                "gmu": _higher_gmu(facts)}
     why = e.uncertain or "the estimate's replicated tensors and load overhead"
     return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu), "budget": gib_text(e.budget_bytes),
-            "why": why}
+            "lower": gib_text(e.weights_lower_bytes), "why": why, "gmu": _higher_gmu(facts)}
+
+
+def _higher_gmu(facts: Facts) -> str:
+    """The usual higher --gpu-memory-utilization, where the user did not set one."""
+    return "" if facts.args.value("gpu_memory_utilization") is not None else ", or --gpu-memory-utilization 0.95"
 
 
 def _with(facts: Facts, **values) -> Facts:
@@ -93,20 +126,21 @@ def _with(facts: Facts, **values) -> Facts:
 
 
 def _replanned(facts: Facts, length: int) -> int | None:
-    """The longest request the estimate admits once ``--max-model-len length`` is set."""
-    return estimate(_with(facts, max_model_len=str(length)), facts.memory).max_model_len_fits
+    """The longest request the pessimistic end admits once ``--max-model-len length`` is set."""
+    return estimate(_with(facts, max_model_len=str(length)), facts.memory).max_model_len_fits_low
 
 
 def _admitted(facts: Facts, length: int) -> bool:
-    """One request of ``length`` fits by the estimate once ``--max-model-len length`` is set."""
+    """One request of ``length`` fits at the pessimistic end once ``--max-model-len length`` is set."""
     fits = _replanned(facts, length)
     return fits is not None and fits >= length
 
 
 def _fitting_length(facts: Facts, longest: int) -> int | None:
-    """The longest block-aligned --max-model-len a re-plan admits. Without chunked prefill the
-    batch grows with the length (max_num_batched_tokens = max(max_model_len, default)), so
-    shorter lengths are tried by halves; a few tries at most."""
+    """The longest block-aligned --max-model-len a re-plan admits at the pessimistic end of the
+    bands (so it keeps their margin). Without chunked prefill the batch grows with the length
+    (max_num_batched_tokens = max(max_model_len, default)), so shorter lengths are tried by
+    halves; a few tries at most."""
     candidate = suggested_length(longest)
     for _ in range(4):
         if candidate < USEFUL_LENGTH:
@@ -126,8 +160,13 @@ def _fitting_length(facts: Facts, longest: int) -> int | None:
     return None
 
 
+AUTO = "--max-model-len auto (vLLM fits the length to the memory it finds)"
+
+
 def _suggestion(facts: Facts, length: int) -> str:
-    """The first of the usual fixes that makes one request of ``length`` fit, by the estimate."""
+    """The first of the usual settings that makes one request of ``length`` fit at the
+    pessimistic end; else vLLM's own auto-fit. Never "more GPUs": the weights fit, and what is
+    left rests on bands."""
     tries = [
         ("--max-num-batched-tokens 4096", {"max_num_batched_tokens": "4096"}),
         ("--max-num-batched-tokens 2048", {"max_num_batched_tokens": "2048"}),
@@ -142,9 +181,14 @@ def _suggestion(facts: Facts, length: int) -> str:
         if no_chunks and "max_num_batched_tokens" in values:
             continue  # without chunked prefill vLLM rejects a batch smaller than max_model_len
         e = estimate(_with(facts, **values), facts.memory)
-        if e.max_model_len_fits is not None and e.max_model_len_fits >= length:
+        if e.max_model_len_fits_low is not None and e.max_model_len_fits_low >= length:
             return words
-    return "more GPUs"
+    return AUTO
+
+
+def _term_text(e, name: str) -> str:
+    term = e.term(name)
+    return "?" if term is None else band_text(term.low, term.high)
 
 
 @row(
@@ -152,45 +196,57 @@ def _suggestion(facts: Facts, length: int) -> str:
     id="max-model-len-too-long",
     level=WARN,
     evidence=DERIVED,
-    title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) larger than the KV cache "
-    "left, by vLLM's own accounting on the estimated memory",
-    effect="`ValueError: To serve at least one request with the model's max seq len …` after the weights load",
-    message="--max-model-len {length}: one request needs {needed} of KV cache as vLLM counts it "
-    "(--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), and about {left} per GPU is left after "
-    "the weights ({weights}), the activation peak (~{activations}) and CUDA graphs (~{graphs}), all "
-    "estimated, so {vllm} may refuse to start after loading them; {fits}",
+    title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) not certain to fit the KV cache "
+    "left, by vLLM's own accounting at the pessimistic end of the estimated terms",
+    effect="vLLM decides at start: `ValueError: To serve at least one request with the model's max seq len …` "
+    "after the weights load, if its own profile leaves less than one request needs",
+    message="--max-model-len {length}: vLLM decides at start: one request needs {needed} of KV cache as "
+    "vLLM counts it (--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), and {left} per GPU is left "
+    "after the weights ({weights}), the activation peak ({activations}), the CUDA-graph estimate ({graphs}) and "
+    "non-torch memory ({non_torch}) — bands, not measurements: {short}; {fits}",
     fix="{fix}",
-    reference="vllm/v1/core/kv_cache_planning.py get_kv_cache_configs; docs/memory.md", reads_gpus=True,
+    reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
+    "get_kv_cache_configs; docs/memory.md", reads_gpus=True,
     models=BOTH,
 )
 def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     if facts.memory is None or not facts.memory.total_bytes:
         return None
     e = estimate(facts, facts.memory)
-    if weights_refusal(facts) is not None or e.max_model_len is None or e.max_model_len_fits is None:
+    if weights_refusal(facts) is not None or e.max_model_len is None or e.max_model_len_fits_low is None:
         return None
-    if e.max_model_len_fits >= e.max_model_len:
+    if e.max_model_len_fits_low >= e.max_model_len:
         return None
-    fitting = _fitting_length(facts, e.max_model_len_fits)
-    if fitting is not None:
-        fits = f"up to {e.max_model_len_fits:,} tokens fit"
-        fix = f"--max-model-len {fitting}, or --max-model-len auto (vLLM fits it to the memory)"
+    need = e.need_bytes or 0
+    low, high = e.kv_available_low or 0, e.kv_available_high or 0
+    if e.max_model_len_fits_high is not None and e.max_model_len_fits_high < e.max_model_len:
+        short = f"short by {gib_text(max(need - high, 0))} even at the optimistic end"
     else:
-        fits = "no useful length fits at these settings"
-        fix = f"{_suggestion(facts, e.max_model_len)} (by the estimate), or --max-model-len auto"
+        short = f"short by up to {gib_text(max(need - low, 0))} at the pessimistic end"
+    fitting = _fitting_length(facts, e.max_model_len_fits_low)
+    longest = length_band_text(e.max_model_len_fits_low, e.max_model_len_fits_high)
+    if fitting is not None:
+        fits = f"up to {longest} tokens fit"
+        fix = f"--max-model-len {fitting} (fits at the pessimistic end), or {AUTO}"
+    else:
+        fits = f"up to {longest} tokens fit: no useful length is certain at these settings"
+        suggestion = _suggestion(facts, e.max_model_len)
+        fix = suggestion if suggestion == AUTO else f"{suggestion} (fits at the pessimistic end), or {AUTO}"
     if facts.args.value("speculative_config") and speculative_method(facts) not in DRAFT_KV_COUNTED:
         fits += "; the draft model's own KV cache comes on top (not counted)"
     return {
         "length": f"{e.max_model_len:,}",
         "needed": gib_text(e.need_bytes),
-        "left": gib_text(e.kv_available_bytes),
+        "left": band_text(e.kv_available_low, e.kv_available_high),
+        "short": short,
         "fits": fits,
         "fix": fix,
         "mnbt": e.max_num_batched_tokens,
         "in_flight": f"{e.in_flight_tokens:,}" if e.in_flight_tokens else "?",
         "weights": gib_text(e.weights_bytes_per_gpu),
-        "activations": gib_text(e.activation_bytes),
-        "graphs": gib_text(e.graph_bytes),
+        "activations": _term_text(e, "activations"),
+        "graphs": _term_text(e, "cuda graphs"),
+        "non_torch": _term_text(e, "non-torch"),
     }
 
 

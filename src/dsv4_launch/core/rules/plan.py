@@ -48,7 +48,7 @@ FINDING_ORDER = (
     "tokenizer-without-template", "v4-parsers-on-v41", "v4-wrong-parsers", "vision-no-compress-ratios",
     "think-max-short",
     # memory
-    "weights-exceed-memory", "weights-tight", "max-model-len-too-long", "gpu-memory-utilization-invalid",
+    "memory-not-checked", "weights-exceed-memory", "weights-tight", "max-model-len-too-long", "gpu-memory-utilization-invalid",
     "max-model-len-invalid", "shards-missing", "shards-missing-silent",
 )
 TOPIC_RULES: tuple[Rule, ...] = (*KV_RULES, *PARALLEL_RULES, *SPECULATIVE_RULES, *RECIPE_RULES, *RELEASE_RULES,

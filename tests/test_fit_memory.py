@@ -1,0 +1,166 @@
+"""Unknown memory is said, never assumed; and `fit` as a user would screenshot it (issue 29).
+
+Faked: NVML (a GpuReport, or an error as on a Ray head or a laptop), the vLLM install (a
+version, not imported) and vLLM's entry point for dsv4-serve (``hand_over``: records the argv,
+starts nothing). The checkpoint is the known-checkpoint table's.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from dsv4_launch.adapters.nvml import GpuReport
+from dsv4_launch.adapters.vllm_install import VllmInstall, assumed_vllm
+from dsv4_launch.commands import serve as serve_command
+from dsv4_launch.commands.context import Context
+from dsv4_launch.commands.fit import run_fit
+from dsv4_launch.commands.plan import run_plan
+from dsv4_launch.core.gpus import GpuInfo
+from dsv4_launch.core.memory.estimate import GiB
+from dsv4_launch.core.memory.presets import parse_gpus
+
+FLASH, PRO = "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"
+NO_NVML = GpuReport(error="NVML: libnvidia-ml.so.1 not found")
+
+
+def nvml(count=1, memory_gib=95.6):
+    return GpuReport(gpus=tuple(GpuInfo(i, "NVIDIA RTX PRO 6000", f"GPU-{i}", (12, 0), int(memory_gib * GiB))
+                                for i in range(count)), source="nvml")
+
+
+def ctx(tmp_path, report, env=None, version="0.33.0", vllm=None):
+    def read():
+        if isinstance(report, Exception):
+            raise report
+        return report
+
+    return Context(env={"HOME": str(tmp_path), **(env or {})}, stdout=io.StringIO(), stderr=io.StringIO(),
+                   read_gpus=read, vllm=vllm or VllmInstall(version=version, importable=True))
+
+
+def plan(tmp_path, args, report, env=None, as_json=True):
+    c = ctx(tmp_path, report, env)
+    code = run_plan(args, as_json=as_json, ctx=c)
+    return code, (json.loads(c.stdout.getvalue()) if as_json else c.stdout.getvalue() + c.stderr.getvalue())
+
+
+# --- DSV4_LAUNCH_GPU_CAPABILITY replaces the capability only -----------------------------------
+
+def test_the_capability_override_keeps_nvmls_memory_and_the_certain_refusal(tmp_path):
+    code, data = plan(tmp_path, [FLASH], nvml(1), {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+    assert code == 2 and data["memory"]["verdict"] == "does not fit"
+    assert any(f["rule"] == "weights-exceed-memory" and f["level"] == "refuse" for f in data["findings"])
+    assert data["memory"]["gpu_memory_bytes"] == int(95.6 * GiB)
+
+
+@pytest.mark.parametrize("args", [[FLASH], [FLASH, "-tp", "2"], [PRO, "-tp", "8"]])
+@pytest.mark.parametrize("report", [NO_NVML, RuntimeError("broken libnvidia-ml")], ids=["no-nvml", "raises"])
+def test_without_the_memory_every_output_says_memory_not_checked(tmp_path, args, report):
+    env = {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"}
+    code, data = plan(tmp_path, args, report, env)
+    assert code == 0 and data["refusals"] == []  # nothing certain is known: nothing refused
+    memory = data["memory"]
+    assert memory["verdict"] == "memory not checked" and memory["fits"] is None
+    assert "DSV4_LAUNCH_GPU_MEMORY" in memory["not_checked"] and "--gpu-memory" in memory["not_checked"]
+    finding = next(f for f in data["findings"] if f["rule"] == "memory-not-checked")
+    assert "memory not checked" in finding["text"] and "DSV4_LAUNCH_GPU_MEMORY" in finding["text"]
+    code, text = plan(tmp_path, args, report, env, as_json=False)
+    assert "memory not checked" in text and "DSV4_LAUNCH_GPU_MEMORY" in text
+
+
+def test_dsv4_serve_says_memory_not_checked_and_starts(tmp_path, monkeypatch):
+    handed = []
+    monkeypatch.setattr(serve_command, "hand_over", lambda a, vllm, env: handed.append(list(a)) or 0)
+    c = ctx(tmp_path, NO_NVML, {"DSV4_LAUNCH_GPU_CAPABILITY": "9.0"})
+    assert serve_command.run_serve([FLASH], c) == 0 and handed
+    assert "memory not checked" in c.stderr.getvalue() and "DSV4_LAUNCH_GPU_MEMORY" in c.stderr.getvalue()
+
+
+def test_the_memory_override_is_used_with_the_capability_and_nvml_is_not_asked(tmp_path):
+    env = {"DSV4_LAUNCH_GPU_CAPABILITY": "9.0", "DSV4_LAUNCH_GPU_MEMORY": "141GiB"}
+    code, data = plan(tmp_path, [FLASH, "-tp", "2"], AssertionError("NVML must not be read"), env)
+    assert data["memory"]["gpu_memory_bytes"] == 141 * GiB and data["memory"]["not_checked"] is None
+    assert not any(f["rule"] == "memory-not-checked" for f in data["findings"])
+
+
+def test_with_gpus_read_nothing_is_said_about_unknown_memory(tmp_path):
+    code, data = plan(tmp_path, [FLASH, "-tp", "2"], nvml(2))
+    assert data["memory"]["not_checked"] is None
+    assert not any(f["rule"] == "memory-not-checked" for f in data["findings"])
+
+
+# --- fit --------------------------------------------------------------------------------------------
+
+def fit(tmp_path, args, report=NO_NVML, as_json=False, env=None, vllm=None, **kw):
+    c = ctx(tmp_path, report, env, vllm=vllm)
+    code = run_fit(args, as_json=as_json, ctx=c, **kw)
+    out = c.stdout.getvalue()
+    return code, (json.loads(out) if as_json else out), c.stderr.getvalue()
+
+
+def test_fit_gpus_without_a_memory_is_a_usage_error_naming_what_to_give(tmp_path):
+    code, data, err = fit(tmp_path, [], as_json=True, gpus=8)
+    assert code == 2 and data["rows"] == []
+    assert "--gpu-memory" in err and "8xH200" in err and "RTXPRO6000" in err and "no layout" not in err
+
+
+def test_fit_header_shows_the_memory_actually_used(tmp_path):
+    count, preset = parse_gpus("8xH200")
+    code, out, _ = fit(tmp_path, [], gpus=count, preset=preset, gpu_memory=100 * GiB)
+    assert out.splitlines()[0].startswith(f"{FLASH} on 8 × H200 (100.0 GiB each)")
+    code, out, _ = fit(tmp_path, [], gpus=count, preset=preset)
+    assert out.splitlines()[0].startswith(f"{FLASH} on 8 × H200 (140.4 GiB each)")
+
+
+@pytest.mark.parametrize("vllm,said", [
+    (VllmInstall(version="0.28.0", importable=True), "vLLM 0.28.0 accounting (installed)"),
+    (assumed_vllm("0.26.0"), "vLLM 0.26.0 accounting (--vllm-version)"),
+    (VllmInstall(version=None, importable=False, note="not installed"), "accounting (no vLLM here: the newest"),
+])
+def test_fit_says_whose_accounting_it_assumed(tmp_path, vllm, said):
+    code, out, err = fit(tmp_path, [], gpus=2, gpu_memory=96 * GiB, vllm=vllm)
+    assert said in out.splitlines()[0], (out, err)
+
+
+def test_fit_shows_the_band_and_names_vllms_maximum_concurrency(tmp_path):
+    code, data, _ = fit(tmp_path, [PRO], as_json=True, gpus=8, gpu_memory=141 * GiB)
+    rows = [r for r in data["rows"] if r["verdict"] != "does not fit"]
+    assert rows and all(r["kv_available_bytes_low"] <= r["kv_available_bytes"] <= r["kv_available_bytes_high"]
+                        for r in rows)
+    assert any(r["kv_available_bytes_low"] < r["kv_available_bytes_high"] for r in rows)
+    assert data["accounting_release"] == "0.33.0" and data["accounting_release_from"] == "installed"
+    code, out, _ = fit(tmp_path, [PRO], gpus=8, gpu_memory=141 * GiB)
+    assert "KV left" in out and "max conc" in out and 'vLLM\'s "Maximum concurrency"' in out
+    table = out.split("\n---")[0]
+    assert "–" in out.split("fewest")[0].split("\n", 3)[3]  # a band in the rows
+    assert "more GPUs" not in out and table
+
+
+@pytest.mark.parametrize("model,memory_gib,expected", [(PRO, 79.6, 16), (FLASH, 20, 16), (FLASH, 95.6, 3)])
+def test_fewest_gpus_count_whole_nodes_above_8(tmp_path, model, memory_gib, expected):
+    code, data, _ = fit(tmp_path, [model], as_json=True, gpus=8, gpu_memory=int(memory_gib * GiB))
+    fewest = data["fewest_gpus"]
+    assert fewest["gpus"] == expected and (fewest["gpus"] <= 8 or fewest["gpus"] % 8 == 0)
+    assert fewest["verdict"] == "fits"
+
+
+def test_fewest_gpus_prefers_the_most_headroom_among_those_that_fit(tmp_path):
+    from dsv4_launch.core.memory.fit import fit_row, layouts
+
+    code, data, _ = fit(tmp_path, [PRO], as_json=True, gpus=8, gpu_memory=141 * GiB)
+    fewest = data["fewest_gpus"]
+    fitting = [r for r in data["rows"] if r["verdict"] == "fits"]
+    assert fewest["kv_available_bytes_low"] == max(r["kv_available_bytes_low"] for r in fitting)
+    assert layouts and fit_row  # the same functions fit's rows come from
+
+
+def test_fit_exits_1_only_when_every_layout_certainly_does_not_fit(tmp_path):
+    code, data, _ = fit(tmp_path, [FLASH], as_json=True, gpus=1, gpu_memory=96 * GiB)
+    assert code == 1 and all(r["verdict"] == "does not fit" and r["why"] == "weights" for r in data["rows"])
+    # the weights fit on 2 but one request at 16,384 batched tokens is only possible: vLLM decides, exit 0
+    code, data, _ = fit(tmp_path, [FLASH, "--max-num-batched-tokens", "16384"], as_json=True, gpus=2,
+                        gpu_memory=84 * GiB)
+    assert code == 0 and data["fits"] is None
