@@ -394,11 +394,11 @@ def test_plan_without_vllm_exits_127_as_dsv4_serve_does(run_cli, args):
 
 
 def test_plan_without_vllm_keeps_a_refusal_and_the_assumed_release(run_cli):
-    refused, _ = run_cli("dsv4-launch", "plan", M, "--block-size", "64", vllm=None,
-                         env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+    # a GPU memory large enough that the memory rows stay out (the capability override keeps NVML's memory)
+    env = {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", "DSV4_LAUNCH_GPU_MEMORY": "400GiB"}
+    refused, _ = run_cli("dsv4-launch", "plan", M, "--block-size", "64", vllm=None, env=env)
     assert refused.returncode == 2, refused.stderr  # dsv4-serve refuses before it looks for vLLM
-    assumed, _ = run_cli("dsv4-launch", "plan", "--vllm-version", "0.33.0", M, vllm=None,
-                         env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+    assumed, _ = run_cli("dsv4-launch", "plan", "--vllm-version", "0.33.0", M, vllm=None, env=env)
     assert assumed.returncode == 0, assumed.stderr
 
 

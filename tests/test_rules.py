@@ -143,6 +143,9 @@ CASES = {
                           ([M, "--tool-call-parser", "deepseek_v41"], {"config": V41})),
     "think-max-short": (([M, "--default-chat-template-kwargs", '{"reasoning_effort": "max"}', "--max-model-len", "131072"], {}),
                         ([M, "--default-chat-template-kwargs", '{"reasoning_effort": "max"}', "--max-model-len", "393216"], {})),
+    # the GPUs' memory unknown (gpus() without a memory): said, never assumed
+    "memory-not-checked": (([M], {"gpu": gpus(SM120), "weights_facts": weights(148)}),
+                           ([M], {"gpu": gpus(SM120, memory=96 * GiB), "weights_facts": weights(148)})),
     "weights-exceed-memory": (([M], {"gpu": gpus(SM120, memory=96 * GiB), "weights_facts": weights(148)}),
                               ([M, "-tp", "2"], {"gpu": gpus(SM120, SM120, memory=96 * GiB), "weights_facts": weights(148)})),
     "weights-tight": (([M], {"gpu": gpus(SM120, memory=96 * GiB), "weights_facts": weights(148, exact=False)}),
