@@ -151,9 +151,10 @@ def activation_term(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, 
     The forward: 0.64 MiB per batched token, measured for V4-Flash at TP 1 (±10 %). The
     optimistic end lets TP split half of it (DP + EP: takes that half away), and does not scale
     it up for a wider model (the V4-Pro recipe that starts on 8 × H200 rests on that); the
-    pessimistic end splits none and scales it by the hidden size (V4-Pro: 7,168 / 4,096). The dummy run splits ``mnbt`` over
-    up to ``max_num_seqs`` requests, so the indexer's and compressor's per-request buffers stay
-    small and the peak stays linear in the batched tokens (the two GB10 points agree).
+    pessimistic end splits none and scales it by the hidden size (V4-Pro: 7,168 / 4,096). The
+    dummy run splits ``mnbt`` over up to ``max_num_seqs`` requests, so the indexer's and
+    compressor's per-request buffers stay small and the peak stays linear in the batched tokens
+    (the two GB10 points agree).
 
     The sampler: ``[max_num_seqs, vocab]`` fp32 logits (the LM head gathers the whole vocabulary
     on every TP rank) and 2–4 tensors of that size alive at once (probabilities, the top-k/top-p
@@ -168,7 +169,8 @@ def activation_term(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, 
     seqs = max_num_seqs or 0
     sampler_low, sampler_high = seqs * vocab * 4 * SAMPLER_COPIES_LOW, seqs * vocab * 4 * SAMPLER_COPIES_HIGH
     basis = (f"the larger of the forward over {mnbt:,} batched tokens (0.64 MiB per token measured for V4-Flash at "
-             f"TP 1, ±10 %; ×{split:.2f} per rank at the low end, ×{wider:.2f} for the hidden size at the high end) and "
+             f"TP 1, ±10 %; ×{split:.2f} per rank at the low end, ×{wider:.2f} for the hidden size at the high "
+             "end) and "
              f"the sampler's [{seqs:,}, {vocab:,}] fp32 logits ×{SAMPLER_COPIES_LOW}–{SAMPLER_COPIES_HIGH}")
     return Term(max(forward_low, sampler_low), max(forward_high, sampler_high), basis)
 

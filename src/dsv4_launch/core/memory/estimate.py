@@ -750,7 +750,9 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
                                     facts.vllm_version)
     terms: tuple[tuple[str, Term], ...] = ()
     if mnbt:
-        terms = (("activations", activation_term(facts, layout.tp, mnbt, seqs, layout.dp > 1 and layout.expert_parallel)), ("cuda graphs", graph_term(facts, v2)),
+        dp_ep = layout.dp > 1 and layout.expert_parallel
+        terms = (("activations", activation_term(facts, layout.tp, mnbt, seqs, dp_ep)),
+                 ("cuda graphs", graph_term(facts, v2)),
                  ("non-torch", non_torch_term(layout.tp, layout.pp)))
     activations = terms[0][1].mid if terms else None
     graphs = terms[1][1].mid if terms else None
