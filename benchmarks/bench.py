@@ -14,7 +14,7 @@ light ones in one group, the stand-ins for vLLM's CLI in another (each budget co
 one group) — and the table shows medians; "machine noise" (the floor's median over its min) says
 how quiet the machine was. Nothing is written unless asked: --json FILE, or
 --write-readme: the run into benchmarks/results/latest.json (the committed run) and its tables
-into README.md's bench block (tests/test_readme_bench.py keeps the two the same).
+into docs/performance.md's bench block (tests/test_readme_bench.py keeps the two the same).
 
 Cases:
   floor        python -c pass (the interpreter itself)
@@ -89,7 +89,7 @@ RELEASE = "0.24.0"  # build_fakes' default release (tests); a run measures every
 VLLM_IMPORTS = "BENCH_STUB_IMPORTS_SHARED"  # set: the stub's main module imports them, as vLLM's does
 STUB_FREEZE = "BENCH_STUB_FREEZE"  # set: the stub collects and freezes the heap first, as dsv4-serve does
 README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
-COMMITTED_RUN = "benchmarks/results/latest.json"  # the run README shows
+COMMITTED_RUN = "benchmarks/results/latest.json"  # the run docs/performance.md shows
 
 # A tiny C runner: the peak RSS the kernel reports for a child includes the memory of whatever
 # forked it (Linux carries the old address space's high-water mark across exec), so a Python
@@ -377,14 +377,14 @@ def main() -> None:
     parser.add_argument("--vllm-runs", type=int, default=5)
     parser.add_argument("--json", help="also write the results here (e.g. benchmarks/results/latest.json)")
     parser.add_argument("--write-readme", action="store_true",
-                        help="put the tables into README.md's bench block and the run into " + COMMITTED_RUN)
+                        help="put the tables into docs/performance.md's bench block and the run into " + COMMITTED_RUN)
     parser.add_argument("--secrets", type=int, default=5000, help="--api-key values in the linearity cases")
     parser.add_argument("--note", default="", help="said under the tables (e.g. 'a shared, busy machine')")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="what the time budgets judge: wall time, or CPU time (user + system) when the "
                              "machine is shared and wall time measures the other work")
     opts = parser.parse_args()
-    if opts.write_readme:  # README shows the committed run: both are written, or neither
+    if opts.write_readme:  # docs/performance.md shows the committed run: both are written, or neither
         if opts.json and Path(opts.json).resolve() != ROOT / COMMITTED_RUN:
             parser.error(f"--write-readme writes {COMMITTED_RUN}; leave --json out or give that path")
         opts.json = str(ROOT / COMMITTED_RUN)
@@ -499,7 +499,7 @@ def main() -> None:
         out.write_text(json.dumps(document, indent=2) + "\n")
         print(f"bench: results written to {out}", file=sys.stderr)
     if opts.write_readme:
-        readme = ROOT / "README.md"
+        readme = ROOT / "docs" / "performance.md"
         text = readme.read_text(encoding="utf-8")
         head, rest = text.split(README_BEGIN, 1)
         _, tail = rest.split(README_END, 1)

@@ -568,8 +568,8 @@ def test_the_unknown_failure_fixture():
 
 
 def test_readme_shows_the_real_output():
-    """README's examples are explain's real output on the fixtures (as `cd tests/fixtures/logs`)."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    """The docs' examples are explain's real output on the fixtures (as `cd tests/fixtures/logs`)."""
+    readme = (Path(__file__).parents[1] / "docs" / "commands.md").read_text(encoding="utf-8")
     section = readme.split("## After a crash: `dsv4-launch explain`", 1)[1].split("\n## ", 1)[0]
     examples = re.findall(r"    \$ dsv4-launch explain ([\w.\-]+)\n((?:    (?!\$).*\n)+)", section)
     assert len(examples) >= 2

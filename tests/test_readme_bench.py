@@ -1,5 +1,5 @@
-"""README's performance tables are the committed benchmark run, rendered by the benchmark itself:
-a number in the README cannot drift from benchmarks/results/latest.json."""
+"""docs/performance.md's tables are the committed benchmark run, rendered by the benchmark itself:
+a number there cannot drift from benchmarks/results/latest.json."""
 
 import importlib.util
 import json
@@ -18,13 +18,13 @@ def _bench():
 def test_readme_block_is_the_committed_run():
     bench = _bench()
     document = json.loads((ROOT / "benchmarks" / "results" / "latest.json").read_text(encoding="utf-8"))
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     block = readme.split(bench.README_BEGIN, 1)[1].split(bench.README_END, 1)[0]
     assert block == "\n" + bench.render(document), "run benchmarks/bench.py --json … --write-readme"
 
 
 def test_committed_run_meets_the_budgets_it_states():
-    # The README says every budget is met; the run it shows must say so too, on its own numbers.
+    # docs/performance.md says every budget is met; the run it shows must say so too, on its own numbers.
     bench = _bench()
     document = json.loads((ROOT / "benchmarks" / "results" / "latest.json").read_text(encoding="utf-8"))
     limits = {b["name"]: b["limit"] for b in document["budgets"]}
@@ -35,7 +35,7 @@ def test_committed_run_meets_the_budgets_it_states():
     for budget in document["budgets"]:
         assert budget["ok"] == (budget["value"] <= budget["limit"])
         assert budget["ok"], budget["name"]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     where = readme.split("**Where it stands.**", 1)[1].split(bench.README_BEGIN, 1)[0]
     assert document["date"][:10] in where  # the prose speaks of the committed run, by its date
 

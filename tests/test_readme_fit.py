@@ -1,5 +1,5 @@
-"""README's `dsv4-launch fit --gpus 4` example is what the tool prints today (stand-in NVML with
-four RTX PRO 6000, as the README says; stand-in vLLM 0.24.0 installed)."""
+"""docs/commands.md's `dsv4-launch fit --gpus 4` example is what the tool prints today (stand-in
+NVML with four RTX PRO 6000, as the text says; stand-in vLLM 0.24.0 installed)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import RTX_PRO_6000
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "commands.md"
 COMMAND = "    $ dsv4-launch fit --gpus 4\n"
 
 
@@ -21,4 +21,4 @@ def readme_block() -> list[str]:
 def test_readme_fit_example_is_the_real_output(run_cli):
     done, _ = run_cli("dsv4-launch", "fit", "--gpus", "4", gpus=(RTX_PRO_6000,) * 4, env={"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == readme_block(), "README's fit example is stale: paste the new output"
+    assert done.stdout.splitlines() == readme_block(), "docs/commands.md's fit example is stale: paste the new output"

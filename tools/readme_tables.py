@@ -1,9 +1,13 @@
-"""README's tables, made from the rule rows (so README cannot drift from what the code does).
+"""The generated tables of README.md and docs/, made from the rule rows and the settings (so the
+documentation cannot drift from what the code does). A table lives between
+``<!-- table:NAME -->`` and ``<!-- /table -->`` in whichever of those files holds its markers:
+the KV decision, the rule rows and doctor's rows in docs/rules.md, the environment variables in
+README.md.
 
     python tools/readme_tables.py          # print the tables
-    python tools/readme_tables.py --write  # rewrite them in README.md between their markers
+    python tools/readme_tables.py --write  # rewrite them between their markers, in every file
 
-tests/test_readme.py fails when README.md differs from what this writes.
+tests/test_rules.py fails when a file differs from what this writes.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dsv4_launch.core.gpus import family_words  # noqa: E402
 from dsv4_launch.core.model import FAMILY_NAMES  # noqa: E402
 from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.rules.engine import words  # noqa: E402
-from dsv4_launch.core.rules.kv_paths import readme_rows  # noqa: E402
+from dsv4_launch.core.rules.kv_paths import FIX_REFERENCE, KV_PATHS, PLAIN_ROWS  # noqa: E402
 from dsv4_launch.core.rules.plan import RULES  # noqa: E402
 from dsv4_launch.core.settings import ENV_VARS  # noqa: E402
 
@@ -30,9 +34,35 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+# The files whose tables this writes (a file without markers is left as it is).
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def kv_rows() -> list[tuple[str, str, str, str]]:
+    """The "How it decides" table, read from KV_PATHS: (GPUs, backend, vLLM, action)."""
+    rows = []
+    for path in KV_PATHS:
+        backends = " or ".join(
+            "default" if b is None else f"`{b}`" for b in sorted(path.backends, key=lambda b: (b is not None, b or ""))
+        )
+        gpus = family_words(path.families)
+        if path.layout == PLAIN_ROWS:
+            rows.append((gpus, backends, "all", "left alone: plain rows, where `auto` = bf16 and `fp8` would change the format"))
+        elif path.auto_crashes is None:
+            continue  # an fp8_ds_mla path with no crash range: nothing to say (none today)
+        elif path.always_rewrite:
+            rows.append((gpus, backends, "all", "`auto` → `fp8` (fp8_ds_mla is the only layout; vLLM ≥ "
+                         f"{path.auto_crashes.before} picks the same)"))
+        else:
+            rows.append((gpus, backends, path.auto_crashes.short() + " or unknown", "`auto` → `fp8`"))
+            rows.append((gpus, backends, f"≥ {path.auto_crashes.before}",
+                         f"left alone: vLLM resolves `auto` itself ({FIX_REFERENCE}), said in one line"))
+    return rows
+
+
 def kv_table() -> str:
     lines = ["| GPU (compute capability) | attention backend | vLLM | what dsv4-serve does |", "|---|---|---|---|"]
-    lines += [f"| {g} | {b} | {v} | {a} |" for g, b, v, a in readme_rows()]
+    lines += [f"| {g} | {b} | {v} | {a} |" for g, b, v, a in kv_rows()]
     return "\n".join(lines)
 
 
@@ -64,19 +94,26 @@ TABLES = {
 }
 
 
-def render(readme: str) -> str:
-    """README with every ``<!-- table:NAME -->`` … ``<!-- /table -->`` block regenerated."""
+def render(text: str) -> str:
+    """``text`` with every ``<!-- table:NAME -->`` … ``<!-- /table -->`` block regenerated."""
     def fill(match):
         name = match.group(1)
         return f"<!-- table:{name} -->\n{TABLES[name]()}\n<!-- /table -->"
 
-    return re.sub(r"<!-- table:([\w-]+) -->\n.*?<!-- /table -->", fill, readme, flags=re.S)
+    return re.sub(r"<!-- table:([\w-]+) -->\n.*?<!-- /table -->", fill, text, flags=re.S)
+
+
+def tables_in(text: str) -> list[str]:
+    """The names of the tables a file holds, in order."""
+    return re.findall(r"<!-- table:([\w-]+) -->", text)
 
 
 def main() -> None:
-    path = ROOT / "README.md"
     if "--write" in sys.argv[1:]:
-        path.write_text(render(path.read_text()))
+        for path in FILES:
+            text = path.read_text(encoding="utf-8")
+            if tables_in(text):
+                path.write_text(render(text), encoding="utf-8")
         return
     for name, make in TABLES.items():
         print(f"<!-- table:{name} -->\n{make()}\n<!-- /table -->\n")

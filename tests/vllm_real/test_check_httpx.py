@@ -22,7 +22,7 @@ def client():
     if importlib.util.find_spec("httpx") is None:
         if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
             pytest.fail("DSV4_REQUIRE_VLLM=1 but httpx (a dependency of vLLM) is not importable here")
-        pytest.skip("needs httpx: run in a vLLM venv (README: 'Tests against the real vLLM')")
+        pytest.skip("needs httpx: run in a vLLM venv (docs/development.md: 'Tests against the real vLLM')")
     return "httpx"
 
 

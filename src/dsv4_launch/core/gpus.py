@@ -79,17 +79,6 @@ def is_ascii_int(text: str) -> bool:
 # A family is written "12" (every 12.x) or "12.1" (exactly 12.1). SM 12.x is not "≥ 10": the
 # Blackwell workstation parts (12.x) lack the data-centre Blackwell (10.x) kernels.
 
-FAMILY_NAMES = {
-    "7": "SM 7.x (Volta/Turing)",
-    "8": "SM 8.x (Ampere/Ada)",
-    "9": "SM 9.x (Hopper: H100, H200, H20)",
-    "10": "SM 10.x (Blackwell data centre: B200, GB200, B300)",
-    "11": "SM 11.x (Thor)",
-    "12": "SM 12.x (Blackwell workstation: RTX PRO 6000, RTX 50xx, GB10)",
-    "12.1": "SM 12.1 (GB10 / DGX Spark)",
-}
-
-
 # The families DeepSeek-V4 has kernels for, and a stand-in of each for a GPU of unknown type
 # (index -1: no real GPU).
 DSV4_FAMILIES = frozenset({"9", "10", "12"})

@@ -12,7 +12,7 @@ family and forced attention backend; ``kv_decision`` reads it and nothing else. 
 from __future__ import annotations
 
 from ..facts import Facts, attention_backend
-from ..gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
+from ..gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, in_families
 from ..records import Record
 from ..versions import VersionRange
 
@@ -216,25 +216,3 @@ def kv_decision(facts: Facts) -> KvDecision:
             f"{_gpu_words(fine)} ({FIX_REFERENCE}, vLLM 0.30.0)",
         ))
     return KvDecision()
-
-
-def readme_rows() -> list[tuple[str, str, str, str]]:
-    """README's "How it decides" table, read from KV_PATHS: (GPUs, backend, vLLM, action)."""
-    rows = []
-    for path in KV_PATHS:
-        backends = " or ".join(
-            "default" if b is None else f"`{b}`" for b in sorted(path.backends, key=lambda b: (b is not None, b or ""))
-        )
-        gpus = family_words(path.families)
-        if path.layout == PLAIN_ROWS:
-            rows.append((gpus, backends, "all", "left alone: plain rows, where `auto` = bf16 and `fp8` would change the format"))
-        elif path.auto_crashes is None:
-            continue  # an fp8_ds_mla path with no crash range: nothing to say (none today)
-        elif path.always_rewrite:
-            rows.append((gpus, backends, "all", "`auto` → `fp8` (fp8_ds_mla is the only layout; vLLM ≥ "
-                         f"{path.auto_crashes.before} picks the same)"))
-        else:
-            rows.append((gpus, backends, path.auto_crashes.short() + " or unknown", "`auto` → `fp8`"))
-            rows.append((gpus, backends, f"≥ {path.auto_crashes.before}",
-                         f"left alone: vLLM resolves `auto` itself ({FIX_REFERENCE}), said in one line"))
-    return rows
