@@ -40,7 +40,8 @@ def test_readme_is_a_front_door():
 
 def test_readme_first_command_is_the_real_output(run_cli):
     """No GPU (no NVML library, no nvidia-smi), no vLLM, nothing but dsv4-launch: exit 0 and the fix."""
-    command = "dsv4-launch plan deepseek-ai/DeepSeek-V4-Flash -tp 2 --vllm-version 0.24.0"
+    command = ("dsv4-launch plan deepseek-ai/DeepSeek-V4-Flash -tp 2 --max-model-len 65536 --gpus 2xRTXPRO6000 "
+               "--vllm-version 0.24.0")
     shown = block_after(README.read_text(), command)
     done, _ = run_cli(*command.split(), gpus=None, vllm=None, env={"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
