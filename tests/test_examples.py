@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from dsv4_launch.commands.context import Context
+from dsv4_launch.core.vllm_releases import CI_RELEASES
 from tests.conftest import BIN, H200, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -999,8 +1000,9 @@ def test_systemd_exec_start_post_waits_while_not_reachable_and_stops_on_an_answe
 
 # --- every example on its hardware -----------------------------------------------------------
 
-# The releases CI pins (.ci/run): what an example that pins no image is planned against.
-PINNED = ("0.24.0", "0.29.0", "0.33.0")
+# The releases CI pins (core/vllm_releases.CI_RELEASES, read by .ci/run): what an example that
+# pins no image is planned against.
+PINNED = CI_RELEASES
 IMAGE_TAG = re.compile(r"(?:dsv4-serve|vllm-openai(?:-dsv4)?):v(\d+\.\d+\.\d+)\b|ARG VLLM_VERSION=v(\d+\.\d+\.\d+)")
 
 

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from tests.conftest import BIN, RTX_PRO_6000, clean_env, install_fake_vllm_executable
+from tests.conftest import BIN, H200, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 TWO = (RTX_PRO_6000, RTX_PRO_6000)
@@ -313,3 +313,45 @@ def test_environment_values_never_garble_the_output(run_cli, v4_dir, command):
     data = json.loads(done.stdout)
     plan = data["plan"] if "plan" in data else data
     assert plan["gpus_ambiguous"] is False and "***" not in done.stdout and "hf_Zq13secret" not in done.stdout
+
+
+# A vLLM newer than every verified release (core/vllm_releases.py): each refusal that rests on
+# release code is a warning naming the newest verified release; the same arguments on 0.33.0
+# are refused (the control, so that the test can fail). Faked: NVML, vLLM's entry point and its
+# version (a stand-in 0.34.0 install on PYTHONPATH).
+NEWER = "0.34.0"
+MEGA_ON_SM90 = ["--moe-backend", "deep_gemm_mega_moe", "--enable-expert-parallel"]
+
+
+@pytest.mark.parametrize("gpu,args,said", [
+    (H200, MEGA_ON_SM90, "DeepGEMM MegaMoE requires SM100"),
+    (RTX_PRO_6000, ["--block-size", "64"], "--block-size 64"),
+    (H200, ["--attention-config.indexer_kv_dtype", "mxfp4"], "indexer_kv_dtype mxfp4"),
+    (RTX_PRO_6000, ["--kv-cache-dtype", "bfloat16"], "--kv-cache-dtype bfloat16"),
+])
+def test_a_release_newer_than_every_verified_one_is_warned_about_not_refused(run_cli, v4_dir, gpu, args, said):
+    done, record = run_cli("dsv4-serve", v4_dir, *args, gpus=(gpu,), vllm="0.33.0")
+    assert done.returncode == 2 and record is None and said in done.stderr, done.stderr
+    done, record = run_cli("dsv4-serve", v4_dir, *args, gpus=(gpu,), vllm=NEWER)
+    assert done.returncode == 0 and record is not None, done.stderr
+    assert record["argv"][:3 + len(args)] == ["vllm", "serve", v4_dir, *args]  # the user's values, unchanged
+    (line,) = [x for x in done.stderr.splitlines() if said in x and "Fix:" in x]
+    assert f"verified up to vLLM 0.33.0; vLLM {NEWER} may differ" in line
+    # plan and doctor read the same installed vLLM and judge the same way (--vllm-version takes
+    # only releases whose option table is recorded)
+    for command in (["plan"], ["doctor"]):
+        done, _ = run_cli("dsv4-launch", *command, v4_dir, *args, gpus=(gpu,), vllm=NEWER)
+        out = done.stdout + done.stderr
+        assert f"vLLM {NEWER} may differ" in out and said in out, out
+        assert done.returncode == 0 or command == ["doctor"], out
+        done, _ = run_cli("dsv4-launch", *command, v4_dir, *args, gpus=(gpu,), vllm="0.33.0")
+        assert done.returncode != 0 and "may differ" not in done.stdout + done.stderr
+
+
+def test_weights_that_cannot_fit_are_refused_on_any_release(run_cli):
+    # Not a fact of vLLM's code: the checkpoint's bytes against one GPU's memory.
+    for version in ("0.33.0", NEWER):
+        done, record = run_cli("dsv4-serve", "deepseek-ai/DeepSeek-V4-Pro", gpus=(RTX_PRO_6000,), vllm=version,
+                               env={"HF_HUB_OFFLINE": "1"})
+        assert done.returncode == 2 and record is None, (version, done.stderr)
+        assert "weights per GPU" in done.stderr and "may differ" not in done.stderr

@@ -168,3 +168,42 @@ def test_an_internal_error_is_said_escaped_and_without_url_credentials(monkeypat
     text = caplog.text
     assert "could not check this engine" in text and "ValueError" in text
     assert "S3CRET" not in text and "\x1b" not in text and "\u202e" not in text and "***@host" in text
+
+
+# vLLM calls each plugin's register() bare (vllm/plugins/__init__.py load_general_plugins): an
+# exception there stops every vLLM process. Faked: the vLLM module the plugin imports, made to
+# fail three ways (a missing module, an error while importing it, a patch that cannot be set).
+FAILING = {
+    "import error": "raise ImportError('cannot import name resolve_kv_cache_dtype_string')\n",
+    "error at import": "import json\njson.loads('{not json')\n",
+    "patch refused": "resolve_kv_cache_dtype_string = lambda dtype, config: dtype\nEngineArgs = 5  # no attribute can be set\n",
+}
+GUARD_SCRIPT = textwrap.dedent("""
+    import vllm.logger  # vLLM configures its logging before it loads plugins
+    from dsv4_launch.plugin import register
+    register(); register()
+    print("VLLM GOES ON")
+""")
+
+
+@pytest.mark.parametrize("case", sorted(FAILING))
+def test_a_failing_register_never_raises_into_vllm_and_says_so_once(tmp_path, case):
+    root = tmp_path / "fake-vllm"
+    for name, text in FAKE.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.format(version="0.33.0") if name == "vllm/__init__.py" else text)
+    (root / "vllm/engine/arg_utils.py").write_text(FAILING[case])
+    e = clean_env(tmp_path, PYTHONPATH=str(root), DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    done = subprocess.run([sys.executable, "-c", GUARD_SCRIPT], env=e, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "VLLM GOES ON" in done.stdout, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if "dsv4-launch" in x]
+    assert line.startswith("WARNING [vllm.dsv4_launch] dsv4-launch plugin does nothing in this process: ")
+    assert "dsv4-serve still applies the KV-cache fix" in line
+
+
+def test_the_guard_is_not_a_blanket_over_a_working_patch(tmp_path):
+    # the control: the same script on the working stand-in patches and says nothing of the kind
+    result, log = run(tmp_path, "0.33.0", [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY="12.0")
+    assert result["patched"] is True and "does nothing" not in log

@@ -30,7 +30,7 @@ def test_the_recorded_import_set_is_this_releases(real_vllm):
     assert {"ctypes.util", "subprocess", "shutil", "tempfile", "json", "argparse"} <= set(now["stdlib"])
     path = ROOT / "benchmarks" / "vllm_imports" / f"vllm-{version}.json"
     pinned = f" {version} " in " " + _pinned_releases() + " "
-    if not path.exists() and not pinned:  # the benchmark measures the releases CI pins (.ci/run)
+    if not path.exists() and not pinned:  # the benchmark measures the releases CI pins (CI_RELEASES)
         pytest.skip(f"no recorded import set for vLLM {version} (recorded: the releases .ci/run pins)")
     assert path.exists(), f"no recorded import set for vLLM {version}: tools/record_vllm_imports.py --write"
     recorded = json.loads(path.read_text(encoding="utf-8"))
@@ -39,7 +39,6 @@ def test_the_recorded_import_set_is_this_releases(real_vllm):
 
 
 def _pinned_releases() -> str:
-    for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines():
-        if line.startswith("VLLM_VERSIONS=("):
-            return line.split("(", 1)[1].split(")", 1)[0]
-    return ""
+    from dsv4_launch.core.vllm_releases import CI_RELEASES  # what .ci/run pins
+
+    return " ".join(CI_RELEASES)

@@ -72,6 +72,18 @@ def is_older(version: str | None, than: str) -> bool | None:
         return None
 
 
+def is_newer(version: str | None, than: str) -> bool | None:
+    """True when ``version`` comes after release ``than``: a later release, a pre-release or dev
+    build of one (``0.34.0rc1``), a post-release (``0.33.0.post1``); a build label of ``than``
+    itself (``0.33.0+cu130``) is not newer. None when the version is unknown or unreadable."""
+    if version is None:
+        return None
+    try:
+        return parse_version(version) > parse_version(than)
+    except ValueError:
+        return None
+
+
 def same_release(a: str, b: str) -> bool:
     """``0.24.0+cu130`` and ``0.24.0`` are the same release; ``0.24.0rc1`` and ``0.24.0.post1`` are not."""
     return parse_version(a) == parse_version(b)

@@ -17,7 +17,8 @@ themselves are left alone. Its findings go to vLLM's log as warnings, what dsv4-
 refuse included (it cannot stop vLLM). It patches
 nothing on a vLLM release it was not verified against (it says so once), nothing with
 ``DSV4_LAUNCH_DISABLE=1`` (vLLM's ``VLLM_PLUGINS`` allow-list can leave it unloaded), and
-loading it twice is harmless. Importing this module imports nothing heavy: the facts are
+loading it twice is harmless; if anything in it fails, it does nothing and says so once (vLLM
+does not catch a plugin's exception). Importing this module imports nothing heavy: the facts are
 gathered only when vLLM resolves the dtype.
 """
 
@@ -25,19 +26,43 @@ from __future__ import annotations
 
 import os
 
-# Releases whose real code the plugin is tested against (tests/vllm_real/test_plugin.py, run
-# for every release by tools/oracle_sweep.py; results in docs/release-matrix.md).
-VERIFIED_RELEASES = ("0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0",
-                     "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+from ..core.vllm_releases import VERIFIED_RELEASES as VERIFIED_RELEASES  # the one release table
+
 MARK = "_dsv4_launch_patched"
+LOGGER = "vllm.dsv4_launch"  # a child of vLLM's "vllm" logger: vLLM's handler, format and level
+_failed: list[str] = []  # why register() did nothing, once said
 
 
 def register() -> None:
-    """The ``vllm.general_plugins`` entry point: patch vLLM's KV-dtype resolution (once)."""
-    from ..core.settings import disable_switch
+    """The ``vllm.general_plugins`` entry point: patch vLLM's KV-dtype resolution (once).
 
-    if disable_switch(os.environ)[0]:
+    vLLM does not catch a plugin's exception (``load_general_plugins`` calls ``func()`` bare), so
+    anything raised here would stop every vLLM process: whatever fails, the plugin does nothing
+    and says why, once, through vLLM's logger."""
+    try:
+        from ..core.settings import disable_switch
+
+        if disable_switch(os.environ)[0]:
+            return
+        from .kv_patch import install
+
+        install()
+    except Exception as exc:  # never into vLLM: a failing import or patch leaves vLLM as it is
+        _say_failed(exc)
+
+
+def _say_failed(exc: Exception) -> None:
+    if _failed:
         return
-    from .kv_patch import install
+    try:
+        from ..output.escape import printable
 
-    install()
+        detail = printable(str(exc)[:200])
+    except Exception:
+        detail = ascii(str(exc)[:200])
+    _failed.append(detail)
+    import logging
+
+    logging.getLogger(LOGGER).warning(
+        "dsv4-launch plugin does nothing in this process: %s: %s (dsv4-serve still applies the KV-cache fix)",
+        type(exc).__name__, detail)

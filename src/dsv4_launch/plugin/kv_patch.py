@@ -13,13 +13,11 @@ from __future__ import annotations
 import contextvars
 import os
 
-from . import MARK, VERIFIED_RELEASES
+from . import LOGGER, MARK, VERIFIED_RELEASES
 
 _engine_args: contextvars.ContextVar = contextvars.ContextVar("dsv4_launch_engine_args", default=None)
 _said: set[str] = set()
 
-
-LOGGER = "vllm.dsv4_launch"  # a child of vLLM's "vllm" logger: vLLM's handler, format and level
 
 
 def _logger():

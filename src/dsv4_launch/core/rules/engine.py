@@ -11,7 +11,9 @@ refuse or warn); when the GPU type or the vLLM version is unknown, or CUDA's num
 name another GPU, a refusal becomes a warning that says what would make it apply. Only rows
 whose evidence is the installed vLLM's own code (``CONFIRMED`` by an oracle test that calls it,
 or ``CITED`` file:line for every release in range) may refuse — tests/test_rules.py holds the
-table to that.
+table to that. Code is read only up to the newest verified release (core/vllm_releases.py): on a
+newer vLLM every refusal resting on release code is a warning that says "verified up to …", in
+this one place for plan, dsv4-serve, doctor and the plugin alike.
 
 Version facts live only in a row's fields: ``vllm`` (the releases it holds for) and ``releases``
 (other bounds its text names, e.g. the release a bare ``assert`` became a ``ValueError``). Its
@@ -35,7 +37,8 @@ from ..facts import Facts, vllm_env_bool
 from ..gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words, in_families
 from ..model import V4, V41
 from ..records import EMPTY, Record
-from ..versions import ANY_VERSION, VersionRange
+from ..versions import ANY_VERSION, VersionRange, is_newer
+from ..vllm_releases import NEWEST_VERIFIED
 
 REFUSE, WARN = "refuse", "warn"  # what a row does when it certainly applies
 FAIL = "fail"  # doctor rows: something on this machine stops DeepSeek-V4
@@ -73,6 +76,10 @@ class Rule(Record):
     reads_gpus: bool = False
     # Other version facts the texts name, besides ``vllm`` ({NAME_since}, {NAME_before}, {NAME}).
     releases: Mapping[str, VersionRange] = EMPTY
+    # The condition is what vLLM's code does (True: nearly every row), so on a release newer than
+    # every verified one (vllm_releases.NEWEST_VERIFIED) a refusal is only a warning; False for a
+    # fact that holds whatever vLLM's code is (a checkpoint's bytes against the GPUs' memory).
+    release_code: bool = True
 
 
 class Finding(Record):
@@ -159,6 +166,11 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         certain = gpu_certain and in_range is True
         if not certain and rule.level == WARN and not real:
             return None  # a warning about GPUs that may not exist here is noise
+    if rule.level != WARN and rule.release_code and unverified(facts.vllm_version):
+        # The row's bounds were read in releases up to NEWEST_VERIFIED; an open-ended one (no
+        # ``before``) carried past it is a guess, and a guess never refuses.
+        certain = False
+        qualifiers.append(f"verified up to vLLM {NEWEST_VERIFIED}; vLLM {facts.vllm_version} may differ")
     fill = dict(values)
     doubt = fill.pop("uncertain", None)  # the check's own reason it may not apply (e.g. an assert under -O)
     if doubt:
@@ -174,6 +186,13 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         text += f" [{'; '.join(qualifiers)}]"
     level = rule.level if certain else WARN
     return Finding(rule.id, level, text, rule.evidence, certain, rule.section)
+
+
+def unverified(version: str | None) -> bool:
+    """A vLLM newer than every release dsv4-launch was verified against (``0.34.0``,
+    ``0.33.0.post1``, ``0.34.0rc1``; not ``0.33.0+cu130``). Unknown or unreadable: False — an
+    unknown version is the in-range question's (``Rule.vllm.contains`` None), said apart."""
+    return bool(is_newer(version, NEWEST_VERIFIED))
 
 
 def _family(gpu: GpuInfo) -> str:

@@ -50,6 +50,7 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
     reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
     "_check_enough_kv_cache_memory",
     models=BOTH,
+    release_code=False,  # the checkpoint's bytes against the GPUs' memory: true whatever the release's code
 )
 def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
     return weights_refusal(facts)
