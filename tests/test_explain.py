@@ -156,6 +156,8 @@ CASES = [
                                                   "AttributeError: 'DeepseekV4Config' object has no attribute "
                                                   "'dspark_target_layer_ids'")),
     ("dspark-pp", "0.29.0", traceback([], "NotImplementedError: DSpark does not support pipeline parallelism.")),
+    ("v41-pcp-not-flashmla", "0.33.0", traceback([], "NotImplementedError: DeepSeek-V4.1 PCP requires FlashMLA sparse "
+                                                 "attention.")),
     ("dspark-k-below-block", "0.27.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for "
                                         "SpeculativeConfig", "  Value error, DSpark requires num_speculative_tokens >= "
                                         "dspark_block_size (5); got 3. Smaller values produce incorrect output. Use "

@@ -61,6 +61,14 @@ CASES = {
     "v41-ds-mla-on-plain-rows": (([M, *FI41, "--kv-cache-dtype", "fp8_ds_mla"], {"config": V41, "gpu": big(SM100)}),
                                  ([M, *FI41, "--kv-cache-dtype", "fp8_ds_mla"], {"config": V41})),
     "backend-not-dsv4": (([M, "--attention-backend", "FLASHINFER_MLA_SPARSE"], {}), ([M, *FI], {})),
+    "compressed-tensors-scale-names": (([M], {"config": {**V4, "quantization_config": {"quant_method": "compressed-tensors"}},
+                                              "version": "0.26.0"}),
+                                       ([M], {"config": {**V4, "quantization_config": {"quant_method": "fp8"}},
+                                              "version": "0.26.0"})),
+    "dspark-kv-offload": (([M, *DSPARK, "--kv-offloading-size", "64"], {"config": F0731["config"]}),
+                          ([M, *DSPARK, "--kv-offloading-backend", "native"], {"config": F0731["config"]})),
+    "v41-pcp-not-flashmla": (([M, "-pcp", "2", "--attention-backend", "FLASHINFER_MLA_SPARSE_DSV41"], {"config": V41}),
+                             ([M, "-pcp", "2", "--attention-backend", "FLASHMLA_SPARSE_DSV41"], {"config": V41})),
     "backend-ignored": (([M, "--attention-backend", "TRITON_MLA"], {}), ([M, "--attention-backend", "auto"], {})),
     "flashmla-on-sm12": (([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {}),
                          ([M, "--attention-backend", "FLASHMLA_SPARSE_DSV4"], {"gpu": big(SM90)})),
@@ -251,6 +259,43 @@ def test_the_indexer_flag_fix_names_the_replacement_for_this_gpu_and_release():
     assert plan.refusals == ()  # a real option on SM 10.x before 0.30
 
 
+@pytest.mark.parametrize("newer", ["0.34.0", "0.33.1", "0.34.0rc1", "0.33.0.post1", "1.0.0"])
+def test_no_row_refuses_on_a_release_newer_than_every_verified_one(newer):
+    """Each refusing row's trips case, on the newest verified release and on a newer one: the
+    refusal that rests on release code becomes a warning naming both releases; a fact that holds
+    whatever vLLM's code is (release_code=False) still refuses."""
+    from dsv4_launch.core.vllm_releases import NEWEST_VERIFIED
+
+    judged = 0
+    for rule in RULES:
+        if rule.level != REFUSE:
+            continue
+        tokens, kw = CASES[rule.id][0]
+        if rule.vllm.contains(NEWEST_VERIFIED) is not True:
+            assert rule.vllm.contains(newer) is False, rule.id  # no row reaches past the verified releases closed
+            continue
+        at_newest = {f.rule: f for f in judge((tokens, {**kw, "version": NEWEST_VERIFIED}))[0].findings}
+        assert at_newest[rule.id].level == REFUSE, rule.id
+        found = {f.rule: f for f in judge((tokens, {**kw, "version": newer}))[0].findings}[rule.id]
+        if rule.release_code:
+            assert found.level == WARN and not found.certain, rule.id
+            assert f"[verified up to vLLM {NEWEST_VERIFIED}; vLLM {newer} may differ]" in found.text, found.text
+        else:
+            assert found.level == REFUSE and "may differ" not in found.text, rule.id
+        judged += 1
+    assert judged > 20
+
+
+@pytest.mark.parametrize("same", ["0.33.0", "0.33.0+cu130", "0.33"])
+def test_the_newest_verified_release_and_its_builds_still_refuse(same):
+    plan, _ = judge(([M, "--block-size", "64"], {"version": same}))
+    assert any("--block-size 64" in r for r in plan.refusals) and "may differ" not in " ".join(plan.warnings)
+
+
+def test_only_the_weights_row_holds_whatever_the_release_code_is():
+    assert {r.id for r in RULES if not r.release_code} == {"weights-exceed-memory"}
+
+
 def test_tp_16_on_flash_says_how_to_use_16_gpus():
     plan, _ = judge(CASES["tp-o-groups"][0])
     (line,) = [r for r in plan.refusals if "o_groups" in r]
@@ -341,6 +386,49 @@ def test_v41_plain_rows_take_bf16_and_fp8_and_reject_packed_records(version, dty
         assert kv_rows == ({rule} if rule else set()), (backend, dtype, kv_rows)
 
 
+@pytest.mark.parametrize("tokens,version,config,refused", [
+    (["-pcp", "2", *FI41], "0.33.0", V41, True),
+    (["--prefill-context-parallel-size", "4", "--attention-backend", "FLASHMLA_MEGA_ATTN_DSV41"], "0.33.0", V41, True),
+    (["-pcp", "2", "--attention-config", '{"backend": "FLASHINFER_MLA_SPARSE_DSV4"}'], "0.33.0", V41, True),
+    (["-pcp", "2", "--attention-backend", "flashmla_sparse"], "0.33.0", V41, False),
+    (["-pcp", "2"], "0.33.0", V41, False),  # vLLM picks FlashMLA itself
+    (["-pcp", "1", *FI41], "0.33.0", V41, False),
+    (["-pcp", "2", *FI41], "0.32.0", V41, False),  # no such branch before 0.33
+    (["-pcp", "2", *FI], "0.33.0", V4, False),  # DeepSeek-V4's selector has none
+])
+def test_v41_prefill_context_parallel_needs_flashmla(tokens, version, config, refused):
+    found, _ = findings([M, *tokens], version=version, config=config)
+    assert ("v41-pcp-not-flashmla" in found) is refused, found.get("v41-pcp-not-flashmla")
+    if refused:
+        assert found["v41-pcp-not-flashmla"].level == REFUSE
+
+
+@pytest.mark.parametrize("version,method,warned", [
+    ("0.24.0", "compressed-tensors", True), ("0.26.0", "COMPRESSED_TENSORS", True), ("0.27.0", "compressed-tensors", False),
+    ("0.33.0", "compressed-tensors", False), ("0.24.0", "modelopt", False),
+])
+def test_compressed_tensors_scale_names_before_the_fallback(version, method, warned):
+    config = {**V4, "quantization_config": {"quant_method": method}}
+    found, plan = findings([M], version=version, config=config)
+    assert ("compressed-tensors-scale-names" in found) is warned and plan.refusals == ()
+
+
+@pytest.mark.parametrize("tokens,warned", [
+    (["--kv-transfer-config", '{"kv_connector": "OffloadingConnector", "kv_role": "kv_both"}'], True),
+    (["--kv-offloading-size", "8"], True),  # native by default
+    (["--kv-offloading-size", "8", "--kv-offloading-backend", "lmcache"], False),
+    (["--kv-offloading-backend", "native"], False),  # no size: no connector
+    (["--kv-transfer-config", '{"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": '
+                              '{"connectors": [{"kv_connector": "NixlConnector"}, {"kv_connector": '
+                              '"SimpleCPUOffloadConnector"}]}}'], True),
+])
+def test_dspark_with_kv_offloading_is_warned_about(tokens, warned):
+    found, plan = findings([M, *DSPARK, *tokens], config=F0731["config"], version="0.33.0")
+    assert ("dspark-kv-offload" in found) is warned and "dspark-kv-offload" not in " ".join(plan.refusals)
+    found, _ = findings([M, *tokens], config=F0731["config"], version="0.33.0")  # without DSpark: nothing
+    assert "dspark-kv-offload" not in found
+
+
 def test_v41_backend_and_block_size_parity():
     found, _ = findings([M, "--attention-backend", "FLASHINFER_MLA_SPARSE"], config=V41)
     assert found["backend-not-dsv4"].level == REFUSE and "DeepSeek V4.1" in found["backend-not-dsv4"].text
@@ -352,17 +440,88 @@ def test_v41_backend_and_block_size_parity():
 
 
 def test_hma_off_refuses_from_the_promotion_typeerror_release_and_warns_before():
-    for tokens in ([M, "--disable-hybrid-kv-cache-manager"], [M, *LMCACHE], [M, "--kv-offloading-backend", "lmcache"]):
+    for tokens in ([M, "--disable-hybrid-kv-cache-manager"], [M, *LMCACHE], [M, *MULTI_LMCACHE],
+                   [M, "--kv-transfer-config", '{"kv_connector": "FlexKVConnectorV1", "kv_role": "kv_both"}']):
         found, _ = findings(tokens, version="0.31.0")
         (row,) = {"hma-disabled", "connector-turns-hma-off"} & set(found)
         assert found[row].level == REFUSE and "bounded_replay" in found[row].text, tokens
         assert "hma-off-full-attention" not in found
         found, plan = findings(tokens, version="0.30.0")
         assert found["hma-off-full-attention"].level == WARN and plan.refusals == (), tokens
-    found, _ = findings([M, "--kv-offloading-backend", "lmcache"], version="0.33.0")
-    assert "--kv-offloading-backend lmcache selects it" in found["connector-turns-hma-off"].text
     found, _ = findings([M, "--disable-hybrid-kv-cache-manager", "-dcp", "2"], gpu=big(SM120, SM120))
     assert found["hma-disabled"].level == WARN and "decode-context-parallel" in found["hma-disabled"].text
+
+
+LMCACHE_MP = ["--kv-transfer-config", '{"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both"}']
+MULTI_LMCACHE = ["--kv-transfer-config", '{"kv_connector": "MultiConnector", "kv_role": "kv_both", '
+                 '"kv_connector_extra_config": {"connectors": [{"kv_connector": "NixlConnector", "kv_role": "kv_both"}, '
+                 '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}']
+MULTI_HMA = ["--kv-transfer-config", '{"kv_connector": "MultiConnector", "kv_role": "kv_both", '
+             '"kv_connector_extra_config": {"connectors": [{"kv_connector": "NixlConnector", "kv_role": "kv_both"}, '
+             '{"kv_connector": "OffloadingConnector", "kv_role": "kv_both"}]}}']
+MULTI_EMPTY = ["--kv-transfer-config", '{"kv_connector": "MultiConnector", "kv_role": "kv_both"}']
+SIZE = ["--kv-offloading-size", "8"]
+
+
+# (tokens, version) -> what vLLM's _post_init_kv_transfer_config and supports_hma_config make of
+# them: None: no connector (HMA on); "hma": a connector with hybrid support; "no": without (vLLM
+# turns HMA off); "doubt": LMCacheMPConnector, whose support is the lmcache package's.
+CONNECTOR_CASES = [
+    ([M, "--kv-offloading-backend", "lmcache"], None),  # no size: no connector at all
+    ([M, "--kv-offloading-backend", "native"], None),
+    ([M, *SIZE], "hma"),  # native by default: OffloadingConnector
+    ([M, *SIZE, "--kv-offloading-backend", "native", *LMCACHE], "hma"),  # replaces LMCacheConnectorV1
+    ([M, *LMCACHE, *SIZE], "hma"),
+    ([M, *MULTI_LMCACHE, *SIZE], "hma"),  # replaced, children and all
+    ([M, *NIXL, *SIZE, "--kv-offloading-backend", "lmcache"], "doubt"),  # Nixl replaced by LMCacheMP
+    ([M, *SIZE, "--kv-offloading-backend", "lmcache"], "doubt"),
+    ([M, *LMCACHE_MP], "doubt"),
+    ([M, *LMCACHE, "--kv-offloading-backend", "lmcache"], "no"),  # no size: LMCacheConnectorV1 stays
+    ([M, *MULTI_LMCACHE], "no"),
+    ([M, *MULTI_EMPTY], "no"),  # no children: all_children_support_hma is False
+    ([M, *MULTI_HMA], "hma"),
+    ([M, *NIXL], "hma"),
+]
+
+
+@pytest.mark.parametrize("tokens,effect", CONNECTOR_CASES)
+@pytest.mark.parametrize("version", ["0.29.0", "0.31.0", "0.33.0"])
+def test_connectors_are_judged_as_vllm_builds_them(tokens, effect, version):
+    found, plan = findings(tokens, version=version)
+    rows = {"connector-turns-hma-off", "hma-off-full-attention"} & set(found)
+    if effect in (None, "hma"):
+        assert not rows and plan.refusals == (), (tokens, found)
+    elif version >= "0.31.0":
+        (finding,) = [found[r] for r in rows]
+        assert finding.rule == "connector-turns-hma-off"
+        assert finding.level == (REFUSE if effect == "no" else WARN), finding.text
+        if effect == "doubt":
+            assert "lmcache package" in finding.text and plan.refusals == ()
+    else:
+        assert rows == {"hma-off-full-attention"} and plan.refusals == ()
+
+
+def test_the_connector_message_names_what_made_it():
+    found, _ = findings([M, *NIXL, *SIZE, "--kv-offloading-backend", "lmcache"], version="0.33.0")
+    text = found["connector-turns-hma-off"].text
+    assert "--kv-offloading-backend lmcache, which replaces --kv-transfer-config's NixlConnector" in text
+    found, _ = findings([M, *MULTI_LMCACHE], version="0.33.0")
+    assert "MultiConnector (its child LMCacheConnectorV1)" in found["connector-turns-hma-off"].text
+
+
+def test_moriio_gained_hybrid_support_in_0_30():
+    moriio = [M, "--kv-transfer-config", '{"kv_connector": "MoRIIOConnector", "kv_role": "kv_both"}']
+    assert "hma-off-full-attention" in findings(moriio, version="0.29.0")[0]
+    assert "hma-off-full-attention" not in findings(moriio, version="0.30.0")[0]
+
+
+def test_hma_forced_on_follows_the_built_connector():
+    on = ["--no-disable-hybrid-kv-cache-manager"]
+    assert findings([M, *LMCACHE, *on])[0]["connector-hma-forced"].level == REFUSE
+    assert "connector-hma-forced" not in findings([M, *LMCACHE, *SIZE, *on])[0]  # replaced by OffloadingConnector
+    assert "connector-hma-forced" not in findings([M, "--kv-offloading-backend", "lmcache", *on])[0]
+    assert findings([M, *MULTI_LMCACHE, *on])[0]["connector-hma-forced"].level == REFUSE
+    assert findings([M, *LMCACHE_MP, *on])[0]["connector-hma-forced"].level == WARN
 
 
 def test_the_fp4_indexer_opt_out_is_dropped_not_turned_into_an_opt_in():
@@ -414,6 +573,8 @@ def test_the_v2_runner_variable_is_read_as_vllm_reads_it(value, runner):
     ("--enable-dbo", "0.29.0", True), ("--enable-dbo", "0.33.0", True), ("--enable-elastic-ep", "0.31.0", True),
     ("--enable-elastic-ep", "0.32.0", False), ("--logits-processors=my.mod:Proc", "0.30.0", True),
     ("--logits-processors=my.mod:Proc", "0.31.0", False), ("--enable-dbo", "0.28.0", False),
+    ("--kv-sharing-fast-prefill", "0.29.0", True), ("--kv-sharing-fast-prefill", "0.30.0", False),
+    ("--no-kv-sharing-fast-prefill", "0.29.0", False),
 ])
 def test_dspark_with_a_v2_unsupported_feature(flag, version, refused):
     found, _ = findings([M, *DSPARK, flag], config=F0731["config"], version=version)

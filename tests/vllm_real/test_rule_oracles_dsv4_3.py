@@ -25,6 +25,11 @@ M = "deepseek-ai/DeepSeek-V4-Flash"
 SM120 = GpuSelection((GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-0", (12, 0)),))
 SM100 = GpuSelection((GpuInfo(0, "NVIDIA B200", "GPU-0", (10, 0)),))
 LMCACHE = ["--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}']
+# a MultiConnector with a child without hybrid support: vLLM turns HMA off for it too
+# (which connector vLLM builds from which options: tests/vllm_real/test_connector_oracle.py)
+MULTI_LMCACHE = ["--kv-transfer-config", '{"kv_connector": "MultiConnector", "kv_role": "kv_both", '
+                 '"kv_connector_extra_config": {"connectors": [{"kv_connector": "NixlConnector", "kv_role": '
+                 '"kv_both"}, {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}']
 
 
 def rules_for(tokens, version, gpu=SM120, config=V4):
@@ -72,8 +77,7 @@ def _promotion_fails() -> str | None:
 @pytest.mark.rule("hma-disabled")
 @pytest.mark.rule("connector-turns-hma-off")
 @pytest.mark.rule("hma-off-full-attention")
-@pytest.mark.parametrize("tokens", [["--disable-hybrid-kv-cache-manager"], LMCACHE,
-                                    ["--kv-offloading-backend", "lmcache"]])
+@pytest.mark.parametrize("tokens", [["--disable-hybrid-kv-cache-manager"], LMCACHE, MULTI_LMCACHE])
 def test_hma_off_promotion(real_vllm, tokens):
     _, _, version = real_vllm
     error = _promotion_fails()
@@ -231,7 +235,8 @@ class _Unset:
 
 
 @pytest.mark.rule("dspark-v2-unsupported")
-@pytest.mark.parametrize("flag", ["--enable-dbo", "--enable-elastic-ep", "--logits-processors=my.mod:Proc"])
+@pytest.mark.parametrize("flag", ["--enable-dbo", "--enable-elastic-ep", "--logits-processors=my.mod:Proc",
+                                  "--kv-sharing-fast-prefill"])
 def test_dspark_falls_back_to_v1(real_vllm, flag, monkeypatch):
     """vLLM's own lists of what each model runner lacks (VllmConfig._get_v2/_v1_model_runner_
     unsupported_features), called on a stand-in config with DSpark and one feature set (the
@@ -263,6 +268,7 @@ def test_dspark_falls_back_to_v1(real_vllm, flag, monkeypatch):
                              tensor_parallel_size=1, decode_context_parallel_size=1, prefill_context_parallel_size=1,
                              distributed_executor_backend=None),
         model_config=part(logits_processors=["my.mod:Proc"] if logits else None),
+        cache_config=part(kv_sharing_fast_prefill=flag == "--kv-sharing-fast-prefill"),
         lora_config=None,
     )
     for name in ("_get_dbo_unsupported_features",):

@@ -112,6 +112,13 @@ SIGNATURES: tuple[Signature, ...] = (
         fill={"use": "FLASHINFER_MLA_SPARSE_DSV41 (what the message names)", "name": "DeepSeek-V4.1"},
     ),
     Signature(
+        rule="v41-pcp-not-flashmla", exception="NotImplementedError",
+        pattern=r"DeepSeek-V4\.1 PCP requires FlashMLA sparse attention",
+        source="vllm/models/deepseek_v41/nvidia/model.py:218@0.33.0",
+        vllm=VersionRange(since="0.33.0"),
+        fill={"pcp": "> 1", "backend": "(not FlashMLA sparse)"},
+    ),
+    Signature(
         rule="v41-ds-mla-on-plain-rows", exception="ValueError",
         pattern=r"\w+ is a packed FlashMLA DeepSeek V4\.1 KV cache format; the selected backend stores plain KV rows",
         source="vllm/models/deepseek_v41/attention.py:161@0.31.0, :164@0.32.0, :173@0.33.0",

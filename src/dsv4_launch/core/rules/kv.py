@@ -13,6 +13,7 @@ import re
 from ..facts import Facts, as_bool, as_int, attention_backend, json_option
 from ..gpus import DSV4_FAMILIES, GpuInfo
 from ..model import V41
+from ..records import Record
 from ..versions import VersionRange
 from .engine import (
     BOTH,
@@ -256,6 +257,32 @@ def backend_not_dsv4(facts: Facts, gpu: GpuInfo | None):
     if facts.model.family == V41:  # V4.1's own selector raises the same (vLLM 0.30+, where V4.1 exists)
         return {"backend": backend, "name": "DeepSeek V4.1", "use": "FLASHINFER_MLA_SPARSE_DSV41"}
     return {"backend": backend, "name": "DeepSeek V4", "use": FLASHINFER_DSV4}
+
+
+# The backends DeepSeek-V4.1's selector keeps with prefill context parallelism
+# (deepseek_v41/nvidia/model.py:211-221@0.33); no such branch before 0.33 (:117@0.30, :190@0.31, :197@0.32).
+PCP_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4", "FLASHMLA_SPARSE_DSV41"})
+
+
+@row(
+    ROWS,
+    id="v41-pcp-not-flashmla", level=REFUSE, evidence=CITED,
+    title="DeepSeek-V4.1 with `--prefill-context-parallel-size` > 1 and an attention backend other than FlashMLA "
+    "sparse (FlashInfer, MegaAttn, …)",
+    effect="`NotImplementedError: DeepSeek-V4.1 PCP requires FlashMLA sparse attention.` when the model is built",
+    message="--prefill-context-parallel-size {pcp} with --attention-backend {backend}: {vllm}'s DeepSeek-V4.1 "
+    "supports prefill context parallelism only with FlashMLA sparse attention and raises NotImplementedError "
+    "when it builds the model",
+    fix="--attention-backend FLASHMLA_SPARSE_DSV41 (or drop the option), or --prefill-context-parallel-size 1",
+    reference="vllm/models/deepseek_v41/nvidia/model.py _select_dsv4_attn_cls (PCP branch)",
+    models=frozenset({V41}), vllm=VersionRange(since="0.33.0"),
+)
+def v41_pcp_not_flashmla(facts: Facts, gpu: GpuInfo | None):
+    pcp = as_int(facts.args.value("prefill_context_parallel_size")) or 1
+    backend = attention_backend(facts.args)
+    if pcp <= 1 or backend is None or backend in PCP_BACKENDS:
+        return None
+    return {"pcp": pcp, "backend": backend}
 
 
 @row(
@@ -515,9 +542,20 @@ def indexer_dtype_ignored(facts: Facts, gpu: GpuInfo | None):
 
 # --- the hybrid KV-cache manager --------------------------------------------------------------
 
-# KV connectors without SupportsHMA (vllm/distributed/kv_transfer/kv_connector; §7).
-NO_HMA_CONNECTORS = frozenset({"ExampleConnector", "LMCacheConnectorV1", "LMCacheMPConnector",
-                               "FlexKVConnectorV1", "HF3FSKVConnector"})
+# KV connectors without SupportsHMA: the registry's classes (distributed/kv_transfer/kv_connector/
+# factory.py) whose class does not subclass SupportsHMA (kv_connector/v1/base.py supports_hma),
+# 0.24–0.33 (tests/vllm_real/test_connector_oracle.py asks each CI release's own factory).
+NO_HMA_CONNECTORS = frozenset({"ExampleConnector", "LMCacheConnectorV1", "FlexKVConnectorV1", "HF3FSKVConnector"})
+# … and one that gained it: MoRIIOConnector subclasses SupportsHMA from 0.30
+# (moriio/moriio_connector.py:199@0.30; :192@0.29 without it).
+HMA_SINCE = {"MoRIIOConnector": VersionRange(since="0.30.0")}
+# LMCacheMPConnector is the lmcache package's class when lmcache is installed, vLLM's builtin one
+# (no SupportsHMA) otherwise (lmcache_mp_connector.py:1191-1217@0.33, :1200-1226@0.24): its hybrid
+# support is the installed lmcache's, which nothing here reads.
+LMCACHE_MP = "LMCacheMPConnector"
+LMCACHE_MP_DOUBT = ("vLLM uses the installed lmcache package's LMCacheMPConnector when there is one "
+                    "(vllm/distributed/kv_transfer/kv_connector/v1/lmcache_mp_connector.py), whose hybrid "
+                    "support is not checked here")
 
 
 def _dcp_doubt(facts: Facts) -> dict:
@@ -528,19 +566,88 @@ def _dcp_doubt(facts: Facts) -> dict:
                          "which this check does not model"}
 
 
-def _connector_from_offloading(facts: Facts) -> bool:
-    config = json_option(facts.args, "kv_transfer_config") or {}
-    return not isinstance(config.get("kv_connector"), str) and facts.args.value("kv_offloading_backend") == "lmcache"
+class Connector(Record):
+    """The KV connector vLLM builds, and whether it supports the hybrid KV-cache manager."""
+
+    name: str  # as the message shows it: "MultiConnector (its child LMCacheConnectorV1)"
+    how: str  # which option made it
+    hma: bool
+    doubt: str | None = None  # why ``hma`` False may be wrong
 
 
-def _connector(facts: Facts) -> str | None:
-    config = json_option(facts.args, "kv_transfer_config") or {}
+def effective_transfer_config(facts: Facts) -> tuple[dict | None, str]:
+    """The KV-transfer config vLLM is left with, and which option decides its connector.
+
+    ``VllmConfig._post_init_kv_transfer_config`` (config/vllm.py:775-809@0.24, :964-998@0.29,
+    :1124-1158@0.31, :1151-1185@0.33, the same code in every release 0.24–0.33): without
+    ``--kv-offloading-size`` it changes nothing (``--kv-offloading-backend`` alone makes no
+    connector: "KV offloading is only activated when kv_offloading_size is set"); with a size,
+    the backend's connector replaces whatever ``--kv-transfer-config`` named — native:
+    OffloadingConnector (SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD), lmcache:
+    LMCacheMPConnector."""
+    config = json_option(facts.args, "kv_transfer_config")
+    if facts.args.value("kv_offloading_size") is None:
+        return config, "--kv-transfer-config"
+    backend = facts.args.value("kv_offloading_backend") or "native"
+    how = f"--kv-offloading-size with --kv-offloading-backend {backend}"
+    replaced = {"native": "OffloadingConnector", "lmcache": LMCACHE_MP}.get(str(backend))
+    if replaced is None:
+        return config, "--kv-transfer-config"
+    if isinstance(config, dict) and isinstance(config.get("kv_connector"), str):
+        how += f", which replaces --kv-transfer-config's {config['kv_connector']}"
+    return {**(config or {}), "kv_connector": replaced}, how
+
+
+def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bool, str, str | None] | None:
+    """(supports, name, doubt) for one connector config as KVConnectorFactory.supports_hma_config
+    judges it (factory.py:131-145@0.29, :141-146@0.33): a MultiConnector supports it only if it
+    has children and every one does (multi_connector.py all_children_support_hma). None: no
+    connector, or one whose class is not vLLM's (not judged)."""
     name = config.get("kv_connector")
-    if isinstance(name, str):
-        return name
-    if facts.args.value("kv_offloading_backend") == "lmcache":
-        return "LMCacheMPConnector"
-    return None
+    if not isinstance(name, str) or depth > 8:
+        return None
+    if name == "MultiConnector":
+        children = (config.get("kv_connector_extra_config") or {}).get("connectors") \
+            if isinstance(config.get("kv_connector_extra_config"), dict) else None
+        if not isinstance(children, list) or not children:
+            return False, "MultiConnector (no child connector in kv_connector_extra_config.connectors)", None
+        doubts = []
+        for child in children:
+            judged = _supports_hma(child, version, depth + 1) if isinstance(child, dict) else None
+            if judged is not None and not judged[0]:
+                if judged[2] is None:
+                    return False, f"MultiConnector (its child {judged[1]})", None
+                doubts.append((judged[1], judged[2]))
+        if doubts:
+            return False, f"MultiConnector (its child {doubts[0][0]})", doubts[0][1]
+        return True, name, None
+    if name == LMCACHE_MP:
+        return False, name, LMCACHE_MP_DOUBT
+    gained = HMA_SINCE.get(name)
+    if gained is not None:
+        has = gained.contains(version)
+        if has is None:
+            return False, name, f"{name} supports it from vLLM {gained.since} on; the installed version is unknown"
+        return has, name, None
+    return (False, name, None) if name in NO_HMA_CONNECTORS else (True, name, None)
+
+
+def effective_connector(facts: Facts) -> Connector | None:
+    """The connector vLLM builds from these arguments, None when it builds none (or one it does
+    not know, e.g. a module path of the user's)."""
+    config, how = effective_transfer_config(facts)
+    if not isinstance(config, dict):
+        return None
+    judged = _supports_hma(config, facts.vllm_version)
+    if judged is None:
+        return None
+    hma, name, doubt = judged
+    return Connector(name, how, hma, doubt)
+
+
+def _no_hma_connector(facts: Facts) -> Connector | None:
+    connector = effective_connector(facts)
+    return connector if connector is not None and not connector.hma else None
 
 
 def _hma_explicitly_on(facts: Facts) -> bool:
@@ -569,25 +676,27 @@ def hma_disabled(facts: Facts, gpu: GpuInfo | None):
 @row(
     ROWS,
     id="connector-turns-hma-off", level=REFUSE, evidence=CITED,
-    title="a KV connector without hybrid-manager support (LMCache, FlexKV, HF3FS, Example; also "
-    "`--kv-offloading-backend lmcache`)",
+    title="a KV connector without hybrid-manager support, as vLLM builds it (LMCacheConnectorV1, FlexKV, HF3FS, "
+    "Example, a MultiConnector with one of them; `--kv-offloading-size` with `--kv-offloading-backend lmcache` "
+    "only warns: the lmcache package decides)",
     effect="vLLM turns the hybrid KV-cache manager off by itself, then the `hma-disabled` TypeError after the "
     "weight load",
     message="{connector} ({how}) does not support the hybrid KV-cache manager, so {vllm} turns it off for "
     "DeepSeek-V4 and then raises TypeError (MLAAttentionSpec has no 'bounded_replay') when it plans the KV "
     "cache, after loading the weights",
     fix="a connector with hybrid support (NixlConnector, MooncakeConnector), or no KV connector",
-    reference="vllm/config/vllm.py (Turning off hybrid kv cache manager …); "
+    reference="vllm/config/vllm.py _post_init_kv_transfer_config, (Turning off hybrid kv cache manager …); "
+    "vllm/distributed/kv_transfer/kv_connector/factory.py supports_hma_config; "
     "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH,
     vllm=VersionRange(since="0.31.0"),
 )
 def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
-    connector = _connector(facts)
-    if connector not in NO_HMA_CONNECTORS or facts.args.value("disable_hybrid_kv_cache_manager") is not None \
+    connector = _no_hma_connector(facts)
+    if connector is None or facts.args.value("disable_hybrid_kv_cache_manager") is not None \
             or _hma_explicitly_on(facts):
         return None
-    how = "--kv-offloading-backend lmcache selects it" if _connector_from_offloading(facts) else "--kv-transfer-config"
-    return {"connector": connector, "how": how, **_dcp_doubt(facts)}
+    doubt = {"uncertain": connector.doubt} if connector.doubt else _dcp_doubt(facts)
+    return {"connector": connector.name, "how": connector.how, **doubt}
 
 
 @row(
@@ -625,8 +734,10 @@ def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/distributed/kv_transfer/kv_connector/factory.py", models=BOTH,
 )
 def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
-    connector = _connector(facts)
-    return {"connector": connector} if connector in NO_HMA_CONNECTORS and _hma_explicitly_on(facts) else None
+    connector = _no_hma_connector(facts)
+    if connector is None or not _hma_explicitly_on(facts):
+        return None
+    return {"connector": connector.name, **({"uncertain": connector.doubt} if connector.doubt else {})}
 
 
 # --- sizing the KV cache ----------------------------------------------------------------------

@@ -29,11 +29,13 @@ from .speculative import SPECULATIVE_RULES
 FINDING_ORDER = (
     # the KV cache, attention backends
     "kv-invalid", "kv-not-fp8", "nvfp4-on-mla", "v41-kv", "v41-ds-mla-on-plain-rows",
-    "backend-not-dsv4", "backend-ignored", "flashmla-on-sm12", "flashinfer-dsv4-on-sm9", "fp8-ds-mla-on-plain-rows",
+    "backend-not-dsv4", "v41-pcp-not-flashmla", "backend-ignored", "flashmla-on-sm12", "flashinfer-dsv4-on-sm9",
+    "fp8-ds-mla-on-plain-rows",
     "attention-env-ignored",
     # GPUs and releases
     "sm11-thor", "gpu-too-old", "sm12-before-0.24", "sm12-0.27", "sm12-0.26-garbage", "sm12-0.24-deepgemm",
     "sm10-0.28-v2-runner", "v2-runner-env-not-int", "deep-gemm-env-not-int", "h20-0.27.1", "gb10-stock", "mixed-gpus",
+    "compressed-tensors-scale-names",
     # the Blackwell data-centre recipe's flags copied elsewhere: MoE backend, sparse indexer
     "mega-moe-needs-ep", "mega-moe-fp4", "mega-moe-nvfp4", "mega-moe-not-sm100",
     "fp4-indexer-off-sm10", "fp4-indexer-removed", "mxfp4-indexer-off-sm10", "indexer-dtype-unsupported",
@@ -42,7 +44,7 @@ FINDING_ORDER = (
     "tp-heads", "tp-o-groups", "tp-pp-gpus", "pp-layer-partition-invalid", "block-size", "block-size-v41",
     # speculative decoding
     "dspark-before-0.25", "dspark-without-module", "dspark-pp", "dspark-k-below-block", "dspark-v1-runner",
-    "dspark-v2-unsupported", "draft-kv-not-fp8", "mtp-on-dspark-checkpoint",
+    "dspark-v2-unsupported", "draft-kv-not-fp8", "mtp-on-dspark-checkpoint", "dspark-kv-offload",
     # vision, the hybrid KV-cache manager, chat
     "vision-before-0.30", "hma-disabled", "connector-turns-hma-off", "hma-off-full-attention", "connector-hma-forced",
     "tokenizer-without-template", "v4-parsers-on-v41", "v4-wrong-parsers", "vision-no-compress-ratios",

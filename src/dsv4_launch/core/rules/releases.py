@@ -214,4 +214,25 @@ def vision_before_030(facts: Facts, gpu: GpuInfo | None):
     return {"layers": layers, "arch_words": f"{facts.model.known_id or facts.model.name} has "}
 
 
+@row(
+    ROWS,
+    id="compressed-tensors-scale-names", level=WARN, evidence=REPORTED,
+    title="a compressed-tensors DeepSeek-V4 checkpoint on vLLM < {before:minor}",
+    effect="`AttributeError: … has no attribute 'weight_scale_inv'` in the attention output projection, at the "
+    "first forward pass after the weight load",
+    message="{arch} is a compressed-tensors checkpoint, whose FP8 attention scales are named weight_scale; "
+    "{vllm}'s DeepSeek-V4 output projection reads only wo_a.weight_scale_inv and is reported to fail with "
+    "AttributeError (or KeyError at load) on such checkpoints",
+    fix="vLLM {before} or later (it reads either name), or a checkpoint in DeepSeek's own FP8 format",
+    reference="vllm/models/deepseek_v4/nvidia/ops/o_proj.py:66@0.24.0 (:64@0.27.0 reads either); vLLM #43564, "
+    "#43290", vllm=VersionRange(before="0.27.0"),
+)
+def compressed_tensors_scale_names(facts: Facts, gpu: GpuInfo | None):
+    quant = (facts.model.config or {}).get("quantization_config")
+    method = quant.get("quant_method") if isinstance(quant, dict) else None
+    if not isinstance(method, str) or method.lower().replace("_", "-") != "compressed-tensors":
+        return None
+    return {"arch": facts.model.known_id or facts.model.name or "this checkpoint"}
+
+
 RELEASE_RULES: tuple[Rule, ...] = tuple(ROWS)

@@ -17,7 +17,7 @@ from .engine import (
     row,
     v2_runner_env,
 )
-from .kv import ASSERTS_UNTIL, is_nvfp4_on_mla
+from .kv import ASSERTS_UNTIL, effective_transfer_config, is_nvfp4_on_mla
 from .kv_paths import FP8_DS_MLA, dsv4_backend, kv_path
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
@@ -44,6 +44,9 @@ V2_UNSUPPORTED = (
     ("enable_dbo", "--enable-dbo (dual batch overlap)", VersionRange(since="0.29.0")),
     ("enable_elastic_ep", "--enable-elastic-ep (elastic expert parallelism)", VersionRange(since="0.29.0", before="0.32.0")),
     ("logits_processors", "--logits-processors (custom logits processors)", VersionRange(since="0.29.0", before="0.31.0")),
+    # config/vllm.py:2608-2610@0.29 ("KV sharing fast prefill"); gone from the list in 0.30
+    ("kv_sharing_fast_prefill", "--kv-sharing-fast-prefill (KV sharing fast prefill)",
+     VersionRange(since="0.29.0", before="0.30.0")),
 )
 
 
@@ -201,6 +204,35 @@ def mtp_on_dspark_checkpoint(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) not in ("mtp", "deepseek_mtp") or not _has_dspark(facts):
         return None
     return {"arch": facts.model.known_id or facts.model.name or "this checkpoint"}
+
+
+# The native offloading connectors (config/vllm.py _post_init_kv_transfer_config; also named directly).
+OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector", "SimpleCPUOffloadConnector"})
+
+
+@row(
+    ROWS,
+    id="dspark-kv-offload", level=WARN, evidence=REPORTED,
+    title="`method dspark` with native KV offloading (`OffloadingConnector`, `SimpleCPUOffloadConnector`)",
+    effect="starts and serves, then reported to die after days: `AssertionError: Block … not found in cache` in "
+    "the offloading load path (EngineDeadError)",
+    message="--speculative-config method dspark with {connector} ({how}): a DeepSeek-V4-Pro deployment with this "
+    "pair on vLLM {reported_since} served for days and then died with AssertionError ('Block … not found in cache') in "
+    "the CPU offloading path; {vllm} is not known to have fixed it",
+    fix="watch for EngineDeadError and restart (a supervisor), or serve DSpark without KV offloading",
+    reference="vLLM #54914; vllm/v1/kv_offload/", vllm=VersionRange(since="0.25.0"),
+    releases={"reported": VersionRange(since="0.28.0", before="0.28.1")},  # the release of the report
+)
+def dspark_kv_offload(facts: Facts, gpu: GpuInfo | None):
+    if spec_method(facts) != "dspark":
+        return None
+    config, how = effective_transfer_config(facts)
+    name = (config or {}).get("kv_connector")
+    children = ((config or {}).get("kv_connector_extra_config") or {}).get("connectors") \
+        if name == "MultiConnector" and isinstance((config or {}).get("kv_connector_extra_config"), dict) else None
+    names = [c.get("kv_connector") for c in children if isinstance(c, dict)] if isinstance(children, list) else [name]
+    found = next((n for n in names if n in OFFLOADING_CONNECTORS), None)
+    return {"connector": found, "how": how} if found else None
 
 
 SPECULATIVE_RULES: tuple[Rule, ...] = tuple(ROWS)
