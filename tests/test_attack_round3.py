@@ -16,9 +16,9 @@ import pytest
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.plan import run_plan
+from dsv4_launch.core.credentials import is_credential_name
 from dsv4_launch.output.redact import masked_argv
 from dsv4_launch.vllm_cli.option_table import load_table
-from dsv4_launch.vllm_cli.secrets import looks_like_credential
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
 from tests.conftest import BIN, clean_env
 
@@ -77,7 +77,7 @@ def test_credential_named_options_are_masked_everywhere(case, version):
                                   "--max-num-batched-tokens", "--tokenizer", "--long-prefill-token-threshold",
                                   "--secrets-dir", "--hf-config-path", "--passthrough", "--compass", "--enable-bypass"])
 def test_paths_and_counts_are_not_credentials(name):
-    assert not looks_like_credential(name)
+    assert not is_credential_name(name)
     shown = masked_argv([M, name, "/etc/x.pem"], read_serve_args([M, name, "/etc/x.pem"], load_table("0.34.0")).secrets)
     assert shown[2] == "/etc/x.pem"
 
@@ -86,7 +86,7 @@ def test_paths_and_counts_are_not_credentials(name):
                                   "--client-credentials", "--bearer", "--my_secret.value", "--kv-token-file-password",
                                   "--db-pass", "--redis_pw", "--wifi-psk", "--jwt", "--private-key-pem"])
 def test_credential_words(name):
-    assert looks_like_credential(name)
+    assert is_credential_name(name)
 
 
 def test_known_release_keeps_its_table():

@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 from dsv4_launch.adapters.log_reader import read_lines
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import _rules, row_text, run_explain
-from dsv4_launch.core.explain.masking import SECRET_PARTS, is_secret_key, looks_like_credential, mask_secrets_in_text
+from dsv4_launch.core.credentials import is_credential_name, looks_like_credential_value
+from dsv4_launch.core.explain.masking import mask_secrets_in_text
 from dsv4_launch.core.explain.signatures import NO_SIGNATURE, SIGNATURES
 from tests import hostile_strategies as hs
 from tests.test_explain import CASES
@@ -332,7 +333,7 @@ def test_the_fixture_args_line_masks_its_api_key_and_keeps_the_rest():
     ("tokenizer_mode", False), ("ray_workers_use_nsight", False), ("pass_config", False),
 ])
 def test_which_names_hold_a_credential(name, secret):
-    assert is_secret_key(name) is secret
+    assert is_credential_name(name) is secret
 
 
 @pytest.mark.parametrize(("value", "shaped"), [
@@ -341,7 +342,7 @@ def test_which_names_hold_a_credential(name, secret):
     ("(skip_leading_tokens=0)", False), ("authentication", False), ("<|image_pad|>", False), ("a b c d e f", False),
 ])
 def test_the_shape_of_a_credential_after_the_word_token(value, shaped):
-    assert looks_like_credential(value) is shaped
+    assert looks_like_credential_value(value) is shaped
 
 
 # --- random secrets in random benign lines -----------------------------------------------------
@@ -442,7 +443,12 @@ def test_a_hostile_line_is_masked_in_linear_time(line):
     assert time.perf_counter() - start < 3.0
 
 
-@pytest.mark.parametrize("part", sorted(SECRET_PARTS | {"apikey", "accesskey", "hftoken", "dbpassphrase"}))
+_CREDENTIAL_WORDS = {"key", "token", "secret", "secrets", "password", "passwd", "pwd", "credential", "credentials",
+                     "auth", "authorization", "bearer", "passphrase", "jwt", "signature", "sig", "cookie", "pass",
+                     "pw", "psk", "otp", "pat", "db_pass", "GITHUB_PAT", "redis_pw"}
+
+
+@pytest.mark.parametrize("part", sorted(_CREDENTIAL_WORDS | {"apikey", "accesskey", "hftoken", "dbpassphrase"}))
 def test_the_fast_gate_lets_every_credential_name_through(part):
     # mask_secrets_in_text skips a line without one of _HINT's words: each name must contain one
     for name in (part, part.upper(), part.capitalize()):
@@ -998,7 +1004,7 @@ def test_a_log_cut_after_a_key_s_short_last_line_masks_it(tmp_path, tail):
     ("max_tokens", False), ("hotkeys", False), ("api_keys_ids", False),
 ])
 def test_a_list_of_credentials_by_its_plural_name(name, secret):
-    assert is_secret_key(name) is secret
+    assert is_credential_name(name) is secret
     line = f"ValueError: bad config {{'{name}': ['{S}', '{S2}']}}"
     assert (S in mask_secrets_in_text(line)) is not secret
     if secret:

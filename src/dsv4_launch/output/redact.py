@@ -4,7 +4,7 @@ Secret values are found by position: the parse of the arguments records exactly 
 vLLM's parser gives to ``--api-key``, ``--hf-token``, ``--watermark-config`` and the JSON
 options that may carry credentials, in every spelling (``vllm_cli/secrets.py``) — and, where
 the recorded tables cannot say (an option they do not know, a vLLM release they do not
-record), to every option whose name looks like a credential (``secrets.looks_like_credential``).
+record), to every option whose name looks like a credential (``core/credentials.is_credential_name``).
 Those spans become ``***`` whatever their length; credentials in URLs
 (``https://user:PASS@host``) are masked in every string, and the ``Scrubber`` masks the secret
 values wherever a line quotes them, in every form a message may quote one (``secrets.secret_forms``:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from ..core.args import SecretSpans
+from ..core.credentials import is_credential_name
 
 SECRET_OPTIONS = frozenset(
     {
@@ -29,22 +30,7 @@ SECRET_OPTIONS = frozenset(
 )
 SECRET_DESTS = frozenset(o.replace("-", "_") for o in SECRET_OPTIONS)
 
-# Words that make an option *unknown to the table* look like it carries a credential
-# (a misspelt ``--api-keyy``, an option of a newer vLLM): its value is masked too. See
-# ``looks_like_credential`` for how a name is split into words and judged.
-SECRET_WORDS = ("key", "token", "secret", "passw", "passphrase", "pwd", "credential", "auth", "cookie",
-                "bearer")
-# Short words that are credentials only as a whole word (``--db-pass``; not ``passthrough``).
-SECRET_WHOLE_WORDS = frozenset({"pass", "pw", "psk", "jwt", "otp", "pat"})
-# Ordinary words that contain one of SECRET_WORDS (counts, tokenizers, authors, keywords).
-_ORDINARY = r"^(?:.*tokens|.*tokeniz.*|detokeniz.*|author.*|keyword.*|keyboard.*|keyframe.*)$"
-# A last word that says what the value is, when that is not a secret: a location (the option
-# is a path: ``--ssl-keyfile``) or a quantity (``--dbo-decode-token-threshold``).
-_LOCATION = r"^(?:.*(?:file|files|path|paths|dir|dirs|directory|filename|location)|threshold|count|limit|size|len)$"
-
 WHOLE, AFTER_EQ = "whole", "after="  # a span is a whole token, or the part after its first "="
-
-
 
 
 def option_name(token: str) -> str | None:
@@ -59,42 +45,6 @@ def option_name(token: str) -> str | None:
     name = token[2:].split("=", 1)[0]
     root, dot, rest = name.partition(".")
     return root.replace("_", "-") + dot + rest
-
-
-def looks_like_credential(name: str) -> bool:
-    """Whether an option's name (``api-keyy``, ``--foo-auth-token``, ``speculative-config.hf_token``)
-    looks like it carries a credential — used where the recorded tables cannot say: an option
-    they do not know, every option of a vLLM release they do not record, a dotted sub-key, a
-    ``--config`` file's keys.
-
-    The rule works on words: the name, lower-cased and without its leading dashes, is split at
-    ``-``, ``_`` and ``.``.
-
-    * If the *last* word names a location (``file``, ``path``, ``dir``, ``directory``,
-      ``filename``, ``location``, also fused: ``keyfile``, ``tokenpath``), the value is a path
-      to a secret, not the secret: ``--ssl-keyfile``, ``--api-key-file``, ``--token-path`` are
-      shown. (``--ssl-keyfile-password`` ends in ``password``: masked.) So is a last word that
-      names a quantity (``threshold``, ``count``, ``limit``, ``size``, ``len``:
-      ``--long-prefill-token-threshold``).
-    * Otherwise the name is a credential's when any word contains one of ``SECRET_WORDS``
-      (key, token, secret, passw[or]d, passphrase, pwd, credential, auth, cookie, bearer) —
-      inside a word too, so typos and fused names count: ``keyy``, ``apikey``, ``authtoken``,
-      ``oauth`` — unless that word is an ordinary one that merely contains it: a count
-      (``tokens``: ``--max-num-batched-tokens``), ``tokenizer``/``detokenize``, ``author``,
-      ``keyword``, ``keyboard``, ``keyframe``. A few short words count only whole
-      (``SECRET_WHOLE_WORDS``: ``pass``, ``pw``, ``psk``, ``jwt``, ``otp``, ``pat``), so
-      ``--db-pass`` is masked and ``--passthrough`` is not.
-
-    Masking too much only hides a value from our own output (vLLM always gets it unchanged);
-    masking too little prints a secret, so the rule leans to masking.
-    """
-    words = [w for w in re.split(r"[-_.+]+", name.lower().lstrip("-")) if w]
-    if not words or re.match(_LOCATION, words[-1]):
-        return False
-    if any(word in SECRET_WHOLE_WORDS for word in words):
-        return True
-    ordinary = re.compile(_ORDINARY).match
-    return any(stem in word and not ordinary(word) for word in words for stem in SECRET_WORDS)
 
 
 def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
@@ -168,7 +118,7 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
         root = name.split(".", 1)[0].rstrip("+")
         secret = _resolves_to_secret(root, known)
         if secret is None and masking:
-            own = re.match(_OWN_OPTION, token) is not None and not looks_like_credential(name)
+            own = re.match(_OWN_OPTION, token) is not None and not is_credential_name(name)
             if (first and "=" not in token) or not own:  # "--name=value" right after: its own option
                 spans.add((i, WHOLE))  # maybe the secret itself, or one more value of it
                 masking = masking and not own
@@ -187,7 +137,7 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
                     spans.add((i + 1, WHOLE))
             secret = False
         elif not secret and (secret is None or not exact or "." in name):
-            secret = looks_like_credential(name)
+            secret = is_credential_name(name)
         masking = bool(secret) and "=" not in token
         right_after = masking
         if secret and "=" in token:

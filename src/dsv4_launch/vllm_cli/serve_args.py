@@ -35,6 +35,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 
 from ..core.args import SecretSpans, ServeArgs
+from ..core.credentials import is_credential_name
 from .option_table import OptionTable
 from .secrets import (
     AFTER_EQ,
@@ -42,7 +43,6 @@ from .secrets import (
     SECRET_OPTIONS,
     WHOLE,
     conservative_spans,
-    looks_like_credential,
     mask_secrets,
     masks_of,
     secret_texts,
@@ -270,7 +270,7 @@ def _secret_values(config: Mapping[str, object]) -> list[str]:
     found: list[str] = []
     for key, value in config.items():
         name = str(key).replace("_", "-")
-        if name in SECRET_OPTIONS or looks_like_credential(name):
+        if name in SECRET_OPTIONS or is_credential_name(name):
             items = value if isinstance(value, list) else [value]
             found += [json.dumps(v) if isinstance(v, dict) else str(v) for v in items]
     return found
@@ -585,10 +585,10 @@ def _build_replica(table: OptionTable, wanted: Sequence[int] | None = None) -> _
 
 def _secret_action(action, exact: bool) -> bool:
     """A recorded secret option; or, in a table that is not the installed release's own, an
-    option whose name looks like a credential (``secrets.looks_like_credential``)."""
+    option whose name looks like a credential (``credentials.is_credential_name``)."""
     if action.dest in SECRET_DESTS:
         return True
-    return not exact and any(looks_like_credential(o) for o in action.options if o.startswith("--"))
+    return not exact and any(is_credential_name(o) for o in action.options if o.startswith("--"))
 
 
 class _StoreFlag(argparse.Action):

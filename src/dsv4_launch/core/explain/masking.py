@@ -23,53 +23,10 @@ from __future__ import annotations
 
 import re
 
-# Name parts that make a key or option name a credential's (``api_key``, ``hf_token``,
-# ``auth-token``, ``db.password``, ``X-Amz-Signature``, ``sig``, ``jwt``); whole parts only, so
-# ``max_num_batched_tokens``, ``tokenizer_mode`` and ``ray_workers_use_nsight`` are not.
-SECRET_PARTS = frozenset({"key", "apikey", "token", "secret", "secrets", "password", "passwd", "pwd", "credential",
-                          "credentials", "auth", "authorization", "bearer", "passphrase", "jwt", "signature", "sig",
-                          "cookie"})
+from ..credentials import NAME_HINT, is_credential_name, looks_like_credential_value
+
 SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
 MASK = "***"
-
-
-_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase", "credential", "credentials")
-_KEY_WORDS = frozenset({"apikey", "accesskey", "secretkey", "privatekey", "authkey", "sessionkey", "masterkey",
-                        "signingkey", "clientkey"})  # "key" glued to a word: not monkey or hockey
-
-
-# A word after "token"/"key" that makes the name a count, an id or a setting of the vocabulary or
-# of a kernel, not a credential: prompt_token_ids, eos_token_id, long_prefill_token_threshold,
-# max_token_num, token_suffix, min_token_prob, key_fp8.
-_MEASURE_PARTS = frozenset({"id", "ids", "num", "nums", "count", "counts", "len", "lens", "length", "lengths",
-                            "budget", "threshold", "thresholds", "prob", "probs", "logprob", "logprobs", "suffix",
-                            "prefix", "index", "indices", "idx", "pos", "position", "positions", "limit", "limits",
-                            "size", "sizes", "type", "types", "level", "rate", "usage", "mode", "dtype", "fp8",
-                            "bits", "scale", "scales", "dim", "dims", "shape", "offset", "offsets"})
-
-
-# Plurals, a list of credentials ("api_keys: [k1, k2]", "passwords", "hf_tokens"): only after the
-# words that make the singular one (the bare "keys" and "tokens" are a checkpoint's and a count's).
-_PLURAL_TOKENS_AFTER = frozenset({"hf", "api", "auth", "access", "bearer", "refresh", "session"})
-
-
-def _plural_secret(before: str, part: str) -> bool:
-    if part in ("passwords", "passphrases", "passwds") or (part.endswith("keys") and part[:-1] in _KEY_WORDS):
-        return True
-    return (part == "keys" and before + "key" in _KEY_WORDS) or (part == "tokens" and before in _PLURAL_TOKENS_AFTER)
-
-
-def is_secret_key(key: str) -> bool:
-    """A name that holds a credential: a word of it (split at ``_ - .``, blanks and camelCase)
-    is one of SECRET_PARTS, a glued ``…key`` (``apikey``), or ends in token/secret/password
-    (``hftoken``) — unless the word after it makes the name a count or an id (``_MEASURE_PARTS``:
-    ``prompt_token_ids``, ``long_prefill_token_threshold``)."""
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key.strip("'\"")).lower()
-    parts = [part for part in re.split(r"[_\-.\s]+", words) if part]
-    return any((part in SECRET_PARTS or part in _KEY_WORDS or (len(part) > 5 and part.endswith(_SECRET_ENDINGS))
-                or _plural_secret(parts[i - 1] if i else "", part))
-               and (i + 1 == len(parts) or parts[i + 1] not in _MEASURE_PARTS)
-               for i, part in enumerate(parts))
 
 
 # --- credentials in free text (explain prints vLLM's log lines) --------------------------------
@@ -150,14 +107,14 @@ _NAMED_VALUE = (
 )
 _OPTION_VALUE = r"((?<![\w\-])--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
 # A fast test before the passes: every word above contains one of these (tests/test_explain_secrets.py).
-_HINT = r"(?i)key|token|secret|pass|pwd|credential|auth|bearer|basic|cookie|sig|jwt|--[ah]"  # --api-k, --hf
+_HINT = r"(?i:key|token|secret|pass|pwd|credential|auth|bearer|basic|cookie|sig|jwt|--[ah])|" + NAME_HINT  # --api-k, --hf
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
 def _credential_name(name: str) -> bool:
-    """A name whose value is a credential's (``is_secret_key``), not an exception's
+    """A name whose value is a credential's (``credentials.is_credential_name``), not an exception's
     (``KeyError``, ``TokenizerError``: what follows is vLLM's message)."""
-    return is_secret_key(name) and not re.search(_EXCEPTION_NAME, name)
+    return is_credential_name(name) and not re.search(_EXCEPTION_NAME, name)
 
 
 _KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'"{MASK}"', f"['{MASK}']",
@@ -286,7 +243,7 @@ _PAIR = (r"""(['"]?)\bname\1[ \t]*[:=][ \t]*(['"]?)([\w.\-]{1,200})\2[ \t]*,[ \t
 
 
 def _pair_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span(5) for m in re.finditer(_PAIR, text) if is_secret_key(m.group(3)) and m.group(5) not in _KEEP]
+    return [m.span(5) for m in re.finditer(_PAIR, text) if is_credential_name(m.group(3)) and m.group(5) not in _KEEP]
 
 
 def _config_line_spans(text: str) -> list[tuple[int, int]]:
@@ -299,16 +256,6 @@ def _config_line_spans(text: str) -> list[tuple[int, int]]:
             all(w in _KEEP or w.rstrip(".,;:!?").lower() in _NOT_VALUES for w in words):  # YAML's "|": below
         return []
     return [(m.end(), m.end() + len(value))]
-
-
-def looks_like_credential(value: str) -> bool:
-    """A word shaped like a generated credential: 8 characters or more of a token's alphabet
-    (letters, digits, ``+/_.~-``, base64's closing ``=``), with letters and digits or both cases
-    ("ZqSECRET5", "dXNlcjpwYXNz"); not "ids", "budget", "IDs", "8192", "threshold=0"."""
-    value = value.rstrip(".,;:!?)]}")
-    return (len(value) >= 8 and re.fullmatch(r"[A-Za-z0-9+/_.~-]+={0,2}", value) is not None
-            and (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
-                 or any(c.isupper() for c in value) and any(c.islower() for c in value)))
 
 
 def _vocabulary_token(value: str) -> bool:
@@ -339,7 +286,7 @@ def _phrase_value_shown(kind: str, how: str, value: str, head: str = "") -> bool
     if inner in _KEEP or value in _KEEP or not any(c.isalnum() for c in inner):
         return True
     if kind == "loose":  # "token", "basic": ordinary words of a log
-        return _vocabulary_token(inner) if quoted else not looks_like_credential(inner)
+        return _vocabulary_token(inner) if quoted else not looks_like_credential_value(inner)
     if quoted or how == "given":
         return False
     word = inner.strip("([{<>}]).,;:!?").lower()
@@ -395,7 +342,7 @@ def _truncated_spans(text: str) -> list[tuple[int, int]]:
     spans = []
     for m in re.finditer(_TRUNCATED, text):
         spans += [(m.start(1) + w.start(), m.start(1) + w.end())
-                  for w in re.finditer(r"[A-Za-z0-9+/_.~=-]+", m.group(1)) if looks_like_credential(w.group())]
+                  for w in re.finditer(r"[A-Za-z0-9+/_.~=-]+", m.group(1)) if looks_like_credential_value(w.group())]
     return spans
 
 
@@ -645,13 +592,13 @@ class LineMasker:
             if _credential_name(name):
                 self._kind, self._indent = "yaml", len(m.group(1)) + len(m.group(2) or "")
                 return
-        if "name" in text and (m := re.compile(_PAIR_NAME).fullmatch(text)) is not None and is_secret_key(m.group(3)):
+        if "name" in text and (m := re.compile(_PAIR_NAME).fullmatch(text)) is not None and is_credential_name(m.group(3)):
             self._kind = "pair"
             return
         word = text.lstrip(" \t")  # indented when pydantic's message is quoted inside another one
         # the credential's name is the last part but a list's index ("api_key.0")
         if " " not in word and word[:1] != "-" and re.compile(_LOCATION).fullmatch(word) and \
-                is_secret_key(next((p for p in reversed(word.split(".")) if not p.isdigit()), "").strip("`")):
+                is_credential_name(next((p for p in reversed(word.split(".")) if not p.isdigit()), "").strip("`")):
             self._kind = "loc"
             return
         if "--" in text and (m := re.compile(_OPTION_ALONE).fullmatch(text)) is not None:

@@ -14,8 +14,9 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 
+from ..credentials import is_credential_name
 from ..records import Record
-from .masking import _OPEN_TAILS, MASK, SECRET_VALUE_DESTS, LineMasker, is_secret_key
+from .masking import _OPEN_TAILS, MASK, SECRET_VALUE_DESTS, LineMasker
 from .signatures import SIGNATURES, Signature
 
 # --- reading facts from vLLM's log lines -----------------------------------------------------
@@ -411,7 +412,7 @@ def _mask_nested(value, secrets: list[str]):
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if isinstance(k, str) and is_secret_key(k) and not isinstance(v, bool) and v is not None:
+            if isinstance(k, str) and is_credential_name(k) and not isinstance(v, bool) and v is not None:
                 _collect(v, secrets)
                 out[k] = MASK
             else:
@@ -443,7 +444,7 @@ def parse_args_text(text: str, line: int) -> LogArgs:
     unread: list[str] = []
     secrets: list[str] = []
     for key, value_text in items:
-        secret = key in SECRET_VALUE_DESTS or is_secret_key(key)
+        secret = key in SECRET_VALUE_DESTS or is_credential_name(key)
         try:
             value = _read_value(value_text)
         except _Unreadable:

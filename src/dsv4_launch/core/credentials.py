@@ -1,0 +1,138 @@
+"""The one credential vocabulary: which *names* hold a credential, and which *values* are shaped
+like one. Every place that decides whether to hide a value asks here — argv option names
+(``--api-keyy``, ``--speculative-config.hf_token``), a ``--config`` file's keys, the keys inside
+a JSON option's value, environment names, the keys of a log line (``'hf_token': …``,
+``DB_PASS=…``).
+
+``is_credential_name(name)`` works on words: the name, without its quotes and leading dashes,
+split at camelCase humps and at every character that is not a letter or a digit, lower-cased
+(``--ssl_keyfile-Password`` → ``ssl keyfile password``; ``apiKey`` → ``api key``).
+
+* **A location or a quantity last** is not a credential: the value is a path to one, or a number
+  (``--ssl-keyfile``, ``--api-key-file``, ``HF_TOKEN_PATH``, ``--secrets-dir``,
+  ``--long-prefill-token-threshold``: ``_LAST_NOT_SECRET``). ``--ssl-keyfile-password`` ends in
+  ``password``: a credential.
+* **A word followed by a measure** is that measure, not a credential: ``prompt_token_ids``,
+  ``eos_token_id``, ``max_token_num``, ``key_fp8``, ``key_cache``, ``token_type`` (``_MEASURES``).
+* **Otherwise** a word makes the name a credential's when it is
+  - a credential word whole (``_WHOLE``): key, token, secret, password, passwd, pwd, passphrase,
+    credential, auth, authorization, bearer, cookie, signature, sig, jwt, apikey, and the short
+    ones that count only whole — pass, pw, psk, otp, pat (``DB_PASS``, ``GITHUB_PAT``,
+    ``redis_pw``; not ``passthrough``, ``patch``, ``compass``); ``pass`` before ``config``,
+    ``name`` or ``manager`` is a compiler pass (``pass_config``);
+  - a plural that names a list of credentials (``api_keys``, ``passwords``, ``hf_tokens``; not the
+    bare ``keys``/``tokens``, nor ``missing_keys``, ``max_tokens``);
+  - a fused word that contains a credential stem (``_STEMS``: key, token, secret, passw,
+    passphrase, pwd, credential, auth, cookie, bearer — typos and fusions count: ``keyy``,
+    ``apikey``, ``authtoken``, ``oauth``, ``pgpassword``) unless it is an ordinary word that merely
+    contains one (``_ORDINARY``: counts ``…tokens``, ``tokenizer``, ``detokenize``, ``author``,
+    ``keyword``, ``keyboard``, ``keypoints``, ``monkey``, ``hotkeys``, ``keys`` …).
+
+Masking too much only hides a value from our own output (vLLM always gets it unchanged); masking
+too little prints a secret, so the rule leans to masking where a name is unclear.
+
+``looks_like_credential_value(value)``: a word shaped like a generated credential (8 characters or
+more of a token's alphabet, mixing letters and digits or both cases) — used where only the shape
+can say (the word after the bare "token" in a log line).
+
+Pure: no I/O, nothing imported but ``re``.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Whole words that make a name a credential's.
+_WHOLE = frozenset({
+    "key", "apikey", "token", "secret", "secrets", "password", "passwd", "pwd", "passphrase", "credential",
+    "credentials", "auth", "authorization", "bearer", "cookie", "cookies", "signature", "sig", "jwt",
+    # short ones: credentials only as a whole word (db_pass, github_pat; not passthrough, patch)
+    "pass", "pw", "psk", "otp", "pat",
+})
+# "key" glued to a word that makes it a credential's (not monkey or hockey).
+_KEY_WORDS = frozenset({"apikey", "accesskey", "secretkey", "privatekey", "authkey", "sessionkey", "masterkey",
+                        "signingkey", "clientkey", "passkey"})
+# Stems that make a fused or misspelt word a credential's (apikeyy, authtoken, oauth, pgpassword).
+_STEMS = ("key", "token", "secret", "passw", "passphrase", "pwd", "credential", "auth", "cookie", "bearer")
+# Ordinary words that contain a stem: counts and tokenizers, authors, keywords and keyboards, a
+# vision model's keypoints, English words ending in "key", and plurals of "key" (a checkpoint's
+# "missing_keys", "hotkeys"; a list of credentials is caught before: _plural_secret).
+_ORDINARY = (  # patterns are compiled at first use (re caches them): nothing at import
+    r"(?:.*tokens|.*tokeniz.*|detokeniz.*|author.*|keyword.*|keyboard.*|keyframe.*|keypoint.*|keystroke.*"
+    r"|keynote.*|keystone.*|keypad.*|(?:mon|hoc|tur|don|joc|whis|lac|hot)keys?|.*keys)"
+)
+# "token"/"key" words: the bare word's plural is a credential's list only after these.
+_PLURAL_TOKENS_AFTER = frozenset({"hf", "api", "auth", "access", "bearer", "refresh", "session"})
+# The endings of a fused word that is a credential's (hftoken, dbpassword).
+_ENDINGS = ("token", "secret", "password", "passwd", "passphrase", "credential", "credentials")
+# A word after a credential word that makes the name a count, an id, a setting of the vocabulary,
+# of a kernel or of the KV cache, not a credential: prompt_token_ids, eos_token_id, max_token_num,
+# token_suffix, min_token_prob, key_fp8, key_cache, --return-tokens-as-token-ids.
+_MEASURES = frozenset({
+    "id", "ids", "num", "nums", "count", "counts", "len", "lens", "length", "lengths", "budget", "threshold",
+    "thresholds", "prob", "probs", "logprob", "logprobs", "suffix", "prefix", "index", "indices", "idx", "pos",
+    "position", "positions", "limit", "limits", "size", "sizes", "type", "types", "level", "rate", "usage", "mode",
+    "dtype", "fp8", "bits", "scale", "scales", "dim", "dims", "shape", "offset", "offsets",
+    "cache", "caches", "proj", "states", "stride", "strides",
+})
+# "pass" before these is a compiler pass, not a password (compilation_config.pass_config).
+_PASS_THINGS = frozenset({"config", "configs", "name", "names", "manager", "managers"})
+# A last word that says the value is where a secret is, or how much: a location or a quantity
+# (``--ssl-keyfile``, ``--token-path``, ``--dbo-decode-token-threshold``).
+_LAST_NOT_SECRET = (
+    r"(?:.*(?:file|files|path|paths|dir|dirs|directory|filename|location)|threshold|count|limit|size|len)"
+)
+
+# Every credential name holds one of these (a fast gate for scanning text: tests/test_credentials.py
+# checks it against is_credential_name). The short words only where they start a word: "path" is
+# not "pat", but "GITHUB_PAT", "dbPass" and "db-pw" are.
+NAME_HINT = (r"(?i:key|token|secret|passw|passphrase|pwd|credential|auth|cookie|bearer|sig|jwt)"
+             r"|(?:(?<![A-Za-z])(?i:pass|pw|psk|otp|pat)|(?<=[a-z0-9])(?:Pass|PASS|Pw|PW|Psk|PSK|Otp|OTP|Pat|PAT))")
+
+
+def name_words(name: str) -> list[str]:
+    """``name`` as ``is_credential_name`` reads it: without quotes and leading dashes, split at
+    camelCase humps and at every other character than a letter or a digit, lower-cased."""
+    name = name.strip().strip("'\"`").lstrip("-")
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    return [w for w in re.split(r"[^a-z0-9]+", name) if w]
+
+
+def _plural_secret(before: str, word: str) -> bool:
+    if word in ("passwords", "passphrases", "passwds", "secrets", "credentials", "cookies", "signatures"):
+        return True
+    if word.endswith("keys") and word[:-1] in _KEY_WORDS:  # apikeys, accesskeys
+        return True
+    return (word == "keys" and before + "key" in _KEY_WORDS) or (word == "tokens" and before in _PLURAL_TOKENS_AFTER)
+
+
+def _credential_word(before: str, word: str, after: str) -> bool:
+    if after in _MEASURES:
+        return False
+    if word in _WHOLE or word in _KEY_WORDS:
+        return not (word == "pass" and after in _PASS_THINGS)
+    if _plural_secret(before, word):
+        return True
+    if len(word) > 5 and word.endswith(_ENDINGS):
+        return True
+    return any(stem in word for stem in _STEMS) and re.fullmatch(_ORDINARY, word) is None
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a value under ``name`` (an option, a config or JSON key, an environment name, a
+    log's key) holds a credential. See the module's doc for the words."""
+    words = name_words(name)
+    if not words or re.fullmatch(_LAST_NOT_SECRET, words[-1]):
+        return False
+    padded = ["", *words, ""]
+    return any(_credential_word(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
+
+
+def looks_like_credential_value(value: str) -> bool:
+    """A word shaped like a generated credential: 8 characters or more of a token's alphabet
+    (letters, digits, ``+/_.~-``, base64's closing ``=``), with letters and digits or both cases
+    ("ZqSECRET5", "dXNlcjpwYXNz"); not "ids", "budget", "IDs", "8192", "threshold=0"."""
+    value = value.rstrip(".,;:!?)]}")
+    return (len(value) >= 8 and re.fullmatch(r"[A-Za-z0-9+/_.~-]+={0,2}", value) is not None
+            and (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+                 or any(c.isupper() for c in value) and any(c.islower() for c in value)))

@@ -1,0 +1,112 @@
+"""The one credential vocabulary (core/credentials.py): which names hold a credential — for argv
+option names, config and JSON keys, environment names and a log's keys alike — and which values
+are shaped like one. Pure functions: nothing is faked."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsv4_launch.core.credentials import NAME_HINT, is_credential_name, looks_like_credential_value, name_words
+from dsv4_launch.vllm_cli.option_table import DATA
+
+# Names that hold a credential, in every place a name comes from: argv (with dashes), config and
+# JSON keys, environment names, a log's keys; issue 30's leaks (DB_PASS, GITHUB_PAT, redis_pass,
+# --db-pass, *_pat, passwd, pwd) among them.
+CREDENTIALS = [
+    # argv (round three's credential words, tests/test_attack_round3.py)
+    "--api-key", "--hf-token", "--ssl-keyfile-password", "--api-keyy", "--api_keyy", "--apikey", "--hf-tokenn",
+    "--oauth-client-secret", "--session-cookie", "--db-passwd", "--speculative-config.hf_token", "--x-auth",
+    "--authtoken", "--passphrase", "--client-credentials", "--bearer", "--my_secret.value", "--kv-token-file-password",
+    "--db-pass", "--redis_pw", "--wifi-psk", "--jwt", "--private-key-pem", "--foo-auth-token", "--hf-overrides.hf_token",
+    # keys (explain's: tests/test_explain_secrets.py)
+    "api_key", "hf_token", "X-Amz-Signature", "sig", "jwt", "passphrase", "db_passphrase", "weight_key",
+    "auth_token_secret", "api_keys", "apiKeys", "passwords", "hf_tokens", "access_keys", "auth_tokens", "privatekeys",
+    "'api_key'", '"password"', "apiKey", "hfToken", "accessToken", "clientSecret",
+    # issue 30's leak list and their kin
+    "DB_PASS", "GITHUB_PAT", "redis_pass", "db-pass", "my_pat", "gitlab_pat", "passwd", "pwd", "MYSQL_PWD",
+    "PGPASSWORD", "dbPass", "dbPW", "redis-pw", "totp_otp", "REDIS_PASSWORD", "AWS_SECRET_ACCESS_KEY",
+    "HUGGING_FACE_HUB_TOKEN", "VLLM_API_KEY", "OPENAI_API_KEY", "cookies", "session_cookie", "Authorization",
+    "proxy-authorization", "bearer_token", "refresh_token", "client_secret", "signing_key", "secret",
+]
+# Names that do not: counts and ids of tokens, tokenizers, the KV cache's keys, paths to secrets,
+# a compiler pass, English words that contain a credential word, vLLM's options and config keys.
+ORDINARY = [
+    "max_num_batched_tokens", "--max-num-batched-tokens", "tokenizer_mode", "--tokenizer", "num_tokens", "key_cache",
+    "key_caches", "prompt_token_ids", "eos_token_id", "long_prefill_token_threshold", "--long-prefill-token-threshold",
+    "--long-prefill-token-threshold-adaptive", "--return-tokens-as-token-ids", "max_token_num", "token_suffix",
+    "key_fp8", "ray_workers_use_nsight", "pass_config", "keys", "tokens", "missing_keys", "unexpected_keys",
+    "max_tokens", "hotkeys", "api_keys_ids", "--ssl-keyfile", "--ssl-certfile", "--ssl-ca-certs", "--api-key-file",
+    "--token-path", "HF_TOKEN_PATH", "--secrets-dir", "--hf-config-path", "--passthrough", "--compass",
+    "--enable-bypass", "hybrid_override_pattern", "path", "patch_size", "num_patches", "author", "keyword",
+    "keyboard", "monkey", "keypoints", "TOKENIZERS_PARALLELISM", "detokenize", "kv_cache_dtype", "model", "",
+    "--", "-", "token_type_ids", "key_scale", "skip_tokenizer_init", "compilation_config.pass_config.fuse_norm_quant",
+]
+
+
+@pytest.mark.parametrize("name", CREDENTIALS)
+def test_a_credential_s_name(name):
+    assert is_credential_name(name)
+
+
+@pytest.mark.parametrize("name", ORDINARY)
+def test_an_ordinary_name(name):
+    assert not is_credential_name(name)
+
+
+def _recorded_options() -> set[str]:
+    import os
+
+    names = set()
+    for file in os.listdir(DATA):
+        if file.startswith("serve-options-") and file.endswith(".json"):
+            with open(os.path.join(DATA, file), encoding="utf-8") as handle:
+                names |= {o for a in json.load(handle)["actions"] for o in a["options"] if o.startswith("--")}
+    return names
+
+
+def test_of_every_recorded_vllm_option_only_the_credential_ones_are_credentials():
+    # every option of every recorded release: only these names are a credential's (the flag
+    # --allow-credentials takes no value, so nothing of it is hidden)
+    flagged = {o for o in _recorded_options() if is_credential_name(o)}
+    assert flagged == {"--api-key", "--hf-token", "--allow-credentials", "--no-allow-credentials"}
+
+
+def test_words_split_at_humps_and_every_separator():
+    assert name_words("--ssl_keyfile-Password") == ["ssl", "keyfile", "password"]
+    assert name_words("'apiKey'") == ["api", "key"]
+    assert name_words("X-Amz-Signature") == ["x", "amz", "signature"]
+    assert name_words("db.pass+") == ["db", "pass"]
+
+
+_WORD = st.sampled_from(["api", "hf", "db", "redis", "key", "token", "pass", "pw", "pat", "otp", "psk", "path",
+                         "file", "num", "ids", "tokens", "keys", "secret", "auth", "config", "x", "Pass", "PAT",
+                         "Key", "passwd", "pwd", "cookie", "sig", "jwt", "monkey", "keyy", "2", "é", "密"])
+_SEP = st.sampled_from(["_", "-", ".", "", " ", "+", "é", ":"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_WORD, min_size=1, max_size=5), st.lists(_SEP, min_size=5, max_size=5), st.sampled_from(["", "--", "'"]))
+def test_the_fast_gate_finds_every_credential_name(words, seps, lead):
+    # NAME_HINT is what a scanner looks for before it reads names: it must not skip one
+    name = lead + words[0] + "".join(sep + word for sep, word in zip(seps, words[1:]))
+    if is_credential_name(name):
+        assert re.search(NAME_HINT, name), name
+
+
+@pytest.mark.parametrize("name", CREDENTIALS)
+def test_the_fast_gate_finds_each_listed_name(name):
+    assert re.search(NAME_HINT, name)
+
+
+@pytest.mark.parametrize(("value", "shaped"), [
+    ("ZqSECRET5", True), ("dXNlcjpwYXNzd29yZA==", True), ("Zqabcdef", True), ("abc12345", True), ("hunter22", True),
+    ("ids", False), ("budget", False), ("IDs", False), ("8192", False), ("128000", False), ("threshold=0", False),
+    ("(skip_leading_tokens=0)", False), ("authentication", False), ("<|image_pad|>", False), ("a b c d e f", False),
+])
+def test_the_shape_of_a_credential_value(value, shaped):
+    assert looks_like_credential_value(value) is shaped
