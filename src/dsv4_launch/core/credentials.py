@@ -94,7 +94,8 @@ def name_words(name: str) -> list[str]:
     """``name`` as ``is_credential_name`` reads it: without quotes and leading dashes, split at
     camelCase humps and at every other character than a letter or a digit, lower-cased."""
     name = name.strip().strip("'\"`").lstrip("-")
-    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    if not name.islower():
+        name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
     return [w for w in re.split(r"[^a-z0-9]+", name) if w]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
@@ -59,12 +60,28 @@ def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
         return True
     if root in known:
         return False
-    matches = [o for o in known if o.startswith(root)] if len(root) >= 2 else []
+    matches = _starting_with(root, known) if len(root) >= 2 else []
     if any(m in SECRET_OPTIONS for m in matches):
         return True  # a unique or ambiguous abbreviation that may be a secret option
     if len(matches) == 1:
         return False  # argparse gives it to that option
     return None  # no such option, or an ambiguous abbreviation of other options only
+
+
+def _starting_with(root: str, known: frozenset[str]) -> list[str]:
+    """The options of ``known`` that start with ``root``: a range of the sorted table (a scan of
+    the whole table per unknown option cost seconds for thousands of them)."""
+    ordered = _sorted(known)
+    at = bisect_left(ordered, root)
+    end = at
+    while end < len(ordered) and ordered[end].startswith(root):
+        end += 1
+    return list(ordered[at:end])
+
+
+@lru_cache(maxsize=8)
+def _sorted(known: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(known))
 
 
 @lru_cache(maxsize=8)
