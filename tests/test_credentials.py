@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsv4_launch.core.credentials import NAME_HINT, is_credential_name, looks_like_credential_value, name_words
+from dsv4_launch.core.credentials import (
+    HINT_SHORT,
+    HINT_WORDS,
+    NAME_HINT,
+    hint_pattern,
+    is_credential_name,
+    looks_like_credential_value,
+    name_words,
+)
 from dsv4_launch.vllm_cli.option_table import DATA
 
 # Names that hold a credential, in every place a name comes from: argv (with dashes), config and
@@ -110,3 +118,21 @@ def test_the_fast_gate_finds_each_listed_name(name):
 ])
 def test_the_shape_of_a_credential_value(value, shaped):
     assert looks_like_credential_value(value) is shaped
+
+
+_PLAIN_HINT = "(?i:" + "|".join(HINT_WORDS) + ")|(?i:" + "|".join(HINT_SHORT) + ")(?![a-z])"
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(st.sampled_from("aAbBcCdDeEhHiIjJkKoOpPsStTwWyYrRlL_-. 1é"), max_size=24))
+def test_the_fast_gate_finds_what_a_plain_alternation_of_its_words_finds(text):
+    # hint_pattern is written for speed (one character class first): it finds exactly the words
+    assert bool(re.search(NAME_HINT, text)) is bool(re.search(_PLAIN_HINT, text))
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("GITHUB_PAT=x", True), ("path=/x", False), ("patch", False), ("dbPw", True), ("PATH", True), ("--api-key", True),
+    ("[[[]]]", False), ("KEY", True), ("compat", True), ("otp", True), ("otpx", False),
+])
+def test_the_fast_gate_on_examples(text, found):
+    assert bool(re.search(hint_pattern(HINT_WORDS, HINT_SHORT), text)) is found

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from ..credentials import NAME_HINT, is_credential_name, looks_like_credential_value
+from ..credentials import HINT_SHORT, HINT_WORDS, hint_pattern, is_credential_name, looks_like_credential_value
 
 SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
 MASK = "***"
@@ -107,7 +107,7 @@ _NAMED_VALUE = (
 )
 _OPTION_VALUE = r"((?<![\w\-])--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
 # A fast test before the passes: every word above contains one of these (tests/test_explain_secrets.py).
-_HINT = r"(?i:key|token|secret|pass|pwd|credential|auth|bearer|basic|cookie|sig|jwt|--[ah])|" + NAME_HINT  # --api-k, --hf
+_HINT = hint_pattern((*HINT_WORDS, "basic", "--a", "--h"), HINT_SHORT)  # --api-k, --hf
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
