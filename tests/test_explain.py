@@ -182,6 +182,11 @@ CASES = [
                                                     "loaded_weights = model.load_weights(")],
                                                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
                                                   "GPU 0 has a total capacity of 95.59 GiB of which 1.12 GiB is free.")),
+    # the wording before 0.24 (the field corpus's opea-project/GenAIExamples#1762)
+    ("max-model-len-too-long", "0.9.2", traceback([], "ValueError: The model's max seq len (131072) is larger than the "
+                                                  "maximum number of tokens that can be stored in KV cache (21840). Try "
+                                                  "increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                                                  "initializing the engine.")),
     ("max-model-len-too-long", "0.24.0", traceback([], "ValueError: To serve at least one request with the model's max "
                                                    "seq len (1048576), (9.81 GiB KV cache is needed, which is larger "
                                                    "than the available KV cache memory (6.15 GiB). Based on the available "

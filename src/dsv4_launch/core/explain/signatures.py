@@ -326,6 +326,17 @@ SIGNATURES: tuple[Signature, ...] = (
         fill={"fix": "--max-model-len at most the estimated maximum the message names, --max-model-len auto, or "
               "more memory for the KV cache (--gpu-memory-utilization, more GPUs)"},
     ),
+    # The wording before 0.24 (V0 and early V1 engines; not in 0.24.0–0.33.0): the length and the
+    # tokens the KV cache holds, without an estimate.
+    Signature(
+        rule="max-model-len-too-long", exception="ValueError",
+        pattern=r"The model's max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache",
+        source="vllm/v1/core/kv_cache_utils.py and vllm/worker/ before 0.24 (the older wording; field corpus: "
+        "opea-project/GenAIExamples#1762)",
+        vllm=VersionRange(before="0.24.0"),
+        fill={"fix": "--max-model-len at most the KV-cache tokens the message names, --max-model-len auto, or more "
+              "memory for the KV cache (--gpu-memory-utilization, more GPUs)"},
+    ),
     Signature(
         rule="shards-missing", exception="ValueError",
         pattern=r"Following weights were not initialized from checkpoint",
