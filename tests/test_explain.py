@@ -207,6 +207,43 @@ CASES = [
                                                "layout.hpp:76): Unknown recipe")),
     ("sm12-0.27", "0.27.1", traceback([], "RuntimeError: Assertion error (/workspace/DeepGEMM/csrc/utils/layout.hpp:"
                                       "102): Unknown SF transformation")),
+    # Failures no rule row decides (the signature's own words), in the words of the field corpus's threads.
+    ("deepgemm-not-for-this-gpu", "0.24.0", traceback([], "RuntimeError: Assertion error (/workspace/.deps/deepgemm-src/"
+                                                      "csrc/apis/hyperconnection.hpp:56): Unsupported architecture")),
+    ("deepgemm-not-for-this-gpu", "0.28.0", traceback([], "RuntimeError: CUDA driver error (.../jit/handle.hpp:141): 200 "
+                                                      "(CUDA_ERROR_INVALID_IMAGE, device kernel image is invalid)")),
+    ("deepgemm-not-for-this-gpu", "0.28.0", traceback([], "RuntimeError: Assertion error (csrc/apis/layout.hpp:49): "
+                                                      "not disable_ue8m0_cast")),
+    ("flashinfer-sm120-no-kernel", "0.25.0", [
+        "    TVM_FFI_ICHECK_GT(num_tokens, 64)", "tvm.error.InternalError: Check failed: num_tokens > 64 (7 vs. 64) : "
+        "Decode (num_tokens <= 64) must go through sparse_mla_sm120_decode_dsv3_2 or sparse_mla_sm120_decode_dsv4; "
+        "got num_tokens=7"]),
+    ("flashinfer-sm120-no-kernel", "0.26.0", ["tvm.error.InternalError: Check failed: (ok) is false: Unsupported "
+                                              "sparse-MLA prefill configuration:", "  model=DSV4 num_heads=32 topk=256 "
+                                              "page_block_size=64 topk_extra=0 extra_page_block_size=0"]),
+    ("flashinfer-sm120-no-kernel", "0.29.0", traceback([], "ValueError: SM120 sparse-MLA has no decode kernel for this "
+                                                       "shape: num_tokens=16, num_heads=64, topk=1152")),
+    ("dspark-kv-shape", "0.24.0", ["RuntimeError: Worker failed with error 'kv must have shape (num_blocks, "
+                                   "page_block_size, h_kv, bytes_per_token)', please check the stack trace above for the "
+                                   "root cause"]),
+    ("dspark-no-d2t", "0.26.0", traceback([("v1/worker/gpu/spec_decode/dspark/speculator.py", 86, "load_draft_model",
+                                            "if self.draft_logits is not None and model.draft_id_to_target_id is not "
+                                            "None:")],
+                                          "AttributeError: 'DSparkDeepseekV4ForCausalLM' object has no attribute "
+                                          "'draft_id_to_target_id'")),
+    ("tp-fp8-block", "0.29.0", traceback([], "ValueError: Weight input_size_per_partition = 192 is not divisible by "
+                                         "weight quantization block_k = 128.")),
+    ("gpu-memory-not-free", "0.33.0", traceback([], "ValueError: Free memory on device cuda:0 (22.76/24.0 GiB) on startup "
+                                                "is less than desired GPU memory utilization (0.97, 23.28 GiB). Decrease "
+                                                "GPU memory utilization or reduce GPU memory used by other processes.")),
+    ("cuda-oom", "0.29.0", traceback([], "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 "
+                                     "has a total capacity of 95.07 GiB of which 298.69 MiB is free.")),
+    ("vllm-too-old-for-dsv4", "0.19.1", ["KeyError: 'invalid tool call parser: deepseek_v4 (chose from { deepseek_v3, "
+                                         "hermes })'"]),
+    ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type `deepseek_v4` "
+                                         "but Transformers does not recognize this architecture."]),
+    ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: Model architectures ['DeepseekV4ForCausalLM'] are not supported "
+                                         "for now. Supported architectures: dict_keys(['DeepseekV3ForCausalLM'])"]),
 ]
 
 
@@ -234,7 +271,12 @@ def test_the_cases_reach_every_signature():
 
 def test_every_signature_names_a_rule_and_every_refusing_row_has_one():
     ids = set(ROWS) | {KV_AUTO}
-    assert {s.rule for s in SIGNATURES} <= ids
+    own = [s for s in SIGNATURES if s.text is not None]  # failures no row decides: the signature's own words
+    assert {s.rule for s in SIGNATURES if s.text is None} <= ids
+    for sig in own:
+        assert sig.rule not in ids, f"{sig.rule}: a row's id, but the signature carries its own words"
+        assert {"title", "effect", "fix", "reference"} <= set(sig.text), sig.rule
+        assert sig.source and re.search(r"#\d+|@\d+\.\d+", sig.source), sig.rule  # a thread or a release line
     assert set(NO_SIGNATURE) <= set(ROWS)
     with_signature = {s.rule for s in SIGNATURES}
     assert not with_signature & set(NO_SIGNATURE), "a row is both signed and listed as without a signature"
@@ -702,3 +744,75 @@ def test_an_unknown_option_is_no_such_option_as_click_says_it(args):
     name = next(a for a in args if a.startswith("-")).partition("=")[0]
     assert err.getvalue() == (f"dsv4-launch explain: no such option: {name} (did you mean --json?) "
                               "(see: dsv4-launch explain --help)\n")
+
+
+# --- failures no rule row decides (issue 30.2): both sides, and the log's values in the words ----------------
+
+def test_an_oom_in_the_weight_load_is_weights_exceed_memory_and_elsewhere_points_to_fit(tmp_path):
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity of "
+           "95.07 GiB of which 298.69 MiB is free.")
+    load = traceback([("model_executor/model_loader/default_loader.py", 269, "load_weights", "loaded = model.load_weights(")],
+                     oom)
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(load)], name="load.log")
+    assert [i["rule"] for i in doc["explained"]] == ["weights-exceed-memory"]
+    warmup = traceback([("v1/worker/gpu_model_runner.py", 4321, "_dummy_run", "outputs = self.model(")], oom)
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(warmup)], name="warmup.log")
+    (item,) = doc["explained"]
+    assert item["rule"] == "cuda-oom" and item["candidates"] == ["cuda-oom"]
+    assert "dsv4-launch fit" in item["fix"] and "95.07 GiB" in item["fix"]
+    assert "1024.00 MiB" in item["effect"] and "298.69 MiB free of 95.07 GiB" in item["effect"]
+
+
+def test_free_memory_at_start_quotes_the_logs_numbers(tmp_path):
+    line = ("ValueError: Free memory on device cuda:0 (1.54/22.05 GiB) on startup is less than desired GPU memory "
+            "utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(traceback([], line))])
+    (item,) = doc["explained"]
+    assert item["rule"] == "gpu-memory-not-free"
+    assert "19.84 GiB (0.9 of the GPU)" in item["effect"] and "1.54 of 22.05 GiB" in item["effect"]
+    assert "--gpu-memory-utilization below 1.54/22.05" in item["fix"]
+    other = "ValueError: Free memory on device cuda:0 is fine"  # not vLLM's message: nothing named
+    assert explain(tmp_path, vllm_lines([other]), name="other.log")[0] == 1
+
+
+@pytest.mark.parametrize("line", [
+    # DeepGEMM's JIT failing on a GPU it supports (llm-d/llm-d#1269, H100): not a missing-kernel failure
+    "RuntimeError: Assertion error (csrc/apis/../jit_kernels/impls/../../jit/kernel_runtime.hpp:45): exit_code == 0",
+    # another library's "Unsupported architecture"
+    "RuntimeError: Unsupported architecture: sm_120 is not supported by this build of flash-attn",
+    # CUDA_ERROR_INVALID_IMAGE from something that is not DeepGEMM's JIT
+    "RuntimeError: CUDA error: device kernel image is invalid (CUDA_ERROR_INVALID_IMAGE)",
+    # FlashMLA/FlashInfer words that are not the missing-kernel checks
+    "RuntimeError: FlashInfer sparse MLA decode failed: num_tokens must be positive",
+    # the FP8 block check's other words, from a weight that is not split by TP
+    "ValueError: Weight block size must be a multiple of 128",
+])
+def test_the_new_signatures_stay_silent_on_lookalikes(tmp_path, line):
+    status, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(traceback([], line))])
+    assert status == 1 and doc["explained"] == [], doc["explained"]
+
+
+def test_the_fp8_block_failure_names_the_size_and_reads_the_wrapped_form(tmp_path):
+    wrapped = ["  ValueError: Weight input_size_per_partition = 192 is not divisible by",
+               "  weight quantization block_k = 128."]  # as vllm#42384 quotes it
+    _, doc, _ = explain(tmp_path, wrapped)
+    (item,) = doc["explained"]
+    assert item["rule"] == "tp-fp8-block" and "this one gets 192" in item["effect"]
+    assert "--tensor-parallel-size" in item["fix"]
+
+
+def test_a_fixed_startup_bug_names_the_release_that_fixed_it(tmp_path):
+    d2t = "AttributeError: 'DSparkDeepseekV4ForCausalLM' object has no attribute 'draft_id_to_target_id'"
+    _, doc, _ = explain(tmp_path, [version_line("0.26.0"), *vllm_lines(traceback([], d2t))])
+    (item,) = doc["explained"]
+    assert item["rule"] == "dspark-no-d2t" and "0.28.0" in item["fix"] and "0.25.0" in item["fix"]
+    other = "AttributeError: 'DSparkDeepseekV4ForCausalLM' object has no attribute 'get_draft_attn_causal'"
+    assert explain(tmp_path, vllm_lines(traceback([], other)), name="ascend.log")[0] == 1  # vllm-ascend#13976: unknown
+
+
+def test_a_vllm_too_old_names_the_first_release_known_to_have_deepseek_v4(tmp_path):
+    _, doc, _ = explain(tmp_path, [version_line("0.19.1"), *vllm_lines(["KeyError: 'invalid tool call parser: "
+                                                                          "deepseek_v4 (chose from { hermes })'"])])
+    (item,) = doc["explained"]
+    assert item["rule"] == "vllm-too-old-for-dsv4" and "0.24.0" in item["fix"]
+    assert explain(tmp_path, vllm_lines(["KeyError: 'invalid tool call parser: deepseek_v3x'"]), name="v3.log")[0] == 1

@@ -44,8 +44,14 @@ class _Fill(dict):
         return f"<{key}>"
 
 
-def row_text(rule_id: str, signature=None) -> dict:
-    """What happened, the fix and the reference, from the row itself (the KV rule: core/rules/kv_paths.py)."""
+def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = None) -> dict:
+    """What happened, the fix and the reference, from the row itself (the KV rule: core/rules/kv_paths.py;
+    a failure with no row: the signature's own words). ``values``: the log's, for ``{name}`` in the words."""
+    logged = _Fill(values or {})
+    if signature is not None and signature.text is not None:
+        own = {k: v.format_map(logged) for k, v in signature.text.items()}
+        return {"title": own["title"], "effect": own["effect"], "fix": own["fix"], "reference": own["reference"],
+                "level": "fail", "evidence": own.get("evidence", "reported")}
     if rule_id == KV_AUTO:
         from ..core.rules.kv_paths import CRASH_REFERENCE, CRASHES_BEFORE_FIX, FIX_REFERENCE, KV_FIX_VALUE, KV_OPTION
 
@@ -59,7 +65,9 @@ def row_text(rule_id: str, signature=None) -> dict:
     from ..core.rules.engine import version_words, words
 
     rule = _rules()[rule_id]
-    fill = _Fill({**version_words(rule), **((signature.fill or {}) if signature is not None else {})})
+    words_of_signature = {k: v.format_map(logged) for k, v in ((signature.fill or {}) if signature is not None
+                                                               else {}).items()}
+    fill = _Fill({**version_words(rule), **words_of_signature})
     fill.setdefault("gpus", "these GPUs")
     fill.setdefault("vllm", "vLLM")
     return {"title": words(rule, "title"), "effect": words(rule, "effect"), "fix": rule.fix.format_map(fill),
@@ -189,7 +197,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and
                     prepared.facts is not None else None}
-            item.update(row_text(match.signature.rule, match.signature))
+            item.update(row_text(match.signature.rule, match.signature, match.values))
             finding = next((f for f in prepared.plan.findings if f.rule == match.signature.rule), None) \
                 if prepared is not None else None
             item["plan_text"] = finding.text if finding else None

@@ -55,6 +55,7 @@ class Match(Record):
     signature: Signature
     line: LogLine
     count: int = 1  # how many lines had the same text
+    values: Mapping[str, str] | None = None  # the pattern's named groups: the log's own values
 
 
 class LogGpu(Record):
@@ -168,8 +169,8 @@ class Scanner:
 
     def __init__(self, signatures: Iterable[Signature] = SIGNATURES, window: int = 64) -> None:
         self.signatures = tuple(signatures)
-        self._compiled = [(s, re.compile(s.pattern), re.compile(s.context) if s.context else None)
-                          for s in self.signatures]
+        self._compiled = [(s, re.compile(s.pattern), re.compile(s.context) if s.context else None,
+                           re.compile(s.not_context) if s.not_context else None) for s in self.signatures]
         # One fast substring test per signature gates its regular expression (a line of a long
         # log is mostly none of these).
         self._literals = [(i, lit) for i, s in enumerate(self.signatures) for lit in required_literals(s.pattern)]
@@ -253,18 +254,22 @@ class Scanner:
 
     def _match(self, number: int, text: str, indexes: list[int], shown: str | None = None) -> None:
         for index in sorted(set(indexes)):
-            sig, pattern, context = self._compiled[index]
-            if not pattern.search(text):
+            sig, pattern, context, not_context = self._compiled[index]
+            found = pattern.search(text)
+            if not found:
                 continue
-            if context is not None:
+            if context is not None or not_context is not None:
                 recent = list(self._window)[-(sig.context_lines + 1):]
-                if not any(context.search(line) for line in recent):
+                if context is not None and not any(context.search(line) for line in recent):
+                    continue
+                if not_context is not None and any(not_context.search(line) for line in recent):
                     continue
             key = (index, text)
             if key in self._matches:
                 self._matches[key] = self._matches[key]._replace(count=self._matches[key].count + 1)
             elif len(self._order) < MAX_MATCHES:
-                self._matches[key] = Match(sig, LogLine(number, text if shown is None else shown))
+                values = {k: v for k, v in found.groupdict().items() if v is not None} or None
+                self._matches[key] = Match(sig, LogLine(number, text if shown is None else shown), values=values)
                 self._order.append(key)
 
     def _read_version(self, number: int, text: str) -> None:

@@ -30,8 +30,15 @@ class Signature(Record):
     # lines before it (a traceback's frames, the start of a multi-line pydantic message).
     context: str | None = None
     context_lines: int = 0
-    # Words for the row's fix placeholders where no plan can fill them ({sizes}, {fix}, …).
+    # Words for the row's fix placeholders where no plan can fill them ({sizes}, {fix}, …). The
+    # pattern's named groups fill ``{name}`` in these words (and in ``text``) with the log's values.
     fill: Mapping[str, str] | None = None
+    # A failure with no rule row (nothing at launch decides it: a kernel's, a library's, an old
+    # release's): the signature's own words — title, effect, fix, reference, evidence.
+    text: Mapping[str, str] | None = None
+    # A regular expression that must NOT appear on this line or the ``context_lines`` before it
+    # (a more specific signature's context owns those lines).
+    not_context: str | None = None
 
 
 _ATT = "vllm/models/deepseek_v4/attention.py"
@@ -39,6 +46,38 @@ _NV = "vllm/models/deepseek_v4/nvidia/model.py"
 _IDX = "vllm/v1/attention/backends/mla/indexer.py"
 _KVU = "vllm/v1/core/kv_cache_utils.py"
 _FI = "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py"
+
+_DEEPGEMM_TEXT = {
+    "title": "DeepGEMM has no kernel for this GPU",
+    "effect": "DeepGEMM (the DeepSeek kernels vLLM uses for FP8 GEMMs, the mHC pre-norm and the indexer) is built for "
+              "SM 9.0 and SM 10.x; on other GPUs (SM 12.x: RTX PRO 6000, RTX 5090, GB10) its kernels assert or fail "
+              "to load",
+    "fix": "VLLM_USE_DEEP_GEMM=0 (and VLLM_USE_DEEP_GEMM_E8M0=0): vLLM then takes its Triton/CUTLASS paths "
+           "(vllm/utils/deep_gemm.py is_deep_gemm_supported reads it: :110@0.29.0, :118@0.33.0); on SM 12.x use vLLM "
+           "0.24.0 or later, which has an SM 12.x DeepSeek-V4 path",
+    "reference": "DeepGEMM#317, DeepGEMM#305, timothystewart6/vllm-gb10#27, vllm#40778",
+    "evidence": "reported",
+}
+_FLASHINFER_SM120_TEXT = {
+    "title": "FlashInfer has no SM 12.x sparse-MLA kernel for this shape",
+    "effect": "FlashInfer's SM120/SM121 sparse-MLA kernels exist for a fixed set of (heads per GPU, top-k); the DSpark "
+              "draft asks top-k 192 or 256, other tensor-parallel sizes other head counts, DeepSeek-V4.1 top-k 1152, "
+              "and such a call has no kernel",
+    "fix": "a FlashInfer with the missing instance (top-k 256: flashinfer#3817 and #3834; 192 and 256: flashinfer#4380); "
+           "which vLLM release pins one is not verified here; until then run without the DSpark --speculative-config, "
+           "or with another --tensor-parallel-size",
+    "reference": "flashinfer#3828, flashinfer#4336, flashinfer#4380, vllm#50720, vllm#56837",
+    "evidence": "reported",
+}
+_TOO_OLD_TEXT = {
+    "title": "a vLLM without DeepSeek-V4",
+    "effect": "this vLLM (or the transformers it reads the config with) does not know deepseek_v4: no architecture, "
+              "config or parser for it",
+    "fix": "vLLM 0.24.0 or later (it registers DeepSeek-V4's architectures, config and deepseek_v4 parsers; earlier "
+           "releases are not checked here, and 0.19.1 has none: vllm#40954)",
+    "reference": "vllm/transformers_utils/config.py@0.24.0, vllm#40954",
+    "evidence": "cited",
+}
 
 BEFORE_030 = VersionRange(before="0.30.0")
 SINCE_030 = VersionRange(since="0.30.0")
@@ -378,6 +417,115 @@ SIGNATURES: tuple[Signature, ...] = (
         vllm=VersionRange(since="0.27.0", before="0.28.0"),
         fill={"before": "0.28.0"},
     ),
+    # --- failures no rule row decides: the signature's own words (``text``) ---------------------
+    # The field corpus (tests/fixtures/logs/field/MANIFEST.json) holds a real log of each.
+    *(Signature(
+        rule="deepgemm-not-for-this-gpu", exception="RuntimeError (DeepGEMM assertion / CUDA driver error)",
+        pattern=pattern, source=source, text=_DEEPGEMM_TEXT,
+    ) for pattern, source in (
+        (r"Assertion error \([^)]*csrc/apis/[\w./]+\.hpp:\d+\): Unsupported architecture",
+         "DeepGEMM csrc/apis/hyperconnection.hpp:56 (tf32_hc_prenorm_gemm), csrc/apis/attention.hpp:211 "
+         "(paged_mqa_logits): DeepGEMM#317; vllm#40778 (vLLM), sglang#25877"),
+        (r"jit/handle\.hpp:\d+\): 200 \(CUDA_ERROR_INVALID_IMAGE",
+         "DeepGEMM jit/handle.hpp:141 (a JIT kernel image the GPU cannot load): timothystewart6/vllm-gb10#27"),
+        (r"Assertion error \([^)]*layout\.hpp:\d+\): not disable_ue8m0_cast",
+         "DeepGEMM csrc/apis/layout.hpp:49 (scale-factor layout, E8M0 off): timothystewart6/vllm-gb10#27"),
+    )),
+    *(Signature(
+        rule="flashinfer-sm120-no-kernel", exception=exception, pattern=pattern, source=source,
+        text=_FLASHINFER_SM120_TEXT,
+    ) for exception, pattern, source in (
+        ("tvm.error.InternalError (FlashInfer check)",
+         r"Decode \(num_tokens <= 64\) must go through\b",
+         "FlashInfer csrc/sparse_mla_sm120.cu:261 (TVM_FFI_ICHECK_GT(num_tokens, 64)): flashinfer#3828, #3817, "
+         "#3988 (vLLM 0.25.0), sglang#33943"),
+        ("tvm.error.InternalError (FlashInfer check)",
+         r"Unsupported sparse-MLA prefill configuration\b",
+         "FlashInfer csrc/sparse_mla_sm120_prefill.cu dispatch_dsv4_single: flashinfer#3828, sglang#33134"),
+        ("ValueError (FlashInfer)", r"SM120 sparse-MLA has no decode kernel for this shape",
+         "FlashInfer flashinfer/mla/_sparse_mla_sm120.py _paged_attention (flashinfer#4380's check): vllm#56837"),
+    )),
+    Signature(
+        rule="dspark-kv-shape", exception="RuntimeError (FlashMLA check)",
+        pattern=r"kv must have shape \(num_blocks, page_block_size, h_kv, bytes_per_token\)",
+        source="FlashMLA's sparse decode check; vllm#47648 (nightly 0.23.1rc1.dev803, 8 × H200, DSpark); fixed by "
+        "vllm#47716: vllm/v1/attention/backends/mla/sparse_swa.py:96@0.25.0 passes kv_quant_mode (absent in 0.24.0)",
+        vllm=VersionRange(before="0.25.0"),
+        text={"title": "DeepSeek-V4 DSpark: the sliding-window KV cache reshaped with the wrong width (fixed in vLLM 0.25.0)",
+              "effect": "nightlies before 0.25.0 built the DSpark sliding-window cache with 512 instead of 584 bytes "
+                        "per token (no kv_quant_mode for fp8_ds_mla), and FlashMLA rejects it at the first decode",
+              "fix": "vLLM 0.25.0 or later, the first release with DSpark (it has the fix, vllm#47716); on 0.25.0 or "
+                     "later this message has another cause: run `dsv4-launch doctor` and report it",
+              "reference": "vllm#47648, vllm#47716", "evidence": "cited"},
+    ),
+    Signature(
+        rule="dspark-no-d2t", exception="AttributeError",
+        pattern=r"'DSparkDeepseekV4ForCausalLM' object has no attribute 'draft_id_to_target_id'",
+        source="vllm/v1/worker/gpu/spec_decode/dspark/speculator.py:86@0.25.0, :84@0.26.0, :85@0.27.0 reads it "
+        "(vllm#47418); set on CUDA by "
+        "vllm#47429 before 0.25.0 (vllm/models/deepseek_v4/nvidia/dspark.py:273@0.25.0), on ROCm by vllm#51145 "
+        "(vllm/models/deepseek_v4/amd/dspark.py:294@0.28.0; absent in 0.26.0)",
+        vllm=VersionRange(before="0.28.0"),
+        text={"title": "DeepSeek-V4 DSpark draft model without draft_id_to_target_id (fixed in vLLM 0.25.0, ROCm 0.28.0)",
+              "effect": "the DSpark speculator reads draft_id_to_target_id, which the DeepSeek-V4 DSpark draft class "
+                        "did not define (CUDA: nightlies before 0.25.0; ROCm: 0.25.0–0.26.0, 0.27 not checked)",
+              "fix": "vLLM 0.28.0 or later on ROCm, 0.25.0 or later on CUDA (no setting avoids it)",
+              "reference": "vllm#47418, vllm#47429, vllm#51145", "evidence": "cited"},
+    ),
+    Signature(
+        rule="tp-fp8-block", exception="ValueError",
+        pattern=r"Weight (?:input_size_per_partition|output_partition_size) = (?P<size>\d+) is not divisible by",
+        source="vllm/model_executor/layers/quantization/utils/fp8_utils.py:1223@0.24.0–0.25.0, :1224@0.26.0, "
+        ":1220@0.27.0, :1221@0.28.0, :1225@0.29.0, :1237@0.30.0, :1240@0.31.0, :1324@0.32.0–0.33.0 "
+        "(validate_fp8_block_shape); vllm#42384 (DeepSeek-V4-Pro, TP 16)",
+        text={"title": "tensor parallelism splits an FP8 block-quantized weight below its block",
+              "effect": "each GPU's share of a block-quantized FP8 weight must be a multiple of the block (128); "
+                        "this one gets {size} (DeepSeek-V4-Pro's 3072-wide expert dimension at TP 16 gives 192)",
+              "fix": "a --tensor-parallel-size that leaves a multiple of 128 per GPU (DeepSeek-V4-Pro: 8 or less), "
+                     "with --data-parallel-size or --pipeline-parallel-size across the nodes",
+              "reference": "vllm#42384, vllm#40955, vllm-project/recipes#567", "evidence": "cited"},
+    ),
+    Signature(
+        rule="gpu-memory-not-free", exception="ValueError",
+        pattern=r"Free memory on device (?:\S+ )?\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than "
+        r"(?:desired GPU memory utilization|the engine's budget)[^(]*\((?P<gmu>[\d.]+), (?P<wanted>[\d.]+) GiB\)",
+        source="vllm/v1/worker/utils.py:415@0.24.0–0.25.0, :435@0.26.0, :419@0.27.0, :454@0.28.0, :526@0.29.0, "
+        ":544@0.30.0, :548@0.31.0, :762@0.32.0–0.33.0 (request_memory; 0.32 adds the engine's-budget form at :741)",
+        text={"title": "less GPU memory free at start than --gpu-memory-utilization asks",
+              "effect": "vLLM asks {wanted} GiB ({gmu} of the GPU) but {free} of {total} GiB are free: another "
+                        "process (or a previous vLLM still exiting) holds the rest",
+              "fix": "free the GPU (nvidia-smi lists who holds it) or set --gpu-memory-utilization below "
+                     "{free}/{total}; `dsv4-launch fit` says what the model needs at that value",
+              "reference": "vllm/v1/worker/utils.py request_memory", "evidence": "cited"},
+    ),
+    Signature(
+        rule="cuda-oom", exception="torch.OutOfMemoryError",
+        pattern=r"OutOfMemoryError: CUDA out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]?i?B)\. GPU "
+        r"(?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+ [KMGT]?i?B) of which (?P<free>[\d.]+ [KMGT]?i?B) is free",
+        not_context=r"load_weights|load_model|model_loader|weight_loader", context_lines=60,
+        source="torch's CUDA caching allocator, anywhere in vLLM's start-up (field corpus: sglang#23602, "
+        "kvcache-ai/ktransformers#1998) "
+        "(the weight load is weights-exceed-memory's)",
+        text={"title": "CUDA out of memory during start-up",
+              "effect": "torch could not allocate {tried} on GPU {gpu}: {free} free of {total}",
+              "fix": "run `dsv4-launch fit` with the same arguments: it sizes weights, KV cache and activations "
+                     "per GPU of {total}; then lower --max-model-len, --max-num-batched-tokens or "
+                     "--gpu-memory-utilization, or add GPUs",
+              "reference": "dsv4-launch fit", "evidence": "reported"},
+    ),
+    *(Signature(
+        rule="vllm-too-old-for-dsv4", exception=exception, pattern=pattern, source=source, text=_TOO_OLD_TEXT,
+        vllm=VersionRange(before="0.24.0"),
+    ) for exception, pattern, source in (
+        ("KeyError", r"invalid tool call parser: deepseek_v4\b",
+         "vllm/entrypoints/openai/api_server.py:505@0.24.0 (the check; 0.24.0 and later register deepseek_v4); "
+         "vllm-project/vllm-ascend#8997"),
+        ("ValueError (transformers)", r"model type `deepseek_v4` but Transformers does not recognize this architecture",
+         "transformers' AutoConfig; vLLM registers deepseek_v4's config itself from 0.24.0 "
+         "(vllm/transformers_utils/config.py:86@0.24.0, :93@0.32.0); vllm#40954, swiss-ai/model-launch#138"),
+        ("ValueError", r"Model architectures \['DeepseekV4\w*ForCausalLM'\] are not supported for now",
+         "vllm/model_executor/models/registry.py:1062@0.24.0 (the check)"),
+    )),
 )
 
 # Rows whose failure prints nothing a log can be matched on, each with why (tests hold every
