@@ -238,6 +238,29 @@ CASES = [
                                                 "GPU memory utilization or reduce GPU memory used by other processes.")),
     ("cuda-oom", "0.29.0", traceback([], "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 "
                                      "has a total capacity of 95.07 GiB of which 298.69 MiB is free.")),
+    ("hybrid-kv-forced", "0.33.0", traceback([("config/vllm.py", 2285, "__post_init__", "raise ValueError(")],
+                                             "ValueError: Hybrid KV cache manager was explicitly enabled but is not "
+                                             "supported in this configuration. Consider omitting the "
+                                             "--enable-hybrid-kv-cache-manager flag to let vLLM decide automatically.")),
+    ("v2-runner-unsupported", "0.33.0", traceback([], "ValueError: Model Runner V2 does not yet support: "
+                                                  "kv_sharing_fast_prefill")),
+    ("v41-pcp-not-flashmla", "0.33.0", traceback([], "NotImplementedError: DeepSeek-V4.1 PCP requires FlashMLA sparse "
+                                                 "attention.")),
+    ("mega-moe-routing", "0.29.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently supports "
+                                             "sqrtsoftplus routing only.")),
+    ("mega-moe-routing", "0.33.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE requires normalized top-k "
+                                             "probabilities.")),
+    ("memory-changed-while-profiling", "0.29.0", traceback([], "AssertionError: Error in memory profiling. Initial free "
+                                                           "memory 70.1 GiB, current free memory 75.3 GiB. This happens "
+                                                           "when other processes sharing the same container release "
+                                                           "GPU memory while vLLM is profiling during initialization.")),
+    ("deep-gemm-env-not-int", "0.24.0", traceback([("envs.py", 1434, "<lambda>", "\"VLLM_USE_DEEP_GEMM\": lambda: "
+                                                    "bool(int(os.getenv(\"VLLM_USE_DEEP_GEMM\", \"1\"))),")],
+                                                  "ValueError: invalid literal for int() with base 10: 'true'")),
+    ("v2-runner-env-not-int", "0.33.0", traceback([("envs.py", 2150, "<lambda>", "os.getenv(\"VLLM_USE_V2_MODEL_RUNNER\", "
+                                                    "None)"), ("envs.py", 233, "maybe_convert_bool",
+                                                               "return bool(int(value))")],
+                                                  "ValueError: invalid literal for int() with base 10: 'yes'")),
     ("vllm-too-old-for-dsv4", "0.19.1", ["KeyError: 'invalid tool call parser: deepseek_v4 (chose from { deepseek_v3, "
                                          "hermes })'"]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type `deepseek_v4` "
@@ -786,6 +809,10 @@ def test_free_memory_at_start_quotes_the_logs_numbers(tmp_path):
     "RuntimeError: FlashInfer sparse MLA decode failed: num_tokens must be positive",
     # the FP8 block check's other words, from a weight that is not split by TP
     "ValueError: Weight block size must be a multiple of 128",
+    # an int() failure with no vLLM variable in its frames
+    "ValueError: invalid literal for int() with base 10: 'abc'",
+    # MegaMoE's other refusals have their own rows, not the routing signature
+    "NotImplementedError: DeepSeek V4 MegaMoE currently supports fp4 experts only.",
 ])
 def test_the_new_signatures_stay_silent_on_lookalikes(tmp_path, line):
     status, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(traceback([], line))])

@@ -297,3 +297,53 @@ def test_vllms_own_logger_output_is_read(tmp_path, version):
     assert doc["vllm_version"] == version
     assert [i["rule"] for i in doc["explained"]] == ["kv-not-fp8"]
     assert doc["explained"][0]["text"].startswith(("AssertionError: ", "ValueError: "))
+
+
+# --- failures no rule row decides (issue 30.2): vLLM's own raise, read back by the signature ----------------
+
+def test_free_gpu_memory_at_start(tmp_path, version):
+    """``request_memory`` with a GPU that another process holds: 1.54 of 22.05 GiB free, 0.9 asked."""
+    request_memory = vllm_symbol("vllm.v1.worker.utils", "request_memory")
+    snapshot = SimpleNamespace(free_memory=int(1.54 * 2**30), total_memory=int(22.05 * 2**30), device_="cuda:0")
+    text = raised(lambda: request_memory(snapshot, SimpleNamespace(gpu_memory_utilization=0.9)))
+    assert text and "Free memory on device cuda:0" in text
+    assert explained(tmp_path, version, text) == ["gpu-memory-not-free"]
+    # enough free memory: vLLM raises nothing, and there is nothing to explain
+    roomy = SimpleNamespace(free_memory=int(21 * 2**30), total_memory=int(22.05 * 2**30), device_="cuda:0")
+    assert raised(lambda: request_memory(roomy, SimpleNamespace(gpu_memory_utilization=0.9))) is None
+
+
+@pytest.mark.parametrize(("split", "sizes"), [
+    ("row", dict(input_size=3072, output_size=7168, input_size_per_partition=192, output_partition_sizes=[7168])),
+    ("column", dict(input_size=7168, output_size=3072, input_size_per_partition=7168, output_partition_sizes=[192])),
+])
+def test_fp8_block_shape_at_tp16(tmp_path, version, monkeypatch, split, sizes):
+    """DeepSeek-V4-Pro's 3072-wide expert dimension split 16 ways (vllm#42384): 192 per GPU, block 128.
+    Faked: only the tensor-parallel world size (no process group on the CPU); the layer carries its own."""
+    import vllm.distributed
+
+    monkeypatch.setattr(vllm.distributed, "get_tensor_model_parallel_world_size", lambda: 16)
+    validate = vllm_symbol("vllm.model_executor.layers.quantization.utils.fp8_utils", "validate_fp8_block_shape")
+    text = raised(lambda: validate(SimpleNamespace(tp_size=16), block_size=[128, 128], **sizes))
+    assert text and "is not divisible by" in text
+    assert explained(tmp_path, version, text) == ["tp-fp8-block"]
+    # TP 8: 384 per GPU, a multiple of the block — vLLM accepts it
+    eight = {k: (v * 2 if k in ("input_size_per_partition",) and split == "row" else v) for k, v in sizes.items()}
+    if split == "column":
+        eight["output_partition_sizes"] = [384]
+    assert raised(lambda: validate(SimpleNamespace(tp_size=8), block_size=[128, 128], **eight)) is None
+
+
+@pytest.mark.parametrize(("name", "rule"), [("VLLM_USE_DEEP_GEMM", "deep-gemm-env-not-int"),
+                                            ("VLLM_USE_V2_MODEL_RUNNER", "v2-runner-env-not-int")])
+def test_a_non_numeric_vllm_switch(tmp_path, version, monkeypatch, name, rule):
+    """vLLM's envs.py reads these with int(): 'true' raises where vLLM reads it (a real read here)."""
+    envs = importlib.import_module("vllm.envs")
+    monkeypatch.setenv(name, "true")
+    if hasattr(envs, "disable_envs_cache"):
+        envs.disable_envs_cache()
+    text = raised(lambda: getattr(envs, name))
+    assert text and "invalid literal for int()" in text
+    assert explained(tmp_path, version, text) == [rule]
+    monkeypatch.setenv(name, "1")
+    assert raised(lambda: getattr(envs, name)) is None

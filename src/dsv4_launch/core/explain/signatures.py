@@ -513,6 +513,83 @@ SIGNATURES: tuple[Signature, ...] = (
                      "--gpu-memory-utilization, or add GPUs",
               "reference": "dsv4-launch fit", "evidence": "reported"},
     ),
+    # --- from the code audit (shared/reference/vllm-dsv4-audit-4.md §3): vLLM's own messages ----------------
+    Signature(
+        rule="hybrid-kv-forced", exception="ValueError",
+        pattern=r"Hybrid KV cache manager was explicitly enabled but is not supported in this configuration",
+        source="vllm/config/vllm.py:1524@0.24.0, :1558@0.25.0, :1628@0.26.0, :1667@0.27.0, :1778@0.28.0, "
+        ":1840@0.29.0, :2041@0.30.0, :2279@0.31.0, :2198@0.32.0, :2285@0.33.0",
+        text={"title": "the hybrid KV cache manager forced on where vLLM must turn it off",
+              "effect": "--enable-hybrid-kv-cache-manager (--no-disable-hybrid-kv-cache-manager) asks for the hybrid "
+                        "manager, and this configuration needs it off (a platform without it, or chunked local "
+                        "attention: vllm/config/vllm.py's HMA rules)",
+              "fix": "drop --enable-hybrid-kv-cache-manager / --no-disable-hybrid-kv-cache-manager and let vLLM decide",
+              "reference": "vllm/config/vllm.py (disable_hybrid_kv_cache_manager is False)", "evidence": "cited"},
+    ),
+    Signature(
+        rule="v2-runner-unsupported", exception="ValueError",
+        pattern=r"Model Runner V2 does not yet support: (?P<features>.+)$",
+        source="vllm/config/vllm.py:2099@0.24.0, :2144@0.25.0, :2223@0.26.0, :2262@0.27.0, :2485@0.28.0, "
+        ":2731@0.29.0, :3086@0.30.0, :3322@0.31.0, :3194@0.32.0, :3328@0.33.0 (_validate_v2_model_runner)",
+        text={"title": "the V2 model runner forced on with features it does not support",
+              "effect": "VLLM_USE_V2_MODEL_RUNNER=1 forces the V2 model runner, which does not support: {features}",
+              "fix": "drop what the message names ({features}), or unset VLLM_USE_V2_MODEL_RUNNER so vLLM picks the "
+                     "runner (not with DSpark, which needs V2: see dspark-v1-runner)",
+              "reference": "vllm/config/vllm.py _validate_v2_model_runner", "evidence": "cited"},
+    ),
+    Signature(
+        rule="v41-pcp-not-flashmla", exception="NotImplementedError",
+        pattern=r"DeepSeek-V4\.1 PCP requires FlashMLA sparse attention",
+        source="vllm/models/deepseek_v41/nvidia/model.py:218@0.33.0",
+        vllm=VersionRange(since="0.33.0"),
+        text={"title": "DeepSeek-V4.1 with prefill context parallelism on a non-FlashMLA attention backend",
+              "effect": "DeepSeek-V4.1's prefill context parallelism (--prefill-context-parallel-size > 1) runs only "
+                        "on the FlashMLA sparse backends (FLASHMLA_SPARSE, FLASHMLA_SPARSE_DSV4, FLASHMLA_SPARSE_DSV41)",
+              "fix": "--prefill-context-parallel-size 1, or an --attention-backend of FLASHMLA_SPARSE_DSV41 (on GPUs "
+                     "that have FlashMLA: SM 9.0, SM 10.x)",
+              "reference": "vllm/models/deepseek_v41/nvidia/model.py@0.33.0", "evidence": "cited"},
+    ),
+    *(Signature(
+        rule="mega-moe-routing", exception="NotImplementedError", pattern=pattern, source=source, vllm=vllm,
+        text={"title": "MegaMoE with a checkpoint whose routing it does not support",
+              "effect": "DeepGEMM MegaMoE implements sqrtsoftplus scoring with normalized top-k probabilities only; "
+                        "this checkpoint's config (scoring_func, norm_topk_prob) asks otherwise",
+              "fix": "drop --moe-backend deep_gemm_mega_moe (vLLM's default MoE backend supports this routing)",
+              "reference": "vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4MoE)", "evidence": "cited"},
+    ) for pattern, source, vllm in (
+        (r"DeepSeek V4 MegaMoE currently supports sqrtsoftplus routing only",
+         f"{_NV}:522@0.24.0, :543@0.25.0, :544@0.26.0, :553@0.27.0, :561@0.28.0, :781@0.29.0, :820@0.30.0, "
+         ":836@0.31.0, :710@0.32.0, :254@0.33.0", ANY_VERSION),
+        (r"DeepSeek V4 MegaMoE requires normalized top-k probabilities",
+         f"{_NV}:840@0.31.0, :714@0.32.0, :258@0.33.0", VersionRange(since="0.31.0")),
+    )),
+    Signature(
+        rule="memory-changed-while-profiling", exception="AssertionError",
+        pattern=r"Error in memory profiling\. Initial free memory (?P<before>[\d.]+) GiB, current free memory "
+        r"(?P<after>[\d.]+) GiB",
+        source="vllm/v1/worker/gpu_worker.py:480@0.24.0, :510@0.25.0, :532@0.26.0, :535@0.27.0, :550@0.28.0, "
+        ":585@0.29.0, :600@0.30.0, :652@0.31.0, :719@0.32.0, :732@0.33.0 (an assert: gone under python -O)",
+        text={"title": "another process freed GPU memory while vLLM was profiling",
+              "effect": "free GPU memory rose from {before} to {after} GiB during vLLM's start-up profiling, so its "
+                        "KV-cache budget would be wrong: another process on the same GPU released memory",
+              "fix": "start vLLM when nothing else allocates or frees memory on its GPUs (another vLLM exiting, a "
+                     "notebook, a second container)",
+              "reference": "vllm/v1/worker/gpu_worker.py determine_available_memory", "evidence": "cited"},
+    ),
+    # the int() of vLLM's envs.py on a value that is not a number (rows: core/rules/)
+    Signature(
+        rule="deep-gemm-env-not-int", exception="ValueError",
+        pattern=r"invalid literal for int\(\) with base 10: ", context=r"[\"']VLLM_USE_DEEP_GEMM[\"']", context_lines=4,
+        source="vllm/envs.py:1434@0.24.0, :1600@0.33.0 (bool(int(os.getenv('VLLM_USE_DEEP_GEMM', '1'))))",
+        fill={"fix": "VLLM_USE_DEEP_GEMM=0 (DeepGEMM off; the only working value on SM 12.x with vLLM 0.24.0) or 1 "
+              "(on, the default), or unset it"},
+    ),
+    Signature(
+        rule="v2-runner-env-not-int", exception="ValueError",
+        pattern=r"invalid literal for int\(\) with base 10: ", context=r"[\"']VLLM_USE_V2_MODEL_RUNNER[\"']",
+        context_lines=6,
+        source="vllm/envs.py:1830@0.24.0, :2149@0.33.0 (maybe_convert_bool: bool(int(value)))",
+    ),
     *(Signature(
         rule="vllm-too-old-for-dsv4", exception=exception, pattern=pattern, source=source, text=_TOO_OLD_TEXT,
         vllm=VersionRange(before="0.24.0"),
