@@ -130,6 +130,48 @@ def is_hub_id(model: str) -> bool:
     return model.count("/") == 1 and not model.startswith(("/", ".", "~")) and "\\" not in model
 
 
+# vLLM reads the model's config first (ModelConfig.__post_init__: get_config(self.hf_config_path or
+# self.model, …, self.config_format), vllm/config/model.py:681@0.33.0, :621@0.29.0, :535@0.24.0). With
+# config_format "auto", a model that is not an existing path is looked up as a Hugging Face repository
+# id, which huggingface_hub validates before any network or cache access (at most one "/", no leading
+# "/", ".", "~"); every failure there becomes ValueError("Invalid repository ID or local directory
+# specified") — vllm/transformers_utils/config.py:923@0.33.0, :734@0.29.0, :697@0.24.0. vLLM expands
+# no "~" (repo_utils.file_or_path_exists: Path(model).exists()).
+MISSING_MODEL_REFERENCE = "vllm/transformers_utils/config.py:923@0.33.0"
+
+
+def looks_like_path(model: str) -> bool:
+    """A model argument that can only be a path: a Hugging Face repository id has at most one
+    "/" and never starts with "/", "." or "~" (a URI such as ``s3://…`` is not one)."""
+    if "://" in model:
+        return False
+    return model.startswith(("/", "./", "../", "~")) or model in (".", "..") or model.count("/") > 1
+
+
+def missing_local_model(args, env: Mapping[str, str]) -> str | None:
+    """The one line for a model path vLLM certainly fails on — it does not exist, and nothing
+    else supplies the config (``--hf-config-path``, a ``--config-format`` other than auto, a
+    redirect, ModelScope) — else None. ``args``: the ``ServeArgs``."""
+    model = args.model
+    if not isinstance(model, str) or not model or args.model_source in (None, "vLLM default"):
+        return None
+    if not looks_like_path(model) or args.value("hf_config_path") or args.value("config_format") not in (None, "auto"):
+        return None
+    if env.get("VLLM_MODEL_REDIRECT_PATH") or env.get("VLLM_USE_MODELSCOPE", "").strip().lower() in ("1", "true"):
+        return None
+    try:
+        if os.path.lexists(model):
+            return None
+    except (OSError, ValueError):  # a NUL byte: no file of that name either, but let vLLM say so
+        return None
+    hint = ""
+    if model.startswith("~"):
+        hint = " (vLLM does not expand '~': the shell left it as written, e.g. after '--model=' or in quotes)"
+    return (f"model {model}: no such file or directory{hint}; vLLM fails on it before loading anything (\"Invalid repository ID "
+            f"or local directory specified\", {MISSING_MODEL_REFERENCE}); give the directory that holds the "
+            "checkpoint's config.json, or a Hugging Face repository id")
+
+
 def _regular_file(path: str) -> str | None:
     """None when ``path`` is a regular file (links followed); otherwise why it is not usable."""
     try:

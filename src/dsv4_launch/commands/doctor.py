@@ -20,7 +20,7 @@ from . import exit_codes
 from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
 from .pipeline import DEFAULT_MODEL, DOCTOR, prepare
-from .plan import plan_document
+from .plan import plan_document, rejected_line
 
 PLUGIN_ENTRY = "dsv4_launch"  # the name of our vllm.general_plugins entry point
 PREFIX = "dsv4-launch doctor"
@@ -52,14 +52,24 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
             raise
         diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(exc).__name__}: {str(exc)[:160]} "
                                                       "(DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
-    if note:
-        diagnosis = diagnosis._replace(lines=(DoctorLine("model", OK, note), *diagnosis.lines))
+    if prepared.rejected:
+        diagnosis = diagnosis._replace(lines=(*diagnosis.lines, DoctorLine("arguments", FAIL, rejected_line(prepared))))
+    if note:  # said on the model's own line: one line per model
+        diagnosis = diagnosis._replace(lines=_with_note(diagnosis.lines, note))
     status = exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
 
     def text(stream, env) -> bool:
         return render_diagnosis(diagnosis, stream, env, scrub)
 
     return Result(status, PREFIX, "the report", None, _document(prepared, diagnosis, status, None), text, scrub)
+
+
+def _with_note(lines: tuple[DoctorLine, ...], note: str) -> tuple[DoctorLine, ...]:
+    """``note`` added to the first ``model`` line (a line of its own when there is none)."""
+    at = next((i for i, line in enumerate(lines) if line.section == "model"), None)
+    if at is None:
+        return (DoctorLine("model", OK, note), *lines)
+    return (*lines[:at], lines[at]._replace(detail=f"{lines[at].detail} — {note}"), *lines[at + 1:])
 
 
 def _document(prepared, diagnosis: Diagnosis, status: int, error: str | None) -> dict:

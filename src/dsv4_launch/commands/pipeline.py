@@ -19,9 +19,11 @@ interrupts and bad input:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 
 from ..adapters.gather import READ_GPUS_ALWAYS, READ_GPUS_WHEN_DSV4, Gathered, gather, gather_engine
+from ..adapters.model_files import missing_local_model
 from ..adapters.nvml import read_gpus as read_machine_gpus
 from ..adapters.vllm_install import VllmInstall, find_vllm
 from ..core.facts import Facts, GpuReport
@@ -53,6 +55,10 @@ class Prepared(Record):
     gpu_report: GpuReport | None = None  # what the machine said about its GPUs, when asked
     error: str | None = None  # the one line for bad input or an interrupt
     help_requested: bool = False
+    # plan and doctor: the installed vLLM's own parser certainly rejects these arguments (its
+    # message); plan exits 2 and doctor fails on it, while dsv4-serve hands them over unchanged
+    # and vLLM prints its own error.
+    rejected: str | None = None
 
 
 def prepare(
@@ -116,8 +122,11 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
     if facts.args.help_requested:
         return Prepared(exit_codes.OK, argv, Plan(), facts.args.secrets, vllm, facts, settings,
                         gathered.gpu_report, help_requested=True)
+    rejected = None
     try:
         plan = make_plan(facts, settings.preflight)
+        if purpose != PLUGIN:  # the plugin runs inside vLLM, after vLLM read the arguments
+            plan, rejected = _gate(plan, facts, env, purpose, settings.preflight, vllm)
         if settings.warnings:
             plan = plan._replace(warnings=(*settings.warnings, *plan.warnings))
         out = argv
@@ -128,7 +137,71 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
     status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
     # The secrets' positions follow the edit (a change inserted before a bare "--" moves them).
     secrets = follow_edit(facts.args.secrets, argv, out)
-    return Prepared(status, out, plan, secrets, vllm, facts, settings, gathered.gpu_report)
+    return Prepared(status, out, plan, secrets, vllm, facts, settings, gathered.gpu_report, rejected=rejected)
+
+
+def _gate(plan: Plan, facts: Facts, env: Mapping[str, str], purpose: str, preflight: str,
+          vllm: VllmInstall) -> tuple[Plan, str | None]:
+    """What vLLM certainly fails on before it reads a rule's setting: arguments its own parser
+    rejects (plan and doctor say so and fail; dsv4-serve hands them over, vLLM prints its own
+    error), the command repeated as the first word (``dsv4-serve serve MODEL``) and a local
+    model path that does not exist (refused like a rule's finding, in every command).
+
+    Certain only with the installed release's own option table (``accepted_values_exact``):
+    with another release's table, or an unknown vLLM, each is a warning; so is a missing path
+    when the plan is for another machine's vLLM (``--vllm-version``)."""
+    args = facts.args
+    verified = facts.accepted_values_exact
+    repeated = repeated_command(args.tokens)
+    if args.rejection:
+        plan = Plan(warnings=args.warnings, preflight=preflight)  # make_plan's early return, less its warning
+        if repeated:
+            line = (f"`{repeated}` as the first word{'s' if ' ' in repeated else ''}: dsv4-serve already means `vllm serve`, so vLLM reads "
+                    f"{repeated.split()[0]!r} as the model and rejects the rest ({args.rejection}); "
+                    "write `dsv4-serve MODEL [OPTIONS]`")
+            return (_refused(plan, line, preflight) if verified else _warned(plan, line, facts)), None
+        if verified and purpose in (PLAN, DOCTOR):
+            return plan, args.rejection
+        what = "rejects" if verified else "will likely reject"
+        return plan._replace(warnings=(*plan.warnings, f"vLLM {what} these arguments ({args.rejection}); "
+                                       "handing them over unchanged")), None
+    if repeated and args.model == repeated.split()[0] and not os.path.isdir(args.model):
+        line = (f"the model is {args.model!r}: dsv4-serve already means `vllm serve` (write `dsv4-serve MODEL "
+                "[OPTIONS]`); vLLM looks for a model of that name")
+        plan = plan._replace(warnings=(*plan.warnings, line))
+    missing = missing_local_model(args, env)
+    if missing:  # the line says what there is to say about the model: not also "from the name"
+        said = f"model {args.model}: "
+        plan = plan._replace(notes=tuple(n for n in plan.notes if not n.startswith(said)),
+                             warnings=tuple(w for w in plan.warnings if not w.startswith(said)))
+        if vllm.assumed:
+            plan = plan._replace(warnings=(*plan.warnings, f"{missing} [on this machine]"))
+        else:
+            plan = _refused(plan, missing, preflight) if verified else _warned(plan, missing, facts)
+    return plan, None
+
+
+def repeated_command(tokens: Sequence[str]) -> str | None:
+    """``serve`` (or ``vllm serve``) as the first word(s) after ``dsv4-serve``, which already means them."""
+    if tokens[:1] == ("serve",):
+        return "serve"
+    if tuple(tokens[:2]) == ("vllm", "serve"):
+        return "vllm serve"
+    return None
+
+
+def _refused(plan: Plan, line: str, preflight: str) -> Plan:
+    """A certain failure, as a rule's refusal is treated under DSV4_LAUNCH_PREFLIGHT."""
+    if preflight == "refuse":
+        return plan._replace(refusals=(*plan.refusals, line))
+    suffix = " [DSV4_LAUNCH_PREFLIGHT=warn: starting anyway]" if preflight == "warn" else ""
+    return plan._replace(warnings=(*plan.warnings, line + suffix))
+
+
+def _warned(plan: Plan, line: str, facts: Facts) -> Plan:
+    release = f"vLLM {facts.vllm_version}" if facts.vllm_version else "this vLLM (version unknown)"
+    return plan._replace(warnings=(*plan.warnings, f"{line} [verified on the releases dsv4-launch has tables for; "
+                                   f"not verified for {release}]"))
 
 
 def _verified(plan: Plan, argv: tuple[str, ...], out: tuple[str, ...], table) -> tuple[Plan, tuple[str, ...]]:

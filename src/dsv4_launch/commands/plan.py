@@ -1,8 +1,11 @@
 """``dsv4-launch plan``: everything dsv4-serve does except running vLLM.
 
 Exits with the status dsv4-serve would have before the hand-over (0, or 2 when it would
-refuse or the input is bad, 127 when there is no vLLM to hand over to), so it serves as a
-gate; with ``--json`` the object is printed in every case, and is always valid JSON.
+refuse or the input is bad, 127 when there is no vLLM to hand over to) — and 2 as well when the
+installed vLLM's own option parser certainly rejects the arguments (an unknown option, an
+invalid choice, a missing value: dsv4-serve hands those to vLLM unchanged, and vLLM exits 2
+with its own message) — so it serves as a gate; with ``--json`` the object is printed in
+every case, and is always valid JSON.
 
 A reader that closes the pipe once it has what it wants (``plan | head -1``, ``plan | grep -q``)
 is not an error: plan stops writing, says nothing and exits with the plan's own status, as if
@@ -35,10 +38,13 @@ def plan_document(prepared: Prepared) -> dict:
         prepared.facts,
         masked_argv(prepared.argv, prepared.secrets),
         vllm_version=prepared.vllm.version if prepared.vllm else None,
-        exit_status=prepared.status,
+        exit_status=plan_status(prepared),
         memory=memory_data(prepared),
     )
     data["error"] = prepared.error
+    # New field (schema 1: keys are only added): the installed vLLM's own parser message when it
+    # rejects the arguments (exit_status 2; ``refusals`` stays dsv4-serve's, which hands them over).
+    data["rejected_by_vllm"] = prepared.rejected
     missing = no_vllm(prepared)
     if missing:
         data["exit_status"], data["error"] = exit_codes.NO_VLLM, missing
@@ -50,6 +56,21 @@ def plan_document(prepared: Prepared) -> dict:
         if key == "vllm_version":
             document["vllm_version_assumed"] = bool(prepared.vllm and prepared.vllm.assumed)
     return document
+
+
+def plan_status(prepared: Prepared) -> int:
+    """plan's exit status: dsv4-serve's before the hand-over, and 2 when vLLM's own parser
+    certainly rejects the arguments (dsv4-serve hands those over; vLLM then exits 2 itself)."""
+    if prepared.rejected and prepared.status == exit_codes.OK:
+        return exit_codes.REFUSED
+    return prepared.status
+
+
+def rejected_line(prepared: Prepared) -> str:
+    vllm = prepared.vllm
+    release = f"vLLM {vllm.version}{' (--vllm-version)' if vllm.assumed else ''}" if vllm and vllm.version else "vLLM"
+    return (f"{release} rejects these arguments: {prepared.rejected} (its own option parser; dsv4-serve "
+            "hands them over unchanged and vLLM exits 2 with its own message)")
 
 
 def no_vllm(prepared: Prepared) -> str | None:
@@ -72,7 +93,7 @@ def plan_result(argv: list[str], ctx: Context) -> Result:
     prepared = prepare(argv, ctx.env or {}, PLAN, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
     scrub = Scrubber.for_argv(prepared.argv, prepared.secrets)  # secret values masked in every line too
     missing = no_vllm(prepared)
-    status = exit_codes.NO_VLLM if missing else prepared.status
+    status = exit_codes.NO_VLLM if missing else plan_status(prepared)
 
     def text(stream, env) -> bool:
         from ..output.lines import Reporter
@@ -84,6 +105,8 @@ def plan_result(argv: list[str], ctx: Context) -> Result:
         report_plan(out, prepared.plan, prepared.facts, masked_argv(prepared.argv, prepared.secrets),
                     with_facts=True, vllm_version=vllm.version if vllm else None,
                     vllm_note=vllm.note if vllm else None, memory_line=summary_line(memory_data(prepared)))
+        if prepared.rejected:
+            out.error(rejected_line(prepared))
         return not out.broken
 
     # Bad input or an interrupt: no report, only the line (and the document); no vLLM: both.

@@ -191,9 +191,16 @@ def plugin_line(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
     return DoctorLine("plugin", OK, "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
 
 
+# The plan's notes that say checks were not made (core/rules/plan.py): WARN in doctor, not OK.
+_SKIPPED = ("were skipped", "checks are off")
+
+
 def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
     lines = []
-    if facts is not None:
+    if facts is not None and (facts.args.rejection or facts.args.unread):
+        why = "vLLM rejects these arguments" if facts.args.rejection else "some of vLLM's arguments are not visible here"
+        lines.append(DoctorLine("model", WARN, f"not read ({why})"))
+    elif facts is not None:
         m = facts.model
         what = m.architecture or m.model_type or "architecture unknown"
         source = f" (from {m.source})" if m.source else ""
@@ -204,8 +211,9 @@ def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
             lines.append(DoctorLine("model", OK, f"{m.name or 'vLLM default'}: {what}{source}; not DeepSeek-V4, passed through"))
     for change in plan.changes:
         lines.append(DoctorLine("plan", OK, f"will set {change.option} {change.after}: {change.reason} ({change.reference})"))
-    for note in plan.notes:
-        lines.append(DoctorLine("plan", OK, note))
+    for note in plan.notes:  # a note that checks were skipped is no all-clear: the pre-flight's WARN
+        skipped = any(w in note for w in _SKIPPED)
+        lines.append(DoctorLine("preflight" if skipped else "plan", WARN if skipped else OK, note))
     for warning in plan.warnings:
         lines.append(DoctorLine("plan", WARN, warning))
     for refusal in plan.refusals:
