@@ -626,8 +626,10 @@ def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch):
 
     out, err = io.StringIO(), io.StringIO()
     status = run_check(["--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
-    assert status == 1 and "Traceback" not in err.getvalue()
-    assert err.getvalue().startswith("dsv4-launch check: error: internal error: RuntimeError: boom ***")
+    assert status == 1 and "Traceback" not in err.getvalue() + out.getvalue()
+    # each step's own finding (the steps that need no earlier answer still run), the key masked
+    assert "problem: GET /health: internal error: RuntimeError: boom ***" in out.getvalue()
+    assert "problem: GET /v1/models: internal error: RuntimeError: boom ***" in out.getvalue()
     with pytest.raises(RuntimeError):
         run_check([], ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(), fetch=broken))
 
@@ -646,13 +648,23 @@ def test_a_bare_host_name_is_still_a_host(word):
     assert parse([word]) == ({}, word)
 
 
-@pytest.mark.parametrize("raised, status", [(RuntimeError, 1), (KeyboardInterrupt, 130)])
-def test_json_says_an_internal_error_or_an_interrupt_in_the_one_error_shape(raised, status):
+def test_json_says_an_interrupt_in_the_one_error_shape():
     def broken(*args, **kwargs):
-        raise raised(f"boom {KEY}")
+        raise KeyboardInterrupt(f"boom {KEY}")
 
     out, err = io.StringIO(), io.StringIO()
     got = run_check(["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
     doc = json.loads(out.getvalue())
-    assert got == status == doc["exit_status"] and KEY not in out.getvalue() + err.getvalue()
+    assert got == 130 == doc["exit_status"] and KEY not in out.getvalue() + err.getvalue()
     assert doc["error"] and err.getvalue() == f"dsv4-launch check: error: {doc['error']}\n"
+
+
+def test_json_says_an_internal_error_as_findings_with_a_documented_status():
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"boom {KEY}")
+
+    out, err = io.StringIO(), io.StringIO()
+    got = run_check(["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
+    doc = json.loads(out.getvalue())
+    assert got == 1 == doc["exit_status"] and doc["status"] == "problem" and KEY not in out.getvalue() + err.getvalue()
+    assert [f["code"] for f in doc["findings"]] == ["internal-error", "internal-error"] and doc["error"] is None

@@ -13,7 +13,8 @@ Adapter: file reads only, never the network. Where vLLM would look:
 
 Offline mode (``hf_offline``) is read here only, the way huggingface_hub reads it.
 
-Only regular files are opened (a FIFO named config.json would block), and every problem —
+Only regular files are opened, and never in a way that can block (``open_regular``: a FIFO named
+config.json, or a cache blob that is one), and every problem —
 an incomplete download, a ref that names a missing snapshot, bytes that are not JSON — becomes
 a one-line reason.
 """
@@ -172,6 +173,27 @@ def missing_local_model(args, env: Mapping[str, str]) -> str | None:
             "checkpoint's config.json, or a Hugging Face repository id")
 
 
+class NotRegular(OSError):
+    """The path names a FIFO, a device, a socket or a directory: never read (it may block)."""
+
+
+def open_regular(path: str):
+    """``open(path, "rb")`` for a regular file only (links followed), without ever blocking: opened
+    non-blocking (a FIFO with no writer, a tty), then checked on the open file itself — so
+    nothing can swap a FIFO in between. Raises NotRegular for anything else, OSError/ValueError
+    as ``open`` does. Every checkpoint or config file dsv4-launch reads goes through here."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(f"{path}: not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _regular_file(path: str) -> str | None:
     """None when ``path`` is a regular file (links followed); otherwise why it is not usable."""
     try:
@@ -241,8 +263,10 @@ def _read_ref(path: str) -> tuple[str | None, str | None]:
     if _regular_file(path) is not None:
         return None, None
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             raw = handle.read(256)
+    except NotRegular:
+        return None, None
     except OSError as exc:
         return None, f"cannot read {path} ({exc.strerror or exc})"
     except ValueError as exc:  # a NUL byte: no strerror
@@ -259,8 +283,10 @@ def read_json_file(path: str) -> tuple[object | None, str | None]:
     if problem is not None:
         return None, f"{path}: {problem}"
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except NotRegular:
+        return None, f"{path}: not a regular file"
     except OSError as exc:
         return None, f"cannot read {path}: {exc.strerror or exc}"
     except ValueError as exc:  # a NUL byte: no strerror

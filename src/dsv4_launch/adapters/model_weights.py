@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from ..core.facts import WeightFacts
 from ..core.memory.weights import CheckpointFiles
+from .model_files import open_regular
 
 INDEX = "model.safetensors.index.json"
 MAX_INDEX_BYTES = 64 * 2**20
@@ -113,7 +114,10 @@ def read_checkpoint_files(model_dir: str) -> CheckpointFiles | None:
                     continue  # glob's * does not match a leading dot
                 kind = name.rpartition(".")[2]
                 if name == INDEX:
-                    has_index = True
+                    # vLLM reads the index only when os.path.isfile (links followed) holds, else loads
+                    # every *.safetensors file (weight_utils.py filter_duplicate_safetensors_files,
+                    # :596@0.33.0): a FIFO, a device or a folder of that name is no index.
+                    has_index = _is_file(entry)
                 elif kind == "safetensors":
                     safetensors[name] = _size(entry)
                     mistral = mistral or name.startswith("consolidated")
@@ -148,6 +152,13 @@ def read_checkpoint_files(model_dir: str) -> CheckpointFiles | None:
     return _with_payload(model_dir, files, {n: safetensors[n] for n in present})
 
 
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _size(entry: os.DirEntry) -> int:
     """The file's size through links (a Hugging Face snapshot links to its blobs); 0 when it
     is a dangling link or not a file."""
@@ -174,7 +185,7 @@ class _Index:
             try:
                 raw = self.head
                 if not self.whole:
-                    with open(self.path, "rb") as handle:
+                    with open_regular(self.path) as handle:
                         raw = handle.read(MAX_INDEX_BYTES + 1)
                     if len(raw) > MAX_INDEX_BYTES:
                         return None
@@ -186,7 +197,7 @@ class _Index:
 
 def _read_index(path: str) -> _Index | None:
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             head = handle.read(HEAD_BYTES + 1)
     except (OSError, ValueError):
         return None
@@ -258,7 +269,7 @@ def _with_payload(model_dir: str, files: CheckpointFiles, shards: dict[str, int]
 def _header_length(path: str, size: int) -> int | None:
     """A safetensors file starts with its header's length (u64, little-endian) and ``{``."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             start = handle.read(9)
     except (OSError, ValueError):
         return None

@@ -150,8 +150,10 @@ def _stop(findings: list[sc.Finding]) -> bool:
 
 
 def probe(base: sc.BaseUrl, *, model: str | None, headers: Mapping[str, str], deadline: float, client: str,
-          key_from: str | None, key_set: bool, clock=time.monotonic, fetch=None) -> Run:
-    """The four steps, each bounded by the time left before ``deadline``."""
+          key_from: str | None, key_set: bool, clock=time.monotonic, fetch=None, debug: bool = False) -> Run:
+    """The four steps, each bounded by the time left before ``deadline``. Something unforeseen
+    inside one step (``debug``: raised instead) is that step's finding, a problem, and the
+    steps that do not need its result still run."""
     if fetch is None:
         from ..adapters.http_client import request as fetch
     run = Run()
@@ -162,24 +164,57 @@ def probe(base: sc.BaseUrl, *, model: str | None, headers: Mapping[str, str], de
         return fetch(method, base, path, headers=json_headers if data else headers, body=data,
                      timeout=deadline - clock(), client=client, clock=clock)
 
-    ex = call("GET", "/health")
-    if _stop(run.record("health", "GET /health", ex, sc.judge_health(ex))):
+    def step(name: str, request: str, work) -> tuple[list[sc.Finding], object]:
+        """``work()`` → (the exchange, its findings, what the step gives the next ones)."""
+        try:
+            ex, found, given = work()
+        except Exception as exc:
+            if debug:
+                raise
+            ex = sc.Exchange(None, error=f"{type(exc).__name__}", kind="internal")
+            found = [sc.Finding(name, sc.FAIL, "internal-error",
+                                f"{request}: internal error: {type(exc).__name__}: {str(exc)[:160]} "
+                                "(DSV4_LAUNCH_DEBUG=1 shows the traceback)")]
+            given = None
+        return run.record(name, request, ex, found), given
+
+    def health():
+        ex = call("GET", "/health")
+        return ex, sc.judge_health(ex), None
+
+    def models():
+        ex = call("GET", "/v1/models")
+        return (ex, *sc.judge_models(ex, model, key_from=key_from, key_set=key_set))
+
+    def chat():
+        ex = call("POST", "/v1/chat/completions", sc.chat_request(run.model or ""))
+        return (ex, *sc.judge_chat(ex, key_from=key_from, key_set=key_set))
+
+    def tools():
+        ex = call("POST", "/v1/chat/completions", sc.tool_request(run.model or ""))
+        return (ex, *sc.judge_tools(ex, key_from=key_from, key_set=key_set))
+
+    found, _ = step("health", "GET /health", health)
+    if _stop(found) and not _internal(found):
         return run
-    ex = call("GET", "/v1/models")
-    found, card = sc.judge_models(ex, model, key_from=key_from, key_set=key_set)
-    run.record("models", "GET /v1/models", ex, found)
-    if card is None:
+    found, card = step("models", "GET /v1/models", models)
+    if isinstance(card, dict):
+        run.model = card["id"]
+    elif model is not None and _internal(found):
+        run.model = model  # the model list could not be judged here: the model asked for is probed
+    if run.model is None:
         return run
-    run.model = card["id"]
-    ex = call("POST", "/v1/chat/completions", sc.chat_request(run.model))
-    found, run.chat = sc.judge_chat(ex, key_from=key_from, key_set=key_set)
-    run.record("chat", "POST /v1/chat/completions", ex, found)
+    found, chat_summary = step("chat", "POST /v1/chat/completions", chat)
+    run.chat = chat_summary if isinstance(chat_summary, sc.ChatSummary) else None
     if any(f.level == sc.UNREACHABLE for f in found):
         return run
-    ex = call("POST", "/v1/chat/completions", sc.tool_request(run.model))
-    found, run.tools = sc.judge_tools(ex, key_from=key_from, key_set=key_set)
-    run.record("tools", "POST /v1/chat/completions (tools)", ex, found)
+    _, tools_summary = step("tools", "POST /v1/chat/completions (tools)", tools)
+    run.tools = tools_summary if isinstance(tools_summary, sc.ChatSummary) else None
     return run
+
+
+def _internal(findings: list[sc.Finding]) -> bool:
+    return any(f.code == "internal-error" for f in findings)
 
 
 EXIT = {sc.HEALTHY: exit_codes.OK, sc.PROBLEM: exit_codes.CHECK_PROBLEM, sc.NOT_REACHABLE: exit_codes.NOT_REACHABLE}
@@ -250,7 +285,8 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     start = clock()
     try:
         run = probe(base, model=own.get("model"), headers=headers, deadline=start + timeout, client=client,
-                    key_from=key_from, key_set=bool(key), clock=clock, fetch=ctx.fetch)
+                    key_from=key_from, key_set=bool(key), clock=clock, fetch=ctx.fetch,
+                    debug=read_flag(env, "DSV4_LAUNCH_DEBUG")[0])
     except KeyboardInterrupt:
         return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted",
                       document={"command": "check", "url": base.shown, "status": "interrupted"})
@@ -259,7 +295,7 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
             raise
         return Result(exit_codes.CHECK_PROBLEM, PREFIX, scrub=scrub, error=f"internal error: {type(exc).__name__}: "
                       f"{str(exc)[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)",
-                      document={"command": "check", "url": base.shown, "status": "internal-error"})
+                      document={"command": "check", "url": base.shown, "status": sc.PROBLEM})
     notes = []
     if base.stripped_v1:
         notes.append("the URL's /v1 was taken off: /health and /v1/… are asked at the server's root")
@@ -302,14 +338,24 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     return Result(status, PREFIX, "the report", None, data, text, scrub)
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
 def _summary(state: str, run: Run, elapsed: float, status: int) -> str:
+    """The one verdict line: what was asked, and the problems and warnings above counted."""
     asked = len(run.steps)
+    warnings = sum(1 for f in run.findings if f.level == sc.WARN)
+    warned = f", {_count(warnings, 'warning')} above" if warnings else ""
     if state == sc.HEALTHY:
+        if warnings:
+            return f"{asked} requests answered in {elapsed:.2f} s: no problem, {_count(warnings, 'warning')} above " \
+                   f"(exit {status})"
         return f"{asked} requests answered in {elapsed:.2f} s, nothing wrong found (exit {status})"
     if state == sc.PROBLEM:
         n = sum(1 for f in run.findings if f.level == sc.FAIL)
-        return f"{n} problem{'s' if n != 1 else ''} found (exit {status})"
-    return f"the server did not answer (exit {status}: not reachable, not ready or too slow)"
+        return f"{_count(n, 'problem')} found{warned} (exit {status})"
+    return f"the server did not answer (exit {status}: not reachable, not ready or too slow){warned}"
 
 
 COMMAND = Command("check", """Check a running OpenAI-compatible server (vLLM) at URL: is it serving correctly?

@@ -203,14 +203,53 @@ def tool_request(model: str) -> dict:
 
 # --- reading answers -------------------------------------------------------------------------
 
+# No answer of vLLM's is nested more than a few levels (a chat completion: 6); anything deeper than
+# this is not read at all, so no reader here — json's own, ours, the JSON writer — ever meets a
+# nesting its recursion cannot hold (a RecursionError would end the whole check).
+MAX_JSON_DEPTH = 64
+TOO_DEEP = f"the answer's JSON is nested more than {MAX_JSON_DEPTH} levels deep: not read"
+_BRACKET = r"[\[\]{}]"
+_JSON_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+
+
+def nested_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """More than ``limit`` arrays/objects open at once somewhere in ``text`` (brackets inside
+    strings not counted). Linear; a text with at most ``limit`` brackets is not scanned."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for m in re.finditer(_BRACKET, re.sub(_JSON_STRING, '""', text)):
+        if m.group(0) in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def parse_json(text: str) -> tuple[object, str | None]:
+    """(the value, None), or (None, why not): not JSON, or nested too deeply to read. Never raises."""
+    if nested_too_deep(text):
+        return None, TOO_DEEP
+    try:
+        return json.loads(text), None
+    except RecursionError:  # not reached below MAX_JSON_DEPTH; kept so that nothing can raise
+        return None, TOO_DEEP
+    except ValueError:
+        return None, "not JSON"
+
+
 def json_body(ex: Exchange):
-    """The body as JSON, or None."""
+    """The body as JSON, or None (not JSON, cut at the size limit, or nested too deeply)."""
     if not ex.body or ex.truncated:
         return None
-    try:
-        return json.loads(ex.body.decode("utf-8", "replace"))
-    except ValueError:
-        return None
+    return parse_json(ex.body.decode("utf-8", "replace"))[0]
+
+
+def too_deep(ex: Exchange) -> bool:
+    """The body is JSON nested deeper than MAX_JSON_DEPTH (so ``json_body`` gave None)."""
+    return bool(ex.body) and not ex.truncated and nested_too_deep(ex.body.decode("utf-8", "replace"))
 
 
 def excerpt(text: str, limit: int = 160) -> str:
@@ -404,6 +443,8 @@ def judge_models(ex: Exchange, wanted: str | None, *, key_from: str | None = Non
     doc = json_body(ex)
     if ex.truncated:
         return [Finding("models", FAIL, "bad-response", "/v1/models: the answer is larger than the size limit")], None
+    if doc is None and too_deep(ex):
+        return [Finding("models", FAIL, "bad-response", f"/v1/models: {TOO_DEEP}")], None
     data = doc.get("data") if isinstance(doc, dict) else None
     cards = [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)] if isinstance(data, list) else []
     if doc is None or not isinstance(data, list):
@@ -471,6 +512,7 @@ def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fal
     summary = summarize(doc, ex.elapsed)
     if summary is None:
         _, _, wrong = _message(doc)
+        wrong = TOO_DEEP if doc is None and too_deep(ex) else wrong
         return [Finding("chat", FAIL, "bad-response", f"{what}: {wrong or 'not a chat completion'}")], None
     out = _content_findings("chat", what, summary)
     content = summary.content or ""
@@ -547,16 +589,18 @@ def judge_tools(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fa
     summary = summarize(doc, ex.elapsed)
     if summary is None:
         _, _, wrong = _message(doc)
+        wrong = TOO_DEEP if doc is None and too_deep(ex) else wrong
         return [Finding("tools", FAIL, "bad-response", f"{what}: {wrong or 'not a chat completion'}")], None
     out = _content_findings("tools", what, summary)
     if summary.tool_calls:
         call = summary.tool_calls[0]
         args = call.get("arguments")
-        try:
-            parsed = json.loads(args) if isinstance(args, str) else None
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, dict):
+        parsed, why = parse_json(args) if isinstance(args, str) else (None, None)
+        if why == TOO_DEEP:
+            out.append(Finding("tools", FAIL, "tool-arguments",
+                               f"{what}: {call.get('name')!r} called with arguments nested more than "
+                               f"{MAX_JSON_DEPTH} levels deep: not read"))
+        elif not isinstance(parsed, dict):
             out.append(Finding("tools", FAIL, "tool-arguments",
                                f"{what}: {call.get('name')!r} called with arguments that are not a JSON object: "
                                f"{excerpt(str(args), 80)!r}"))
