@@ -149,7 +149,8 @@ def _gate(plan: Plan, facts: Facts, env: Mapping[str, str], purpose: str, prefli
 
     Certain only with the installed release's own option table (``accepted_values_exact``):
     with another release's table, or an unknown vLLM, each is a warning; so is a missing path
-    when the plan is for another machine's vLLM (``--vllm-version``)."""
+    when the plan is for another machine's vLLM (``--vllm-version``, explain's log of one) or
+    there is no vLLM here."""
     args = facts.args
     verified = facts.accepted_values_exact
     repeated = repeated_command(args.tokens)
@@ -174,7 +175,7 @@ def _gate(plan: Plan, facts: Facts, env: Mapping[str, str], purpose: str, prefli
         said = f"model {args.model}: "
         plan = plan._replace(notes=tuple(n for n in plan.notes if not n.startswith(said)),
                              warnings=tuple(w for w in plan.warnings if not w.startswith(said)))
-        if vllm.assumed:
+        if vllm.assumed or not (vllm.importable or vllm.executable):  # a plan for another machine's vLLM
             plan = plan._replace(warnings=(*plan.warnings, f"{missing} [on this machine]"))
         else:
             plan = _refused(plan, missing, preflight) if verified else _warned(plan, missing, facts)
