@@ -244,8 +244,6 @@ CASES = [
                                              "--enable-hybrid-kv-cache-manager flag to let vLLM decide automatically.")),
     ("v2-runner-unsupported", "0.33.0", traceback([], "ValueError: Model Runner V2 does not yet support: "
                                                   "kv_sharing_fast_prefill")),
-    ("v41-pcp-not-flashmla", "0.33.0", traceback([], "NotImplementedError: DeepSeek-V4.1 PCP requires FlashMLA sparse "
-                                                 "attention.")),
     ("mega-moe-routing", "0.29.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently supports "
                                              "sqrtsoftplus routing only.")),
     ("mega-moe-routing", "0.33.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE requires normalized top-k "

@@ -537,18 +537,6 @@ SIGNATURES: tuple[Signature, ...] = (
                      "runner (not with DSpark, which needs V2: see dspark-v1-runner)",
               "reference": "vllm/config/vllm.py _validate_v2_model_runner", "evidence": "cited"},
     ),
-    Signature(
-        rule="v41-pcp-not-flashmla", exception="NotImplementedError",
-        pattern=r"DeepSeek-V4\.1 PCP requires FlashMLA sparse attention",
-        source="vllm/models/deepseek_v41/nvidia/model.py:218@0.33.0",
-        vllm=VersionRange(since="0.33.0"),
-        text={"title": "DeepSeek-V4.1 with prefill context parallelism on a non-FlashMLA attention backend",
-              "effect": "DeepSeek-V4.1's prefill context parallelism (--prefill-context-parallel-size > 1) runs only "
-                        "on the FlashMLA sparse backends (FLASHMLA_SPARSE, FLASHMLA_SPARSE_DSV4, FLASHMLA_SPARSE_DSV41)",
-              "fix": "--prefill-context-parallel-size 1, or an --attention-backend of FLASHMLA_SPARSE_DSV41 (on GPUs "
-                     "that have FlashMLA: SM 9.0, SM 10.x)",
-              "reference": "vllm/models/deepseek_v41/nvidia/model.py@0.33.0", "evidence": "cited"},
-    ),
     *(Signature(
         rule="mega-moe-routing", exception="NotImplementedError", pattern=pattern, source=source, vllm=vllm,
         text={"title": "MegaMoE with a checkpoint whose routing it does not support",
