@@ -253,3 +253,16 @@ def test_a_parser_is_offered_for_the_releases_that_have_it():
         new = candidates(prog, words, version="0.30.0")
         assert [c.rpartition("=")[2] for c in old] == ["deepseek_v4"]
         assert [c.rpartition("=")[2] for c in new] == ["deepseek_v4", "deepseek_v41"]
+
+
+def test_each_declared_option_is_offered_where_it_is_declared():
+    """Completion reads the commands' one declaration (own_options.Command): every option a
+    command declares is offered for it, and no other command's."""
+    from dsv4_launch.commands.own_options import COMMANDS, load
+
+    declared = {name: {o.name for o in load(name).options} for name in COMMANDS if name != "serve"}
+    for name, options in declared.items():
+        offered = set(candidates("dsv4-launch", [name, "--"], version="0.33.0"))
+        assert options <= offered, (name, options - offered)
+        others = set().union(*(o for n, o in declared.items() if n != name)) - options
+        assert not (others & offered) - set(load_table("0.33.0").option_strings), (name, others & offered)
