@@ -240,11 +240,12 @@ def test_where_no_length_fits_another_setting_is_suggested():
 
 
 def test_json_fits_is_false_exactly_when_the_refusal_fires():
-    for tokens, gpus, fits in ((["-tp", "2", "--max-model-len", "65536", "--max-num-batched-tokens", "2048"], 2, True),
-                               ([], 1, False),
-                               (["-tp", "2"], 2, None)):
+    for tokens, gpus, fits, said in (
+            (["-tp", "2", "--max-model-len", "65536", "--max-num-batched-tokens", "2048"], 2, True, "fits"),
+            ([], 1, False, "does not fit"),
+            (["-tp", "2"], 2, True, "vLLM decides at start")):  # fits: the weights; verdict: the whole
         data = summary(facts(tokens, gpus=gpus))
-        assert data["fits"] is fits
+        assert data["fits"] is fits and data["verdict"] == said
         assert set(data) >= {"weights_bytes_per_gpu", "gpu_memory_bytes", "budget_bytes", "kv_bytes_per_token",
                              "max_model_len", "max_model_len_fits", "fits", "source"}
     unknown = summary(facts(weights=None))

@@ -6,13 +6,15 @@ object it fails), ``envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``'s reader on 
 and the ``-O`` levels' default ``cudagraph_mode`` (``OPTIMIZATION_LEVEL_00`` …). What is read
 as text: ``Worker.determine_available_memory``, which needs a GPU to run — its source must still
 guard the graph profile with ``cudagraph_mode != CUDAGraphMode.NONE``, gate it on the env
-variable and subtract it from the requested memory, as the cited lines say.
+variable and subtract it from the requested memory, as the cited lines say. The release is
+``vllm.version``'s, so a release's own sources laid over another's venv (PYTHONPATH) are judged
+as that release.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
+import importlib.util
 import inspect
 import os
 
@@ -27,6 +29,18 @@ from dsv4_launch.vllm_cli.serve_args import read_serve_args
 
 pytestmark = pytest.mark.rule("max-model-len-too-long")
 FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
+
+
+@pytest.fixture(scope="module")
+def real_vllm():
+    """(None, None, the release): vLLM's own ``vllm.version`` — the release whose Python sources are
+    imported, also where a release's sources are laid over another release's venv."""
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
+            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
+        pytest.skip("needs a real vLLM (tests/vllm_real/conftest.py says how)")
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    return None, None, importlib.import_module("vllm.version").__version__
 
 
 def _facts(version, tokens=(), env=None):

@@ -1,10 +1,11 @@
 """``dsv4-launch fit [MODEL] [--gpus N|NxGPU] [--gpu-memory SIZE] [VLLM ARGS]``: will it fit?
 
 Every layout of the model on these GPUs (and the one the arguments give, marked), with the
-weights per GPU, the KV cache left, the longest single request and the concurrency at
-``--max-model-len`` (65,536 when not given) for the whole deployment, and the fewest of these
-GPUs that fit. The same pipeline as dsv4-serve gathers the facts (model, GPUs, vLLM); without
-GPUs it works from ``--gpus 8xH200`` (a preset: core/memory/presets.py), or ``--gpus`` and
+weights per GPU, the KV cache left and the longest single request as bands (pessimistic to
+optimistic: core/memory/budget.py), vLLM's "Maximum concurrency" at ``--max-model-len``
+(65,536 when not given) for the whole deployment, the verdict (core/memory/estimate.py
+``verdict``), and the fewest of these GPUs that fit. The same pipeline as dsv4-serve gathers
+the facts (model, GPUs, vLLM); without GPUs it works from ``--gpus 8xH200`` (a preset: core/memory/presets.py), or ``--gpus`` and
 ``--gpu-memory`` (or ``DSV4_LAUNCH_GPU_MEMORY``).
 """
 
@@ -240,8 +241,11 @@ COMMAND = Command("fit", """Will it fit? Every tensor/pipeline/data-parallel lay
 
 VLLM_ARGS: the model (DeepSeek-V4-Flash when none is given) and any `vllm serve` options that
 change memory (--gpu-memory-utilization, --max-model-len, --max-num-batched-tokens,
---cpu-offload-gb, ...). Shows weights per GPU, KV cache left, the longest single request and the
-concurrency at --max-model-len (65,536 when not given), per DP replica and in all; the layout
-your arguments give is marked, and the fewest of these GPUs that fit is named. An estimate.
-Exit status: 1 when every layout is known not to fit, 0 otherwise, 2 for bad input.""",
+--cpu-offload-gb, ...). Shows weights per GPU, the KV cache left and the longest single request
+(pessimistic–optimistic), vLLM's "Maximum concurrency" at --max-model-len (65,536 when not
+given) for the whole deployment, and a verdict: fits (even at the pessimistic end), vLLM decides
+at start, or does not fit (the weights alone, for certain); the layout your arguments give is
+marked, and the fewest of these GPUs that fit is named. The header says the GPU memory used and
+whose accounting (the installed vLLM, --vllm-version, or the newest release). An estimate.
+Exit status: 1 when every layout certainly does not fit, 0 otherwise, 2 for bad input.""",
                   PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

@@ -889,7 +889,8 @@ def summary(facts: Facts) -> dict | None:
     start`` (the bands straddle what one request of ``max_model_len`` needs), ``does not fit``
     (exactly when the weights refusal ``weights-exceed-memory`` holds), ``memory not checked`` (the
     GPUs' memory is unknown: ``not_checked`` says why and what to set) or ``unknown`` (the
-    checkpoint's size is). ``fits`` is false exactly with the refusal, true with *fits*, else null.
+    checkpoint's size is). ``fits`` keeps its meaning — the weights: false exactly with the
+    refusal, true when their estimate is within the budget, null when it cannot tell.
     """
     if not facts.model.is_dsv4_family:
         return None
@@ -901,7 +902,7 @@ def summary(facts: Facts) -> dict | None:
         said = DOES_NOT_FIT
     elif said == DOES_NOT_FIT:  # the layout's bound is over, but the refusal's conditions do not hold
         said = DECIDES
-    fits = False if refused else (True if said == FITS else None)
+    fits = False if refused else (True if e.fits else None)  # the weights (its meaning since schema 1)
     return {
         "layout": e.layout.words(),
         "verdict": said,
