@@ -169,7 +169,11 @@ def test_weights_that_cannot_fit_are_refused():
     (line,) = plan.refusals
     # 159.6 GB less the MTP layer vLLM skips (1 of 44 layers at most): 145.3 GiB at the very least
     assert "145.3 GiB of weights per GPU at the very least" in line and "at least 2 of these" in line
+    assert "but at most 88.0 GiB may be used of each GPU" in line and "at least 88.0" not in line
     assert "dsv4-launch fit" in line
+    plan, found = findings(facts(["--kv-cache-memory-bytes", str(4 * 2**30)]))
+    (line,) = plan.refusals
+    assert ", plus 4.0 GiB of --kv-cache-memory-bytes, but at most 95.6 GiB may be used" in line
     plan, found = findings(facts(["-tp", "2"], gpus=2))  # passes at TP 2
     assert "weights-exceed-memory" not in found and plan.refusals == ()
 
