@@ -568,7 +568,7 @@ def test_a_long_log_keeps_a_bounded_window():
     scan = scanner.result()
     assert scan.lines == 20_020
     assert len(scan.matches) == 1 and scan.matches[0].count == 20
-    assert len(scanner._window) <= 64 and len(scan.exceptions) <= 3
+    assert len(scanner._window) <= 64 and len(scan.root_cause) <= 1 + 2  # the cause and its wrap
 
 
 @pytest.mark.parametrize(("raw", "message", "level"), [
@@ -841,3 +841,156 @@ def test_a_vllm_too_old_names_the_first_release_known_to_have_deepseek_v4(tmp_pa
     (item,) = doc["explained"]
     assert item["rule"] == "vllm-too-old-for-dsv4" and "0.24.0" in item["fix"]
     assert explain(tmp_path, vllm_lines(["KeyError: 'invalid tool call parser: deepseek_v3x'"]), name="v3.log")[0] == 1
+
+
+# --- the root cause of a failure no signature names (issue 30.3) -------------------------------
+# Real excerpts, as the public threads give them (the field corpus, tests/fixtures/logs/field/,
+# holds the whole logs): (thread, raw lines, the root cause's lines, vLLM's pointer or None).
+ROOT_CAUSES = [
+    # gpustack/gpustack#2680: vLLM 0.10's "(VllmWorker rank=N pid=…)" prefix; the pointer after it
+    ("gpustack#2680", [
+        "(VllmWorker rank=3 pid=4665) ERROR 08-05 14:13:44 [multiproc_executor.py:487]     raise RuntimeError(f\"NCCL "
+        "error: {error_str}\")",
+        "(VllmWorker rank=3 pid=4665) ERROR 08-05 14:13:44 [multiproc_executor.py:487] RuntimeError: NCCL error: "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        "(VllmWorker rank=2 pid=4664) ERROR 08-05 14:13:44 [multiproc_executor.py:487] WorkerProc failed to start.",
+        "(VllmWorker rank=2 pid=4664) ERROR 08-05 14:13:44 [multiproc_executor.py:487] Traceback (most recent call "
+        "last):"],
+     ["RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"],
+     "WorkerProc failed to start."),
+    # vllm#42384: DeepSeek-V4-Pro at TP 16, the exception indented and wrapped over two lines
+    ("vllm#42384", ["  ValueError: Weight input_size_per_partition = 192 is not divisible by",
+                    "  weight quantization block_k = 128."],
+     ["  ValueError: Weight input_size_per_partition = 192 is not divisible by",
+      "  weight quantization block_k = 128."], None),
+    # flashinfer-ai/flashinfer#3828: TVM's "Check failed:" alone, wrapped
+    ("flashinfer#3828", ["Check failed: num_tokens > 64 (7 vs. 64) : Decode (num_tokens <= 64) must go through",
+                         "sparse_mla_sm120_decode_dsv3_2 or sparse_mla_sm120_decode_dsv4; got num_tokens=7"],
+     ["Check failed: num_tokens > 64 (7 vs. 64) : Decode (num_tokens <= 64) must go through",
+      "sparse_mla_sm120_decode_dsv3_2 or sparse_mla_sm120_decode_dsv4; got num_tokens=7"], None),
+    # kyuz0/amd-strix-halo-vllm-toolboxes#80: Ray's wrapped exception, under the engine's prefix
+    ("kyuz0#80", [
+        "(EngineCore pid=6685) ERROR 08-13 19:37:02 [core.py:1349]     raise value.as_instanceof_cause()",
+        "(EngineCore pid=6685) ERROR 08-13 19:37:02 [core.py:1349] ray.exceptions.RayTaskError(RuntimeError): "
+        "ray::RayWorkerProc.initialize_worker() (pid=7282, ip=192.168.100.1)",
+        "(EngineCore pid=6685) ERROR 08-13 19:37:02 [core.py:1349]            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^"],
+     ["ray.exceptions.RayTaskError(RuntimeError): ray::RayWorkerProc.initialize_worker() (pid=7282, "
+      "ip=192.168.100.1)"], None),
+    # deepseek-ai/DeepSeek-V2#76: vLLM 0.5's header ("worker_base.py:382]") under Ray's prefix, then
+    # the user's restart: the failure before it is the one shown
+    ("DeepSeek-V2#76", [
+        "(RayWorkerWrapper pid=23558, ip=10.0.128.18) ERROR 07-28 13:53:40 worker_base.py:382] RuntimeError: NCCL "
+        "Error 3: internal error - please report this issue to the NCCL developers",
+        "[... cut ...]",
+        "INFO 07-28 13:54:35 api_server.py:219] vLLM API server version 0.5.3.post1"],
+     ["RuntimeError: NCCL Error 3: internal error - please report this issue to the NCCL developers"], None),
+    # yhfgyyf/vllm-deepseek-v4-sm89#43 (DeepSeek-V4): the API server's EngineDeadError points above; the
+    # real error is C++'s, from a worker, with torch's advice after it (not the message)
+    ("vllm-deepseek-v4-sm89#43", [
+        "(APIServer pid=1548000) ERROR 08-02 22:07:03 [serving.py:820] vllm.v1.engine.exceptions.EngineDeadError: "
+        "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+        "(Worker_TP6 pid=1548833) Traceback (most recent call last):",
+        "(Worker_TP6 pid=1548833)   File \"/home/dev/ds-v0731-vllm/lib/python3.12/site-packages/vllm/v1/executor/"
+        "multiproc_executor.py\", line 933, in worker_main",
+        "(Worker_TP6 pid=1548833)     worker.shutdown()",
+        "terminate called after throwing an instance of '[rank5]:[E802 22:07:03.847786934 ProcessGroupNCCL.cpp:2119] "
+        "[PG ID 2 PG GUID 3 Rank 5] Process group watchdog thread terminated with exception: CUDA error: an illegal "
+        "memory access was encountered",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might "
+        "be incorrect."],
+     ["terminate called after throwing an instance of '[rank5]:[E802 22:07:03.847786934 ProcessGroupNCCL.cpp:2119] "
+      "[PG ID 2 PG GUID 3 Rank 5] Process group watchdog thread terminated with exception: CUDA error: an illegal "
+      "memory access was encountered"],
+     "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the "
+     "root cause."),
+    # vllm#33297: colour copied in caret notation, a CI runner's timestamp
+    ("vllm#33297", ["[2026-01-26T17:25:37Z] ^[[0;36m(EngineCore_DP0 pid=738)^[[0;0m ^[[31mERROR^[[0m ^[[90m01-26 "
+                    "09:25:37^[[0m ^[[90m[core.py:935]^[[0m ValueError: Free memory on device cuda:0 (1.54/22.05 GiB) "
+                    "on startup is less than desired GPU memory utilization (0.9, 19.84 GiB)."],
+     ["ValueError: Free memory on device cuda:0 (1.54/22.05 GiB) on startup is less than desired GPU memory "
+      "utilization (0.9, 19.84 GiB)."], None),
+    # vllm-project/vllm-omni#276: a line quoted in Markdown's backticks
+    ("vllm-omni#276", ["`ValueError: Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU "
+                       "memory utilization (0.6, 47.59 GiB).`"],
+     ["ValueError: Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU memory utilization "
+      "(0.6, 47.59 GiB)."], None),
+]
+
+
+@pytest.mark.parametrize(("thread", "raw", "cause", "pointer"), ROOT_CAUSES, ids=[c[0] for c in ROOT_CAUSES])
+def test_the_root_cause_of_an_unknown_failure_is_its_first_real_error_line(tmp_path, thread, raw, cause, pointer):
+    status, doc, _ = explain(tmp_path, raw)  # the root cause is read whether a signature names the failure or not
+    assert [r["text"] for r in doc["root_cause"]] == cause, thread
+    assert [p["text"] for p in doc["pointers"]] == ([pointer] if pointer else [])
+    if status == 1:  # printed when no signature names it
+        _, text, _ = explain(tmp_path, raw, as_json=False)
+        assert f"root cause: line {doc['root_cause'][0]['line']}: {cause[0]}" in text
+        assert all(f": {line}" in text for line in cause[1:])
+
+
+def test_the_first_error_of_the_failure_not_the_wrappers_after_it(tmp_path):
+    # the worker's exception, then the engine's and the API server's, each pointing above: the first
+    # names the cause; a chained exception's first is the cause too
+    lines = [version_line("0.33.0"),
+             *vllm_lines(traceback([("v1/worker/gpu_worker.py", 301, "load_model", "self.model_runner.load_model()")],
+                                   ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "",
+                                    "The above exception was the direct cause of the following exception:", "",
+                                    "Traceback (most recent call last):",
+                                    '  File "/x/vllm/v1/executor/multiproc_executor.py", line 1, in wait_for_ready',
+                                    "    raise e from None",
+                                    "Exception: WorkerProc initialization failed due to an exception in a background "
+                                    "process. See stack trace for root cause."]), proc="Worker_TP0"),
+             *vllm_lines(["EngineCore failed to start.", "Traceback (most recent call last):",
+                          '  File "/x/vllm/v1/engine/core.py", line 1, in run_engine_core',
+                          "    raise e", "RuntimeError: something the engine wraps"]),
+             *vllm_lines(["RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+                          "proc(s): {'EngineCore_DP0': 1}"], proc="APIServer", pid=1)]
+    _, doc, _ = explain(tmp_path, lines)
+    assert [r["text"] for r in doc["root_cause"]] == ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                                                      "2.00 GiB."]
+    assert doc["pointers"][0]["text"].startswith("RuntimeError: Engine core initialization failed")
+
+
+def test_a_restart_or_a_long_quiet_stretch_starts_the_next_failure(tmp_path):
+    first = vllm_lines(traceback([], "OSError: [Errno 28] No space left on device"))
+    second = vllm_lines(traceback([], "RuntimeError: NCCL error: unhandled cuda error"))
+    quiet = vllm_lines([f"Loading safetensors checkpoint shards: {i}% Completed" for i in range(150)], level="INFO")
+    for between in ([version_line("0.33.0")], quiet):
+        _, doc, _ = explain(tmp_path, [version_line("0.33.0"), *first, *between, *second])
+        assert [r["text"] for r in doc["root_cause"]] == ["RuntimeError: NCCL error: unhandled cuda error"]
+    # warnings and info lines are never the cause
+    _, doc, _ = explain(tmp_path, [*vllm_lines(["ValueError: only a warning"], level="WARNING"), *second])
+    assert doc["root_cause"][0]["text"] == "RuntimeError: NCCL error: unhandled cuda error"
+
+
+@pytest.mark.parametrize(("ending", "cause"), [
+    ("c10::Error: CUDA driver error: device not ready", "c10::Error: CUDA driver error: device not ready"),
+    ("deep_gemm.Oops: unsupported", "deep_gemm.Oops: unsupported"),  # a name _EXCEPTION does not know
+])
+def test_the_line_a_traceback_ends_with_is_its_exception_whatever_its_name(tmp_path, ending, cause):
+    lines = vllm_lines(traceback([("v1/worker/gpu_worker.py", 301, "load_model", "self.model_runner.load_model()")],
+                                 ending))
+    _, doc, _ = explain(tmp_path, lines)
+    assert [r["text"] for r in doc["root_cause"]] == [cause]
+
+
+def test_a_log_cut_inside_a_traceback_says_so_instead_of_printing_frames(tmp_path):
+    # vllm#43174 as the thread gives it: the traceback's frames, no exception line
+    lines = vllm_lines(["Traceback (most recent call last):",
+                        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py", '
+                        "line 619, in __init__", "    self.worker.load_model()",
+                        "           ^^^^^^^^^^^^^^^^^^^^^^^^^"], proc="Worker_TP4_EP4", where="multiproc_executor.py:870")
+    status, doc, _ = explain(tmp_path, lines)
+    assert status == 1 and doc["root_cause"] == [] and doc["traceback_cut"] == 4
+    _, text, _ = explain(tmp_path, lines, as_json=False)
+    assert "root cause: not in the log: it ends inside a traceback (line 4)" in text
+    assert "File" not in text and "load_model" not in text
+
+
+@pytest.mark.parametrize(("count", "word"), [(1, "1 line from"), (2, "2 lines from"), (0, "0 lines from")])
+def test_the_count_of_lines_read_is_said_in_the_right_number(tmp_path, count, word):
+    path = tmp_path / "v.log"
+    path.write_text("".join("INFO hello\n" for _ in range(count)), encoding="utf-8")
+    out = io.StringIO()
+    run_explain([str(path)], as_json=False, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
+    assert out.getvalue().startswith(f"read: {word} ")

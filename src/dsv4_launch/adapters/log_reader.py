@@ -5,17 +5,21 @@ Streaming and bounded: a line is read with a length limit (an overlong line keep
 in linear time and constant memory. Undecodable bytes become U+FFFD (binary garbage is read
 leniently, never refused). What surrounds vLLM's message is taken off, in any combination:
 
-* ANSI colour and other terminal sequences, and a carriage return's overwritten text (what
+* ANSI colour and other terminal sequences (colour also in caret notation, ``^[[0;36m``), and a carriage return's overwritten text (what
   a terminal shows is what is kept; vLLM's own multi-line records end in ``\\r\\n``);
 * kubectl ``--timestamps`` (``2026-12-01T08:00:00.123456789Z``) and ``--prefix``
   (``[pod/NAME/CONTAINER]``); ``docker logs --timestamps`` (the same RFC 3339 stamp);
 * Docker Compose's ``SERVICE-1  | `` (v2; v1 wrote ``SERVICE_1  | ``): the container's name,
   padded to the longest, then `` | `` — taken off only as the outermost prefix, so a message
   of vLLM's own that starts ``word | …`` keeps it;
-* journald's ``Dec 01 08:00:00 host unit[pid]:`` (short and ISO timestamps);
+* journald's ``Dec 01 08:00:00 host unit[pid]:`` (short and ISO timestamps); a CI runner's
+  ``[2026-02-24T20:21:58Z]`` (GitHub Actions, Buildkite);
 * vLLM's process prefix ``(EngineCore_DP0 pid=…)``, ``(APIServer pid=…)``, ``(Worker pid=…)``,
-  ``(Worker_TP1 pid=…)``, Ray's ``(RayWorkerWrapper pid=…, ip=…)``;
-* vLLM's record header ``INFO 12-01 08:00:00 [file.py:123]`` (its level is kept apart).
+  ``(Worker_TP1 pid=…)``, ``(VllmWorker rank=0 pid=…)`` (0.8–0.10), Ray's
+  ``(RayWorkerWrapper pid=…, ip=…)``; torch.distributed's ``[rank0]:``;
+* vLLM's record header ``INFO 12-01 08:00:00 [file.py:123]`` (before 0.6:
+  ``INFO 12-01 08:00:00 file.py:123]``; its level is kept apart);
+* a line quoted whole in Markdown's backticks (a log pasted into an issue: `` `ValueError: …` ``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from collections.abc import Iterator
 LINE_LIMIT = 64 * 1024  # bytes of one line that are read
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# The same colour codes copied in caret notation ("^[[0;36m": `cat -v`, a pasted terminal).
+_CARET_ANSI = re.compile(r"\^\[\[[0-9;]{0,20}m")
 _PREFIXES = (
     # journald: short (Dec 01 08:00:00) or ISO timestamp, host, unit[pid]:
     re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.,+\-Z]+) \S+ "
@@ -34,14 +40,18 @@ _PREFIXES = (
     re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}) "),
     # kubectl --prefix
     re.compile(r"\[pod/[^\s\]]+/[^\s\]]+\] "),
-    # vLLM's process prefix
-    re.compile(r"\([\w.\-]+ pid=\d+(?:, ip=[\w.:\-]+)?\) "),
+    # vLLM's process prefix (0.8–0.10's workers: "VllmWorker rank=0 pid=…")
+    re.compile(r"\([\w.\-]+(?: rank=\d+)? pid=\d+(?:, ip=[\w.:\-]+)?\) ?"),
+    # a CI runner's timestamp (GitHub Actions, Buildkite): [2026-02-24T20:21:58Z]
+    re.compile(r"\[\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\] "),
+    # torch.distributed's rank prefix
+    re.compile(r"\[rank\d+\]: ?"),
 )
 # Docker Compose's container name padded to the longest of the project's, then " | " (compose's
 # formatter: "%-*s |" and a space before the line; an empty line leaves "name  |").
 _COMPOSE = re.compile(r"[A-Za-z0-9][\w.\-]{0,200} +\|(?: |$)")
 _HEADER = re.compile(r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? "
-                     r"\[[^\]]{0,200}\] ?")
+                     r"(?:\[[^\]]{0,200}\]|[\w.\-]{1,200}:\d{1,6}\]) ?")
 
 
 class LogReadError(Exception):
@@ -53,6 +63,8 @@ def clean(line: str) -> tuple[str, str | None]:
     line = line.rstrip("\n")
     if "\x1b" in line:
         line = _ANSI.sub("", line)
+    if "^[[" in line:
+        line = _CARET_ANSI.sub("", line)
     if "\r" in line:
         line = line.rstrip("\r")
         if "\r" in line:
@@ -74,6 +86,8 @@ def clean(line: str) -> tuple[str, str | None]:
                 line = line[header.end():]
                 continue
             break
+    if line[:1] == "`" and line[-1:] == "`" and len(line) > 2:  # quoted whole in Markdown
+        line = line[1:-1]
     return line, level
 
 

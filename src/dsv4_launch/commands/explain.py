@@ -6,10 +6,13 @@ logs``) is streamed line by line (``adapters/log_reader``) through the signature
 fix and the reference (the row's own text), the matching lines. Where the log shows vLLM's
 version and its ``non-default args``, the same pipeline as ``plan`` runs on those arguments
 (GPUs as the log names them, else unknown; never this machine's) and prints the command
-dsv4-serve would run. Unknown failure: the root-cause lines found, and ``doctor``.
+dsv4-serve would run. Unknown failure: the root cause (the first real error line of the last
+failure, with the lines its message wraps onto), vLLM's line pointing at it, and ``doctor``.
 
-Exit 0: a known failure is explained; 1: none found; 2: bad input (one line); 74: the
-report could not be written. Every log line printed is masked (secrets) and escaped.
+Only those few lines of the log are printed, never a region of it; each is masked on its own
+(``core/explain/masking.mask_lines``) and for the secrets of vLLM's logged arguments, then
+escaped. Exit 0: a known failure is explained; 1: none found; 2: bad input (one line); 74: the
+report could not be written.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from ..core.explain.masking import mask_secrets_in_text
+from ..core.explain.masking import mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
 from ..core.explain.signatures import KV_AUTO
 from . import exit_codes
@@ -192,7 +195,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
             if match.signature.rule not in chosen:
                 continue
             item = {"rule": match.signature.rule, "candidates": shown,
-                    "line": match.line.number, "text": match.line.text, "count": match.count,
+                    "line": match.line.number, "text": mask_line(match.line.text), "count": match.count,
                     "exception": match.signature.exception,
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and
@@ -204,8 +207,9 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
             explained.append(item)
             explained_rules.append(match.signature.rule)
             chosen = [r for r in chosen if r != match.signature.rule]  # one entry per rule and line
-    root = [{"line": x.number, "text": x.text} for x in (scan.exceptions or scan.errors)]
-    pointers = [{"line": x.number, "text": x.text} for x in scan.pointers]
+    root = [{"line": x.number, "text": text}
+            for x, text in zip(scan.root_cause, mask_lines([x.text for x in scan.root_cause]))]
+    pointers = [{"line": x.number, "text": mask_line(x.text)} for x in scan.pointers]
     corrected_doc = None
     if corrected is not None and scan.args is not None:  # a corrected plan is made from the args
         prepared, argv, skipped = corrected
@@ -240,6 +244,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         "explained": explained,
         "root_cause": root,
         "pointers": pointers,
+        "traceback_cut": scan.traceback_cut,
         "corrected": corrected_doc,
         "exit_status": EXPLAINED if explained else NOT_FOUND,
         "error": None,
@@ -250,10 +255,10 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
 def _scrubber(scan: Scan | None):
     from ..output.redact import Scrubber
 
-    base = Scrubber(scan.args.secrets if scan and scan.args else ())
+    base = Scrubber(scan.secrets if scan else ())
 
     def scrub(text: str) -> str:
-        return base(mask_secrets_in_text(text))
+        return base(mask_line(text))
 
     return scrub
 
@@ -261,7 +266,7 @@ def _scrubber(scan: Scan | None):
 def _error_document(source: str, message: str) -> dict:
     return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
             "gpu": None, "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
-            "corrected": None, "exit_status": BAD_INPUT, "error": message, "plan_error": None}
+            "traceback_cut": None, "corrected": None, "exit_status": BAD_INPUT, "error": message, "plan_error": None}
 
 
 # --- reading and rendering -----------------------------------------------------------------------
@@ -292,7 +297,8 @@ def scan_source(path: str, stdin=None) -> Scan:
 
 def render_text(out, data: dict) -> None:
     where = "standard input" if data["source"] == "-" else data["source"]
-    facts = [f"{data['lines_read']:,} lines from {where}"]
+    count = data["lines_read"]
+    facts = [f"{count:,} {'line' if count == 1 else 'lines'} from {where}"]
     facts.append(f"vLLM {data['vllm_version']} (line {data['vllm_version_line']})" if data["vllm_version"]
                  else "vLLM's version not in the log")
     gpu = data["gpu"]
@@ -340,12 +346,18 @@ def render_text(out, data: dict) -> None:
                  "your arguments for the corrected command", label="corrected command")
     if not data["explained"]:
         out.info("no known DeepSeek-V4 failure found in the log", label="unknown")
-        for line in data["root_cause"]:
-            out.info(f"line {line['line']}: {line['text']}", label="root cause")
+        root = data["root_cause"]
+        if root:
+            out.info(f"line {root[0]['line']}: {root[0]['text']}", label="root cause")
+            for line in root[1:]:  # the lines its message wraps onto
+                out.info(f"  line {line['line']}: {line['text']}")
+        elif data["traceback_cut"]:
+            out.info(f"not in the log: it ends inside a traceback (line {data['traceback_cut']}); the exception "
+                     "line comes after the last frame — copy the log from there", label="root cause")
+        else:
+            out.info("no exception or error line found", label="root cause")
         for line in data["pointers"]:
             out.info(f"line {line['line']}: {line['text']}", label="vLLM says")
-        if not data["root_cause"]:
-            out.info("no exception or error line found", label="root cause")
         out.info("`dsv4-launch doctor` checks this machine; `dsv4-launch plan ARGS` checks the arguments",
                  label="next")
 

@@ -1,9 +1,10 @@
-"""Credentials in the lines explain prints: ``mask_secrets_in_text`` masks a line (the key formats,
+"""Credentials in the lines explain prints. explain prints a few lines of a log, never a region of
+it (the matched line, the root cause and the one or two lines its message wraps onto, vLLM's
+pointer), so each line is masked on its own (``mask_lines``, ``mask_line``): the key formats,
 a credential word's phrasing, ``--option value`` — every word up to the next option after
-``--api-key``, as vLLM's parser reads it —, ``name: value``, a config dump's line to its end);
-``LineMasker``, fed every line by the scanner, masks what spans lines (a private key's block,
-a YAML/JSON/pprint value over several lines, an argv one item a line, pydantic's location then
-``input_value``), so the lines kept are kept masked. Left alone, on evidence: a lowercase word
+``--api-key``, as vLLM's parser reads it —, ``name: value``, a config dump's line to its end, a
+URL's password (``@``, ``#``, ``/`` and blanks in it too), a private key's base64 body line
+whole (``mask_secrets_in_text``, ``key_body``). Left alone, on evidence: a lowercase word
 after ``secret``, ``credential``, ``api key``, ``token``, ``bearer``, ``HF_TOKEN`` and the other
 credential words but a password's (``secret dragon`` is shown): in the string literals of vLLM
 0.24.0, 0.29.0, 0.33.0 and of the packages its install brings (huggingface_hub, transformers,
@@ -111,10 +112,13 @@ _HINT = hint_pattern((*HINT_WORDS, "basic", "--a", "--h"), HINT_SHORT)  # --api-
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
-def _credential_name(name: str) -> bool:
+def credential_name(name: str) -> bool:
     """A name whose value is a credential's (``credentials.is_credential_name``), not an exception's
     (``KeyError``, ``TokenizerError``: what follows is vLLM's message)."""
     return is_credential_name(name) and not re.search(_EXCEPTION_NAME, name)
+
+
+_credential_name = credential_name
 
 
 _KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'"{MASK}"', f"['{MASK}']",
@@ -123,8 +127,24 @@ _KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'
 
 def _closing(text: str, start: int) -> int:
     """The end of the bracketed value opening at ``start`` (quotes respected), or of ``text``."""
-    end, _ = _depth_after(text, start, 0)
-    return len(text) if end == -1 else end
+    quote, depth, i, n = "", 0, start, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return n
 
 
 def _named_spans(text: str) -> list[tuple[int, int]]:
@@ -364,249 +384,116 @@ def mask_secrets_in_text(text: str) -> str:
     return _masked(text, spans) if spans else text
 
 
-# --- credentials across lines: what one line's masking cannot see ----------------------------------
-# Masking is per line; a credential that spans lines is followed by ``LineMasker``, fed every line
-# of the log in order (the scanner's), which gives each line as it may be shown:
-# * a private key's armor (_PEM_BEGIN … _PEM_END): every line from BEGIN to END (the text before
-#   BEGIN and after END kept). An END at the start of a line with no BEGIN before it means the log
-#   (a ``tail``, a scrollback) starts inside the block: the lines before it are masked back to the
-#   last known end (``Scanner`` rewrites the lines it keeps). A block never closed masks to the end
-#   of the log: a key's body has no shape to trust for where it ends (base64, "Proc-Type:",
-#   "DEK-Info:", PGP's "Version:" and blank lines, a wrap of any width), and an END lost to the
-#   reader's 64 KiB line limit or to a cut log would otherwise print the rest of the key; the
-#   signatures still match those lines (the failure is named), only their text is not shown;
-# * a credential's name alone on its line (YAML ``api_key:``, ``password: |2``, ``token:  # c``):
-#   the lines below it indented deeper, or its ``- `` items, are its value;
-# * a credential's bracketed value left open (``"api_key": [`` of an indented JSON, pprint's
-#   wrapped ``{'api_key': ['k1',``): to its closing bracket, on lines that continue it (indented or
-#   a closing bracket; any other line means the value was cut);
-# * a credential option alone on its line (kubectl describe's ``Args:``, a YAML ``- --api-key``,
-#   a JSON array's ``"--api-key",``): its value on the next line, every one up to the next option
-#   for ``--api-key``;
-# * a line of a key's base64 body alone, indented or not (``_key_body``: the log cut on both sides
-#   of a block), and the base64 lines that go on it (``_key_tail``: its shorter last line, PGP's
-#   checksum) — not inside a certificate's or a public key's block, which are shown;
-# * pydantic's error for a credential's field: its location alone on a line
-#   (``kv_transfer_config.token``: a key a config with extra='forbid' does not know), then the
-#   message with ``input_value=…`` on the next: that value (a list's index after the name,
-#   ``api_key.0``, and an indented location too);
-# * a name/value pair over two lines (Kubernetes' ``- name: HF_TOKEN`` then ``value: …``): the value.
-# A traceback's source line (after its ``  File`` line) is code: it opens no state but a private
-# key's and a dict literal's (``{'api_key': [``), so ``    key = (`` does not mask the frames below.
-# Each line is read once, in linear time; a line outside every state costs a substring test.
+# --- the lines explain prints: each masked on its own ----------------------------------------
+# explain prints a few lines of a log (the matched line, the root cause and the lines its
+# message wraps onto, vLLM's pointer), never a region of it: no state runs across the log. A line
+# is masked on its own (``mask_secrets_in_text``), and a line that is a private key's base64 body
+# alone, or the tail of one, is masked whole. Within the few lines printed together (a wrapped
+# message), a line that names a credential and leaves its value to the next line (YAML's
+# ``api_key:``, an argv's ``--api-key`` alone, pydantic's location ``kv_transfer_config.token``)
+# masks that next line's value.
 
-_PUBLIC_BEGIN = r"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}(?:CERTIFICATE|PUBLIC KEY)"
-_PEM_MARKS = rf"(?P<begin>{_PEM_BEGIN})|(?P<end>{_PEM_END})"
-# YAML's block indicators take an indentation digit before or after the chomping sign ("|2",
-# "|-2", ">2+"); a comment may follow ("api_key:  # from the vault").
-_NAME_ALONE = (r"""([ \t]*)(-[ \t]+)?(['"]?)([\w.\-]{1,200})\3[ \t]*:[ \t]*(?:[|>](?:[1-9][-+]?|[-+][1-9]?)?)?"""
-               r"""[ \t]*(?:(?<=[ \t:|>+\-0-9])#.*)?""")
-_OPTION_ALONE = r"""[ \t]*(?:-[ \t]+)?(['"]?)--([A-Za-z][\w.\-]{0,200})\1,?[ \t]*"""
-_OPENERS = "[{("
-_PAIR_NAME = r"""[ \t]*(?:-[ \t]+)?\{?[ \t]*(['"]?)name\1[ \t]*:[ \t]*(['"]?)([\w.\-]{1,200})\2[ \t]*,?[ \t]*"""
-_PAIR_VALUE = r"""[ \t]*(['"]?)value\1[ \t]*:[ \t]*"""
-_LOCATION = r"[\w\-]{1,100}(?:\.[\w\-`]{1,100}){0,20}"  # pydantic's "a.b.0.c" (loc_str)
-_INPUT_VALUE = r"input_value=(.*?)(?:, input_type=\w+\]?$|$)"
-_OPEN_TAILS = ":|>-+,[{( \t"  # how a line that leaves a value open ends (a PEM marker has "--")
+# A URL's credentials where a password holds "@", "#", "/" or blanks: from "scheme://user:" to the
+# last "@" on the line that a host follows.
+_URL_USER = r"(?i)\b[a-z][a-z0-9+.\-]{0,30}://([^\s/@?#:]{0,200}):"
+_URL_TOKEN = r"(?i)\b[a-z][a-z0-9+.\-]{0,30}://([^\s/@?#]{1,200})@"
+_PORT_THEN = r"\d{1,5}(?:[/?#\s]|$)"
+# A name alone on its line that leaves its value to the next: "api_key:", "password: |", "- --api-key",
+# "'--hf-token',", pydantic's "kv_transfer_config.token" / "api_key.0".
+_NAME_ALONE = (r"""[ \t]*(?:-[ \t]+)?(['"]?)(--)?([A-Za-z_][\w.\-`]{0,200})\1[ \t]*"""
+               r"""(?::[ \t]*(?:[|>][-+0-9]{0,2})?|=|,)?[ \t]*(?:#.*)?""")
+_INPUT_VALUE = r"input_value=(.*?)(?=, input_type=|$)"
 
 
-def _depth_after(text: str, start: int, depth: int) -> tuple[int, int]:
-    """(where the bracket open at ``depth`` before ``start`` closes, or -1; the depth at the end
-    of ``text``), quotes respected within the line."""
-    quote, i, n = "", start, len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPENERS:
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-            if depth == 0:
-                return i + 1, 0
-        i += 1
-    return -1, depth
+def _url_password_spans(text: str) -> list[tuple[int, int]]:
+    """``scheme://user:PASSWORD@host`` with a password the one-word pattern cannot delimit: the
+    password runs to the last ``@`` of the line (before another URL) that a host follows."""
+    spans = []
+    for m in re.finditer(_URL_USER, text):
+        nxt = text.find("://", m.end())
+        stretch = text[m.end(): nxt if nxt != -1 else len(text)]
+        at = max((i for i in range(len(stretch)) if stretch[i] == "@" and stretch[i + 1: i + 2].isalnum()), default=-1)
+        if at <= 0:
+            continue
+        password = stretch[:at]
+        if re.match(_PORT_THEN, password) and any(c in password for c in " \t"):
+            continue  # "http://host:8000/v1 … user@example.org": a port, then prose
+        spans.append((m.start(1), m.end() + at))
+    spans += [m.span(1) for m in re.finditer(_URL_TOKEN, text)]  # "https://TOKEN@host"
+    return spans
 
 
-def _open_value(text: str, quoted: bool = False) -> int:
-    """The depth a credential's bracketed value is left open at the end of ``text`` (0: none);
-    ``quoted``: only a quoted name's bare bracket (a dict's literal key, ``'api_key': [``)."""
-    compiled = re.compile(_NAMED_VALUE)
-    pos = 0
-    while (m := compiled.search(text, pos)) is not None:
-        pos = m.start(3)
-        if m.group(3)[-1] in _OPENERS and _credential_name(m.group(2)) \
-                and (not quoted or m.group(1)[:1] in "'\"" and len(m.group(3)) == 1):  # not "'x': getattr("
-            end, depth = _depth_after(text, m.end(3) - 1, 0)
-            if end == -1:
-                return depth
-            pos = end
-    return 0
+def key_body(text: str) -> bool:
+    """A line that is a private key's base64 body alone, or its tail (PEM's 64 columns, OpenSSH's
+    70, PGP's 76, a shorter last line, PGP's checksum ``=ZqCk``): base64 of 16 characters or
+    more with both cases and a digit, or one with ``+ / =`` in it; not a word, a number, a path."""
+    word = text.strip(" \t")
+    if not 4 <= len(word) <= 100 or re.fullmatch(r"=?[A-Za-z0-9+/]+={0,2}", word) is None:
+        return False
+    mixed = any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
+    if len(word) >= 16 and mixed or re.fullmatch(r"=[A-Za-z0-9+/]{4}", word):  # PGP's checksum: =ZqCk
+        return True
+    return mixed and any(c in "+/=" for c in word) and not word.startswith("/")
 
 
-def _key_body(text: str) -> bool:
-    """A line of a key's base64 body (PEM's 64 columns, OpenSSH's 70, PGP's 64-76): 48 to 80
-    characters of base64 with upper and lower case letters and digits."""
-    return (48 <= len(text) <= 82 and re.fullmatch(r"[A-Za-z0-9+/]{48,80}={0,2}", text) is not None
-            and any(c.isupper() for c in text) and any(c.islower() for c in text) and any(c.isdigit() for c in text))
+# A private key's armor headers (PEM's encryption IV, PGP's and RFC 4716's comments).
+_ARMOR_HEADER = r"([ \t]*(?:Proc-Type|DEK-Info|Comment):[ \t]*).+"
 
 
-def _key_tail(text: str) -> bool:
-    """A line that may go on a key's base64 body (its last, shorter line; a log cut in the middle of
-    one; PGP's checksum ``=ZqCk``): base64 with a digit, ``+``, ``/`` or ``=``, or 16 characters or
-    more ("Traceback" is a word)."""
-    return (0 < len(text) <= 82 and re.fullmatch(r"=?[A-Za-z0-9+/]+={0,2}", text) is not None
-            and (len(text) >= 16 or any(c in "0123456789+/=" for c in text)))
+def mask_line(text: str) -> str:
+    """One printed line with its credentials masked: ``mask_secrets_in_text``, a URL password
+    of any characters, a key's base64 body line and its armor's headers whole."""
+    if key_body(text):
+        return text[: len(text) - len(text.lstrip(" \t"))] + MASK
+    if text.lstrip(" \t")[:1] in "PDC" and (armor := re.fullmatch(_ARMOR_HEADER, text)):
+        return armor.group(1) + MASK
+    spans = _url_password_spans(text) if "://" in text and "@" in text else []
+    return mask_secrets_in_text(_masked(text, spans) if spans else text)
 
 
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip(" \t"))
+def _leaves_value_below(text: str) -> bool:
+    """Whether a line names a credential and leaves its value to the lines below: a name alone
+    (YAML's ``api_key:``, ``password: |2``, a credential ``--option`` alone, pydantic's location
+    ``kv_transfer_config.token``) or a credential's bracket left open (``{'api_key': [``)."""
+    m = re.fullmatch(_NAME_ALONE, text)
+    if m is not None:
+        name = m.group(3).strip("`")
+        # pydantic's location: the credential's name is its last part but a list's index ("api_key.0")
+        last = next((p for p in reversed(name.split(".")) if p and not p.isdigit()), "")
+        return credential_name(last) or (m.group(2) is not None and _option_of(last) != "")
+    if text.rstrip()[-1:] not in "[{(,":
+        return False
+    for found in re.finditer(_NAMED_VALUE, text):
+        if found.group(3)[-1] in "[{(" and credential_name(found.group(2)) \
+                and _closing(text, found.end(3) - 1) == len(text) and text.rstrip()[-1:] not in ")]}":
+            return True
+    return False
 
 
-class LineMasker:
-    """``feed(line)`` per line of a log, in order: (the line as it may be shown, whether an END
-    of a private key's block with no BEGIN before it was read — the lines before it were in the
-    block); ``closed``: whether that line closed a block."""
+def _key_tail(word: str) -> bool:
+    """A line that may go on a key's base64 body (its shorter last line, PGP's checksum): base64
+    with a digit, ``+``, ``/`` or ``=``, or 16 characters or more ("Traceback" is a word)."""
+    return (0 < len(word) <= 100 and re.fullmatch(r"=?[A-Za-z0-9+/]+={0,2}", word) is not None
+            and (len(word) >= 16 or any(c in "0123456789+/=" for c in word)))
 
-    def __init__(self) -> None:
-        self._kind = ""  # "", "pem", "public", "body", "yaml", "bracket", "loc", "pair", "argv"
-        self._indent = 0
-        self._depth = 0
-        self._multi = False
-        self.closed = False  # the last line fed closed a private key's block
 
-    @property
-    def open(self) -> bool:
-        """Whether a credential's value goes on to the next line."""
-        return bool(self._kind)
-
-    def feed(self, text: str, source: bool = False) -> tuple[str, bool]:
-        """``source``: the line is a traceback's source line (after its ``  File "…"`` line): code,
-        not a value logged, so it opens no state but a private key's and a dict literal's
-        (``    key = (`` would mask the frames below it)."""
-        kind = self._kind
-        self.closed = False
-        if kind == "pem" or "--" in text:
-            shown, orphan = self._pem(text)
-            if shown is not None:
-                return shown, orphan
-        if kind == "body":  # after a line of a key's body alone: its short last line, PGP's "=ZqCk" checksum
-            word = text.strip(" \t") if text[:1] in " \t" else text
-            if _key_tail(word):
-                return text[:_indent(text)] + MASK, False
-            self._kind = kind = ""
-        if kind == "public":  # a certificate's or a public key's body (base64 only): not a secret, shown
-            if "END" in text or re.fullmatch(r"[A-Za-z0-9+/=]*", text.strip()):
-                self._kind = "public" if "END" not in text else ""
-                return text, False
-            self._kind = kind = ""  # not a body line: the block was cut
-        if kind == "yaml":
-            stripped = text.lstrip(" \t")
-            at = len(text) - len(stripped)
-            if not stripped:
-                return text, False
-            if at > self._indent or (at == self._indent and (stripped == "-" or stripped.startswith("- "))):
-                return text[:at] + MASK, False
-            self._kind = ""
-        elif kind == "bracket":
-            at = _indent(text)
-            if at or text[:1] in "]})":
-                end, self._depth = _depth_after(text, at, self._depth)
-                if end == -1:
-                    return (text[:at] + MASK if text.strip() else text), False
-                self._kind = ""
-                return text[:at] + MASK + text[end:], False
-            self._kind = ""
-        elif kind == "loc":
-            self._kind = ""
-            found = re.compile(_INPUT_VALUE).search(text) if "input_value=" in text else None
-            if found is not None:
-                return text[:found.start(1)] + MASK + text[found.end(1):], False
-        elif kind == "pair":
-            self._kind = ""
-            found = re.compile(_PAIR_VALUE).match(text) if "value" in text else None
-            if found is not None and text[found.end():].strip() and text[found.end():].strip() not in _KEEP:
-                return text[:found.end()] + MASK, False
-        elif kind == "argv":
-            stripped = text.strip()
-            item = (stripped[2:] if stripped.startswith("- ") else stripped).strip(",").strip("'\"")
-            if not stripped:
-                return text, False
-            # at the line's start an item is one word (one argv item a line: printf '%s\n' "$@"); a
-            # line with a blank there is the log going on
-            if item and not item.startswith("-") and item not in "]})" and \
-                    (_indent(text) or stripped[:1] in "-'\"" or not any(c in stripped for c in " \t")):
-                if not self._multi:
-                    self._kind = ""
-                return text[:_indent(text)] + MASK, False
-            self._kind = ""
-        word = text.strip(" \t") if text[:1] in " \t" else text  # indented too (a YAML "key: |" block)
-        if " " not in word and _key_body(word):  # a log cut on both sides of a key: its BEGIN and END lost
-            self._kind = "body"
-            return text[:_indent(text)] + MASK, False
-        self._open(text, source)
-        return text, False
-
-    def _pem(self, text: str) -> tuple[str | None, bool]:
-        """The line with what of it is in a private key's block masked (None: no block here)."""
-        inside = self._kind == "pem"
-        marks = list(re.compile(_PEM_MARKS).finditer(text)) if "BEGIN" in text or "END" in text else []
-        if not inside and not marks:
-            return None, False
-        out, pos, orphan = ([MASK] if inside else []), 0, False
-        for mark in marks:
-            if mark.group("begin"):
-                if not inside:
-                    out += [text[pos:mark.start()], MASK]
-                    inside = True
-            elif inside:
-                inside, pos, self.closed = False, mark.end(), True
-            elif not text[:mark.start()].strip():  # an END that starts its line: the block began before the log
-                out, pos, orphan = [MASK], mark.end(), True
-        self._kind = "pem" if inside else ""
-        if inside:
-            return ("".join(out) if text.strip() else text), orphan
-        return "".join(out) + text[pos:], orphan
-
-    def _open(self, text: str, source: bool = False) -> None:
-        """Whether ``text`` leaves a credential's value open on the lines after it. A traceback's
-        source line only by a dict's literal key (``{'api_key': ['k1',``): ``key = (`` is code."""
-        tail = text.rstrip()[-1:]
-        if not tail:
-            return
-        if source:
-            if tail in _OPENERS + "," and re.search(_HINT, text) and (depth := _open_value(text, quoted=True)) > 0:
-                self._kind, self._depth = "bracket", depth
-            return
-        if "BEGIN" in text and re.search(_PUBLIC_BEGIN, text) and "END" not in text[text.index("BEGIN"):]:
-            self._kind = "public"
-            return
-        if (tail in ":|>-+" or tail.isdigit() or "#" in text) and ":" in text \
-                and (m := re.compile(_NAME_ALONE).fullmatch(text)) is not None:
-            name = m.group(4)
-            if _credential_name(name):
-                self._kind, self._indent = "yaml", len(m.group(1)) + len(m.group(2) or "")
-                return
-        if "name" in text and (m := re.compile(_PAIR_NAME).fullmatch(text)) is not None and is_credential_name(m.group(3)):
-            self._kind = "pair"
-            return
-        word = text.lstrip(" \t")  # indented when pydantic's message is quoted inside another one
-        # the credential's name is the last part but a list's index ("api_key.0")
-        if " " not in word and word[:1] != "-" and re.compile(_LOCATION).fullmatch(word) and \
-                is_credential_name(next((p for p in reversed(word.split(".")) if not p.isdigit()), "").strip("`")):
-            self._kind = "loc"
-            return
-        if "--" in text and (m := re.compile(_OPTION_ALONE).fullmatch(text)) is not None:
-            option = _option_of(m.group(2))
-            if option:
-                self._kind, self._multi = "argv", option == _MULTI_VALUED
-                return
-        if tail in _OPENERS + "," and re.search(_HINT, text):
-            depth = _open_value(text)
-            if depth > 0:
-                self._kind, self._depth = "bracket", depth
+def mask_lines(lines: list[str]) -> list[str]:
+    """Lines printed together (a message and the lines it wraps onto), each masked
+    (``mask_line``). Below a line that leaves a credential's value to the next ones
+    (``_leaves_value_below``) the lines are masked past their indentation — pydantic's message
+    below its location only in its ``input_value=…`` —, and the tail of a key's base64 body
+    below a line of it."""
+    out: list[str] = []
+    hidden = body = False
+    for text in lines:
+        indent = text[: len(text) - len(text.lstrip(" \t"))]
+        if hidden and "input_value=" in text:
+            shown, hidden = mask_line(re.sub(_INPUT_VALUE, "input_value=" + MASK, text, count=1)), False
+        elif hidden or (body and _key_tail(text.strip(" \t"))):
+            shown = indent + MASK
+        else:
+            shown = mask_line(text)
+        hidden = hidden or _leaves_value_below(text)
+        body = key_body(text)
+        out.append(shown)
+    return out

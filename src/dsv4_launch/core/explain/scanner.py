@@ -1,8 +1,21 @@
 """How a log is read for the signatures: ``Scanner`` reads a log line by line (the reader strips the journald,
 kubectl and vLLM prefixes first) and keeps only a bounded window, so any log is read in linear
 time and bounded memory: the signatures that match, the vLLM version, the ``non-default
-args`` vLLM logs at start, the GPU where the log names it, and the last exception lines (the
-root cause, for failures no signature knows).
+args`` vLLM logs at start, the GPU where the log names it, and the root cause of the last
+failure (for failures no signature knows).
+
+The root cause is the *first* real error line of the last failure: where several processes
+print tracebacks (the worker's, then the engine's "EngineCore failed to start", then the API
+server's "Engine core initialization failed. See root cause above"), the first is the cause and
+the later ones point at it. A real error line is an exception line (indented, under a worker
+or Ray prefix, ``RayTaskError(RuntimeError):``), the line a traceback ends with whatever its
+name, or a native error from an extension (``Check failed:``, ``CUDA error: …``, ``terminate
+called after throwing …``, a device-side ``Assertion … failed``); a message wrapped over the
+next lines (a line that does not end a sentence, ``what():``) keeps up to two of them. vLLM's
+lines that point above them are kept apart (``pointers``), never taken for the cause. A failure
+is a cluster of error lines: a new run (vLLM's version line) or ``CLUSTER_GAP`` lines without
+one starts the next, and the last cluster with a cause gives it. Lines are kept as read; they
+are masked when printed (``commands/explain.py``).
 
 Pure: no I/O; the reading is ``adapters/log_reader.py``'s, the printing ``commands/explain.py``'s.
 """
@@ -13,10 +26,10 @@ import ast
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
-from ..credentials import is_credential_name
 from ..records import Record
-from .masking import _OPEN_TAILS, MASK, SECRET_VALUE_DESTS, LineMasker
+from .masking import MASK, SECRET_VALUE_DESTS, credential_name
 from .signatures import SIGNATURES, Signature
 
 # --- reading facts from vLLM's log lines -----------------------------------------------------
@@ -35,15 +48,43 @@ _GPU_PATTERNS = (
     r"on ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",
     r"Found GPU\d+ (.+?) which is of cuda capability (\d+)\.(\d+)",
 )
-_EXCEPTION = r"^(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Exit)|KeyboardInterrupt)(?::\s?(.*))?$"
+# An exception line: indented too (a quoted log, an exception group's "  | "), a wrapped
+# exception's name in brackets (Ray's "RayTaskError(RuntimeError):"), after a launcher's "Error: ".
+_EXCEPTION = (r"^[ \t]*(?:\|[ \t]*)?(?:Error:[ \t]+)?(?:[A-Za-z_]\w*\.)*"
+              r"([A-Z]\w*(?:Error|Exception|Exit)|Error|Exception|KeyboardInterrupt)(?:\([\w.]+\))?(?::\s?(.*))?$")
+# Native errors of extensions and the CUDA runtime, wherever they stand on a line: glog's and
+# TVM's "Check failed:", "CUDA error: an illegal memory access was encountered", the driver's
+# CUDA_ERROR_* names, C++'s "terminate called after throwing an instance of 'c10::Error'", a
+# device-side assert, a crash of the interpreter.
+_NATIVE = (r"Check failed: |\bCUDA error: |terminate called after throwing|\bCUDA_ERROR_[A-Z_]{4,}|"
+           r"\bAssertion [`'].{0,2000}[`'] failed|Segmentation fault|Fatal Python error|illegal memory access|"
+           r"\bNCCL error\b|\bCUBLAS_STATUS_[A-Z_]{4,}|\bcore dumped\b")
+# Texts one of which every _NATIVE match holds (a substring test before the search).
+_NATIVE_HINTS = ("Check failed", "CUDA", "terminate called", "Assertion ", "Segmentation fault", "Fatal Python",
+                 "illegal memory", "NCCL error", "CUBLAS_STATUS", "core dumped")
 _ARGPARSE_ERROR = r"^(?:vllm )?serve: error: "
-# vLLM's own lines that point above them at the real cause.
-_POINTER = r"See root cause above|See stack trace for root cause|Engine core initialization failed|" \
-    r"EngineCore failed to start|WorkerProc failed to start|Frontend process failed during engine core initialization"
+# vLLM's own lines that point above them at the real cause (or introduce a traceback).
+_POINTER = r"See root cause above|See stack trace|stack trace above|Engine core initialization failed|" \
+    r"EngineCore failed to start|WorkerProc failed to start|Frontend process failed during engine core initialization|" \
+    r"WorkerProc hit an exception|EngineCore encountered a fatal error|EngineCore encountered an issue"
+_POINTER_HINTS = ("See ", "stack trace", "initialization failed", "failed to start", "hit an exception",
+                  "encountered a")
+# The line a traceback ends with when its exception's name is not one _EXCEPTION knows: a name
+# (dotted, C++'s "c10::Error"), then ":" or the end of the line.
+_TERMINAL = r"^[A-Za-z_][\w.:<>]{0,200}(?:\([\w.]+\))?(?::|$)"
+# Lines of a traceback that are not its exception: the header, frames, source, carets, "...".
+_FRAME = r'^[ \t]*(?:\|[ \t]*)?(?:Traceback \(most recent call last\)|File "|[~^]+$|\.\.\.)'
+# What follows an error line without being its message (torch's CUDA advice).
+_NOISE = ("CUDA kernel errors might be", "For debugging consider passing", "Compile with `TORCH_USE_CUDA_DSA`",
+          "The above exception was", "During handling of the above exception", "[...", "Traceback (most recent")
+_ENDS_SENTENCE = ".!?)]}'\"`"
+_QUIET_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "WARN"})
 
 ARGS_TEXT_LIMIT = 200_000  # characters of a "non-default args" line that are parsed
 MAX_MATCHES = 64  # distinct (signature, line text) pairs kept
-ROOT_CAUSE_LINES = 3
+CONTINUATION_LINES = 2  # lines a wrapped error message is followed over
+CLUSTER_GAP = 100  # lines without an error line that end a failure's cluster
+_ARGS_MEMO = 64  # distinct "non-default args" texts whose secrets are remembered
 
 
 class LogLine(Record):
@@ -78,10 +119,10 @@ class Scan(Record):
     version_line: int | None = None
     args: LogArgs | None = None
     gpu: LogGpu | None = None
-    exceptions: tuple[LogLine, ...] = ()  # the last exception lines (root cause first-to-last)
-    pointers: tuple[LogLine, ...] = ()  # vLLM's "See root cause above" lines
-    errors: tuple[LogLine, ...] = ()  # the last ERROR-level lines (when no exception line is found)
-
+    root_cause: tuple[LogLine, ...] = ()  # the first real error line of the last failure, and its message's wrap
+    pointers: tuple[LogLine, ...] = ()  # vLLM's last line pointing above it ("See root cause above")
+    traceback_cut: int | None = None  # the log ends inside a traceback (its last line): its exception is not in it
+    secrets: tuple[str, ...] = ()  # the secrets of every "non-default args" line (to mask wherever they appear)
 
 def _top_level_alternatives(pattern: str) -> list[str]:
     parts, depth, start, i = [], 0, 0, 0
@@ -164,6 +205,23 @@ def required_literal(pattern: str) -> str:
     return max(pieces, key=len, default="")
 
 
+class _Failure:
+    """One cluster of error lines: its root cause (and the lines its message wraps onto), its
+    first ERROR line (when it has no cause), its last pointer, whether it ends in a traceback."""
+
+    __slots__ = ("cause", "weak", "pointer", "open_traceback", "wrap")
+
+    def __init__(self) -> None:
+        self.cause: list[LogLine] = []
+        self.weak: list[LogLine] = []
+        self.pointer: LogLine | None = None
+        self.open_traceback: int | None = None  # the last line of a traceback whose exception has not come
+        self.wrap = 0  # lines the cause's message may still wrap onto
+
+    def found(self) -> bool:
+        return bool(self.cause or self.weak or self.pointer)
+
+
 class Scanner:
     """Feeds on log lines, keeps a bounded window: ``feed(text, level)`` per line, ``result()``."""
 
@@ -179,80 +237,117 @@ class Scanner:
                                                                 default=0) + 1))
         self._matches: dict[tuple[int, str], Match] = {}
         self._order: list[tuple[int, str]] = []
-        self._exceptions: deque[LogLine] = deque(maxlen=8)
-        self._pointers: deque[LogLine] = deque(maxlen=2)
-        self._errors: deque[LogLine] = deque(maxlen=ROOT_CAUSE_LINES)
         self.count = 0
-        self._masker = LineMasker()  # the lines kept are kept as they may be shown (credentials across lines)
-        self._outside = 0  # the last line known to be outside a private key's block
         self._after_frame = False
+        self._failure = _Failure()
+        self._previous: _Failure | None = None  # the last cluster before this one that found something
+        self._last_error = 0  # the number of the last error line
+        self._new_run = False  # a version line since the last error line: the next one starts a cluster
+        self._cause_level: str | None = None
         self.version: str | None = None
         self.version_line: int | None = None
-        self.args: LogArgs | None = None
+        self._args_text: tuple[str, int] | None = None  # the last "non-default args" text and its line
+        self._args_secrets: dict[str, tuple[str, ...]] = {}  # secrets by args text (memo)
+        self._secrets: dict[str, None] = {}
         self.gpu: LogGpu | None = None
         self._version_res = [re.compile(p) for p in _VERSION_PATTERNS]
         self._gpu_res = [re.compile(p) for p in _GPU_PATTERNS]
         self._exception_re = re.compile(_EXCEPTION)
+        self._native_re = re.compile(_NATIVE)
+        self._frame_re = re.compile(_FRAME)
         self._argparse_re = re.compile(_ARGPARSE_ERROR)
         self._pointer_re = re.compile(_POINTER)
+        self._terminal_re = re.compile(_TERMINAL)
         self._args_re = re.compile(_ARGS)
 
     def feed(self, text: str, level: str | None = None) -> None:
         self.count += 1
         number = self.count
-        shown = text
         source = self._after_frame and text.startswith("    ")  # a traceback's source line
-        # else no state can start or go on (pydantic's location line has no blank; "- name: HF_TOKEN")
-        if self._masker.open or "--" in text or text[-1:] in _OPEN_TAILS or " " not in text or "name" in text \
-                or "#" in text or (text[-1:].isdigit() and text[-2:-1] in "|>-+") \
-                or (text[:1] in " \t" and " " not in text.lstrip(" \t")):  # YAML's "|2", "key:  # c"; indented
-            shown, orphan = self._masker.feed(text, source)
-            if orphan:  # the log began inside a private key's block: what was kept of it is masked
-                self._mask_kept(self._outside, number)
-            if orphan or self._masker.closed:
-                self._outside = number
         self._window.append(text)
         # a traceback's source line, or dsv4-launch's own line quoting vLLM's message: not vLLM failing
         code = source or text.startswith(("dsv4-serve: ", "dsv4-launch"))
-        self._after_frame = text.startswith('  File "')
+        self._after_frame = text.lstrip(" \t|").startswith('File "')
         hits = [] if code else [i for i, lit in self._literals if lit in text]
         if hits or (self._always and not code):
-            self._match(number, text, hits + self._always, shown)
+            self._match(number, text, hits + self._always)
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
         if "non-default args:" in text:
             found = self._args_re.search(text)
             if found:
-                self.args = parse_args_text(found.group(1), number)
+                self._read_args(found.group(1), number)
         if "(SM " in text or "cuda capability" in text:
             self._read_gpu(number, text)
-        line = None
-        if self._exception_re.match(text) or self._argparse_re.match(text):
-            line = LogLine(number, shown)
-            if self._pointer_re.search(text):
-                self._pointers.append(line)
-            else:
-                self._exceptions.append(line)
-        elif level in ("ERROR", "CRITICAL"):
-            line = LogLine(number, shown)
-            if self._pointer_re.search(text):
-                self._pointers.append(line)
-            else:
-                self._errors.append(line)
+        self._read_error(number, text, level, code)
 
-    def _mask_kept(self, after: int, before: int) -> None:
-        """The lines kept whose numbers are between ``after`` and ``before`` (exclusive) as ``***``."""
-        def masked(line: LogLine) -> LogLine:
-            return line._replace(text=MASK) if after < line.number < before else line
+    # --- the root cause ----------------------------------------------------------------------
 
-        for key, match in self._matches.items():
-            self._matches[key] = match._replace(line=masked(match.line))
-        for kept in (self._exceptions, self._pointers, self._errors):
-            lines = [masked(line) for line in kept]
-            kept.clear()
-            kept.extend(lines)
+    def _read_error(self, number: int, text: str, level: str | None, code: bool) -> None:
+        failure = self._failure
+        if failure.wrap:
+            if self._wraps(text, level):
+                failure.cause.append(LogLine(number, text))
+                failure.wrap = failure.wrap - 1 if not text.rstrip().endswith(tuple(_ENDS_SENTENCE)) else 0
+                return
+            failure.wrap = 0
+        stripped = text.strip()
+        if code and not self._after_frame and text.startswith(("dsv4-serve: ", "dsv4-launch")):
+            return  # dsv4-launch's own line (quoting vLLM's message)
+        frame = bool(stripped) and (code or self._frame_re.match(text) is not None)
+        quiet = level in _QUIET_LEVELS
+        kind = None  # "cause", "weak", "pointer", "frame"
+        if frame and not quiet:
+            kind = "frame"
+        elif stripped and not quiet and not code:
+            if self._pointer(text):
+                kind = "pointer"
+            elif (self._exception_re.match(text) or self._argparse_re.match(text)
+                  or (not text.startswith("    ") and any(hint in text for hint in _NATIVE_HINTS)
+                      and self._native_re.search(text))):  # not a source line quoting the message
+                kind = "cause"
+            elif failure.open_traceback is not None and self._terminal_re.match(text):
+                kind = "cause"  # the line a traceback ends with, whatever the exception's name
+            elif level in ("ERROR", "CRITICAL") and re.match(r"[A-Za-z]\S*(?: \S+){2}", text):
+                kind = "weak"  # a message of vLLM's (three words or more), not a value dumped
+        if kind is None:
+            return
+        if self._new_run or (self._last_error and number - self._last_error > CLUSTER_GAP):
+            if failure.found():
+                self._previous = failure
+            failure = self._failure = _Failure()
+            self._new_run = False
+        self._last_error = number
+        line = LogLine(number, text)
+        if kind == "frame":
+            failure.open_traceback = number
+            return
+        failure.open_traceback = None
+        if kind == "pointer":
+            failure.pointer = line
+        elif kind == "cause" and not failure.cause:
+            failure.cause = [line]
+            self._cause_level = level
+            failure.wrap = CONTINUATION_LINES if (not stripped.endswith(tuple(_ENDS_SENTENCE))
+                                                  or "terminate called" in text) else 0
+        elif kind == "weak" and not failure.weak:
+            failure.weak = [line]
 
-    def _match(self, number: int, text: str, indexes: list[int], shown: str | None = None) -> None:
+    def _wraps(self, text: str, level: str | None) -> bool:
+        """Whether ``text``, right after the cause, goes on with its message."""
+        stripped = text.strip()
+        if not stripped or level != self._cause_level or stripped.startswith(_NOISE):
+            return False
+        if stripped.startswith("what():"):
+            return True
+        return not (self._frame_re.match(text) or self._pointer(text) or self._exception_re.match(text))
+
+    def _pointer(self, text: str) -> bool:
+        return any(hint in text for hint in _POINTER_HINTS) and self._pointer_re.search(text) is not None
+
+    # --- the rest ----------------------------------------------------------------------------
+
+    def _match(self, number: int, text: str, indexes: list[int]) -> None:
         for index in sorted(set(indexes)):
             sig, pattern, context, not_context = self._compiled[index]
             found = pattern.search(text)
@@ -269,7 +364,7 @@ class Scanner:
                 self._matches[key] = self._matches[key]._replace(count=self._matches[key].count + 1)
             elif len(self._order) < MAX_MATCHES:
                 values = {k: v for k, v in found.groupdict().items() if v is not None} or None
-                self._matches[key] = Match(sig, LogLine(number, text if shown is None else shown), values=values)
+                self._matches[key] = Match(sig, LogLine(number, text), values=values)
                 self._order.append(key)
 
     def _read_version(self, number: int, text: str) -> None:
@@ -277,7 +372,22 @@ class Scanner:
             found = pattern.search(text)
             if found and re.fullmatch(_VERSION_TEXT, found.group(1).rstrip(",")):
                 self.version, self.version_line = found.group(1).rstrip(","), number
+                self._new_run = True
                 return
+
+    def _read_args(self, text: str, number: int) -> None:
+        """The last args line is read at the end; of every one, the secrets (each distinct text
+        read once: a log of restarts repeats the same line)."""
+        text = text[:ARGS_TEXT_LIMIT]
+        self._args_text = (text, number)
+        secrets = self._args_secrets.get(text)
+        if secrets is None:
+            secrets = args_secrets(text)
+            if len(self._args_secrets) >= _ARGS_MEMO:
+                self._args_secrets.clear()
+            self._args_secrets[text] = secrets
+        for secret in secrets:
+            self._secrets[secret] = None
 
     def _read_gpu(self, number: int, text: str) -> None:
         for pattern in self._gpu_res:
@@ -286,12 +396,21 @@ class Scanner:
                 self.gpu = LogGpu(found.group(1).strip(), (int(found.group(2)), int(found.group(3))), number)
                 return
 
+    @property
+    def args(self) -> LogArgs | None:
+        return parse_args_text(*self._args_text) if self._args_text is not None else None
+
     def result(self) -> Scan:
+        failure = self._failure
+        if not failure.found() and self._previous is not None:
+            failure = self._previous
+        cause = failure.cause or failure.weak
         return Scan(
             lines=self.count, matches=tuple(self._matches[k] for k in self._order), version=self.version,
-            version_line=self.version_line, args=self.args, gpu=self.gpu,
-            exceptions=tuple(self._exceptions)[-ROOT_CAUSE_LINES:], pointers=tuple(self._pointers),
-            errors=tuple(self._errors),
+            version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
+            pointers=(failure.pointer,) if failure.pointer is not None else (),
+            traceback_cut=failure.open_traceback if not failure.cause else None,
+            secrets=tuple(self._secrets),
         )
 
 
@@ -417,7 +536,7 @@ def _mask_nested(value, secrets: list[str]):
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if isinstance(k, str) and is_credential_name(k) and not isinstance(v, bool) and v is not None:
+            if isinstance(k, str) and _credential_key(k) and not isinstance(v, bool) and v is not None:
                 _collect(v, secrets)
                 out[k] = MASK
             else:
@@ -440,6 +559,22 @@ def _collect(value, secrets: list[str]) -> None:
             _collect(v, secrets)
 
 
+@lru_cache(maxsize=4096)
+def _credential_key(key: str) -> bool:
+    return credential_name(key)
+
+
+_KEY_IN_REPR = re.compile(r"'([^'\\]{1,200})': ")
+
+
+def args_secrets(text: str) -> tuple[str, ...]:
+    """The secrets of a ``non-default args`` text: read whole only when a key of it (at any
+    depth) names a credential (0.24–0.28 log ``--api-key`` in clear; 0.30+ log ``'***'``)."""
+    if not any(key in SECRET_VALUE_DESTS or _credential_key(key) for key in _KEY_IN_REPR.findall(text)):
+        return ()
+    return parse_args_text(text, 0).secrets
+
+
 def parse_args_text(text: str, line: int) -> LogArgs:
     """vLLM's ``non-default args`` dict, read item by item with ``ast`` (never evaluated):
     literals, lists, dicts and config dataclass reprs are read; anything else is listed as
@@ -449,7 +584,7 @@ def parse_args_text(text: str, line: int) -> LogArgs:
     unread: list[str] = []
     secrets: list[str] = []
     for key, value_text in items:
-        secret = key in SECRET_VALUE_DESTS or is_credential_name(key)
+        secret = key in SECRET_VALUE_DESTS or _credential_key(key)
         try:
             value = _read_value(value_text)
         except _Unreadable:
