@@ -425,15 +425,16 @@ def _url_password_spans(text: str) -> list[tuple[int, int]]:
 
 def key_body(text: str) -> bool:
     """A line that is a private key's base64 body alone, or its tail (PEM's 64 columns, OpenSSH's
-    70, PGP's 76, a shorter last line, PGP's checksum ``=ZqCk``): base64 of 16 characters or
-    more with both cases and a digit, or one with ``+ / =`` in it; not a word, a number, a path."""
+    70, PGP's 76, a shorter last line with base64's ``=``, PGP's checksum ``=ZqCk``): base64 of 48
+    characters or more with both cases and a digit, or one with ``+ / =`` in it; not a word, a
+    class name (``DeepSeekV4EngineToolParser``), a number or a path."""
     word = text.strip(" \t")
     if not 4 <= len(word) <= 100 or re.fullmatch(r"=?[A-Za-z0-9+/]+={0,2}", word) is None:
         return False
-    mixed = any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
-    if len(word) >= 16 and mixed or re.fullmatch(r"=[A-Za-z0-9+/]{4}", word):  # PGP's checksum: =ZqCk
+    if re.fullmatch(r"=[A-Za-z0-9+/]{4}", word):  # PGP's checksum
         return True
-    return mixed and any(c in "+/=" for c in word) and not word.startswith("/")
+    mixed = any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
+    return mixed and (len(word) >= 48 or any(c in "+/=" for c in word[1:]))
 
 
 # A private key's armor headers (PEM's encryption IV, PGP's and RFC 4716's comments).

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from ..records import Record
-from .masking import MASK, SECRET_VALUE_DESTS, credential_name
+from .masking import MASK, SECRET_VALUE_DESTS, _closing, credential_name
 from .signatures import SIGNATURES, Signature
 
 # --- reading facts from vLLM's log lines -----------------------------------------------------
@@ -565,14 +565,39 @@ def _credential_key(key: str) -> bool:
 
 
 _KEY_IN_REPR = re.compile(r"'([^'\\]{1,200})': ")
+_STRING_IN_REPR = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_NOT_SECRET = frozenset({"None", "True", "False", f"'{MASK}'", f"['{MASK}']", "[]", "''"})
 
 
 def args_secrets(text: str) -> tuple[str, ...]:
-    """The secrets of a ``non-default args`` text: read whole only when a key of it (at any
-    depth) names a credential (0.24–0.28 log ``--api-key`` in clear; 0.30+ log ``'***'``)."""
-    if not any(key in SECRET_VALUE_DESTS or _credential_key(key) for key in _KEY_IN_REPR.findall(text)):
-        return ()
-    return parse_args_text(text, 0).secrets
+    """The secrets of a ``non-default args`` text without reading it whole: the strings in the
+    value of every key (at any depth) that names a credential (0.24–0.28 log ``--api-key`` in
+    clear; 0.30+ log ``'***'``). Linear in the text."""
+    found: list[str] = []
+    for key in _KEY_IN_REPR.finditer(text):
+        if not (key.group(1) in SECRET_VALUE_DESTS or _credential_key(key.group(1))):
+            continue
+        start = key.end()
+        if text[start:start + 1] in ("[", "{", "("):
+            end = _closing(text, start)
+        elif (quoted := _STRING_IN_REPR.match(text, start)) is not None:
+            end = quoted.end()
+        else:
+            end = next((i for i in range(start, min(len(text), start + 400)) if text[i] in ",}"), len(text))
+        value = text[start:end]
+        if value in _NOT_SECRET:
+            continue
+        for item in _STRING_IN_REPR.finditer(value):
+            if value[item.end():item.end() + 1] == ":":
+                continue  # a dict's key, not a value
+            string = item.group()
+            try:
+                literal = ast.literal_eval(string)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                literal = string[1:-1]
+            if isinstance(literal, str) and literal and literal != MASK:
+                found.append(literal)
+    return tuple(dict.fromkeys(found))
 
 
 def parse_args_text(text: str, line: int) -> LogArgs:
