@@ -974,6 +974,15 @@ def test_the_line_a_traceback_ends_with_is_its_exception_whatever_its_name(tmp_p
     assert [r["text"] for r in doc["root_cause"]] == [cause]
 
 
+def test_a_pointer_alone_says_the_cause_is_not_in_the_log(tmp_path):
+    # vllm#53320 as the thread gives it: only the API server's line pointing above
+    lines = ["RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"]
+    status, text, _ = explain(tmp_path, lines, as_json=False)
+    assert status == 1
+    assert "root cause: not in the log: vLLM's line below points above it" in text
+    assert f"vLLM says: line 1: {lines[0]}" in text
+
+
 def test_a_log_cut_inside_a_traceback_says_so_instead_of_printing_frames(tmp_path):
     # vllm#43174 as the thread gives it: the traceback's frames, no exception line
     lines = vllm_lines(["Traceback (most recent call last):",

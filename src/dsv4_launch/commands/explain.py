@@ -354,6 +354,9 @@ def render_text(out, data: dict) -> None:
         elif data["traceback_cut"]:
             out.info(f"not in the log: it ends inside a traceback (line {data['traceback_cut']}); the exception "
                      "line comes after the last frame — copy the log from there", label="root cause")
+        elif data["pointers"]:
+            out.info("not in the log: vLLM's line below points above it, at lines this log does not have",
+                     label="root cause")
         else:
             out.info("no exception or error line found", label="root cause")
         for line in data["pointers"]:
