@@ -999,7 +999,8 @@ def test_a_list_of_credentials_by_its_plural_name(name, secret):
 
 # --- issue 30's leaks, each as a class --------------------------------------------------------------
 # A URL's password with the characters that end the one-word pattern ("@", "#", "/", a blank), in
-# every scheme a serving stack logs.
+# every scheme a serving stack logs; and the values of names the old vocabulary did not know
+# (DB_PASS, GITHUB_PAT, redis_pass, --db-pass: core/credentials.py's words), in every phrasing.
 _URL_PASSWORDS = [f"p@ss{S}", f"p#ss{S}", f"pa/ss{S}", f"my secret {S}", f"a@b#c/d e{S}", f"{S}@@", f"#{S}",
                   f"/{S}/"]
 _URL_FORMS = ["OSError: cannot reach {scheme}://default:{pw}@redis.internal:6379/0",
@@ -1026,9 +1027,27 @@ def test_a_url_without_credentials_is_kept(line):
     assert mask_line(line) == line
 
 
+_NEW_NAMES = ["DB_PASS", "GITHUB_PAT", "redis_pass", "db-pass", "PGPASSWORD", "redis_pw", "MQTT_PSK", "dbPass"]
+_NAME_FORMS = ["ValueError: {n}={s} rejected", "KeyError: bad env {n}={s}", "OSError: {n}: {s}", "{n}: {s}",
+               "export {n}={s}", "RuntimeError: config {{'{n}': '{s}'}}", 'RuntimeError: {{"{n}": "{s}"}}',
+               "RuntimeError: vllm serve m --{n} {s} --port 8000", "RuntimeError: ['--{n}', '{s}']"]
+
+
+@pytest.mark.parametrize("name", _NEW_NAMES)
+@pytest.mark.parametrize("form", _NAME_FORMS)
+def test_every_credential_name_of_the_one_vocabulary_masks_its_value(name, form):
+    option = form.count("--") and name.startswith(("db", "redis"))
+    line = form.format(n=name.replace("_", "-") if option else name, s=S)
+    assert S not in mask_line(line), line
+
+
 @pytest.mark.parametrize(("leak", "printed"), [
     ("redis://default:p@ss#w/rd {s}@redis:6379", "OSError: cannot reach redis://default:p@ss#w/rd {s}@redis:6379"),
     ("postgres://app:my secret/pw {s}@db:5432", "ValueError: postgres://app:my secret/pw {s}@db:5432 refused"),
+    ("DB_PASS={s}", "ValueError: DB_PASS={s} is not a valid setting"),
+    ("GITHUB_PAT={s}", "KeyError: GITHUB_PAT={s}"),
+    ("redis_pass: {s}", "RuntimeError: redis_pass: {s}"),
+    ("--db-pass {s}", "SystemExit: vllm serve: error: unrecognized arguments: --db-pass {s}"),
 ])
 def test_issue_30s_leaks_are_closed_through_explain(tmp_path, leak, printed):
     line = printed.format(s=S)
