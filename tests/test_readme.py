@@ -131,3 +131,16 @@ def test_httpx_is_in_the_test_extras():
     extras = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
     test = extras.split("test = [", 1)[1].split("\n]", 1)[0]
     assert re.search(r'^\s*"httpx>=[\d.]+",', test, re.M), test
+
+
+REPO_PATH = re.compile(r"`((?:src|tests|tools|benchmarks|examples|docs|\.ci)/[\w./*-]*)`")
+OURS = [README, *(ROOT / "docs" / n for n in ("commands.md", "deployment.md", "development.md", "output.md",
+                                              "performance.md", "rules.md"))]
+
+
+@pytest.mark.parametrize("path", OURS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_repository_path_named_exists(path):
+    """A file or folder of this repository named in backticks (`tests/test_process.py`,
+    `src/dsv4_launch/data/serve-options-*.json`) is there: moved code leaves no stale pointer."""
+    missing = [p for p in REPO_PATH.findall(path.read_text()) if not list(ROOT.glob(p.rstrip("/")))]
+    assert missing == [], missing
