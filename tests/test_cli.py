@@ -540,7 +540,8 @@ def test_plan_loads_only_its_own_command(tmp_path):
     env = clean_env(tmp_path, DSV4_LAUNCH_GPU_CAPABILITY="12.0")
     code = ("import io, json, sys, contextlib\nfrom dsv4_launch.commands.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-            "    main(['plan', '--json', '--vllm-version', '0.24.0', 'deepseek-ai/DeepSeek-V4-Flash'])\n"
+            "    main(['plan', '--json', '--vllm-version', '0.24.0', 'deepseek-ai/DeepSeek-V4-Flash', "
+            "'--max-model-len', '4096', '--enable-auto-tool-choice', '--tool-call-parser', 'deepseek_v4'])\n"
             "print(json.dumps(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     modules = set(json.loads(done.stdout))

@@ -137,14 +137,25 @@ def _normal(name: str) -> str:
     return name.lower().replace("_", "-")
 
 
+NEAR = 0.75  # difflib's similarity ratio from which a name is a near miss of an own option
+
+
 def _did_you_mean(name: str, command: Command) -> str:
     """`` (did you mean --json?)`` for a near miss of one of the command's options, else ""."""
-    import difflib
+    from collections import Counter
 
+    typed = _normal(name)
     names = {_normal(o.name): o.name for o in command.options}
-    close = difflib.get_close_matches(_normal(name), list(names), n=1, cutoff=0.75)
+    # difflib's quick_ratio, an upper bound of its ratio: most of vLLM's options (--max-model-len)
+    # are nowhere near ours, and plan does not import difflib for them
+    near = [n for n in names if 2 * sum((Counter(typed) & Counter(n)).values()) >= NEAR * (len(typed) + len(n))]
+    close: list[str] = []
+    if near:
+        import difflib
+
+        close = difflib.get_close_matches(typed, near, n=1, cutoff=NEAR)
     if not close and len(name) > 3:  # a prefix: --vllm-ver, --gpu-mem
-        close = [n for n in names if n.startswith(_normal(name))][:1]
+        close = [n for n in names if n.startswith(typed)][:1]
     return f" (did you mean {names[close[0]]}?)" if close else ""
 
 
