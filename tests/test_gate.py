@@ -241,3 +241,56 @@ def test_a_newer_release_only_warns_on_a_missing_path(tmp_path, monkeypatch):
 ])
 def test_what_looks_like_a_path(model, path):
     assert looks_like_path(model) is path
+
+
+# --- small truths (issue 31 item 4) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("typed,meant", [
+    ("deepseek-ai/DeepSeek-V4-Flsh", "deepseek-ai/DeepSeek-V4-Flash"),
+    ("DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Flash"),  # the organisation left out
+    ("deepseek/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Flash"),  # the organisation mistyped
+    ("deepseek-ai/DeepSeek-V4-Pro-Dspak", "deepseek-ai/DeepSeek-V4-Pro-DSpark"),
+    ("nvidia/DeepSeek-V4-Flash-NVFP", "nvidia/DeepSeek-V4-Flash-NVFP4"),
+    ("deepseek-ai/DeepSeek-V4.1-Flsh", "deepseek-ai/DeepSeek-V4.1-Flash"),
+])
+def test_a_near_miss_of_a_known_checkpoint_says_did_you_mean(tmp_path, typed, meant):
+    env = {"HF_HUB_CACHE": str(tmp_path / "empty-cache")}  # not downloaded: the name is all there is
+    rc, data, _ = plan([typed, "-tp", "8"], as_json=True, env=env)
+    said = [line for line in (*data["warnings"], *data["notes"]) if f"model {typed}:" in line]
+    assert len(said) == 1 and said[0].endswith(f"not a known checkpoint: did you mean {meant}?"), said
+
+
+@pytest.mark.parametrize("name", ["deepseek-ai/DeepSeek-V3", "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B",
+                                  M, "deepseek-ai/deepseek-v4-flash"])
+def test_no_did_you_mean_for_other_models_or_a_known_one(tmp_path, name):
+    env = {"HF_HUB_CACHE": str(tmp_path / "empty-cache")}
+    rc, data, _ = plan([name, "-tp", "8"], as_json=True, env=env)
+    assert not any("did you mean" in line for line in (*data["warnings"], *data["notes"])), data["warnings"]
+
+
+def test_a_bare_name_is_looked_up_in_the_cache_as_the_hub_does(tmp_path):
+    """``gpt2``-style ids (no organisation) are hub ids too: cached as models--NAME."""
+    snap = tmp_path / "hub" / "models--DeepSeek-V4-Flash" / "snapshots" / ("a" * 40)
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(V4_CONFIG))
+    (tmp_path / "hub" / "models--DeepSeek-V4-Flash" / "refs").mkdir()
+    (tmp_path / "hub" / "models--DeepSeek-V4-Flash" / "refs" / "main").write_text("a" * 40)
+    rc, data, _ = plan(["DeepSeek-V4-Flash", "-tp", "8"], as_json=True, env={"HF_HUB_CACHE": str(tmp_path / "hub")})
+    assert data["model"]["source"].startswith("Hugging Face cache"), data["model"]
+
+
+@pytest.mark.parametrize("mode,status", [("refuse", 2), ("warn", 0), ("off", 0)])
+def test_plan_json_names_the_mode_apart_from_the_outcome(v4, mode, status):
+    rc, data, _ = plan([v4, "--block-size", "64"], as_json=True, env={"DSV4_LAUNCH_PREFLIGHT": mode})
+    assert data["preflight_mode"] == data["preflight"] == mode  # the old key kept: schema 1 readers
+    assert rc == data["exit_status"] == status
+
+
+def test_doctor_says_the_model_once_and_skipped_checks_are_no_ok(monkeypatch):
+    rc, data = doctor([], vllm=VllmInstall(version=None, importable=True))
+    models = [c for c in data["checks"] if c["section"] == "model"]
+    assert len(models) == 1 and "no model given: checked for deepseek-ai/DeepSeek-V4-Flash" in models[0]["detail"]
+    skipped = [c for c in data["checks"] if "were skipped" in c["detail"]]
+    assert skipped and all(c["status"] == "WARN" for c in skipped), skipped
+    assert not any(c["status"] == "OK" and "skipped" in c["detail"] for c in data["checks"])

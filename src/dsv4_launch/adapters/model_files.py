@@ -128,7 +128,8 @@ def hub_cache_dirs(env: Mapping[str, str], download_dir: str | None) -> list[str
 
 
 def is_hub_id(model: str) -> bool:
-    return model.count("/") == 1 and not model.startswith(("/", ".", "~")) and "\\" not in model
+    """``org/name``, or a bare ``name`` (the hub's older ids, cached as ``models--name``)."""
+    return bool(model) and model.count("/") <= 1 and not model.startswith(("/", ".", "~")) and "\\" not in model
 
 
 # vLLM reads the model's config first (ModelConfig.__post_init__: get_config(self.hf_config_path or
@@ -338,4 +339,34 @@ def model_facts(
             facts = classify(model, config, how, hf_overrides)
             return facts if hf_config_path else facts._replace(directory=os.path.dirname(path))
         how = problem
-    return classify(model, None, None, hf_overrides, missing_reason=how, known=known() if known else None)
+    facts = classify(model, None, None, hf_overrides, missing_reason=how, known=known() if known else None)
+    if model and facts.known_id is None and facts.source in (None, "the name") and not hf_config_path:
+        near = near_checkpoint(model)
+        if near:
+            facts = facts._replace(note=f"{facts.note}; not a known checkpoint: did you mean {near}?")
+    return facts
+
+
+def near_checkpoint(name: str) -> str | None:
+    """The known checkpoint (data/checkpoints/) a Hugging Face id not in the table is a near miss
+    of (``DeepSeek-V4-Flsh`` → ``deepseek-ai/DeepSeek-V4-Flash``), as the table spells it; None
+    when none is close or the name is no repository id. Read only on this path: the name is
+    neither downloaded nor known."""
+    wanted = name.strip().rstrip("/").lower()
+    if not wanted or looks_like_path(wanted) or "://" in wanted or "\\" in wanted or len(wanted) > 200:
+        return None
+    import difflib
+
+    from .checkpoints import load_checkpoints
+
+    table = load_checkpoints()
+    org, _, repo = wanted.rpartition("/")
+    # Judged on the repository's name (a shared organisation makes any two ids look alike:
+    # deepseek-ai/DeepSeek-V3 is no near miss of deepseek-ai/DeepSeek-V4-Pro); of equally near
+    # names, the one in the organisation given.
+    scored = sorted(((difflib.SequenceMatcher(None, repo, key.split("/", 1)[1]).ratio(), key.split("/", 1)[0] == org,
+                      key) for key in table), reverse=True)
+    close = [key for ratio, _, key in scored[:1] if ratio >= 0.88]
+    if not close or close[0] == wanted:
+        return None
+    return str(table[close[0]].get("id") or close[0])

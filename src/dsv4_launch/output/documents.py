@@ -7,7 +7,9 @@ every document has ``schema_version``, ``exit_status`` (the command's exit statu
 vLLM to hand over to). On an error ``plan --json`` is the plan document with ``error`` set;
 ``doctor --json`` is ``{"ok": false, "exit_status", "error", "checks": [], "plan"}`` with that
 same plan document; ``fit --json`` is ``{"error", "rows": [], "vllm_version", ...}``. (Keys were
-added, never changed: schema_version stays 1.)
+added, never changed: schema_version stays 1. The plan's ``preflight_mode`` is the
+DSV4_LAUNCH_PREFLIGHT mode — refuse, warn, off —, never the outcome; ``preflight`` is the same value
+under its first name, kept so that schema-1 readers keep working.)
 
 Secrets are masked in the data *before* it is serialised (argv by position, URL credentials
 in every string), so no escaping can let one through and the output is always valid JSON.
@@ -62,6 +64,10 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
             "source": model.source if model else None,
         },
         "vllm_version": vllm_version,
+        # DSV4_LAUNCH_PREFLIGHT's mode the plan was made with (refuse, warn, off) — a setting, not the
+        # outcome (that is exit_status and refusals). "preflight" is the same value under its old name,
+        # kept for readers of schema 1 (keys are only ever added).
+        "preflight_mode": plan.preflight,
         "preflight": plan.preflight,
         "disabled": plan.disabled,
         "exit_status": exit_status,
