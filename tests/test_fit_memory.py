@@ -164,3 +164,16 @@ def test_fit_exits_1_only_when_every_layout_certainly_does_not_fit(tmp_path):
     code, data, _ = fit(tmp_path, [FLASH, "--max-num-batched-tokens", "16384"], as_json=True, gpus=2,
                         gpu_memory=84 * GiB)
     assert code == 0 and data["fits"] is None
+
+
+@pytest.mark.parametrize("args,said", [
+    ([FLASH, "-tp", "2", "--max-model-len", "65536", "--max-num-batched-tokens", "2048"], "fits: TP 2"),
+    ([FLASH, "-tp", "2"], "vLLM decides at start: TP 2"),
+    ([FLASH], "does not fit: TP 1"),
+])
+def test_plans_memory_line_leads_with_the_verdict(tmp_path, args, said):
+    code, text = plan(tmp_path, args, nvml(2), as_json=False)
+    line = next(line for line in text.splitlines() if "weights" in line and "(estimate)" in line)
+    assert said in line and "KV left" in line, line
+    if "decides" in said:
+        assert "–" in line.split("KV left")[1]  # the band, not one figure
