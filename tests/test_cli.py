@@ -580,3 +580,18 @@ def test_gpus_as_a_count_takes_the_kind_dsv4_launch_gpu_capability_names(run_cli
     assert not (tmp_path / "nvml.log").exists()
     done, _ = run_cli("dsv4-launch", "plan", "--gpus", "8", M, gpus=None, env={"DSV4_LAUNCH_GPU_CAPABILITY": "hopper"})
     assert done.returncode == 2 and "DSV4_LAUNCH_GPU_CAPABILITY='hopper'" in done.stderr
+
+
+@pytest.mark.parametrize("size,expected", [("80GiB", 80 * 2**30), ("80GB", 80 * 10**9), ("141.5GiB", int(141.5 * 2**30)),
+                                           ("97887MiB", 97887 * 2**20)])
+def test_gpu_memory_with_dsv4_launch_gpu_capability_is_the_variables_gpus_memory(run_cli, size, expected):
+    """--gpu-memory alone, with DSV4_LAUNCH_GPU_CAPABILITY naming the GPUs (no NVML here): the
+    variable's GPUs with exactly that memory; the command line wins over DSV4_LAUNCH_GPU_MEMORY."""
+    env = {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0,12.0", "DSV4_LAUNCH_GPU_MEMORY": "32GiB"}
+    done, _ = run_cli("dsv4-launch", "plan", "--json", "--gpu-memory", size, M, "-tp", "2", gpus=None, env=env)
+    plan = json.loads(done.stdout)
+    assert [(g["compute_capability"], g["memory_bytes"]) for g in plan["gpus"]] == [("12.0", expected)] * 2
+    from dsv4_launch.commands.own_options import _size_text
+    from dsv4_launch.core.settings import parse_size
+
+    assert parse_size(_size_text(expected), unit_required=True) == expected

@@ -300,12 +300,22 @@ def planning_context(own: Mapping[str, object], ctx: Context | None) -> Context:
     kind = None
     if memory is not None:
         env.pop(GPU_MEMORY, None)
+        if gpus is None and env.get(GPU_CAPABILITY) is not None and isinstance(memory, int):
+            env[GPU_MEMORY] = _size_text(memory)  # the variable's GPUs: the pipeline gives them this memory
     if gpus is not None and env.get(GPU_CAPABILITY) is not None:
         kind = None if preset is not None else _capability_gpu(env)
         if preset is not None or kind is not None:
             env.pop(GPU_CAPABILITY)  # else a bad value: the pipeline says so, as without --gpus
     return ctx._replace(env=env, read_gpus=_given_gpus(count, preset, memory if isinstance(memory, int) else None,
                                                        ctx.read_gpus, kind))
+
+
+def _size_text(size: int) -> str:
+    """``size`` bytes as DSV4_LAUNCH_GPU_MEMORY reads it back exactly (a unit it takes)."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if size % factor == 0:
+            return f"{size // factor}{unit}"
+    return f"{-(-size // 2**10)}KiB"  # a size no unit divides: rounded up to the next KiB
 
 
 def _capability_gpu(env: Mapping[str, str]):
