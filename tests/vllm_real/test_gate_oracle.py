@@ -61,3 +61,35 @@ def test_model_config_reads_the_config_from_the_model_unless_hf_config_path(real
     model_config = vllm_symbol("vllm.config.model", "ModelConfig")
     source = inspect.getsource(model_config)
     assert "get_config(\n            self.hf_config_path or self.model," in source
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "dev-null"])
+def test_vllm_loads_every_shard_past_a_special_index_as_dsv4_launch_reads_it(real_vllm, tmp_path, kind):
+    """vLLM's loader skips an index that is not a regular file (``os.path.isfile``) and loads every
+    ``*.safetensors`` file — never opening the FIFO; read_checkpoint_files judges the same files."""
+    import os
+    import threading
+
+    from dsv4_launch.adapters.model_weights import INDEX, read_checkpoint_files
+    from tests.test_model_weights import shard
+
+    names = [str(tmp_path / f"model-0000{i}-of-00002.safetensors") for i in (1, 2)]
+    for name in names:
+        shard(name, 100)
+    index = tmp_path / INDEX
+    {"fifo": lambda: os.mkfifo(index), "dir": index.mkdir, "dev-null": lambda: os.symlink("/dev/null", index)}[kind]()
+    keep = vllm_symbol("vllm.model_executor.model_loader.weight_utils", "filter_duplicate_safetensors_files")
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(kept=keep(names, str(tmp_path), INDEX)), daemon=True)
+    thread.start()
+    thread.join(20)
+    try:
+        assert not thread.is_alive() and sorted(box["kept"]) == sorted(names)
+        files = read_checkpoint_files(str(tmp_path))
+        assert (files.shards_named, files.files) == (0, len(names))  # no index: every shard, as vLLM
+    finally:
+        if kind == "fifo":
+            try:
+                os.close(os.open(index, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
