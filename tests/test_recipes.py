@@ -137,6 +137,12 @@ OFFICIAL = [
      ["--tensor-parallel-size", "1", "--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.92",
       "--compilation-config", '{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":["all"]}',
       "--max-cudagraph-capture-size", "128", "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}']),
+    # DGX Spark: two GB10 nodes, TP 2 across them (the recipe's multi_node_tp); the community image's
+    # B12X backend flags are left out (stock vLLM's option table does not know them), the memory ones kept
+    ("Flash-0731 2 × GB10 TP 2 (DGX Spark)", FLASH_0731, "2xGB10",
+     ["--tensor-parallel-size", "2", "--max-num-seqs", "8", "--max-num-batched-tokens", "8192",
+      "--gpu-memory-utilization", "0.85", "--enable-prefix-caching", "--max-cudagraph-capture-size", "64",
+      "--compilation-config", '{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":["all"]}']),
     ("Pro-0813 8 × H200 DP 8 + EP (hopper)", PRO_0813, "8xH200",
      ["--data-parallel-size", "8", "--enable-expert-parallel", *EP_GRAPHS, *HOPPER_PRO]),
     ("Pro-0813 8 × H200 TP 8 + EP (hopper)", PRO_0813, "8xH200",
