@@ -177,3 +177,13 @@ def test_plans_memory_line_leads_with_the_verdict(tmp_path, args, said):
     assert said in line and "KV left" in line, line
     if "decides" in said:
         assert "–" in line.split("KV left")[1]  # the band, not one figure
+
+
+def test_plan_gpus_n_without_a_memory_says_memory_not_checked_and_why(tmp_path):
+    from dsv4_launch.commands.own_options import planning_context
+
+    c = planning_context({"gpus": (8, None)}, ctx(tmp_path, NO_NVML))
+    code = run_plan([PRO, "-tp", "8"], as_json=True, ctx=c)
+    memory = json.loads(c.stdout.getvalue())["memory"]
+    assert code == 0 and memory["verdict"] == "memory not checked"
+    assert "--gpus gives how many GPUs, not their memory" in memory["not_checked"]

@@ -835,6 +835,8 @@ def memory_not_checked(facts: Facts) -> str | None:
 
     if facts.gpu_source == "DSV4_LAUNCH_GPU_CAPABILITY":
         why = "DSV4_LAUNCH_GPU_CAPABILITY gives the capability only and NVML could not be read here"
+    elif facts.gpu_source == "--gpus":
+        why = "--gpus gives how many GPUs, not their memory"
     elif not gpus:
         why = "no GPU was read here"
     else:
