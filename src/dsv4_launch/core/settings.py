@@ -155,7 +155,8 @@ ENV_VARS: tuple[tuple[str, str], ...] = (
     ("DSV4_LAUNCH_PREFLIGHT=refuse|warn|off",
      "pre-flight problems stop dsv4-serve (default), only warn, or are not checked"),
     (f"{GPU_CAPABILITY}=12.0",
-     "use this compute capability instead of probing (hosts that cannot see the GPUs; comma-separated per GPU)"),
+     "use this compute capability instead of probing (hosts that cannot see the GPUs; comma-separated per GPU); "
+     f"the memory stays NVML's where NVML can be read, else it is said to be not checked (set {GPU_MEMORY})"),
     (f"{GPU_MEMORY}=96GiB", "the memory of one GPU, used instead of what NVML reports (memory fit; a unit is required)"),
     ("DSV4_LAUNCH_DEBUG=1", "an internal error raises with its traceback instead of passing the arguments through"),
     (f"{LOG_FORMAT}=json", "one JSON object per line on stderr (time, level, logger, message, rule/option where "
@@ -169,4 +170,6 @@ ENV_VARS: tuple[tuple[str, str], ...] = (
     ("VLLM_PP_LAYER_PARTITION", "the layers of each pipeline stage, as vLLM splits them (memory fit)"),
     ("VLLM_USE_V2_MODEL_RUNNER, VLLM_USE_RAY_V2_EXECUTOR_BACKEND",
      "the model runner and Ray executor vLLM picks (rows; the tokens in flight in the memory fit)"),
+    ("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
+     "0: vLLM subtracts no CUDA-graph estimate before the KV cache, and the memory fit counts none"),
 )
