@@ -1003,3 +1003,31 @@ def test_the_count_of_lines_read_is_said_in_the_right_number(tmp_path, count, wo
     out = io.StringIO()
     run_explain([str(path)], as_json=False, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     assert out.getvalue().startswith(f"read: {word} ")
+
+
+_MEGA = "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel. Enable it with " \
+        "--enable-expert-parallel, or pick a different --moe-backend."
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    # the row's case: no expert parallelism in the arguments
+    ("{'model': 'deepseek-ai/DeepSeek-V4-Pro', 'moe_backend': 'deep_gemm_mega_moe', 'tensor_parallel_size': 8}",
+     ["mega-moe-needs-ep"]),
+    # the fix is already applied and a draft model is there: the upstream bug, not the flag (vllm#55914)
+    ("{'model': 'deepseek-ai/DeepSeek-V4-Pro', 'moe_backend': 'deep_gemm_mega_moe', 'enable_expert_parallel': True, "
+     "'speculative_config': {'method': 'dspark', 'num_speculative_tokens': 7}}", ["mega-moe-draft-without-ep"]),
+    # the fix is applied, no draft model: not a failure dsv4-launch knows the cause of
+    ("{'model': 'deepseek-ai/DeepSeek-V4-Pro', 'moe_backend': 'deep_gemm_mega_moe', 'enable_expert_parallel': True}",
+     []),
+])
+def test_a_fix_already_applied_is_not_given_again(tmp_path, args, named):
+    lines = [version_line("0.29.0"), args_line(args), *vllm_lines(traceback([], _MEGA))]
+    status, doc, _ = explain(tmp_path, lines)
+    assert [i["rule"] for i in doc["explained"]] == named and status == (0 if named else 1)
+    if named == ["mega-moe-draft-without-ep"]:
+        assert "0.30.0" in doc["explained"][0]["fix"] and "--enable-expert-parallel" not in doc["explained"][0]["fix"]
+
+
+def test_without_the_arguments_line_the_row_is_named(tmp_path):
+    status, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(traceback([], _MEGA))])
+    assert [i["rule"] for i in doc["explained"]] == ["mega-moe-needs-ep"]

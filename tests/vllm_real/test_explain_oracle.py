@@ -347,3 +347,13 @@ def test_a_non_numeric_vllm_switch(tmp_path, version, monkeypatch, name, rule):
     assert explained(tmp_path, version, text) == [rule]
     monkeypatch.setenv(name, "1")
     assert raised(lambda: getattr(envs, name)) is None
+
+
+def test_the_draft_model_keeps_expert_parallelism_from_0_30(version):
+    """mega-moe-draft-without-ep: before 0.30.0 the speculative draft's parallel config drops
+    --enable-expert-parallel (so MegaMoE in the draft refuses although the user set it); the
+    release's own create_draft_parallel_config says which."""
+    speculative = vllm_symbol("vllm.config.speculative", "SpeculativeConfig")
+    parallel = vllm_symbol("vllm.config.parallel", "ParallelConfig")
+    draft = speculative.create_draft_parallel_config(parallel(tensor_parallel_size=1, enable_expert_parallel=True), 1)
+    assert draft.enable_expert_parallel is (not is_older(version, "0.30.0"))

@@ -81,12 +81,40 @@ def _in_range(match: Match, version: str | None) -> bool | None:
     return match.signature.vllm.contains(version)
 
 
+def _logged(values: Mapping[str, object], dest: str):
+    """A logged argument by dest; ``a.b`` reads key ``b`` of the dict ``a``. Missing: a marker."""
+    value: object = values
+    for part in dest.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
+
+
+_ABSENT = object()
+
+
+def _shown(scan: Scan, wanted: Mapping[str, object]) -> bool:
+    """Whether the log's arguments line shows every one of ``wanted`` (``...``: set to anything)."""
+    if scan.args is None:
+        return False
+    found = {dest: _logged(scan.args.values, dest) for dest in wanted}
+    return all(value is not _ABSENT and value is not None and (want is ... or value == want)
+               for (dest, want), value in zip(wanted.items(), found.values()))
+
+
+def _args_fit(match: Match, scan: Scan) -> bool:
+    sig = match.signature
+    return (sig.args is None or _shown(scan, sig.args)) and not (sig.not_args and _shown(scan, sig.not_args))
+
+
 def group_matches(scan: Scan) -> list[list[Match]]:
     """Matches by log line; on each line the signatures of the release the log names (when
-    any of them is in range)."""
+    any of them is in range), and only those the log's arguments allow (``Signature.args``)."""
     by_line: dict[int, list[Match]] = {}
     for match in scan.matches:
-        by_line.setdefault(match.line.number, []).append(match)
+        if _args_fit(match, scan):
+            by_line.setdefault(match.line.number, []).append(match)
     groups = []
     for number in sorted(by_line):
         found = by_line[number]

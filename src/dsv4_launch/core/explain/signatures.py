@@ -39,6 +39,12 @@ class Signature(Record):
     # A regular expression that must NOT appear on this line or the ``context_lines`` before it
     # (a more specific signature's context owns those lines).
     not_context: str | None = None
+    # vLLM's logged arguments (its "non-default args" line: dest → value, a dotted dest reads into
+    # a dict, ``...`` is "set to anything") the signature needs to be named: without that line, or
+    # with other values, it is not. ``not_args``: named only when the log does NOT show these (the
+    # row's fix is already applied, so something else failed).
+    args: Mapping[str, object] | None = None
+    not_args: Mapping[str, object] | None = None
 
 
 _ATT = "vllm/models/deepseek_v4/attention.py"
@@ -169,6 +175,28 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"DeepSeek V4 MegaMoE currently requires expert parallel",
         source=f"{_NV}:506@0.24.0, :527@0.25.0–0.25.1, :528@0.26.0, :537@0.27.0–0.27.1, :545@0.28.0, "
         ":765@0.29.0, :798@0.30.0, :814@0.31.0, :688@0.32.0, :232@0.33.0",
+        not_args={"enable_expert_parallel": True},  # the row's fix is already there: see the next one
+    ),
+    # The same refusal with --enable-expert-parallel set: before 0.30.0 a speculative draft model's
+    # parallel config does not copy enable_expert_parallel (vllm/config/speculative.py
+    # create_draft_parallel_config@0.29.0; copied from :1757@0.30.0), so the draft's MegaMoE layer
+    # refuses (vllm#55914: DeepSeek-V4-Pro-0813, TP8 + EP, MegaMoE, DSpark).
+    Signature(
+        rule="mega-moe-draft-without-ep", exception="NotImplementedError",
+        pattern=r"DeepSeek V4 MegaMoE currently requires expert parallel",
+        source=f"{_NV}:506@0.24.0, :527@0.25.0–0.25.1, :528@0.26.0, :537@0.27.0–0.27.1, :545@0.28.0, "
+        ":765@0.29.0 (raised for the draft model: vllm/config/speculative.py create_draft_parallel_config "
+        "copies enable_expert_parallel from :1757@0.30.0); vllm#55914",
+        vllm=VersionRange(before="0.30.0"),
+        args={"enable_expert_parallel": True, "speculative_config": ...},
+        text={"title": "MegaMoE with --enable-expert-parallel and a speculative draft model before vLLM 0.30.0",
+              "effect": "--enable-expert-parallel is set (the log's arguments), but before 0.30.0 vLLM builds the "
+                        "draft model (DSpark, MTP) with a parallel config that drops it, and the draft's MegaMoE "
+                        "layer refuses",
+              "fix": "vLLM 0.30.0 or later (the draft keeps expert parallelism: vllm#55914); on this release drop "
+                     "--moe-backend deep_gemm_mega_moe or the --speculative-config",
+              "reference": "vllm#55914; vllm/config/speculative.py create_draft_parallel_config@0.30.0",
+              "evidence": "cited"},
     ),
     Signature(
         rule="mega-moe-fp4", exception="NotImplementedError",
