@@ -244,6 +244,10 @@ CASES = [
                                              "--enable-hybrid-kv-cache-manager flag to let vLLM decide automatically.")),
     ("v2-runner-unsupported", "0.33.0", traceback([], "ValueError: Model Runner V2 does not yet support: "
                                                   "kv_sharing_fast_prefill")),
+    ("dspark-pp", "0.27.1", ["non-default args: {'model': 'deepseek-ai/DeepSeek-V4-Flash-0731', 'pipeline_parallel_size': "
+                             "3, 'speculative_config': {'method': 'dspark', 'num_speculative_tokens': 5}}",
+                             *traceback([], "ValueError: Pipeline parallelism is not supported for this model. "
+                                            "Supported models implement the `SupportsPP` interface.")]),
     ("mega-moe-routing", "0.29.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently supports "
                                              "sqrtsoftplus routing only.")),
     ("mega-moe-routing", "0.33.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE requires normalized top-k "
@@ -1031,3 +1035,18 @@ def test_a_fix_already_applied_is_not_given_again(tmp_path, args, named):
 def test_without_the_arguments_line_the_row_is_named(tmp_path):
     status, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(traceback([], _MEGA))])
     assert [i["rule"] for i in doc["explained"]] == ["mega-moe-needs-ep"]
+
+
+def test_the_generic_pp_message_is_dspark_pp_only_with_dspark_and_pp_in_the_arguments(tmp_path):
+    pp = "ValueError: Pipeline parallelism is not supported for this model. Supported models implement the " \
+         "`SupportsPP` interface."
+    dspark = "{'model': 'deepseek-ai/DeepSeek-V4-Flash-0731', 'pipeline_parallel_size': 3, " \
+             "'speculative_config': {'method': 'dspark', 'num_speculative_tokens': 5}}"
+    _, doc, _ = explain(tmp_path, [version_line("0.27.1"), args_line(dspark), *vllm_lines(traceback([], pp))])
+    assert [i["rule"] for i in doc["explained"]] == ["dspark-pp"]
+    plain = "{'model': 'MiniMax-M3', 'pipeline_parallel_size': 7}"  # vllm#45455: another model, no DSpark
+    status, doc, _ = explain(tmp_path, [version_line("0.27.1"), args_line(plain), *vllm_lines(traceback([], pp))],
+                             name="minimax.log")
+    assert status == 1 and doc["explained"] == []
+    status, doc, _ = explain(tmp_path, [version_line("0.27.1"), *vllm_lines(traceback([], pp))], name="noargs.log")
+    assert status == 1 and doc["explained"] == []

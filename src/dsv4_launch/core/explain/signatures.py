@@ -321,6 +321,17 @@ SIGNATURES: tuple[Signature, ...] = (
         ":50@0.27.0–0.27.1, :56@0.28.0, :80@0.29.0",
         vllm=VersionRange(since="0.25.0", before="0.30.0"),
     ),
+    # The same refusal in the model-config words when the DSpark draft is checked first (vllm#52761:
+    # 0.27.1, PP 3): a message any model without SupportsPP prints, so only with the log's
+    # arguments showing DSpark and a pipeline-parallel size (non-default args lists it only when > 1).
+    Signature(
+        rule="dspark-pp", exception="ValueError",
+        pattern=r"Pipeline parallelism is not supported for this model",
+        source="vllm/config/model.py:1227@0.25.0, :1245@0.26.0, :1330@0.27.0, :1382@0.28.0, :1428@0.29.0 "
+        "(verify_with_parallel_config, for the DSpark draft); vllm#52761",
+        vllm=VersionRange(since="0.25.0", before="0.30.0"),
+        args={"pipeline_parallel_size": ..., "speculative_config.method": "dspark"},
+    ),
     Signature(
         rule="dspark-k-below-block", exception="ValueError",
         pattern=r"DSpark requires num_speculative_tokens >= dspark_block_size",
