@@ -967,6 +967,20 @@ def test_a_restart_or_a_long_quiet_stretch_starts_the_next_failure(tmp_path):
     assert doc["root_cause"][0]["text"] == "RuntimeError: NCCL error: unhandled cuda error"
 
 
+def test_a_pointer_long_after_the_failure_still_points_at_it(tmp_path):
+    first = vllm_lines(traceback([], ["RuntimeError: CUDA error: an illegal memory access was encountered",
+                                      "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more "
+                                      "information.", "CUDA kernel errors might be asynchronously reported at some "
+                                      "other API call."]))
+    quiet = vllm_lines([f"Shutting down worker {i}" for i in range(150)], level="INFO")
+    pointer = vllm_lines(["vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack "
+                          "trace (above) for the root cause."], proc="APIServer", pid=1)
+    _, doc, _ = explain(tmp_path, [*first, *quiet, *pointer])
+    assert [r["text"] for r in doc["root_cause"]] == ["RuntimeError: CUDA error: an illegal memory access was "
+                                                      "encountered"]  # torch's advice is not its message
+    assert doc["pointers"][0]["text"].startswith("vllm.v1.engine.exceptions.EngineDeadError")
+
+
 @pytest.mark.parametrize(("ending", "cause"), [
     ("c10::Error: CUDA driver error: device not ready", "c10::Error: CUDA driver error: device not ready"),
     ("deep_gemm.Oops: unsupported", "deep_gemm.Oops: unsupported"),  # a name _EXCEPTION does not know

@@ -76,6 +76,7 @@ _TERMINAL = r"^[A-Za-z_][\w.:<>]{0,200}(?:\([\w.]+\))?(?::|$)"
 _FRAME = r'^[ \t]*(?:\|[ \t]*)?(?:Traceback \(most recent call last\)|File "|[~^]+$|\.\.\.)'
 # What follows an error line without being its message (torch's CUDA advice).
 _NOISE = ("CUDA kernel errors might be", "For debugging consider passing", "Compile with `TORCH_USE_CUDA_DSA`",
+          "Search for `cuda",
           "The above exception was", "During handling of the above exception", "[...", "Traceback (most recent")
 _ENDS_SENTENCE = ".!?)]}'\"`"
 _QUIET_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "WARN"})
@@ -401,16 +402,18 @@ class Scanner:
         return parse_args_text(*self._args_text) if self._args_text is not None else None
 
     def result(self) -> Scan:
-        failure = self._failure
-        if not failure.found() and self._previous is not None:
-            failure = self._previous
+        failure, previous = self._failure, self._previous
+        if not failure.found() and previous is not None:
+            failure, previous = previous, None
         cause = failure.cause or failure.weak
+        cut = failure.open_traceback if not failure.cause else None
+        if not cause and cut is None and previous is not None:  # a pointer alone, long after the failure it
+            cause = previous.cause or previous.weak  # points at (vLLM's shutdown lines between them)
+        pointer = failure.pointer or (previous.pointer if previous is not None and cause else None)
         return Scan(
             lines=self.count, matches=tuple(self._matches[k] for k in self._order), version=self.version,
             version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
-            pointers=(failure.pointer,) if failure.pointer is not None else (),
-            traceback_cut=failure.open_traceback if not failure.cause else None,
-            secrets=tuple(self._secrets),
+            pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
         )
 
 
