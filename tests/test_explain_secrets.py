@@ -1054,3 +1054,13 @@ def test_issue_30s_leaks_are_closed_through_explain(tmp_path, leak, printed):
     raw = [_HEADER + x for x in ["EngineCore failed to start.", "Traceback (most recent call last):", line]]
     for status, text in _explain_text(tmp_path, raw):
         assert status == 1 and S not in text and "***" in text, text
+
+
+@pytest.mark.parametrize("level", ["ERROR", None])
+def test_a_kubernetes_env_pair_after_a_cut_traceback_prints_no_value(level):
+    # found by the random spanning test: a YAML key after a traceback's header was taken for its
+    # exception, and the pair's value printed as the message's wrap
+    lines = ["Traceback (most recent call last):", "env:", "- name: HF_TOKEN", f"  value: {S}"]
+    assert not any(S in line for line in _kept(lines, level))
+    assert mask_lines(["ValueError: bad env", "- name: HF_TOKEN", f"  value: {S}"])[2] == "  ***"
+    assert mask_lines(["ValueError: bad env", "- name: PORT", "  value: 8000"])[2] == "  value: 8000"

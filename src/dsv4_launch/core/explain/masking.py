@@ -403,6 +403,7 @@ _PORT_THEN = r"\d{1,5}(?:[/?#\s]|$)"
 _NAME_ALONE = (r"""[ \t]*(?:-[ \t]+)?(['"]?)(--)?([A-Za-z_][\w.\-`]{0,200})\1[ \t]*"""
                r"""(?::[ \t]*(?:[|>][-+0-9]{0,2})?|=|,)?[ \t]*(?:#.*)?""")
 _INPUT_VALUE = r"input_value=(.*?)(?=, input_type=|$)"
+_PAIR_NAME = r"""[ \t]*(?:-[ \t]+)?\{?[ \t]*(['"]?)name\1[ \t]*[:=][ \t]*(['"]?)([\w.\-]{1,200})\2[ \t]*,?[ \t]*"""
 
 
 def _url_password_spans(text: str) -> list[tuple[int, int]]:
@@ -455,7 +456,11 @@ def mask_line(text: str) -> str:
 def _leaves_value_below(text: str) -> bool:
     """Whether a line names a credential and leaves its value to the lines below: a name alone
     (YAML's ``api_key:``, ``password: |2``, a credential ``--option`` alone, pydantic's location
-    ``kv_transfer_config.token``) or a credential's bracket left open (``{'api_key': [``)."""
+    ``kv_transfer_config.token``), Kubernetes' ``- name: HF_TOKEN`` (its ``value:`` below) or a
+    credential's bracket left open (``{'api_key': [``)."""
+    pair = re.fullmatch(_PAIR_NAME, text) if "name" in text else None
+    if pair is not None:  # Kubernetes' "- name: HF_TOKEN", its "value:" on the next line
+        return credential_name(pair.group(3))
     m = re.fullmatch(_NAME_ALONE, text)
     if m is not None:
         name = m.group(3).strip("`")

@@ -69,9 +69,10 @@ _POINTER = r"See root cause above|See stack trace|stack trace above|Engine core 
     r"WorkerProc hit an exception|EngineCore encountered a fatal error|EngineCore encountered an issue"
 _POINTER_HINTS = ("See ", "stack trace", "initialization failed", "failed to start", "hit an exception",
                   "encountered a")
-# The line a traceback ends with when its exception's name is not one _EXCEPTION knows: a name
-# (dotted, C++'s "c10::Error"), then ":" or the end of the line.
-_TERMINAL = r"^[A-Za-z_][\w.:<>]{0,200}(?:\([\w.]+\))?(?::|$)"
+# The line a traceback ends with when its exception's name is not one _EXCEPTION knows: a class's
+# name (a capital in it, or dotted, or C++'s "c10::Error"), then ":" or the end of the line — not
+# a YAML key ("env:").
+_TERMINAL = r"^(?=[\w.:<>]*(?:[A-Z]|\.\w|::))[A-Za-z_][\w.:<>]{0,200}(?:\([\w.]+\))?(?::|$)"
 # Lines of a traceback that are not its exception: the header, frames, source, carets, "...".
 _FRAME = r'^[ \t]*(?:\|[ \t]*)?(?:Traceback \(most recent call last\)|File "|[~^]+$|\.\.\.)'
 # What follows an error line without being its message (torch's CUDA advice).
