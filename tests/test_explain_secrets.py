@@ -684,6 +684,8 @@ def test_a_secret_value_over_several_lines_is_never_printed(tmp_path, form):
 ARGV_FORMS = [
     ("+ exec vllm serve m --api-key {s} {s2} --port 8000", "+ exec vllm serve m --api-key *** --port 8000"),
     ("vllm serve m --api-key {s} {s2}", "vllm serve m --api-key ***"),
+    # a key ending in base64's "=" whose text holds a credential word ("Pw"): the option after it is kept
+    ("vllm serve m --api-key Zq000000Zq0PwA00= --port 8000", "vllm serve m --api-key *** --port 8000"),
     ("vllm serve m --api_key {s} {s2} -tp 2", "vllm serve m --api_key *** -tp 2"),
     ("vllm serve m --api-k {s} {s2} --port 8000", "vllm serve m --api-k *** --port 8000"),
     ("vllm serve --api-key={s} deepseek-ai/DeepSeek-V4-Flash", "vllm serve --api-key=*** deepseek-ai/DeepSeek-V4-Flash"),

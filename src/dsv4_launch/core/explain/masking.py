@@ -167,7 +167,9 @@ def _named_spans(text: str) -> list[tuple[int, int]]:
             # prose ("HF_TOKEN: not set", "--seed-token to enable"); right after a bare "=" a word is
             # a value ("password=correct") unless it says there is none ("auth=disabled")
             prose = _NO_VALUE if m.group(1).rstrip("'\"").endswith(("=", "%3D", "%3d")) else _NOT_VALUES
-            if value not in _KEEP and value.rstrip(".,;:!?").lower() not in prose:
+            # an option after "name= " is the next argument, not the value (a key ending in base64's "="
+            # is followed by "--port": "--api-key Zq0PwA00= --port 8000")
+            if value not in _KEEP and value.rstrip(".,;:!?").lower() not in prose and not value.startswith("--"):
                 spans.append((m.start(3), end))
                 pos = end
     return spans
