@@ -4,7 +4,7 @@ A ``Rule`` holds everything about one known failure: the models and GPU families
 (families are sets of compute capabilities, never numeric floors), the vLLM releases it holds
 for, a ``check`` for the rest of its condition (arguments, config.json, environment), its
 message and fix as templates, the evidence behind it and the upstream reference. Plan, doctor,
-``plan --json`` and README's tables all read these rows; ``evaluate`` is the only interpreter.
+``plan --json`` and docs/rules.md's tables all read these rows; ``evaluate`` is the only interpreter.
 
 Certainty decides the level. A row says what it does when it certainly applies (``level``:
 refuse or warn); when the GPU type or the vLLM version is unknown, or CUDA's numbering may
@@ -19,7 +19,7 @@ Version facts live only in a row's fields: ``vllm`` (the releases it holds for) 
 (other bounds its text names, e.g. the release a bare ``assert`` became a ``ValueError``). Its
 texts name them as ``{since}``/``{before}`` and ``{NAME_since}``/``{NAME_before}``/``{NAME}``
 (the short form), with ``:minor`` (``0.30``) and ``:last`` (the release line before: ``0.29``);
-``evaluate`` fills the message and fix, ``words`` the title and effect (README, explain).
+``evaluate`` fills the message and fix, ``words`` the title and effect (docs/rules.md, explain).
 tests/test_rules.py fails on a release number written into a row's text.
 
 The topic modules hold the rows, each check above its row: ``rules_kv`` (the KV cache and
@@ -61,8 +61,8 @@ class Rule(Record):
     id: str
     level: str  # REFUSE / WARN (plan rows), FAIL / WARN (doctor rows)
     evidence: str
-    title: str  # README: the configuration, in a few words
-    effect: str  # README: what vLLM does with it
+    title: str  # docs/rules.md: the configuration, in a few words
+    effect: str  # docs/rules.md: what vLLM does with it
     check: Check  # the rest of the condition; returns the template's values, or None
     message: str  # "{setting} …" — filled from check's values, {gpus} and {vllm}
     fix: str
@@ -234,7 +234,7 @@ def version_words(rule: Rule) -> dict[str, object]:
 
 
 def words(rule: Rule, field: str) -> str:
-    """A row's ``title`` or ``effect`` as README and explain show it (its version words filled)."""
+    """A row's ``title`` or ``effect`` as docs/rules.md and explain show it (its version words filled)."""
     text: str = getattr(rule, field)
     return text.format_map(version_words(rule)) if "{" in text else text
 

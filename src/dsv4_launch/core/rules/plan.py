@@ -23,7 +23,7 @@ from .recipe import RECIPE_RULES
 from .releases import RELEASE_RULES
 from .speculative import SPECULATIVE_RULES
 
-# The order findings are shown in (plan, dsv4-serve, plan --json, the plugin's log, README's
+# The order findings are shown in (plan, dsv4-serve, plan --json, the plugin's log, docs/rules.md's
 # table): every row of the topic modules exactly once (tests/test_rules.py holds it to that).
 # A new row goes where its finding should be read.
 FINDING_ORDER = (
