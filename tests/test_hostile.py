@@ -986,7 +986,10 @@ def test_exec_fallback_without_a_shebang(ws, data):
     (folder / "vllm").write_text(body)
     (folder / "vllm").chmod(0o755)
     out = folder / "argv.txt"
-    argv = [ws.v4_dir, *data.draw(hs.ordinary_groups(3), label="options")]
+    # bfloat16 on SM 12.0 is refused before any hand-over (kv-not-fp8: fp8_ds_mla has no bf16
+    # variant); this class is about the hand-over, so such a draw is not one of its inputs
+    options = hs.ordinary_groups(3).filter(lambda group: not any("bfloat16" in t for t in group))
+    argv = [ws.v4_dir, *data.draw(options, label="options")]
     e = {**ws.base_env(), "VLLM_OUT": str(out), "DSV4_LAUNCH_GPU_CAPABILITY": "12.0"}
     e["PATH"] = f"{folder}{os.pathsep}{e['PATH']}"
     done = subprocess.run([str(BIN / "dsv4-serve"), *argv], env=e, capture_output=True, timeout=60, cwd=ws.root)
