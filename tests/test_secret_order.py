@@ -20,7 +20,7 @@ import json
 import pytest
 
 from dsv4_launch.core.explain.scanner import parse_args_text
-from dsv4_launch.output.redact import MASK, Scrubber, masked_argv
+from dsv4_launch.output.redact import MASK, Redactor, masked_argv
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.secrets import mask_secrets, secret_forms, secret_words
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
@@ -49,7 +49,7 @@ def _printed(version: str) -> list[str]:
     for secret in SECRETS:
         for argv, config in _placements(secret):
             args = read_serve_args(argv, table, lambda path, c=config: c)
-            scrub = Scrubber.for_argv(argv, args.secrets)
+            scrub = Redactor.for_argv(argv, args.secrets)
             texts = [args.rejection or "", *args.unknown_options, *args.warnings, *masked_argv(argv, args.secrets)]
             out.append("\n".join(scrub(t) for t in texts))
     return out
@@ -79,7 +79,7 @@ def test_the_hostile_case_itself():
 
 @pytest.mark.parametrize("secret", ["-Zq000001=", "--Zq_01.x=y", "a'b\"c\\Zq01", "é\u00a0Zq01\x1b", "密🔑Zq01"])
 def test_every_quoted_form_is_masked(secret):
-    scrub = Scrubber([secret])
+    scrub = Redactor([secret])
     for text in (secret, repr(secret), json.dumps(secret), json.dumps(secret, ensure_ascii=False),
                  repr(json.dumps(secret)), f"unrecognized arguments: {secret.split('=', 1)[0]}"):
         assert "Zq01" not in scrub(f"x {text} y"), (text, scrub(f"x {text} y"))
@@ -101,7 +101,7 @@ def test_a_name_like_secret_masks_its_normalised_name():
     ("--Zq_01.a=b", "unrecognized arguments: --Zq-01.a", "unrecognized arguments: ***"),
 ])
 def test_the_parts_argparse_quotes_are_masked_as_words(secret, message, shown):
-    assert Scrubber([secret])(message) == shown
+    assert Redactor([secret])(message) == shown
 
 
 # --- short secrets (item 3) ------------------------------------------------------------------
@@ -109,7 +109,7 @@ def test_the_parts_argparse_quotes_are_masked_as_words(secret, message, shown):
 
 @pytest.mark.parametrize("secret", ["a", "k", "8", "ab", "-k", "é"])
 def test_a_short_secret_is_masked_where_it_stands_as_its_own_word(secret):
-    scrub = Scrubber([secret])
+    scrub = Redactor([secret])
     for template in ("unrecognized arguments: {}", "unrecognized arguments: --x, {}, 2 other words",
                      "invalid choice: '{}'", '"{}"', "--api-key={}", "({})", "{}", "[{}]", "value {}."):
         assert scrub(template.format(secret)) == template.format(MASK), (template, scrub(template.format(secret)))
@@ -130,6 +130,6 @@ def test_a_short_secret_in_argv_and_in_the_rejection(version, secret):
         args = read_serve_args(argv, load_table(version), lambda p: {})
         shown = masked_argv(argv, args.secrets)
         assert secret not in shown, (argv, shown)
-        scrub = Scrubber.for_argv(argv, args.secrets)
+        scrub = Redactor.for_argv(argv, args.secrets)
         message = scrub(" ".join([args.rejection or "", *args.unknown_options]))
         assert secret not in message.split() and f"{secret}," not in message, (argv, message)

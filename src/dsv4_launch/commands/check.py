@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from ..core.check import judge as sc
 from ..core.settings import read_flag
 from ..output.lines import Reporter
-from ..output.redact import Scrubber
+from ..output.redact import Redactor
 from ..output.render import Result, render
 from . import exit_codes
 from .context import Context, here
@@ -143,6 +143,56 @@ class Run:
                            "elapsed_s": round(ex.elapsed, 3), "error": ex.error, "error_kind": ex.kind})
         self.findings.extend(findings)
         return findings
+
+
+def _masking(fetch, scrub: Redactor):
+    """``fetch`` whose answers arrive masked: a server may echo the key (or the URL's password)
+    back, and the judge cuts what it quotes (160, 300 characters …) — a key cut in half matches no
+    form of it, so the whole answer is masked before anything is cut. A body the client cut at
+    its size limit may end in the start of a key: masked as an excerpt's end is. A JSON answer is
+    masked in its values too (a key written with ``\\u`` escapes is the key once read)."""
+
+    def masked(*args, **kwargs) -> sc.Exchange:
+        ex = fetch(*args, **kwargs)
+        if ex.body:
+            text = ex.body.decode("utf-8", "surrogateescape")
+            shown = scrub.secrets_only(text, cut=ex.truncated)
+            if not ex.truncated and "\\u" in shown:
+                shown = _masked_json(shown, scrub)
+            if shown != text:
+                ex = ex._replace(body=shown.encode("utf-8", "surrogateescape"))
+        if ex.error:
+            ex = ex._replace(error=scrub(ex.error))
+        return ex
+
+    return masked
+
+
+def _masked_json(text: str, scrub: Redactor) -> str:
+    """A JSON text with its string values masked once read (written again only if one changed)."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    changed = False
+
+    def walk(value):
+        nonlocal changed
+        if isinstance(value, str):
+            shown = scrub.secrets_only(value)
+            changed = changed or shown != value
+            return shown
+        if isinstance(value, dict):
+            return {walk(k): walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    try:
+        out = walk(doc)
+    except RecursionError:
+        return text
+    return json.dumps(out) if changed else text
 
 
 def _stop(findings: list[sc.Finding]) -> bool:
@@ -272,20 +322,23 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     # Masked wherever they would show (a server may echo the header back): the key, the URL's
     # password and the Basic token made of it.
     secrets = [s for s in (key, base.password, auth.partition(" ")[2] if auth else None) if s]
-    scrub = Scrubber(secrets)
+    scrub = Redactor(secrets)
     timeout = own.get("timeout", DEFAULT_TIMEOUT)
     client = ctx.http_client
     if client is None:
         from ..adapters.http_client import default_client
 
         client = default_client()
+    fetch = ctx.fetch
+    if fetch is None:
+        from ..adapters.http_client import request as fetch
     headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": "dsv4-launch-check"}
     if auth:
         headers["Authorization"] = auth
     start = clock()
     try:
         run = probe(base, model=own.get("model"), headers=headers, deadline=start + timeout, client=client,
-                    key_from=key_from, key_set=bool(key), clock=clock, fetch=ctx.fetch,
+                    key_from=key_from, key_set=bool(key), clock=clock, fetch=_masking(fetch, scrub),
                     debug=read_flag(env, "DSV4_LAUNCH_DEBUG")[0])
     except KeyboardInterrupt:
         return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted",
@@ -294,7 +347,7 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
         if read_flag(env, "DSV4_LAUNCH_DEBUG")[0]:
             raise
         return Result(exit_codes.CHECK_PROBLEM, PREFIX, scrub=scrub, error=f"internal error: {type(exc).__name__}: "
-                      f"{str(exc)[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)",
+                      f"{scrub(str(exc))[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)",
                       document={"command": "check", "url": base.shown, "status": sc.PROBLEM})
     notes = []
     if base.stripped_v1:

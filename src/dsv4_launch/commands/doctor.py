@@ -13,7 +13,6 @@ from ..adapters.vllm_install import interpreter_of
 from ..core.rules.doctor import FAIL, OK, Diagnosis, DoctorLine, VllmRuntime, diagnose
 from ..core.rules.doctor_rows import sm120_decode_shapes
 from ..core.settings import GPU_CAPABILITY
-from ..output.redact import Scrubber
 from ..output.render import Result, render
 from ..output.tables import render_diagnosis
 from . import exit_codes
@@ -41,7 +40,7 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     defaulted = prepared.facts is not None and prepared.facts.args.tokens[:1] == (DEFAULT_MODEL,) and \
         tuple(argv[:1]) != (DEFAULT_MODEL,)
     note = f"no model given: checked for {DEFAULT_MODEL}" if defaulted else None
-    scrub = Scrubber.for_argv(prepared.argv)
+    scrub = prepared.redact  # the run's one redactor (pipeline.prepare): the secrets too
     if prepared.error:
         return Result(prepared.status, PREFIX, "the report", prepared.error,
                       _document(prepared, Diagnosis(), prepared.status, prepared.error), None, scrub)
@@ -50,7 +49,7 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     except Exception as exc:  # never a traceback of ours: say it as a failed line
         if prepared.settings and prepared.settings.debug:
             raise
-        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(exc).__name__}: {str(exc)[:160]} "
+        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(exc).__name__}: {scrub(str(exc))[:160]} "
                                                       "(DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
     if prepared.rejected:
         diagnosis = diagnosis._replace(lines=(*diagnosis.lines, DoctorLine("arguments", FAIL, rejected_line(prepared))))

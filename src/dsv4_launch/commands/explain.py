@@ -281,9 +281,9 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
 
 
 def _scrubber(scan: Scan | None):
-    from ..output.redact import Scrubber
+    from ..output.redact import Redactor
 
-    base = Scrubber(scan.secrets if scan else ())
+    base = Redactor(scan.secrets if scan else ())
 
     def scrub(text: str) -> str:
         return base(mask_line(text))

@@ -26,7 +26,6 @@ from ..core.memory.fit import (
     fit_rows,
 )
 from ..core.memory.presets import PRESETS, preset_gpus
-from ..output.redact import Scrubber
 from ..output.render import Result, render
 from ..output.tables import render_table
 from . import exit_codes
@@ -145,7 +144,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
                preset=None) -> Result:
     """What ``fit`` has to show: the layouts as a table or a document, or the one error line."""
     prepared = prepare(argv, ctx.env or {}, FIT, default_model=DEFAULT_MODEL, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
-    scrub = Scrubber.for_argv(prepared.argv, prepared.secrets)  # secret values masked in every line too
+    scrub = prepared.redact  # the run's one redactor (pipeline.prepare)
     vllm = {"vllm_version": prepared.vllm.version if prepared.vllm else None,
             "vllm_version_assumed": bool(prepared.vllm and prepared.vllm.assumed)}
     facts = prepared.facts

@@ -30,6 +30,7 @@ from ..core.facts import Facts, GpuReport
 from ..core.records import Record
 from ..core.rules.plan import Plan, disabled_plan, make_plan
 from ..core.settings import Settings, SettingsError, disable_switch, read_settings
+from ..output.redact import NO_REDACT, Redactor
 from ..vllm_cli.argv_edit import apply_changes
 from ..vllm_cli.option_table import load_table
 from ..vllm_cli.secrets import SecretSpans, conservative_spans, follow_edit
@@ -59,6 +60,7 @@ class Prepared(Record):
     # message); plan exits 2 and doctor fails on it, while dsv4-serve hands them over unchanged
     # and vLLM prints its own error.
     rejected: str | None = None
+    redact: Redactor = NO_REDACT  # the run's one redactor: what every command prints goes through it
 
 
 def prepare(
@@ -75,11 +77,21 @@ def prepare(
     and fit check DeepSeek-V4, not vLLM's default model); the plan's argv then starts with it."""
     argv = tuple(argv)
     try:
-        return _prepare(argv, env, purpose, read_gpus or read_machine_gpus, vllm, default_model)
+        prepared = _prepare(argv, env, purpose, read_gpus or read_machine_gpus, vllm, default_model)
     except KeyboardInterrupt:  # Ctrl-C while probing or reading: vLLM has not started
         vllm = vllm or VllmInstall(version=None, importable=False, note="not looked up (interrupted)")
-        return Prepared(exit_codes.INTERRUPTED, argv, Plan(), _blind(argv, vllm), vllm,
-                        error="interrupted before vLLM started")
+        prepared = Prepared(exit_codes.INTERRUPTED, argv, Plan(), _blind(argv, vllm), vllm,
+                            error="interrupted before vLLM started")
+    return _with_redactor(prepared)
+
+
+def _with_redactor(prepared: Prepared) -> Prepared:
+    """``prepared`` with the run's redactor: the secrets at its spans of the argv handed over (the
+    spans follow the edit), the credential values inside its JSON values and its URLs, and the
+    ``--config`` file's credential values."""
+    facts = prepared.facts
+    more = facts.args.file_secrets if facts is not None else ()
+    return prepared._replace(redact=Redactor.for_argv(prepared.argv, prepared.secrets, more))
 
 
 def _blind(argv: tuple[str, ...], vllm: VllmInstall) -> SecretSpans:
@@ -228,11 +240,13 @@ def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:
     """A failure inside dsv4-launch itself: vLLM gets the arguments unchanged."""
     if settings.debug:
         raise exc
+    secrets = _blind(argv, vllm)
+    detail = Redactor.for_argv(argv, secrets)(str(exc))[:160]  # masked before it is cut: a cut secret matches no form
     warning = (
         f"dsv4-launch could not check these arguments (internal error: {type(exc).__name__}: "
-        f"{str(exc)[:160]}); handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)"
+        f"{detail}); handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)"
     )
-    return Prepared(exit_codes.OK, argv, Plan(warnings=(warning,)), _blind(argv, vllm), vllm, settings=settings)
+    return Prepared(exit_codes.OK, argv, Plan(warnings=(warning,)), secrets, vllm, settings=settings)
 
 
 def prepare_engine(

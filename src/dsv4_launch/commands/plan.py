@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from ..core.memory.estimate import summary, summary_line
 from ..output.documents import plan_data
-from ..output.redact import Scrubber, masked_argv
 from ..output.render import Result, render
 from ..output.report import report_plan
 from . import exit_codes
@@ -36,7 +35,7 @@ def plan_document(prepared: Prepared) -> dict:
     data = plan_data(
         prepared.plan,
         prepared.facts,
-        masked_argv(prepared.argv, prepared.secrets),
+        prepared.redact.shown_argv,
         vllm_version=prepared.vllm.version if prepared.vllm else None,
         exit_status=plan_status(prepared),
         memory=memory_data(prepared),
@@ -91,7 +90,7 @@ def no_vllm(prepared: Prepared) -> str | None:
 def plan_result(argv: list[str], ctx: Context) -> Result:
     """What ``plan ARGV`` has to show: the plan's lines or document, the one error line."""
     prepared = prepare(argv, ctx.env or {}, PLAN, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
-    scrub = Scrubber.for_argv(prepared.argv, prepared.secrets)  # secret values masked in every line too
+    scrub = prepared.redact  # the run's one redactor (pipeline.prepare)
     missing = no_vllm(prepared)
     status = exit_codes.NO_VLLM if missing else plan_status(prepared)
 
@@ -102,7 +101,7 @@ def plan_result(argv: list[str], ctx: Context) -> Result:
         if prepared.help_requested:
             out.info("the arguments ask vLLM for its help: dsv4-serve would hand them over unchanged")
         vllm = prepared.vllm
-        report_plan(out, prepared.plan, prepared.facts, masked_argv(prepared.argv, prepared.secrets),
+        report_plan(out, prepared.plan, prepared.facts, prepared.redact.shown_argv,
                     with_facts=True, vllm_version=vllm.version if vllm else None,
                     vllm_note=vllm.note if vllm else None, memory_line=summary_line(memory_data(prepared)))
         if prepared.rejected:

@@ -13,7 +13,6 @@ from ..adapters.handover import NoVllm, exec_failure, hand_over
 from ..core.rules.plan import DISABLED_NOTE
 from ..core.settings import ENV_VARS
 from ..output.lines import Reporter, make_lenient, safe_write
-from ..output.redact import Scrubber, masked_argv
 from ..output.report import report_plan
 from . import exit_codes
 from .context import Context, here
@@ -69,7 +68,7 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
         return run_version("dsv4-serve", ctx)
     prepared = prepare(argv, env, SERVE, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
     quiet = prepared.settings.quiet if prepared.settings else False
-    reporter = Reporter(stderr, env, quiet=quiet, scrub=Scrubber.for_argv(prepared.argv, prepared.secrets))
+    reporter = Reporter(stderr, env, quiet=quiet, scrub=prepared.redact)
     if prepared.error:
         reporter.error(prepared.error)
         return prepared.status
@@ -85,7 +84,7 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
         for warning in prepared.plan.warnings:
             reporter.warning(warning)
     else:
-        shown = masked_argv(prepared.argv, prepared.secrets)
+        shown = prepared.redact.shown_argv
         report_plan(reporter, prepared.plan, prepared.facts, shown, with_facts=False)
         if prepared.status != exit_codes.OK:
             return prepared.status

@@ -33,6 +33,7 @@ class ServeArgs(Record):
     warnings: tuple[str, ...] = ()
     help_requested: bool = False
     secrets: SecretSpans = SecretSpans()
+    file_secrets: tuple[str, ...] = ()  # values of the --config file's credential keys (never printed)
 
     def value(self, dest: str) -> object:
         return self.values.get(dest)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 from ..core.facts import Facts
 from ..core.rules.plan import Plan
-from .redact import NO_SCRUB, Scrubber, masked
+from .redact import NO_REDACT, Redactor, masked
 
 SCHEMA_VERSION = 1
 
@@ -120,10 +120,10 @@ def _pointer(key) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def dump(data: dict, scrub: Scrubber = NO_SCRUB) -> str:
+def dump(data: dict, redact: Redactor = NO_REDACT) -> str:
     """One JSON object, with credentials in URLs masked in every string; ASCII only, and valid
     for strict parsers (see the module's docstring: ``not_utf8``)."""
     found: list[str] = []
-    clean = _valid_text(masked(data, scrub), "", found)
+    clean = _valid_text(masked(data, redact), "", found)
     document = {"schema_version": SCHEMA_VERSION, **clean, "not_utf8": found}
     return json.dumps(document, indent=2, ensure_ascii=True)

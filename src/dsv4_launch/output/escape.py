@@ -42,7 +42,7 @@ def escape(text: str) -> str:
 
 
 def printable(text: str, scrub=None) -> str:
-    """Outside text ready to print: secrets masked (``scrub``, a ``redact.Scrubber``; without
+    """Outside text ready to print: secrets masked (``scrub``, a ``redact.Redactor``; without
     one, URL credentials), then every non-printable character escaped."""
     return escape(scrub(text) if scrub else mask_url_credentials(text))
 

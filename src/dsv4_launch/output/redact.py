@@ -1,16 +1,22 @@
-"""Secrets out of everything printed, applied to values before anything is serialised.
+"""Secrets out of everything printed: one ``Redactor`` per run, built where the arguments are
+read (``commands/pipeline.prepare``: ``Prepared.redact``), applied by ``render`` to the
+document's values and the error line and by the command's text through its reporter or table —
+no command builds its own.
 
 Secret values are found by position: the parse of the arguments records exactly which tokens
 vLLM's parser gives to ``--api-key``, ``--hf-token``, ``--watermark-config`` and the JSON
 options that may carry credentials, in every spelling (``vllm_cli/secrets.py``) — and, where
 the recorded tables cannot say (an option they do not know, a vLLM release they do not
 record), to every option whose name looks like a credential (``core/credentials.is_credential_name``).
-Those spans become ``***`` whatever their length; credentials in URLs
-(``https://user:PASS@host``) are masked in every string, and the ``Scrubber`` masks the secret
+Those spans become ``***`` whatever their length. Inside a JSON value of any other option, the
+values of credential-named keys, at any depth (``--speculative-config '{"hf_token": …}'``,
+``--hf-overrides``), are masked in the argv shown and wherever a line quotes them, as are the
+values of the ``--config`` file's credential keys. Credentials in URLs
+(``https://user:PASS@host``) are masked in every string, and the ``Redactor`` masks the secret
 values wherever a line quotes them, in every form a message may quote one (``secrets.secret_forms``:
 as written, as ``%r`` and JSON quote it; ``secrets.secret_words``, as whole words only: the name
 before the ``=`` of one that looks like an option, the value after it, a value glued to a short
-option).
+option, the part before the first ``.`` of one that vLLM reads as a dotted option).
 
 Short secrets: a secret (or one of its forms) of three characters or more is masked wherever it
 occurs in a line. A 1- or 2-character one is masked only where it stands as its own word —
@@ -18,6 +24,10 @@ between blanks, quotes, brackets, ``,;:=`` or the ends of the text (``unrecogniz
 -k``, ``'ab'``, ``--api-key=ab``) — never inside a longer word: masking every ``a`` or ``8``
 of every line would mangle the output, and a character inside another word gives nothing away.
 In the argv shown it is masked by position, as every secret is.
+
+A secret cut short (an excerpt ending in ``…``): the start of a secret of 8 characters or more
+right before the ``…`` is masked too. Text is masked before it is cut wherever dsv4-launch cuts
+it, so this only catches a cut made elsewhere.
 Environment variables are never printed, so there is nothing to mask there.
 """
 
@@ -25,8 +35,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..vllm_cli.secrets import AFTER_EQ, MASK, WHOLE, SecretSpans, mask_secrets, masks_of, secret_texts
+from ..vllm_cli.secrets import (
+    AFTER_EQ,
+    MASK,
+    WHOLE,
+    SecretSpans,
+    json_secrets,
+    mask_secrets,
+    masks_of,
+    secret_texts,
+)
 from .escape import mask_url_credentials, url_userinfo
+
+CUT = "…"  # what an excerpt ends with (core/check/judge.excerpt)
+_CUT_PREFIX = 4  # the shortest start of a secret masked before a CUT
 
 
 def _mask_token(token: str) -> str:
@@ -37,54 +59,105 @@ def _mask_token(token: str) -> str:
 
 
 def masked_argv(argv: Sequence[str], secrets: SecretSpans) -> list[str]:
-    """``argv`` with secret spans as ``***`` and URL credentials masked; linear in its size."""
+    """``argv`` with secret spans as ``***``, credential values inside JSON values masked, and
+    URL credentials masked; linear in its size."""
     out = []
     for i, token in enumerate(argv):
         if (i, WHOLE) in secrets.spans:
             token = MASK
         elif (i, AFTER_EQ) in secrets.spans:
             token = token.partition("=")[0] + "=" + MASK
+        elif "{" in token:
+            found = json_secrets(token)
+            if found:
+                token = mask_secrets(token, *masks_of(found))
         out.append(_mask_token(token))
     return out
 
 
-class Scrubber:
-    """Masks, in any printed text, the credentials of URLs the user passed (a model name, an
-    endpoint, a path) — also the odd ones a line-level pattern cannot delimit (a password with
-    blanks in it) — and every URL credential the pattern can. Built once per run from argv."""
+class Redactor:
+    """Masks, in any printed text, the secret values of the run (every form a message may quote
+    one), the credentials of URLs the user passed (a model name, an endpoint, a path) — also the
+    odd ones a line-level pattern cannot delimit (a password with blanks in it) — and every URL
+    credential the pattern can; ``shown_argv``: the arguments as they may be printed."""
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, secrets: Iterable[str] = (), argv: Sequence[str] = (), spans: SecretSpans = SecretSpans()):
         # Every form of every secret, any length (mask_secrets masks a short one only as its own
         # word). The pattern is built per line from the forms that line holds: compiling one
         # alternation of 10,000 `--api-key` values up front would cost ~90 ms of every such start.
-        self._secrets, self._words = masks_of(secrets)
+        found = [s for s in secrets if s]
+        self._secrets, self._words = masks_of(found)
+        self._long = tuple({s for s in found if len(s) >= 2 * _CUT_PREFIX})  # for a secret cut short
+        self._starts: frozenset[str] | None = None
+        self._argv = tuple(argv)
+        self._spans = spans
 
     @classmethod
-    def for_argv(cls, argv: Sequence[str], secrets: SecretSpans | None = None) -> "Scrubber":
-        """URL credentials of ``argv``; with ``secrets``, also the secret values themselves, so
-        that a warning or an error line that quotes one (an exception's message, say) shows
-        ``***`` too."""
+    def for_argv(cls, argv: Sequence[str], spans: SecretSpans, more: Iterable[str] = ()) -> "Redactor":
+        """The run's redactor: the secret values at ``spans`` of ``argv``, the values of
+        credential-named keys in its JSON values, ``more`` (a ``--config`` file's), the
+        credentials of its URLs — masked in every line, so that a warning or an error line that
+        quotes one (an exception's message, another option's value) shows ``***`` too."""
         found = [u for u in map(url_userinfo, argv) if u]
-        if secrets is not None:
-            found += secret_texts(argv, secrets)
-        return cls(found)
+        found += [u.partition(":")[2] for u in found if ":" in u]  # the password alone, quoted elsewhere
+        found += secret_texts(argv, spans)
+        found += more
+        return cls(found, argv, spans)
+
+    @property
+    def shown_argv(self) -> list[str]:
+        """The arguments as they may be printed (``masked_argv``)."""
+        return masked_argv(self._argv, self._spans)
 
     def __call__(self, text: str) -> str:
         if self._secrets:
             text = mask_secrets(text, self._secrets, self._words)
+            if CUT in text:
+                text = self._cut_short(text)
         return mask_url_credentials(text)
 
+    def secrets_only(self, text: str, *, cut: bool = False) -> str:
+        """``text`` with the secret values masked and nothing else changed (an answer still to be
+        read: its URLs stay as they are); ``cut``: the text was cut at its end, which may hold
+        the start of a secret."""
+        if not self._secrets:
+            return text
+        text = mask_secrets(text, self._secrets, self._words)
+        if cut:
+            text = self._cut_short(text + CUT)[: -len(CUT)]
+        elif CUT in text:
+            text = self._cut_short(text)
+        return text
 
-NO_SCRUB = Scrubber()
+    def _cut_short(self, text: str) -> str:
+        """``text`` with the start of a secret right before a ``…`` masked (an excerpt cut inside one)."""
+        if self._starts is None:  # every start of 4 characters or more of each long secret, once
+            self._starts = frozenset(s[:n] for s in self._long for n in range(_CUT_PREFIX, len(s)))
+        longest = max(map(len, self._long), default=0)
+        out, pos = [], 0
+        while (at := text.find(CUT, pos)) != -1:
+            start = next((at - n for n in range(min(longest, at - pos), _CUT_PREFIX - 1, -1)
+                          if text[at - n:at] in self._starts), at)
+            out += [text[pos:start], MASK if start < at else "", CUT]
+            pos = at + len(CUT)
+        out.append(text[pos:])
+        return "".join(out)
+
+    def document(self, data):
+        """A JSON-ready structure with every string masked (``masked``)."""
+        return masked(data, self)
 
 
-def masked(data, scrub: Scrubber = NO_SCRUB):
-    """A JSON-ready structure with URL credentials masked in every string (argv is masked
-    separately, by position, before it gets here)."""
+NO_REDACT = Redactor()
+
+
+def masked(data, redact: Redactor = NO_REDACT):
+    """A JSON-ready structure with every string masked by ``redact`` (URL credentials, without
+    one; argv is masked separately, by position, before it gets here)."""
     if isinstance(data, str):
-        return scrub(data)
+        return redact(data)
     if isinstance(data, dict):
-        return {k: masked(v, scrub) for k, v in data.items()}
+        return {k: masked(v, redact) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
-        return [masked(v, scrub) for v in data]
+        return [masked(v, redact) for v in data]
     return data

@@ -26,6 +26,10 @@ from collections.abc import Callable, Mapping
 from ..core.records import Record
 from .lines import Reporter, make_lenient, reader_gone, safe_write, silence
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .redact import Redactor
+
 OUTPUT_FAILED = 74  # sysexits EX_IOERR (commands/exit_codes.OUTPUT_FAILED)
 
 
@@ -38,7 +42,7 @@ class Result(Record):
     error: str | None = None  # the one line on standard error (and ``error`` in the document)
     document: Mapping[str, object] | None = None  # --json: the command's own keys
     text: Callable[[object, Mapping[str, str]], bool] | None = None  # writes the text to a stream; False: it failed
-    scrub: Callable[[str], str] | None = None  # secrets masked in every line and the document (a redact.Scrubber)
+    scrub: Redactor | None = None  # the run's redactor: every line and the document's values (None: URL credentials)
     plain_error: bool = False  # the error line names the command itself: written as it is (escaped)
 
 
@@ -52,8 +56,7 @@ def render(result: Result, *, as_json: bool, stdout, stderr, env: Mapping[str, s
         document = dict(result.document)
         document["exit_status"] = result.status  # in place where the command put them, else at the end
         document["error"] = result.error
-        scrub = result.scrub or _no_scrub()  # masked() calls it on each string: any text → text function
-        ok = safe_write(stdout, dump(document, scrub) + "\n")  # type: ignore[arg-type]
+        ok = safe_write(stdout, dump(document, result.scrub or _no_redact()) + "\n")
     elif result.text is not None:
         ok = result.text(stdout, env)
     if result.error:
@@ -82,7 +85,7 @@ def finish(ok: bool, status: int, stdout, stderr, env: Mapping[str, str], prefix
     return OUTPUT_FAILED
 
 
-def _no_scrub():
-    from .redact import NO_SCRUB
+def _no_redact() -> Redactor:
+    from .redact import NO_REDACT
 
-    return NO_SCRUB
+    return NO_REDACT

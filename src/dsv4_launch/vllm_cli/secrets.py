@@ -198,14 +198,66 @@ def follow_edit(spans: SecretSpans, before: Sequence[str], after: Sequence[str])
 
 
 def secret_texts(tokens: Sequence[str], spans: SecretSpans) -> list[str]:
-    """The secret strings the spans point at (to scrub from a message that quotes tokens)."""
+    """The secret strings of ``tokens`` (to scrub from a message that quotes tokens): those the
+    spans point at, and the values of credential-named keys inside a JSON value of any other
+    token (``--speculative-config '{"hf_token": "…"}'``: ``json_secrets``)."""
     found = []
     for i, token in enumerate(tokens):
         if (i, WHOLE) in spans.spans:
             found.append(token)
         elif (i, AFTER_EQ) in spans.spans:
             found.append(token.partition("=")[2])
+        elif "{" in token:
+            found += json_secrets(token)
     return [t for t in found if t]
+
+
+# A credential-named key and its value in a JSON-like text that json cannot read (vLLM rejects it,
+# and its message quotes it): "hf_token": "x", 'token': 'x', token: x.
+_LOOSE_PAIR = (r"""(["']?)([^"'{}\[\],:\s]{1,200})\1\s*:\s*"""
+               r"""("(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|[^\s,}\]]+)""")
+
+
+def json_secrets(token: str) -> list[str]:
+    """The values of credential-named keys (``credentials.is_credential_name``), at any depth,
+    in a token that holds a JSON object (``'{"hf_token": "x"}'``, ``--hf-overrides={"a":
+    {"api_key": ["k1", "k2"]}}``): the strings, and the numbers as written; a key's object or
+    list gives all its leaves. Text that json cannot read is searched for ``"key": value`` pairs
+    of a credential's name instead."""
+    text = token[token.index("{"):]  # "--name={...}": the value after the option's "="
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        found = []
+        for m in re.finditer(_LOOSE_PAIR, text):
+            if is_credential_name(m.group(2)):
+                raw = m.group(3)
+                found.append(raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" else raw.lstrip("'\""))
+        return [f for f in found if f]
+    try:
+        return credential_values(value)
+    except RecursionError:
+        return [text]  # too deep to read: the whole value is masked
+
+
+def credential_values(value: object) -> list[str]:
+    """The leaves under credential-named keys, at any depth, of a parsed JSON or YAML value."""
+    found: list[str] = []
+    _walk(value, False, found)
+    return found
+
+
+def _walk(value: object, secret: bool, found: list[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _walk(item, secret or is_credential_name(str(key)), found)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, secret, found)
+    elif secret and isinstance(value, str):
+        found.append(value)
+    elif secret and isinstance(value, (int, float)) and not isinstance(value, bool):
+        found.append(json.dumps(value))
 
 
 # --- masking the texts of secrets in messages --------------------------------------------------
@@ -245,6 +297,15 @@ def secret_words(secret: str) -> tuple[str, ...]:
         words.add("--" + root.replace("_", "-") + dot + rest)
     else:
         words.add(secret[2:])
+    if "." in head:
+        # vLLM's pre-processing reads it as a dotted option (``-abc.def`` → ``-abc`` and the JSON
+        # ``{"def": …}``): argparse quotes the part before the first "." as an option of its own
+        # ("unrecognized arguments: -abc"), the parts after it become JSON keys (one or two
+        # characters of them give nothing away, and as words they would mask "a" in every line)
+        key, *parts = head.rstrip("+").split(".")
+        words.update((key, *(p for p in parts if len(p) >= SHORT)))
+        if key.startswith("--"):
+            words.add("--" + key[2:].replace("_", "-"))
     return tuple(sorted((w for w in words if w), key=len, reverse=True))
 
 

@@ -43,6 +43,7 @@ from .secrets import (
     SECRET_OPTIONS,
     WHOLE,
     conservative_spans,
+    credential_values,
     mask_secrets,
     masks_of,
     secret_texts,
@@ -151,13 +152,13 @@ def read_serve_args(
         return ServeArgs(tokens=tokens, unread=str(exc), warnings=tuple(warnings), secrets=conservative)
     except _ParseRejected as exc:
         return ServeArgs(tokens=tokens, rejection=_scrubbed(str(exc), tokens, conservative, file_secrets),
-                         warnings=tuple(warnings), secrets=conservative)
+                         warnings=tuple(warnings), secrets=conservative, file_secrets=tuple(file_secrets))
     except _VLLM_FAILURES as exc:
         # Scrubbed before it is cut: a secret cut in half would escape the scrub.
         detail = _scrubbed(str(exc), tokens, conservative, file_secrets)[:160]
         reason = f"vLLM's argument reading fails on them: {type(exc).__name__}: {detail}"
         return ServeArgs(tokens=tokens, rejection=reason,
-                         warnings=tuple(warnings), secrets=conservative)
+                         warnings=tuple(warnings), secrets=conservative, file_secrets=tuple(file_secrets))
 
     known = [spans for spans in traced if spans is not None]
     if len(known) < len(traced):
@@ -191,6 +192,7 @@ def read_serve_args(
         warnings=tuple(warnings),
         help_requested=values.get("help") is True,
         secrets=secrets,
+        file_secrets=tuple(file_secrets),
     )
 
 
@@ -273,6 +275,8 @@ def _secret_values(config: Mapping[str, object]) -> list[str]:
         if name in SECRET_OPTIONS or is_credential_name(name):
             items = value if isinstance(value, list) else [value]
             found += [json.dumps(v) if isinstance(v, dict) else str(v) for v in items]
+        elif isinstance(value, (dict, list)):  # hf_overrides: {hf_token: …}, at any depth
+            found += credential_values(value)
     return found
 
 

@@ -253,6 +253,9 @@ def too_deep(ex: Exchange) -> bool:
 
 
 def excerpt(text: str, limit: int = 160) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``…``. Cut only text already masked: a
+    secret cut in half matches no form of it (``check`` masks every answer as it arrives,
+    commands/check.py ``_masking``; the redactor also masks a secret's start before a ``…``)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
