@@ -539,6 +539,41 @@ def dash_dot_secret(core: str) -> st.SearchStrategy[list[str]]:
         lambda t: [t[0], t[1] + core, *t[2]])
 
 
+# Round four (issue 28): the part of a dash-prefixed secret before its first "." is what vLLM's
+# pre-processing makes an option of ("-abc.def" → "-abc" and {"def": …}); argparse quotes it.
+DOTTED_HEADS = ["-", "--", "---", "-_"]
+DOTTED_SEPARATORS = [".", ".", "..", "=", ".x=", "+", ".+", "'", '"', " ", "é", "_", ",", "-", "=.", "密", "\u00a0"]
+
+
+@st.composite
+def dotted_secret(draw) -> tuple[str, tuple[str, ...]]:
+    """(secret, cores): a secret that starts with dashes and holds a "." (and maybe "=", quotes,
+    blanks, unicode) with its cores (``Zq…``) before and after the dot — each core must never
+    be printed, wherever vLLM's pre-processing and argparse cut the secret."""
+    alnum = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", min_size=6, max_size=10)
+    cores = ["Zq" + draw(alnum)]
+    parts = [draw(st.sampled_from(DOTTED_HEADS)), cores[0], "."]
+    for _ in range(draw(st.integers(0, 2))):
+        core = "Zq" + draw(alnum)
+        parts += [draw(st.sampled_from(DOTTED_SEPARATORS)), core]
+        cores.append(core)
+    if draw(st.booleans()):
+        parts.append(draw(st.sampled_from(DOTTED_SEPARATORS)))
+    return "".join(parts), tuple(cores)
+
+
+def dotted_placement(s: str) -> st.SearchStrategy[list[str]]:
+    """Where such a secret stands: after --api-key (every spelling, first or later value, with an
+    option, a word or nothing after it), --hf-token, a credential-named option vLLM does not
+    know, a dotted sub-key; as ``=`` value."""
+    return st.sampled_from([
+        ["--api-key", s], ["--api-key", s, "--port", "8000"], ["--api-key", "k0", s], ["--api-key", s, "word"],
+        ["--api-key=" + s], ["--api_key", s, "-tp", "2"], ["--api-k", s, "--port", "8000"], ["--api-key", s, s],
+        ["--hf-token", s], ["--hf-token", s, "--port", "8000"], ["--hf_token=" + s],
+        ["--foo-auth-token", s, "--port", "8000"], ["--hf-overrides.hf_token", s], ["--api-key", s, "--"],
+    ])
+
+
 # Class 3: modules a model repository (the working directory) could plant.
 PLANTED_MODULES = ["json", "importlib", "torch", "flashinfer", "sitecustomize", "usercustomize", "typing", "re",
                    "enum", "functools", "collections", "vllm", "email", "zipfile", "pathlib", "csv"]

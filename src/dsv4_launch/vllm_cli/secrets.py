@@ -92,7 +92,7 @@ def _option_sets(options: tuple[str, ...]) -> tuple[frozenset[str], frozenset[st
 
 
 def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, exact: bool = True,
-                       guessed_only: bool = False) -> SecretSpans:
+                       guessed_only: bool = False, placed: frozenset[tuple[int, str]] = frozenset()) -> SecretSpans:
     """Every span that may hold a secret when there is no parse to ask (vLLM rejects the
     arguments): after a secret option (or one whose name looks like a credential, where the
     table cannot say: an unknown option, a dotted sub-key, any option when the table is not
@@ -116,7 +116,8 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
     ``-sk.live``) may be one more secret value: masked, and masking goes on.
 
     ``guessed_only``: only the options judged by their name start masking (the parse already
-    placed the recorded secret options' values exactly); used after a successful parse."""
+    placed the recorded secret options' values exactly: ``placed``); used after a successful
+    parse."""
     known, short = _option_sets(tuple(known_options))
     spans: set[tuple[int, str]] = set()
     masking = False
@@ -152,6 +153,14 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
                 after = option_name(following)
                 if after is None or _resolves_to_secret(after.split(".", 1)[0].rstrip("+"), known) is None:
                     spans.add((i + 1, WHOLE))
+                    # Further values the user meant (``--api-key k0 -sk.live-4f9a``): past the
+                    # words the parse gave the option, every word starting with "-" that is no
+                    # option of its own — vLLM's pre-processing reads a dotted one as an option,
+                    # argparse an undotted one as an unknown option; either way it is quoted.
+                    j = i + 2
+                    while j < len(tokens) and ((j, WHOLE) in placed or _dash_value(tokens[j], known, short)):
+                        spans.add((j, WHOLE))
+                        j += 1
             secret = False
         elif not secret and (secret is None or not exact or "." in name):
             secret = is_credential_name(name)
@@ -160,6 +169,20 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
         if secret and "=" in token:
             spans.add((i, AFTER_EQ))
     return SecretSpans(frozenset(spans))
+
+
+def _dash_value(token: str, known: frozenset[str], short: frozenset[str]) -> bool:
+    """A word starting with "-" that is no option of its own: not a known option (any spelling,
+    a short one also glued), not an unknown ``--lower-case-name`` that does not look like a
+    credential's, not the bare ``--``."""
+    if not token.startswith("-") or token == "--" or _names_short(token, short, glued=True):
+        return False
+    name = option_name(token)
+    if name is None:
+        return True
+    if _resolves_to_secret(name.split(".", 1)[0].rstrip("+"), known) is not None:
+        return False
+    return re.match(_OWN_OPTION, token) is None or is_credential_name(name)
 
 
 # An unknown long option that has the shape of an option's name (vLLM's are lower-case words),

@@ -167,8 +167,9 @@ def read_serve_args(
         # The recorded secret options, where the parse put their values; and the options whose
         # names look like credentials where the table cannot say (unknown to it, dotted sub-keys,
         # any option when the table is not this release's own).
-        guessed = conservative_spans(tokens, table.option_strings, exact=table.exact, guessed_only=True)
-        secrets = SecretSpans(frozenset(span for spans in known for span in spans) | guessed.spans)
+        placed = frozenset(span for spans in known for span in spans)
+        guessed = conservative_spans(tokens, table.option_strings, exact=table.exact, guessed_only=True, placed=placed)
+        secrets = SecretSpans(placed | guessed.spans)
     model = values.get("model_tag")
     model_source: str | None = "positional"
     if model is not None and model_moved:
