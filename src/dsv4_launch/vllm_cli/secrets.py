@@ -329,6 +329,8 @@ def secret_words(secret: str) -> tuple[str, ...]:
         words.update((key, *(p for p in parts if len(p) >= SHORT)))
         if key.startswith("--"):
             words.add("--" + key[2:].replace("_", "-"))
+    # each as a JSON text and a Python repr quote it too (a dotted part is a key of vLLM's JSON)
+    words |= {form for word in words for form in secret_forms(word)}
     return tuple(sorted((w for w in words if w), key=len, reverse=True))
 
 
