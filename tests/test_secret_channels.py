@@ -202,3 +202,13 @@ def test_check_never_prints_part_of_a_key_the_server_echoes(offset, shape, as_js
     for n in range(5, len(KEY) + 1):  # no piece of the key's start of 5 characters or more
         assert KEY[:n] not in text, (n, text)
     assert KEY[-8:] not in text
+
+
+@pytest.mark.parametrize("at", range(140, 160))
+def test_a_secret_cut_by_clip_leaves_no_piece_of_its_start(at):
+    # outside text is cut with core/credentials.clip (exceptions' messages, answers): the cut is
+    # marked, and the redactor masks the secret's start right before the mark
+    from dsv4_launch.core.credentials import clip
+
+    shown = Redactor([KEY])(clip("x" * at + " " + KEY + " more", 160))
+    assert not any(KEY[:n] in shown for n in range(5, len(KEY) + 1)), shown

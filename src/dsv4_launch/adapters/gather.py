@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..core.args import ServeArgs
+from ..core.credentials import clip
 from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
@@ -63,7 +64,7 @@ def _model(args: ServeArgs, env: Mapping[str, str]) -> ModelFacts:
             known=known,
         )
     except Exception as exc:  # a model file we did not foresee: unknown, and said
-        return ModelFacts(name=args.model, note=f"could not read its files ({type(exc).__name__}: {str(exc)[:120]})")
+        return ModelFacts(name=args.model, note=f"could not read its files ({type(exc).__name__}: {clip(str(exc), 120)})")
 
 
 def _text(value: object) -> str | None:

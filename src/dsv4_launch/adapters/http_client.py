@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
 from ..core.check.judge import BaseUrl, Exchange
+from ..core.credentials import clip
 
 MAX_BODY = 1 << 20  # 1 MiB: a model list or a 16-token completion is a few kB
 MAX_REDIRECTS = 3
@@ -156,9 +157,9 @@ def _classify(exc: BaseException, what: str) -> _Failed:
         if isinstance(e, (TimeoutError, socket.timeout)) or "Timeout" in type(e).__name__:
             return _Failed("timeout", f"no answer in time ({what})")
         if isinstance(e, (ssl.SSLError, ssl.CertificateError)):
-            return _Failed("tls", f"TLS failed ({what}): {str(e)[:160]}")
+            return _Failed("tls", f"TLS failed ({what}): {clip(str(e), 160)}")
     if names & {"ConnectError"}:
-        return _Failed("refused", f"cannot connect ({what}): {str(exc)[:160]}")
+        return _Failed("refused", f"cannot connect ({what}): {clip(str(exc), 160)}")
     for e in chain:
         if isinstance(e, (ConnectionError, EOFError)) or type(e).__name__ in (
                 "RemoteDisconnected", "RemoteProtocolError", "ReadError", "WriteError", "IncompleteRead"):
@@ -166,7 +167,7 @@ def _classify(exc: BaseException, what: str) -> _Failed:
     for e in chain:
         if isinstance(e, OSError):
             return _Failed("connection", f"{what}: {e.strerror or type(e).__name__}")
-    return _Failed("other", f"{what}: {type(exc).__name__}: {str(exc)[:160]}")
+    return _Failed("other", f"{what}: {type(exc).__name__}: {clip(str(exc), 160)}")
 
 
 def _once_stdlib(method, url, headers, body, deadline, max_bytes, clock):

@@ -149,6 +149,16 @@ def is_credential_name(name: str) -> bool:
     return any(_credential_word(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
 
 
+CUT = "…"  # what a cut text ends with: output/redact masks a secret's start right before it
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``…`` when cut. Outside text (an exception's
+    message, a server's answer) is cut before it is printed; a secret cut in half matches no form
+    of it, so the cut is marked: the redactor masks the start of a secret right before a ``…``."""
+    return text if len(text) <= limit else text[: limit - 1] + CUT
+
+
 def looks_like_credential_value(value: str) -> bool:
     """A word shaped like a generated credential: 8 characters or more of a token's alphabet
     (letters, digits, ``+/_.~-``, base64's closing ``=``), with letters and digits or both cases

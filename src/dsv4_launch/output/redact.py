@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ..core.credentials import CUT
 from ..vllm_cli.secrets import (
     AFTER_EQ,
     MASK,
@@ -47,7 +48,6 @@ from ..vllm_cli.secrets import (
 )
 from .escape import mask_url_credentials, url_userinfo
 
-CUT = "…"  # what an excerpt ends with (core/check/judge.excerpt)
 _CUT_PREFIX = 4  # the shortest start of a secret masked before a CUT
 
 

@@ -46,6 +46,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
+from ..credentials import clip
 from ..records import Record
 
 OK, NOTE, WARN, FAIL, UNREACHABLE = "ok", "note", "warn", "fail", "unreachable"
@@ -256,7 +257,7 @@ def excerpt(text: str, limit: int = 160) -> str:
     """``text`` cut to ``limit`` characters, ending in ``…``. Cut only text already masked: a
     secret cut in half matches no form of it (``check`` masks every answer as it arrives,
     commands/check.py ``_masking``; the redactor also masks a secret's start before a ``…``)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 def error_message(ex: Exchange) -> str:
