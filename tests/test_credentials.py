@@ -136,3 +136,18 @@ def test_the_fast_gate_finds_what_a_plain_alternation_of_its_words_finds(text):
 ])
 def test_the_fast_gate_on_examples(text, found):
     assert bool(re.search(hint_pattern(HINT_WORDS, HINT_SHORT), text)) is found
+
+
+@pytest.mark.parametrize(("line", "shown"), [
+    # issue 30's leaks: explain's log masker reads names with the same vocabulary as argv
+    ("export GITHUB_PAT=Zq9abc123def", "export GITHUB_PAT=***"), ("DB_PASS=Zq9hunter2", "DB_PASS=***"),
+    ("redis_pass: Zq9s3cret", "redis_pass: ***"), ("--db-pass Zq9s3cret --port 1", "--db-pass *** --port 1"),
+    ("my_pat=Zq9abcdef1", "my_pat=***"), ("dbPw=Zq9abcdef1", "dbPw=***"),
+    # and leaves these alone
+    ("key_cache: torch.Size([1, 2])", "key_cache: torch.Size([1, 2])"), ("num_tokens=8192", "num_tokens=8192"),
+    ("path=/models/v4", "path=/models/v4"), ("pass_config={'fuse_norm_quant': True}", "pass_config={'fuse_norm_quant': True}"),
+])
+def test_the_log_masker_reads_names_with_the_same_vocabulary(line, shown):
+    from dsv4_launch.core.explain.masking import mask_secrets_in_text
+
+    assert mask_secrets_in_text(line) == shown
