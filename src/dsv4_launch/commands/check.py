@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 
 from ..core.check import judge as sc
+from ..core.credentials import clip
 from ..core.settings import read_flag
 from ..output.lines import Reporter
 from ..output.redact import Redactor
@@ -223,7 +224,7 @@ def probe(base: sc.BaseUrl, *, model: str | None, headers: Mapping[str, str], de
                 raise
             ex = sc.Exchange(None, error=f"{type(exc).__name__}", kind="internal")
             found = [sc.Finding(name, sc.FAIL, "internal-error",
-                                f"{request}: internal error: {type(exc).__name__}: {str(exc)[:160]} "
+                                f"{request}: internal error: {type(exc).__name__}: {clip(str(exc), 160)} "
                                 "(DSV4_LAUNCH_DEBUG=1 shows the traceback)")]
             given = None
         return run.record(name, request, ex, found), given
