@@ -49,6 +49,7 @@ from ..vllm_cli.secrets import (
 from .escape import mask_url_credentials, url_userinfo
 
 _CUT_PREFIX = 4  # the shortest start of a secret masked before a CUT
+_CUT_WINDOW = 1024  # how far before a CUT a secret's start is looked for
 
 
 def _mask_token(token: str) -> str:
@@ -88,7 +89,6 @@ class Redactor:
         found = [s for s in secrets if s]
         self._secrets, self._words = masks_of(found)
         self._long = tuple({s for s in found if len(s) >= 2 * _CUT_PREFIX})  # for a secret cut short
-        self._starts: frozenset[str] | None = None
         self._argv = tuple(argv)
         self._spans = spans
 
@@ -130,14 +130,25 @@ class Redactor:
         return text
 
     def _cut_short(self, text: str) -> str:
-        """``text`` with the start of a secret right before a ``…`` masked (an excerpt cut inside one)."""
-        if self._starts is None:  # every start of 4 characters or more of each long secret, once
-            self._starts = frozenset(s[:n] for s in self._long for n in range(_CUT_PREFIX, len(s)))
-        longest = max(map(len, self._long), default=0)
+        """``text`` with the start of a secret right before a ``…`` masked (an excerpt cut inside
+        one): the earliest place in the ``_CUT_WINDOW`` characters before it from which the rest
+        up to the ``…`` starts a secret (4 characters or more). Bounded work per cut: the secrets
+        whose first 4 characters are in that window, 16 places each."""
         out, pos = [], 0
         while (at := text.find(CUT, pos)) != -1:
-            start = next((at - n for n in range(min(longest, at - pos), _CUT_PREFIX - 1, -1)
-                          if text[at - n:at] in self._starts), at)
+            low = max(pos, at - _CUT_WINDOW)
+            window = text[low:at]
+            start = at
+            for secret in self._long:
+                head = secret[:_CUT_PREFIX]
+                p = window.find(head, max(0, len(window) - len(secret) + 1))
+                for _ in range(16):
+                    if p == -1 or low + p >= start:
+                        break
+                    if secret.startswith(window[p:]):
+                        start = low + p
+                        break
+                    p = window.find(head, p + 1)
             out += [text[pos:start], MASK if start < at else "", CUT]
             pos = at + len(CUT)
         out.append(text[pos:])
