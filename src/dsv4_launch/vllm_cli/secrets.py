@@ -257,30 +257,34 @@ def json_secrets(token: str) -> list[str]:
                 raw = m.group(3)
                 found.append(raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" else raw.lstrip("'\""))
         return [f for f in found if f]
-    try:
-        return credential_values(value)
-    except RecursionError:
-        return [text]  # too deep to read: the whole value is masked
+    return credential_values(value)
 
 
 def credential_values(value: object) -> list[str]:
-    """The leaves under credential-named keys, at any depth, of a parsed JSON or YAML value."""
+    """The leaves under credential-named keys, at any depth, of a parsed JSON or YAML value.
+    Each container is read once (twice at most: outside and under a credential's key), so a
+    YAML alias bomb — one list referred to thousands of times — costs its size, not its paths."""
     found: list[str] = []
-    _walk(value, False, found)
+    seen: set[tuple[int, bool]] = set()
+    stack: list[tuple[object, bool]] = [(value, False)]
+    while stack:
+        item, secret = stack.pop()
+        if isinstance(item, (dict, list)):
+            if (id(item), secret) in seen:
+                continue
+            seen.add((id(item), secret))
+            if isinstance(item, dict):
+                stack += [(v, secret or is_credential_name(str(k))) for k, v in item.items()]
+            else:
+                stack += [(v, secret) for v in item]
+        elif secret and isinstance(item, str):
+            found.append(item)
+        elif secret and isinstance(item, (int, float)) and not isinstance(item, bool):
+            try:
+                found.append(json.dumps(item))
+            except ValueError:  # an integer past Python's digit limit: vLLM cannot print it either
+                pass
     return found
-
-
-def _walk(value: object, secret: bool, found: list[str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _walk(item, secret or is_credential_name(str(key)), found)
-    elif isinstance(value, list):
-        for item in value:
-            _walk(item, secret, found)
-    elif secret and isinstance(value, str):
-        found.append(value)
-    elif secret and isinstance(value, (int, float)) and not isinstance(value, bool):
-        found.append(json.dumps(value))
 
 
 # --- masking the texts of secrets in messages --------------------------------------------------
