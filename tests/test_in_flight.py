@@ -11,7 +11,7 @@ import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.core.facts import Facts
-from dsv4_launch.core.memory.estimate import UNKNOWN, in_flight_tokens, speculative_method
+from dsv4_launch.core.memory.vllm_config import UNKNOWN, in_flight_tokens, speculative_method
 from dsv4_launch.core.model import classify
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args

@@ -285,7 +285,7 @@ def expected_bands(mnbt: int, max_num_seqs: int, gpu_memory: int, vllm_version: 
                            load_table(vllm_version), lambda p: {})
     facts = Facts(args=args, model=classify(entry["id"], config, "gpu_check"),
                   gpus=GpuSelection((GpuInfo(0, "GPU", None, (9, 0), gpu_memory),)), vllm_version=vllm_version)
-    from dsv4_launch.core.memory.estimate import speculative_method, v2_runner
+    from dsv4_launch.core.memory.vllm_config import speculative_method, v2_runner
 
     v2 = v2_runner(facts, speculative_method(facts), 1)
     bands = {"peak_activation": activation_term(facts, 1, mnbt, max_num_seqs), "graph_estimate": graph_term(facts, v2),

@@ -21,7 +21,8 @@ import pytest
 from dsv4_launch.core.args import ServeArgs
 from dsv4_launch.core.facts import Facts
 from dsv4_launch.core.memory import kv_plan
-from dsv4_launch.core.memory.estimate import IN_FLIGHT_TOKENS, MXFP4_INDEXER_STATE, draft_kv, kv_family
+from dsv4_launch.core.memory.estimate import draft_kv
+from dsv4_launch.core.memory.vllm_config import IN_FLIGHT_TOKENS, MXFP4_INDEXER_STATE, kv_family
 from dsv4_launch.core.model import ModelFacts
 
 pytestmark = pytest.mark.rule("max-model-len-too-long")

@@ -17,12 +17,11 @@ from ..memory.estimate import (
     gib_text,
     gpu_memory_utilization,
     length_band_text,
-    max_model_len_tried,
     memory_not_checked,
-    speculative_method,
     suggested_length,
     weights_refusal,
 )
+from ..memory.vllm_config import max_model_len_tried, speculative_method
 from ..versions import VersionRange
 from .engine import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
 

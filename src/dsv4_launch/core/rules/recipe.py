@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..facts import Facts, as_int, json_option, vllm_env_bool
 from ..gpus import GpuInfo, in_families
-from ..memory.estimate import max_model_len_tried
+from ..memory.vllm_config import max_model_len_tried
 from ..model import V41
 from ..versions import VersionRange
 from .engine import (
