@@ -44,6 +44,7 @@ CREDENTIALS = [
 # Names that do not: counts and ids of tokens, tokenizers, the KV cache's keys, paths to secrets,
 # a compiler pass, English words that contain a credential word, vLLM's options and config keys.
 ORDINARY = [
+    "tokenspeed_mla_min_split_kv", "encoder_cudagraph_token_budgets", "num_experts_per_token", "token_speed",
     "max_num_batched_tokens", "--max-num-batched-tokens", "tokenizer_mode", "--tokenizer", "num_tokens", "key_cache",
     "key_caches", "prompt_token_ids", "eos_token_id", "long_prefill_token_threshold", "--long-prefill-token-threshold",
     "--long-prefill-token-threshold-adaptive", "--return-tokens-as-token-ids", "max_token_num", "token_suffix",

@@ -59,7 +59,8 @@ _STEMS = ("key", "token", "secret", "passw", "passphrase", "pwd", "credential", 
 # "missing_keys", "hotkeys"; a list of credentials is caught before: _plural_secret).
 _ORDINARY = (  # patterns are compiled at first use (re caches them): nothing at import
     r"(?:.*tokens|.*tokeniz.*|detokeniz.*|author.*|keyword.*|keyboard.*|keyframe.*|keypoint.*|keystroke.*"
-    r"|keynote.*|keystone.*|keypad.*|(?:mon|hoc|tur|don|joc|whis|lac|hot)keys?|.*keys)"
+    r"|keynote.*|keystone.*|keypad.*|(?:mon|hoc|tur|don|joc|whis|lac|hot)keys?|.*keys"
+    r"|tokenspeed.*)"  # vLLM's TokenSpeed MLA kernel (AttentionConfig.tokenspeed_mla_min_split_kv@0.33)
 )
 # "token"/"key" words: the bare word's plural is a credential's list only after these.
 _PLURAL_TOKENS_AFTER = frozenset({"hf", "api", "auth", "access", "bearer", "refresh", "session"})
@@ -73,7 +74,7 @@ _MEASURES = frozenset({
     "thresholds", "prob", "probs", "logprob", "logprobs", "suffix", "prefix", "index", "indices", "idx", "pos",
     "position", "positions", "limit", "limits", "size", "sizes", "type", "types", "level", "rate", "usage", "mode",
     "dtype", "fp8", "bits", "scale", "scales", "dim", "dims", "shape", "offset", "offsets",
-    "cache", "caches", "proj", "states", "stride", "strides",
+    "cache", "caches", "proj", "states", "stride", "strides", "speed", "budgets",
 })
 # "pass" before these is a compiler pass, not a password (compilation_config.pass_config).
 _PASS_THINGS = frozenset({"config", "configs", "name", "names", "manager", "managers"})
@@ -128,7 +129,7 @@ def _plural_secret(before: str, word: str) -> bool:
 
 
 def _credential_word(before: str, word: str, after: str) -> bool:
-    if after in _MEASURES:
+    if after in _MEASURES or before == "per":  # num_experts_per_token: a count per token
         return False
     if word in _WHOLE or word in _KEY_WORDS:
         return not (word == "pass" and after in _PASS_THINGS)
