@@ -502,6 +502,18 @@ def _content_findings(step: str, what: str, summary: ChatSummary) -> list[Findin
     return out
 
 
+def _completion(step: str, what: str, ex: Exchange) -> tuple[object, ChatSummary | None, Finding | None]:
+    """A 200 answer's body, its chat-completion summary, and the finding where there is no summary
+    (the body not a chat completion, or nested too deep to be read)."""
+    doc = json_body(ex)
+    summary = summarize(doc, ex.elapsed)
+    if summary is not None:
+        return doc, summary, None
+    _, _, wrong = _message(doc)
+    wrong = TOO_DEEP if doc is None and too_deep(ex) else wrong
+    return doc, None, Finding(step, FAIL, "bad-response", f"{what}: {wrong or 'not a chat completion'}")
+
+
 def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = False
                ) -> tuple[list[Finding], ChatSummary | None]:
     """The deterministic chat completion: empty or degenerate output, markup or reasoning in
@@ -512,12 +524,10 @@ def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fal
         return bad, None
     if ex.status != 200:
         return [Finding("chat", FAIL, "chat-status", f"{what}: HTTP {ex.status}: {error_message(ex)}")], None
-    doc = json_body(ex)
-    summary = summarize(doc, ex.elapsed)
+    doc, summary, bad_response = _completion("chat", what, ex)
     if summary is None:
-        _, _, wrong = _message(doc)
-        wrong = TOO_DEEP if doc is None and too_deep(ex) else wrong
-        return [Finding("chat", FAIL, "bad-response", f"{what}: {wrong or 'not a chat completion'}")], None
+        assert bad_response is not None  # _completion gives the finding exactly where it gives no summary
+        return [bad_response], None
     out = _content_findings("chat", what, summary)
     content = summary.content or ""
     reasoning = summary.reasoning or ""
@@ -589,12 +599,10 @@ def judge_tools(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fa
                             "For DeepSeek-V4: --enable-auto-tool-choice --tool-call-parser deepseek_v4")], None
     if ex.status != 200:
         return [Finding("tools", FAIL, "tools-status", f"{what}: HTTP {ex.status}: {error_message(ex)}")], None
-    doc = json_body(ex)
-    summary = summarize(doc, ex.elapsed)
+    doc, summary, bad_response = _completion("tools", what, ex)
     if summary is None:
-        _, _, wrong = _message(doc)
-        wrong = TOO_DEEP if doc is None and too_deep(ex) else wrong
-        return [Finding("tools", FAIL, "bad-response", f"{what}: {wrong or 'not a chat completion'}")], None
+        assert bad_response is not None  # _completion gives the finding exactly where it gives no summary
+        return [bad_response], None
     out = _content_findings("tools", what, summary)
     if summary.tool_calls:
         call = summary.tool_calls[0]
