@@ -93,3 +93,68 @@ def test_without_a_parse_everything_that_may_be_a_value_is_masked():
 )
 def test_url_credentials(text, expected):
     assert mask_url_credentials(text) == expected
+
+
+# --- over-masking: a weak value found only by its key's name is masked in its key's place -------
+
+@pytest.mark.parametrize(("value", "everywhere"), [
+    ("true", False), ("False", False), ("none", False), ("disabled", False), ("8", False), ("0.5", False),
+    ("12345678", False), ("1e9", False), ("ab", False), ("abc", False),
+    ("hunter2", True), ("Zq9SECRETzz", True), ("changeme", True), ("sk-1234", True),
+])
+def test_which_values_found_by_a_key_s_name_are_masked_everywhere(value, everywhere):
+    from dsv4_launch.core.credentials import masked_everywhere
+
+    assert masked_everywhere(value) is everywhere
+
+
+@pytest.mark.parametrize("weak", ["true", "8", "no", "ab", "0.5"])
+def test_a_weak_config_value_is_masked_in_its_key_s_place_only(weak):
+    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.output.redact import Redactor
+
+    redact = Redactor.for_argv([M], SecretSpans(), more=[weak])  # a --config file's {"password": weak}
+    for line in (f"password: {weak}", f'"password": "{weak}"', f"password={weak}", f"'db_pass': ['{weak}']",
+                 f"--db-pass {weak}", f"{{'hf_token': {weak}}}"):
+        assert weak not in redact(line).replace("password", "").replace("db_pass", "").replace("db-pass", ""), line
+        assert MASK in redact(line)
+    for line in (f"enable_thinking: {weak}", f"the value is {weak}", f'"trust_remote_code": {weak}',
+                 f"password {weak}", f"tp={weak}"):
+        assert redact(line) == line  # not its key's place: kept
+
+
+def test_a_weak_json_value_is_masked_in_place_in_the_argv_shown():
+    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.output.redact import Redactor
+
+    value = '{"password": "true", "enable": true, "n": 8, "hf_token": 8}'
+    redact = Redactor.for_argv([M, "--hf-overrides", value], SecretSpans())
+    assert redact.shown_argv[2] == '{"password": "***", "enable": true, "n": 8, "hf_token": ***}'
+    assert redact("trust_remote_code is true, n=8") == "trust_remote_code is true, n=8"
+    assert redact(f"--hf-overrides {value}") == f'--hf-overrides {redact.shown_argv[2]}'
+
+
+@pytest.mark.parametrize(("env", "masked"), [
+    ({"HF_TOKEN": "hf_Zq9abcdEFGH"}, "hf_Zq9abcdEFGH"),
+    ({"DB_PASS": "hunter22"}, "hunter22"),
+    ({"GITHUB_PAT": "ghp_Zq9SECRET"}, "ghp_Zq9SECRET"),
+    ({"VLLM_API_KEY": "sk-Zq9SECRET"}, "sk-Zq9SECRET"),
+])
+def test_an_environment_credential_is_masked_wherever_a_line_quotes_it(env, masked):
+    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.output.redact import Redactor
+
+    assert Redactor.for_argv([M], SecretSpans(), env=env)(f"a line quoting {masked}.") == "a line quoting ***."
+
+
+@pytest.mark.parametrize("env", [
+    {"PWD": "/home/me/models"}, {"OLDPWD": "/home/me/models"}, {"SSH_AUTH_SOCK": "/tmp/ssh-x/agent.1"},
+    {"HF_HUB_DISABLE_IMPLICIT_TOKEN": "1"}, {"HF_TOKEN_PATH": "models"}, {"VLLM_API_KEY": "true"},
+    {"PATH": "models"}, {"TOKENIZERS_PARALLELISM": "models"},
+])
+def test_an_environment_value_that_is_no_credential_is_not_masked(env):
+    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.output.redact import Redactor
+
+    line = "weights in /home/me/models, models 1 true"
+    assert Redactor.for_argv([M], SecretSpans(), env=env)(line) == line

@@ -20,9 +20,8 @@ from collections.abc import Mapping
 from ..core.check import judge as sc
 from ..core.credentials import clip
 from ..core.settings import read_flag
-from ..output.lines import Reporter
 from ..output.redact import Redactor
-from ..output.render import Result, render
+from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
 from .own_options import JSON, Command, Option, UsageError
@@ -287,7 +286,7 @@ def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     try:
         url = url_of(rest)
     except UsageError as exc:
-        result = _bad_input(str(exc))
+        result = _bad_input(str(exc), rest)
     else:
         result = probe_result(own, url, ctx)
     return render(result, as_json=bool(own.get("json")), stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
@@ -296,8 +295,10 @@ def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
 BAD_INPUT_DOCUMENT = {"command": "check", "status": "bad-input", "exit_status": exit_codes.USAGE}
 
 
-def _bad_input(message: str) -> Result:
-    return Result(exit_codes.USAGE, PREFIX, error=message, plain_error=True, document=BAD_INPUT_DOCUMENT)
+def _bad_input(message: str, words: list[str]) -> Result:
+    """Bad input: the one line, masked for the secrets ``words`` (the arguments read) may hold."""
+    return Result(exit_codes.USAGE, PREFIX, error=message, plain_error=True, document=BAD_INPUT_DOCUMENT,
+                  scrub=Redactor.for_words(words))
 
 
 def check_result(args: list[str], ctx: Context) -> Result:
@@ -305,7 +306,7 @@ def check_result(args: list[str], ctx: Context) -> Result:
     try:
         own, url = parse(args)
     except UsageError as exc:
-        return _bad_input(str(exc))
+        return _bad_input(str(exc), args)
     return probe_result(own, url, ctx)
 
 
@@ -316,7 +317,7 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     try:
         base = sc.parse_base_url(url)
     except ValueError as exc:
-        return _bad_input(f"{PREFIX}: bad URL: {exc}")
+        return _bad_input(f"{PREFIX}: bad URL: {exc}", [url])
     key_from = own.get("api_key_env")
     key = env.get(key_from) if key_from else None
     auth = f"Bearer {key}" if key else base.basic_auth()
@@ -348,7 +349,7 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
         if read_flag(env, "DSV4_LAUNCH_DEBUG")[0]:
             raise
         return Result(exit_codes.CHECK_PROBLEM, PREFIX, scrub=scrub, error=f"internal error: {type(exc).__name__}: "
-                      f"{scrub(str(exc))[:160]} (DSV4_LAUNCH_DEBUG=1 shows the traceback)",
+                      f"{clip(scrub(str(exc)), 160)} (DSV4_LAUNCH_DEBUG=1 shows the traceback)",
                       document={"command": "check", "url": base.shown, "status": sc.PROBLEM})
     notes = []
     if base.stripped_v1:
@@ -375,8 +376,8 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
         "tool_call": run.tools.data() if run.tools else None,
     }
 
-    def text(stream, env) -> bool:
-        out = Reporter(stream, env, prefix=None, scrub=scrub)
+    def text(shown: Out) -> None:
+        out = shown.lines
         out.info(f"{base.shown} (timeout {timeout:g} s, {client})", label="check")
         for note in notes:
             out.info(note, label="note")
@@ -387,7 +388,6 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
             else:
                 out.info(line, label=LABEL[f.level])
         out.info(_summary(state, run, elapsed, status), label=state)
-        return not out.broken
 
     return Result(status, PREFIX, "the report", None, data, text, scrub)
 

@@ -91,6 +91,7 @@ def _run(command: Command, args: list[str], ctx: Context | None) -> int:
 def _usage_error(command: Command, message: str, args: list[str], ctx: Context | None) -> int:
     """One line (``dsv4-launch CMD: …``) and exit 2; with ``--json`` also the one error document
     (``schema_version``, ``exit_status``, ``error``; output/render.py) with the command's keys."""
+    from ..output.redact import Redactor
     from ..output.render import Result, render
     from .context import here
 
@@ -99,7 +100,7 @@ def _usage_error(command: Command, message: str, args: list[str], ctx: Context |
     as_json = "--json" in head and any(o.name == "--json" for o in command.options)
     line = f"dsv4-launch {command.name}: {message} (see: dsv4-launch {command.name} --help)"
     result = Result(exit_codes.USAGE, f"dsv4-launch {command.name}", error=line,
-                    document=dict(command.error_document or {}), plain_error=True)
+                    document=dict(command.error_document or {}), plain_error=True, scrub=Redactor.for_words(args))
     return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 
 

@@ -236,7 +236,7 @@ def candidates(prog: str, words: Sequence[str], version: str | None = None) -> l
 def run_completion(args: Sequence[str], ctx=None) -> int:
     """``completion SHELL`` (the script) or ``completion --complete PROG -- WORDS...``; ``ctx``:
     a ``context.Context`` (None: this process's)."""
-    from ..output.lines import safe_write
+    from ..output.redact import Redactor
     from ..output.render import Result, render
     from .context import here
 
@@ -250,14 +250,14 @@ def run_completion(args: Sequence[str], ctx=None) -> int:
             found = []
         text = "".join(f"{c}\n" for c in found)
         # Each Tab press: whatever happens to the output, the shell gets 0 and no line of ours.
-        result = Result(exit_codes.OK, prefix, text=lambda stream, env: safe_write(stream, text) or True)
+        result = Result(exit_codes.OK, prefix, text=lambda out: out.verbatim(text, failure_is_ok=True))
     elif len(args) != 1 or args[0] not in SHELLS:
         given = " ".join(args) or "nothing"
         result = Result(exit_codes.USAGE, prefix, error=f"expected one shell, {', '.join(SHELLS)}; got {given} "
-                        "(see: dsv4-launch completion --help)")
+                        "(see: dsv4-launch completion --help)", scrub=Redactor.for_words(args))
     else:
         script = SCRIPTS[args[0]]
-        result = Result(exit_codes.OK, prefix, "the script", text=lambda stream, env: safe_write(stream, script))
+        result = Result(exit_codes.OK, prefix, "the script", text=lambda out: out.verbatim(script))
     return render(result, as_json=False, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 
 

@@ -10,11 +10,11 @@ from ..adapters.handover import install_hint
 from ..adapters.nvml import read_gpus
 from ..adapters.runtime_probe import read_runtime
 from ..adapters.vllm_install import interpreter_of
+from ..core.credentials import clip
 from ..core.rules.doctor import FAIL, OK, Diagnosis, DoctorLine, VllmRuntime, diagnose
 from ..core.rules.doctor_rows import sm120_decode_shapes
 from ..core.settings import GPU_CAPABILITY
-from ..output.render import Result, render
-from ..output.tables import render_diagnosis
+from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
@@ -40,7 +40,7 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     defaulted = prepared.facts is not None and prepared.facts.args.tokens[:1] == (DEFAULT_MODEL,) and \
         tuple(argv[:1]) != (DEFAULT_MODEL,)
     note = f"no model given: checked for {DEFAULT_MODEL}" if defaulted else None
-    scrub = prepared.redact  # the run's one redactor (pipeline.prepare): the secrets too
+    scrub = prepared.redact  # the run's one redactor (pipeline.prepare): render applies it to what is printed
     if prepared.error:
         return Result(prepared.status, PREFIX, "the report", prepared.error,
                       _document(prepared, Diagnosis(), prepared.status, prepared.error), None, scrub)
@@ -49,7 +49,7 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     except Exception as exc:  # never a traceback of ours: say it as a failed line
         if prepared.settings and prepared.settings.debug:
             raise
-        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(exc).__name__}: {scrub(str(exc))[:160]} "
+        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(exc).__name__}: {clip(scrub(str(exc)), 160)} "
                                                       "(DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
     if prepared.rejected:
         diagnosis = diagnosis._replace(lines=(*diagnosis.lines, DoctorLine("arguments", FAIL, rejected_line(prepared))))
@@ -57,8 +57,8 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
         diagnosis = diagnosis._replace(lines=_with_note(diagnosis.lines, note))
     status = exit_codes.DOCTOR_FAILED if diagnosis.failed else exit_codes.OK
 
-    def text(stream, env) -> bool:
-        return render_diagnosis(diagnosis, stream, env, scrub)
+    def text(out: Out) -> None:
+        out.diagnosis(diagnosis)
 
     return Result(status, PREFIX, "the report", None, _document(prepared, diagnosis, status, None), text, scrub)
 

@@ -437,12 +437,8 @@ def explain_result(rest: list[str], ctx: Context):
     data = explain_data(scan, source, env)
     scrub = _scrubber(scan)
 
-    def text(stream, env) -> bool:
-        from ..output.lines import Reporter
-
-        out = Reporter(stream, env, prefix=None, scrub=scrub)
-        render_text(out, data)
-        return not out.broken
+    def text(out) -> None:
+        render_text(out.lines, data)
 
     return Result(data["exit_status"], PREFIX, "the explanation", None, data, text, scrub)
 

@@ -26,8 +26,7 @@ from ..core.memory.fit import (
     fit_rows,
 )
 from ..core.memory.presets import PRESETS, preset_gpus
-from ..output.render import Result, render
-from ..output.tables import render_table
+from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
@@ -144,7 +143,6 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
                preset=None) -> Result:
     """What ``fit`` has to show: the layouts as a table or a document, or the one error line."""
     prepared = prepare(argv, ctx.env or {}, FIT, default_model=DEFAULT_MODEL, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
-    scrub = prepared.redact  # the run's one redactor (pipeline.prepare)
     vllm = {"vllm_version": prepared.vllm.version if prepared.vllm else None,
             "vllm_version_assumed": bool(prepared.vllm and prepared.vllm.assumed)}
     facts = prepared.facts
@@ -159,7 +157,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     problem = _problem(prepared, facts, count, memory_known)
     if problem is not None or facts is None or count is None:
         return Result(exit_codes.USAGE, PREFIX, "the table", problem or "the arguments could not be read",
-                      {"error": problem, "rows": [], **vllm}, None, scrub)
+                      {"error": problem, "rows": [], **vllm}, None, prepared.redact)
     context = as_human_int(facts.args.value("max_model_len")) or DEFAULT_CONTEXT
     if context <= 0:
         context = DEFAULT_CONTEXT  # -1/auto: vLLM fits the length itself; concurrency at the default
@@ -220,12 +218,11 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         "Estimates (README: Will it fit?), not promises.",
     ]
 
-    def text(stream, env) -> bool:
-        return render_table(title, ["layout", "weights", "KV left", "longest", "max conc", "verdict"],
-                            table_rows, [STYLES.get(r.verdict) for r in rows], stream, env, footer,
-                            right=[False, True, True, True, True, False], scrub=scrub)
+    def text(out: Out) -> None:
+        out.table(title, ["layout", "weights", "KV left", "longest", "max conc", "verdict"],
+                  table_rows, [STYLES.get(r.verdict) for r in rows], footer, right=[False, True, True, True, True, False])
 
-    return Result(NO_LAYOUT_FITS if none_fits else exit_codes.OK, PREFIX, "the table", None, data, text, scrub)
+    return Result(NO_LAYOUT_FITS if none_fits else exit_codes.OK, PREFIX, "the table", None, data, text, prepared.redact)
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:

@@ -26,6 +26,7 @@ from ..adapters.gather import READ_GPUS_ALWAYS, READ_GPUS_WHEN_DSV4, Gathered, g
 from ..adapters.model_files import missing_local_model
 from ..adapters.nvml import read_gpus as read_machine_gpus
 from ..adapters.vllm_install import VllmInstall, find_vllm
+from ..core.credentials import clip
 from ..core.facts import Facts, GpuReport
 from ..core.records import Record
 from ..core.rules.plan import Plan, disabled_plan, make_plan
@@ -82,16 +83,16 @@ def prepare(
         vllm = vllm or VllmInstall(version=None, importable=False, note="not looked up (interrupted)")
         prepared = Prepared(exit_codes.INTERRUPTED, argv, Plan(), _blind(argv, vllm), vllm,
                             error="interrupted before vLLM started")
-    return _with_redactor(prepared)
+    return _with_redactor(prepared, env)
 
 
-def _with_redactor(prepared: Prepared) -> Prepared:
+def _with_redactor(prepared: Prepared, env: Mapping[str, str]) -> Prepared:
     """``prepared`` with the run's redactor: the secrets at its spans of the argv handed over (the
     spans follow the edit), the credential values inside its JSON values and its URLs, and the
-    ``--config`` file's credential values."""
+    ``--config`` file's credential values, and the environment's credentials (``HF_TOKEN``)."""
     facts = prepared.facts
     more = facts.args.file_secrets if facts is not None else ()
-    return prepared._replace(redact=Redactor.for_argv(prepared.argv, prepared.secrets, more))
+    return prepared._replace(redact=Redactor.for_argv(prepared.argv, prepared.secrets, more, env))
 
 
 def _blind(argv: tuple[str, ...], vllm: VllmInstall) -> SecretSpans:
@@ -241,7 +242,7 @@ def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:
     if settings.debug:
         raise exc
     secrets = _blind(argv, vllm)
-    detail = Redactor.for_argv(argv, secrets)(str(exc))[:160]  # masked before it is cut: a cut secret matches no form
+    detail = clip(Redactor.for_argv(argv, secrets)(str(exc)), 160)  # masked before it is cut: a cut secret matches no form
     warning = (
         f"dsv4-launch could not check these arguments (internal error: {type(exc).__name__}: "
         f"{detail}); handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..core.memory.estimate import summary, summary_line
 from ..output.documents import plan_data
-from ..output.render import Result, render
+from ..output.render import Out, Result, render
 from ..output.report import report_plan
 from . import exit_codes
 from .context import Context, here
@@ -90,14 +90,11 @@ def no_vllm(prepared: Prepared) -> str | None:
 def plan_result(argv: list[str], ctx: Context) -> Result:
     """What ``plan ARGV`` has to show: the plan's lines or document, the one error line."""
     prepared = prepare(argv, ctx.env or {}, PLAN, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
-    scrub = prepared.redact  # the run's one redactor (pipeline.prepare)
     missing = no_vllm(prepared)
     status = exit_codes.NO_VLLM if missing else plan_status(prepared)
 
-    def text(stream, env) -> bool:
-        from ..output.lines import Reporter
-
-        out = Reporter(stream, env, prefix=None, scrub=scrub)
+    def text(shown: Out) -> None:
+        out = shown.lines
         if prepared.help_requested:
             out.info("the arguments ask vLLM for its help: dsv4-serve would hand them over unchanged")
         vllm = prepared.vllm
@@ -106,11 +103,10 @@ def plan_result(argv: list[str], ctx: Context) -> Result:
                     vllm_note=vllm.note if vllm else None, memory_line=summary_line(memory_data(prepared)))
         if prepared.rejected:
             out.error(rejected_line(prepared))
-        return not out.broken
 
     # Bad input or an interrupt: no report, only the line (and the document); no vLLM: both.
     return Result(status, "dsv4-launch plan", "the plan", prepared.error or missing, plan_document(prepared),
-                  None if prepared.error else text, scrub)
+                  None if prepared.error else text, prepared.redact)
 
 
 def run_plan(argv: list[str], *, as_json: bool, ctx: Context | None = None) -> int:

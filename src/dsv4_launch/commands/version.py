@@ -15,7 +15,6 @@ import sys
 from .. import __version__
 from ..adapters.vllm_install import VllmInstall, find_vllm
 from ..output.escape import printable
-from ..output.lines import safe_write
 from ..output.render import Result, render
 from . import exit_codes
 from .context import Context, here
@@ -36,7 +35,7 @@ def version_lines(install: VllmInstall) -> list[str]:
 def version_result(prog: str, ctx: Context) -> Result:
     install = ctx.vllm if ctx.vllm is not None else find_vllm(ctx.env or {})
     lines = "\n".join(version_lines(install)) + "\n"
-    return Result(exit_codes.OK, prog, "the version", text=lambda stream, env: safe_write(stream, lines))
+    return Result(exit_codes.OK, prog, "the version", text=lambda out: out.verbatim(lines))
 
 
 def run_version(prog: str, ctx: Context | None = None) -> int:

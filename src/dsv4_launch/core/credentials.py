@@ -150,6 +150,43 @@ def is_credential_name(name: str) -> bool:
     return any(_credential_word(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
 
 
+# Values that say there is no secret, or a setting: never masked wherever a line quotes them.
+_NO_SECRET = frozenset("true false yes no on off none null nil empty unset disabled enabled auto default".split())
+STRONG_MIN = 4  # a value found by its key's name shorter than this is masked only in its key's place
+
+
+def masked_everywhere(value: str) -> bool:
+    """Whether a value found only by the *name* of its key — a credential-named key in a JSON
+    option or the ``--config`` file, a credential-named environment variable — is masked
+    wherever a line quotes it (a global mask), or only in its key's place (``password: true``).
+    Not global: a value shorter than ``STRONG_MIN`` characters, a boolean or "no value" word
+    (``true``, ``none``, ``disabled``), a number (``8``, ``0.5``, ``12345678``): as a global mask
+    it would hide every ``true`` and every such number of every line, and it is a setting rather
+    than a secret. The values of vLLM's own credential options (``--api-key``, ``--hf-token``)
+    are masked everywhere whatever they are: there the position says it is a secret."""
+    text = value.strip()
+    if len(text) < STRONG_MIN or text.lower() in _NO_SECRET:
+        return False
+    try:
+        float(text)
+    except ValueError:
+        return True
+    return False
+
+
+# Environment variables whose names read as a credential's but whose values are not secrets.
+_ENV_NOT_SECRET = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
+
+
+def env_credential(name: str, value: str) -> bool:
+    """Whether an environment variable holds a credential to mask wherever a line quotes it
+    (``HF_TOKEN``, ``VLLM_API_KEY``, ``DB_PASS``): a credential's name, a value worth masking
+    everywhere (``masked_everywhere``), and not a path (``SSH_AUTH_SOCK``, ``XAUTHORITY``: the
+    credential is in the file) nor the shell's ``PWD``."""
+    return (name not in _ENV_NOT_SECRET and not value.startswith(("/", "~")) and masked_everywhere(value)
+            and re.search(NAME_HINT, name) is not None and is_credential_name(name))
+
+
 CUT = "…"  # what a cut text ends with: output/redact masks a secret's start right before it
 
 

@@ -33,18 +33,19 @@ Environment variables are never printed, so there is nothing to mask there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from ..core.credentials import CUT
+from ..core.credentials import CUT, env_credential, masked_everywhere
 from ..vllm_cli.secrets import (
     AFTER_EQ,
     MASK,
     WHOLE,
     SecretSpans,
     json_secrets,
+    mask_in_place,
     mask_secrets,
     masks_of,
-    secret_texts,
+    secret_texts_by_kind,
 )
 from .escape import mask_url_credentials, url_userinfo
 
@@ -70,8 +71,9 @@ def masked_argv(argv: Sequence[str], secrets: SecretSpans) -> list[str]:
             token = token.partition("=")[0] + "=" + MASK
         elif "{" in token:
             found = json_secrets(token)
-            if found:
-                token = mask_secrets(token, *masks_of(found))
+            if found:  # each in its key's place; a strong one wherever the token quotes it
+                token = mask_in_place(token, found)
+                token = mask_secrets(token, *masks_of(v for v in found if masked_everywhere(v)))
         out.append(_mask_token(token))
     return out
 
@@ -82,7 +84,11 @@ class Redactor:
     odd ones a line-level pattern cannot delimit (a password with blanks in it) — and every URL
     credential the pattern can; ``shown_argv``: the arguments as they may be printed."""
 
-    def __init__(self, secrets: Iterable[str] = (), argv: Sequence[str] = (), spans: SecretSpans = SecretSpans()):
+    def __init__(self, secrets: Iterable[str] = (), argv: Sequence[str] = (), spans: SecretSpans = SecretSpans(),
+                 in_place: Iterable[str] = ()):
+        """``secrets``: masked wherever a line quotes them; ``in_place``: values found by their
+        keys' names that are too weak for that (``credentials.masked_everywhere``), masked only as
+        a credential-named key's value (``secrets.mask_in_place``)."""
         # Every form of every secret, any length (mask_secrets masks a short one only as its own
         # word). The pattern is built per line from the forms that line holds: compiling one
         # alternation of 10,000 `--api-key` values up front would cost ~90 ms of every such start.
@@ -91,18 +97,39 @@ class Redactor:
         self._long = tuple({s for s in found if len(s) >= 2 * _CUT_PREFIX})  # for a secret cut short
         self._argv = tuple(argv)
         self._spans = spans
+        self._in_place = tuple({v for v in in_place if v} - set(found))
 
     @classmethod
-    def for_argv(cls, argv: Sequence[str], spans: SecretSpans, more: Iterable[str] = ()) -> "Redactor":
+    def for_argv(cls, argv: Sequence[str], spans: SecretSpans, more: Iterable[str] = (),
+                 env: Mapping[str, str] | None = None) -> "Redactor":
         """The run's redactor: the secret values at ``spans`` of ``argv``, the values of
         credential-named keys in its JSON values, ``more`` (a ``--config`` file's), the
-        credentials of its URLs — masked in every line, so that a warning or an error line that
-        quotes one (an exception's message, another option's value) shows ``***`` too."""
+        credentials of its URLs, the values of ``env``'s credentials (``HF_TOKEN``:
+        ``credentials.env_credential``) — masked in every line, so that a warning or an error
+        line that quotes one (an exception's message, another option's value) shows ``***`` too.
+        A value found only by its key's name that is too weak to mask everywhere (``true``, a
+        number, under 4 characters: ``credentials.masked_everywhere``) is masked in its key's place."""
         found = [u for u in map(url_userinfo, argv) if u]
         found += [u.partition(":")[2] for u in found if ":" in u]  # the password alone, quoted elsewhere
-        found += secret_texts(argv, spans)
-        found += more
-        return cls(found, argv, spans)
+        placed, named = secret_texts_by_kind(argv, spans)
+        found += placed
+        named += more
+        found += [v for v in named if masked_everywhere(v)]
+        if env:
+            found += [value for name, value in env.items() if env_credential(name, value)]
+        return cls(found, argv, spans, [v for v in named if not masked_everywhere(v)])
+
+    @classmethod
+    def for_words(cls, words: Sequence[str]) -> "Redactor":
+        """A redactor for arguments no parse has read (a usage error of our own options, a
+        command's bad input): every word that may be a secret by the option before it
+        (``conservative_spans`` against the newest recorded table, any credential-named option
+        judged by its name), the credentials in its URLs and JSON values."""
+        from ..vllm_cli.option_table import load_table
+        from ..vllm_cli.secrets import conservative_spans
+
+        words = tuple(words)
+        return cls.for_argv(words, conservative_spans(words, load_table(None).option_strings, exact=False))
 
     @property
     def shown_argv(self) -> list[str]:
@@ -114,12 +141,16 @@ class Redactor:
             text = mask_secrets(text, self._secrets, self._words)
             if CUT in text:
                 text = self._cut_short(text)
+        if self._in_place:
+            text = mask_in_place(text, self._in_place)
         return mask_url_credentials(text)
 
     def secrets_only(self, text: str, *, cut: bool = False) -> str:
         """``text`` with the secret values masked and nothing else changed (an answer still to be
         read: its URLs stay as they are); ``cut``: the text was cut at its end, which may hold
         the start of a secret."""
+        if self._in_place:
+            text = mask_in_place(text, self._in_place)
         if not self._secrets:
             return text
         text = mask_secrets(text, self._secrets, self._words)

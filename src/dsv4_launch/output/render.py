@@ -7,8 +7,14 @@ a ``Result`` and hands it here, so what each of them used to repeat is decided o
 * **one JSON shape**: every ``--json`` document has ``schema_version`` (``documents.dump``),
   ``exit_status`` (the command's exit status) and ``error`` — null, or the one line also said on
   standard error; a command's own keys come in between (``documents.py``);
+* **one redactor applied to everything printed**: the run's ``Redactor`` (``Result.scrub``: built
+  once in ``commands/pipeline.prepare`` for plan, doctor and fit; from the key and URL for check,
+  from the log's arguments for explain) masks the document's values, the error line and the text.
+  A command's text never sees the stream: ``Result.text`` is handed an ``Out``, whose every way
+  to write (lines, tables, a script) masks with that redactor, then escapes — so no command can
+  forget to mask, or mask with the wrong redactor;
 * the output stream is made lenient (characters its encoding cannot hold become backslash
-  escapes) and every line is masked and escaped (``lines.Reporter``, ``escape.printable``);
+  escapes);
 * **a stream that does not take the output**: a pipe whose reader has gone (``plan | head -1``,
   ``doctor | grep -q FAIL``) is that reader satisfied — silence, and the command's own status,
   so ``set -o pipefail`` gates still see it; any other failure (a full disk, a closed stdout) is
@@ -21,9 +27,10 @@ path imports nothing more (COMMON start-up budget); its help uses ``finish`` too
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from ..core.records import Record
+from .escape import mask_url_credentials
 from .lines import Reporter, make_lenient, reader_gone, safe_write, silence
 
 TYPE_CHECKING = False
@@ -41,7 +48,7 @@ class Result(Record):
     what: str = "the report"  # "cannot write {what} to standard output"
     error: str | None = None  # the one line on standard error (and ``error`` in the document)
     document: Mapping[str, object] | None = None  # --json: the command's own keys
-    text: Callable[[object, Mapping[str, str]], bool] | None = None  # writes the text to a stream; False: it failed
+    text: Callable[[Out], None] | None = None  # writes the text through render's ``Out`` (never the stream)
     scrub: Redactor | None = None  # the run's redactor: every line and the document's values (None: URL credentials)
     plain_error: bool = False  # the error line names the command itself: written as it is (escaped)
 
@@ -58,17 +65,66 @@ def render(result: Result, *, as_json: bool, stdout, stderr, env: Mapping[str, s
         document["error"] = result.error
         ok = safe_write(stdout, dump(document, result.scrub or _no_redact()) + "\n")
     elif result.text is not None:
-        ok = result.text(stdout, env)
+        out = Out(stdout, env, result.scrub)
+        result.text(out)
+        ok = out.ok
     if result.error:
         say_error(result, stderr, env)
     return finish(ok, result.status, stdout, stderr, env, result.prefix, result.what)
+
+
+class Out:
+    """The one way a command's text reaches standard output: every piece — a line, a table's
+    cells, title and footer, a script — is masked by the run's redactor (``scrub``; None: URL
+    credentials only) and escaped on its way; ``ok`` is False once the stream failed."""
+
+    def __init__(self, stream, env: Mapping[str, str], scrub: Redactor | None):
+        self._stream = stream
+        self._env = env
+        self._scrub = scrub
+        self._reporter: Reporter | None = None
+        self._failed = False
+
+    @property
+    def ok(self) -> bool:
+        return not self._failed and not (self._reporter is not None and self._reporter.broken)
+
+    @property
+    def lines(self) -> Reporter:
+        """Labelled lines (``info``, ``warning``, ``error``, ``changed``), plain or styled."""
+        if self._reporter is None:
+            self._reporter = Reporter(self._stream, self._env, prefix=None, scrub=self._scrub)
+        return self._reporter
+
+    def diagnosis(self, diagnosis) -> None:
+        """doctor's checks as a table (``tables.render_diagnosis``)."""
+        from .tables import render_diagnosis
+
+        self._done(render_diagnosis(diagnosis, self._stream, self._env, self._scrub))
+
+    def table(self, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], styles: Sequence[str | None],
+              footer: Sequence[str] = (), right: Sequence[bool] = ()) -> None:
+        """A table (``tables.render_table``)."""
+        from .tables import render_table
+
+        self._done(render_table(title, headers, rows, styles, self._stream, self._env, footer, right, scrub=self._scrub))
+
+    def verbatim(self, text: str, *, failure_is_ok: bool = False) -> None:
+        """Text written as it is but masked (a shell script, lines already escaped): not escaped,
+        since its newlines and quotes are its own. ``failure_is_ok``: a stream that does not take
+        it is no failure (completion's candidates: the shell gets 0 and no line of ours)."""
+        written = safe_write(self._stream, self._scrub(text) if self._scrub else mask_url_credentials(text))
+        self._done(written or failure_is_ok)
+
+    def _done(self, written: bool) -> None:
+        self._failed = self._failed or not written
 
 
 def say_error(result: Result, stderr, env: Mapping[str, str]) -> None:
     if result.plain_error:
         from .escape import printable
 
-        safe_write(stderr, printable(result.error or "") + "\n")
+        safe_write(stderr, printable(result.error or "", result.scrub) + "\n")
     else:
         Reporter(stderr, env, prefix=result.prefix, scrub=result.scrub).error(result.error or "")
 

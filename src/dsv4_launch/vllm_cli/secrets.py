@@ -224,15 +224,24 @@ def secret_texts(tokens: Sequence[str], spans: SecretSpans) -> list[str]:
     """The secret strings of ``tokens`` (to scrub from a message that quotes tokens): those the
     spans point at, and the values of credential-named keys inside a JSON value of any other
     token (``--speculative-config '{"hf_token": "…"}'``: ``json_secrets``)."""
-    found = []
+    placed, named = secret_texts_by_kind(tokens, spans)
+    return placed + named
+
+
+def secret_texts_by_kind(tokens: Sequence[str], spans: SecretSpans) -> tuple[list[str], list[str]]:
+    """``secret_texts`` in two: (the texts at the spans, the values found by their keys' names
+    inside a JSON value) — the second are global masks only where ``credentials.masked_everywhere``
+    says so."""
+    placed: list[str] = []
+    named: list[str] = []
     for i, token in enumerate(tokens):
         if (i, WHOLE) in spans.spans:
-            found.append(token)
+            placed.append(token)
         elif (i, AFTER_EQ) in spans.spans:
-            found.append(token.partition("=")[2])
+            placed.append(token.partition("=")[2])
         elif "{" in token:
-            found += json_secrets(token)
-    return [t for t in found if t]
+            named += json_secrets(token)
+    return [t for t in placed if t], [t for t in named if t]
 
 
 # A credential-named key and its value in a JSON-like text that json cannot read (vLLM rejects it,
@@ -362,3 +371,27 @@ def mask_secrets(text: str, forms: Iterable[str], words: Iterable[str] = ()) -> 
     parts = [re.escape(f) if len(f) >= SHORT and f not in whole else _SHORT_WORD.format(b=_BESIDE, text=re.escape(f))
              for f in present]
     return re.sub("|".join(parts), MASK, text)
+
+
+# A key, what stands between it and its value, and the value (``"password": "true"``,
+# ``password=true``, ``'api_key': ['8'``, ``--db-pass true``): where a weak value is masked.
+_KEY_PLACE = (r"""(?P<key>[A-Za-z0-9_.\-]+)(?P<sep>["']?[ \t]*[:=][ \t]*\[?[ \t]*["']?|["']?[ \t]+["']?)"""
+              r"""(?P<value>{values})(?![A-Za-z0-9_])""")
+
+
+def mask_in_place(text: str, values: Iterable[str]) -> str:
+    """``text`` with each of ``values`` masked only where it stands as a credential-named key's
+    value (``credentials.is_credential_name``): after ``key:``, ``key=``, ``"key": "``, or an
+    option's name and a blank (``--db-pass true``). For the values too weak to mask everywhere
+    (``credentials.masked_everywhere``: ``true``, ``8``): ``"enable": true`` keeps its ``true``."""
+    present = sorted({v for v in values if v and v in text}, key=len, reverse=True)
+    if not present:
+        return text
+
+    def place(m: re.Match) -> str:
+        key, sep = m.group("key"), m.group("sep")
+        if (":" not in sep and "=" not in sep and not key.startswith("--")) or not is_credential_name(key):
+            return m.group(0)
+        return key + sep + MASK
+
+    return re.sub(_KEY_PLACE.format(values="|".join(map(re.escape, present))), place, text)

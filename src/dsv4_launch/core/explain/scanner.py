@@ -573,6 +573,9 @@ _STRING_IN_REPR = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _NOT_SECRET = frozenset({"None", "True", "False", f"'{MASK}'", f"['{MASK}']", "[]", "''"})
 
 
+_URL_USERINFO = r"(?i)\b[a-z][a-z0-9+.\-]*://([^/\s@?#'\"]+)@"  # as output/escape's, within a repr's quotes
+
+
 def args_secrets(text: str) -> tuple[str, ...]:
     """The secrets of a ``non-default args`` text without reading it whole: the strings in the
     value of every key (at any depth) that names a credential (0.24–0.28 log ``--api-key`` in
@@ -601,7 +604,11 @@ def args_secrets(text: str) -> tuple[str, ...]:
                 literal = string[1:-1]
             if isinstance(literal, str) and literal and literal != MASK:
                 found.append(literal)
-    return tuple(dict.fromkeys(found))
+    if "://" in text and "@" in text:  # a URL's credentials (--otlp-traces-endpoint): the password alone is quoted too
+        for url in re.finditer(_URL_USERINFO, text):
+            userinfo = url.group(1)
+            found += [userinfo, userinfo.partition(":")[2]] if ":" in userinfo else [userinfo]
+    return tuple(f for f in dict.fromkeys(found) if f and f != MASK)
 
 
 def parse_args_text(text: str, line: int) -> LogArgs:
