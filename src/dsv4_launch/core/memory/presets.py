@@ -3,6 +3,9 @@
 ``memory`` is the total NVML reports for one GPU (``nvidia-smi --query-gpu=memory.total``, MiB),
 which is what vLLM's memory checks and its batch defaults see; ``capability`` the compute
 capability. Figures marked ``spec`` are the data sheet's, where no NVML report was at hand.
+The ``nvidia-smi`` figures are ``memory.total`` as public captures print it: H20 and GH200 480GB
+97,871 MiB, H20-3e 143,771 MiB (the same as H200's), GH200 144G HBM3e 146,831 MiB (one capture
+only); the field cases that use them are tests/fixtures/memory/field.json.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ class Preset(Record):
 PRESETS: tuple[Preset, ...] = (
     Preset("H200", "NVIDIA H200", (9, 0), 143_771 * MiB, "nvidia-smi"),
     Preset("H100", "NVIDIA H100 80GB HBM3", (9, 0), 81_559 * MiB, "nvidia-smi"),
-    Preset("H20", "NVIDIA H20", (9, 0), 96 * 10**9, "spec"),
+    Preset("H20", "NVIDIA H20", (9, 0), 97_871 * MiB, "nvidia-smi"),
+    Preset("H203E", "NVIDIA H20-3e", (9, 0), 143_771 * MiB, "nvidia-smi"),
+    Preset("GH200", "NVIDIA GH200 480GB", (9, 0), 97_871 * MiB, "nvidia-smi"),
+    Preset("GH200144G", "NVIDIA GH200 144G HBM3e", (9, 0), 146_831 * MiB, "nvidia-smi"),
     Preset("B200", "NVIDIA B200", (10, 0), 183_359 * MiB, "nvidia-smi"),
     Preset("B300", "NVIDIA B300", (10, 3), 288 * 10**9, "spec"),
     Preset("GB200", "NVIDIA GB200", (10, 0), 186 * 10**9, "spec"),
@@ -35,7 +41,8 @@ PRESETS: tuple[Preset, ...] = (
 )
 _BY_KEY = {p.key: p for p in PRESETS}
 ALIASES = {"RTXPRO6000BLACKWELL": "RTXPRO6000", "PRO6000": "RTXPRO6000", "DGXSPARK": "GB10",
-           "H100SXM": "H100", "B300SXM": "B300"}
+           "H100SXM": "H100", "B300SXM": "B300", "H20141G": "H203E", "H20141GB": "H203E",
+           "GH200480GB": "GH200", "GH20096GB": "GH200", "GH200144GB": "GH200144G", "GH200144GHBM3E": "GH200144G"}
 MAX_GPUS = 4096
 
 
