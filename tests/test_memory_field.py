@@ -5,7 +5,8 @@ Each case is planned with ``dsv4-launch plan --json`` — the pipeline tests/tes
 dsv4-serve runs — on every release the evidence leaves possible, and held to what it supports:
 
 - a start that happened is never *does not fit*, and the optimistic end admits its --max-model-len;
-- a KV-short failure is never *fits*;
+- a KV-short failure is never *fits* (a failure whose cause is not given is not judged);
+- vLLM's "Model loading took X GiB" is our weights per GPU within the tally's 3 %;
 - vLLM's printed "available KV cache memory" (± its rounding) lies in [kv_available_bytes_low, _high];
 - a "GPU KV cache size" of N tokens at --max-model-len L implies N / L requests' KV: inside the band;
 - an "auto" length under N implies less memory than one request of N needs: the band admits that;
@@ -104,8 +105,10 @@ def test_what_happened_is_never_contradicted(case, version):
         assert code != 2 and memory["verdict"] != "does not fit", (memory, data["refusals"])
         if isinstance(seen.get("max_model_len"), int) and case["releases"]:
             assert memory["max_model_len_fits_high"] >= seen["max_model_len"], memory
-    else:
+    elif seen.get("failure") != "cause not given":  # a KV-short failure (one whose cause is not given: not judged)
         assert memory["verdict"] != "fits", memory
+    if "model_loading_gib" in seen:  # the weights (and load buffers) on one GPU: within the tally's 3 %
+        assert abs(memory["weights_bytes_per_gpu"] - seen["model_loading_gib"] * GiB) <= 0.03 * seen["model_loading_gib"] * GiB
 
 
 KV_SEEN = ("available_kv_gib", "kv_tokens", "max_concurrency", "auto_max_model_len_below")
@@ -174,7 +177,10 @@ def field_rows() -> list[str]:
     for case, version in RUNS:
         code, data = plan(case, version)
         memory, seen = data["memory"], case["observed"]
-        what = "started" if seen["started"] else "failed: KV too small"
+        what = ("started" if seen["started"] else "failed: KV too small" if seen.get("failure") != "cause not given"
+                else "failed, cause not given")
+        if "model_loading_gib" in seen:
+            what += f", model loading took {seen['model_loading_gib']:.2f} GiB (ours {_gib(memory['weights_bytes_per_gpu'])})"
         implied = implied_available(case, version, memory) if case["releases"] else None
         if implied is not None and "auto_max_model_len_below" in seen:
             what += f", auto length < {seen['auto_max_model_len_below']:,} (KV < {_gib(implied[1])} GiB)"
@@ -188,14 +194,14 @@ def field_rows() -> list[str]:
             what += f", KV {seen['available_kv_gib']:.2f} GiB, {seen['needed_kv_gib']:.2f} GiB needed"
         band = f"{_gib(memory['kv_available_bytes_low'])}–{_gib(memory['kv_available_bytes_high'])} GiB"
         if implied is None:  # what test_what_happened_is_never_contradicted asserts
-            consistent = memory["verdict"] != ("does not fit" if seen["started"] else "fits")
+            consistent = memory["verdict"] != ("does not fit" if seen["started"] else "fits" if seen.get("failure") != "cause not given" else None)
             verdict = f"{'consistent' if consistent else 'CONTRADICTED'}; plan: {memory['verdict']}"
         else:
             inside = memory["kv_available_bytes_low"] <= implied[1] and implied[0] <= memory["kv_available_bytes_high"]
             verdict = f"{'inside' if inside else 'OUTSIDE'}; plan: {memory['verdict']}"
             if not inside and "disagrees" in case:
                 verdict += f" (known: {case['disagrees']['owner']})"
-        release = version if case["releases"] else f"{version} stands in (pre-0.20 image)"
+        release = version if case["releases"] else f"{version} stands in (a pre-0.20 build)"
         rows.append(f"| [{case['id']}]({case['provenance']['url']}) | {release} | {what} | {band} | {verdict} |")
     return rows
 
