@@ -83,6 +83,7 @@ BUDGET_PLAN_MEMORY_MB = 15.0
 BUDGET_REAL_RATIO = 1.03
 BUDGET_DOWNLOADED_RATIO = 1.25  # plan with a downloaded checkpoint / plan from the table
 FLASH_PAYLOAD = 159_609_485_896  # V4-Flash's tensor bytes (data/checkpoints/)
+QUIET_LOAD = 1.5  # the 1-minute load average at a run's start and end below this: a quiet machine
 QUIET_FLOOR_RATIO = 1.08  # floor median / min above this: a busy machine (said, and in the document)
 BUDGET_REAL_START_MS = 15.0  # what a real start waits longer: (dsv4-serve → stub+) − vllm stub+
 RELEASE = "0.24.0"  # build_fakes' default release (tests); a run measures every recorded one (--release)
@@ -168,7 +169,9 @@ def measure(cases: dict[str, Case], env: dict[str, str], runs: int, warmup: int)
         for name, (cmd, _) in plain.items():
             ms, peak, status, cpu = run_once(cmd, envs[name])
             if status != 0:
-                raise SystemExit(f"bench: {name}: {' '.join(cmd)} exited {status}")
+                done = subprocess.run(cmd, env=envs[name], capture_output=True, text=True)
+                said = (done.stderr.strip().splitlines() or [""])[-1]
+                raise SystemExit(f"bench: {name}: {' '.join(cmd)} exited {status}: {said}")
             samples[name].append((ms, peak, cpu))
     out = {}
     for name, (cmd, extra) in plain.items():
@@ -279,13 +282,29 @@ def build_fakes(work: Path, releases: tuple[str, ...] = (RELEASE,)) -> tuple[dic
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {release}\n")
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(stub)], check=True)
         paths[release] = str(stub)
+    for release in releases:  # the stub first; what the caller put on the path (a checkout's src/) after it
+        paths[release] = os.pathsep.join(filter(None, (paths[release], os.environ.get("PYTHONPATH"))))
     env["PYTHONPATH"] = paths[releases[0]]
+    same_code(env)
     bindir = work / "bin"
     bindir.mkdir()
     script = bindir / "vllm"
     script.write_text(CONSOLE_SCRIPT.format(python=sys.executable))
     script.chmod(0o755)
     return env, bindir, paths
+
+
+def same_code(env: dict[str, str]) -> None:
+    """The cases must run the dsv4-launch this script imported (an editable install of another
+    checkout, or a PYTHONPATH the stub's path replaced, would measure other code)."""
+    import dsv4_launch
+
+    code = "import dsv4_launch; print(dsv4_launch.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    theirs = done.stdout.strip()
+    if done.returncode != 0 or Path(theirs).resolve() != Path(dsv4_launch.__file__).resolve():
+        raise SystemExit(f"bench: the cases would import dsv4-launch from {theirs or 'nowhere'}, this script from "
+                         f"{dsv4_launch.__file__}; run it with the Python (and PYTHONPATH) of the checkout to measure")
 
 
 def build_downloaded_checkpoint(work: Path) -> dict[str, str]:
@@ -396,6 +415,7 @@ def main() -> None:
 
     py = sys.executable
     releases = tuple(opts.release or recorded_releases())
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         env, bindir, stubs = build_fakes(Path(tmp), releases)
         downloaded = build_downloaded_checkpoint(Path(tmp))
@@ -436,6 +456,12 @@ def main() -> None:
                               "dsv4-serve --help": [tool("dsv4-serve", vp), "--help"]}, real, opts.vllm_runs, 1))
             r["plugin load"] = plugin_load(vp, real, opts.vllm_runs)
 
+    # The 1-minute load average at the start and the end (other processes wanting a CPU): a run
+    # on a machine that was not quiet (above QUIET_LOAD) is said, and is no run to commit.
+    load = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
+    if max(load) >= QUIET_LOAD:
+        print(f"bench: load average {load[0]} at the start, {load[1]} at the end ({os.cpu_count()} CPUs): other work "
+              f"shared the machine; a run to commit wants it under {QUIET_LOAD}", file=sys.stderr)
     clock = "median_ms" if opts.clock == "wall" else "median_cpu_ms"
     overhead = r["dsv4-serve"][clock] - r["vllm stub"][clock]
     launch_overhead = r["launch serve"][clock] - r["vllm stub"][clock]
@@ -486,6 +512,7 @@ def main() -> None:
         "releases": list(releases),
         "clock": opts.clock,
         "note": opts.note,
+        "load_average": load,
         "budgets": [
             {"name": label, "value": value, "unit": unit, "limit": limit, "ok": value <= limit}
             for label, value, unit, limit in budgets
