@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 
+from ..core.credentials import excerpt
 from ..vllm_cli.serve_args import ConfigFileError, ConfigNotRead
 
 MAX_BYTES = 64 * 2**20
@@ -57,7 +58,7 @@ def load_config_file(path: str) -> dict[str, object]:
         with open(path, encoding="utf-8") as handle:
             text = handle.read(MAX_BYTES + 1)
     except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)[:120]
+        reason = getattr(exc, "strerror", None) or excerpt(str(exc), 120)
         raise ConfigFileError(f"--config {path}: cannot read it ({reason})") from None
     if len(text) > MAX_BYTES:
         raise ConfigNotRead(
@@ -167,4 +168,4 @@ def _load_like_vllm(yaml, path: str, text: str):
     except RecursionError:
         raise ConfigFileError(f"--config {path}: nested too deeply for vLLM's YAML reader") from None
     except (ValueError, OverflowError, TypeError) as exc:  # e.g. a 5000-digit integer
-        raise ConfigFileError(f"--config {path}: vLLM's YAML reader fails on it ({str(exc)[:120]})") from None
+        raise ConfigFileError(f"--config {path}: vLLM's YAML reader fails on it ({excerpt(str(exc), 120)})") from None

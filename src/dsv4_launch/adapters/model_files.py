@@ -27,6 +27,7 @@ import re
 import stat
 from collections.abc import Mapping
 
+from ..core.credentials import excerpt
 from ..core.model import ModelFacts, classify
 
 _COMMIT = r"^[0-9a-f]{40}$"
@@ -299,7 +300,7 @@ def read_json_file(path: str) -> tuple[object | None, str | None]:
     except RecursionError:
         return None, f"{path} is nested too deeply to read"
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, 5000-digit numbers
-        return None, f"{path} is not valid JSON ({str(exc)[:120]})"
+        return None, f"{path} is not valid JSON ({excerpt(str(exc), 120)})"
 
 
 def read_config(path: str) -> tuple[dict[str, object] | None, str | None]:

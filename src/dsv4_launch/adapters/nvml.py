@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
+from ..core.credentials import excerpt
 from ..core.facts import GpuReport
 from ..core.gpus import GpuInfo, is_ascii_int, parse_capability
 
@@ -206,7 +207,7 @@ def _run_nvidia_smi(cmd: list[str]) -> tuple[str | None, str | None]:
         return None, f"nvidia-smi could not run ({getattr(exc, 'strerror', None) or exc})"
     if done.returncode != 0:
         last = (done.stderr or done.stdout).decode("utf-8", "backslashreplace").strip().splitlines()
-        return None, f"nvidia-smi failed (exit {done.returncode}{': ' + last[-1][:160] if last else ''})"
+        return None, f"nvidia-smi failed (exit {done.returncode}{': ' + excerpt(last[-1], 160) if last else ''})"
     return done.stdout.decode("utf-8", "backslashreplace"), None
 
 

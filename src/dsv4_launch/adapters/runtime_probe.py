@@ -25,6 +25,8 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 
+from ..core.credentials import excerpt
+
 PLUGIN_GROUP = "vllm.general_plugins"
 
 # Reads torch._C._cuda_getArchFlags (no CUDA init); the FlashInfer entry points vLLM's
@@ -43,7 +45,7 @@ if iu.find_spec("torch"):
         out["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda,
                         "arch_flags": (flags or "").split()}
     except Exception as exc:
-        out["torch_error"] = type(exc).__name__ + ": " + str(exc)[:200]
+        out["torch_error"] = type(exc).__name__ + ": " + str(exc)[:4000]  # bounded; cut by the parent, masked first
 if iu.find_spec("flashinfer"):
     fi = {"version": None, "sm120_sparse_mla": False, "sm120_dsv4_decode": None}
     for dist in ("flashinfer-python", "flashinfer"):
@@ -113,9 +115,13 @@ def read_runtime(
     stdout = done.stdout.decode("utf-8", "backslashreplace")
     if done.returncode != 0:
         last = (done.stderr.decode("utf-8", "backslashreplace").strip().splitlines() or ["no output"])[-1]
-        return None, f"{python} failed: {last[:200]}"
+        return None, f"{python} failed: {excerpt(last, 200)}"
     try:
         result = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return None, f"{python} printed no result"
-    return (result, None) if isinstance(result, dict) else (None, f"{python} printed no result")
+    if not isinstance(result, dict):
+        return None, f"{python} printed no result"
+    if isinstance(result.get("torch_error"), str):  # the child's exception message: masked, then cut
+        result["torch_error"] = excerpt(result["torch_error"], 200)
+    return result, None

@@ -184,9 +184,10 @@ def _vllm_knows(name: str, version: object, env: Mapping[str, str] | None) -> bo
 def _shown(text: str, limit: int = 60, quote: bool = True) -> str:
     """Outside text in an error line: ``repr``'d (control characters escaped), cut at ``limit``
     characters — a 5,000-character value is not worth a 5,000-character line."""
-    cut = text if len(text) <= limit else text[:limit]
-    shown = repr(cut) if quote else cut
-    return shown + ("…" if len(text) > limit else "")
+    from ..core.credentials import clip  # marked inside the quotes: the redactor masks a secret's start before it
+
+    cut = clip(text, limit + 1)
+    return repr(cut) if quote else cut
 
 
 # --- the options plan, doctor and fit share --------------------------------------------------

@@ -269,4 +269,5 @@ def prepare_engine(
         return gather_engine(engine, env, settings, vllm_version, model=model_name, hf_config=hf_config,
                              read_gpus=read_gpus or read_machine_gpus)
 
-    return _through_the_pipeline((), env, PLUGIN, vllm, from_engine)  # Ctrl-C here is vLLM's to handle
+    prepared = _through_the_pipeline((), env, PLUGIN, vllm, from_engine)  # Ctrl-C here is vLLM's to handle
+    return prepared._replace(redact=Redactor.for_engine(engine, env))

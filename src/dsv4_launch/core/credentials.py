@@ -197,6 +197,27 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + CUT
 
 
+def excerpt(text: str, limit: int) -> str:
+    """Outside text (an exception's message, a child's last line) cut for a message where the
+    run's secrets are not known (an adapter, the plugin): what can be masked here is masked
+    first — the credentials of URLs, which a cut would leave without their ``@`` — then it is
+    cut with ``clip``, whose mark lets the run's redactor mask the start of a secret of the run
+    that the cut left behind. Never ``text[:limit]``: a secret straddling the cut would escape."""
+    return clip(mask_url_credentials(text), limit)
+
+
+# Patterns compiled on first use (re caches them): most runs print no URL at all.
+_URL_USERINFO = r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s@?#]+)@"
+
+
+def mask_url_credentials(text: str) -> str:
+    """``https://user:PASS@host`` → ``https://***@host``: credentials in any URL, anywhere in a
+    line (the user part ends at the first ``/ ? # @`` or blank)."""
+    if "@" not in text or "://" not in text:
+        return text
+    return re.sub(_URL_USERINFO, r"\1***@", text)
+
+
 def looks_like_credential_value(value: str) -> bool:
     """A word shaped like a generated credential: 8 characters or more of a token's alphabet
     (letters, digits, ``+/_.~-``, base64's closing ``=``), with letters and digits or both cases

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
+from ..core.credentials import mask_url_credentials as mask_url_credentials  # the one URL masker
+
 # Patterns compiled on first use (re caches them): most runs print no URL at all.
-_URL_USERINFO = r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s@?#]+)@"
 _SCHEME = r"(?i)\b[a-z][a-z0-9+.\-]*://"
 
 
@@ -45,14 +46,6 @@ def printable(text: str, scrub=None) -> str:
     """Outside text ready to print: secrets masked (``scrub``, a ``redact.Redactor``; without
     one, URL credentials), then every non-printable character escaped."""
     return escape(scrub(text) if scrub else mask_url_credentials(text))
-
-
-def mask_url_credentials(text: str) -> str:
-    """``https://user:PASS@host`` → ``https://***@host``: credentials in any URL, anywhere in a
-    line (the user part ends at the first ``/ ? # @`` or blank)."""
-    if "@" not in text or "://" not in text:
-        return text
-    return re.sub(_URL_USERINFO, r"\1***@", text)
 
 
 def url_userinfo(token: str) -> str | None:

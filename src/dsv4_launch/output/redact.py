@@ -93,8 +93,9 @@ class Redactor:
         # word). The pattern is built per line from the forms that line holds: compiling one
         # alternation of 10,000 `--api-key` values up front would cost ~90 ms of every such start.
         found = [s for s in secrets if s]
+        self._found = tuple(found)
         self._secrets, self._words = masks_of(found)
-        self._long = tuple({s for s in found if len(s) >= 2 * _CUT_PREFIX})  # for a secret cut short
+        self._long = tuple({s for s in found if len(s) > _CUT_PREFIX})  # for a secret cut short
         self._argv = tuple(argv)
         self._spans = spans
         self._in_place = tuple({v for v in in_place if v} - set(found))
@@ -118,6 +119,21 @@ class Redactor:
         if env:
             found += [value for name, value in env.items() if env_credential(name, value)]
         return cls(found, argv, spans, [v for v in named if not masked_everywhere(v)])
+
+    @classmethod
+    def for_engine(cls, engine: object, env: Mapping[str, str]) -> "Redactor":
+        """The plugin's redactor, inside vLLM where there is no argv: the engine's ``hf_token``
+        (vLLM's own credential field; ``True`` means "use the stored one") and ``env``'s
+        credentials."""
+        token = getattr(engine, "hf_token", None)
+        return cls.for_argv((), SecretSpans(), env=env)._with([token] if isinstance(token, str) else [])
+
+    def _with(self, secrets: Sequence[str]) -> "Redactor":
+        """This redactor with ``secrets`` masked everywhere too."""
+        if not secrets:
+            return self
+        found = [*self._found, *secrets]
+        return Redactor(found, self._argv, self._spans, self._in_place)
 
     @classmethod
     def for_words(cls, words: Sequence[str]) -> "Redactor":

@@ -54,12 +54,16 @@ def register() -> None:
 def _say_failed(exc: Exception) -> None:
     if _failed:
         return
-    try:
+    try:  # the environment's credentials and URL credentials masked, then cut (credentials.excerpt)
+        from ..core.args import SecretSpans
+        from ..core.credentials import excerpt
         from ..output.escape import printable
+        from ..output.redact import Redactor
 
-        detail = printable(str(exc)[:200])
-    except Exception:
-        detail = ascii(str(exc)[:200])
+        redact = Redactor.for_argv((), SecretSpans(), env=os.environ)
+        detail = printable(excerpt(redact(str(exc)), 200), redact)
+    except Exception:  # the message is not worth a failure of its own
+        detail = "(its message is not shown)"
     _failed.append(detail)
     import logging
 

@@ -80,16 +80,28 @@ def _wrap_resolver(original, version: str):
         try:
             changed = _decide(model_config, version, may_change)
         except Exception as exc:  # never stop vLLM: say it, and leave vLLM's own answer
-            from ..output.escape import printable  # the text may quote a path or a URL: escaped, credentials masked
-
             _once("error", "warning", "dsv4-launch plugin could not check this engine (%s: %s)",
-                  type(exc).__name__, printable(str(exc)[:200]))
+                  type(exc).__name__, _shown(exc))
             return resolved
         return changed or resolved
 
     setattr(resolve_kv_cache_dtype_string, MARK, True)
     setattr(resolve_kv_cache_dtype_string, "__wrapped__", original)  # a function attribute, as functools.wraps sets it
     return resolve_kv_cache_dtype_string
+
+
+def _shown(exc: Exception) -> str:
+    """An exception's message as the plugin may log it: the engine's and the environment's
+    credentials masked, URL credentials masked, then cut (``credentials.excerpt``), escaped."""
+    try:
+        from ..core.credentials import excerpt
+        from ..output.escape import printable
+        from ..output.redact import Redactor
+
+        redact = Redactor.for_engine(_engine_args.get(), os.environ)
+        return printable(excerpt(redact(str(exc)), 200), redact)
+    except Exception:  # the message is not worth a failure of its own
+        return "(its message is not shown)"
 
 
 def _decide(model_config, version: str, may_change: bool = True) -> str | None:
@@ -105,19 +117,20 @@ def _decide(model_config, version: str, may_change: bool = True) -> str | None:
     as_dict = to_dict() if callable(to_dict) else None
     prepared = prepare_engine(_engine_args.get(), getattr(model_config, "model", None), as_dict, version,
                               os.environ)
+    redact = prepared.redact  # the engine's and the environment's credentials (pipeline.prepare_engine)
     if prepared.error:
-        _once("settings", "warning", "dsv4-launch plugin does nothing: %s", printable(prepared.error))
+        _once("settings", "warning", "dsv4-launch plugin does nothing: %s", printable(prepared.error, redact))
         return None
     plan = prepared.plan
     for warning in plan.warnings:
-        _once("w:" + warning, "warning", "dsv4-launch: %s", printable(warning))
+        _once("w:" + warning, "warning", "dsv4-launch: %s", printable(warning, redact))
     for refusal in plan.refusals:
         _once("r:" + refusal, "warning", "dsv4-launch: dsv4-serve would refuse to start this (exit 2; the "
-              "plugin cannot stop vLLM): pre-flight: %s", printable(refusal))
+              "plugin cannot stop vLLM): pre-flight: %s", printable(refusal, redact))
     for change in plan.changes if may_change else ():
         if change.option == "--kv-cache-dtype":
             # vLLM's EngineArgs holds "auto" whether or not it was typed: say what it holds.
             said = change._replace(before=change.before or "auto")
-            _logger().info("dsv4-launch: changed: %s", printable(describe_change(said)))
+            _logger().info("dsv4-launch: changed: %s", printable(describe_change(said), redact))
             return change.after
     return None

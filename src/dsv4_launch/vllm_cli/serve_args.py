@@ -35,7 +35,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 
 from ..core.args import SecretSpans, ServeArgs
-from ..core.credentials import is_credential_name
+from ..core.credentials import excerpt, is_credential_name
 from .option_table import OptionTable
 from .secrets import (
     AFTER_EQ,
@@ -154,8 +154,8 @@ def read_serve_args(
         return ServeArgs(tokens=tokens, rejection=_scrubbed(str(exc), tokens, conservative, file_secrets),
                          warnings=tuple(warnings), secrets=conservative, file_secrets=tuple(file_secrets))
     except _VLLM_FAILURES as exc:
-        # Scrubbed before it is cut: a secret cut in half would escape the scrub.
-        detail = _scrubbed(str(exc), tokens, conservative, file_secrets)[:160]
+        # Scrubbed before it is cut: a secret cut in half would escape the scrub (clip marks the cut).
+        detail = excerpt(_scrubbed(str(exc), tokens, conservative, file_secrets), 160)
         reason = f"vLLM's argument reading fails on them: {type(exc).__name__}: {detail}"
         return ServeArgs(tokens=tokens, rejection=reason,
                          warnings=tuple(warnings), secrets=conservative, file_secrets=tuple(file_secrets))
@@ -306,8 +306,10 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None,
     try:
         config_args = [_Tok(t) for t in config_to_args(config)]
     except (TypeError, ValueError, RecursionError) as exc:
+        # the message may quote the file's values: its credentials masked before the cut
+        detail = excerpt(mask_secrets(str(exc), *masks_of(file_secrets or ())), 120)
         raise ConfigFileError(
-            f"--config {path}: vLLM cannot turn it into options ({type(exc).__name__}: {str(exc)[:120]})"
+            f"--config {path}: vLLM cannot turn it into options ({type(exc).__name__}: {detail})"
         ) from None
     model_in_cli = bool(args) and not args[0].startswith("-")
     if not model_in_cli and "--model" not in config_args:

@@ -9,6 +9,7 @@ other settings."""
 
 from __future__ import annotations
 
+from ..credentials import clip
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
 from ..memory.estimate import (
@@ -267,7 +268,7 @@ def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("gpu_memory_utilization")
     if raw is None or gpu_memory_utilization(facts) is not None:
         return None
-    return {"value": str(raw)[:40]}
+    return {"value": clip(str(raw), 40)}  # marked: the redactor masks a secret's start before the cut
 
 
 @row(
@@ -290,7 +291,7 @@ def max_model_len_invalid(facts: Facts, gpu: GpuInfo | None):
     n = as_human_int(raw)
     if n is not None and n > 0:
         return None
-    return {"value": str(raw)[:40]}
+    return {"value": clip(str(raw), 40)}  # marked: the redactor masks a secret's start before the cut
 
 
 SAFETENSORS_LOADERS = (None, "auto", "safetensors", "fastsafetensors")
