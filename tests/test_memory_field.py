@@ -214,7 +214,9 @@ def docs_table() -> str:
 
 
 def test_the_docs_table_is_the_fixtures():
-    assert docs_table() == "\n".join(field_rows())
+    assert docs_table() == "\n".join(field_rows()), (
+        "docs/memory.md's field table is not what the model says today: put the output of "
+        "`python tests/test_memory_field.py` between its two markers (and check every row still reads inside/consistent)")
 
 
 if __name__ == "__main__":
