@@ -190,7 +190,7 @@ def _complete_in(shell: str, tmp_path, run_cli, words: list[str], env: dict[str,
 @pytest.mark.parametrize("shell", SHELLS)
 def test_gpus_presets_are_offered(run_cli, tmp_path, shell):
     got = _complete_in(shell, tmp_path, run_cli, ["dsv4-launch", "plan", "--gpus", "8xH"])
-    assert set(got) == {"8xH200", "8xH100", "8xH20", "8xH203E"}
+    assert set(got) == {"8xH200", "8xH100", "8xH20", "8xH20-3E"}
     assert "2xRTXPRO6000" in candidates("dsv4-launch", ["doctor", "--gpus", "2"])
     assert "--gpus=8xB200" in candidates("dsv4-launch", ["fit", "--gpus=8"], version="0.33.0")
 

@@ -156,6 +156,14 @@ def test_the_presets_carry_the_field_gpus():
         assert (preset.name, preset.memory) == (case["gpus"]["name"], case["gpus"]["nvml_mib"] * MiB)
 
 
+@pytest.mark.parametrize("typed,name", [("8xH20-3e", "NVIDIA H20-3e"), ("8 x h20 141GB", "NVIDIA H20-3e"),
+                                        ("8xH20", "NVIDIA H20"), ("2xGH200", "NVIDIA GH200 480GB"),
+                                        ("2xGH200-480GB", "NVIDIA GH200 480GB"), ("GH200 144G", "NVIDIA GH200 144G HBM3e")])
+def test_the_field_gpus_are_named_as_people_name_them(typed, name):
+    _, preset = parse_gpus(typed)
+    assert preset is not None and preset.name == name and preset.source == "nvidia-smi"
+
+
 def test_the_fixture_holds_only_sourced_fields():
     for case in CASES:
         assert case["provenance"]["url"].startswith("https://github.com/")

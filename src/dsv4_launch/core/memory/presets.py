@@ -17,7 +17,7 @@ MiB = 2**20
 
 
 class Preset(Record):
-    key: str  # what the user types, normalised (upper case, no spaces, dashes or underscores)
+    key: str  # what the user types, upper case (matched without blanks, dashes or underscores)
     name: str  # as NVML names it
     capability: tuple[int, int]
     memory: int  # bytes per GPU
@@ -28,9 +28,9 @@ PRESETS: tuple[Preset, ...] = (
     Preset("H200", "NVIDIA H200", (9, 0), 143_771 * MiB, "nvidia-smi"),
     Preset("H100", "NVIDIA H100 80GB HBM3", (9, 0), 81_559 * MiB, "nvidia-smi"),
     Preset("H20", "NVIDIA H20", (9, 0), 97_871 * MiB, "nvidia-smi"),
-    Preset("H203E", "NVIDIA H20-3e", (9, 0), 143_771 * MiB, "nvidia-smi"),
+    Preset("H20-3E", "NVIDIA H20-3e", (9, 0), 143_771 * MiB, "nvidia-smi"),
     Preset("GH200", "NVIDIA GH200 480GB", (9, 0), 97_871 * MiB, "nvidia-smi"),
-    Preset("GH200144G", "NVIDIA GH200 144G HBM3e", (9, 0), 146_831 * MiB, "nvidia-smi"),
+    Preset("GH200-144G", "NVIDIA GH200 144G HBM3e", (9, 0), 146_831 * MiB, "nvidia-smi"),
     Preset("B200", "NVIDIA B200", (10, 0), 183_359 * MiB, "nvidia-smi"),
     Preset("B300", "NVIDIA B300", (10, 3), 288 * 10**9, "spec"),
     Preset("GB200", "NVIDIA GB200", (10, 0), 186 * 10**9, "spec"),
@@ -39,7 +39,7 @@ PRESETS: tuple[Preset, ...] = (
     Preset("GB10", "NVIDIA GB10", (12, 1), 128 * 10**9, "spec"),
     Preset("A100", "NVIDIA A100-SXM4-80GB", (8, 0), 81_920 * MiB, "nvidia-smi"),
 )
-_BY_KEY = {p.key: p for p in PRESETS}
+_BY_KEY = {p.key.replace("-", ""): p for p in PRESETS}
 ALIASES = {"RTXPRO6000BLACKWELL": "RTXPRO6000", "PRO6000": "RTXPRO6000", "DGXSPARK": "GB10",
            "H100SXM": "H100", "B300SXM": "B300", "H20141G": "H203E", "H20141GB": "H203E",
            "GH200480GB": "GH200", "GH20096GB": "GH200", "GH200144GB": "GH200144G", "GH200144GHBM3E": "GH200144G"}
