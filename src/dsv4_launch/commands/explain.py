@@ -394,8 +394,9 @@ def render_text(out, data: dict) -> None:
 
 
 def run_explain(rest: list[str], *, as_json: bool, ctx: Context | None = None) -> int:
-    """``dsv4-launch explain [FILE|-] [--json]``; ``ctx``: the world it reads (None: this
-    process's; ``-`` reads ``ctx.stdin``)."""
+    """``dsv4-launch explain [FILE|-] [--json]``; ``rest``: the operands the door read (a word
+    that starts with ``-`` is a file's name here: options are the door's); ``ctx``: the world it
+    reads (None: this process's; ``-`` reads ``ctx.stdin``)."""
     ctx = here(ctx)
     return render_result(explain_result(rest, ctx), as_json, ctx)
 
@@ -417,9 +418,9 @@ def explain_result(rest: list[str], ctx: Context):
         return Result(BAD_INPUT, PREFIX, "the explanation", message, _error_document(source, message), None,
                       _scrubber(None))
 
-    options = [word for word in rest if word.startswith("-") and word != "-"]
-    if options:  # as click says it (an option's value, after =, is not repeated)
-        return failed("-", f"no such option: {options[0].partition('=')[0]} (see: dsv4-launch explain --help)")
+    # ``rest`` holds operands only: the door (own_options.parse) refused every option it does
+    # not declare before a ``--``, and after ``--`` every word is an operand (POSIX), a log file
+    # named ``-file`` or ``--json`` too.
     if len(rest) > 1:
         return failed(rest[0], f"expected one log file (or - for standard input), got {' '.join(rest)!r} "
                       "(see: dsv4-launch explain --help)")
