@@ -79,12 +79,23 @@ def _run(command: Command, args: list[str], ctx: Context | None) -> int:
     refused = command.screen(args) if command.screen else None
     if refused:
         return _usage_error(command, refused, args, ctx)
+    warnings: list[str] = []
     try:
-        own, rest = parse(command, args, ctx.env if ctx is not None else None)
+        own, rest = parse(command, args, ctx.env if ctx is not None else None, warnings,
+                          ctx.vllm if ctx is not None else None)
     except HelpRequested:
         return _click([command.name, "--help"])
     except UsageError as exc:
         return _usage_error(command, str(exc), args, ctx)
+    if warnings:  # a near miss of an own option that may be a newer vLLM's: said, and handed over
+        from ..output.escape import printable
+        from ..output.lines import safe_write
+        from ..output.redact import Redactor
+
+        scrub = Redactor.for_words(args)
+        stderr = ctx.stderr if ctx is not None and ctx.stderr is not None else sys.stderr
+        for line in warnings:
+            safe_write(stderr, printable(f"dsv4-launch {command.name}: warning: {line}", scrub) + "\n")
     return command.run(own, rest, ctx)
 
 

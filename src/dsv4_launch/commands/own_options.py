@@ -29,6 +29,7 @@ from ..core.records import Record
 
 TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
 if TYPE_CHECKING:
+    from ..adapters.vllm_install import VllmInstall
     from .context import Context
 
 
@@ -75,12 +76,17 @@ class Command(Record):
         return self.help.split("\n\n", 1)[0].replace("\n", " ").strip()
 
 
-def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None = None
-          ) -> tuple[dict[str, object], list[str]]:
+def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None = None,
+          warnings: list[str] | None = None, vllm: VllmInstall | None = None) -> tuple[dict[str, object], list[str]]:
     """(the command's own option values by ``Option.key``, the rest: vLLM's arguments or the
-    positionals). Raises HelpRequested or UsageError (the line without the command's name).
-    ``env``: where the installed vLLM is looked up, only to tell a near miss of an own option
-    from an option of vLLM's (None: this process's environment)."""
+    operands — after ``--`` every word, whatever it looks like). Raises HelpRequested or
+    UsageError (the line without the command's name). ``env``: where the installed vLLM is looked
+    up, only to tell a near miss of an own option from an option of vLLM's (None: this process's
+    environment; ``vllm``: the install found already, if any). A near miss is a usage error
+    only where the release has its own recorded
+    table and that table does not know it; for a release without one (newer, unknown, or no vLLM
+    found) it may be a vLLM option dsv4-launch does not know yet: it stays vLLM's, and the line
+    that says so is appended to ``warnings``."""
     by_name = {o.name: o for o in command.options}
     own: dict[str, object] = {}
     rest: list[str] = []
@@ -116,9 +122,22 @@ def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None
             rest.append(token)
         i += 1
     for name in unknown:
+        from ..vllm_cli.option_table import load_table
+
         hint = _did_you_mean(name, command)
-        if hint and not _vllm_knows(name, own.get("vllm_version"), env):
+        if not hint:
+            continue
+        found = _installed_version(own.get("vllm_version"), env, vllm)
+        table = load_table(found)
+        if _vllm_knows(name, table):
+            continue
+        if table.exact:
             raise UsageError(f"no such option: {name}{hint}")
+        if warnings is not None:
+            why = (f"vLLM {found} has no recorded option table here" if found else
+                   "no vLLM was found here and no --vllm-version given")
+            warnings.append(f"{name}: not an option of {command.name}{hint}; {why}, so it may be one of vLLM's: "
+                            "passed to vLLM as written")
     return own, rest
 
 
@@ -159,25 +178,28 @@ def _did_you_mean(name: str, command: Command) -> str:
     return f" (did you mean {names[close[0]]}?)" if close else ""
 
 
-def _vllm_knows(name: str, version: object, env: Mapping[str, str] | None) -> bool:
-    """Whether vLLM's ``serve`` parser takes ``name``: an option of the release's recorded table
-    (``--vllm-version``'s, else the installed vLLM's; every recorded table when the release is
-    unknown), spelt with ``_`` or ``-``, dotted (``--x.y``) or abbreviated (argparse's
-    allow_abbrev: any option that starts with it — an ambiguous abbreviation is vLLM's to refuse)."""
-    from ..vllm_cli.option_table import available_versions, load_table
+def _installed_version(version: object, env: Mapping[str, str] | None, vllm: VllmInstall | None) -> str | None:
+    """The release the arguments are for: ``--vllm-version``'s, else the installed vLLM's (None:
+    none found)."""
+    if isinstance(version, str):
+        return version
+    if vllm is not None:
+        return vllm.version
+    import os
 
-    if not isinstance(version, str):
-        import os
+    from ..adapters.vllm_install import find_vllm
 
-        from ..adapters.vllm_install import find_vllm
+    return find_vllm(os.environ if env is None else env).version
 
-        version = find_vllm(os.environ if env is None else env).version
-    tables = [load_table(version)] if version else [load_table(v) for v in available_versions()]
+
+def _vllm_knows(name: str, table) -> bool:
+    """Whether vLLM's ``serve`` parser takes ``name`` by ``table``: an option of it, spelt with
+    ``_`` or ``-``, dotted (``--x.y``) or abbreviated (argparse's allow_abbrev: any option that
+    starts with it — an ambiguous abbreviation is vLLM's to refuse)."""
     base = "--" + name[2:].split(".", 1)[0].replace("_", "-")
-    for table in tables:
-        for option in table.option_strings:
-            if option == base or (option.startswith("--") and option.startswith(base)):
-                return True
+    for option in table.option_strings:
+        if option == base or (option.startswith("--") and option.startswith(base)):
+            return True
     return False
 
 
