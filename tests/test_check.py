@@ -201,7 +201,8 @@ def test_a_slow_server_beyond_the_timeout_is_not_reachable_in_time(client):
     given = [timeout for _, timeout, _ in requests.made]
     assert given[0] <= 1.5 and all(later <= earlier - 0.6 for earlier, later in zip(given, given[1:])), given
     assert [kind for _, _, kind in requests.made][-1] == "timeout" and len(requests.made) <= 3, requests.made
-    assert len(s.requests) == len(requests.made)
+    # no request asked twice behind the client's back (the last may end before the server reads it)
+    assert len(s.requests) <= len(requests.made)
 
 
 def test_a_server_that_never_answers_ends_in_the_timeout(client):
