@@ -223,12 +223,45 @@ def test_the_table_itself(rule):
             assert field is None or field.isidentifier()
 
 
-def test_the_finding_order_names_every_row_of_every_topic_module_once():
-    from dsv4_launch.core.rules.plan import FINDING_ORDER, TOPIC_RULES
+def test_every_plan_row_is_shown_once_under_one_topic_and_doctor_rows_under_none():
+    from dsv4_launch.core.rules.engine import TOPICS
+    from dsv4_launch.core.rules.plan import TOPIC_RULES
 
-    assert len(FINDING_ORDER) == len(set(FINDING_ORDER))
-    assert sorted(FINDING_ORDER) == sorted(r.id for r in TOPIC_RULES)
-    assert [r.id for r in RULES] == list(FINDING_ORDER)
+    assert sorted(r.id for r in RULES) == sorted(r.id for r in TOPIC_RULES)
+    assert len({r.id for r in RULES}) == len(RULES)
+    assert all(r.topic in TOPICS for r in RULES), [r.id for r in RULES if r.topic not in TOPICS]
+    assert [TOPICS.index(r.topic) for r in RULES] == sorted(TOPICS.index(r.topic) for r in RULES)
+    assert not [r.id for r in DOCTOR_RULES if r.topic]
+
+
+# Findings of six topics at once (the KV cache, a GPU family, parallel sizes, the block size, the
+# hybrid KV-cache manager, memory): shown topic by topic, in plan --json and in plan's text.
+ACROSS_TOPICS = [M, "--kv-cache-dtype", "bfloat16", "-tp", "3", "--block-size", "128",
+                 "--disable-hybrid-kv-cache-manager", "--max-model-len", "-5"]
+ACROSS_ORDER = ["kv-not-fp8", "gb10-stock", "tp-heads", "block-size", "hma-disabled", "max-model-len-invalid"]
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_findings_of_several_topics_are_shown_in_topic_order(as_json):
+    import json
+
+    from dsv4_launch.commands.plan import run_plan
+    from tests.planning import make_context
+
+    three = tuple(GpuInfo(i, "NVIDIA GB10", f"GPU-{i}", SM121, 128 * 2**30) for i in range(3))
+    ctx = make_context(gpus=three)  # faked: NVML (three GB10s) and the vLLM lookup (0.33.0)
+    assert run_plan(ACROSS_TOPICS, as_json=as_json, ctx=ctx) == 2
+    if as_json:
+        assert [f["rule"] for f in json.loads(ctx.stdout.getvalue())["findings"]] == ACROSS_ORDER
+        return
+    by_id = {r.id: r for r in RULES}
+    text = ctx.stdout.getvalue() + ctx.stderr.getvalue()
+    # Each finding's line, found by its row's reference; warnings come before refusals in text.
+    at = {rule: text.index(f"({by_id[rule].reference})") for rule in ACROSS_ORDER}
+    warned = [r for r in ACROSS_ORDER if by_id[r].level == WARN]
+    refused = [r for r in ACROSS_ORDER if by_id[r].level == REFUSE]
+    assert sorted(warned, key=at.__getitem__) == warned and sorted(refused, key=at.__getitem__) == refused
+    assert len(warned) >= 2 and len(refused) >= 3
 
 
 def test_ids_are_unique():

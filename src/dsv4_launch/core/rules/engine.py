@@ -22,10 +22,11 @@ texts name them as ``{since}``/``{before}`` and ``{NAME_since}``/``{NAME_before}
 ``evaluate`` fills the message and fix, ``words`` the title and effect (docs/rules.md, explain).
 tests/test_rules.py fails on a release number written into a row's text.
 
-The topic modules hold the rows, each check above its row: ``rules_kv`` (the KV cache and
-attention), ``rules_parallel``, ``rules_speculative``, ``rules_recipe`` (the recipes' flags and
-environment), ``rules_releases`` (GPU families and single releases), ``rules_memory``; doctor's
-are ``doctor_rules``. ``plan.RULES`` puts them in the order findings are shown. The helpers at
+The topic modules hold the rows, each check under its row: ``kv`` (the KV cache and
+attention), ``parallel``, ``speculative``, ``recipe`` (the recipes' flags and environment),
+``releases`` (GPU families and single releases), ``memory``; doctor's are ``doctor_rows``.
+``plan.RULES`` puts them in the order findings are shown (each row's ``topic``, in ``TOPICS``'
+order; within a topic, the rows' own order). The helpers at
 the end of this module are the few that several topics share.
 """
 
@@ -41,6 +42,19 @@ from ..versions import ANY_VERSION, VersionRange, is_newer
 from ..vllm_releases import NEWEST_VERIFIED
 
 REFUSE, WARN = "refuse", "warn"  # what a row does when it certainly applies
+
+# What a plan row's finding is about (``Rule.topic``). Findings are shown topic by topic in this
+# order (plan, dsv4-serve, plan --json, the plugin's log, docs/rules.md's table), and within a topic
+# in the order of the rows (``plan.TOPIC_RULES``: module by module, each top to bottom).
+TOPICS = (
+    "kv",  # the KV cache, attention backends
+    "gpus",  # GPU families and releases, the environment variables they read
+    "recipe",  # the Blackwell data-centre recipe's flags copied elsewhere: MoE backend, sparse indexer
+    "parallel",  # parallel sizes, the block size
+    "speculative",  # speculative decoding
+    "serving",  # vision, the hybrid KV-cache manager, chat
+    "memory",  # weights, one request and the checkpoint's shards against the memory
+)
 FAIL = "fail"  # doctor rows: something on this machine stops DeepSeek-V4
 
 # Evidence levels, strongest first.
@@ -71,6 +85,7 @@ class Rule(Record):
     families: frozenset[str] | None = None  # None: the rule does not depend on the GPU
     vllm: VersionRange = ANY_VERSION
     section: str = "preflight"  # doctor's section name for this row
+    topic: str = ""  # plan rows: one of TOPICS, where the finding is shown; doctor rows: none
     # The check reads the GPU list itself (memory, mixed kinds): with CUDA's numbering ambiguous
     # it cannot be certain, so a refusal becomes a qualified warning.
     reads_gpus: bool = False

@@ -35,7 +35,7 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
 
 @row(
     ROWS,
-    id="weights-exceed-memory",
+    id="weights-exceed-memory", topic="memory",
     level=REFUSE,
     evidence=CITED,
     title="the weights per GPU certainly above what vLLM may use of one GPU (a lower bound from the "
@@ -58,7 +58,7 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="memory-not-checked",
+    id="memory-not-checked", topic="memory",
     level=WARN,
     evidence=DERIVED,
     title="the memory of the GPUs vLLM will use is not known here (no GPU read, NVML unreadable, or "
@@ -82,7 +82,7 @@ def memory_not_known(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="weights-tight",
+    id="weights-tight", topic="memory",
     level=WARN,
     evidence=DERIVED,
     title="the weights per GPU at (or just over) the memory vLLM may use, by the estimate",
@@ -194,7 +194,7 @@ def _term_text(e, name: str) -> str:
 
 @row(
     ROWS,
-    id="max-model-len-too-long",
+    id="max-model-len-too-long", topic="memory",
     level=WARN,
     evidence=DERIVED,
     title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) not certain to fit the KV cache "
@@ -253,7 +253,7 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="gpu-memory-utilization-invalid",
+    id="gpu-memory-utilization-invalid", topic="memory",
     level=WARN,
     evidence=CITED,
     title="`--gpu-memory-utilization` outside (0, 1]",
@@ -273,7 +273,7 @@ def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="max-model-len-invalid",
+    id="max-model-len-invalid", topic="memory",
     level=WARN,
     evidence=CITED,
     title="`--max-model-len` that is not a positive length, `auto` or -1",
@@ -301,7 +301,7 @@ MISSING_SHARDS_RAISE = VersionRange(since="0.26.0")
 
 @row(
     ROWS,
-    id="shards-missing",
+    id="shards-missing", topic="memory",
     level=REFUSE,
     evidence=CITED,
     title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
@@ -326,7 +326,7 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="shards-missing-silent",
+    id="shards-missing-silent", topic="memory",
     level=WARN,
     evidence=DERIVED,
     title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there, on a vLLM "

@@ -1,10 +1,10 @@
 """Facts in, plan out: the pure core of dsv4-launch.
 
 ``make_plan(facts, preflight)`` decides what changes in the arguments handed to ``vllm serve``
-and why, and what is refused or worth a warning. It reads the KV-path table (``kv.py``) and
-the rule rows of the topic modules (``rules_kv.py``, ``rules_parallel.py``, ``rules_speculative.py``,
-``rules_recipe.py``, ``rules_releases.py``, ``rules_memory.py``; ``RULES`` below is the order their
-findings are shown in), never touches files, NVML or vLLM, and explains every
+and why, and what is refused or worth a warning. It reads the KV-path table (``kv_paths.py``) and
+the rule rows of the topic modules (``kv.py``, ``parallel.py``, ``speculative.py``, ``recipe.py``,
+``releases.py``, ``memory.py``; ``RULES`` below is the order their findings are shown in, by each
+row's ``topic``), never touches files, NVML or vLLM, and explains every
 decision from the same data that made it. Turning the changes into argv tokens is
 ``vllm_cli/argv_edit.py``'s job; printing them is ``output/``'s.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..facts import Facts
 from ..memory.estimate import Estimate, estimate
 from ..records import Record
-from .engine import REFUSE, Finding, Rule, evaluate_all
+from .engine import REFUSE, TOPICS, Finding, Rule, evaluate_all
 from .kv import KV_RULES
 from .kv_paths import Change, kv_decision
 from .memory import MEMORY_RULES
@@ -23,40 +23,13 @@ from .recipe import RECIPE_RULES
 from .releases import RELEASE_RULES
 from .speculative import SPECULATIVE_RULES
 
-# The order findings are shown in (plan, dsv4-serve, plan --json, the plugin's log, docs/rules.md's
-# table): every row of the topic modules exactly once (tests/test_rules.py holds it to that).
-# A new row goes where its finding should be read.
-FINDING_ORDER = (
-    # the KV cache, attention backends
-    "kv-invalid", "kv-not-fp8", "nvfp4-on-mla", "v41-kv", "v41-ds-mla-on-plain-rows",
-    "backend-not-dsv4", "v41-pcp-not-flashmla", "backend-ignored", "flashmla-on-sm12", "flashinfer-dsv4-on-sm9",
-    "fp8-ds-mla-on-plain-rows",
-    "attention-env-ignored",
-    # GPUs and releases
-    "sm11-thor", "gpu-too-old", "sm12-before-0.24", "sm12-0.27", "sm12-0.26-garbage", "sm12-0.24-deepgemm",
-    "sm10-0.28-v2-runner", "v2-runner-env-not-int", "deep-gemm-env-not-int", "h20-0.27.1", "gb10-stock", "mixed-gpus",
-    "compressed-tensors-scale-names",
-    # the Blackwell data-centre recipe's flags copied elsewhere: MoE backend, sparse indexer
-    "mega-moe-needs-ep", "mega-moe-fp4", "mega-moe-nvfp4", "mega-moe-not-sm100",
-    "fp4-indexer-off-sm10", "fp4-indexer-removed", "mxfp4-indexer-off-sm10", "indexer-dtype-unsupported",
-    "indexer-dtype-ignored",
-    # parallel sizes, the block size
-    "tp-heads", "tp-o-groups", "tp-pp-gpus", "pp-layer-partition-invalid", "block-size", "block-size-v41",
-    # speculative decoding
-    "dspark-before-0.25", "dspark-without-module", "dspark-pp", "dspark-k-below-block", "dspark-v1-runner",
-    "dspark-v2-unsupported", "draft-kv-not-fp8", "mtp-on-dspark-checkpoint", "dspark-kv-offload",
-    # vision, the hybrid KV-cache manager, chat
-    "vision-before-0.30", "hma-disabled", "connector-turns-hma-off", "hma-off-full-attention", "connector-hma-forced",
-    "tokenizer-without-template", "v4-parsers-on-v41", "v4-wrong-parsers", "vision-no-compress-ratios",
-    "think-max-short",
-    # memory
-    "memory-not-checked", "weights-exceed-memory", "weights-tight", "max-model-len-too-long", "gpu-memory-utilization-invalid",
-    "max-model-len-invalid", "shards-missing", "shards-missing-silent",
-)
-TOPIC_RULES: tuple[Rule, ...] = (*KV_RULES, *PARALLEL_RULES, *SPECULATIVE_RULES, *RECIPE_RULES, *RELEASE_RULES,
+# Every plan row, module by module; within a topic (``Rule.topic``) findings keep this order.
+TOPIC_RULES: tuple[Rule, ...] = (*PARALLEL_RULES, *SPECULATIVE_RULES, *RELEASE_RULES, *RECIPE_RULES, *KV_RULES,
                                  *MEMORY_RULES)
-_BY_ID = {rule.id: rule for rule in TOPIC_RULES}
-RULES: tuple[Rule, ...] = tuple(_BY_ID[rule_id] for rule_id in FINDING_ORDER if rule_id in _BY_ID)
+# The order findings are shown in (plan, dsv4-serve, plan --json, the plugin's log, docs/rules.md's
+# table): topic by topic in ``engine.TOPICS``' order (sorted is stable: within a topic, as above).
+# A new row says its topic; tests/test_rules.py holds every row to one of TOPICS.
+RULES: tuple[Rule, ...] = tuple(sorted(TOPIC_RULES, key=lambda rule: TOPICS.index(rule.topic)))
 
 DISABLED_NOTE = "DSV4_LAUNCH_DISABLE is set: arguments go to vLLM unchanged, nothing checked"
 

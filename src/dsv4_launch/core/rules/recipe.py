@@ -43,7 +43,7 @@ def _moe_backend(facts: Facts) -> str | None:
 
 @row(
     ROWS,
-    id="mega-moe-needs-ep", level=REFUSE, evidence=CITED,
+    id="mega-moe-needs-ep", topic="recipe", level=REFUSE, evidence=CITED,
     title="`--moe-backend deep_gemm_mega_moe` without `--enable-expert-parallel`",
     effect="`NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel` when the model is built",
     message="--moe-backend deep_gemm_mega_moe without --enable-expert-parallel: {vllm} raises "
@@ -59,7 +59,7 @@ def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="mega-moe-fp4", level=REFUSE, evidence=CITED,
+    id="mega-moe-fp4", topic="recipe", level=REFUSE, evidence=CITED,
     title="`--moe-backend deep_gemm_mega_moe` on a checkpoint whose experts are not FP4 (`expert_dtype`)",
     effect="`NotImplementedError: DeepSeek V4 MegaMoE only supports fp4 experts` when the model is built",
     message="--moe-backend deep_gemm_mega_moe: this checkpoint's experts are {dtype}, and {vllm} raises "
@@ -75,7 +75,7 @@ def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="mega-moe-nvfp4", level=WARN, evidence=REPORTED,
+    id="mega-moe-nvfp4", topic="recipe", level=WARN, evidence=REPORTED,
     title="`--moe-backend deep_gemm_mega_moe` on an NVFP4 checkpoint (`moe_quant_algo` NVFP4)",
     effect="passes vLLM's fp4-experts check, but MegaMoE does not run NVFP4 experts (DeepSeek-V4 builds its "
     "MegaMoE experts as MXFP4)",
@@ -99,7 +99,7 @@ def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="mega-moe-not-sm100", level=REFUSE, evidence=CITED,
+    id="mega-moe-not-sm100", topic="recipe", level=REFUSE, evidence=CITED,
     releases={"at_build": MEGA_MOE_SM_CHECKED_AT_BUILD},
     title="`--moe-backend deep_gemm_mega_moe` off SM 10.x (RTX PRO 6000, H100/H200, …)",
     effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before "
@@ -127,7 +127,7 @@ THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-mo
 
 @row(
     ROWS,
-    id="tokenizer-without-template", level=WARN, evidence=REPORTED,
+    id="tokenizer-without-template", topic="serving", level=WARN, evidence=REPORTED,
     title="`--tokenizer-mode hf` or `slow` for DeepSeek-V4",
     effect="no chat template: every chat request fails ('default chat template is no longer allowed')",
     message="--tokenizer-mode {mode}: DeepSeek-V4 ships no Jinja chat template, so every chat request fails "
@@ -141,7 +141,7 @@ def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="v4-parsers-on-v41", level=WARN, evidence=REPORTED,
+    id="v4-parsers-on-v41", topic="serving", level=WARN, evidence=REPORTED,
     title="DeepSeek-V4.1 with the V4 tool-call or reasoning parser",
     effect="tool calls silently unparsed (V4.1 uses spaced DSML tags)",
     message="{used} on DeepSeek-V4.1: the V4 parsers treat V4.1's spaced DSML tags as plain text, so tool calls "
@@ -158,7 +158,7 @@ def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="v4-wrong-parsers", level=WARN, evidence=REPORTED,
+    id="v4-wrong-parsers", topic="serving", level=WARN, evidence=REPORTED,
     title="DeepSeek-V4 with a tool-call or reasoning parser other than `deepseek_v4` (`hermes`, `deepseek_v3`, "
     "`deepseek_v31`, `deepseek_r1`, `deepseek_v41`, …)",
     effect="starts, then tool calls leak into the answer text and reasoning is misrouted (V4 writes DSML)",
@@ -183,7 +183,7 @@ def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="think-max-short", level=WARN, evidence=REPORTED,
+    id="think-max-short", topic="serving", level=WARN, evidence=REPORTED,
     title="\"Think Max\" (`reasoning_effort: max`) with `--max-model-len` < 393,216",
     effect="the reasoning is cut short",
     message="reasoning_effort max with --max-model-len {length}: DeepSeek-V4's Think Max mode needs at least "
@@ -213,7 +213,7 @@ def shown_env(value: str) -> str:
 
 @row(
     ROWS,
-    id="v2-runner-env-not-int", level=WARN, evidence=CITED,
+    id="v2-runner-env-not-int", topic="gpus", level=WARN, evidence=CITED,
     title="`VLLM_USE_V2_MODEL_RUNNER` set to something other than an integer (`false`, `true`, `yes`)",
     effect="`ValueError: invalid literal for int() with base 10` when vLLM reads it (it parses `bool(int(v))`)",
     message="VLLM_USE_V2_MODEL_RUNNER={value}: vLLM reads this variable as bool(int(value)), so this value "
@@ -231,7 +231,7 @@ DEEP_GEMM_READ_AT_WARMUP = VersionRange(before="0.29.0")  # kernel_warmup.py:60@
 
 @row(
     ROWS,
-    id="deep-gemm-env-not-int", level=WARN, evidence=CITED,
+    id="deep-gemm-env-not-int", topic="gpus", level=WARN, evidence=CITED,
     title="`VLLM_USE_DEEP_GEMM` set to something other than an integer (`false`, `yes`, empty)",
     effect="`ValueError: invalid literal for int() with base 10` where vLLM reads it (it parses `bool(int(v))`): "
     "the kernel warm-up of every start before {warmup_before}, DeepGEMM's support check",
@@ -291,7 +291,7 @@ def _even_partition(layers: int, pp: int) -> str:
 
 @row(
     ROWS,
-    id="pp-layer-partition-invalid", level=REFUSE, evidence=CITED,
+    id="pp-layer-partition-invalid", topic="parallel", level=REFUSE, evidence=CITED,
     title="`VLLM_PP_LAYER_PARTITION` that is not one layer count per pipeline stage adding up to "
     "`num_hidden_layers` (also with `--pipeline-parallel-size 1`; set but empty too; DeepSeek-V4.1 from {v41_since})",
     effect="`ValueError` from `get_pp_indices` (`Invalid partition string`, `len(partitions)=… does not match "
