@@ -311,3 +311,33 @@ def test_vllm_plugins_is_read_as_vllm_splits_it(allowed, loaded):
     assert (line.status == OK) is loaded, line
     if allowed == "":
         assert line.detail.startswith("installed, but VLLM_PLUGINS='' does not list dsv4_launch")
+
+
+@pytest.mark.parametrize("given, machine, expected", [
+    (["--gpus", "8xH200"], None, (OK, "not checked: the GPUs are the ones --gpus names")),  # a preset: no GPU read
+    (["--gpus", "GB10"], None, (OK, "not checked: the GPUs are the ones --gpus names")),
+    # --gpus N of this machine's first GPU: its driver was read, and is said
+    (["--gpus", "2"], GpuReport(gpus=(RTX,), source="nvml", driver_version="550.54.15"),
+     (OK, "NVIDIA driver 550.54.15 (--gpus)")),
+    ([], GpuReport(gpus=(RTX,), source="nvml"), (WARN, "driver version unknown (nvml)")),  # the machine's own gap
+])
+def test_a_driver_nobody_read_for_gpus_named_on_the_command_line_is_said_once_not_warned(given, machine, expected):
+    """doctor --gpus 8xH200 planned for GPUs named on the command line printed "WARN driver version
+    unknown (--gpus)": no driver was read, so nothing about this machine's is worth a warning.
+    Faked: NVML (``machine``; a reader that fails the test where --gpus means no GPU is read),
+    vLLM's lookup and its runtime report."""
+    from dsv4_launch.commands.cli import run_command
+
+    def unread():
+        raise AssertionError("a preset's GPUs are not read from the machine")
+
+    out = io.StringIO()
+    ctx = Context(env={"HOME": "/nonexistent", "NO_COLOR": "1"}, stdout=out, stderr=io.StringIO(),
+                  read_gpus=(lambda: machine) if machine else unread, vllm=VllmInstall(version="0.33.0", importable=True),
+                  read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
+    run_command("doctor", [*given, M], ctx)
+    driver = [line for line in out.getvalue().splitlines() if line.split()[1:2] == ["driver"]]
+    assert len(driver) == 1, out.getvalue()
+    status, detail = expected
+    assert driver[0].split()[0] == status and detail in driver[0]
+

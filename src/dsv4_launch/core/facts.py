@@ -32,11 +32,14 @@ RULE_ENV = (
 )
 
 
+GIVEN_GPUS = "--gpus"  # a GpuReport's source when plan/doctor/fit's --gpus names the GPUs (commands/own_options.py)
+
+
 class GpuReport(Record):
     """What the machine said about its GPUs (``adapters/nvml.read_gpus``)."""
 
     gpus: tuple[GpuInfo, ...] = ()
-    source: str | None = None  # "nvml", "nvidia-smi", or None when nothing answered
+    source: str | None = None  # "nvml", "nvidia-smi", GIVEN_GPUS, or None when nothing answered
     error: str | None = None  # why the list is missing or incomplete
     driver_version: str | None = None
     cuda_driver_version: str | None = None

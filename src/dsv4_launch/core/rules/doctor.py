@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..facts import Facts, GpuReport
+from ..facts import GIVEN_GPUS, Facts, GpuReport
 from ..gpus import GpuInfo
 from ..memory.estimate import gib_text
 from ..model import FAMILY_NAMES
@@ -72,6 +72,8 @@ def gpu_lines(report: GpuReport | None, visible: set[int], source: str | None) -
     if report.driver_version:
         cuda = f", CUDA driver {report.cuda_driver_version}" if report.cuda_driver_version else ""
         lines.append(DoctorLine("driver", OK, f"NVIDIA driver {report.driver_version}{cuda} ({report.source})"))
+    elif report.source == GIVEN_GPUS:  # nobody read a driver: not a warning about this machine
+        lines.append(DoctorLine("driver", OK, "not checked: the GPUs are the ones --gpus names, none was read here"))
     else:
         lines.append(DoctorLine("driver", WARN, f"driver version unknown ({report.source})"))
     for g in report.gpus:
