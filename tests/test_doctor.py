@@ -341,3 +341,46 @@ def test_a_driver_nobody_read_for_gpus_named_on_the_command_line_is_said_once_no
     status, detail = expected
     assert driver[0].split()[0] == status and detail in driver[0]
 
+
+def test_doctor_reads_the_machine_through_the_pipeline_and_plan_does_not():
+    """The pipeline gathers doctor's reading of the machine (Prepared.machine): the runtime reader
+    the Context gives is the one asked, with the Python that runs vLLM; plan never asks it.
+    Faked: NVML, vLLM's lookup, the runtime reader."""
+    from dsv4_launch.commands.pipeline import DOCTOR, PLAN, prepare
+
+    asked = []
+
+    def runtime(python, shapes):
+        asked.append(python)
+        return {"torch": TORCH_OK, "flashinfer": FI_OK, "python": "3.11.9"}, None
+
+    gpus = GpuReport(gpus=(RTX,), source="nvml", driver_version="550.54.15")
+    fakes = dict(read_gpus=lambda: gpus, vllm=VllmInstall(version="0.33.0", importable=True), read_runtime=runtime)
+    plan = prepare([M], {}, PLAN, **fakes)
+    assert plan.machine is None and asked == []
+    doctor = prepare([M], {}, DOCTOR, **fakes)
+    assert asked == [sys.executable]  # vLLM importable here: this interpreter runs it
+    assert doctor.machine.gpus == gpus and doctor.machine.runtime.report["torch"] == TORCH_OK
+    assert doctor.machine.runtime.python == f"3.11.9 ({sys.executable})" and doctor.machine.failure is None
+
+
+@pytest.mark.parametrize("where", ["runtime", "gpus"])
+def test_a_failure_while_reading_the_machine_is_one_failed_line_not_a_traceback(where, monkeypatch):
+    """A bug of ours in the machine's reading (the class: any reader that raises): doctor says it as
+    one FAIL line, masked, and exits 1; DSV4_LAUNCH_DEBUG=1 raises it. Faked: the failing reader."""
+    def broken(*_):
+        raise RuntimeError("reader broke near sk-live-123456")
+
+    fakes = dict(vllm=VllmInstall(version="0.33.0", importable=True),
+                 read_runtime=broken if where == "runtime" else (lambda python, shapes: ({"torch": TORCH_OK}, None)),
+                 read_gpus=broken if where == "gpus" else (lambda: GpuReport(gpus=(RTX,), source="nvml")))
+    # GPUs read by the machine's reading itself: with arguments vLLM rejects, the facts have none
+    argv = [M, "--api-key", "sk-live-123456"] + (["--no-such-option"] if where == "gpus" else [])
+    out, err = io.StringIO(), io.StringIO()
+    code = run_doctor(argv, as_json=False, ctx=Context(env={"NO_COLOR": "1"}, stdout=out, stderr=err, **fakes))
+    lines = [line for line in out.getvalue().splitlines() if " doctor " in f" {line} "]
+    assert code == 1 and len(lines) == 1 and "internal error: RuntimeError: reader broke" in lines[0], out.getvalue()
+    assert "sk-live-123456" not in out.getvalue() + err.getvalue() and "Traceback" not in err.getvalue()
+    with pytest.raises(RuntimeError):
+        run_doctor(argv, as_json=False, ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(),
+                                                    stderr=io.StringIO(), **fakes))

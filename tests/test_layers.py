@@ -79,6 +79,51 @@ def check_layers(path: Path, found: list[tuple[str, int]], layer: str) -> None:
             assert top in THIRD_PARTY_ALLOWED[layer], f"{path}:{line}: {layer}/ imports {top}"
 
 
+# commands/ gather through one pipeline (commands/pipeline.py → adapters/gather.py): serve, plan,
+# doctor and fit read nothing of the machine themselves. The modules that may import adapters/
+# (module -> the adapters they may import) are the pipeline, and those whose own act needs one.
+ADAPTER_USERS = {
+    "pipeline": None,  # any: it gathers for every command
+    "serve": {"handover"},  # its act: handing the arguments over to vLLM
+    "check": {"http_client"},  # asking a running server
+    "explain": {"log_reader", "vllm_install"},  # reading the log; the log's release as the vLLM planned for
+    "completion": {"vllm_install", "checkpoints", "model_files"},  # the installed release's options, model ids
+    "version": {"vllm_install"},  # which vLLM is installed, without importing it
+    "own_options": {"vllm_install", "nvml"},  # --vllm-version's release; --gpus N of this machine's first GPU
+    "context": {"vllm_install"},  # a type only (under TYPE_CHECKING)
+}
+COMMANDS = sorted((PACKAGE / "commands").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=[p.stem for p in COMMANDS])
+def test_commands_gather_through_the_pipeline(path):
+    check_adapter_users(path, imports(path))
+
+
+def check_adapter_users(path: Path, found: list[tuple[str, int]]) -> None:
+    allowed = ADAPTER_USERS.get(path.stem, set())
+    for name, line in found:
+        parts = name.split(".")
+        if parts[:2] == ["dsv4_launch", "adapters"]:
+            adapter = parts[2] if len(parts) > 2 else ""
+            assert allowed is None or adapter in allowed, f"{path}:{line}: commands/{path.stem} imports {name}"
+
+
+def test_the_adapter_check_can_fail(tmp_path):
+    """doctor once imported five adapters itself (review 4 §8.2): a copy of that is caught."""
+    bad = tmp_path / "dsv4_launch" / "commands" / "doctor.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from ..adapters.nvml import read_gpus\ndef f():\n    from ..adapters.installer import x\n")
+    found = imports_at(bad, tmp_path)
+    assert found == [("dsv4_launch.adapters.nvml", 1), ("dsv4_launch.adapters.installer", 3)]
+    with pytest.raises(AssertionError, match="commands/doctor imports dsv4_launch.adapters.nvml"):
+        check_adapter_users(bad, found)
+    serve = bad.with_name("serve.py")
+    serve.write_text("from ..adapters.handover import hand_over\nfrom ..adapters.nvml import read_gpus\n")
+    with pytest.raises(AssertionError, match="adapters.nvml"):
+        check_adapter_users(serve, imports_at(serve, tmp_path))
+
+
 # core/'s rooms (by product) -> the rooms they may import; the fact modules lie flat in core/
 # ("facts") and import only each other. Rules may use memory; nothing in core uses explain or check.
 ROOMS = {

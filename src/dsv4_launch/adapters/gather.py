@@ -3,6 +3,8 @@
 The arguments come from one of two sources — ``vllm serve``'s argv (``gather``: dsv4-serve,
 plan, doctor, fit) or vLLM's own ``EngineArgs`` (``gather_engine``: the plugin) — and then go
 through the same ``gather_facts``: the same model files, weights and GPUs, one ``Facts``.
+Doctor reads this machine besides (``gather_machine``: the Python that runs vLLM and what it
+has, the GPU report, the install hints), called by the same pipeline (``commands/pipeline.py``).
 
 Every source degrades to "unknown, with a reason" on its own; only a ``--config`` file vLLM
 cannot use (ConfigFileError) stops here, because vLLM would die on it too.
@@ -28,6 +30,10 @@ from .nvml import read_gpus
 from .vllm_install import VllmInstall, find_vllm
 
 READ_GPUS_WHEN_DSV4, READ_GPUS_ALWAYS = "dsv4", "always"
+
+TYPE_CHECKING = False  # type checkers read this as True; doctor's records are imported only by doctor
+if TYPE_CHECKING:
+    from ..core.rules.doctor import VllmRuntime
 
 
 class Gathered(Record):
@@ -232,3 +238,62 @@ def _capability_override(settings: Settings, env: Mapping[str, str],
     gpus = tuple(GpuInfo(index=i, capability=cc, memory_total_bytes=memories[i])
                  for i, cc in enumerate(settings.gpu_capabilities or ()))
     return GpuFacts(GpuSelection(gpus), source=GPU_CAPABILITY, notes=tuple(notes), read=True)
+
+
+class Machine(Record):
+    """What doctor reads of this machine besides the plan's facts (``gather_machine``)."""
+
+    runtime: VllmRuntime | None = None  # the Python that runs vLLM: its version, vLLM, torch, FlashInfer, plugins
+    gpus: GpuReport | None = None  # the machine's GPU report (None: DSV4_LAUNCH_GPU_CAPABILITY replaces the probe)
+    install_hint: str = ""  # how to install vLLM where dsv4-launch runs
+    plugin_hint: str | None = None  # how to install the plugin where vLLM runs (None: no interpreter found)
+    failure: Exception | None = None  # a failure inside dsv4-launch while reading: doctor says it as FAIL
+
+
+def gather_machine(
+    facts: Facts | None,
+    vllm: VllmInstall,
+    gpu_report: GpuReport | None,
+    env: Mapping[str, str],
+    *,
+    read_gpus: Callable[[], GpuReport] = read_gpus,
+    read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None,
+) -> Machine:
+    """Doctor's reading of this machine: the Python that runs vLLM (the installed vLLM's, even when
+    ``--vllm-version`` planned for another) and its runtime report (torch, FlashInfer, plugins;
+    ``read_runtime``, None: ``adapters/runtime_probe``), the GPU report (``gpu_report``, the one the
+    facts were made from; read here when the facts were not: off switch, arguments vLLM rejects),
+    and the install hints. Each part degrades to unknown with a reason on its own."""
+    import platform
+    import sys
+
+    from ..core.rules.doctor import VllmRuntime
+    from ..core.rules.doctor_rows import sm120_decode_shapes
+    from .handover import install_hint
+    from .installer import plugin_command  # the command fits the installer of vLLM's environment
+    from .vllm_install import interpreter_of
+
+    install = find_vllm(env) if vllm.assumed else vllm  # --vllm-version is for the plan; the machine is this one
+    python, why = interpreter_of(install, env.get("PATH"))
+    result = None
+    if python is not None:
+        shapes = sm120_decode_shapes(facts) if facts is not None else []
+        result, why = (read_runtime or _read_runtime)(python, shapes)
+    gpus = gpu_report
+    if gpus is None and (facts is None or facts.gpu_source != GPU_CAPABILITY):
+        gpus = read_gpus()
+    version = result.get("python") if isinstance(result, dict) and isinstance(result.get("python"), str) else None
+    runtime = VllmRuntime(
+        python=f"{version} ({python})" if version and python else f"{platform.python_version()} ({sys.executable})",
+        vllm_version=install.version,
+        vllm_where="this environment" if install.importable else install.executable,
+        report=result,
+        report_error=why,
+    )
+    return Machine(runtime, gpus, install_hint(), plugin_command(python) if python else None)
+
+
+def _read_runtime(python: str, shapes) -> tuple[dict | None, str | None]:
+    from .runtime_probe import read_runtime  # doctor's alone
+
+    return read_runtime(python, shapes)

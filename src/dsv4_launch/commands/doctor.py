@@ -1,25 +1,18 @@
-"""``dsv4-launch doctor``: the pipeline's facts, the runtime report, the diagnosis; a table,
-plain lines or JSON. Without a model it checks the machine for DeepSeek-V4-Flash."""
+"""``dsv4-launch doctor``: the pipeline's facts and its reading of this machine (the runtime
+report, GPUs, install hints: ``Prepared.machine``), the diagnosis; a table, plain lines or JSON.
+Without a model it checks the machine for DeepSeek-V4-Flash. It imports no adapter: everything it
+reads, the pipeline gathered."""
 
 from __future__ import annotations
 
-import platform
-import sys
-
-from ..adapters.handover import install_hint
-from ..adapters.nvml import read_gpus
-from ..adapters.runtime_probe import read_runtime
-from ..adapters.vllm_install import interpreter_of
 from ..core.credentials import clip
-from ..core.rules.doctor import FAIL, OK, Diagnosis, DoctorLine, VllmRuntime, diagnose
-from ..core.rules.doctor_rows import sm120_decode_shapes
-from ..core.settings import GPU_CAPABILITY
+from ..core.rules.doctor import FAIL, OK, Diagnosis, DoctorLine, diagnose
+from ..output.documents import plan_document, rejected_line
 from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
 from .pipeline import DEFAULT_MODEL, DOCTOR, prepare
-from .plan import plan_document, rejected_line
 
 PLUGIN_ENTRY = "dsv4_launch"  # the name of our vllm.general_plugins entry point
 PREFIX = "dsv4-launch doctor"
@@ -36,7 +29,8 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     """What doctor has to show: its lines as a table or a document, or the one error line."""
     env = ctx.env or {}
     # No model given: check this machine for DeepSeek-V4 itself, not vLLM's default model.
-    prepared = prepare(argv, env, DOCTOR, default_model=DEFAULT_MODEL, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
+    prepared = prepare(argv, env, DOCTOR, default_model=DEFAULT_MODEL, read_gpus=ctx.read_gpus, vllm=ctx.vllm,
+                       read_runtime=ctx.read_runtime)
     defaulted = prepared.facts is not None and prepared.facts.args.tokens[:1] == (DEFAULT_MODEL,) and \
         tuple(argv[:1]) != (DEFAULT_MODEL,)
     note = f"no model given: checked for {DEFAULT_MODEL}" if defaulted else None
@@ -44,13 +38,17 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     if prepared.error:
         return Result(prepared.status, PREFIX, "the report", prepared.error,
                       _document(prepared, Diagnosis(), prepared.status, prepared.error), None, scrub)
-    try:
-        diagnosis = _diagnose(prepared, env, ctx)
-    except Exception as exc:  # never a traceback of ours: say it as a failed line
-        if prepared.settings and prepared.settings.debug:
-            raise
-        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(exc).__name__}: {clip(scrub(str(exc)), 160)} "
-                                                      "(DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
+    failure = prepared.machine.failure if prepared.machine else None  # in the pipeline's reading of the machine
+    if failure is None:
+        try:
+            diagnosis = _diagnose(prepared, env)
+        except Exception as exc:
+            if prepared.settings and prepared.settings.debug:
+                raise
+            failure = exc
+    if failure is not None:  # never a traceback of ours: said as a failed line
+        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(failure).__name__}: "
+                                          f"{clip(scrub(str(failure)), 160)} (DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
     if prepared.rejected:
         diagnosis = diagnosis._replace(lines=(*diagnosis.lines, DoctorLine("arguments", FAIL, rejected_line(prepared))))
     if note:  # said on the model's own line: one line per model
@@ -83,35 +81,11 @@ def _document(prepared, diagnosis: Diagnosis, status: int, error: str | None) ->
     }
 
 
-def _diagnose(prepared, env, ctx: Context) -> Diagnosis:
-    facts = prepared.facts
-    install = prepared.vllm
-    if install is not None and install.assumed:  # --vllm-version is for the plan; the machine is this one
-        from ..adapters.vllm_install import find_vllm
-
-        install = find_vllm(env)
-    python, why = interpreter_of(install, env.get("PATH"))
-    result = None
-    if python is not None:
-        shapes = sm120_decode_shapes(facts) if facts is not None else []
-        result, why = (ctx.read_runtime or read_runtime)(python, shapes)
-    where = "this environment" if install.importable else install.executable
-    gpus = prepared.gpu_report
-    # Not read by the pipeline (off switch, arguments vLLM rejects): the machine report still is.
-    if gpus is None and (facts is None or facts.gpu_source != GPU_CAPABILITY):
-        gpus = (ctx.read_gpus or read_gpus)()
-    version = result.get("python") if isinstance(result, dict) and isinstance(result.get("python"), str) else None
-    vllm_runtime = VllmRuntime(
-        python=f"{version} ({python})" if version and python else f"{platform.python_version()} ({sys.executable})",
-        vllm_version=install.version,
-        vllm_where=where,
-        report=result,
-        report_error=why,
-    )
-    from ..adapters.installer import plugin_command  # the command fits the installer of vLLM's environment
-
-    return diagnose(prepared.plan, facts, gpus, vllm_runtime, env, install_hint=install_hint(),
-                    plugin_entry=PLUGIN_ENTRY, plugin_hint=plugin_command(python) if python else None)
+def _diagnose(prepared, env) -> Diagnosis:
+    """The diagnosis of the pipeline's plan and its reading of this machine (``Prepared.machine``)."""
+    machine = prepared.machine
+    return diagnose(prepared.plan, prepared.facts, machine.gpus, machine.runtime, env, install_hint=machine.install_hint,
+                    plugin_entry=PLUGIN_ENTRY, plugin_hint=machine.plugin_hint)
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:

@@ -5,8 +5,10 @@
 calls ``prepare_engine`` with vLLM's ``EngineArgs``. Both run ``_through_the_pipeline``: the
 same off switch, settings, fact gathering (``adapters/gather.gather_facts``), rule rows and plan
 — only where the arguments are read from differs (tests/test_agreement.py compares the two on
-the rule matrix). It decides, for every command, the off switch, help, the probing policy,
-interrupts and bad input:
+the rule matrix). For doctor it also reads this machine (``adapters/gather.gather_machine``:
+``Prepared.machine``), for plan and doctor whether there is a vLLM to hand over to
+(``Prepared.no_vllm``): no command gathers anything itself. It decides, for every command, the
+off switch, help, the probing policy, interrupts and bad input:
 
 * ``DSV4_LAUNCH_DISABLE=1`` (or any value that is not clearly off): nothing is read or probed;
   the arguments go to vLLM unchanged;
@@ -22,7 +24,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 
-from ..adapters.gather import READ_GPUS_ALWAYS, READ_GPUS_WHEN_DSV4, Gathered, gather, gather_engine
+from ..adapters.gather import (
+    READ_GPUS_ALWAYS,
+    READ_GPUS_WHEN_DSV4,
+    Gathered,
+    Machine,
+    gather,
+    gather_engine,
+    gather_machine,
+)
 from ..adapters.model_files import missing_local_model
 from ..adapters.nvml import read_gpus as read_machine_gpus
 from ..adapters.vllm_install import VllmInstall, find_vllm
@@ -62,6 +72,19 @@ class Prepared(Record):
     # and vLLM prints its own error.
     rejected: str | None = None
     redact: Redactor = NO_REDACT  # the run's one redactor: what every command prints goes through it
+    machine: Machine | None = None  # doctor: what it reads of this machine besides the facts
+    no_vllm: str | None = None  # plan, doctor: dsv4-serve's one line when it would exit 127 here
+
+    @property
+    def plan_status(self) -> int:
+        """plan's exit status (its document's, in doctor's too): dsv4-serve's before the hand-over,
+        127 when it would find no vLLM to hand over to, and 2 when the installed vLLM's own parser
+        certainly rejects the arguments (dsv4-serve hands those over; vLLM then exits 2 itself)."""
+        if self.no_vllm:
+            return exit_codes.NO_VLLM
+        if self.rejected and self.status == exit_codes.OK:
+            return exit_codes.REFUSED
+        return self.status
 
 
 def prepare(
@@ -72,18 +95,57 @@ def prepare(
     read_gpus: Callable[[], GpuReport] | None = None,
     vllm: VllmInstall | None = None,
     default_model: str | None = None,
+    read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None,
 ) -> Prepared:
-    """``read_gpus``/``vllm``: the GPU reader and the vLLM install (a ``Context``'s; None: the
-    real ones). ``default_model``: the model to plan for when the arguments name none (doctor
-    and fit check DeepSeek-V4, not vLLM's default model); the plan's argv then starts with it."""
+    """``read_gpus``/``vllm``/``read_runtime``: the GPU reader, the vLLM install and doctor's
+    runtime reader (a ``Context``'s; None: the real ones). ``default_model``: the model to plan
+    for when the arguments name none (doctor and fit check DeepSeek-V4, not vLLM's default
+    model); the plan's argv then starts with it. Doctor's reading of the machine
+    (``Prepared.machine``) and plan's and doctor's no-vLLM line are gathered here too, so no
+    command reads the machine on its own."""
     argv = tuple(argv)
+    read_gpus = read_gpus or read_machine_gpus
     try:
-        prepared = _prepare(argv, env, purpose, read_gpus or read_machine_gpus, vllm, default_model)
+        prepared = _prepare(argv, env, purpose, read_gpus, vllm, default_model)
+        if purpose == DOCTOR and prepared.error is None:
+            prepared = _with_machine(prepared, env, read_gpus, read_runtime)
     except KeyboardInterrupt:  # Ctrl-C while probing or reading: vLLM has not started
         vllm = vllm or VllmInstall(version=None, importable=False, note="not looked up (interrupted)")
         prepared = Prepared(exit_codes.INTERRUPTED, argv, Plan(), _blind(argv, vllm), vllm,
                             error="interrupted before vLLM started")
+    if purpose in (PLAN, DOCTOR):
+        prepared = prepared._replace(no_vllm=_no_vllm(prepared))
     return _with_redactor(prepared, env)
+
+
+def _with_machine(prepared: Prepared, env: Mapping[str, str], read_gpus: Callable[[], GpuReport],
+                  read_runtime: Callable[..., tuple[dict | None, str | None]] | None) -> Prepared:
+    """doctor: ``prepared`` with what it reads of this machine (``adapters/gather.gather_machine``).
+    A failure inside it is carried (``Machine.failure``) for doctor to say as a failed line —
+    never a traceback (DSV4_LAUNCH_DEBUG=1 raises it)."""
+    try:
+        machine = gather_machine(prepared.facts, prepared.vllm, prepared.gpu_report, env, read_gpus=read_gpus,
+                                 read_runtime=read_runtime)
+    except Exception as exc:
+        if prepared.settings is not None and prepared.settings.debug:
+            raise
+        machine = Machine(failure=exc)
+    return prepared._replace(machine=machine)
+
+
+def _no_vllm(prepared: Prepared) -> str | None:
+    """dsv4-serve's own one line when it would exit 127 here (nothing to hand over to), else None."""
+    vllm = prepared.vllm
+    if (prepared.status != exit_codes.OK or prepared.help_requested or vllm is None or vllm.importable
+            or vllm.executable or vllm.assumed):
+        return None
+    from ..adapters.handover import NoVllm, hand_over
+
+    try:
+        hand_over((), vllm, {})  # neither importable nor on PATH: raises NoVllm at once, runs nothing
+    except NoVllm as exc:
+        return f"{exc} (dsv4-serve would exit 127)"
+    return None
 
 
 def _with_redactor(prepared: Prepared, env: Mapping[str, str]) -> Prepared:

@@ -15,83 +15,18 @@ other failure to write (a full disk, a closed stdout) is one line and exit 74.
 
 from __future__ import annotations
 
-from ..core.memory.estimate import summary, summary_line
-from ..output.documents import plan_data
+from ..core.memory.estimate import summary_line
+from ..output.documents import memory_data, plan_document, rejected_line
 from ..output.render import Out, Result, render
 from ..output.report import report_plan
-from . import exit_codes
 from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
-from .pipeline import PLAN, Prepared, prepare
-
-
-def memory_data(prepared: Prepared) -> dict | None:
-    if prepared.facts is None or prepared.facts.args.rejection or prepared.plan.disabled:
-        return None
-    return summary(prepared.facts)
-
-
-def plan_document(prepared: Prepared) -> dict:
-    data = plan_data(
-        prepared.plan,
-        prepared.facts,
-        prepared.redact.shown_argv,
-        vllm_version=prepared.vllm.version if prepared.vllm else None,
-        exit_status=plan_status(prepared),
-        memory=memory_data(prepared),
-    )
-    data["error"] = prepared.error
-    # New field (schema 1: keys are only added): the installed vLLM's own parser message when it
-    # rejects the arguments (exit_status 2; ``refusals`` stays dsv4-serve's, which hands them over).
-    data["rejected_by_vllm"] = prepared.rejected
-    missing = no_vllm(prepared)
-    if missing:
-        data["exit_status"], data["error"] = exit_codes.NO_VLLM, missing
-    # New field (schema 1 unchanged: no existing field changed), right after vllm_version: true when
-    # the version is the one --vllm-version gave, not the installed vLLM's.
-    document = {}
-    for key, value in data.items():
-        document[key] = value
-        if key == "vllm_version":
-            document["vllm_version_assumed"] = bool(prepared.vllm and prepared.vllm.assumed)
-    return document
-
-
-def plan_status(prepared: Prepared) -> int:
-    """plan's exit status: dsv4-serve's before the hand-over, and 2 when vLLM's own parser
-    certainly rejects the arguments (dsv4-serve hands those over; vLLM then exits 2 itself)."""
-    if prepared.rejected and prepared.status == exit_codes.OK:
-        return exit_codes.REFUSED
-    return prepared.status
-
-
-def rejected_line(prepared: Prepared) -> str:
-    vllm = prepared.vllm
-    release = f"vLLM {vllm.version}{' (--vllm-version)' if vllm.assumed else ''}" if vllm and vllm.version else "vLLM"
-    return (f"{release} rejects these arguments: {prepared.rejected} (its own option parser; dsv4-serve "
-            "hands them over unchanged and vLLM exits 2 with its own message)")
-
-
-def no_vllm(prepared: Prepared) -> str | None:
-    """dsv4-serve's own one line when it would exit 127 here (nothing to hand over to), else None."""
-    vllm = prepared.vllm
-    if (prepared.status != exit_codes.OK or prepared.help_requested or vllm is None or vllm.importable
-            or vllm.executable or vllm.assumed):
-        return None
-    from ..adapters.handover import NoVllm, hand_over
-
-    try:
-        hand_over((), vllm, {})  # neither importable nor on PATH: raises NoVllm at once, runs nothing
-    except NoVllm as exc:
-        return f"{exc} (dsv4-serve would exit 127)"
-    return None
+from .pipeline import PLAN, prepare
 
 
 def plan_result(argv: list[str], ctx: Context) -> Result:
     """What ``plan ARGV`` has to show: the plan's lines or document, the one error line."""
     prepared = prepare(argv, ctx.env or {}, PLAN, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
-    missing = no_vllm(prepared)
-    status = exit_codes.NO_VLLM if missing else plan_status(prepared)
 
     def text(shown: Out) -> None:
         out = shown.lines
@@ -105,8 +40,8 @@ def plan_result(argv: list[str], ctx: Context) -> Result:
             out.error(rejected_line(prepared))
 
     # Bad input or an interrupt: no report, only the line (and the document); no vLLM: both.
-    return Result(status, "dsv4-launch plan", "the plan", prepared.error or missing, plan_document(prepared),
-                  None if prepared.error else text, prepared.redact)
+    return Result(prepared.plan_status, "dsv4-launch plan", "the plan", prepared.error or prepared.no_vllm,
+                  plan_document(prepared), None if prepared.error else text, prepared.redact)
 
 
 def run_plan(argv: list[str], *, as_json: bool, ctx: Context | None = None) -> int:

@@ -82,6 +82,50 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
     }
 
 
+def plan_document(prepared) -> dict:
+    """``plan --json``'s document (and doctor's ``plan``) from the pipeline's ``Prepared``
+    (commands/pipeline.py; read by its fields, output sits below commands): the plan, argv as the
+    run's redactor shows it, the exit status (``Prepared.plan_status``) and the one error line."""
+    vllm = prepared.vllm
+    data = plan_data(
+        prepared.plan,
+        prepared.facts,
+        prepared.redact.shown_argv,
+        vllm_version=vllm.version if vllm else None,
+        exit_status=prepared.plan_status,
+        memory=memory_data(prepared),
+    )
+    data["error"] = prepared.error or prepared.no_vllm
+    # New field (schema 1: keys are only added): the installed vLLM's own parser message when it
+    # rejects the arguments (exit_status 2; ``refusals`` stays dsv4-serve's, which hands them over).
+    data["rejected_by_vllm"] = prepared.rejected
+    # New field (schema 1 unchanged: no existing field changed), right after vllm_version: true when
+    # the version is the one --vllm-version gave, not the installed vLLM's.
+    document = {}
+    for key, value in data.items():
+        document[key] = value
+        if key == "vllm_version":
+            document["vllm_version_assumed"] = bool(vllm and vllm.assumed)
+    return document
+
+
+def memory_data(prepared) -> dict | None:
+    """The memory summary of ``plan --json`` (None where no plan was made of the arguments)."""
+    if prepared.facts is None or prepared.facts.args.rejection or prepared.plan.disabled:
+        return None
+    from ..core.memory.estimate import summary
+
+    return summary(prepared.facts)
+
+
+def rejected_line(prepared) -> str:
+    """plan's and doctor's line when the installed vLLM's own parser rejects the arguments."""
+    vllm = prepared.vllm
+    release = f"vLLM {vllm.version}{' (--vllm-version)' if vllm.assumed else ''}" if vllm and vllm.version else "vLLM"
+    return (f"{release} rejects these arguments: {prepared.rejected} (its own option parser; dsv4-serve "
+            "hands them over unchanged and vLLM exits 2 with its own message)")
+
+
 def _surrogates_as_text(text: str) -> str:
     out = []
     for ch in text:
