@@ -1,5 +1,5 @@
 """Environment values as their readers read them: set-but-empty ones are kept (vLLM sees "" and
-``int("")`` raises), and every rule reading ``Facts.env`` judges a value the way vLLM's envs.py,
+``int("")`` raises), and every rule reading ``Facts.rule_env`` judges a value the way vLLM's envs.py,
 CPython or torch does.
 
 Pure where possible (facts by hand, tests/planning.py); the gathering through ``plan`` itself
@@ -190,3 +190,12 @@ def test_a_deepgemm_value_int_fails_on_is_a_warning_saying_where(value, version,
         finding = found["deep-gemm-env-not-int"]
         assert finding.level == "warn" and finding.text not in plan.refusals and where in finding.text
         assert finding.text.startswith(f"VLLM_USE_DEEP_GEMM={value if value.strip() else repr(value)}: ")
+
+
+@pytest.mark.parametrize("value, off", [(None, False), ("0", False), ("false", False), ("1", True), ("true", True),
+                                        ("maybe", True)])  # any value not clearly off turns it off
+def test_is_disabled_is_the_switch_without_its_warning(value, off):
+    from dsv4_launch.core.settings import disable_switch, is_disabled
+
+    env = {} if value is None else {"DSV4_LAUNCH_DISABLE": value}
+    assert is_disabled(env) is off and disable_switch(env)[0] is off

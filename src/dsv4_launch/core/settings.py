@@ -64,6 +64,11 @@ def disable_switch(env: Mapping[str, str]) -> tuple[bool, str | None]:
     return read_flag(env, "DSV4_LAUNCH_DISABLE", unclear=True)
 
 
+def is_disabled(env: Mapping[str, str]) -> bool:
+    """Is dsv4-launch switched off (``disable_switch`` without its warning for an unclear value)?"""
+    return disable_switch(env)[0]
+
+
 _UNITS = {
     "": 1, "b": 1,
     "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,

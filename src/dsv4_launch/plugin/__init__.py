@@ -40,9 +40,9 @@ def register() -> None:
     anything raised here would stop every vLLM process: whatever fails, the plugin does nothing
     and says why, once, through vLLM's logger."""
     try:
-        from ..core.settings import disable_switch
+        from ..core.settings import is_disabled
 
-        if disable_switch(os.environ)[0]:
+        if is_disabled(os.environ):
             return
         from .kv_patch import install
 

@@ -186,9 +186,9 @@ def plugin_line(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
     if allowed is not None and our_entry not in allowed.split(","):
         shown = repr(allowed) if not allowed.strip() else allowed
         return DoctorLine("plugin", WARN, f"installed, but VLLM_PLUGINS={shown} does not list {our_entry}: vLLM will not load it")
-    from ..settings import disable_switch
+    from ..settings import is_disabled
 
-    if disable_switch(env)[0]:
+    if is_disabled(env):
         return DoctorLine("plugin", WARN, "installed, but DSV4_LAUNCH_DISABLE is set: it does nothing")
     return DoctorLine("plugin", OK, "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
 
