@@ -46,7 +46,7 @@ def facts_for(tokens, *, gpu=UNSET, version: Optional[str] = "0.33.0", config=V4
         gpus=gpus(SM120) if gpu is UNSET else gpu,
         gpu_source=source,
         vllm_version=version,
-        env=env or {},
+        rule_env=env or {},
         accepted_values=table.accepted_values if values is None else values,
         accepted_values_exact=table.exact,
     )

@@ -232,4 +232,4 @@ def test_the_plugin_and_dsv4_serve_gather_the_same(case, tmp_path):
     assert (plugged.plan.changes, plugged.plan.warnings, plugged.plan.refusals) == \
         (served_changes, served.plan.warnings, served.plan.refusals)
     assert plugged.facts.model == served.facts.model and plugged.facts.gpus == served.facts.gpus
-    assert plugged.facts.memory == served.facts.memory
+    assert plugged.facts.weights == served.facts.weights

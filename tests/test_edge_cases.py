@@ -26,7 +26,7 @@ FLASH_W = WeightFacts(total_bytes=int(148.6 * GiB), source="test", exact=True, r
 def with_weights(tokens, **kw):
     from dsv4_launch.core.rules.plan import make_plan
 
-    f = facts_for(tokens, **kw)._replace(memory=FLASH_W)
+    f = facts_for(tokens, **kw)._replace(weights=FLASH_W)
     return make_plan(f), f
 
 
@@ -70,7 +70,7 @@ def test_missing_shards_matter_only_to_the_safetensors_loaders(fmt, refused):
 
     tokens = [M] + (["--load-format", fmt] if fmt else [])
     f = facts_for(tokens, gpu=gpus(SM120, memory=400 * GiB))._replace(
-        memory=WeightFacts(shards_total=3, shards_missing=2, local=True))
+        weights=WeightFacts(shards_total=3, shards_missing=2, local=True))
     assert bool(make_plan(f).refusals) is refused
 
 

@@ -24,7 +24,7 @@ def facts(version, tokens=(), env=None) -> Facts:
     args = read_serve_args([FLASH["id"], *tokens], load_table(version), lambda p: {})
     assert args.rejection is None, args.rejection
     return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), gpus=None, vllm_version=version,
-                 env=env or {})
+                 rule_env=env or {})
 
 
 def spec(**config) -> list[str]:

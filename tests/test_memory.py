@@ -43,7 +43,7 @@ def facts(tokens=(), *, entry=FLASH, gpus=1, memory_gib=95.6, name="NVIDIA RTX P
     sel = GpuSelection(tuple(GpuInfo(i, name, f"GPU-{i}", cc, int(memory_gib * GiB)) for i in range(gpus)))
     w = weights_of(entry) if weights == "table" else weights
     return Facts(args=args, model=classify(entry["id"], entry["config"], "test"), gpus=sel, gpu_source="nvml",
-                 vllm_version=version, memory=w)
+                 vllm_version=version, weights=w)
 
 
 # --- the estimate against every real data point ----------------------------------------
@@ -121,7 +121,7 @@ def test_in_flight_tokens_follow_the_release_and_the_runner():
     def in_flight(tokens, version, env=None):
         f = facts(["--max-num-batched-tokens", "8192", *tokens], version=version)
         if env:
-            f = f._replace(env=env)
+            f = f._replace(rule_env=env)
         return estimate(f, weights_of(FLASH)).in_flight_tokens
 
     assert in_flight([], "0.25.1") == 8192  # before 0.26: the batched tokens alone
@@ -278,12 +278,12 @@ def test_index_gives_the_size_and_the_missing_shards(tmp_path):
 
 def test_a_local_checkpoint_with_missing_shards_is_refused(tmp_path):
     folder = checkpoint(tmp_path, present=(0,))
-    f = facts(gpus=1, memory_gib=400)._replace(memory=read_weights(str(folder), True, None))
+    f = facts(gpus=1, memory_gib=400)._replace(weights=read_weights(str(folder), True, None))
     plan, found = findings(f._replace(model=f.model._replace(directory=str(folder))))
     assert "2 of the 3 shards" in found["shards-missing"].text and plan.refusals
     (tmp_path / "b").mkdir()
     complete = read_weights(str(checkpoint(tmp_path / "b")), True, None)
-    assert "shards-missing" not in findings(f._replace(memory=complete))[1]
+    assert "shards-missing" not in findings(f._replace(weights=complete))[1]
 
 
 def test_an_empty_shard_file_counts_as_missing(tmp_path):
@@ -292,14 +292,14 @@ def test_an_empty_shard_file_counts_as_missing(tmp_path):
     (folder / "model-00003-of-00003.safetensors").write_bytes(b"")
     w = read_weights(str(folder), True, None)
     assert (w.shards_total, w.shards_missing) == (3, 1)
-    f = facts(gpus=1, memory_gib=400)._replace(memory=w)
+    f = facts(gpus=1, memory_gib=400)._replace(weights=w)
     plan, found = findings(f._replace(model=f.model._replace(directory=str(folder))))
     assert "1 of the 3 shards that model.safetensors.index.json names are missing or empty" in found["shards-missing"].text
 
 
 def test_an_online_cache_with_missing_shards_is_a_download_note(tmp_path):
     w = read_weights(str(checkpoint(tmp_path, present=(0,))), False, None)
-    plan, found = findings(facts(gpus=1, memory_gib=400)._replace(memory=w))
+    plan, found = findings(facts(gpus=1, memory_gib=400)._replace(weights=w))
     assert "shards-missing" not in found
     assert any("vLLM will download about 0 GB first: 2 of the 3 shards" in n for n in plan.notes)
 
@@ -448,7 +448,7 @@ def test_a_display_gpu_beside_the_cards_does_not_decide():
     f = facts(["-tp", "2", "--max-model-len", "32768"])._replace(gpus=select_visible(gpus, None, None))
     plan, found = findings(f)
     assert plan.refusals == () and "weights-exceed-memory" not in found
-    e = estimate(f, f.memory)
+    e = estimate(f, f.weights)
     assert e.gpu_memory_bytes == int(95.6 * GiB) and e.uncertain and "CUDA_DEVICE_ORDER" in e.uncertain
     # in PCI order (GPU 0 and the T400) the T400 is certainly one of the two: refused
     f = f._replace(gpus=select_visible(gpus, None, "PCI_BUS_ID"))
@@ -462,7 +462,7 @@ def test_the_dp_ep_recipe_of_pro_is_not_refused():
               memory_gib=143_771 / 1024, name="NVIDIA H200", cc=(9, 0))
     plan, found = findings(f)
     assert plan.refusals == () and "weights-exceed-memory" not in found
-    e = estimate(f, f.memory)
+    e = estimate(f, f.weights)
     assert 118 * GiB < e.weights_bytes_per_gpu < 126 * GiB  # ≈ 122 GiB by tensor class (audit: ≈ 123)
     # without expert parallel the MoE is tensor-parallel over DP × TP: not refused either
     plan, _ = findings(facts(["-dp", "8", "--gpu-memory-utilization", "0.95"], entry=PRO, gpus=8,
@@ -490,7 +490,7 @@ def test_a_gpu_memory_utilization_vllm_rejects_is_said_and_not_used(value):
     plan, found = findings(f)
     assert "gpu-memory-utilization-invalid" in found and "rejects this value itself" in found[
         "gpu-memory-utilization-invalid"].text
-    e = estimate(f, f.memory)
+    e = estimate(f, f.weights)
     assert e.budget_bytes <= e.gpu_memory_bytes  # never "144 GiB usable on a 96 GiB GPU"
 
 
@@ -499,7 +499,7 @@ def test_max_model_len_auto_is_vllms_auto_fit(value):
     f = facts(["-tp", "2", "--max-model-len", value], gpus=2)
     plan, found = findings(f)
     assert "max-model-len-too-long" not in found and "max-model-len-invalid" not in found
-    assert estimate(f, f.memory).max_model_len is None
+    assert estimate(f, f.weights).max_model_len is None
 
 
 @pytest.mark.parametrize("env,error", [
@@ -570,16 +570,16 @@ def test_fit_never_prints_a_secret_value(tmp_path):
 def test_vllm_pp_layer_partition_moves_the_weights_and_the_kv_as_vllm_splits_them():
     # get_pp_indices (distributed/utils.py:198@0.33) takes VLLM_PP_LAYER_PARTITION as given
     even = facts(["-pp", "2", "--max-model-len", "65536"], gpus=2)
-    lopsided = even._replace(env={"VLLM_PP_LAYER_PARTITION": "35,8"})
-    e0, e1 = estimate(even, even.memory), estimate(lopsided, lopsided.memory)
+    lopsided = even._replace(rule_env={"VLLM_PP_LAYER_PARTITION": "35,8"})
+    e0, e1 = estimate(even, even.weights), estimate(lopsided, lopsided.weights)
     assert e1.weights_bytes_per_gpu > 1.4 * e0.weights_bytes_per_gpu  # stage 0 holds 35 of 43 layers
     assert e1.kv_bytes_per_token > 1.4 * e0.kv_bytes_per_token
     plan, found = findings(lopsided)
     assert "weights-exceed-memory" in found or "weights-tight" in found
     # a partition vLLM would reject itself (wrong count or sum) is not guessed at: the even split
     for bad in ("35,7", "43", "a,b"):
-        f = even._replace(env={"VLLM_PP_LAYER_PARTITION": bad})
-        assert estimate(f, f.memory).weights_bytes_per_gpu == e0.weights_bytes_per_gpu
+        f = even._replace(rule_env={"VLLM_PP_LAYER_PARTITION": bad})
+        assert estimate(f, f.weights).weights_bytes_per_gpu == e0.weights_bytes_per_gpu
 
 
 @pytest.mark.parametrize("spec,mtp_loaded", [
@@ -591,9 +591,9 @@ def test_the_lower_bound_keeps_the_mtp_layers_only_when_vllm_loads_them(spec, mt
 
     plain = facts([])
     with_spec = facts(["--speculative-config", spec])
-    layout = plain and estimate(plain, plain.memory).layout
-    a = weights_lower_bound(plain, plain.memory._replace(published=False), layout)
-    b = weights_lower_bound(with_spec, with_spec.memory._replace(published=False), layout)
+    layout = plain and estimate(plain, plain.weights).layout
+    a = weights_lower_bound(plain, plain.weights._replace(published=False), layout)
+    b = weights_lower_bound(with_spec, with_spec.weights._replace(published=False), layout)
     assert (b > a) is mtp_loaded
 
 
@@ -817,8 +817,8 @@ def test_the_lower_bound_never_counts_the_drafters_buffers_on_a_stage_without_it
     # drafter; on a B200 (16,384 batched tokens) the hidden buffer the last stage holds is 0.5 GiB
     tokens = ["-tp", "8", "-pp", "2", *mtp_spec(1)]
     f = facts(tokens, gpus=16, memory_gib=178, name="NVIDIA B200", cc=(10, 0))
-    f = f._replace(env={"VLLM_PP_LAYER_PARTITION": "35,8"})
-    e = estimate(f, f.memory)
+    f = f._replace(rule_env={"VLLM_PP_LAYER_PARTITION": "35,8"})
+    e = estimate(f, f.weights)
     assert e.max_num_batched_tokens == 16384
     first, last = stage_bytes(FLASH, 8, 2, "0.33.0", [35, 8])
     held = first + rope_and_topk(FLASH["config"], 16384)
@@ -840,7 +840,7 @@ def test_a_dspark_checkpoint_is_not_refused_on_a_module_vllm_does_not_load(spec,
 
     tokens = ["-tp", "2", "--gpu-memory-utilization", gmu] + (mtp_spec(spec) if spec else [])
     f = facts(tokens, entry=FLASH_0731, gpus=2)
-    e = estimate(f, f.memory)
+    e = estimate(f, f.weights)
     module = split_weights(FLASH_0731["config"]).bytes_of(DRAFT).checkpoint_bytes
     assert 10.8e9 < module < 10.9e9
     assert e.weights_lower_bytes <= e.weights_bytes_per_gpu < e.budget_bytes < int(FLASH_0731["weights_bytes"] * was) // 2
@@ -879,7 +879,7 @@ def test_without_the_shapes_the_bound_takes_the_draft_modules_layers_share_and_a
     def bound(entry):
         unreadable = {**entry, "config": {**entry["config"], "o_groups": "eight"}}  # no tally from these shapes
         f = facts([], entry=unreadable, gpus=1)
-        return weights_lower_bound(f, f.memory._replace(published=False), estimate(f, f.memory).layout)
+        return weights_lower_bound(f, f.weights._replace(published=False), estimate(f, f.weights).layout)
 
     # an MTP layer at its share of the 44 layers + 2 % (V4-Pro's is 0.07 % over its share)
     assert bound(FLASH) == FLASH["weights_bytes"] - int(FLASH["weights_bytes"] * 1.02) // 44
@@ -915,7 +915,7 @@ def test_a_draft_only_its_own_config_can_name_adds_none_of_the_checkpoints_draft
     def picture(spec):
         tokens = ["-tp", "2"] + (["--speculative-config", json.dumps(spec)] if spec else [])
         f = facts(tokens, entry=entry, gpus=2, version=version)
-        e = estimate(f, f.memory)
+        e = estimate(f, f.weights)
         return e.weights_lower_bytes, e.weights_bytes_per_gpu
 
     plain = picture(None)
@@ -950,7 +950,7 @@ def test_v4_1s_dspark_module_nested_in_text_config_is_its_own_draft():
     def picture(spec):
         tokens = ["-tp", "8"] + (["--speculative-config", json.dumps(spec)] if spec else [])
         f = facts(tokens, entry=V41, gpus=8, memory_gib=141, name="NVIDIA H200", cc=(9, 0))
-        e = estimate(f, f.memory)
+        e = estimate(f, f.weights)
         return e.weights_lower_bytes, e.weights_bytes_per_gpu
 
     total = V41["weights_bytes"]

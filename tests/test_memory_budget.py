@@ -43,11 +43,11 @@ def facts(tokens=(), *, entry=FLASH, gpus=2, memory_gib=95.6, name="NVIDIA RTX P
     w = WeightFacts(total_bytes=entry["weights_bytes"], source="test", exact=True,
                     replicated_bytes=entry["replicated_bytes"]) if weights else None
     return Facts(args=args, model=classify(entry["id"], entry["config"], "test"), gpus=sel, gpu_source="nvml",
-                 vllm_version=version, memory=w, env=dict(env or {}))
+                 vllm_version=version, weights=w, rule_env=dict(env or {}))
 
 
 def graph(*tokens, version="0.33.0", env=None, entry=FLASH):
-    e = estimate(f := facts(["-tp", "2", *tokens], version=version, env=env, entry=entry), f.memory)
+    e = estimate(f := facts(["-tp", "2", *tokens], version=version, env=env, entry=entry), f.weights)
     return e.term("cuda graphs"), e.runner
 
 
@@ -126,7 +126,7 @@ def test_the_graph_env_travels_with_the_facts():
 
 def test_the_v2_runner_on_0_28_leaves_the_graph_band_more_for_the_kv_cache():
     def left(version, env=None):
-        e = estimate(f := facts(["-tp", "2", "--max-num-batched-tokens", "2048"], version=version, env=env), f.memory)
+        e = estimate(f := facts(["-tp", "2", "--max-num-batched-tokens", "2048"], version=version, env=env), f.weights)
         return e.kv_available_low, e.kv_available_high
 
     v1, v2 = left("0.28.0", {"VLLM_USE_V2_MODEL_RUNNER": "0"}), left("0.28.0")
@@ -141,7 +141,7 @@ def test_the_v2_runner_on_0_28_leaves_the_graph_band_more_for_the_kv_cache():
 ])
 def test_every_band_holds_its_middle_and_what_is_left_follows(entry, tokens):
     gpus = 8 if entry is PRO else 2
-    e = estimate(f := facts(tokens, entry=entry, gpus=gpus, memory_gib=140.4), f.memory)
+    e = estimate(f := facts(tokens, entry=entry, gpus=gpus, memory_gib=140.4), f.weights)
     for name, term in e.terms:
         assert 0 <= term.low <= term.mid <= term.high, name
         assert term.basis
@@ -154,7 +154,7 @@ def test_every_band_holds_its_middle_and_what_is_left_follows(entry, tokens):
 def test_the_activation_band_widens_for_the_wider_model_and_narrows_with_tp_at_its_low_end():
     def act(entry, tokens, gpus):
         e = estimate(f := facts(["--max-num-batched-tokens", "8192", *tokens], entry=entry, gpus=gpus,
-                                memory_gib=140.4), f.memory)
+                                memory_gib=140.4), f.weights)
         return e.term("activations")
 
     flash1, flash8, pro1 = act(FLASH, ["-tp", "1"], 1), act(FLASH, ["-tp", "8"], 8), act(PRO, ["-tp", "1"], 1)
@@ -163,7 +163,7 @@ def test_the_activation_band_widens_for_the_wider_model_and_narrows_with_tp_at_i
 
 
 def test_the_sampler_decides_the_peak_for_many_sequences_and_few_tokens():
-    e = estimate(f := facts(["-tp", "2", "--max-num-batched-tokens", "512", "--max-num-seqs", "4096"]), f.memory)
+    e = estimate(f := facts(["-tp", "2", "--max-num-batched-tokens", "512", "--max-num-seqs", "4096"]), f.weights)
     term = e.term("activations")
     assert term.low == 4096 * 129_280 * 4 * 2 and term.high == 4096 * 129_280 * 4 * 4
 
@@ -178,7 +178,7 @@ def test_the_sampler_decides_the_peak_for_many_sequences_and_few_tokens():
 @pytest.mark.parametrize("version", ["0.24.0", "0.28.0", "0.33.0"])
 def test_fits_only_at_the_pessimistic_end_does_not_fit_only_on_the_bound(tokens, gpus, memory_gib, version):
     f = facts(tokens, gpus=gpus, memory_gib=memory_gib, version=version)
-    e = estimate(f, f.memory)
+    e = estimate(f, f.weights)
     said = verdict(f, e)
     assert said in (FITS, DECIDES, DOES_NOT_FIT)
     assert (said == DOES_NOT_FIT) == weights_certainly_over(f, e)
@@ -190,4 +190,4 @@ def test_fits_only_at_the_pessimistic_end_does_not_fit_only_on_the_bound(tokens,
 
 def test_without_the_gpus_memory_the_verdict_says_so():
     f = facts(["-tp", "2"], memory_gib=None)
-    assert verdict(f, estimate(f, f.memory)) == NOT_CHECKED
+    assert verdict(f, estimate(f, f.weights)) == NOT_CHECKED

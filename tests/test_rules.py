@@ -183,7 +183,7 @@ def judge(case):
     memory = kw.pop("weights_facts", None)
     kw.setdefault("gpu", big(SM120))
     kw.setdefault("config", V4)
-    f = facts_for(tokens, **kw)._replace(memory=memory)
+    f = facts_for(tokens, **kw)._replace(weights=memory)
     from dsv4_launch.core.rules.plan import make_plan
 
     return make_plan(f), f

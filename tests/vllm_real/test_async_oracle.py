@@ -121,7 +121,7 @@ def _facts(version, tokens, env) -> Facts:
     args = read_serve_args([FLASH["id"], *tokens], load_table(version), lambda p: {})
     assert args.rejection is None, (tokens, args.rejection)
     return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), gpus=None,
-                 vllm_version=version, env=env)
+                 vllm_version=version, rule_env=env)
 
 
 def _tokens(method, padded, pp, backend, runner, given):

@@ -46,7 +46,7 @@ def real_vllm():
 def _facts(version, tokens=(), env=None):
     args = read_serve_args([FLASH["id"], *tokens], load_table(version), lambda p: {})
     return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), gpus=None, vllm_version=version,
-                 env=dict(env or {}))
+                 rule_env=dict(env or {}))
 
 
 def test_the_v2_runners_graph_profile_is_zero_exactly_where_ours_is(real_vllm):

@@ -153,10 +153,10 @@ def gather_facts(
         gpus_read=gpus.read,
         vllm_version=vllm.version,
         vllm_note=vllm.note,
-        env={k: env[k] for k in RULE_ENV if k in env},  # set but empty too: vLLM reads "" (int("") raises)
+        rule_env={k: env[k] for k in RULE_ENV if k in env},  # set but empty too: vLLM reads "" (int("") raises)
         accepted_values=table.accepted_values,
         accepted_values_exact=table.exact,
-        memory=weights,
+        weights=weights,
         newest_release=available_versions()[-1],
     )
     return Gathered(facts, table, vllm, gpus.report)

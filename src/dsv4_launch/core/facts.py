@@ -16,7 +16,7 @@ from .model import ModelFacts
 from .records import EMPTY, Record
 from .settings import TRUE
 
-# Environment variables the rules read (gather copies just these into Facts.env, set-but-empty ones
+# Environment variables the rules read (gather copies just these into Facts.rule_env, set-but-empty ones
 # too: vLLM reads "" as the text it is, e.g. int("") raises; each reader treats "" as its reader does).
 RULE_ENV = (
     "VLLM_ATTENTION_BACKEND",
@@ -86,10 +86,10 @@ class Facts(Record):
     vllm_version: str | None = None
     vllm_note: str | None = None
     newest_release: str | None = None  # the newest vLLM release dsv4-launch knows (its option tables)
-    env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set (empty ones included)
+    rule_env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set (empty ones included), no other
     accepted_values: Mapping[str, tuple[str, ...]] = EMPTY  # what vLLM accepts per setting (nearest table)
     accepted_values_exact: bool = False  # recorded from this very vLLM release
-    memory: WeightFacts | None = None  # the checkpoint's bytes and shards (DeepSeek-V4 only)
+    weights: WeightFacts | None = None  # the checkpoint's bytes and shards (DeepSeek-V4 only)
     runtime: Mapping[str, object] | None = None  # doctor: torch/FlashInfer in vLLM's Python
 
     @property

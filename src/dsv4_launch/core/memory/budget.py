@@ -101,7 +101,7 @@ def graph_env_off(facts: Facts) -> bool | None:
     """``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` as vLLM reads it: ``bool(int(value))``,
     default 1 (``envs.py:1894-1896@0.24``, the same through 0.33). True: set to 0 (the estimate
     is profiled but not subtracted); None: a value ``int`` cannot read (vLLM fails on it)."""
-    raw = facts.env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+    raw = facts.rule_env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
     if raw is None:
         return False
     try:

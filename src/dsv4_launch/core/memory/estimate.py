@@ -454,7 +454,7 @@ def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
 def _partition(facts: Facts, pp: int) -> list[int] | None:
     """``VLLM_PP_LAYER_PARTITION`` where it is one vLLM accepts for this model and PP size."""
     layers = facts.model.number("num_hidden_layers")
-    return pp_partition(facts.env.get("VLLM_PP_LAYER_PARTITION"), layers, pp) if layers and pp > 1 else None
+    return pp_partition(facts.rule_env.get("VLLM_PP_LAYER_PARTITION"), layers, pp) if layers and pp > 1 else None
 
 
 def _mega_moe(facts: Facts) -> bool:
@@ -650,7 +650,7 @@ def memory_not_checked(facts: Facts) -> str | None:
 def weights_refusal(facts: Facts) -> dict | None:
     """The weights certainly do not fit: the lower bound against the most favourable GPUs vLLM
     can use (``weights-exceed-memory``); the template's values, or None."""
-    weights = facts.memory
+    weights = facts.weights
     if weights is None or not weights.total_bytes:
         return None
     e = estimate(facts, weights)
@@ -699,7 +699,7 @@ def summary(facts: Facts) -> dict | None:
     """
     if not facts.model.is_dsv4_family:
         return None
-    weights = facts.memory
+    weights = facts.weights
     e = estimate(facts, weights)
     refused = weights_refusal(facts) is not None
     said = verdict(facts, e)

@@ -149,7 +149,7 @@ def v2_runner(facts: Facts, method: str | None, pp: int) -> bool:
     does not run (``V2_METHODS``), or EAGLE3 with PP before 0.30. Its other refusals
     (dual batch overlap, elastic EP, logits processors, ...) are not modelled here."""
     version = facts.vllm_version
-    env = vllm_env_bool(facts.env.get("VLLM_USE_V2_MODEL_RUNNER"))
+    env = vllm_env_bool(facts.rule_env.get("VLLM_USE_V2_MODEL_RUNNER"))
     if isinstance(env, bool):
         return env
     if method == "dspark":
@@ -213,7 +213,7 @@ def _executor_async(facts: Facts, world: int) -> bool | None:
     if backend in (None, "mp", "uni", "external_launcher"):
         return True
     if backend == "ray":
-        v2 = vllm_env_bool(facts.env.get("VLLM_USE_RAY_V2_EXECUTOR_BACKEND"))
+        v2 = vllm_env_bool(facts.rule_env.get("VLLM_USE_RAY_V2_EXECUTOR_BACKEND"))
         return not (v2 is False and RAY_V1_EXECUTOR.contains(facts.vllm_version) is not False)
     return None
 

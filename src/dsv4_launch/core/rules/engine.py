@@ -272,4 +272,4 @@ def setting(facts: Facts, dest: str, option: str) -> str:
 def v2_runner_env(facts: Facts) -> bool | str | None:
     """VLLM_USE_V2_MODEL_RUNNER as vLLM reads it (envs.py maybe_convert_bool: ``bool(int(v))``):
     None when unset, True/False, or the text itself when int() fails on it (vLLM raises)."""
-    return vllm_env_bool(facts.env.get("VLLM_USE_V2_MODEL_RUNNER"))
+    return vllm_env_bool(facts.rule_env.get("VLLM_USE_V2_MODEL_RUNNER"))

@@ -89,7 +89,7 @@ def _optimized(facts: Facts) -> bool:
     ``_Py_str_to_int`` (strtol: leading blanks, a sign, digits, and nothing after them) — a
     number above 0 is -O, 0 is not, anything else (``" "``, ``"0 "``, ``"yes"``, a negative
     number) counts as 1."""
-    value = facts.env.get("PYTHONOPTIMIZE")
+    value = facts.rule_env.get("PYTHONOPTIMIZE")
     if not value:
         return False
     number = re.fullmatch(_C_INT, value)
@@ -373,7 +373,7 @@ def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     fix="{fix}", reference="vLLM #50292; vllm/envs.py", models=BOTH,
 )
 def attention_env_ignored(facts: Facts, gpu: GpuInfo | None):
-    value = facts.env.get("VLLM_ATTENTION_BACKEND")
+    value = facts.rule_env.get("VLLM_ATTENTION_BACKEND")
     if not value:
         return None
     usable = value.strip().upper() in DSV4_BACKEND_NAMES - NOT_DSV4_BACKENDS

@@ -94,7 +94,7 @@ def memory_not_known(facts: Facts, gpu: GpuInfo | None):
     models=BOTH, reads_gpus=True,
 )
 def weights_tight(facts: Facts, gpu: GpuInfo | None):
-    weights = facts.memory
+    weights = facts.weights
     if weights is None or not weights.total_bytes:
         return None
     e = estimate(facts, weights)
@@ -128,7 +128,7 @@ def _with(facts: Facts, **values) -> Facts:
 
 def _replanned(facts: Facts, length: int) -> int | None:
     """The longest request the pessimistic end admits once ``--max-model-len length`` is set."""
-    return estimate(_with(facts, max_model_len=str(length)), facts.memory).max_model_len_fits_low
+    return estimate(_with(facts, max_model_len=str(length)), facts.weights).max_model_len_fits_low
 
 
 def _admitted(facts: Facts, length: int) -> bool:
@@ -181,7 +181,7 @@ def _suggestion(facts: Facts, length: int) -> str:
             continue  # the user set one of them: never suggested over their value
         if no_chunks and "max_num_batched_tokens" in values:
             continue  # without chunked prefill vLLM rejects a batch smaller than max_model_len
-        e = estimate(_with(facts, **values), facts.memory)
+        e = estimate(_with(facts, **values), facts.weights)
         if e.max_model_len_fits_low is not None and e.max_model_len_fits_low >= length:
             return words
     return AUTO
@@ -211,9 +211,9 @@ def _term_text(e, name: str) -> str:
     models=BOTH,
 )
 def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
-    if facts.memory is None or not facts.memory.total_bytes:
+    if facts.weights is None or not facts.weights.total_bytes:
         return None
-    e = estimate(facts, facts.memory)
+    e = estimate(facts, facts.weights)
     if weights_refusal(facts) is not None or e.max_model_len is None or e.max_model_len_fits_low is None:
         return None
     if e.max_model_len_fits_low >= e.max_model_len:
@@ -314,7 +314,7 @@ MISSING_SHARDS_RAISE = VersionRange(since="0.26.0")
     models=BOTH, vllm=MISSING_SHARDS_RAISE,
 )
 def shards_missing(facts: Facts, gpu: GpuInfo | None):
-    weights = facts.memory
+    weights = facts.weights
     if weights is None or not weights.local or not weights.shards_missing:
         return None
     if facts.args.value("load_format") not in SAFETENSORS_LOADERS:

@@ -97,7 +97,7 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
     if model.is_dsv4_family and facts.vllm_version is None and facts.newest_release:
         notes.append(f"vLLM's version is unknown here: checks that concern only releases before "
                      f"{facts.newest_release} were skipped")
-    weights = facts.memory
+    weights = facts.weights
     if weights is not None and weights.shards_missing and not weights.local:
         size = f"about {weights.missing_bytes / 1e9:.0f} GB" if weights.missing_bytes else "the missing shards"
         notes.append(f"vLLM will download {size} first: {weights.shards_missing} of the {weights.shards_total} "

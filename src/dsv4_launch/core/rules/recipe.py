@@ -242,7 +242,7 @@ DEEP_GEMM_READ_AT_WARMUP = VersionRange(before="0.29.0")  # kernel_warmup.py:60@
     "vllm/model_executor/warmup/kernel_warmup.py", models=BOTH, releases={"warmup": DEEP_GEMM_READ_AT_WARMUP},
 )
 def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
-    text = facts.env.get("VLLM_USE_DEEP_GEMM")
+    text = facts.rule_env.get("VLLM_USE_DEEP_GEMM")
     if not isinstance(vllm_env_bool(text), str):
         return None
     at_warmup = DEEP_GEMM_READ_AT_WARMUP.contains(facts.vllm_version)
@@ -303,7 +303,7 @@ def _even_partition(layers: int, pp: int) -> str:
     models=BOTH, releases={"v41": PP_PARTITION_V41},
 )
 def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
-    text = facts.env.get("VLLM_PP_LAYER_PARTITION")
+    text = facts.rule_env.get("VLLM_PP_LAYER_PARTITION")
     if text is None or (facts.model.family == V41 and PP_PARTITION_V41.contains(facts.vllm_version) is False):
         return None
     raw = facts.args.value("pipeline_parallel_size")

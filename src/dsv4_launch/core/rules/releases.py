@@ -164,7 +164,7 @@ SM12_DEEPGEMM_FAMILIES = frozenset({"12"})  # … on these GPU families (the row
 def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
     # envs.py: bool(int(os.getenv("VLLM_USE_DEEP_GEMM", "1"))) — off only where int() reads 0; text
     # int() fails on (the empty one too) raises before any warm-up (deep-gemm-env-not-int)
-    return {} if vllm_env_bool(facts.env.get("VLLM_USE_DEEP_GEMM")) in (None, True) else None
+    return {} if vllm_env_bool(facts.rule_env.get("VLLM_USE_DEEP_GEMM")) in (None, True) else None
 
 
 @row(
@@ -191,7 +191,7 @@ def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
     reference="vLLM #53320", families=frozenset({"9"}), vllm=VersionRange(since="0.27.1", before="0.27.2"),
 )
 def h20_0271(facts: Facts, gpu: GpuInfo | None):
-    if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or (facts.env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1":
+    if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or (facts.rule_env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1":
         return None
     return {}
 
