@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.records import Record
@@ -43,8 +43,7 @@ def facts_for(tokens, *, gpu=UNSET, version: Optional[str] = "0.33.0", config=V4
     return Facts(
         args=args,
         model=classify(name, config, "test"),
-        gpus=gpus(SM120) if gpu is UNSET else gpu,
-        gpu_source=source,
+        gpus=GpuFacts(gpus(SM120) if gpu is UNSET else gpu, source=source, read=True),
         vllm_version=version,
         rule_env=env or {},
         accepted_values=table.accepted_values if values is None else values,

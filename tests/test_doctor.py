@@ -18,7 +18,7 @@ from dsv4_launch.adapters.runtime_probe import read_runtime
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.doctor import run_doctor
-from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.rules.doctor import FAIL, OK, WARN, VllmRuntime, arch_coverage, diagnose
@@ -40,8 +40,7 @@ def make(gpus=(RTX,), visible=None, tokens=(M,), version="0.24.0", runtime=None,
                        cuda_driver_version="12.4") if gpus or error else None
     selection = GpuSelection(tuple(visible if visible is not None else gpus)) if gpus else None
     args = read_serve_args(list(tokens), load_table(version or "0.33.0"), lambda p: {})
-    facts = Facts(args=args, model=classify(tokens[0], config, "config.json"), gpus=selection, gpu_source=source if gpus else None,
-                  gpu_error=error, vllm_version=version)
+    facts = Facts(args=args, model=classify(tokens[0], config, "config.json"), gpus=GpuFacts(selection, error, source if gpus else None, read=True, report=report), vllm_version=version)
     rt = VllmRuntime(python="3.11.7", vllm_version=version, vllm_where=where,
                      report=runtime if runtime is not None else {"torch": TORCH_OK, "flashinfer": FI_OK})
     if runtime is False:
@@ -88,8 +87,8 @@ def test_gpu_hidden_by_cuda_visible_devices_and_too_old():
     (line,) = [c for c in d.lines if "NVIDIA A100" in c.detail and c.section == "plan"]
     assert line.status == WARN
     args = read_serve_args([M], load_table("0.33.0"), lambda p: {})
-    plan = make_plan(Facts(args=args, model=classify(M, V4, "config.json"), gpus=GpuSelection((A100,)),
-                           gpu_source="nvml", vllm_version="0.33.0"))
+    plan = make_plan(Facts(args=args, model=classify(M, V4, "config.json"), gpus=GpuFacts(GpuSelection((A100,)), source="nvml"),
+                           vllm_version="0.33.0"))
     assert line.detail in plan.warnings and not plan.refusals
 
 

@@ -23,7 +23,7 @@ N = 8192
 def facts(version, tokens=(), env=None) -> Facts:
     args = read_serve_args([FLASH["id"], *tokens], load_table(version), lambda p: {})
     assert args.rejection is None, args.rejection
-    return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), gpus=None, vllm_version=version,
+    return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), vllm_version=version,
                  rule_env=env or {})
 
 

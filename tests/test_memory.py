@@ -19,7 +19,7 @@ from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.fit import run_fit
 from dsv4_launch.commands.plan import run_plan
-from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory.estimate import GiB, WeightFacts, estimate, kv_bytes_per_token, summary
 from dsv4_launch.core.model import classify
@@ -42,7 +42,7 @@ def facts(tokens=(), *, entry=FLASH, gpus=1, memory_gib=95.6, name="NVIDIA RTX P
     args = read_serve_args([entry["id"], *tokens], load_table(version), lambda p: {})
     sel = GpuSelection(tuple(GpuInfo(i, name, f"GPU-{i}", cc, int(memory_gib * GiB)) for i in range(gpus)))
     w = weights_of(entry) if weights == "table" else weights
-    return Facts(args=args, model=classify(entry["id"], entry["config"], "test"), gpus=sel, gpu_source="nvml",
+    return Facts(args=args, model=classify(entry["id"], entry["config"], "test"), gpus=GpuFacts(sel, source="nvml", read=True),
                  vllm_version=version, weights=w)
 
 
@@ -445,13 +445,13 @@ def test_a_display_gpu_beside_the_cards_does_not_decide():
     gpus = (GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-0", (12, 0), int(95.6 * GiB)),
             GpuInfo(1, "NVIDIA T400", "GPU-1", (7, 5), 4 * GiB),
             GpuInfo(2, "NVIDIA RTX PRO 6000", "GPU-2", (12, 0), int(95.6 * GiB)))
-    f = facts(["-tp", "2", "--max-model-len", "32768"])._replace(gpus=select_visible(gpus, None, None))
+    f = facts(["-tp", "2", "--max-model-len", "32768"])._replace(gpus=GpuFacts(select_visible(gpus, None, None), source="nvml", read=True))
     plan, found = findings(f)
     assert plan.refusals == () and "weights-exceed-memory" not in found
     e = estimate(f, f.weights)
     assert e.gpu_memory_bytes == int(95.6 * GiB) and e.uncertain and "CUDA_DEVICE_ORDER" in e.uncertain
     # in PCI order (GPU 0 and the T400) the T400 is certainly one of the two: refused
-    f = f._replace(gpus=select_visible(gpus, None, "PCI_BUS_ID"))
+    f = f._replace(gpus=f.gpus._replace(selection=select_visible(gpus, None, "PCI_BUS_ID")))
     plan, found = findings(f)
     assert found["weights-exceed-memory"].level == "refuse"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
-from dsv4_launch.core.facts import RULE_ENV, Facts, WeightFacts
+from dsv4_launch.core.facts import RULE_ENV, Facts, GpuFacts, WeightFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory.budget import GRAPH_HIGH, GRAPH_LOW, graph_env_off
 from dsv4_launch.core.memory.estimate import (
@@ -42,7 +42,7 @@ def facts(tokens=(), *, entry=FLASH, gpus=2, memory_gib=95.6, name="NVIDIA RTX P
                              for i in range(gpus)))
     w = WeightFacts(total_bytes=entry["weights_bytes"], source="test", exact=True,
                     replicated_bytes=entry["replicated_bytes"]) if weights else None
-    return Facts(args=args, model=classify(entry["id"], entry["config"], "test"), gpus=sel, gpu_source="nvml",
+    return Facts(args=args, model=classify(entry["id"], entry["config"], "test"), gpus=GpuFacts(sel, source="nvml", read=True),
                  vllm_version=version, weights=w, rule_env=dict(env or {}))
 
 

@@ -9,7 +9,7 @@ from typing import Optional
 
 import pytest
 
-from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.rules.plan import make_plan
@@ -102,7 +102,7 @@ def test_every_other_token_is_byte_identical_and_in_order():
 def test_config_file_value_is_overridden_on_the_command_line(tmp_path):
     table = load_table("0.24.0")
     args = read_serve_args([M, "--config", "c.yaml"], table, lambda p: {"kv_cache_dtype": "auto"})
-    facts = Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120), vllm_version="0.24.0")
+    facts = Facts(args=args, model=classify(M, V4, "test"), gpus=GpuFacts(gpus(SM120)), vllm_version="0.24.0")
     plan = make_plan(facts)
     assert list(apply_changes(args.tokens, plan.changes)) == [M, "--config", "c.yaml", *FIX]
 
@@ -110,7 +110,7 @@ def test_config_file_value_is_overridden_on_the_command_line(tmp_path):
 def test_config_file_explicit_value_is_kept():
     table = load_table("0.24.0")
     args = read_serve_args([M, "--config", "c.yaml"], table, lambda p: {"kv_cache_dtype": "fp8_e4m3"})
-    facts = Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120), vllm_version="0.24.0")
+    facts = Facts(args=args, model=classify(M, V4, "test"), gpus=GpuFacts(gpus(SM120)), vllm_version="0.24.0")
     plan = make_plan(facts)
     assert list(apply_changes(args.tokens, plan.changes)) == [M, "--config", "c.yaml"]
     assert any("fp8_e4m3 (config file) kept" in n for n in plan.notes)

@@ -9,7 +9,7 @@ from typing import Optional
 
 import pytest
 
-from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.rules.plan import make_plan
@@ -138,7 +138,7 @@ def test_warnings_attention_env_and_mixed_gpus():
 
 def test_unknown_gpus_are_said_not_refused():
     args = read_serve_args([M, "-tp", "2"], load_table("0.33.0"), lambda p: {})
-    facts = Facts(args=args, model=classify(M, V4, "test"), gpus=None, gpu_error="NVML: driver not loaded")
+    facts = Facts(args=args, model=classify(M, V4, "test"), gpus=GpuFacts(error="NVML: driver not loaded", read=True))
     p = make_plan(facts)
     assert p.refusals == ()
     assert any("driver not loaded" in w and "GPU-specific checks skipped" in w for w in p.warnings)
@@ -146,12 +146,12 @@ def test_unknown_gpus_are_said_not_refused():
 
 def test_ray_head_without_gpus_is_warned():
     args = read_serve_args([M, "--distributed-executor-backend", "ray", "-tp", "16"], load_table("0.33.0"), lambda p: {})
-    blind = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=GpuSelection(()), gpu_source="nvml"))
+    blind = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=GpuFacts(GpuSelection(()), source="nvml")))
     assert any("Ray worker" in w and "DSV4_LAUNCH_GPU_CAPABILITY" in w for w in blind.warnings)
-    told = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120),
-                           gpu_source="DSV4_LAUNCH_GPU_CAPABILITY"))
+    told = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=GpuFacts(gpus(SM120),
+                           source="DSV4_LAUNCH_GPU_CAPABILITY")))
     assert not any("Ray worker" in w for w in told.warnings)
-    seeing = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=gpus(SM120), gpu_source="nvml"))
+    seeing = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=GpuFacts(gpus(SM120), source="nvml")))
     assert not any("Ray worker" in w for w in seeing.warnings)
 
 

@@ -272,7 +272,7 @@ def profile_settings(model: str, mnbt: int, max_num_seqs: int) -> dict:
 def expected_bands(mnbt: int, max_num_seqs: int, gpu_memory: int, vllm_version: str | None, layers: int) -> dict:
     """dsv4-launch's bands (GiB) for the same settings on one such GPU."""
     from dsv4_launch.adapters.checkpoints import known_checkpoint
-    from dsv4_launch.core.facts import Facts
+    from dsv4_launch.core.facts import Facts, GpuFacts
     from dsv4_launch.core.gpus import GpuInfo, GpuSelection
     from dsv4_launch.core.memory.budget import activation_term, graph_term, non_torch_term
     from dsv4_launch.core.model import classify
@@ -284,7 +284,8 @@ def expected_bands(mnbt: int, max_num_seqs: int, gpu_memory: int, vllm_version: 
     args = read_serve_args([entry["id"], "--max-num-batched-tokens", str(mnbt), "--max-num-seqs", str(max_num_seqs)],
                            load_table(vllm_version), lambda p: {})
     facts = Facts(args=args, model=classify(entry["id"], config, "gpu_check"),
-                  gpus=GpuSelection((GpuInfo(0, "GPU", None, (9, 0), gpu_memory),)), vllm_version=vllm_version)
+                  gpus=GpuFacts(GpuSelection((GpuInfo(0, "GPU", None, (9, 0), gpu_memory),)), read=True),
+                  vllm_version=vllm_version)
     from dsv4_launch.core.memory.vllm_config import speculative_method, v2_runner
 
     v2 = v2_runner(facts, speculative_method(facts), 1)
@@ -403,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     state = nvml_initialised()
     report.add(MISMATCH if state else OK, "NVML shut down before the hand-over (pipeline.prepare)",
                f"{'still initialised' if state else 'uninitialised'}; GPUs planned for: "
-               f"{[g.capability_str for g in (prepared.facts.gpus.gpus if prepared.facts and prepared.facts.gpus else ())]}")
+               f"{[g.capability_str for g in (prepared.facts.all_gpus if prepared.facts else ())]}")
     after = cuda_in_process()
     report.add(OK if not after else MISMATCH, "CUDA in the parent after the probe and the plan",
                ", ".join(after) or "not initialised")

@@ -120,8 +120,8 @@ def _theirs(vc, method, padded, pp, backend, runner, given, v2) -> int | None:
 def _facts(version, tokens, env) -> Facts:
     args = read_serve_args([FLASH["id"], *tokens], load_table(version), lambda p: {})
     assert args.rejection is None, (tokens, args.rejection)
-    return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), gpus=None,
-                 vllm_version=version, rule_env=env)
+    return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), vllm_version=version,
+                 rule_env=env)
 
 
 def _tokens(method, padded, pp, backend, runner, given):

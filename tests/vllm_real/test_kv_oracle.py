@@ -148,7 +148,7 @@ def spec_case(planner, which, mnbt, batches, pp, method, k, layers):
     config = {"num_nextn_predict_layers": layers if method == "mtp" else 1, "n_mtp_layers": layers}
     spec_json = json.dumps({"method": method, "num_speculative_tokens": k})
     facts = Facts(args=ServeArgs((), {"speculative_config": spec_json}), model=ModelFacts(None, config=config),
-                  gpus=None, vllm_version=version)
+                  vllm_version=version)
     draft, retained = draft_kv(facts)
     assert draft == layers
     ratios = FLASH if which == "flash" else PRO

@@ -45,7 +45,7 @@ def real_vllm():
 
 def _facts(version, tokens=(), env=None):
     args = read_serve_args([FLASH["id"], *tokens], load_table(version), lambda p: {})
-    return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), gpus=None, vllm_version=version,
+    return Facts(args=args, model=classify(FLASH["id"], FLASH["config"], "test"), vllm_version=version,
                  rule_env=dict(env or {}))
 
 

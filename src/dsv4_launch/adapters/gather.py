@@ -40,7 +40,6 @@ class Gathered(Record):
     facts: Facts
     table: OptionTable
     vllm: VllmInstall
-    gpu_report: GpuReport | None = None  # what the machine said, when it was asked
 
 
 def read_args(argv: Sequence[str], table: OptionTable) -> ServeArgs:
@@ -146,11 +145,7 @@ def gather_facts(
     facts = Facts(
         args=args,
         model=model,
-        gpus=gpus.selection,
-        gpu_error=gpus.error,
-        gpu_source=gpus.source,
-        gpu_notes=gpus.notes,
-        gpus_read=gpus.read,
+        gpus=gpus,
         vllm_version=vllm.version,
         vllm_note=vllm.note,
         rule_env={k: env[k] for k in RULE_ENV if k in env},  # set but empty too: vLLM reads "" (int("") raises)
@@ -159,7 +154,7 @@ def gather_facts(
         weights=weights,
         newest_release=available_versions()[-1],
     )
-    return Gathered(facts, table, vllm, gpus.report)
+    return Gathered(facts, table, vllm)
 
 
 def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
@@ -253,7 +248,6 @@ class Machine(Record):
 def gather_machine(
     facts: Facts | None,
     vllm: VllmInstall,
-    gpu_report: GpuReport | None,
     env: Mapping[str, str],
     *,
     read_gpus: Callable[[], GpuReport] = read_gpus,
@@ -261,8 +255,8 @@ def gather_machine(
 ) -> Machine:
     """Doctor's reading of this machine: the Python that runs vLLM (the installed vLLM's, even when
     ``--vllm-version`` planned for another) and its runtime report (torch, FlashInfer, plugins;
-    ``read_runtime``, None: ``adapters/runtime_probe``), the GPU report (``gpu_report``, the one the
-    facts were made from; read here when the facts were not: off switch, arguments vLLM rejects),
+    ``read_runtime``, None: ``adapters/runtime_probe``), the GPU report (the one the facts were made
+    from, ``GpuFacts.report``; read here when the facts were not: off switch, arguments vLLM rejects),
     and the install hints. Each part degrades to unknown with a reason on its own."""
     import platform
     import sys
@@ -279,8 +273,8 @@ def gather_machine(
     if python is not None:
         shapes = sm120_decode_shapes(facts) if facts is not None else []
         result, why = (read_runtime or _read_runtime)(python, shapes)
-    gpus = gpu_report
-    if gpus is None and (facts is None or facts.gpu_source != GPU_CAPABILITY):
+    gpus = facts.gpus.report if facts is not None else None
+    if gpus is None and (facts is None or facts.gpus.source != GPU_CAPABILITY):
         gpus = read_gpus()
     version = result.get("python") if isinstance(result, dict) and isinstance(result.get("python"), str) else None
     runtime = VllmRuntime(

@@ -11,7 +11,7 @@ the facts (model, GPUs, vLLM); without GPUs it works from ``--gpus 8xH200`` (a p
 
 from __future__ import annotations
 
-from ..core.facts import as_human_int
+from ..core.facts import GIVEN_GPUS, GpuFacts, as_human_int
 from ..core.gpus import GpuSelection
 from ..core.memory.estimate import GiB, gpu_memory_utilization
 from ..core.memory.fit import (
@@ -147,8 +147,9 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
             "vllm_version_assumed": bool(prepared.vllm and prepared.vllm.assumed)}
     facts = prepared.facts
     if facts is not None and preset is not None:
-        facts = facts._replace(gpus=GpuSelection(preset_gpus(gpus or 1, preset)), gpu_source="--gpus")
-    count = gpus or (facts.gpus.visible_count if facts and facts.gpus and facts.gpus.visible_count else None)
+        facts = facts._replace(gpus=GpuFacts(GpuSelection(preset_gpus(gpus or 1, preset)), source=GIVEN_GPUS, read=True))
+    selection = facts.gpus.selection if facts else None
+    count = gpus or (selection.visible_count if selection and selection.visible_count else None)
     memory = gpu_memory or (prepared.settings.gpu_memory_bytes if prepared.settings else None)
     if memory is None and preset is not None:
         memory = preset.memory

@@ -64,7 +64,6 @@ class Prepared(Record):
     vllm: VllmInstall  # the vLLM found (or, interrupted before the lookup, one of unknown version)
     facts: Facts | None = None  # None: nothing was gathered (off switch, bad input)
     settings: Settings | None = None
-    gpu_report: GpuReport | None = None  # what the machine said about its GPUs, when asked
     error: str | None = None  # the one line for bad input or an interrupt
     help_requested: bool = False
     # plan and doctor: the installed vLLM's own parser certainly rejects these arguments (its
@@ -124,7 +123,7 @@ def _with_machine(prepared: Prepared, env: Mapping[str, str], read_gpus: Callabl
     A failure inside it is carried (``Machine.failure``) for doctor to say as a failed line —
     never a traceback (DSV4_LAUNCH_DEBUG=1 raises it)."""
     try:
-        machine = gather_machine(prepared.facts, prepared.vllm, prepared.gpu_report, env, read_gpus=read_gpus,
+        machine = gather_machine(prepared.facts, prepared.vllm, env, read_gpus=read_gpus,
                                  read_runtime=read_runtime)
     except Exception as exc:
         if prepared.settings is not None and prepared.settings.debug:
@@ -196,7 +195,7 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
     argv = facts.args.tokens or argv  # with the default model in front, when one was added
     if facts.args.help_requested:
         return Prepared(exit_codes.OK, argv, Plan(), facts.args.secrets, vllm, facts, settings,
-                        gathered.gpu_report, help_requested=True)
+                        help_requested=True)
     rejected = None
     try:
         plan = make_plan(facts, settings.preflight)
@@ -212,7 +211,7 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
     status = exit_codes.REFUSED if plan.refusals else exit_codes.OK
     # The secrets' positions follow the edit (a change inserted before a bare "--" moves them).
     secrets = follow_edit(facts.args.secrets, argv, out)
-    return Prepared(status, out, plan, secrets, vllm, facts, settings, gathered.gpu_report, rejected=rejected)
+    return Prepared(status, out, plan, secrets, vllm, facts, settings, rejected=rejected)
 
 
 def _gate(plan: Plan, facts: Facts, env: Mapping[str, str], purpose: str, preflight: str,

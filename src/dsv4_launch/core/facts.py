@@ -2,8 +2,8 @@
 
 The GPUs come in two steps: ``GpuReport`` is what the machine said (``adapters/nvml.read_gpus``:
 NVML, else nvidia-smi), ``GpuFacts`` what the gathering made of it for vLLM (the
-``CUDA_VISIBLE_DEVICES`` selection, ``DSV4_LAUNCH_GPU_*``, whether they were read at all); its
-fields are copied onto ``Facts`` (``gpus``, ``gpu_error``, ``gpu_source``, ...)."""
+``CUDA_VISIBLE_DEVICES`` selection, ``DSV4_LAUNCH_GPU_*``, whether they were read at all), carried
+as ``Facts.gpus``."""
 
 from __future__ import annotations
 
@@ -56,6 +56,11 @@ class GpuFacts(Record):
     read: bool = False  # False: not asked (other model, or switched off)
     report: GpuReport | None = None  # the machine's own answer, when it was asked
 
+    @property
+    def ambiguous(self) -> bool:
+        """CUDA's device numbers may name other GPUs than the ones listed (``GpuSelection.ambiguous``)."""
+        return bool(self.selection and self.selection.ambiguous)
+
 
 class WeightFacts(Record):
     """What is known about the checkpoint's bytes (gathered by adapters/model_weights.py)."""
@@ -78,11 +83,7 @@ class Facts(Record):
 
     args: ServeArgs  # read by vllm_cli (dsv4-serve's argv) or from vLLM's EngineArgs (the plugin)
     model: ModelFacts
-    gpus: GpuSelection | None  # None: the GPUs could not be read (or were not probed)
-    gpu_error: str | None = None  # why they could not, or why some fields are unknown
-    gpu_source: str | None = None  # "nvml", "nvidia-smi", "DSV4_LAUNCH_GPU_CAPABILITY"
-    gpu_notes: tuple[str, ...] = ()  # how the GPUs were learnt, when it is worth saying
-    gpus_read: bool = True  # False: not asked (other model, or switched off)
+    gpus: GpuFacts = GpuFacts()  # the GPUs vLLM will use, as gathered (selection None: not read, or none)
     vllm_version: str | None = None
     vllm_note: str | None = None
     newest_release: str | None = None  # the newest vLLM release dsv4-launch knows (its option tables)
@@ -95,7 +96,7 @@ class Facts(Record):
     @property
     def all_gpus(self) -> tuple[GpuInfo, ...]:
         """The GPUs vLLM may use (every candidate when CUDA's numbering is ambiguous)."""
-        return self.gpus.gpus if self.gpus else ()
+        return self.gpus.selection.gpus if self.gpus.selection else ()
 
     @property
     def known_gpus(self) -> list[GpuInfo]:

@@ -42,7 +42,7 @@ SCHEMA_VERSION = 1
 def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vllm_version: str | None,
               exit_status: int, memory: dict | None = None) -> dict:
     """The plan as plain data (argv already masked)."""
-    gpus = facts.gpus.gpus if facts and facts.gpus else ()
+    gpus = facts.all_gpus if facts else ()
     model = facts.model if facts else None
     return {
         "argv": list(argv_shown),
@@ -55,9 +55,9 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
              "memory_bytes": g.memory_total_bytes}
             for g in gpus
         ],
-        "gpus_ambiguous": bool(facts and facts.gpus and facts.gpus.ambiguous),
-        "gpu_source": facts.gpu_source if facts else None,
-        "gpu_error": facts.gpu_error if facts else None,
+        "gpus_ambiguous": bool(facts and facts.gpus.ambiguous),
+        "gpu_source": facts.gpus.source if facts else None,
+        "gpu_error": facts.gpus.error if facts else None,
         "model": {
             "name": model.name if model else None,
             "architecture": model.architecture if model else None,

@@ -49,14 +49,15 @@ def model_line(facts: Facts | None, plan: Plan) -> str:
 def gpus_line(facts: Facts | None, plan: Plan) -> str:
     if facts is None:
         return "not probed (DSV4_LAUNCH_DISABLE is set)" if plan.disabled else "not probed"
-    if facts.gpus is not None:
-        listed = "; ".join(f"{g.index}: {g.describe()}" for g in facts.gpus.gpus) or "none visible"
-        return f"{listed} [{facts.gpu_source}]"
-    if not facts.gpus_read:
+    gpus = facts.gpus
+    if gpus.selection is not None:
+        listed = "; ".join(f"{g.index}: {g.describe()}" for g in gpus.selection.gpus) or "none visible"
+        return f"{listed} [{gpus.source}]"
+    if not gpus.read:
         if facts.args.rejection or facts.args.unread:
             return "not probed (the model is not known)"
         return "not probed (the model is not DeepSeek-V4)"
-    return f"unknown ({facts.gpu_error})" if facts.gpu_error else "none found"
+    return f"unknown ({gpus.error})" if gpus.error else "none found"
 
 
 def vllm_line(version: str | None, note: str | None) -> str:

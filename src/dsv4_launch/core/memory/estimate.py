@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..facts import Facts, WeightFacts, as_bool, as_human_int, as_int, json_option
+from ..facts import GIVEN_GPUS, Facts, WeightFacts, as_bool, as_human_int, as_int, json_option
 from ..gpus import GpuInfo
 from ..model import V4
 from ..records import Record
@@ -178,7 +178,7 @@ def used_gpus(facts: Facts, count: int) -> tuple[list[GpuInfo], bool]:
     """The GPUs vLLM's first ``count`` devices are, most favourable first; and whether that is
     exactly them (False: CUDA's order is unknown, these are the largest that could be)."""
     gpus = list(facts.all_gpus)
-    selection = facts.gpus
+    selection = facts.gpus.selection
     if selection is not None and not selection.ambiguous and selection.order_known:
         return gpus[:count], True
     known = sorted(gpus, key=lambda g: g.memory_total_bytes or 0, reverse=True)
@@ -636,9 +636,9 @@ def memory_not_checked(facts: Facts) -> str | None:
         return None
     from ..settings import GPU_MEMORY
 
-    if facts.gpu_source == "DSV4_LAUNCH_GPU_CAPABILITY":
+    if facts.gpus.source == "DSV4_LAUNCH_GPU_CAPABILITY":
         why = "DSV4_LAUNCH_GPU_CAPABILITY gives the capability only and NVML could not be read here"
-    elif facts.gpu_source == "--gpus":
+    elif facts.gpus.source == GIVEN_GPUS:
         why = "--gpus gives how many GPUs, not their memory"
     elif not gpus:
         why = "no GPU was read here"

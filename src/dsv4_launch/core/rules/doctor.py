@@ -237,7 +237,7 @@ def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runt
         found = [DoctorLine(f.section, STATUS_OF_LEVEL[f.level], f.text)
                  for f in evaluate_all(DOCTOR_RULES, facts._replace(runtime=runtime.report))]
     lines = [
-        *gpu_lines(gpu_report, {g.index for g in used}, facts.gpu_source if facts else None),
+        *gpu_lines(gpu_report, {g.index for g in used}, facts.gpus.source if facts else None),
         DoctorLine("python", OK, runtime.python),
         *vllm_lines(runtime, install_hint, family in FAMILY_NAMES),
         *torch_lines(runtime, used),

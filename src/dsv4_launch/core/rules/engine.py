@@ -124,7 +124,7 @@ def _candidates(facts: Facts) -> tuple[list[GpuInfo], bool]:
     GPUs of unknown type stand in as each family DeepSeek-V4 runs on.
     """
     known = facts.known_gpus
-    ambiguous = bool(facts.gpus and facts.gpus.ambiguous)
+    ambiguous = facts.gpus.ambiguous
     if not facts.gpu_type_unknown and not ambiguous:
         return known, True
     return known + (list(UNKNOWN_GPU_STAND_INS) if facts.gpu_type_unknown else []), False
@@ -142,7 +142,7 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
     qualifiers: list[str] = []
     if in_range is None:
         qualifiers.append(f"if vLLM is {rule.vllm.short()}: the installed version is unknown")
-    ambiguous = bool(facts.gpus and facts.gpus.ambiguous)
+    ambiguous = facts.gpus.ambiguous
     if rule.families is None:
         values = rule.check(facts, None)
         if values is None:

@@ -87,7 +87,7 @@ def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
     # vLLM's own check (config/parallel.py): only with no executor backend given, a world size
     # above 1 and one node.
     multi_node = (as_int(facts.args.value("nnodes")) or 1) > 1 or bool(facts.args.value("headless"))
-    counted = facts.gpus if facts.gpu_source in ("nvml", "nvidia-smi") else None
+    counted = facts.gpus.selection if facts.gpus.source in ("nvml", "nvidia-smi") else None
     if (counted is None or multi_node or pp < 1 or tp * pp <= 1 or facts.args.value("distributed_executor_backend")
             is not None or tp * pp <= counted.visible_count):
         return None

@@ -76,16 +76,16 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
             warnings.append(f"model {model.name}: {model.note}")
         else:
             notes.append(f"model {model.name}: {model.note}; arguments passed through unchanged")
-    if model.is_dsv4_family and facts.gpu_error:
+    if model.is_dsv4_family and facts.gpus.error:
         skipped = "; GPU-specific checks skipped" if not facts.known_gpus else ""
-        warnings.append(f"GPUs: {facts.gpu_error}{skipped}")
-    notes.extend(facts.gpu_notes)
-    if facts.gpus is not None:
-        notes.extend(facts.gpus.notes)
+        warnings.append(f"GPUs: {facts.gpus.error}{skipped}")
+    notes.extend(facts.gpus.notes)
+    if facts.gpus.selection is not None:
+        notes.extend(facts.gpus.selection.notes)
     if (
         model.is_dsv4_family
         and args.value("distributed_executor_backend") == "ray"
-        and facts.gpu_source != "DSV4_LAUNCH_GPU_CAPABILITY"
+        and facts.gpus.source != "DSV4_LAUNCH_GPU_CAPABILITY"
         and not facts.known_gpus
     ):
         warnings.append(
