@@ -112,7 +112,7 @@ class Facts(Record):
         return f"vLLM {self.vllm_version}" if self.vllm_version else "vLLM (version unknown)"
 
 
-def json_option(args, dest: str) -> dict | None:
+def json_option(args: ServeArgs, dest: str) -> dict | None:
     """A JSON-object option (``--attention-config``, ``--speculative-config``) as a dict.
 
     The replica parser keeps values as text (dotted forms arrive folded into JSON); anything
@@ -127,7 +127,7 @@ def json_option(args, dest: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def attention_backend(args) -> str | None:
+def attention_backend(args: ServeArgs) -> str | None:
     """The forced attention backend, upper case; None when vLLM picks (missing or ``auto``).
 
     ``--attention-backend`` or the ``backend`` key of ``--attention-config`` (JSON, dotted or
