@@ -37,9 +37,11 @@ if TYPE_CHECKING:
 
 
 class Gathered(Record):
+    """The facts, and the option table the arguments were read with (the pipeline reads the edited
+    argv again with it)."""
+
     facts: Facts
     table: OptionTable
-    vllm: VllmInstall
 
 
 def read_args(argv: Sequence[str], table: OptionTable) -> ServeArgs:
@@ -154,7 +156,7 @@ def gather_facts(
         weights=weights,
         newest_release=available_versions()[-1],
     )
-    return Gathered(facts, table, vllm)
+    return Gathered(facts, table)
 
 
 def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
