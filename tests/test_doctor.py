@@ -339,6 +339,10 @@ def test_a_driver_nobody_read_for_gpus_named_on_the_command_line_is_said_once_no
     assert len(driver) == 1, out.getvalue()
     status, detail = expected
     assert driver[0].split()[0] == status and detail in driver[0]
+    # GPUs named on the command line have no UUID or CUDA_VISIBLE_DEVICES to speak of
+    gpu = [line for line in out.getvalue().splitlines() if line.split()[1:2] == ["gpu"]]
+    assert gpu and all(line.endswith("as --gpus names it") is bool(given) for line in gpu), out.getvalue()
+    assert all(("UUID" in line or "visible to CUDA" in line) is not bool(given) for line in gpu)
 
 
 def test_doctor_reads_the_machine_through_the_pipeline_and_plan_does_not():

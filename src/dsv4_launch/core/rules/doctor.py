@@ -77,8 +77,11 @@ def gpu_lines(report: GpuReport | None, visible: set[int], source: str | None) -
     else:
         lines.append(DoctorLine("driver", WARN, f"driver version unknown ({report.source})"))
     for g in report.gpus:
-        seen = "visible to CUDA" if g.index in visible else "hidden by CUDA_VISIBLE_DEVICES"
-        line = f"{g.index}: {g.describe()}, {gib_text(g.memory_total_bytes or None, 'memory unknown')}, {g.uuid or 'UUID unknown'}, {seen}"
+        line = f"{g.index}: {g.describe()}, {gib_text(g.memory_total_bytes or None, 'memory unknown')}, "
+        if report.source == GIVEN_GPUS:  # planned for, not seen: no UUID, no CUDA_VISIBLE_DEVICES to say
+            line += "as --gpus names it"
+        else:
+            line += f"{g.uuid or 'UUID unknown'}, {'visible to CUDA' if g.index in visible else 'hidden by CUDA_VISIBLE_DEVICES'}"
         if g.capability is None:
             lines.append(DoctorLine("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
         else:  # what a GPU can run is the rows' to say (gpu-too-old, …): in the plan's lines
