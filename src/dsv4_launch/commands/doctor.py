@@ -12,7 +12,7 @@ from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
-from .pipeline import DEFAULT_MODEL, DOCTOR, prepare
+from .pipeline import DEFAULT_MODEL, DOCTOR, prepare_in
 
 PLUGIN_ENTRY = "dsv4_launch"  # the name of our vllm.general_plugins entry point
 PREFIX = "dsv4-launch doctor"
@@ -29,8 +29,7 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     """What doctor has to show: its lines as a table or a document, or the one error line."""
     env = ctx.env or {}
     # No model given: check this machine for DeepSeek-V4 itself, not vLLM's default model.
-    prepared = prepare(argv, env, DOCTOR, default_model=DEFAULT_MODEL, read_gpus=ctx.read_gpus, vllm=ctx.vllm,
-                       read_runtime=ctx.read_runtime)
+    prepared = prepare_in(ctx, argv, DOCTOR, default_model=DEFAULT_MODEL)
     defaulted = prepared.facts is not None and prepared.facts.args.tokens[:1] == (DEFAULT_MODEL,) and \
         tuple(argv[:1]) != (DEFAULT_MODEL,)
     note = f"no model given: checked for {DEFAULT_MODEL}" if defaulted else None

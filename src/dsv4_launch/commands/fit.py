@@ -30,7 +30,7 @@ from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
-from .pipeline import DEFAULT_MODEL, FIT, prepare
+from .pipeline import DEFAULT_MODEL, FIT, prepare_in
 
 STYLES = {FITS: "green", DECIDES: "yellow", DOES_NOT_FIT: "red", NOT_CHECKED: None, UNKNOWN: None}
 SHORT_VERDICT = {DECIDES: "vLLM decides"}  # the table's column (80 columns); the footer says when
@@ -142,7 +142,7 @@ def _accounting(prepared, facts) -> tuple[str, str]:
 def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_memory: int | None = None,
                preset=None) -> Result:
     """What ``fit`` has to show: the layouts as a table or a document, or the one error line."""
-    prepared = prepare(argv, ctx.env or {}, FIT, default_model=DEFAULT_MODEL, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
+    prepared = prepare_in(ctx, argv, FIT, default_model=DEFAULT_MODEL)
     vllm = {"vllm_version": prepared.vllm.version if prepared.vllm else None,
             "vllm_version_assumed": bool(prepared.vllm and prepared.vllm.assumed)}
     facts = prepared.facts

@@ -47,6 +47,7 @@ from ..vllm_cli.option_table import load_table
 from ..vllm_cli.secrets import SecretSpans, conservative_spans, follow_edit
 from ..vllm_cli.serve_args import ConfigFileError
 from . import exit_codes
+from .context import Context
 
 SERVE, PLAN, DOCTOR, FIT, PLUGIN = "serve", "plan", "doctor", "fit", "plugin"
 DEFAULT_MODEL = "deepseek-ai/DeepSeek-V4-Flash"  # what doctor and fit check when no model is given
@@ -115,6 +116,13 @@ def prepare(
     if purpose in (PLAN, DOCTOR):
         prepared = prepared._replace(no_vllm=_no_vllm(prepared))
     return _with_redactor(prepared, env)
+
+
+def prepare_in(ctx: Context, argv: Sequence[str], purpose: str, *, default_model: str | None = None) -> Prepared:
+    """``prepare`` in the world a command's ``Context`` gives: its environment, GPU reader, vLLM
+    install and (doctor) runtime reader — each None field this process's own."""
+    return prepare(argv, ctx.env or {}, purpose, read_gpus=ctx.read_gpus, vllm=ctx.vllm, default_model=default_model,
+                   read_runtime=ctx.read_runtime)
 
 
 def _with_machine(prepared: Prepared, env: Mapping[str, str], read_gpus: Callable[[], GpuReport],

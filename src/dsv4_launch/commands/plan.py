@@ -21,12 +21,12 @@ from ..output.render import Out, Result, render
 from ..output.report import report_plan
 from .context import Context, here
 from .own_options import PLANNING, Command, planning_context
-from .pipeline import PLAN, prepare
+from .pipeline import PLAN, prepare_in
 
 
 def plan_result(argv: list[str], ctx: Context) -> Result:
     """What ``plan ARGV`` has to show: the plan's lines or document, the one error line."""
-    prepared = prepare(argv, ctx.env or {}, PLAN, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
+    prepared = prepare_in(ctx, argv, PLAN)
 
     def text(shown: Out) -> None:
         out = shown.lines
