@@ -11,8 +11,8 @@ benchmarks/. It either
 - counts operations (``LineCounter``, ``assert_linear_count``): the lines of a module's (or a
   package's) Python code that run, which no load changes; past a bound it stops the work
   (``TooMuchWork``), so a blow-up fails at once rather than running for minutes. Work done in C
-  (a regular expression, a substring search, argparse's own loops are Python but not ours) is
-  not counted: growth of CPU time judges that.
+  (a regular expression, a substring search) or in modules not named (argparse) is not
+  counted: growth of CPU time judges that.
 
 tests/test_scaling.py shows that both fail on a quadratic or exponential version of the same work.
 """
@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-SCALE = 4
-LINEAR_BOUND = 2.5 * SCALE  # linear: ~4 (less where a fixed cost counts); n log n: ~4.5; quadratic: ~16
+SCALE = 4  # linear work grows ~× 4 (less where a fixed cost counts), n log n ~× 4.5, quadratic ~× 16
 ROUNDS = 3
 
 
