@@ -24,8 +24,8 @@ def _quadratic(n: int) -> int:
 
 
 def test_linear_work_passes_and_quadratic_work_fails():
-    assert growth(lambda n: n, _linear, 50_000) < 6
     assert_linear(lambda n: n, _linear, 50_000)
+    assert growth(lambda n: n, _quadratic, 300) > 12
     with pytest.raises(AssertionError, match="quadratic"):
         assert_linear(lambda n: n, _quadratic, 300)
 
