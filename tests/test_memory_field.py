@@ -199,7 +199,9 @@ def field_rows() -> list[str]:
             what += (f", {seen['kv_tokens'][0] // 1000}–{seen['kv_tokens'][1] // 1000}K tokens at "
                      f"{seen['max_model_len']:,} (KV {_gib(implied[0])}–{_gib(implied[1])} GiB)")
         elif implied is not None:
-            what += f", KV {seen['available_kv_gib']:.2f} GiB, {seen['needed_kv_gib']:.2f} GiB needed"
+            what += f", KV {seen['available_kv_gib']:.2f} GiB"
+            if "needed_kv_gib" in seen:
+                what += f", {seen['needed_kv_gib']:.2f} GiB needed"
         band = f"{_gib(memory['kv_available_bytes_low'])}–{_gib(memory['kv_available_bytes_high'])} GiB"
         if implied is None:  # what test_what_happened_is_never_contradicted asserts
             consistent = memory["verdict"] != ("does not fit" if seen["started"] else "fits" if seen.get("failure") != "cause not given" else None)
