@@ -109,6 +109,43 @@ def check_adapter_users(path: Path, found: list[tuple[str, int]]) -> None:
             assert allowed is None or adapter in allowed, f"{path}:{line}: commands/{path.stem} imports {name}"
 
 
+# What a command module may import of commands/ besides the shared modules: no command imports
+# another (doctor once took plan_document from commands/plan; it lives in output/documents.py).
+SHARED_COMMAND_MODULES = {"pipeline", "context", "own_options", "exit_codes", "collector"}
+COMMAND_IMPORTS = {
+    "cli": None,  # the door: it loads every command by name
+    "click_app": None,  # help and errors for the door
+    "check": {"cli"},  # run_check goes through the door (its --help, a bad option)
+    "explain": {"cli"},  # run_explain goes through the door too
+    "serve": {"version"},  # dsv4-serve --version
+}
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=[p.stem for p in COMMANDS])
+def test_no_command_imports_another(path):
+    check_command_imports(path, imports(path))
+
+
+def check_command_imports(path: Path, found: list[tuple[str, int]]) -> None:
+    if path.stem in SHARED_COMMAND_MODULES:
+        allowed: set[str] | None = SHARED_COMMAND_MODULES
+    else:
+        extra = COMMAND_IMPORTS.get(path.stem, set())
+        allowed = None if extra is None else SHARED_COMMAND_MODULES | extra
+    for name, line in found:
+        parts = name.split(".")
+        if parts[:2] == ["dsv4_launch", "commands"] and len(parts) > 2 and allowed is not None:
+            assert parts[2] in allowed, f"{path}:{line}: commands/{path.stem} imports {name}"
+
+
+def test_the_command_import_check_can_fail(tmp_path):
+    bad = tmp_path / "dsv4_launch" / "commands" / "doctor.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from .pipeline import prepare\nfrom .plan import plan_document\n")
+    with pytest.raises(AssertionError, match="commands/doctor imports dsv4_launch.commands.plan"):
+        check_command_imports(bad, imports_at(bad, tmp_path))
+
+
 def test_the_adapter_check_can_fail(tmp_path):
     """doctor once imported five adapters itself (review 4 §8.2): a copy of that is caught."""
     bad = tmp_path / "dsv4_launch" / "commands" / "doctor.py"
