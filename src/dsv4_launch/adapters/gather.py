@@ -149,7 +149,6 @@ def gather_facts(
         model=model,
         gpus=gpus,
         vllm_version=vllm.version,
-        vllm_note=vllm.note,
         rule_env={k: env[k] for k in RULE_ENV if k in env},  # set but empty too: vLLM reads "" (int("") raises)
         accepted_values=table.accepted_values,
         accepted_values_exact=table.exact,

@@ -85,7 +85,6 @@ class Facts(Record):
     model: ModelFacts
     gpus: GpuFacts = GpuFacts()  # the GPUs vLLM will use, as gathered (selection None: not read, or none)
     vllm_version: str | None = None
-    vllm_note: str | None = None
     newest_release: str | None = None  # the newest vLLM release dsv4-launch knows (its option tables)
     rule_env: Mapping[str, str] = EMPTY  # the RULE_ENV variables that are set (empty ones included), no other
     accepted_values: Mapping[str, tuple[str, ...]] = EMPTY  # what vLLM accepts per setting (nearest table)
