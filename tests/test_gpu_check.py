@@ -71,13 +71,13 @@ def test_a_disagreeing_nvidia_smi_is_a_mismatch(tmp_path, fake_nvml_dir):
 # --- --profile: vLLM's own memory profile, parsed from its log (faked: a "python" that prints one) ---
 
 LOG_033 = """INFO 12-01 [gpu_model_runner.py:5089] Model loading took 13.92 GiB memory and 20.1 seconds
-DEBUG 12-01 [gpu_worker.py:790] Memory profiling takes 9.80 seconds. Total non KV cache memory: 20.11GiB; torch peak \
-memory increase: 4.77GiB; total consumed (from mem_get_info): 15.34GiB; weights memory: 13.92GiB.
+DEBUG 12-01 [gpu_worker.py:790] Memory profiling takes 9.80 seconds. Total non KV cache memory: 20.61GiB; torch peak \
+memory increase: 5.27GiB; total consumed (from mem_get_info): 15.34GiB; weights memory: 13.92GiB.
 INFO 12-01 [gpu_model_runner.py:6410] Estimated CUDA graph memory: 0.83 GiB total
 INFO 12-01 [gpu_worker.py:773] Available KV cache memory: 105.57 GiB
 INFO 12-01 [gpu_model_runner.py:6517] Graph capturing finished in 31 secs, took 0.91 GiB
 INFO 12-01 [gpu_worker.py:1050] Free memory on device (139.2/139.8 GiB) on startup. Desired GPU memory utilization is \
-(0.9, 125.8 GiB). Actual usage is 15.34 GiB for consumed memory (weights + non-torch), 4.77 GiB for peak activation, \
+(0.9, 125.8 GiB). Actual usage is 15.34 GiB for consumed memory (weights + non-torch), 5.27 GiB for peak activation, \
 and 0.91 GiB for CUDAGraph memory.
 """
 LOG_024 = """INFO Model loading took 13.90 GiB memory and 19.0 seconds
@@ -100,7 +100,7 @@ def test_the_profile_log_is_read_as_each_release_writes_it():
     gpu_check = _gpu_check_module()
     new = gpu_check.parse_profile_log(LOG_033)
     assert new == {"weights": 13.92, "available_kv": 105.57, "graph_estimate": 0.83, "graph_captured": 0.91,
-                   "non_kv": 20.11, "torch_peak_increase": 4.77, "total_consumed": 15.34, "peak_activation": 4.77}
+                   "non_kv": 20.61, "torch_peak_increase": 5.27, "total_consumed": 15.34, "peak_activation": 5.27}
     old = gpu_check.parse_profile_log(LOG_024)
     assert old["peak_activation"] == 5.21 and old["non_torch_increase"] == 0.39 and "graph_estimate" not in old
     assert gpu_check.parse_profile_log("no vLLM here") == {}
@@ -109,7 +109,7 @@ def test_the_profile_log_is_read_as_each_release_writes_it():
 def test_a_measurement_outside_the_band_is_a_mismatch():
     gpu_check = _gpu_check_module()
     report = gpu_check.Report(as_json=True)
-    gpu_check.judge_profile(report, "run", {"peak_activation": 4.77, "graph_estimate": 9.0},
+    gpu_check.judge_profile(report, "run", {"peak_activation": 5.27, "graph_estimate": 9.0},
                             {"peak_activation": (4.0, 6.0), "graph_estimate": (0.5, 2.0), "non_torch_increase": (0, 1)})
     status = {r["check"]: r["status"] for r in report.rows}
     assert status == {"run peak_activation": "OK", "run graph_estimate": "MISMATCH", "run non_torch_increase": "SKIP"}

@@ -178,9 +178,9 @@ def test_no_official_recipe_is_said_not_to_fit(tmp_path, what, model, gpus, args
 
 
 def test_the_recipes_that_are_reported_to_start_fit_at_the_optimistic_end(tmp_path):
-    # recipes#381/#832: V4-Pro at DP 8 + EP on 8 × H200, --gpu-memory-utilization 0.95, 200K (the hopper
-    # override) started — on releases before the in-flight tokens doubled (0.26). The low end of the
-    # activation band rests on this: one request of 200K must fit there at the optimistic end.
+    # The V4-Pro recipe's hopper override (200K, 0.95) came from TP 8 + EP runs on H20-3e (recipes#617, #700);
+    # what recipes#381/#832 report starting at DP 8 + EP is 800K at 512 batched tokens (tests/fixtures/memory/
+    # field.json). The official DP 8 + EP command must still not be called short at the optimistic end.
     code, data, _ = plan(tmp_path, PRO, "8xH200", [*BASE, "--data-parallel-size", "8", "--enable-expert-parallel",
                                                    *HOPPER_PRO], "0.25.0")
     memory = data["memory"]

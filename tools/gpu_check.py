@@ -274,7 +274,8 @@ def expected_bands(mnbt: int, max_num_seqs: int, gpu_memory: int, vllm_version: 
     from dsv4_launch.adapters.checkpoints import known_checkpoint
     from dsv4_launch.core.facts import Facts, GpuFacts
     from dsv4_launch.core.gpus import GpuInfo, GpuSelection
-    from dsv4_launch.core.memory.budget import activation_term, graph_term, non_torch_term
+    from dsv4_launch.core.memory.activation import activation_term
+    from dsv4_launch.core.memory.budget import graph_term, non_torch_term
     from dsv4_launch.core.model import classify
     from dsv4_launch.vllm_cli.option_table import load_table
     from dsv4_launch.vllm_cli.serve_args import read_serve_args
@@ -289,7 +290,7 @@ def expected_bands(mnbt: int, max_num_seqs: int, gpu_memory: int, vllm_version: 
     from dsv4_launch.core.memory.vllm_config import speculative_method, v2_runner
 
     v2 = v2_runner(facts, speculative_method(facts), 1)
-    bands = {"peak_activation": activation_term(facts, 1, mnbt, max_num_seqs), "graph_estimate": graph_term(facts, v2),
+    bands = {"peak_activation": activation_term(facts, 1, mnbt, max_num_seqs, max_model_len=65536), "graph_estimate": graph_term(facts, v2),
              "non_torch_increase": non_torch_term(1, 1)}
     return {k: (t.low / GIB, t.high / GIB) for k, t in bands.items()}
 

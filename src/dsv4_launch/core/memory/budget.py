@@ -17,8 +17,9 @@ memory** (NCCL and all-reduce buffers, cuBLAS workspaces) and the **CUDA-graph e
 
 The CUDA-graph estimate is exactly zero where vLLM does not take it (each cited in
 ``graph_term``); where it does, it is profiled on the GPU and can only be carried as a band.
-The activation peak and the non-torch memory cannot be derived from code either: each is a
-band (low–high) whose ends say what they rest on. Every answer about the KV cache is judged at
+The activation peak is derived term by term from the model and the layout where the code says
+the size, with a band for the rest (``core/memory/activation.py``); the non-torch memory cannot
+be derived: a band (low–high) whose ends say what they rest on. Every answer about the KV cache is judged at
 both ends (``core/memory/estimate.py``): *fits* only at the pessimistic end, *does not fit*
 never from a band.
 """
@@ -37,26 +38,11 @@ MiB = 2**20
 # (:896-898@0.29 → cudagraph_utils._profile_cudagraph_memory, :1069@0.33).
 V2_PROFILES_GRAPHS = VersionRange(since="0.29.0")
 
-# Fitted and evidence bands (docs/memory.md "What is left for the KV cache").
-# The activation peak per batched token: 0.64 MiB measured for V4-Flash at TP 1 (GB10: 5.30 GiB at
-# 8,224 batched tokens, 1.39 GiB at 2,048; MiaAI-Lab/DeepSeek-v4-Flash-One-DGX-Spark#3), ±10 % for
-# the fit (−3 % / −8 % at the two points).
-ACTIVATION_PER_TOKEN = int(0.64 * MiB)
-ACTIVATION_FIT_ERROR = 0.10
-# The share of the per-token peak that is per-rank work (the attention heads, the MoE's
-# intermediate): not derivable; the optimistic end takes half, the pessimistic end none. At the
-# optimistic end TP splits that half, and under DP + EP it is taken as dispatched away from the
-# rank (the recipes below start only if it is).
-TP_SPLIT_SHARE = 0.5
-# The optimistic end for a wider model is not scaled up by its hidden size: V4-Pro at DP 8 + EP on
-# 8 × H200 with --gpu-memory-utilization 0.95 and --max-model-len 200000 is reported to start
-# (vllm-project/recipes DeepSeek-V4-Pro.yaml hopper override; recipes#381, #832), which a peak
-# scaled by 7168/4096 would leave no room for.
+# Evidence bands (docs/memory.md "What is left for the KV cache"); the activation peak is
+# core/memory/activation.py's.
 GRAPH_LOW, GRAPH_HIGH = int(0.5 * GiB), int(2.0 * GiB)  # profiled on the GPU: 1.5 GiB fitted, "≈ 1–2 GiB" worked
 NON_TORCH_LOW, NON_TORCH_HIGH = 0, int(0.5 * GiB)  # one GPU; with TP/PP the communicators' buffers
 NON_TORCH_HIGH_PARALLEL = int(1.0 * GiB)
-SAMPLER_COPIES_LOW, SAMPLER_COPIES_HIGH = 2, 4  # [max_num_seqs, vocab] fp32 tensors alive at once
-FLASH_HIDDEN = 4096
 
 
 class Term(Record):
@@ -135,44 +121,6 @@ def graph_term(facts: Facts, v2: bool) -> Term:
     runner = "V2" if v2 else "V1"
     return Term(GRAPH_LOW, GRAPH_HIGH, f"profiled by vLLM on the GPU ({runner} runner's profile_cudagraph_memory); "
                 "not derivable: 0.5–2.0 GiB around the 1.5 GiB fitted")
-
-
-def _number(facts: Facts, key: str, default: int) -> int:
-    n = facts.model.number(key)
-    return n if n and n > 0 else default
-
-
-def activation_term(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False) -> Term:
-    """The profile run's activation peak per GPU (``torch_peak_increase`` /
-    ``transient_peak_headroom``): the larger of the dummy forward over ``mnbt`` batched tokens
-    and the dummy sampler over ``max_num_seqs`` rows of logits (``_dummy_run`` then
-    ``_dummy_sampler_run``: the forward's activations are freed between them).
-
-    The forward: 0.64 MiB per batched token, measured for V4-Flash at TP 1 (±10 %). The
-    optimistic end lets TP split half of it (DP + EP: takes that half away), and does not scale
-    it up for a wider model (the V4-Pro recipe that starts on 8 × H200 rests on that); the
-    pessimistic end splits none and scales it by the hidden size (V4-Pro: 7,168 / 4,096). The
-    dummy run splits ``mnbt`` over up to ``max_num_seqs`` requests, so the indexer's and
-    compressor's per-request buffers stay small and the peak stays linear in the batched tokens
-    (the two GB10 points agree).
-
-    The sampler: ``[max_num_seqs, vocab]`` fp32 logits (the LM head gathers the whole vocabulary
-    on every TP rank) and 2–4 tensors of that size alive at once (probabilities, the top-k/top-p
-    mask)."""
-    hidden = _number(facts, "hidden_size", FLASH_HIDDEN)
-    wider = max(hidden / FLASH_HIDDEN, 1.0)
-    split = (1 - TP_SPLIT_SHARE) if dp_ep else (1 - TP_SPLIT_SHARE + TP_SPLIT_SHARE / max(tp, 1))
-    per_low = ACTIVATION_PER_TOKEN * (1 - ACTIVATION_FIT_ERROR) * split
-    per_high = ACTIVATION_PER_TOKEN * (1 + ACTIVATION_FIT_ERROR) * wider
-    forward_low, forward_high = int(per_low * mnbt), int(per_high * mnbt)
-    vocab = _number(facts, "vocab_size", 129_280)
-    seqs = max_num_seqs or 0
-    sampler_low, sampler_high = seqs * vocab * 4 * SAMPLER_COPIES_LOW, seqs * vocab * 4 * SAMPLER_COPIES_HIGH
-    basis = (f"the larger of the forward over {mnbt:,} batched tokens (0.64 MiB per token measured for V4-Flash at "
-             f"TP 1, ±10 %; ×{split:.2f} per rank at the low end, ×{wider:.2f} for the hidden size at the high "
-             "end) and "
-             f"the sampler's [{seqs:,}, {vocab:,}] fp32 logits ×{SAMPLER_COPIES_LOW}–{SAMPLER_COPIES_HIGH}")
-    return Term(max(forward_low, sampler_low), max(forward_high, sampler_high), basis)
 
 
 def non_torch_term(tp: int, pp: int) -> Term:

@@ -37,7 +37,8 @@ from ..facts import GIVEN_GPUS, Facts, WeightFacts, as_bool, as_human_int, as_in
 from ..gpus import GpuInfo
 from ..model import V4
 from ..records import Record
-from .budget import Term, activation_term, graph_term, non_torch_term
+from .activation import activation_term
+from .budget import Term, graph_term, non_torch_term
 from .kv_plan import KV_BLOCK, StagePlan, pp_partition, stage_plans
 from .vllm_config import (
     DSPARK_DEFAULT_LAYERS,
@@ -545,6 +546,9 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
         per_token = int(round(max(s.bytes_per_token for s in stages))) if stages else None
         in_flight = in_flight_tokens(facts, mnbt, layout.pp, layout.gpus) if mnbt else None
 
+    cap = facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
+    if facts.args.value("hf_overrides"):
+        cap = max(cap, requested or 0)
     method = speculative_method(facts)
     v2 = v2_runner(facts, method, layout.pp)
     seqs = as_int(args.value("max_num_seqs"))
@@ -554,7 +558,10 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     terms: tuple[tuple[str, Term], ...] = ()
     if mnbt:
         dp_ep = layout.dp > 1 and layout.expert_parallel
-        terms = (("activations", activation_term(facts, layout.tp, mnbt, seqs, dp_ep)),
+        peak = activation_term(facts, layout.tp, mnbt, seqs, dp_ep, pp=layout.pp, dp=layout.dp,
+                               expert_parallel=layout.expert_parallel, max_model_len=requested or cap,
+                               capability=first.capability if first and exact_gpus else None)
+        terms = (("activations", peak),
                  ("cuda graphs", graph_term(facts, v2)),
                  ("non-torch", non_torch_term(layout.tp, layout.pp)))
     activations = terms[0][1].mid if terms else None
@@ -574,9 +581,6 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     longest = longest_low = longest_high = None
     need = None
     reserve = None
-    cap = facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
-    if facts.args.value("hf_overrides"):
-        cap = max(cap, requested or 0)
     if stages and in_flight is not None:
         length = requested or cap
         need = max(s.need(length, in_flight) for s in stages)
@@ -585,10 +589,52 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
             longest = min(s.longest(available, in_flight, cap) for s in stages)
             longest_low = min(s.longest(low, in_flight, cap) for s in stages) if low is not None else None
             longest_high = min(s.longest(high, in_flight, cap) for s in stages) if high is not None else None
+        if terms and mnbt and requested is not None and not (blocks and blocks > 0) and not kv_memory \
+                and budget is not None and per_gpu is not None:
+            # The activation peak reserves workspaces sized by --max-model-len (core/memory/activation.py):
+            # a shorter length leaves more for the KV cache. What vLLM admits at a length L is judged
+            # with the peak at L, so the longest admitted is where that holds (the length below).
+            least_weights = min(per_gpu, lower) if lower is not None else per_gpu
+            others = terms[1:]
+
+            def left(length: int, end: str, mnbt: int = mnbt) -> int:
+                peak = activation_term(facts, layout.tp, mnbt, seqs, layout.dp > 1 and layout.expert_parallel,
+                                       pp=layout.pp, dp=layout.dp, expert_parallel=layout.expert_parallel,
+                                       max_model_len=length, capability=first.capability if first and exact_gpus
+                                       else None)
+                spent = {"low": lambda t: t.high, "mid": lambda t: t.mid, "high": lambda t: t.low}[end]
+                weights = least_weights if end == "high" else per_gpu
+                return max(budget - weights - spent(peak) - sum(spent(t) for _, t in others), 0)
+
+            def admitted(start: int | None, end: str) -> int | None:
+                return start if start is None else _longest_at_own_length(
+                    start, cap, lambda n: min(s.longest(left(n, end), in_flight, cap) for s in stages))
+
+            longest, longest_low, longest_high = (admitted(longest, "mid"), admitted(longest_low, "low"),
+                                                  admitted(longest_high, "high"))
     return Estimate(layout, per_gpu, gpu_memory, budget, per_token, reserve, available, requested, longest,
                     fits, mnbt, offloaded, uncertain, lower, in_flight, need, stages, len(chosen) or None,
                     least, activations, graphs, low, high, longest_low, longest_high, terms, "V2" if v2 else "V1",
                     seqs)
+
+
+def _longest_at_own_length(start: int, cap: int, longest_at) -> int:
+    """The longest length L with L ≤ ``longest_at(L)`` (what is admitted when the budget itself
+    depends on L, and shrinks as L grows). ``start`` is ``longest_at`` of a length ≥ the answer,
+    so it holds; the answer is at most ``longest_at(start)``."""
+    if start < 1:
+        probe = longest_at(1)
+        if probe < 1:
+            return 0
+        start = 1
+    low, high = start, min(longest_at(start), cap)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if longest_at(mid) >= mid:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def weights_certainly_over(facts: Facts, e: Estimate) -> bool:

@@ -1,0 +1,408 @@
+"""The profile run's activation peak, from the model and the layout (pure).
+
+vLLM measures the peak on the GPU (``torch_peak_increase`` before 0.27, ``transient_peak_headroom``
+from 0.27) while ``profile_run`` runs ``_dummy_run(max_num_batched_tokens, is_profile=True)`` and
+then ``_dummy_sampler_run`` on one hidden state per dummy request
+(``v1/worker/gpu_model_runner.py:6072@0.33``; the V2 runner's ``profile_run``,
+``v1/worker/gpu/model_runner.py:1022@0.33``, does the same). The dummy run splits the batched
+tokens over ``min(tokens, max_num_seqs)`` requests (``gpu_model_runner.py:5545@0.33``,
+``v1/worker/gpu/model_runner.py:862@0.33``) and has no attention metadata, so DeepSeek-V4's
+sparse attention and indexer kernels are skipped; what they reserve for the real run instead is
+what counts.
+
+Each term is (low, high, basis). Derived exactly from the config, the layout and the release:
+
+* **the residual streams**: DeepSeek-V4's mHC keeps ``hc_mult`` residual streams
+  ``[tokens, hc_mult, hidden]`` in bf16 through every layer (``nvidia/model.py:1073@0.25``: the
+  embedding repeated ``hc_mult`` times).
+* **the mHC step**: ``mhc_fused_post_pre`` writes the next residual into a new tensor while it
+  reads the last (``residual_cur = torch.empty_like(residual)``, ``kernels/mhc/tilelang.py:440@0.25``,
+  ``:386@0.33``), beside the sublayer's output and the next layer input ``[tokens, hidden]`` bf16
+  and the fp32 mixes ``[tokens, hc_mult]``, ``[tokens, hc_mult, hc_mult]`` (``:882-898@0.33``).
+  Under sequence parallelism (TP > 1 with EP and DP > 1 or a MegaMoE backend, PP 1; from 0.27:
+  ``nvidia/model.py:804-812@0.28``, ``:571-582@0.33``) a rank holds the streams of 1/TP of the tokens.
+* **the gather workspace**: the workspace manager's one buffer grows to the largest request
+  (``v1/worker/workspace.py``) and is held for the life of the worker. In the dummy run every
+  ratio-4 layer's indexer asks for its K-gather workspace, ``get_max_prefill_buffer_size // 4``
+  rows of ``index_head_dim`` fp8 + 4 scale bytes (MXFP4: half + 1/32) and the radix top-k's 1 MiB
+  (``model_executor/layers/sparse_attn_indexer.py:106-115@0.24``, ``:481-499@0.33``), where the
+  buffer size is ``max_model_len × 40`` before 0.32 (``v1/attention/backends/mla/indexer.py:
+  219-229@0.24``) and ``max_model_len × 8 × sparse_mla_prefill_workspace_factor`` from 0.32
+  (``:916-927@0.33``; the factor 5 up to 256K, else 2: ``config/vllm.py:1866-1874@0.33``); and
+  each compressed layer of the FlashMLA backend asks for the bf16 workspace ``_forward_prefill``
+  gathers the KV into, ``[PREFILL_CHUNK_SIZE = 4, ceil(max_model_len / ratio) + window +
+  max_num_batched_tokens, head_dim]`` (``nvidia/flashmla.py:86-100@0.24``), from 0.27 with the
+  combined top-k indices (``:101-106@0.27``, ``:106-131@0.33``). FlashInfer's sparse backend (SM
+  12's default, or ``FLASHINFER_MLA_SPARSE_DSV4``) asks for none
+  (``nvidia/flashinfer_sparse.py:310-318@0.33``; ``nvidia/model.py:537-567@0.33``).
+* **the indexer's logits**: the dummy run allocates ``VLLM_SPARSE_INDEXER_MAX_LOGITS_MB`` (512 by
+  default) in each ratio-4 layer's indexer as the stand-in for the real run's logits
+  (``sparse_attn_indexer.py:117-122@0.24``, ``:501-506@0.33``).
+* **the sampler's logits**: ``[min(tokens, max_num_seqs), vocab]`` fp32 (the LM head gathers the
+  whole vocabulary on every TP rank), at least twice (the logits and the softmax's
+  probabilities, ``v1/sample/ops/topk_topp_sampler.py:309@0.33``), up to six times (the bf16
+  logits, PyTorch's sort path's values and int64 indices: ``:545-565@0.33``); with speculative
+  decoding up to four more (the rejection sampler's draft probabilities and ``[2 × requests,
+  vocab]`` logits, ``gpu_model_runner.py:5949-5961@0.33``).
+
+A band, where the code does not say the size: **the layer's intermediates and kernel
+workspaces** — the attention's projections, q and output, the indexer's and compressor's inputs,
+the fused-MoE workspaces (which MXFP4 MoE kernel each release picks per GPU, what it allocates,
+the all-gather of DP + EP), torch.compile's buffers and the allocator's rounding. Per batched
+token on the rank: 0.58 MiB ± 10 %, fitted on the one measurement there is — V4-Flash at TP 1 on
+one GB10 (MiaAI-Lab/DeepSeek-v4-Flash-One-DGX-Spark#4: 5.30 GiB at 8,224 batched tokens, 1.39 GiB
+at 2,048, ``max_model_len`` 262,144, one sequence) less the derived terms, with the band's middle
+on the 8,224 point (5.32 of 4.44–6.20 GiB; the 2,048 point lies inside, below the middle). The pessimistic end splits
+none of it and scales it by the hidden size; the optimistic end spreads all of it over the ranks
+that share the layer's work (TP; TP × DP under EP, whose experts are spread over them) — no
+measurement bounds it from below more tightly. The field cases lie inside (docs/memory.md "Field
+evidence", tests/test_memory_field.py): V4-Pro-DSpark at TP 8 + EP on H20-3e
+(vllm-project/recipes#617, 0.25): 7.1–8.7 GiB at 16,384 batched tokens and ≥ 16.9 GiB at 32,768;
+V4-Flash at TP 2 + EP on GH200 (vllm#44376): 8.1–11.4 GiB at 16,384 — per batched token about
+GB10's figure at TP 1, so TP divides little of it, which is why the high end splits nothing.
+
+How they coexist (the peak): the forward holds the residual streams and, at each moment, the mHC
+step, the indexer's logits or a sublayer's intermediates; the gather workspace is held from the
+first layer on, in the buffer the fused MoE's workspaces use too
+(``fused_moe/modular_kernel.py:1095@0.24``, ``:1207@0.33``), so the low end counts only the larger
+of the workspace and the band, the high end both (and the logits beside the band). The forward's
+tensors are freed before the sampler runs beside the workspace:
+
+    low  = max(residual + max(step + workspace, workspace + logits, band), workspace + sampler)
+    high = max(residual + workspace + max(step, logits + band), workspace + sampler)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..facts import Facts, as_bool, attention_backend, json_option
+from ..records import Record
+from ..versions import VersionRange
+from .budget import Term
+from .vllm_config import DSV4_MAX_MODEL_LEN, speculative_method
+
+MiB = 2**20
+GiB = 2**30
+BF16 = 2
+FP32 = 4
+INT32 = 4
+
+PREFILL_CHUNK_SIZE = 4  # DeepseekV4Attention.PREFILL_CHUNK_SIZE (attention.py:119@0.24, :156@0.33)
+COMBINED_INDICES = VersionRange(since="0.27.0")  # nvidia/flashmla.py:101-106@0.27
+SEQUENCE_PARALLEL = VersionRange(since="0.27.0")  # sp_shard(hidden_states): nvidia/model.py:1157@0.27
+# The indexer's dummy-run reservations (sparse_attn_indexer.py:106-122@0.24, :481-506@0.33): the
+# K-gather workspace over get_max_prefill_buffer_size // 4 entries (max_model_len × 40 before 0.32,
+# v1/attention/backends/mla/indexer.py:219-229@0.24; × 8 × sparse_mla_prefill_workspace_factor from
+# 0.32, :916-927@0.33, the factor 5 up to 256K and 2 above, config/vllm.py:1866-1874@0.33), each entry
+# index_head_dim fp8 + 4 scale bytes (MXFP4: half + 1/32), + the radix top-k workspace; and a
+# transient VLLM_SPARSE_INDEXER_MAX_LOGITS_MB (default 512: envs.py) for the logits.
+INDEXER_FACTOR = VersionRange(since="0.32.0")
+RADIX_TOPK_WORKSPACE = 1024 * 1024
+INDEXER_LOGITS_MB = 512
+FLASHINFER_BACKENDS = ("FLASHINFER_MLA_SPARSE_DSV4",)
+FLASHMLA_BACKENDS = ("FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4")
+# The MoE backends that shard the tokens under TP + EP even at DP 1: "deep_gemm_mega_moe" from
+# 0.27 (nvidia/model.py:806@0.28); FlashInfer's EP megakernels from 0.29 (config/kernel.py:148-159@0.29,
+# named "flashinfer_moe_ep_cutedsl" from 0.32: :148-170@0.33).
+NATIVE_MEGA_MOE = "deep_gemm_mega_moe"
+FLASHINFER_MEGA_MOE = (  # (name, the releases it is a megakernel backend in)
+    ("flashinfer_moe_ep_mega_deep_gemm", VersionRange(since="0.29.0")),
+    ("flashinfer_moe_ep_mega_cutedsl", VersionRange(since="0.29.0", before="0.32.0")),
+    ("flashinfer_moe_ep_cutedsl", VersionRange(since="0.32.0")),
+)
+
+# The band (docs/memory.md "The activation peak"): the GB10 measurement less the derived streams.
+GB10_POINTS = ((8224, 5.30), (2048, 1.39))  # (batched tokens, GiB): V4-Flash, TP 1
+INTERMEDIATE_PER_TOKEN = int(0.58 * MiB)  # per batched token on the rank, V4-Flash's widths
+FIT_ERROR = 0.10
+FLASH_HIDDEN = 4096
+SAMPLER_COPIES_LOW, SAMPLER_COPIES_HIGH = 2, 6  # [requests, vocab] fp32: logits + probabilities … + the sort's
+SPEC_SAMPLER_COPIES = 4  # draft probabilities (2) and the [2 × requests, vocab] logits
+
+
+class Shape(Record):
+    """What the activation peak reads of DeepSeek-V4's config (V4-Flash's values by default)."""
+
+    hidden: int = 4096
+    hc_mult: int = 4
+    head_dim: int = 512
+    window: int = 128
+    index_topk: int = 512
+    vocab: int = 129_280
+    ratios: tuple[int, ...] = (4,)
+    index_head_dim: int = 128
+
+
+def shape_of(config: Mapping | None) -> Shape:
+    config = config or {}
+    text = config.get("text_config")
+    if isinstance(text, Mapping) and "hidden_size" in text:
+        config = text
+
+    def number(key: str, default: int) -> int:
+        value = config.get(key)
+        return value if type(value) is int and value > 0 else default
+
+    d = Shape()
+    ratios = config.get("compress_ratios")
+    if isinstance(ratios, list) and ratios:
+        ratios = tuple(sorted({r if type(r) is int and r > 1 else 1 for r in ratios}))
+    else:
+        ratios = d.ratios
+    return Shape(number("hidden_size", d.hidden), number("hc_mult", d.hc_mult), number("head_dim", d.head_dim),
+                 number("sliding_window", d.window), number("index_topk", d.index_topk),
+                 number("vocab_size", d.vocab), ratios, number("index_head_dim", d.index_head_dim))
+
+
+class Activation(Record):
+    """The named terms and the peak they make (each a ``Term``: low, high, basis)."""
+
+    terms: tuple[tuple[str, Term], ...]
+    peak: Term
+
+    def term(self, name: str) -> Term | None:
+        return next((t for n, t in self.terms if n == name), None)
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def mega_moe(backend: str | None, release: str | None) -> bool:
+    """The MoE backend is one of the release's ``MEGA_MOE_BACKENDS`` (an unknown release: by name)."""
+    if backend == NATIVE_MEGA_MOE:
+        return True
+    return any(backend == name and since.contains(release) is not False for name, since in FLASHINFER_MEGA_MOE)
+
+
+def sequence_parallel(tp: int, pp: int, dp: int, expert_parallel: bool, mega_moe: bool,
+                      release: str | None) -> bool | None:
+    """``_use_sequence_parallel``: every rank holds 1/TP of the tokens (None: the release is unknown)."""
+    if not (pp == 1 and expert_parallel and tp > 1 and (mega_moe or dp > 1)):
+        return False
+    return SEQUENCE_PARALLEL.contains(release)
+
+
+def _stream_tokens(tokens: int, tp: int, sp: bool | None) -> tuple[int, int]:
+    """(fewest, most) tokens a rank holds the streams of: 1/TP under sequence parallelism."""
+    split = -(-tokens // tp)
+    return (split, split) if sp else (tokens, tokens) if sp is False else (split, tokens)
+
+
+def _sp_words(tokens: int, tp: int, sp: bool | None) -> str:
+    if sp:
+        return f"1/{tp} of {tokens:,} tokens (sequence parallel: nvidia/model.py:571-582@0.33)"
+    if sp is None:
+        return f"{tokens:,} tokens, or 1/{tp} of them if the release shards them (≥ 0.27)"
+    return f"{tokens:,} tokens"
+
+
+def residual_term(shape: Shape, tokens: int, tp: int, sp: bool | None) -> Term:
+    """The residual streams ``[tokens, hc_mult, hidden]`` bf16, held through every layer."""
+    per_token = shape.hc_mult * shape.hidden * BF16
+    few, most = _stream_tokens(tokens, tp, sp)
+    return Term(few * per_token, most * per_token, f"[tokens, {shape.hc_mult}, {shape.hidden:,}] bf16 over "
+                + _sp_words(tokens, tp, sp))
+
+
+def mhc_step_term(shape: Shape, tokens: int, tp: int, sp: bool | None) -> Term:
+    """What ``mhc_fused_post_pre`` holds besides the residual it reads: the next residual, the
+    sublayer's output and the next layer input ``[tokens, hidden]`` bf16, the old and new mixes."""
+    per_token = shape.hc_mult * shape.hidden * BF16 + 2 * shape.hidden * BF16 \
+        + 2 * (shape.hc_mult + shape.hc_mult ** 2) * FP32
+    few, most = _stream_tokens(tokens, tp, sp)
+    return Term(few * per_token, most * per_token, "the next residual (torch.empty_like(residual), "
+                "kernels/mhc/tilelang.py:386@0.33, :446@0.25), the sublayer output and the next layer input "
+                f"[tokens, {shape.hidden:,}] bf16, the fp32 mixes (:882-898@0.33) over " + _sp_words(tokens, tp, sp))
+
+
+def gather_workspace_bytes(shape: Shape, tokens: int, max_model_len: int, combined: bool) -> int:
+    """What FlashMLA's dummy forward reserves: the largest of its layers' (a sliding-window-only
+    layer, ratio ≤ 1, gathers its window and the batch, with no top-k)."""
+
+    def layer(ratio: int) -> int:
+        swa_only = ratio <= 1
+        rows = (0 if swa_only else -(-max_model_len // ratio)) + shape.window + tokens
+        size = PREFILL_CHUNK_SIZE * rows * shape.head_dim * BF16
+        if combined:
+            top_k = 0 if swa_only else shape.index_topk
+            size += tokens * _round_up(top_k + shape.window, 128) * INT32 + tokens * INT32
+        return size
+
+    return max(layer(r) for r in (shape.ratios or (1,)))
+
+
+def indexer_entries(max_model_len: int, factor_era: bool, factor: int | None = None) -> int:
+    """``get_max_prefill_buffer_size(vllm_config) // 4``: the indexer's K-gather rows."""
+    if not factor_era:
+        return max_model_len * 40 // 4
+    factor = factor or (5 if max_model_len <= 256 * 1024 else 2)
+    return max_model_len * (576 * 2 // 132) * factor // 4
+
+
+def indexer_gather_bytes(shape: Shape, max_model_len: int, factor_era: bool, fp4: bool,
+                         factor: int | None = None) -> int:
+    if 4 not in shape.ratios:
+        return 0  # only the ratio-4 layers have an indexer (attention.py:249@0.24, :302@0.33)
+    per_entry = shape.index_head_dim // 2 + shape.index_head_dim // 32 if fp4 else shape.index_head_dim + 4
+    return indexer_entries(max_model_len, factor_era, factor) * per_entry + RADIX_TOPK_WORKSPACE
+
+
+def flashmla(capability: tuple[int, int] | None, backend: str | None) -> bool | None:
+    """Whether DeepSeek-V4's attention is FlashMLA's (``_select_dsv4_attn_cls``): a forced backend
+    decides; else SM 12 runs FlashInfer and the other CUDA GPUs FlashMLA. None: not known here."""
+    if backend in FLASHINFER_BACKENDS:
+        return False
+    if backend in FLASHMLA_BACKENDS:
+        return True
+    if backend is not None or capability is None:
+        return None
+    return capability[0] != 12
+
+
+def workspace_term(shape: Shape, tokens: int, max_model_len: int | None, release: str | None,
+                   capability: tuple[int, int] | None, backend: str | None, fp4_indexer: bool = False,
+                   factor: int | None = None) -> Term:
+    """The workspace manager's one buffer after the dummy forward: the largest of FlashMLA's
+    gather workspace and the indexer's K-gather workspace (each asks for its own, the buffer grows
+    to the largest: v1/worker/workspace.py)."""
+    uses = flashmla(capability, backend)
+    length = max_model_len or 0
+    combined = COMBINED_INDICES.contains(release)
+    era = INDEXER_FACTOR.contains(release)
+    eras = (era,) if era is not None else (False, True)
+    indexer = [indexer_gather_bytes(shape, length, e, fp4, factor) for e in eras for fp4 in {fp4_indexer, False}]
+    mla_low = gather_workspace_bytes(shape, tokens, length, combined is True) if uses else 0
+    mla_high = gather_workspace_bytes(shape, tokens, length, combined is not False) if uses is not False else 0
+    low, high = max(mla_low, min(indexer)), max(mla_high, max(indexer))
+    ratio = min((r for r in shape.ratios if r > 1), default=0)
+    parts = [f"the indexer's K-gather workspace ({min(indexer) / GiB:.2f}–{max(indexer) / GiB:.2f} GiB: "
+             f"get_max_prefill_buffer_size({length:,}) // 4 rows, sparse_attn_indexer.py:106-115@0.24)"]
+    if uses is not False:
+        parts.append(f"FlashMLA's gather workspace [4, {length:,}/{ratio} + {shape.window} + {tokens:,}, "
+                     f"{shape.head_dim}] bf16 (nvidia/flashmla.py:86-100@0.24"
+                     + (", + the combined top-k indices, :106-131@0.33)" if combined is not False else ")"))
+    basis = "the largest of " + " and ".join(parts)
+    if uses is None:
+        basis += "; FlashMLA's only on SM 9/10 (FlashInfer on SM 12): the GPU is not known here"
+    elif uses is False:
+        basis += "; FlashInfer's sparse attention reserves none (nvidia/flashinfer_sparse.py:310-318@0.33)"
+    return Term(low, high, basis)
+
+
+def indexer_logits_term(shape: Shape, env_mb: int | None) -> Term:
+    """The dummy run's stand-in for the indexer's logits, live in each ratio-4 layer's indexer."""
+    if 4 not in shape.ratios:
+        return Term(0, 0, "no indexer (no ratio-4 layer)")
+    mb = INDEXER_LOGITS_MB if env_mb is None else env_mb
+    return Term(mb * MiB, mb * MiB, f"VLLM_SPARSE_INDEXER_MAX_LOGITS_MB ({mb}) allocated for the indexer's logits "
+                "in the dummy run (model_executor/layers/sparse_attn_indexer.py:117-122@0.24, :501-506@0.33)")
+
+
+def intermediates_term(shape: Shape, tokens: int, tp: int, ranks: int) -> Term:
+    """The band: the layer's intermediates and kernel workspaces (see the module's docstring):
+    ``ranks`` is what the work is spread over at the optimistic end (TP; TP × DP under EP)."""
+    wider = max(shape.hidden / FLASH_HIDDEN, 1.0)
+    split = 1 / max(ranks, 1)
+    low = int(INTERMEDIATE_PER_TOKEN * (1 - FIT_ERROR) * split * tokens)
+    high = int(INTERMEDIATE_PER_TOKEN * (1 + FIT_ERROR) * wider * tokens)
+    return Term(low, high, f"not derivable (attention projections, fused-MoE workspaces, compile buffers): 0.58 MiB "
+                f"× {tokens:,} tokens, fitted on V4-Flash at TP 1 on GB10, ±10 %; split over {ranks} ranks at the "
+                f"low end, unsplit and ×{wider:.2f} for the hidden size at the high end")
+
+
+def sampler_term(shape: Shape, tokens: int, max_num_seqs: int | None, speculative: bool) -> Term:
+    requests = min(tokens, max_num_seqs) if max_num_seqs else tokens
+    one = requests * shape.vocab * FP32
+    high = SAMPLER_COPIES_HIGH + (SPEC_SAMPLER_COPIES if speculative else 0)
+    return Term(one * SAMPLER_COPIES_LOW, one * high,
+                f"[{requests:,}, {shape.vocab:,}] fp32 logits × {SAMPLER_COPIES_LOW}–{high} (logits and "
+                "probabilities, up to the sort's values and int64 indices"
+                + (", the rejection sampler's" if speculative else "") + "; v1/sample/ops/topk_topp_sampler.py"
+                ":309-310,545-565@0.33)")
+
+
+def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int | None, tp: int = 1, pp: int = 1,
+                     dp: int = 1, expert_parallel: bool = False, max_model_len: int | None = None,
+                     release: str | None = None, capability: tuple[int, int] | None = None,
+                     backend: str | None = None, speculative: bool = False, mega_moe: bool = False,
+                     fp4_indexer: bool = False, indexer_factor: int | None = None,
+                     indexer_logits_mb: int | None = None) -> Activation:
+    """The profile run's activation peak on the busiest GPU, term by term, and how they coexist."""
+    shape = shape_of(config)
+    sp = sequence_parallel(tp, pp, dp, expert_parallel, mega_moe, release)
+    residual = residual_term(shape, tokens, tp, sp)
+    step = mhc_step_term(shape, tokens, tp, sp)
+    workspace = workspace_term(shape, tokens, max_model_len, release, capability, backend, fp4_indexer,
+                               indexer_factor)
+    logits = indexer_logits_term(shape, indexer_logits_mb)
+    rest = intermediates_term(shape, tokens, tp, tp * (dp if expert_parallel else 1))
+    sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
+    # The forward: the residual held throughout, and at each moment the mHC step, the indexer's
+    # logits stand-in, or a sublayer's intermediates. The workspace (FlashMLA's or the indexer's
+    # gather) is held from the first layer on, in the workspace manager's one buffer, which the
+    # fused MoE's workspaces use too (fused_moe/modular_kernel.py:1095@0.24, :1207@0.33): the low
+    # end counts the larger of it and the band, the high end both, and the logits beside the band.
+    forward_low = residual.low + max(step.low + workspace.low, workspace.low + logits.low, rest.low)
+    forward_high = residual.high + workspace.high + max(step.high, logits.high + rest.high)
+    # The sampler runs after the forward's tensors are freed; the workspace stays.
+    sampler_low, sampler_high = workspace.low + sampler.low, workspace.high + sampler.high
+    low, high = max(forward_low, sampler_low), max(forward_high, sampler_high)
+    at = ("the sampler" if sampler_low > forward_low and sampler_high > forward_high
+          else "the forward" if forward_low >= sampler_low and forward_high >= sampler_high
+          else "the forward or the sampler")
+    requests = min(tokens, max_num_seqs or tokens)
+    basis = (f"peak at {at}: the forward holds the residual streams ({_gib(residual)}) and the mHC step "
+             f"({_gib(step)}), the indexer's logits ({_gib(logits)}) or the layer's intermediates ({_gib(rest)}), "
+             f"beside the gather workspace ({_gib(workspace)}, one buffer with the MoE's workspaces); then the "
+             f"sampler ({_gib(sampler)}) beside the workspace; {tokens:,} batched tokens in {requests:,} dummy "
+             "requests")
+    terms = (("residual streams", residual), ("mhc step", step), ("gather workspace", workspace),
+             ("indexer logits", logits), ("intermediates", rest), ("sampler", sampler))
+    return Activation(terms, Term(low, high, basis))
+
+
+def _gib(term: Term) -> str:
+    a, b = f"{term.low / GiB:.2f}", f"{term.high / GiB:.2f}"
+    return f"{a} GiB" if a == b else f"{a}–{b} GiB"
+
+
+def activation_term(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
+                    pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
+                    max_model_len: int | None = None, capability: tuple[int, int] | None = None) -> Term:
+    """The peak for these facts (the model's config, the release, the attention backend, the
+    speculative method): ``activation_terms``' peak, its basis naming every term."""
+    return activation_of(facts, tp, mnbt, max_num_seqs, dp_ep, pp=pp, dp=dp, expert_parallel=expert_parallel,
+                         max_model_len=max_model_len, capability=capability).peak
+
+
+def activation_of(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
+                  pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
+                  max_model_len: int | None = None, capability: tuple[int, int] | None = None) -> Activation:
+    args = facts.args
+    if dp is None:
+        dp = 2 if dp_ep else 1
+    if expert_parallel is None:
+        expert_parallel = dp_ep or args.value("enable_expert_parallel") is True
+    if max_model_len is None:
+        max_model_len = facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
+    if capability is None:
+        capabilities = {g.capability for g in facts.all_gpus if g.capability}
+        capability = capabilities.pop() if len(capabilities) == 1 else None
+    kernel = json_option(args, "kernel_config") or {}
+    mega = mega_moe(str(args.value("moe_backend") or kernel.get("moe_backend") or "").lower(), facts.vllm_version)
+    attention = json_option(args, "attention_config") or {}
+    fp4 = attention.get("indexer_kv_dtype") == "mxfp4" or as_bool(attention.get("use_fp4_indexer_cache")) is True
+    factor = attention.get("sparse_mla_prefill_workspace_factor")
+    try:
+        logits_mb: int | None = int(facts.rule_env.get("VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", ""))
+    except ValueError:
+        logits_mb = None
+    return activation_terms(facts.model.config, tokens=mnbt, max_num_seqs=max_num_seqs, tp=tp, pp=pp, dp=dp,
+                            expert_parallel=expert_parallel, max_model_len=max_model_len,
+                            release=facts.vllm_version, capability=capability,
+                            backend=attention_backend(args), speculative=speculative_method(facts) is not None,
+                            mega_moe=mega, fp4_indexer=fp4,
+                            indexer_factor=factor if type(factor) is int and factor >= 2 else None,
+                            indexer_logits_mb=logits_mb if logits_mb is not None and logits_mb >= 0 else None)

@@ -1,0 +1,215 @@
+"""The profile run's activation peak from the model and the layout (core/memory/activation.py):
+each derived term against the shapes the cited vLLM code allocates, per release family; the
+band's GB10 points; more tokens never less; how the terms coexist at the peak.
+
+Pure: configs from the known-checkpoint table, no GPU, no vLLM (the sizes are computed here by
+hand from the cited lines, not read back from the module).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dsv4_launch.adapters.checkpoints import known_checkpoint
+from dsv4_launch.core.memory.activation import activation_terms, gather_workspace_bytes, sequence_parallel, shape_of
+
+FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")["config"]
+PRO = known_checkpoint("deepseek-ai/DeepSeek-V4-Pro")["config"]
+GiB = 2**30
+MiB = 2**20
+HOPPER, BLACKWELL, SM12 = (9, 0), (10, 0), (12, 0)
+
+
+def terms(config=FLASH, **kw):
+    kw.setdefault("tokens", 8192)
+    kw.setdefault("max_num_seqs", 256)
+    return activation_terms(config, **kw)
+
+
+# --- the mHC streams --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config,hidden", [(FLASH, 4096), (PRO, 7168)])
+def test_the_residual_streams_and_the_mhc_step(config, hidden):
+    t = terms(config, tokens=8192)
+    assert t.term("residual streams").low == t.term("residual streams").high == 8192 * 4 * hidden * 2
+    # the next residual, the sublayer output and the next layer input (bf16), old and new fp32 mixes
+    step = 8192 * (4 * hidden * 2 + 2 * hidden * 2 + 2 * (4 + 16) * 4)
+    assert t.term("mhc step").low == t.term("mhc step").high == step
+
+
+@pytest.mark.parametrize("release,tp,dp,ep,mega,sharded", [
+    ("0.33.0", 8, 2, True, False, True),  # TP + EP + DP > 1: sequence parallel
+    ("0.27.0", 4, 2, True, False, True),
+    ("0.26.0", 8, 2, True, False, False),  # before 0.27 there is none
+    ("0.33.0", 8, 1, True, False, False),  # DP 1 without MegaMoE: none
+    ("0.33.0", 8, 1, True, True, True),  # MegaMoE shards at DP 1
+    ("0.33.0", 8, 2, False, False, False),  # no EP: none
+    ("0.33.0", 1, 8, True, False, False),  # TP 1: nothing to shard
+])
+def test_sequence_parallel_splits_the_streams_over_tp(release, tp, dp, ep, mega, sharded):
+    assert sequence_parallel(tp, 1, dp, ep, mega, release) is sharded
+    kernel = ["deep_gemm_mega_moe"] if mega else []
+    for name in ("residual streams", "mhc step"):
+        t = terms(tp=tp, dp=dp, expert_parallel=ep, release=release, mega_moe=bool(kernel)).term(name)
+        full = terms().term(name).high
+        assert t.low == t.high == (-(-8192 // tp) * full // 8192 if sharded else full)
+    assert sequence_parallel(8, 2, 2, True, False, "0.33.0") is False  # PP > 1: none
+
+
+def test_an_unknown_release_carries_both_possibilities():
+    t = terms(tp=8, dp=2, expert_parallel=True, release=None).term("residual streams")
+    assert t.low == terms().term("residual streams").high // 8 and t.high == terms().term("residual streams").high
+
+
+# --- the gather workspace: FlashMLA's and the indexer's, one buffer ---------------------------------
+
+def flashmla_bytes(length, tokens, topk, combined, ratio=4):
+    rows = (-(-length // ratio) if ratio > 1 else 0) + 128 + tokens  # nvidia/flashmla.py:86-100@0.24
+    size = 4 * rows * 512 * 2
+    if combined:  # :101-106@0.27: [mnbt, round_up(topk + window, 128)] int32 + [mnbt] int32
+        size += tokens * (-(-((topk if ratio > 1 else 0) + 128) // 128) * 128) * 4 + tokens * 4
+    return size
+
+
+def indexer_bytes(length, release_factor, per_entry=132):
+    # get_max_prefill_buffer_size // 4 rows (indexer.py:219-229@0.24, :916-927@0.33) + the radix workspace
+    rows = length * 40 // 4 if release_factor is None else length * 8 * release_factor // 4
+    return rows * per_entry + 2**20
+
+
+@pytest.mark.parametrize("release,combined", [("0.24.0", False), ("0.26.0", False), ("0.27.0", True),
+                                              ("0.33.0", True)])
+@pytest.mark.parametrize("config,topk", [(FLASH, 512), (PRO, 1024)])
+def test_flashmla_reserves_its_gather_workspace_per_release(release, combined, config, topk):
+    length, tokens = 1_048_576, 8192
+    assert gather_workspace_bytes(shape_of(config), tokens, length, combined) == flashmla_bytes(length, tokens, topk,
+                                                                                                combined)
+    for capability in (HOPPER, BLACKWELL):
+        t = terms(config, tokens=tokens, max_model_len=length, release=release, capability=capability)
+        factor = 2 if release >= "0.32" else None
+        expected = max(flashmla_bytes(length, tokens, topk, combined), indexer_bytes(length, factor))
+        assert t.term("gather workspace").low == t.term("gather workspace").high == expected
+
+
+@pytest.mark.parametrize("release,length,factor,expected_rows", [
+    ("0.24.0", 1_048_576, None, 1_048_576 * 10), ("0.31.0", 200_000, None, 2_000_000),
+    ("0.32.0", 1_048_576, None, 1_048_576 * 4),  # factor 2 above 256K
+    ("0.33.0", 262_144, None, 262_144 * 10),  # factor 5 up to 256K
+    ("0.33.0", 200_000, 3, 200_000 * 6),  # the user's factor
+])
+def test_the_indexer_gather_follows_the_release_and_max_model_len(release, length, factor, expected_rows):
+    # SM 12 (FlashInfer): the indexer's is the whole workspace
+    t = terms(max_model_len=length, release=release, capability=SM12, indexer_factor=factor)
+    assert t.term("gather workspace").high == expected_rows * 132 + 2**20
+    fp4 = terms(max_model_len=length, release=release, capability=SM12, indexer_factor=factor, fp4_indexer=True)
+    assert fp4.term("gather workspace").low == expected_rows * (64 + 4) + 2**20  # MXFP4: half + 1/32
+    assert fp4.term("gather workspace").high == t.term("gather workspace").high  # honoured or not: both
+
+
+def test_an_unknown_release_carries_both_indexer_eras():
+    t = terms(max_model_len=1_048_576, release=None, capability=SM12).term("gather workspace")
+    assert (t.low, t.high) == (indexer_bytes(1_048_576, 2), indexer_bytes(1_048_576, None))
+
+
+def test_the_workspace_follows_max_model_len_not_tp():
+    small = terms(max_model_len=65536, release="0.33.0", capability=HOPPER).term("gather workspace").high
+    large = terms(max_model_len=1_048_576, release="0.33.0", capability=HOPPER).term("gather workspace").high
+    tp8 = terms(max_model_len=1_048_576, tp=8, release="0.33.0", capability=HOPPER).term("gather workspace").high
+    assert small < large == tp8
+
+
+@pytest.mark.parametrize("capability,backend,flashmla", [
+    (SM12, None, False), (HOPPER, None, True), (BLACKWELL, None, True),
+    (HOPPER, "FLASHINFER_MLA_SPARSE_DSV4", False), (SM12, "FLASHMLA_SPARSE_DSV4", True),
+])
+def test_flashinfer_reserves_no_flashmla_gather(capability, backend, flashmla):
+    t = terms(max_model_len=262_144, release="0.33.0", capability=capability, backend=backend).term("gather workspace")
+    expected = max(indexer_bytes(262_144, 5), flashmla_bytes(262_144, 8192, 512, True) if flashmla else 0)
+    assert t.low == t.high == expected
+
+
+def test_an_unknown_gpu_is_a_band_from_the_indexers_to_flashmlas():
+    for length in (262_144, 1_048_576):
+        t = terms(max_model_len=length, release="0.33.0", capability=None).term("gather workspace")
+        indexer = indexer_bytes(length, 5 if length <= 262_144 else 2)
+        assert (t.low, t.high) == (indexer, max(indexer, flashmla_bytes(length, 8192, 512, True)))
+
+
+def test_a_sliding_window_only_model_has_no_indexer():
+    config = {**FLASH, "compress_ratios": [0] * 43}
+    t = terms(config, max_model_len=65536, capability=HOPPER, release="0.33.0")
+    assert t.term("gather workspace").high == flashmla_bytes(65536, 8192, 512, True, ratio=1)
+    assert t.term("indexer logits").high == 0
+    assert terms(config, max_model_len=65536, capability=SM12, release="0.33.0").term("gather workspace").high == 0
+
+
+@pytest.mark.parametrize("env_mb,expected", [(None, 512), (256, 256), (0, 0)])
+def test_the_indexer_logits_stand_in(env_mb, expected):
+    assert terms(indexer_logits_mb=env_mb).term("indexer logits").low == expected * MiB
+
+
+# --- the sampler ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tokens,seqs,rows", [(8192, 256, 256), (8192, 1024, 1024), (512, 4096, 512), (1, 8, 1)])
+def test_the_sampler_has_one_row_per_dummy_request(tokens, seqs, rows):
+    t = terms(tokens=tokens, max_num_seqs=seqs).term("sampler")
+    assert t.low == rows * 129_280 * 4 * 2 and t.high == rows * 129_280 * 4 * 6
+
+
+def test_speculative_decoding_widens_the_sampler_at_the_high_end():
+    plain, spec = terms().term("sampler"), terms(speculative=True).term("sampler")
+    assert spec.low == plain.low and spec.high > plain.high
+
+
+# --- the band and the peak -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tokens,measured", [(8224, 5.30), (2048, 1.39)])
+def test_the_gb10_measurements_lie_inside(tokens, measured):
+    # MiaAI-Lab/DeepSeek-v4-Flash-One-DGX-Spark#4: V4-Flash, TP 1, one GB10 (SM 12.1: FlashInfer),
+    # --max-model-len 262144, --max-num-seqs 1; "peak activation" 5.30 / 1.39 GiB
+    peak = terms(tokens=tokens, max_num_seqs=1, capability=(12, 1), release="0.33.0", max_model_len=262_144).peak
+    assert peak.low / GiB <= measured <= peak.high / GiB, peak
+    if tokens == 8224:  # the band's middle was fitted there
+        assert abs((peak.low + peak.high) / 2 / GiB - measured) / measured < 0.02
+
+
+@pytest.mark.parametrize("config", [FLASH, PRO])
+@pytest.mark.parametrize("layout", [dict(), dict(tp=8), dict(dp=8, expert_parallel=True),
+                                    dict(tp=4, dp=2, expert_parallel=True)])
+@pytest.mark.parametrize("capability", [HOPPER, SM12, None])
+def test_more_tokens_never_less(config, layout, capability):
+    last = None
+    for tokens in (1, 256, 2048, 8192, 8193, 16384, 32768, 65536):
+        peak = terms(config, tokens=tokens, max_num_seqs=1024, capability=capability, release="0.33.0",
+                     max_model_len=262_144, **layout).peak
+        assert 0 <= peak.low <= peak.high
+        if last:
+            assert peak.low >= last.low and peak.high >= last.high, (tokens, peak, last)
+        last = peak
+
+
+def test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held():
+    a = terms(tokens=8192, max_num_seqs=256, capability=HOPPER, release="0.33.0", max_model_len=1_048_576)
+    res, step, ws, logits, rest, sampler = (a.term(n) for n in ("residual streams", "mhc step", "gather workspace",
+                                                                "indexer logits", "intermediates", "sampler"))
+    assert a.peak.high == max(res.high + ws.high + max(step.high, logits.high + rest.high), ws.high + sampler.high)
+    # the low end: the workspace manager's buffer may hold the MoE's workspaces too (one buffer)
+    assert a.peak.low == max(res.low + max(step.low + ws.low, ws.low + logits.low, rest.low), ws.low + sampler.low)
+    assert "peak at the forward" in a.peak.basis
+    # many requests, few tokens: the sampler
+    b = terms(tokens=2048, max_num_seqs=2048, capability=HOPPER, release="0.33.0", max_model_len=65536)
+    assert "peak at the sampler" in b.peak.basis
+    assert b.peak.low == b.term("gather workspace").low + b.term("sampler").low
+
+
+@pytest.mark.parametrize("layout,ranks", [(dict(tp=1), 1), (dict(tp=8), 8), (dict(dp=8, expert_parallel=True), 8),
+                                         (dict(tp=2, dp=4, expert_parallel=True), 8), (dict(dp=8), 1),
+                                         (dict(tp=4, dp=2), 4)])
+def test_the_band_splits_over_the_ranks_sharing_the_work_at_the_low_end_only(layout, ranks):
+    one, t = terms().term("intermediates"), terms(**layout).term("intermediates")
+    assert t.low == int(int(0.58 * MiB) * 0.9 / ranks * 8192) and t.high == one.high
+
+
+def test_a_config_without_the_fields_reads_v4_flash():
+    assert shape_of({}) == shape_of(None) == shape_of({"hidden_size": "x"})
+    assert shape_of({"text_config": {"hidden_size": 7168}}).hidden == 7168

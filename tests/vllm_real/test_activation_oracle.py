@@ -1,0 +1,167 @@
+"""core/memory/activation.py's derived terms against the installed vLLM's own code, on the CPU.
+
+What vLLM runs, unchanged:
+
+* ``DeepseekV4FlashMLAAttention.forward_mqa`` in the dummy run (no attention metadata): the
+  workspace it asks the workspace manager for, per layer kind (ratio 4, ratio 128, sliding-window
+  only), on a stand-in layer carrying only the fields the method reads (the release's own
+  ``PREFILL_CHUNK_SIZE``). Faked: the forward context (``attn_metadata`` None, as in the dummy run)
+  and the workspace manager, which records what is asked instead of allocating it on a GPU.
+* ``get_max_prefill_buffer_size`` and the indexer's ``_gather_workspace_shapes`` (the K-gather
+  workspace the indexer reserves in the dummy run, per ``--max-model-len``, factor and cache
+  dtype), the radix top-k workspace, ``VLLM_SPARSE_INDEXER_MAX_LOGITS_MB``'s default; the factor's
+  default (0.32+) and the logits stand-in are read as source text.
+* ``_use_sequence_parallel`` (``nvidia/model.py``, from 0.27) on stand-in configs: the layouts
+  where each rank holds 1/TP of the residual streams. Before 0.27 the function does not exist and
+  ours must say no sequence parallelism.
+
+The release is ``vllm.version``'s, so a release's own sources laid over another's venv are judged
+as that release.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from dsv4_launch.adapters.checkpoints import known_checkpoint
+from dsv4_launch.core.memory.activation import (
+    COMBINED_INDICES,
+    INDEXER_FACTOR,
+    INDEXER_LOGITS_MB,
+    gather_workspace_bytes,
+    indexer_gather_bytes,
+    mega_moe,
+    sequence_parallel,
+    shape_of,
+)
+
+pytestmark = pytest.mark.rule("max-model-len-too-long")
+FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")["config"]
+PRO = known_checkpoint("deepseek-ai/DeepSeek-V4-Pro")["config"]
+
+
+@pytest.fixture(scope="module")
+def release():
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
+            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
+        pytest.skip("needs a real vLLM (tests/vllm_real/conftest.py says how)")
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    return importlib.import_module("vllm.version").__version__
+
+
+class _Recorder:
+    def __init__(self):
+        self.asked: list[tuple] = []
+
+    def get_simultaneous(self, *specs):
+        self.asked.append(specs)
+        return None
+
+
+def _reserved(monkeypatch, config, ratio, max_model_len, tokens):
+    """Bytes FlashMLA's dummy-run forward_mqa asks the workspace manager for (one layer)."""
+    import torch
+
+    module = importlib.import_module("vllm.models.deepseek_v4.nvidia.flashmla")
+    cls = module.DeepseekV4FlashMLAAttention
+    recorder = _Recorder()
+    monkeypatch.setattr(module, "get_forward_context", lambda: SimpleNamespace(attn_metadata=None))
+    monkeypatch.setattr(module, "current_workspace_manager", lambda: recorder)
+    heads, head_dim = 64, config["head_dim"]
+    layer = SimpleNamespace(
+        compress_ratio=ratio, max_model_len=max_model_len, window_size=config["sliding_window"],
+        max_num_batched_tokens=tokens, PREFILL_CHUNK_SIZE=cls.PREFILL_CHUNK_SIZE, max_image_tokens=0,
+        topk_indices_buffer=torch.empty(1, config["index_topk"], dtype=torch.int32),
+    )
+    q = torch.zeros(2, heads, head_dim, dtype=torch.bfloat16)
+    cls.forward_mqa(layer, q, torch.zeros(2, head_dim), torch.zeros(2, dtype=torch.int64), torch.zeros_like(q))
+    assert len(recorder.asked) == 1, recorder.asked
+    total = 0
+    for shape, dtype in recorder.asked[0]:
+        n = 1
+        for d in shape:
+            n *= d
+        total += n * torch.empty(0, dtype=dtype).element_size()
+    return total
+
+
+@pytest.mark.parametrize("config", [FLASH, PRO], ids=["flash", "pro"])
+@pytest.mark.parametrize("max_model_len,tokens", [(1_048_576, 8192), (200_000, 16384), (65536, 2048)])
+def test_the_gather_workspace_is_what_flashmla_asks_for(release, monkeypatch, config, max_model_len, tokens):
+    combined = COMBINED_INDICES.contains(release)
+    assert combined is not None
+    ours_model = gather_workspace_bytes(shape_of(config), tokens, max_model_len, combined)
+    theirs = {}
+    for ratio in sorted(set(shape_of(config).ratios)):
+        theirs[ratio] = _reserved(monkeypatch, config, ratio, max_model_len, tokens)
+        one = shape_of({**config, "compress_ratios": [ratio]})
+        assert gather_workspace_bytes(one, tokens, max_model_len, combined) == theirs[ratio], (release, ratio)
+    assert ours_model == max(theirs.values())  # the workspace manager keeps the largest
+
+
+@pytest.mark.parametrize("tp,pp,dp,ep,moe_backend", [
+    (8, 1, 2, True, None), (8, 1, 1, True, None), (8, 1, 1, True, "deep_gemm_mega_moe"), (8, 2, 2, True, None),
+    (8, 1, 2, False, None), (1, 1, 8, True, None), (2, 1, 4, True, "flashinfer_moe_ep_cutedsl"),
+    (4, 1, 1, True, "flashinfer_moe_ep_mega_deep_gemm"), (4, 1, 1, True, "flashinfer_moe_ep_mega_cutedsl"),
+    (4, 1, 1, True, "triton"),
+])
+def test_sequence_parallelism_is_vllms(release, tp, pp, dp, ep, moe_backend):
+    module = importlib.import_module("vllm.models.deepseek_v4.nvidia.model")
+    ours = sequence_parallel(tp, pp, dp, ep, mega_moe(moe_backend, release), release)
+    theirs_fn = getattr(module, "_use_sequence_parallel", None)
+    if theirs_fn is None:
+        assert ours is False, release
+        return
+    config = SimpleNamespace(
+        parallel_config=SimpleNamespace(pipeline_parallel_size=pp, tensor_parallel_size=tp,
+                                        data_parallel_size=dp, enable_expert_parallel=ep),
+        kernel_config=SimpleNamespace(moe_backend=moe_backend))
+    assert ours is theirs_fn(config), (release, tp, pp, dp, ep, moe_backend)
+
+
+@pytest.mark.parametrize("length", [65_536, 200_000, 262_144, 262_145, 1_048_576])
+@pytest.mark.parametrize("fp4", [False, True])
+def test_the_indexer_gather_is_what_the_release_reserves(release, length, fp4):
+    import torch
+
+    sizing = importlib.import_module("vllm.v1.attention.backends.mla.indexer").get_max_prefill_buffer_size
+    indexer = importlib.import_module("vllm.model_executor.layers.sparse_attn_indexer")
+    factor_era = INDEXER_FACTOR.contains(release)
+    # 0.32+: VllmConfig resolves the factor once (5 up to 256K, else 2) unless the user set it
+    factors = [None] if not factor_era else [5 if length <= 256 * 1024 else 2, 3]
+    for factor in factors:
+        config = SimpleNamespace(model_config=SimpleNamespace(max_model_len=length),
+                                 attention_config=SimpleNamespace(sparse_mla_prefill_workspace_factor=factor))
+        rows = sizing(config) // 4  # DeepseekV4Indexer: get_max_prefill_buffer_size(...) // compress_ratio
+        theirs = sum(_bytes(shape, dtype) for shape, dtype in indexer._gather_workspace_shapes(
+            rows, 128, torch.float8_e4m3fn, fp4)) + _bytes((indexer.RADIX_TOPK_WORKSPACE_SIZE,), torch.uint8)
+        ours = indexer_gather_bytes(shape_of(FLASH), length, factor_era, fp4, factor if factor == 3 else None)
+        assert ours == theirs, (release, length, fp4, factor)
+
+
+def test_the_factor_default_and_the_logits_stand_in_are_the_releases(release, monkeypatch):
+    import inspect
+
+    monkeypatch.delenv("VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", raising=False)
+    envs = importlib.import_module("vllm.envs")
+    assert envs.VLLM_SPARSE_INDEXER_MAX_LOGITS_MB == INDEXER_LOGITS_MB
+    if INDEXER_FACTOR.contains(release):
+        source = inspect.getsource(importlib.import_module("vllm.config.vllm").VllmConfig)
+        assert "5 if self.model_config.max_model_len <= 256 * 1024 else 2" in source
+    source = inspect.getsource(importlib.import_module("vllm.model_executor.layers.sparse_attn_indexer"))
+    assert "max_logits_elems = envs.VLLM_SPARSE_INDEXER_MAX_LOGITS_MB * 1024 * 1024" in source
+
+
+def _bytes(shape, dtype) -> int:
+    import torch
+
+    n = 1
+    for d in shape:
+        n *= d
+    return n * torch.empty(0, dtype=dtype).element_size()
