@@ -40,6 +40,9 @@ CREDENTIALS = [
     "PGPASSWORD", "dbPass", "dbPW", "redis-pw", "totp_otp", "REDIS_PASSWORD", "AWS_SECRET_ACCESS_KEY",
     "HUGGING_FACE_HUB_TOKEN", "VLLM_API_KEY", "OPENAI_API_KEY", "cookies", "session_cookie", "Authorization",
     "proxy-authorization", "bearer_token", "refresh_token", "client_secret", "signing_key", "secret",
+    # the short words as a name's last word, wherever the name comes from
+    "admin_pass", "SMTP_PASS", "--proxy-pass", "userPass", "mqtt_pw", "ADMIN_PW", "pw", "pass", "pat", "ado_pat",
+    "gh-pat", "--wifi-psk", "MFA_OTP", "user_and_key", "key_and_value",
 ]
 # Names that do not: counts and ids of tokens, tokenizers, the KV cache's keys, paths to secrets,
 # a compiler pass, English words that contain a credential word, vLLM's options and config keys.
@@ -54,6 +57,14 @@ ORDINARY = [
     "--enable-bypass", "hybrid_override_pattern", "path", "patch_size", "num_patches", "author", "keyword",
     "keyboard", "monkey", "keypoints", "TOKENIZERS_PARALLELISM", "detokenize", "kv_cache_dtype", "model", "",
     "--", "-", "token_type_ids", "key_scale", "skip_tokenizer_init", "compilation_config.pass_config.fuse_norm_quant",
+    # the short words before another word, or in another sense (vLLM 0.33's own identifiers), and
+    # random text whose hump split makes one (explain read a key's text as a name: c35cc77)
+    "pass_context", "pass_weight", "pass_hidden_states_to_model", "pw_conv", "pw_down", "ext_pw_out_channel",
+    "run_pw_graph", "pat_str", "_HEADER_PAT", "regex_pat", "ActivationQuantFusionPass", "InductorPass",
+    "QKNormRoPEFusionPass", "VllmIRLoweringPass", "forward_pass", "first_pass", "expert_load_pass", "k_pass",
+    "only_one_forward_pass", "Zq0PwA00", "Zq0PassA9", "aB3PatX7", "xOtp9Q", "psk_mode", "otp_length",
+    # a pair: a measure and the key it was read under (vLLM's ModelArchitectureConfig)
+    "derived_max_model_len_and_key", "max_len_or_key",
 ]
 
 

@@ -17,9 +17,13 @@ split at camelCase humps and at every character that is not a letter or a digit,
 * **Otherwise** a word makes the name a credential's when it is
   - a credential word whole (``_WHOLE``): key, token, secret, password, passwd, pwd, passphrase,
     credential, auth, authorization, bearer, cookie, signature, sig, jwt, apikey, and the short
-    ones that count only whole — pass, pw, psk, otp, pat (``DB_PASS``, ``GITHUB_PAT``,
-    ``redis_pw``; not ``passthrough``, ``patch``, ``compass``); ``pass`` before ``config``,
-    ``name`` or ``manager`` is a compiler pass (``pass_config``);
+    ones that count only whole and as the name's last word — pass, pw, psk, otp, pat (``DB_PASS``,
+    ``GITHUB_PAT``, ``redis_pw``; not ``passthrough``, ``patch``, ``compass``, ``pass_config``,
+    ``pw_conv``, nor random text split at its humps, ``Zq0PwA00``); ``pass`` after a kind of pass
+    is a compiler pass (``FusionPass``, ``forward_pass``: ``_PASS_KINDS``), ``pat`` after
+    ``header``/``regex``… a pattern;
+  - ``key`` in a pair after a measure is the key a value was read under, not a credential
+    (vLLM's ``derived_max_model_len_and_key``);
   - a plural that names a list of credentials (``api_keys``, ``passwords``, ``hf_tokens``; not the
     bare ``keys``/``tokens``, nor ``missing_keys``, ``max_tokens``);
   - a fused word that contains a credential stem (``_STEMS``: key, token, secret, passw,
@@ -76,8 +80,21 @@ _MEASURES = frozenset({
     "dtype", "fp8", "bits", "scale", "scales", "dim", "dims", "shape", "offset", "offsets",
     "cache", "caches", "proj", "states", "stride", "strides", "speed", "budgets",
 })
-# "pass" before these is a compiler pass, not a password (compilation_config.pass_config).
-_PASS_THINGS = frozenset({"config", "configs", "name", "names", "manager", "managers"})
+# The short credential words count only as a name's last word (DB_PASS, redis_pw, GITHUB_PAT,
+# wifi_psk; not pass_config, pw_conv — vLLM's pointwise —, pat_str): vLLM's own identifiers use
+# them in other senses before another word, and a hump split of random text makes them
+# ("Zq0PwA00": zq0 pw a00). "pass" after these words is a compiler or algorithm pass
+# (vLLM 0.33: FusionPass, InductorPass, forward_pass, first_pass, load_pass, k_pass …), "pat"
+# after these a pattern (_HEADER_PAT); "pat" alone stays one (PAT=…: a personal access token).
+_SHORT_WORDS = frozenset({"pass", "pw", "psk", "otp", "pat"})
+_PASS_KINDS = frozenset({
+    "fusion", "graph", "inductor", "custom", "forward", "backward", "fwd", "bwd", "first", "second", "third",
+    "single", "one", "two", "multi", "final", "last", "post", "pre", "lowering", "compile", "compiler",
+    "compilation", "optimization", "opt", "each", "every", "load", "radix", "gemv", "gate", "cleanup",
+    "elimination", "matcher", "functionalization", "coalescing", "replacement", "hidden", "query", "col", "row",
+    "reduce", "norm", "quant", "rope", "cache", "kernel", "ir", "pm", "q", "k", "v", "ug", "decode", "prefill",
+})
+_PATTERN_WORDS = frozenset({"header", "regex", "re", "search", "match", "glob", "name", "file", "line", "word"})
 # A last word that says the value is where a secret is, or how much: a location or a quantity
 # (``--ssl-keyfile``, ``--token-path``, ``--dbo-decode-token-threshold``).
 _LAST_NOT_SECRET = (
@@ -128,11 +145,22 @@ def _plural_secret(before: str, word: str) -> bool:
     return (word == "keys" and before + "key" in _KEY_WORDS) or (word == "tokens" and before in _PLURAL_TOKENS_AFTER)
 
 
-def _credential_word(before: str, word: str, after: str) -> bool:
+def _a_kind_of_pass(before: str) -> bool:
+    """``before`` names a kind of compiler pass: one of ``_PASS_KINDS``, or a word a hump split
+    left glued that ends in a long one (``QKNormRoPEFusionPass``: ``pefusion``)."""
+    return before in _PASS_KINDS or any(before.endswith(k) for k in _PASS_KINDS if len(k) >= 5)
+
+
+def _credential_word(before2: str, before: str, word: str, after: str) -> bool:
     if after in _MEASURES or before == "per":  # num_experts_per_token: a count per token
         return False
+    if word in _SHORT_WORDS:
+        return after == "" and not (word == "pass" and _a_kind_of_pass(before)) and \
+            not (word == "pat" and before in _PATTERN_WORDS)
+    if word == "key" and before in ("and", "or") and before2 in _MEASURES:
+        return False  # a pair: the measure and the key it was read under (derived_max_model_len_and_key)
     if word in _WHOLE or word in _KEY_WORDS:
-        return not (word == "pass" and after in _PASS_THINGS)
+        return True
     if _plural_secret(before, word):
         return True
     if len(word) > 5 and word.endswith(_ENDINGS):
@@ -146,8 +174,9 @@ def is_credential_name(name: str) -> bool:
     words = name_words(name)
     if not words or re.fullmatch(_LAST_NOT_SECRET, words[-1]):
         return False
-    padded = ["", *words, ""]
-    return any(_credential_word(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
+    padded = ["", "", *words, ""]
+    return any(_credential_word(padded[i - 2], padded[i - 1], padded[i], padded[i + 1])
+               for i in range(2, len(padded) - 1))
 
 
 # Values that say there is no secret, or a setting: never masked wherever a line quotes them.
