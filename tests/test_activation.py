@@ -188,6 +188,27 @@ def test_more_tokens_never_less(config, layout, capability):
         last = peak
 
 
+@pytest.mark.parametrize("release", ["0.24.0", "0.27.0", "0.32.0", "0.33.0", None])
+@pytest.mark.parametrize("capability", [HOPPER, SM12, None])
+def test_a_longer_max_model_len_never_less_within_the_indexers_segments(release, capability):
+    for lengths in ((4096, 65_536, 200_000, 262_144), (262_145, 524_288, 1_048_576)):
+        last = None
+        for length in lengths:
+            peak = terms(max_model_len=length, release=release, capability=capability).peak
+            if last:
+                assert peak.low >= last.low and peak.high >= last.high, (length, peak, last)
+            last = peak
+
+
+def test_from_0_32_the_peak_drops_past_256k_as_vllms_factor_does():
+    at, past = (terms(max_model_len=n, release="0.33.0", capability=SM12).term("gather workspace").high
+                for n in (262_144, 262_145))
+    assert past < at  # factor 5 -> 2 (config/vllm.py:1866-1874@0.33)
+    before = [terms(max_model_len=n, release="0.31.0", capability=SM12).term("gather workspace").high
+              for n in (262_144, 262_145)]
+    assert before[0] < before[1]
+
+
 def test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held():
     a = terms(tokens=8192, max_num_seqs=256, capability=HOPPER, release="0.33.0", max_model_len=1_048_576)
     res, step, ws, logits, rest, sampler = (a.term(n) for n in ("residual streams", "mhc step", "gather workspace",

@@ -196,3 +196,18 @@ def test_fits_only_at_the_pessimistic_end_does_not_fit_only_on_the_bound(tokens,
 def test_without_the_gpus_memory_the_verdict_says_so():
     f = facts(["-tp", "2"], memory_gib=None)
     assert verdict(f, estimate(f, f.weights)) == NOT_CHECKED
+
+
+@pytest.mark.parametrize("budget,cut,factor_low,factor_high", [(600, 256, 1, 2), (300, 256, 1, 2), (5000, 256, 1, 2),
+                                                               (90, 256, 3, 1), (700, 0, 1, 1), (40, 256, 9, 9)])
+def test_the_longest_length_its_own_budget_admits_is_found_across_the_break(budget, cut, factor_low, factor_high):
+    # a stand-in for "the longest request the KV left at length L admits": the peak grows with L within a
+    # segment and drops across the break (the indexer's factor 5 -> 2 past 256K from 0.32)
+    from dsv4_launch.core.memory.estimate import _longest_at_own_length
+
+    def longest_at(n):
+        return max(budget - (n * factor_low if n <= cut else n // factor_high), 0)
+
+    cap = 1000
+    expected = max((n for n in range(1, cap + 1) if longest_at(n) >= n), default=0)
+    assert _longest_at_own_length(cap, longest_at, (cut,) if cut else ()) == expected

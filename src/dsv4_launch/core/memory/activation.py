@@ -406,3 +406,12 @@ def activation_of(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp
                             mega_moe=mega, fp4_indexer=fp4,
                             indexer_factor=factor if type(factor) is int and factor >= 2 else None,
                             indexer_logits_mb=logits_mb if logits_mb is not None and logits_mb >= 0 else None)
+
+
+def length_breaks(facts: Facts) -> tuple[int, ...]:
+    """The ``--max-model-len`` values where the peak drops as the length grows: from 0.32 the
+    indexer's factor goes from 5 to 2 above 256K (config/vllm.py:1866-1874@0.33), unless set."""
+    factor = (json_option(facts.args, "attention_config") or {}).get("sparse_mla_prefill_workspace_factor")
+    if type(factor) is int or INDEXER_FACTOR.contains(facts.vllm_version) is False:
+        return ()
+    return (256 * 1024,)

@@ -37,7 +37,7 @@ from ..facts import GIVEN_GPUS, Facts, WeightFacts, as_bool, as_human_int, as_in
 from ..gpus import GpuInfo
 from ..model import V4
 from ..records import Record
-from .activation import activation_term
+from .activation import activation_term, length_breaks
 from .budget import Term, graph_term, non_torch_term
 from .kv_plan import KV_BLOCK, StagePlan, pp_partition, stage_plans
 from .vllm_config import (
@@ -62,7 +62,8 @@ MiB = 2**20
 
 # Fitted constants (docs/memory.md): the load costs this much beyond the tensors (TP 2/4/8 logs
 # of DeepSeek-V4-Flash: 1.7–2.2 GiB held by every rank, 1.23 GiB of replicated tensors). The
-# activation peak, the CUDA-graph estimate and the non-torch memory are bands: core/memory/budget.py.
+# activation peak is core/memory/activation.py's; the CUDA-graph estimate and the non-torch memory are
+# bands: core/memory/budget.py.
 LOAD_OVERHEAD = int(0.47 * GiB)
 REPLICATED_SHARE = 0.0083  # of the total, when neither the table nor the shapes give it
 TALLY_AGREES = 0.05  # the tally is used for the estimate only where it is this close to the checkpoint's size
@@ -606,9 +607,11 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
                 weights = least_weights if end == "high" else per_gpu
                 return max(budget - weights - spent(peak) - sum(spent(t) for _, t in others), 0)
 
+            breaks = length_breaks(facts)
+
             def admitted(start: int | None, end: str) -> int | None:
                 return start if start is None else _longest_at_own_length(
-                    start, cap, lambda n: min(s.longest(left(n, end), in_flight, cap) for s in stages))
+                    cap, lambda n: min(s.longest(left(n, end), in_flight, cap) for s in stages), breaks)
 
             longest, longest_low, longest_high = (admitted(longest, "mid"), admitted(longest_low, "low"),
                                                   admitted(longest_high, "high"))
@@ -618,23 +621,29 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
                     seqs)
 
 
-def _longest_at_own_length(start: int, cap: int, longest_at) -> int:
-    """The longest length L with L ≤ ``longest_at(L)`` (what is admitted when the budget itself
-    depends on L, and shrinks as L grows). ``start`` is ``longest_at`` of a length ≥ the answer,
-    so it holds; the answer is at most ``longest_at(start)``."""
-    if start < 1:
-        probe = longest_at(1)
-        if probe < 1:
-            return 0
-        start = 1
-    low, high = start, min(longest_at(start), cap)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if longest_at(mid) >= mid:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+def _longest_at_own_length(cap: int, longest_at, breaks: tuple[int, ...] = ()) -> int:
+    """The longest length L ≤ ``cap`` with L ≤ ``longest_at(L)``: what is admitted when the budget
+    itself depends on L. Within each segment between ``breaks`` the budget shrinks as L grows (so
+    ``longest_at`` does not grow); across a break it may jump (the indexer's factor, 5 up to 256K
+    and 2 above from 0.32: core/memory/activation.py), so each segment is searched on its own."""
+    best = 0
+    edges = [0, *sorted(b for b in breaks if 0 < b < cap), cap]
+    for a, b in zip(edges, edges[1:]):
+        a += 1
+        low = min(longest_at(b), b)  # admitted: longest_at(low) ≥ longest_at(b) ≥ low
+        if low < a:
+            if longest_at(a) < a:
+                continue
+            low = a
+        high = min(longest_at(low), b)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if longest_at(mid) >= mid:
+                low = mid
+            else:
+                high = mid - 1
+        best = max(best, low)
+    return best
 
 
 def weights_certainly_over(facts: Facts, e: Estimate) -> bool:
