@@ -153,7 +153,7 @@ def test_the_indexer_logits_stand_in(env_mb, expected):
 @pytest.mark.parametrize("tokens,seqs,rows", [(8192, 256, 256), (8192, 1024, 1024), (512, 4096, 512), (1, 8, 1)])
 def test_the_sampler_has_one_row_per_dummy_request(tokens, seqs, rows):
     t = terms(tokens=tokens, max_num_seqs=seqs).term("sampler")
-    assert t.low == rows * 129_280 * 4 * 2 and t.high == rows * 129_280 * 4 * 6
+    assert t.low == rows * 129_280 * (2 + 4) and t.high == rows * 129_280 * 4 * 6
 
 
 def test_speculative_decoding_widens_the_sampler_at_the_high_end():

@@ -38,12 +38,14 @@ Each term is (low, high, basis). Derived exactly from the config, the layout and
 * **the indexer's logits**: the dummy run allocates ``VLLM_SPARSE_INDEXER_MAX_LOGITS_MB`` (512 by
   default) in each ratio-4 layer's indexer as the stand-in for the real run's logits
   (``sparse_attn_indexer.py:117-122@0.24``, ``:501-506@0.33``).
-* **the sampler's logits**: ``[min(tokens, max_num_seqs), vocab]`` fp32 (the LM head gathers the
-  whole vocabulary on every TP rank), at least twice (the logits and the softmax's
-  probabilities, ``v1/sample/ops/topk_topp_sampler.py:309@0.33``), up to six times (the bf16
-  logits, PyTorch's sort path's values and int64 indices: ``:545-565@0.33``); with speculative
-  decoding up to four more (the rejection sampler's draft probabilities and ``[2 × requests,
-  vocab]`` logits, ``gpu_model_runner.py:5949-5961@0.33``).
+* **the sampler's logits**: ``[min(tokens, max_num_seqs), vocab]`` (the LM head gathers the whole
+  vocabulary on every TP rank): at least the LM head's bf16 logits and the sampler's fp32 copy
+  (V1: ``logits.to(torch.float32)``, ``v1/sample/sampler.py:96@0.24``; V2:
+  ``v1/worker/gpu/sample/sampler.py:242@0.33``), up to six fp32 copies (V1's softmax
+  probabilities, ``v1/sample/ops/topk_topp_sampler.py:309@0.33``, PyTorch's sort path's values and
+  int64 indices, ``:545-565@0.33``); with speculative decoding up to four more (the rejection
+  sampler's draft probabilities and ``[2 × requests, vocab]`` logits,
+  ``gpu_model_runner.py:5949-5961@0.33``).
 
 A band, where the code does not say the size: **the layer's intermediates and kernel
 workspaces** — the attention's projections, q and output, the indexer's and compressor's inputs,
@@ -117,7 +119,8 @@ GB10_POINTS = ((8224, 5.30), (2048, 1.39))  # (batched tokens, GiB): V4-Flash, T
 INTERMEDIATE_PER_TOKEN = int(0.58 * MiB)  # per batched token on the rank, V4-Flash's widths
 FIT_ERROR = 0.10
 FLASH_HIDDEN = 4096
-SAMPLER_COPIES_LOW, SAMPLER_COPIES_HIGH = 2, 6  # [requests, vocab] fp32: logits + probabilities … + the sort's
+SAMPLER_LOW_BYTES = 2 + 4  # per logit: the LM head's bf16 and the sampler's fp32 copy, in either runner
+SAMPLER_COPIES_HIGH = 6  # fp32 copies at most: + probabilities, the sort's values and int64 indices
 SPEC_SAMPLER_COPIES = 4  # draft probabilities (2) and the [2 × requests, vocab] logits
 
 
@@ -316,11 +319,12 @@ def sampler_term(shape: Shape, tokens: int, max_num_seqs: int | None, speculativ
     requests = min(tokens, max_num_seqs) if max_num_seqs else tokens
     one = requests * shape.vocab * FP32
     high = SAMPLER_COPIES_HIGH + (SPEC_SAMPLER_COPIES if speculative else 0)
-    return Term(one * SAMPLER_COPIES_LOW, one * high,
-                f"[{requests:,}, {shape.vocab:,}] fp32 logits × {SAMPLER_COPIES_LOW}–{high} (logits and "
-                "probabilities, up to the sort's values and int64 indices"
+    return Term(requests * shape.vocab * SAMPLER_LOW_BYTES, one * high,
+                f"[{requests:,}, {shape.vocab:,}] logits: at least the LM head's and an fp32 copy (V1's "
+                "logits.to(torch.float32), v1/sample/sampler.py:96@0.24; V2's, v1/worker/gpu/sample/sampler.py:"
+                f"242@0.33), up to {high} fp32 copies (probabilities, the sort's values and int64 indices"
                 + (", the rejection sampler's" if speculative else "") + "; v1/sample/ops/topk_topp_sampler.py"
-                ":309-310,545-565@0.33)")
+                ":309,545-565@0.33)")
 
 
 def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int | None, tp: int = 1, pp: int = 1,
