@@ -281,14 +281,10 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
 
 
 def _scrubber(scan: Scan | None):
+    """The run's redactor (``Redactor.for_log``): applied by ``render`` to what explain prints."""
     from ..output.redact import Redactor
 
-    base = Redactor(scan.secrets if scan else ())
-
-    def scrub(text: str) -> str:
-        return base(mask_line(text))
-
-    return scrub
+    return Redactor.for_log(scan.secrets if scan else (), mask_line)
 
 
 def _error_document(source: str, message: str) -> dict:

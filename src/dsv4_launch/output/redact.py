@@ -33,7 +33,7 @@ Environment variables are never printed, so there is nothing to mask there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..core.credentials import CUT, env_credential, masked_everywhere
 from ..vllm_cli.secrets import (
@@ -85,10 +85,12 @@ class Redactor:
     credential the pattern can; ``shown_argv``: the arguments as they may be printed."""
 
     def __init__(self, secrets: Iterable[str] = (), argv: Sequence[str] = (), spans: SecretSpans = SecretSpans(),
-                 in_place: Iterable[str] = ()):
+                 in_place: Iterable[str] = (), lines: Callable[[str], str] | None = None):
         """``secrets``: masked wherever a line quotes them; ``in_place``: values found by their
         keys' names that are too weak for that (``credentials.masked_everywhere``), masked only as
-        a credential-named key's value (``secrets.mask_in_place``)."""
+        a credential-named key's value (``secrets.mask_in_place``); ``lines``: a masker each line
+        goes through first (explain's, for the credentials a log line shows by its own words)."""
+        self._lines = lines
         # Every form of every secret, any length (mask_secrets masks a short one only as its own
         # word). The pattern is built per line from the forms that line holds: compiling one
         # alternation of 10,000 `--api-key` values up front would cost ~90 ms of every such start.
@@ -133,7 +135,14 @@ class Redactor:
         if not secrets:
             return self
         found = [*self._found, *secrets]
-        return Redactor(found, self._argv, self._spans, self._in_place)
+        return Redactor(found, self._argv, self._spans, self._in_place, self._lines)
+
+    @classmethod
+    def for_log(cls, secrets: Iterable[str], lines: Callable[[str], str]) -> "Redactor":
+        """explain's redactor: the secrets of vLLM's logged arguments, masked wherever a line
+        quotes them, after ``lines`` (``core/explain/masking.mask_line``) masked what each line
+        shows by its own words."""
+        return cls(secrets, lines=lines)
 
     @classmethod
     def for_words(cls, words: Sequence[str]) -> "Redactor":
@@ -153,6 +162,8 @@ class Redactor:
         return masked_argv(self._argv, self._spans)
 
     def __call__(self, text: str) -> str:
+        if self._lines is not None:
+            text = self._lines(text)
         if self._secrets:
             text = mask_secrets(text, self._secrets, self._words)
             if CUT in text:
