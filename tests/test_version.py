@@ -92,7 +92,7 @@ def test_version_escapes_outside_text():
 def test_run_serve_version_does_not_prepare_or_hand_over(monkeypatch):
     import dsv4_launch.commands.serve as serve
 
-    monkeypatch.setattr(serve, "prepare", lambda *a, **k: pytest.fail("prepared"))
+    monkeypatch.setattr(serve, "prepare_in", lambda *a, **k: pytest.fail("prepared"))
     monkeypatch.setattr(serve, "hand_over", lambda *a, **k: pytest.fail("handed over"))
     out = io.StringIO()
     assert run_serve(["-V"], Context(env={}, stderr=io.StringIO(), stdout=out, vllm=VllmInstall("0.24.0", True, location="/v/vllm"))) == 0

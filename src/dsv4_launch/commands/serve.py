@@ -17,7 +17,7 @@ from ..output.report import report_plan
 from . import exit_codes
 from .context import Context, here
 from .own_options import VERSION_FLAGS, Command
-from .pipeline import SERVE, prepare
+from .pipeline import SERVE, prepare_in
 
 USAGE = """\
 usage: dsv4-serve [VLLM SERVE ARGUMENTS...]
@@ -66,7 +66,7 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
         from .version import run_version
 
         return run_version("dsv4-serve", ctx)
-    prepared = prepare(argv, env, SERVE, read_gpus=ctx.read_gpus, vllm=ctx.vllm)
+    prepared = prepare_in(ctx, argv, SERVE)
     quiet = prepared.settings.quiet if prepared.settings else False
     reporter = Reporter(stderr, env, quiet=quiet, scrub=prepared.redact)
     if prepared.error:
