@@ -1,7 +1,8 @@
 """The one preparation serve, plan, doctor and fit go through: ``prepare(argv, env, purpose) → Prepared``
-(each command gives it the environment, GPU reader and vLLM of its ``context.Context``).
+(``prepare_in(ctx, argv, purpose)``: with the environment, GPU reader, vLLM and runtime reader of
+the command's ``context.Context``).
 
-``dsv4-serve``, ``plan``, ``doctor`` and ``fit`` call ``prepare`` with argv; the vLLM plugin
+``dsv4-serve``, ``plan``, ``doctor`` and ``fit`` call ``prepare_in`` with argv; the vLLM plugin
 calls ``prepare_engine`` with vLLM's ``EngineArgs``. Both run ``_through_the_pipeline``: the
 same off switch, settings, fact gathering (``adapters/gather.gather_facts``), rule rows and plan
 — only where the arguments are read from differs (tests/test_agreement.py compares the two on
