@@ -163,3 +163,13 @@ def test_the_log_masker_reads_names_with_the_same_vocabulary(line, shown):
     from dsv4_launch.core.explain.masking import mask_secrets_in_text
 
     assert mask_secrets_in_text(line) == shown
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.lists(_WORD, min_size=1, max_size=3).map("_".join), st.sampled_from(
+    ["Zq9SECRETzz", "true", "8", "/home/me", "ab", "hunter22", "~/.key"]), max_size=12))
+def test_env_credentials_reads_each_name_as_env_credential_does(env):
+    # the joined search that picks the names to read must not skip one (dsv4-serve's start reads it)
+    from dsv4_launch.core.credentials import env_credential, env_credentials
+
+    assert sorted(env_credentials(env)) == sorted(v for n, v in env.items() if env_credential(n, v))

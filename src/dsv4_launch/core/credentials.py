@@ -45,6 +45,7 @@ Pure: no I/O, nothing imported but ``re``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # Whole words that make a name a credential's.
 _WHOLE = frozenset({
@@ -213,7 +214,29 @@ def env_credential(name: str, value: str) -> bool:
     everywhere (``masked_everywhere``), and not a path (``SSH_AUTH_SOCK``, ``XAUTHORITY``: the
     credential is in the file) nor the shell's ``PWD``."""
     return (name not in _ENV_NOT_SECRET and not value.startswith(("/", "~")) and masked_everywhere(value)
-            and re.search(NAME_HINT, name) is not None and is_credential_name(name))
+            and is_credential_name(name))
+
+
+def env_credentials(env: Mapping[str, str]) -> list[str]:
+    """The values of ``env``'s credentials (``env_credential``). A name is read only when it
+    holds one of the vocabulary's words: each word is looked for once in all the names joined
+    (a ``str.find`` per word), so dsv4-serve's start pays ~30 µs for a hundred variables."""
+    from bisect import bisect_right
+
+    names = list(env)
+    joined = "\n".join(names).lower()
+    starts, at = [], 0
+    for name in names:
+        starts.append(at)
+        at += len(name) + 1
+    hit: set[int] = set()
+    for word in HINT_WORDS + HINT_SHORT:
+        pos = joined.find(word)
+        while pos != -1:
+            index = bisect_right(starts, pos) - 1
+            hit.add(index)
+            pos = joined.find(word, starts[index + 1] if index + 1 < len(starts) else len(joined))
+    return [env[names[i]] for i in sorted(hit) if env_credential(names[i], env[names[i]])]
 
 
 CUT = "…"  # what a cut text ends with: output/redact masks a secret's start right before it

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from ..core.credentials import CUT, env_credential, masked_everywhere
+from ..core.credentials import CUT, env_credentials, masked_everywhere
 from ..vllm_cli.secrets import (
     AFTER_EQ,
     MASK,
@@ -119,7 +119,7 @@ class Redactor:
         named += more
         found += [v for v in named if masked_everywhere(v)]
         if env:
-            found += [value for name, value in env.items() if env_credential(name, value)]
+            found += env_credentials(env)
         return cls(found, argv, spans, [v for v in named if not masked_everywhere(v)])
 
     @classmethod
