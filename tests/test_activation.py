@@ -214,6 +214,7 @@ def test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held():
     res, step, ws, logits, rest, sampler = (a.term(n) for n in ("residual streams", "mhc step", "gather workspace",
                                                                 "indexer logits", "intermediates", "sampler"))
     assert a.peak.high == max(res.high + ws.high + max(step.high, logits.high + rest.high), ws.high + sampler.high)
+    assert a.term("moe all-gather").high == 0
     # the low end: the workspace manager's buffer may hold the MoE's workspaces too (one buffer)
     assert a.peak.low == max(res.low + max(step.low + ws.low, ws.low + logits.low, rest.low), ws.low + sampler.low)
     assert "peak at the forward" in a.peak.basis
@@ -221,6 +222,22 @@ def test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held():
     b = terms(tokens=2048, max_num_seqs=2048, capability=HOPPER, release="0.33.0", max_model_len=65536)
     assert "peak at the sampler" in b.peak.basis
     assert b.peak.low == b.term("gather workspace").low + b.term("sampler").low
+
+
+@pytest.mark.parametrize("config,inter,hidden", [(FLASH, 2048, 4096), (PRO, 3072, 7168)])
+@pytest.mark.parametrize("dp", [2, 8])
+def test_dp_ep_adds_the_all_gathered_moe_workspaces_at_the_high_end(config, inter, hidden, dp):
+    # Marlin: M·topk·max(N, K) + M·topk·max(2N, K) bf16 (experts/marlin_moe.py:691-719@0.33), N = 2 × intermediate,
+    # M = the DP ranks' tokens all-gathered; the band holds M = T already
+    t = terms(config, tokens=8192, dp=dp, expert_parallel=True, release="0.33.0", capability=HOPPER)
+    n = 2 * inter
+    extra = (dp - 1) * 8192 * 6 * (max(n, hidden) + max(2 * n, hidden)) * 2
+    assert t.term("moe all-gather").low == 0 and t.term("moe all-gather").high == extra
+    plain = terms(config, tokens=8192, dp=dp, release="0.33.0", capability=HOPPER)  # DP without EP: none
+    assert plain.term("moe all-gather").high == 0
+    assert t.peak.high - extra == max(t.term("residual streams").high + t.term("gather workspace").high + max(
+        t.term("mhc step").high, t.term("indexer logits").high + t.term("intermediates").high),
+        t.term("gather workspace").high + t.term("sampler").high)
 
 
 @pytest.mark.parametrize("layout,ranks", [(dict(tp=1), 1), (dict(tp=8), 8), (dict(dp=8, expert_parallel=True), 8),

@@ -63,6 +63,11 @@ evidence", tests/test_memory_field.py): V4-Pro-DSpark at TP 8 + EP on H20-3e
 V4-Flash at TP 2 + EP on GH200 (vllm#44376): 8.1–11.4 GiB at 16,384 — per batched token about
 GB10's figure at TP 1, so TP divides little of it, which is why the high end splits nothing.
 
+Under DP + EP the high end adds what a modular MoE kernel allocates for the other DP ranks'
+all-gathered tokens (``moe_gather_term``: the default ``allgather_reducescatter`` hands every rank
+T × DP tokens, Marlin's workspaces are sized by them) — not derivable without the release's
+backend choice per GPU, so 0 at the low end.
+
 How they coexist (the peak): the forward holds the residual streams and, at each moment, the mHC
 step, the indexer's logits or a sublayer's intermediates; the gather workspace is held from the
 first layer on, in the buffer the fused MoE's workspaces use too
@@ -71,7 +76,7 @@ of the workspace and the band, the high end both (and the logits beside the band
 tensors are freed before the sampler runs beside the workspace:
 
     low  = max(residual + max(step + workspace, workspace + logits, band), workspace + sampler)
-    high = max(residual + workspace + max(step, logits + band), workspace + sampler)
+    high = max(residual + workspace + max(step, logits + band + DP + EP all-gather), workspace + sampler)
 """
 
 from __future__ import annotations
@@ -135,6 +140,8 @@ class Shape(Record):
     vocab: int = 129_280
     ratios: tuple[int, ...] = (4,)
     index_head_dim: int = 128
+    moe_intermediate: int = 2048
+    experts_per_token: int = 6
 
 
 def shape_of(config: Mapping | None) -> Shape:
@@ -155,7 +162,8 @@ def shape_of(config: Mapping | None) -> Shape:
         ratios = d.ratios
     return Shape(number("hidden_size", d.hidden), number("hc_mult", d.hc_mult), number("head_dim", d.head_dim),
                  number("sliding_window", d.window), number("index_topk", d.index_topk),
-                 number("vocab_size", d.vocab), ratios, number("index_head_dim", d.index_head_dim))
+                 number("vocab_size", d.vocab), ratios, number("index_head_dim", d.index_head_dim),
+                 number("moe_intermediate_size", d.moe_intermediate), number("num_experts_per_tok", d.experts_per_token))
 
 
 class Activation(Record):
@@ -315,6 +323,23 @@ def intermediates_term(shape: Shape, tokens: int, tp: int, ranks: int) -> Term:
                 f"low end, unsplit and ×{wider:.2f} for the hidden size at the high end")
 
 
+def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool) -> Term:
+    """Under DP + EP the default all2all (``allgather_reducescatter``: prepare_finalize/naive_dp_ep.py)
+    hands every rank all DP ranks' tokens, and a modular MoE kernel sizes its workspaces by them
+    (``_allocate_buffers(M_full)``, fused_moe/modular_kernel.py:1340-1366@0.33): Marlin's — SM 9.0's
+    MXFP4 backend in 0.33 — are ``M·topk·max(N, K)`` and ``M·topk·max(2N, K)`` bf16
+    (experts/marlin_moe.py:691-719@0.33), N = w1's 2 × intermediate. The band was fitted at M =
+    tokens; this is the rest, at the high end only (other kernels and all2all backends differ)."""
+    if not (expert_parallel and dp > 1):
+        return Term(0, 0, "no DP + EP all-gather")
+    n = 2 * shape.moe_intermediate  # EP: the experts are whole on their rank
+    per_token = shape.experts_per_token * (max(n, shape.hidden) + max(2 * n, shape.hidden)) * BF16
+    extra = (dp - 1) * tokens * per_token
+    return Term(0, extra, f"0 … a modular MoE kernel's workspaces over the {dp} DP ranks' {dp * tokens:,} all-gathered "
+                "tokens (Marlin's: experts/marlin_moe.py:691-719@0.33, modular_kernel.py:1340-1366@0.33), beyond "
+                f"the band's {tokens:,}")
+
+
 def sampler_term(shape: Shape, tokens: int, max_num_seqs: int | None, speculative: bool) -> Term:
     requests = min(tokens, max_num_seqs) if max_num_seqs else tokens
     one = requests * shape.vocab * FP32
@@ -341,6 +366,7 @@ def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int |
     workspace = workspace_term(shape, tokens, max_model_len, release, capability, backend, fp4_indexer,
                                indexer_factor)
     logits = indexer_logits_term(shape, indexer_logits_mb)
+    gathered = moe_gather_term(shape, tokens, dp, expert_parallel)
     rest = intermediates_term(shape, tokens, tp, tp * (dp if expert_parallel else 1))
     sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
     # The forward: the residual held throughout, and at each moment the mHC step, the indexer's
@@ -349,7 +375,7 @@ def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int |
     # fused MoE's workspaces use too (fused_moe/modular_kernel.py:1095@0.24, :1207@0.33): the low
     # end counts the larger of it and the band, the high end both, and the logits beside the band.
     forward_low = residual.low + max(step.low + workspace.low, workspace.low + logits.low, rest.low)
-    forward_high = residual.high + workspace.high + max(step.high, logits.high + rest.high)
+    forward_high = residual.high + workspace.high + max(step.high, logits.high + rest.high + gathered.high)
     # The sampler runs after the forward's tensors are freed; the workspace stays.
     sampler_low, sampler_high = workspace.low + sampler.low, workspace.high + sampler.high
     low, high = max(forward_low, sampler_low), max(forward_high, sampler_high)
@@ -358,12 +384,13 @@ def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int |
           else "the forward or the sampler")
     requests = min(tokens, max_num_seqs or tokens)
     basis = (f"peak at {at}: the forward holds the residual streams ({_gib(residual)}) and the mHC step "
-             f"({_gib(step)}), the indexer's logits ({_gib(logits)}) or the layer's intermediates ({_gib(rest)}), "
+             f"({_gib(step)}), the indexer's logits ({_gib(logits)}) or the layer's intermediates ({_gib(rest)}"
+             + (f", + {_gib(gathered)} for the DP + EP all-gather" if gathered.high else "") + "), "
              f"beside the gather workspace ({_gib(workspace)}, one buffer with the MoE's workspaces); then the "
              f"sampler ({_gib(sampler)}) beside the workspace; {tokens:,} batched tokens in {requests:,} dummy "
              "requests")
     terms = (("residual streams", residual), ("mhc step", step), ("gather workspace", workspace),
-             ("indexer logits", logits), ("intermediates", rest), ("sampler", sampler))
+             ("indexer logits", logits), ("intermediates", rest), ("moe all-gather", gathered), ("sampler", sampler))
     return Activation(terms, Term(low, high, basis))
 
 
