@@ -387,3 +387,28 @@ def test_a_failure_while_reading_the_machine_is_one_failed_line_not_a_traceback(
     with pytest.raises(RuntimeError):
         run_doctor(argv, as_json=False, ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(),
                                                     stderr=io.StringIO(), **fakes))
+
+
+@pytest.mark.parametrize("argv", [
+    [M, "-tp", "2", "--api-key", "sk-abc12345"],  # a secret: masked the same in both
+    [M, "--kv-cache-dtype", "bfloat16"],  # a refusal
+    [M, "--no-such-option"],  # vLLM's own parser rejects it
+    [M, "-tp", "3"],  # another refusal, of another topic
+], ids=["secret", "refusal", "rejected", "tp"])
+def test_doctors_plan_is_plans_document(argv):
+    """doctor and plan prepare through the same pipeline and write the plan with the same
+    output/documents.plan_document: doctor --json's "plan" is plan --json's document (less the
+    envelope keys render adds at the top). Faked: NVML, vLLM's lookup, the runtime reader."""
+    from tests.planning import make_context
+
+    two = tuple(GpuInfo(i, "NVIDIA RTX PRO 6000", f"GPU-{i}", (12, 0), 96 * 2**30) for i in range(2))
+    plan_ctx = make_context(gpus=two)
+    doctor_ctx = make_context(gpus=two, read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
+    from dsv4_launch.commands.plan import run_plan
+
+    run_plan(argv, as_json=True, ctx=plan_ctx)
+    run_doctor(argv, as_json=True, ctx=doctor_ctx)
+    plan = json.loads(plan_ctx.stdout.getvalue())
+    del plan["schema_version"], plan["not_utf8"]
+    assert json.loads(doctor_ctx.stdout.getvalue())["plan"] == plan
+    assert "sk-abc12345" not in plan_ctx.stdout.getvalue() + doctor_ctx.stdout.getvalue()
