@@ -11,6 +11,8 @@ What vLLM runs, unchanged:
   workspace the indexer reserves in the dummy run, per ``--max-model-len``, factor and cache
   dtype), the radix top-k workspace, ``VLLM_SPARSE_INDEXER_MAX_LOGITS_MB``'s default; the factor's
   default (0.32+) and the logits stand-in are read as source text.
+* ``MarlinExperts.workspace_shapes`` (called on a bare object: it reads its arguments only) for the
+  DP ranks' all-gathered tokens, the DP + EP term's high end.
 * ``_use_sequence_parallel`` (``nvidia/model.py``, from 0.27) on stand-in configs: the layouts
   where each rank holds 1/TP of the residual streams. Before 0.27 the function does not exist and
   ours must say no sequence parallelism.
@@ -36,6 +38,7 @@ from dsv4_launch.core.memory.activation import (
     gather_workspace_bytes,
     indexer_gather_bytes,
     mega_moe,
+    moe_gather_term,
     sequence_parallel,
     shape_of,
 )
@@ -165,3 +168,28 @@ def _bytes(shape, dtype) -> int:
     for d in shape:
         n *= d
     return n * torch.empty(0, dtype=dtype).element_size()
+
+
+@pytest.mark.parametrize("config", [FLASH, PRO], ids=["flash", "pro"])
+@pytest.mark.parametrize("tokens,dp", [(8192, 8), (16384, 2), (512, 8)])
+def test_the_dp_ep_all_gather_is_marlins_workspaces_over_the_gathered_tokens(release, config, tokens, dp):
+    # MarlinExperts.workspace_shapes (its arguments only: called on a bare object) for M = the DP ranks' tokens
+    # less M = one rank's (the band's part); N = w1's rows = 2 × moe_intermediate_size (moe_problem_size)
+    marlin = importlib.import_module("vllm.model_executor.layers.fused_moe.experts.marlin_moe").MarlinExperts
+    silu = importlib.import_module("vllm.model_executor.layers.fused_moe.activation").MoEActivation.SILU
+    n, k, topk, experts = 2 * config["moe_intermediate_size"], config["hidden_size"], config["num_experts_per_tok"], 256
+
+    def workspaces(m):
+        one, two, _ = marlin.workspace_shapes(object(), m, n, k, topk, experts, experts // dp, None, silu)
+        return sum(_prod(s) for s in (one, two)) * 2  # bf16
+
+    theirs = workspaces(tokens * dp) - workspaces(tokens)
+    ours = moe_gather_term(shape_of(config), tokens, dp, True).high
+    assert ours == theirs, (release, tokens, dp)
+
+
+def _prod(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
