@@ -230,6 +230,10 @@ class StagePlan(Record):
     full_groups: int  # groups whose pages grow with the request
     windows: tuple[tuple[int, int], ...]  # (window, block) of each window group
     null_block: int = 0  # set aside before the check (0.29+)
+    # What vLLM's "Maximum concurrency" reads (TUPLES only; see concurrency_blocks): the bytes of
+    # one block of the shared pool, and per group (window, block, the group spec's page bytes).
+    pool_block: int = 0
+    group_pages: tuple[tuple[int, int, int], ...] = ()
 
     def need(self, length: int, in_flight: int) -> int:
         """Bytes one request of ``length`` tokens needs (vLLM's _max_memory_usage_bytes_from_groups)."""
@@ -261,6 +265,29 @@ class StagePlan(Record):
     def fits(self, length: int, available: int, in_flight: int) -> bool:
         return self.need(length, in_flight) <= available - self.null_block
 
+    def concurrency_blocks(self, length: int, in_flight: int) -> tuple[int, int]:
+        """(bytes per block of the pool, blocks per request) as vLLM's "Maximum concurrency" counts
+        them: it prints ``(available // the first) / the second`` (``get_max_concurrency_for_kv_cache_
+        config``; "GPU KV cache size" is that × max_model_len).
+
+        0.29–0.33 (``PACKED``): Σ over groups of ``cdiv(max memory, page)`` — the blocks ``need``
+        charges (kv_cache_utils.py:937@0.29), so available / need. 0.24–0.26 (``TUPLES``; the same
+        text in all three, kv_cache_utils.py:937-955@0.26.0; 0.27–0.28 changed the count and the
+        pool's block again and are not modelled): ``cdiv(n × Σ_g pages_g × P_g, n × P_0)`` with ``n`` the
+        largest group's layer count and ``P_g`` the sum of the page sizes of group g's layers (its
+        ``UniformTypeKVCacheSpecs.page_size_bytes``, kv_cache_interface.py:828@0.26.0) — not the
+        need's per-tuple charge: groups with fewer layers than the first count less, so vLLM's
+        concurrency is above available / need. The pool's block is Σ over page sizes of the size
+        × the most layers of that size in one group (``_bucket_layers_by_page_size``,
+        kv_cache_utils.py:1259@0.26.0)."""
+        if self.family != TUPLES or not self.group_pages:
+            return self.unit, self.need(length, in_flight) // self.unit
+        total = 0
+        for window, block, page in self.group_pages:
+            pages = cdiv(min(window - 1 + in_flight, length), block) + 1 if window else cdiv(length, block)
+            total += pages * page
+        return self.pool_block, cdiv(total, self.group_pages[0][2])
+
 
 def draft_caches(first: int, count: int, window: int = SWA_WINDOW) -> list[Cache]:
     """The caches of a speculative draft's DeepSeek-V4 layers (MTP, DSpark): each a decoder
@@ -269,6 +296,28 @@ def draft_caches(first: int, count: int, window: int = SWA_WINDOW) -> list[Cache
     :120@0.33), registered after every target layer."""
     swa = layer_caches([0], window=window)[0]
     return [Cache(first + i, swa.page, swa.block, swa.window) for i in range(max(0, min(count, MAX_LAYERS)))]
+
+
+def _tuple_pool(groups: Sequence[Sequence[Cache]], full_pages: Sequence[int],
+                retained: int) -> tuple[int, tuple[tuple[int, int, int], ...]]:
+    """0.24–0.28: every window cache's page padded to the nearest larger page of the full group
+    (``_get_kv_cache_groups_uniform_groups``, kv_cache_utils.py:1622-1640@0.24.0); then the pool's
+    block (Σ page × the most layers of that page in one group) and per group (window, block,
+    Σ of its pages)."""
+    def padded(c: Cache) -> int:
+        return min((p for p in full_pages if p >= c.page), default=c.page) if c.window else c.page
+
+    slots: dict[int, int] = {}
+    group_pages = []
+    for g in groups:
+        counts: dict[int, int] = {}
+        for c in g:
+            counts[padded(c)] = counts.get(padded(c), 0) + 1
+        for page, n in counts.items():
+            slots[page] = max(slots.get(page, 0), n)
+        window = g[0].window + retained if g[0].window else 0
+        group_pages.append((window, g[0].block, sum(padded(c) for c in g)))
+    return sum(page * n for page, n in slots.items()), tuple(group_pages)
 
 
 def stage_plans(ratios: Sequence[int], family: str, pp: int = 1, indexer: str = "fp8",
@@ -295,8 +344,11 @@ def stage_plans(ratios: Sequence[int], family: str, pp: int = 1, indexer: str = 
         windows = tuple((g[0].window + retained, g[0].block) for g in projected if g[0].window)
         if family == TUPLES:
             counts = [_most_common_count(g) for g in projected]
-            full_pages = sum(_by_page(next((g for g in projected if not g[0].window), ())))
-            plans.append(StagePlan(TUPLES, max(counts) * full_pages, full, windows))
+            full_group = next((g for g in projected if not g[0].window), ())
+            full_pages = sum(_by_page(full_group))
+            pool_block, group_pages = _tuple_pool(projected, sorted(_by_page(full_group)), retained)
+            plans.append(StagePlan(TUPLES, max(counts) * full_pages, full, windows,
+                                   pool_block=pool_block, group_pages=group_pages))
         else:
             unit = max(sum(c.page for c in g) for g in projected)
             plans.append(StagePlan(PACKED, unit, full, windows, null_block=unit))
