@@ -8,6 +8,9 @@ returns — what ``_report_kv_cache_config`` prints. Up to 0.28 it is not availa
 tuple planner charges a request differently from how it counts concurrency: 1.07–1.12× above it
 for V4-Flash and -Pro), so a printed concurrency read as available / need overstates the KV memory
 vLLM found; from 0.29 the two agree. Exact to vLLM's float where the release has the function.
+Passed 2026-12-01 on 0.24.0, 0.29.0, 0.33.0, and on 0.25.0, 0.25.1 and 0.26.0's sources laid over the
+0.24.0 venv (PYTHONPATH=/path/to/vllm-src/0.26.0). 0.27.0/0.28.0's sources count differently again
+(1.1543× where the tuple count gives 1.2439× and available / need 1.0999×: not modelled).
 """
 
 from __future__ import annotations
