@@ -47,6 +47,7 @@ from .vllm_config import (
     RETAINED_FOR_MULTI_MTP,
     UNKNOWN,
     GiB,
+    concurrency_counted,
     default_max_num_batched_tokens,
     default_max_num_seqs,
     in_flight_tokens,
@@ -135,6 +136,7 @@ class Estimate(Record):
     terms: tuple[tuple[str, Term], ...] = ()  # ("activations"|"cuda graphs"|"non-torch", band)
     runner: str | None = None  # "V1" / "V2": the model runner vLLM picks (its graph accounting differs)
     max_num_seqs: int | None = None
+    concurrency_counted: bool = False  # the release's own "Maximum concurrency" count is modelled
 
     def term(self, name: str) -> Term | None:
         return next((t for n, t in self.terms if n == name), None)
@@ -146,14 +148,25 @@ class Estimate(Record):
         return max(s.need(length, self.in_flight_tokens) for s in self.stages)
 
     def concurrency(self, length: int, available: int | None = None) -> int | None:
-        """Requests of ``length`` tokens that fit at once in one engine (vLLM's "Maximum
-        concurrency": the KV memory over what one such request needs); an estimate, at the
-        middle of the bands unless ``available`` is given."""
+        """Requests of ``length`` tokens that fit at once in one engine: vLLM's "Maximum
+        concurrency" rounded down, at the middle of the bands unless ``available`` is given.
+
+        Counted as the release counts it where that is modelled (``concurrency_counted``: the
+        pool's blocks over the blocks one request is counted, kv_plan.StagePlan.concurrency_blocks
+        — on 0.24–0.26 up to ~12 % above available / need); else (0.27–0.28) available / need."""
         per = self.request_bytes(length)
         available = self.kv_available_bytes if available is None else available
         if available is None or not per:
             return None
-        return max(available // per, 0)
+        if not self.concurrency_counted or self.in_flight_tokens is None:
+            return max(available // per, 0)
+        counts = []
+        for stage in self.stages:
+            block, blocks = stage.concurrency_blocks(length, self.in_flight_tokens)
+            if block <= 0 or blocks <= 0:
+                return max(available // per, 0)
+            counts.append((max(available, 0) // block) // blocks)
+        return min(counts)
 
     def concurrency_band(self, length: int) -> tuple[int | None, int | None]:
         """vLLM's "Maximum concurrency" at ``length`` at the pessimistic and optimistic ends."""
@@ -618,7 +631,7 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     return Estimate(layout, per_gpu, gpu_memory, budget, per_token, reserve, available, requested, longest,
                     fits, mnbt, offloaded, uncertain, lower, in_flight, need, stages, len(chosen) or None,
                     least, activations, graphs, low, high, longest_low, longest_high, terms, "V2" if v2 else "V1",
-                    seqs)
+                    seqs, concurrency_counted(facts.vllm_version))
 
 
 def _longest_at_own_length(cap: int, longest_at, breaks: tuple[int, ...] = ()) -> int:

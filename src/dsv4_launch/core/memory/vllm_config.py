@@ -18,6 +18,17 @@ GiB = 2**30
 
 # Per-release facts of vLLM the estimate depends on (each cited in docs/memory.md).
 PACKED_PLANNER = VersionRange(since="0.29.0")  # _get_packed_kv_cache_groups (v1/core/kv_cache_utils.py@0.29)
+# The releases whose "Maximum concurrency" count kv_plan.StagePlan.concurrency_blocks reproduces
+# (tests/vllm_real/test_concurrency_oracle.py): 0.24–0.26 and 0.29+; 0.27–0.28 count another way
+# (get_max_concurrency_for_kv_cache_config, _get_kv_cache_config_packed@0.27.0), not modelled.
+CONCURRENCY_COUNT_BEFORE, CONCURRENCY_COUNT_SINCE = VersionRange(before="0.27.0"), VersionRange(since="0.29.0")
+
+
+def concurrency_counted(vllm_version: str | None) -> bool:
+    """Whether the release's own "Maximum concurrency" count is modelled (unknown: the newest's)."""
+    return CONCURRENCY_COUNT_BEFORE.contains(vllm_version) is True or CONCURRENCY_COUNT_SINCE.contains(vllm_version) is not False
+
+
 IN_FLIGHT_TOKENS = VersionRange(since="0.26.0")  # VllmConfig.max_in_flight_tokens (config/vllm.py:525@0.26)
 # How VllmConfig.__post_init__ resolves async scheduling when --async-scheduling is not given
 # (the `async_scheduling is None` branch: config/vllm.py:1059@0.26, :1185@0.28, :1576@0.31, :1685@0.33):
