@@ -11,6 +11,8 @@ import io
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.adapters.model_weights import read_weights
@@ -21,6 +23,7 @@ from dsv4_launch.commands.fit import run_fit
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
+from dsv4_launch.core.memory import kv_plan
 from dsv4_launch.core.memory.estimate import GiB, WeightFacts, estimate, kv_bytes_per_token, summary
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.rules.plan import make_plan
@@ -973,3 +976,32 @@ def test_v4_1s_dspark_module_nested_in_text_config_is_its_own_draft():
     assert dspark_bound == total // 8  # nothing of the checkpoint is left unbuilt
     assert plain_bound == (total - int(total * 3 * 1.02) // 43) // 8  # its 3 layers' share + 2 % off
     assert dspark - plain > 4 * GiB
+
+
+def _bisect(plan, available: int, in_flight: int, cap: int) -> int:
+    """vLLM's own search (_estimate_max_model_len_from_groups): bisection over [1, cap] on the need."""
+    budget = available - plan.null_block
+    if cap < 1 or plan.need(1, in_flight) > budget:
+        return 0
+    low, high, best = 1, cap, 1
+    while low <= high:
+        mid = (low + high) // 2
+        if plan.need(mid, in_flight) <= budget:
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(which=st.sampled_from(["flash", "pro"]), family=st.sampled_from([kv_plan.TUPLES, kv_plan.PACKED]),
+       pp=st.integers(1, 4), draft=st.integers(0, 3), in_flight=st.integers(1, 70_000),
+       available=st.integers(0, 80 * GiB), cap=st.integers(0, 2_000_000))
+def test_the_longest_length_counted_past_the_windows_is_vllms_bisection(which, family, pp, draft, in_flight,
+                                                                        available, cap):
+    # StagePlan.longest counts the answer past the widest window's span instead of bisecting; it must be
+    # exactly what vLLM's bisection finds, for every stage of real DeepSeek-V4 layouts, at any memory.
+    checkpoint = FLASH if which == "flash" else known_checkpoint("deepseek-ai/DeepSeek-V4-Pro")
+    ratios = checkpoint["config"]["compress_ratios"]
+    for plan in kv_plan.stage_plans(ratios, family, pp, draft_layers=draft):
+        assert plan.longest(available, in_flight, cap) == _bisect(plan, available, in_flight, cap)

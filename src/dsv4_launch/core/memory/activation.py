@@ -81,7 +81,7 @@ tensors are freed before the sampler runs beside the workspace:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..facts import Facts, as_bool, attention_backend, json_option
 from ..records import Record
@@ -411,13 +411,21 @@ def activation_term(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, 
 def activation_of(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
                   pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
                   max_model_len: int | None = None, capability: tuple[int, int] | None = None) -> Activation:
+    return activation_by_length(facts, tp, mnbt, max_num_seqs, dp_ep, pp=pp, dp=dp, expert_parallel=expert_parallel,
+                                capability=capability)(max_model_len)
+
+
+def activation_by_length(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
+                         pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
+                         capability: tuple[int, int] | None = None) -> Callable[[int | None], Activation]:
+    """``activation_of`` as a function of ``--max-model-len`` alone, the facts read once: what a
+    search over lengths calls (core/memory/estimate.py: the longest length admitted)."""
     args = facts.args
     if dp is None:
         dp = 2 if dp_ep else 1
     if expert_parallel is None:
         expert_parallel = dp_ep or args.value("enable_expert_parallel") is True
-    if max_model_len is None:
-        max_model_len = facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
+    default_length = facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
     if capability is None:
         capabilities = {g.capability for g in facts.all_gpus if g.capability}
         capability = capabilities.pop() if len(capabilities) == 1 else None
@@ -430,13 +438,17 @@ def activation_of(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp
         logits_mb: int | None = int(facts.rule_env.get("VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", ""))
     except ValueError:
         logits_mb = None
-    return activation_terms(facts.model.config, tokens=mnbt, max_num_seqs=max_num_seqs, tp=tp, pp=pp, dp=dp,
-                            expert_parallel=expert_parallel, max_model_len=max_model_len,
-                            release=facts.vllm_version, capability=capability,
-                            backend=attention_backend(args), speculative=speculative_method(facts) is not None,
-                            mega_moe=mega, fp4_indexer=fp4,
-                            indexer_factor=factor if type(factor) is int and factor >= 2 else None,
-                            indexer_logits_mb=logits_mb if logits_mb is not None and logits_mb >= 0 else None)
+    settled = dict(tokens=mnbt, max_num_seqs=max_num_seqs, tp=tp, pp=pp, dp=dp, expert_parallel=expert_parallel,
+                   release=facts.vllm_version, capability=capability, backend=attention_backend(args),
+                   speculative=speculative_method(facts) is not None, mega_moe=mega, fp4_indexer=fp4,
+                   indexer_factor=factor if type(factor) is int and factor >= 2 else None,
+                   indexer_logits_mb=logits_mb if logits_mb is not None and logits_mb >= 0 else None)
+    config = facts.model.config
+
+    def at(max_model_len: int | None) -> Activation:
+        return activation_terms(config, max_model_len=default_length if max_model_len is None else max_model_len,
+                                **settled)  # type: ignore[arg-type]
+    return at
 
 
 def length_breaks(facts: Facts) -> tuple[int, ...]:

@@ -37,7 +37,7 @@ from ..facts import GIVEN_GPUS, Facts, WeightFacts, as_bool, as_human_int, as_in
 from ..gpus import GpuInfo
 from ..model import V4
 from ..records import Record
-from .activation import activation_term, length_breaks
+from .activation import activation_by_length, activation_term, length_breaks
 from .budget import Term, graph_term, non_torch_term
 from .kv_plan import KV_BLOCK, StagePlan, pp_partition, stage_plans
 from .vllm_config import (
@@ -611,11 +611,15 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
             least_weights = min(per_gpu, lower) if lower is not None else per_gpu
             others = terms[1:]
 
-            def left(length: int, end: str, mnbt: int = mnbt) -> int:
-                peak = activation_term(facts, layout.tp, mnbt, seqs, layout.dp > 1 and layout.expert_parallel,
-                                       pp=layout.pp, dp=layout.dp, expert_parallel=layout.expert_parallel,
-                                       max_model_len=length, capability=first.capability if first and exact_gpus
-                                       else None)
+            peak_at = activation_by_length(facts, layout.tp, mnbt, seqs, layout.dp > 1 and layout.expert_parallel,
+                                           pp=layout.pp, dp=layout.dp, expert_parallel=layout.expert_parallel,
+                                           capability=first.capability if first and exact_gpus else None)
+            peaks: dict[int, Term] = {}  # by length: the three ends' searches probe many of the same lengths
+
+            def left(length: int, end: str) -> int:
+                peak = peaks.get(length)
+                if peak is None:
+                    peak = peaks[length] = peak_at(length).peak
                 spent = {"low": lambda t: t.high, "mid": lambda t: t.mid, "high": lambda t: t.low}[end]
                 weights = least_weights if end == "high" else per_gpu
                 return max(budget - weights - spent(peak) - sum(spent(t) for _, t in others), 0)

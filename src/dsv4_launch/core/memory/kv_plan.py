@@ -248,11 +248,24 @@ class StagePlan(Record):
         return self.unit * self.full_groups / KV_BLOCK
 
     def longest(self, available: int, in_flight: int, cap: int) -> int:
-        """The longest request ``available`` bytes admit, at most ``cap`` (0: none), by vLLM's own
-        binary search (``_estimate_max_model_len_from_groups``)."""
+        """The longest request ``available`` bytes admit, at most ``cap`` (0: none): what vLLM's own
+        binary search (``_estimate_max_model_len_from_groups``) finds, since ``need`` never falls
+        as the length grows. Past the widest window's span every window cache is full and ``need``
+        grows by ``unit × full_groups`` per KV block, so there the answer is counted, not searched
+        (a memory search probes this ~60 times a plan); below it, the search."""
         budget = available - self.null_block
         if cap < 1 or self.need(1, in_flight) > budget:
             return 0
+        span = max((window - 1 + in_flight for window, _ in self.windows), default=1)
+        if span <= cap and self.need(span, in_flight) <= budget:
+            if not self.full_groups:
+                return cap
+            windows = sum(cdiv(window - 1 + in_flight, block) + 1 for window, block in self.windows)
+            return min(cap, (budget // self.unit - windows) // self.full_groups * KV_BLOCK)
+        return self._search(budget, in_flight, min(cap, span))
+
+    def _search(self, budget: int, in_flight: int, cap: int) -> int:
+        """The longest length up to ``cap`` whose need fits ``budget`` (need(1) fits), by bisection."""
         low, high, best = 1, cap, 1
         while low <= high:
             mid = (low + high) // 2
