@@ -15,33 +15,18 @@ Passed 2026-12-01 on 0.24.0, 0.29.0, 0.33.0, and on 0.25.0, 0.25.1 and 0.26.0's 
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import inspect
-import os
 
 import pytest
 
 from dsv4_launch.core.memory import kv_plan
 from dsv4_launch.core.memory.vllm_config import IN_FLIGHT_TOKENS, kv_family
+from tests.vllm_real.conftest import FLASH_RATIOS as FLASH
+from tests.vllm_real.conftest import PRO_RATIOS as PRO
 
-FLASH = [0, 0] + [4, 128] * 20 + [4]
-PRO = [128, 128] + [4, 128] * 29 + [4]
 GiB = 2**30
 
 pytestmark = pytest.mark.rule("max-model-len-too-long")
-
-
-@pytest.fixture(scope="module")
-def vllm_kv():
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
-            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
-        pytest.skip("needs a real vLLM (see tests/vllm_real/conftest.py)")
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    from tests.vllm_real import kv_specs
-
-    return kv_specs, importlib.metadata.version("vllm")
 
 
 def theirs(kv_specs, ratios, length, available, mnbt, in_flight, draft) -> float:
@@ -66,8 +51,8 @@ CASES = [("flash", 121_344, 7.71, 8192, 1), ("flash", 912_128, 7.01, 8192, 1), (
 
 
 @pytest.mark.parametrize("which,length,gib,mnbt,draft", CASES)
-def test_the_concurrency_vllm_prints_is_ours(vllm_kv, which, length, gib, mnbt, draft):
-    kv_specs, version = vllm_kv
+def test_the_concurrency_vllm_prints_is_ours(planner, which, length, gib, mnbt, draft):
+    kv_specs, version = planner
     ratios = FLASH if which == "flash" else PRO
     in_flight = mnbt * (2 if IN_FLIGHT_TOKENS.contains(version) else 1)
     available = int(gib * GiB)

@@ -10,10 +10,7 @@ admits (the length vLLM's refusal names).
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
-import os
 from dataclasses import dataclass
 
 import pytest
@@ -24,24 +21,12 @@ from dsv4_launch.core.memory import kv_plan
 from dsv4_launch.core.memory.estimate import draft_kv
 from dsv4_launch.core.memory.vllm_config import IN_FLIGHT_TOKENS, MXFP4_INDEXER_STATE, kv_family
 from dsv4_launch.core.model import ModelFacts
+from tests.vllm_real.conftest import FLASH_RATIOS as FLASH
+from tests.vllm_real.conftest import PRO_RATIOS as PRO
 
 pytestmark = pytest.mark.rule("max-model-len-too-long")
 
-FLASH = [0, 0] + [4, 128] * 20 + [4]  # 43 backbone layers: 2 sliding-window only, 21 CSA, 20 HCA
-PRO = [128, 128] + [4, 128] * 29 + [4]  # 61: 30 CSA, 31 HCA
 GiB = 2**30
-
-
-@pytest.fixture(scope="module")
-def planner():
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
-            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
-        pytest.skip("needs a real vLLM (see tests/vllm_real/conftest.py)")
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    from tests.vllm_real import kv_specs
-
-    return kv_specs, importlib.metadata.version("vllm")
 
 
 def _indexer(version: str, mxfp4: bool) -> tuple[str, int]:
