@@ -983,14 +983,7 @@ def _bisect(plan, available: int, in_flight: int, cap: int) -> int:
     budget = available - plan.null_block
     if cap < 1 or plan.need(1, in_flight) > budget:
         return 0
-    low, high, best = 1, cap, 1
-    while low <= high:
-        mid = (low + high) // 2
-        if plan.need(mid, in_flight) <= budget:
-            best, low = mid, mid + 1
-        else:
-            high = mid - 1
-    return best
+    return plan._search(budget, in_flight, cap)
 
 
 @settings(max_examples=300, deadline=None)

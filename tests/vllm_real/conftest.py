@@ -56,6 +56,15 @@ def pytest_sessionfinish(session):
             json.dump(_OUTCOMES, handle, indent=1)
 
 
+def require_vllm() -> None:
+    """Skip (fail under DSV4_REQUIRE_VLLM=1) where vLLM is not importable; else plan on the CPU platform."""
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
+            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
+        pytest.skip(HOW)
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+
+
 # DeepSeek-V4's compress_ratios (backbone layers), as the KV oracles plan them.
 FLASH_RATIOS = [0, 0] + [4, 128] * 20 + [4]  # 43 backbone layers: 2 sliding-window only, 21 CSA, 20 HCA
 PRO_RATIOS = [128, 128] + [4, 128] * 29 + [4]  # 61: 30 CSA, 31 HCA
@@ -64,11 +73,7 @@ PRO_RATIOS = [128, 128] + [4, 128] * 29 + [4]  # 61: 30 CSA, 31 HCA
 @pytest.fixture(scope="session")
 def planner():
     """(tests/vllm_real/kv_specs, vLLM version): the installed vLLM's own KV planner on the CPU."""
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
-            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
-        pytest.skip(HOW)
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    require_vllm()
     from tests.vllm_real import kv_specs
 
     return kv_specs, importlib.metadata.version("vllm")
@@ -77,10 +82,7 @@ def planner():
 @pytest.fixture(scope="session")
 def real_vllm():
     """(top-level vLLM parser, serve subparser, vLLM version) built on the CPU platform."""
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
-            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
-        pytest.skip(HOW)
+    require_vllm()
     os.environ["VLLM_TARGET_DEVICE"] = "cpu"
     sys.path.insert(0, str(TOOLS))
     from vllm_serve_parser import make_serve_parser

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from types import SimpleNamespace
 
 import pytest
@@ -42,6 +41,7 @@ from dsv4_launch.core.memory.activation import (
     sequence_parallel,
     shape_of,
 )
+from tests.vllm_real.conftest import require_vllm
 
 pytestmark = pytest.mark.rule("max-model-len-too-long")
 FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")["config"]
@@ -50,11 +50,7 @@ PRO = known_checkpoint("deepseek-ai/DeepSeek-V4-Pro")["config"]
 
 @pytest.fixture(scope="module")
 def release():
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
-            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
-        pytest.skip("needs a real vLLM (tests/vllm_real/conftest.py says how)")
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    require_vllm()
     return importlib.import_module("vllm.version").__version__
 
 

@@ -18,7 +18,6 @@ import importlib.util
 import inspect
 import itertools
 import json
-import os
 import textwrap
 import typing
 from types import SimpleNamespace as NS
@@ -31,6 +30,7 @@ from dsv4_launch.core.memory.vllm_config import IN_FLIGHT_TOKENS, in_flight_toke
 from dsv4_launch.core.model import classify
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
+from tests.vllm_real.conftest import require_vllm
 
 pytestmark = pytest.mark.rule("max-model-len-too-long")
 
@@ -66,11 +66,7 @@ class Blank:
 
 @pytest.fixture(scope="module")
 def vllm_config():
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
-            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
-        pytest.skip("needs a real vLLM (see tests/vllm_real/conftest.py)")
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    require_vllm()
     version = importlib.metadata.version("vllm").split("+")[0]
     if IN_FLIGHT_TOKENS.contains(version) is False:
         pytest.skip(f"vLLM {version} has no max_in_flight_tokens (0.26+)")

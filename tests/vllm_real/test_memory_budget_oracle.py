@@ -26,6 +26,7 @@ from dsv4_launch.core.memory.budget import V2_PROFILES_GRAPHS, graph_env_off, gr
 from dsv4_launch.core.model import classify
 from dsv4_launch.vllm_cli.option_table import load_table
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
+from tests.vllm_real.conftest import require_vllm
 
 pytestmark = pytest.mark.rule("max-model-len-too-long")
 FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
@@ -35,11 +36,7 @@ FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")
 def real_vllm():
     """(None, None, the release): vLLM's own ``vllm.version`` — the release whose Python sources are
     imported, also where a release's sources are laid over another release's venv."""
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
-            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
-        pytest.skip("needs a real vLLM (tests/vllm_real/conftest.py says how)")
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    require_vllm()
     return None, None, importlib.import_module("vllm.version").__version__
 
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.vllm_real.conftest import HOW
+from tests.vllm_real.conftest import require_vllm
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kubernetes"
 # Where the middleware lives: vllm/entrypoints/serve/utils/server_utils.py@0.24.0,
@@ -25,11 +24,7 @@ MODULES = ("vllm.entrypoints.serve.middleware.authenticate", "vllm.entrypoints.s
 
 
 def middleware_class():
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get("DSV4_REQUIRE_VLLM") == "1":
-            pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
-        pytest.skip(HOW)
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    require_vllm()
     for name in MODULES:
         try:
             module = importlib.import_module(name)
