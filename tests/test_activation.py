@@ -251,3 +251,25 @@ def test_the_band_splits_over_the_ranks_sharing_the_work_at_the_low_end_only(lay
 def test_a_config_without_the_fields_reads_v4_flash():
     assert shape_of({}) == shape_of(None) == shape_of({"hidden_size": "x"})
     assert shape_of({"text_config": {"hidden_size": 7168}}).hidden == 7168
+
+
+# --- the search's numbers-only peak ------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", [FLASH, PRO])
+@pytest.mark.parametrize("settings", [
+    dict(tokens=8192, max_num_seqs=256, release="0.24.0", capability=SM12),
+    dict(tokens=2048, max_num_seqs=16, release="0.33.0", capability=HOPPER, tp=8, dp=1, expert_parallel=True),
+    dict(tokens=8192, max_num_seqs=256, release="0.29.0", capability=BLACKWELL, tp=1, dp=8, expert_parallel=True),
+    dict(tokens=16384, max_num_seqs=None, release=None, capability=None, speculative=True),
+    dict(tokens=4096, max_num_seqs=64, release="0.32.0", capability=HOPPER, fp4_indexer=True, indexer_factor=3,
+         indexer_logits_mb=0, mega_moe=True, tp=4, expert_parallel=True),
+])
+def test_the_searchs_peak_is_the_worded_peaks_numbers(config, settings):
+    """What estimate's length search reads (peak_at, no words) is activation()'s peak, at lengths
+    on both sides of 0.32's 256K factor break and of the indexer's block rounding."""
+    from dsv4_launch.core.memory.activation import _DummyRun
+
+    run = _DummyRun(config, **settings)
+    for length in (1, 4095, 65_536, 256 * 1024, 256 * 1024 + 1, 400_001, 1_048_576):
+        peak = activation_terms(config, max_model_len=length, **settings).peak
+        assert run.peak_at(length) == (peak.low, peak.high), length

@@ -272,6 +272,20 @@ def flashmla(capability: tuple[int, int] | None, backend: str | None) -> bool | 
     return capability[0] != 12
 
 
+def _workspace_bytes(shape: Shape, tokens: int, length: int, release: str | None, uses: bool | None,
+                     fp4_indexer: bool, factor: int | None) -> tuple[int, int, tuple[int, int]]:
+    """``workspace_term``'s numbers: (low, high, (the indexer's least, its most)), ``uses``
+    FlashMLA's (``flashmla``)."""
+    combined = COMBINED_INDICES.contains(release)
+    era = INDEXER_FACTOR.contains(release)
+    eras = (era,) if era is not None else (False, True)
+    indexer = [indexer_gather_bytes(shape, length, e, fp4, factor) for e in eras for fp4 in {fp4_indexer, False}]
+    mla_low = gather_workspace_bytes(shape, tokens, length, combined is True) if uses else 0
+    mla_high = gather_workspace_bytes(shape, tokens, length, combined is not False) if uses is not False else 0
+    least, most = min(indexer), max(indexer)
+    return max(mla_low, least), max(mla_high, most), (least, most)
+
+
 def workspace_term(shape: Shape, tokens: int, max_model_len: int | None, release: str | None,
                    capability: tuple[int, int] | None, backend: str | None, fp4_indexer: bool = False,
                    factor: int | None = None) -> Term:
@@ -281,14 +295,9 @@ def workspace_term(shape: Shape, tokens: int, max_model_len: int | None, release
     uses = flashmla(capability, backend)
     length = max_model_len or 0
     combined = COMBINED_INDICES.contains(release)
-    era = INDEXER_FACTOR.contains(release)
-    eras = (era,) if era is not None else (False, True)
-    indexer = [indexer_gather_bytes(shape, length, e, fp4, factor) for e in eras for fp4 in {fp4_indexer, False}]
-    mla_low = gather_workspace_bytes(shape, tokens, length, combined is True) if uses else 0
-    mla_high = gather_workspace_bytes(shape, tokens, length, combined is not False) if uses is not False else 0
-    low, high = max(mla_low, min(indexer)), max(mla_high, max(indexer))
+    low, high, indexer = _workspace_bytes(shape, tokens, length, release, uses, fp4_indexer, factor)
     ratio = min((r for r in shape.ratios if r > 1), default=0)
-    parts = [f"the indexer's K-gather workspace ({min(indexer) / GiB:.2f}–{max(indexer) / GiB:.2f} GiB: "
+    parts = [f"the indexer's K-gather workspace ({indexer[0] / GiB:.2f}–{indexer[1] / GiB:.2f} GiB: "
              f"get_max_prefill_buffer_size({length:,}) // 4 rows, sparse_attn_indexer.py:106-115@0.24)"]
     if uses is not False:
         parts.append(f"FlashMLA's gather workspace [4, {length:,}/{ratio} + {shape.window} + {tokens:,}, "
@@ -352,6 +361,76 @@ def sampler_term(shape: Shape, tokens: int, max_num_seqs: int | None, speculativ
                 ":309,545-565@0.33)")
 
 
+class _DummyRun:
+    """The profile run's terms for one set of settings, all but the gather workspace computed once:
+    only it depends on ``--max-model-len``, so a search over lengths recomputes it alone
+    (``peak_at``, numbers only) and ``activation`` gives the terms with their bases."""
+
+    def __init__(self, config: Mapping | None, *, tokens: int, max_num_seqs: int | None, tp: int = 1, pp: int = 1,
+                 dp: int = 1, expert_parallel: bool = False, release: str | None = None,
+                 capability: tuple[int, int] | None = None, backend: str | None = None, speculative: bool = False,
+                 mega_moe: bool = False, fp4_indexer: bool = False, indexer_factor: int | None = None,
+                 indexer_logits_mb: int | None = None) -> None:
+        self.shape = shape = shape_of(config)
+        sp = sequence_parallel(tp, pp, dp, expert_parallel, mega_moe, release)
+        self.tokens, self.max_num_seqs, self.release, self.capability, self.backend = (
+            tokens, max_num_seqs, release, capability, backend)
+        self.fp4_indexer, self.indexer_factor = fp4_indexer, indexer_factor
+        self.uses_flashmla = flashmla(capability, backend)
+        self.residual = residual_term(shape, tokens, tp, sp)
+        self.step = mhc_step_term(shape, tokens, tp, sp)
+        self.logits = indexer_logits_term(shape, indexer_logits_mb)
+        self.gathered = moe_gather_term(shape, tokens, dp, expert_parallel)
+        self.rest = intermediates_term(shape, tokens, tp, tp * (dp if expert_parallel else 1))
+        self.sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
+
+    def _ends(self, workspace_low: int, workspace_high: int) -> tuple[int, int, int, int]:
+        """(forward low, forward high, sampler low, sampler high) beside this workspace.
+
+        The forward: the residual held throughout, and at each moment the mHC step, the indexer's
+        logits stand-in, or a sublayer's intermediates. The workspace (FlashMLA's or the indexer's
+        gather) is held from the first layer on, in the workspace manager's one buffer, which the
+        fused MoE's workspaces use too (fused_moe/modular_kernel.py:1095@0.24, :1207@0.33): the low
+        end counts the larger of it and the band, the high end both, and the logits beside the band.
+        The sampler runs after the forward's tensors are freed; the workspace stays."""
+        residual, step, logits, rest = self.residual, self.step, self.logits, self.rest
+        forward_low = residual.low + max(step.low + workspace_low, workspace_low + logits.low, rest.low)
+        forward_high = residual.high + workspace_high + max(step.high,
+                                                            logits.high + rest.high + self.gathered.high)
+        return forward_low, forward_high, workspace_low + self.sampler.low, workspace_high + self.sampler.high
+
+    def peak_at(self, max_model_len: int) -> tuple[int, int]:
+        """The peak's (low, high) at this ``--max-model-len``: ``activation(max_model_len).peak``'s
+        numbers, without the words."""
+        low, high, _ = _workspace_bytes(self.shape, self.tokens, max_model_len, self.release, self.uses_flashmla,
+                                        self.fp4_indexer, self.indexer_factor)
+        forward_low, forward_high, sampler_low, sampler_high = self._ends(low, high)
+        return max(forward_low, sampler_low), max(forward_high, sampler_high)
+
+    def activation(self, max_model_len: int | None) -> Activation:
+        workspace = workspace_term(self.shape, self.tokens, max_model_len, self.release, self.capability,
+                                   self.backend, self.fp4_indexer, self.indexer_factor)
+        residual, step, logits, gathered, rest, sampler = (self.residual, self.step, self.logits, self.gathered,
+                                                           self.rest, self.sampler)
+        forward_low, forward_high, sampler_low, sampler_high = self._ends(workspace.low, workspace.high)
+        low, high = max(forward_low, sampler_low), max(forward_high, sampler_high)
+        at = ("the sampler" if sampler_low > forward_low and sampler_high > forward_high
+              else "the forward" if forward_low >= sampler_low and forward_high >= sampler_high
+              else "the forward or the sampler")
+        tokens = self.tokens
+        requests = min(tokens, self.max_num_seqs or tokens)
+        basis = (f"peak at {at}: the forward holds the residual streams ({_gib(residual)}) and the mHC step "
+                 f"({_gib(step)}), the indexer's logits ({_gib(logits)}) or the layer's intermediates ({_gib(rest)}"
+                 + (f", + {_gib(gathered)} for the DP + EP all-gather" if gathered.high else "") + "), "
+                 f"beside the gather workspace ({_gib(workspace)}, one buffer with the MoE's workspaces); then the "
+                 f"sampler ({_gib(sampler)}) beside the workspace; {tokens:,} batched tokens in {requests:,} dummy "
+                 "requests")
+        terms = (("residual streams", residual), ("mhc step", step), ("gather workspace", workspace),
+                 ("indexer logits", logits), ("intermediates", rest), ("moe all-gather", gathered),
+                 ("sampler", sampler))
+        return Activation(terms, Term(low, high, basis))
+
+
 def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int | None, tp: int = 1, pp: int = 1,
                      dp: int = 1, expert_parallel: bool = False, max_model_len: int | None = None,
                      release: str | None = None, capability: tuple[int, int] | None = None,
@@ -359,39 +438,10 @@ def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int |
                      fp4_indexer: bool = False, indexer_factor: int | None = None,
                      indexer_logits_mb: int | None = None) -> Activation:
     """The profile run's activation peak on the busiest GPU, term by term, and how they coexist."""
-    shape = shape_of(config)
-    sp = sequence_parallel(tp, pp, dp, expert_parallel, mega_moe, release)
-    residual = residual_term(shape, tokens, tp, sp)
-    step = mhc_step_term(shape, tokens, tp, sp)
-    workspace = workspace_term(shape, tokens, max_model_len, release, capability, backend, fp4_indexer,
-                               indexer_factor)
-    logits = indexer_logits_term(shape, indexer_logits_mb)
-    gathered = moe_gather_term(shape, tokens, dp, expert_parallel)
-    rest = intermediates_term(shape, tokens, tp, tp * (dp if expert_parallel else 1))
-    sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
-    # The forward: the residual held throughout, and at each moment the mHC step, the indexer's
-    # logits stand-in, or a sublayer's intermediates. The workspace (FlashMLA's or the indexer's
-    # gather) is held from the first layer on, in the workspace manager's one buffer, which the
-    # fused MoE's workspaces use too (fused_moe/modular_kernel.py:1095@0.24, :1207@0.33): the low
-    # end counts the larger of it and the band, the high end both, and the logits beside the band.
-    forward_low = residual.low + max(step.low + workspace.low, workspace.low + logits.low, rest.low)
-    forward_high = residual.high + workspace.high + max(step.high, logits.high + rest.high + gathered.high)
-    # The sampler runs after the forward's tensors are freed; the workspace stays.
-    sampler_low, sampler_high = workspace.low + sampler.low, workspace.high + sampler.high
-    low, high = max(forward_low, sampler_low), max(forward_high, sampler_high)
-    at = ("the sampler" if sampler_low > forward_low and sampler_high > forward_high
-          else "the forward" if forward_low >= sampler_low and forward_high >= sampler_high
-          else "the forward or the sampler")
-    requests = min(tokens, max_num_seqs or tokens)
-    basis = (f"peak at {at}: the forward holds the residual streams ({_gib(residual)}) and the mHC step "
-             f"({_gib(step)}), the indexer's logits ({_gib(logits)}) or the layer's intermediates ({_gib(rest)}"
-             + (f", + {_gib(gathered)} for the DP + EP all-gather" if gathered.high else "") + "), "
-             f"beside the gather workspace ({_gib(workspace)}, one buffer with the MoE's workspaces); then the "
-             f"sampler ({_gib(sampler)}) beside the workspace; {tokens:,} batched tokens in {requests:,} dummy "
-             "requests")
-    terms = (("residual streams", residual), ("mhc step", step), ("gather workspace", workspace),
-             ("indexer logits", logits), ("intermediates", rest), ("moe all-gather", gathered), ("sampler", sampler))
-    return Activation(terms, Term(low, high, basis))
+    return _DummyRun(config, tokens=tokens, max_num_seqs=max_num_seqs, tp=tp, pp=pp, dp=dp,
+                     expert_parallel=expert_parallel, release=release, capability=capability, backend=backend,
+                     speculative=speculative, mega_moe=mega_moe, fp4_indexer=fp4_indexer,
+                     indexer_factor=indexer_factor, indexer_logits_mb=indexer_logits_mb).activation(max_model_len)
 
 
 def _gib(term: Term) -> str:
@@ -418,8 +468,28 @@ def activation_of(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp
 def activation_by_length(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
                          pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
                          capability: tuple[int, int] | None = None) -> Callable[[int | None], Activation]:
-    """``activation_of`` as a function of ``--max-model-len`` alone, the facts read once: what a
-    search over lengths calls (core/memory/estimate.py: the longest length admitted)."""
+    """``activation_of`` as a function of ``--max-model-len`` alone, the facts read once."""
+    run, default_length = _dummy_run(facts, tp, mnbt, max_num_seqs, dp_ep, pp=pp, dp=dp,
+                                     expert_parallel=expert_parallel, capability=capability)
+
+    def at(max_model_len: int | None) -> Activation:
+        return run.activation(default_length if max_model_len is None else max_model_len)
+    return at
+
+
+def peak_by_length(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
+                   pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
+                   capability: tuple[int, int] | None = None) -> Callable[[int], tuple[int, int]]:
+    """The peak's (low, high) as a function of ``--max-model-len``, everything else computed once:
+    what a search over lengths calls (core/memory/estimate.py: the longest length admitted)."""
+    return _dummy_run(facts, tp, mnbt, max_num_seqs, dp_ep, pp=pp, dp=dp, expert_parallel=expert_parallel,
+                      capability=capability)[0].peak_at
+
+
+def _dummy_run(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
+               pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
+               capability: tuple[int, int] | None = None) -> tuple[_DummyRun, int]:
+    """The profile run these facts settle on, and the length vLLM takes by default."""
     args = facts.args
     if dp is None:
         dp = 2 if dp_ep else 1
@@ -443,12 +513,7 @@ def activation_by_length(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | N
                    speculative=speculative_method(facts) is not None, mega_moe=mega, fp4_indexer=fp4,
                    indexer_factor=factor if type(factor) is int and factor >= 2 else None,
                    indexer_logits_mb=logits_mb if logits_mb is not None and logits_mb >= 0 else None)
-    config = facts.model.config
-
-    def at(max_model_len: int | None) -> Activation:
-        return activation_terms(config, max_model_len=default_length if max_model_len is None else max_model_len,
-                                **settled)  # type: ignore[arg-type]
-    return at
+    return _DummyRun(facts.model.config, **settled), default_length  # type: ignore[arg-type]
 
 
 def length_breaks(facts: Facts) -> tuple[int, ...]:

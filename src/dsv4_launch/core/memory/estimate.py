@@ -37,7 +37,7 @@ from ..facts import GIVEN_GPUS, Facts, WeightFacts, as_bool, as_human_int, as_in
 from ..gpus import GpuInfo
 from ..model import V4
 from ..records import Record
-from .activation import activation_by_length, activation_term, length_breaks
+from .activation import activation_term, length_breaks, peak_by_length
 from .budget import Term, graph_term, non_torch_term
 from .kv_plan import KV_BLOCK, StagePlan, pp_partition, stage_plans
 from .vllm_config import (
@@ -447,22 +447,27 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
 
 
 _MEMO_KEPT = 4  # the arguments' picture stays while a fix search estimates a few other facts
-_SPLIT_MEMO: list = []  # the last (facts, weights, layout, split)s: the estimate and the lower bound share them
+_SPLIT_MEMO: list = []  # the last (config, inputs, split)s: the estimate, the lower bound and a fix search's
+# re-plans (other arguments, the same split) share them
 
 
 def _shape_split(facts: Facts, weights: WeightFacts, layout: Layout):
     """The checkpoint by tensor class, split as vLLM splits it (``core/memory/weights.py``), checked
     against the checkpoint's exact size where there is one; None where config.json does not
-    give the shapes. Computed once for the same facts, weights and layout."""
+    give the shapes. Computed once for the same config and the same inputs of the split."""
     from .weights import split_weights
 
-    for f, w, lay, split in _SPLIT_MEMO:
-        if f is facts and w is weights and lay == layout:
+    config = facts.model.config or {}
+    partition = _partition(facts, layout.pp)
+    key = (layout.tp, layout.pp, layout.dp, layout.expert_parallel, _known_method(facts), weights.total_bytes,
+           facts.vllm_version, _mega_moe(facts), tuple(partition) if partition else None)
+    for c, k, split in _SPLIT_MEMO:
+        if c is config and k == key:
             return split
-    split = split_weights(facts.model.config or {}, layout.tp, layout.pp, layout.dp, layout.expert_parallel,
-                          _known_method(facts), weights.total_bytes, vllm_version=facts.vllm_version,
-                          mega_moe=_mega_moe(facts), pp_partition=_partition(facts, layout.pp))
-    _SPLIT_MEMO[:] = [(facts, weights, layout, split), *_SPLIT_MEMO[: _MEMO_KEPT - 1]]
+    split = split_weights(config, layout.tp, layout.pp, layout.dp, layout.expert_parallel, key[4],
+                          weights.total_bytes, vllm_version=facts.vllm_version, mega_moe=key[7],
+                          pp_partition=partition)
+    _SPLIT_MEMO[:] = [(config, key, split), *_SPLIT_MEMO[: _MEMO_KEPT - 1]]
     return split
 
 
@@ -611,18 +616,19 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
             least_weights = min(per_gpu, lower) if lower is not None else per_gpu
             others = terms[1:]
 
-            peak_at = activation_by_length(facts, layout.tp, mnbt, seqs, layout.dp > 1 and layout.expert_parallel,
-                                           pp=layout.pp, dp=layout.dp, expert_parallel=layout.expert_parallel,
-                                           capability=first.capability if first and exact_gpus else None)
-            peaks: dict[int, Term] = {}  # by length: the three ends' searches probe many of the same lengths
+            peak_at = peak_by_length(facts, layout.tp, mnbt, seqs, layout.dp > 1 and layout.expert_parallel,
+                                     pp=layout.pp, dp=layout.dp, expert_parallel=layout.expert_parallel,
+                                     capability=first.capability if first and exact_gpus else None)
+            # What each end spends besides the peak, and the peak's share: the low end counts the
+            # terms' high ends, the high end their low ends (and the least weights).
+            besides = {"low": per_gpu + sum(t.high for _, t in others),
+                       "mid": per_gpu + sum(t.mid for _, t in others),
+                       "high": least_weights + sum(t.low for _, t in others)}
+            share = {"low": lambda low, high: high, "mid": lambda low, high: (low + high) // 2,
+                     "high": lambda low, high: low}
 
             def left(length: int, end: str) -> int:
-                peak = peaks.get(length)
-                if peak is None:
-                    peak = peaks[length] = peak_at(length).peak
-                spent = {"low": lambda t: t.high, "mid": lambda t: t.mid, "high": lambda t: t.low}[end]
-                weights = least_weights if end == "high" else per_gpu
-                return max(budget - weights - spent(peak) - sum(spent(t) for _, t in others), 0)
+                return max(budget - besides[end] - share[end](*peak_at(length)), 0)
 
             breaks = length_breaks(facts)
 

@@ -41,6 +41,7 @@ own planner, called on the CPU with the caches its DeepSeek-V4 classes build.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ..records import Record
 
@@ -340,7 +341,15 @@ def stage_plans(ratios: Sequence[int], family: str, pp: int = 1, indexer: str = 
 
     ``draft_layers``: the speculative draft's layers (their caches join the last stage, where the
     drafter runs: gpu_model_runner.py:547@0.24); ``retained``: the ``extra_retained_tokens`` every
-    sliding-window spec gets (multi-module MTP, 0.28+: kv_cache_utils.py:2269@0.29)."""
+    sliding-window spec gets (multi-module MTP, 0.28+: kv_cache_utils.py:2269@0.29). Computed once
+    for the same inputs (a fix search re-plans with other arguments and the same caches)."""
+    return list(_stage_plans(tuple(ratios), family, pp, indexer, None if partition is None else tuple(partition),
+                             draft_layers, retained))
+
+
+@lru_cache(maxsize=16)
+def _stage_plans(ratios: tuple[int, ...], family: str, pp: int, indexer: str, partition: tuple[int, ...] | None,
+                 draft_layers: int, retained: int) -> tuple[StagePlan, ...]:
     layers = min(len(ratios), MAX_LAYERS)
     caches = layer_caches(ratios, indexer) + draft_caches(layers, draft_layers)
     grouping = group(caches, family)
@@ -365,4 +374,4 @@ def stage_plans(ratios: Sequence[int], family: str, pp: int = 1, indexer: str = 
         else:
             unit = max(sum(c.page for c in g) for g in projected)
             plans.append(StagePlan(PACKED, unit, full, windows, null_block=unit))
-    return plans
+    return tuple(plans)
