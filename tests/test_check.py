@@ -19,9 +19,10 @@ import time
 import pytest
 
 from dsv4_launch.commands import exit_codes
-from dsv4_launch.commands.check import DEFAULT_URL, parse, run_check
+from dsv4_launch.commands.check import DEFAULT_URL, run_check, url_of
 from dsv4_launch.commands.context import Context
-from dsv4_launch.commands.own_options import UsageError
+from dsv4_launch.commands.own_options import UsageError, load
+from dsv4_launch.commands.own_options import parse as parse_options
 from dsv4_launch.core.check import judge as sc
 from tests.conftest import clean_env
 from tests.fakes.replay_server import BOS, COUNT, SHAPES, DeadPort, ReplayServer
@@ -415,6 +416,17 @@ def test_bad_input_is_one_line_and_exit_2(argv):
 def test_bad_input_with_json_is_valid_json():
     status, doc, err = check_json("--timeout", "nan")
     assert status == 2 and doc["status"] == "bad-input" and "--timeout" in doc["error"]
+
+
+def parse(args: list[str]) -> tuple[dict, str]:
+    """check's arguments read as the door reads them (commands/cli.py ``_run``): the screen for a
+    key on the command line, the declared options, then check's one URL. Raises UsageError."""
+    command = load("check")
+    refused = command.screen(args)
+    if refused:
+        raise UsageError(refused)
+    own, rest = parse_options(command, args, {})
+    return own, url_of(rest)
 
 
 def test_defaults():

@@ -918,7 +918,8 @@ def test_kubernetes_check_starts_and_health_keeps_ready_and_alive():
     """`dsv4-launch check` is the startupProbe (valid as written, within its timeout, an hour for
     the weights, with the key when the pod has one); readiness and liveness ask vLLM's /health
     on the API server's port, a path vLLM's API key does not guard: no key, no generation."""
-    from dsv4_launch.commands.check import parse
+    from dsv4_launch.commands.check import url_of
+    from dsv4_launch.commands.own_options import load, parse
 
     probes = probe_commands()
     assert {(w, k) for w, k, _, _ in probes} == {(w, k) for w in ("deployment", "lws-leader")
@@ -929,7 +930,11 @@ def test_kubernetes_check_starts_and_health_keeps_ready_and_alive():
         if kind == "startupProbe":
             command = probe["exec"]["command"]
             assert command[:2] == ["dsv4-launch", "check"], (where, kind)
-            own, url = parse(command[2:])  # valid as written (exit 2 would fail every probe)
+            # valid as written, read as the door reads it (commands/cli.py _run; exit 2 would fail every probe)
+            check = load("check")
+            assert check.screen(command[2:]) is None, (where, kind)
+            own, rest = parse(check, command[2:], {})
+            url = url_of(rest)
             assert url == f"http://127.0.0.1:{served}"
             # check's own --timeout ends it before the kubelet kills it (Python's start-up included)
             assert own["timeout"] + 5 <= probe["timeoutSeconds"], (where, kind)

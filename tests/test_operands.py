@@ -78,10 +78,15 @@ def test_explain_names_a_missing_dashed_file_as_a_file(tmp_path, monkeypatch):
 
 
 def test_check_takes_a_dashed_word_after_the_double_dash_as_its_url():
-    from dsv4_launch.commands.check import parse as check_parse
+    """As the door reads check's arguments (commands/cli.py _run): the word after ``--`` is check's
+    URL operand, never an option."""
+    from dsv4_launch.commands.check import url_of
 
-    assert check_parse(["--", "--timeout"]) == ({}, "--timeout")
-    assert check_parse(["--json", "--", "-x"]) == ({"json": True}, "-x")
+    check = load("check")
+    for args, own, url in ((["--", "--timeout"], {}, "--timeout"), (["--json", "--", "-x"], {"json": True}, "-x")):
+        assert check.screen(args) is None
+        read, rest = parse(check, args, {})
+        assert (read, url_of(rest)) == (own, url)
 
 
 def test_completion_takes_a_dashed_word_after_the_double_dash_as_its_shell():

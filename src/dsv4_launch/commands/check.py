@@ -25,7 +25,6 @@ from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
 from .own_options import JSON, Command, Option, UsageError
-from .own_options import parse as parse_options
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 30.0
@@ -72,9 +71,6 @@ OPTIONS = (
            "A key on the command line is refused: ps and shell history would show it.", "NAME", _env_name),
 )
 
-STEPS = ("health", "models", "chat", "tools")
-
-
 def refused_secret(args) -> str | None:
     """The line for an option that would put a secret on the command line (read before the
     options, so that it is never taken for a mistyped option of ours), else None."""
@@ -85,19 +81,6 @@ def refused_secret(args) -> str | None:
         if re.fullmatch(_SECRET_OPTION, name):
             return f"{name}: {SECRET_REFUSED}"
     return None
-
-
-def parse(args: list[str]) -> tuple[dict, str]:
-    """(own options, URL) of ``check ARGS``, read against ``COMMAND``. Raises HelpRequested or
-    UsageError (one line, no secret in it)."""
-    refused = refused_secret(args)
-    if refused:
-        raise UsageError(f"{PREFIX}: {refused}")
-    try:
-        own, rest = parse_options(COMMAND, args)
-    except UsageError as exc:
-        raise UsageError(f"{PREFIX}: {exc}") from None
-    return own, url_of(rest)
 
 
 def url_of(rest: list[str]) -> str:
@@ -299,15 +282,6 @@ def _bad_input(message: str, words: list[str]) -> Result:
     """Bad input: the one line, masked for the secrets ``words`` (the arguments read) may hold."""
     return Result(exit_codes.USAGE, PREFIX, error=message, plain_error=True, document=BAD_INPUT_DOCUMENT,
                   scrub=Redactor.for_words(words))
-
-
-def check_result(args: list[str], ctx: Context) -> Result:
-    """What check has to show: its lines or document, or the one error line. Raises HelpRequested."""
-    try:
-        own, url = parse(args)
-    except UsageError as exc:
-        return _bad_input(str(exc), args)
-    return probe_result(own, url, ctx)
 
 
 def probe_result(own: dict, url: str, ctx: Context) -> Result:

@@ -418,13 +418,6 @@ class Scanner:
         )
 
 
-def scan_lines(lines: Iterable[tuple[str, str | None]]) -> Scan:
-    scanner = Scanner()
-    for text, level in lines:
-        scanner.feed(text, level)
-    return scanner.result()
-
-
 # --- "non-default args: {...}": a Python dict repr, read without evaluating anything -----------
 
 class _Unreadable(Exception):

@@ -655,6 +655,3 @@ NO_SIGNATURE = {
     "flashinfer-pin": "pip only warns; any failure is a kernel's",
 }
 
-
-def signatures_for(rule_id: str) -> tuple[Signature, ...]:
-    return tuple(s for s in SIGNATURES if s.rule == rule_id)
