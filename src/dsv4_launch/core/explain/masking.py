@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from ..credentials import HINT_SHORT, HINT_WORDS, hint_pattern, is_credential_name, looks_like_credential_value
+from .walker import closing
 
 SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
 MASK = "***"
@@ -125,28 +126,6 @@ _KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'
          "|", ">", "|-", ">-", "|+", ">+")  # the last: YAML's block indicators (the value is on the lines below)
 
 
-def _closing(text: str, start: int) -> int:
-    """The end of the bracketed value opening at ``start`` (quotes respected), or of ``text``."""
-    quote, depth, i, n = "", 0, start, len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return n
-
-
 def _named_spans(text: str) -> list[tuple[int, int]]:
     """Where the value of every ``name: value`` / ``--name value`` whose name is a credential's
     stands. A name that is not one (``ValueError:``, ``KeyError:``) never swallows what follows:
@@ -158,7 +137,7 @@ def _named_spans(text: str) -> list[tuple[int, int]]:
         if _credential_name(name):
             # an opening bracket: to its closing one (looked for only here, so the scan stays linear)
             bracket = m.group(3)[-1] in "[{("
-            end = _closing(text, m.end(3) - 1) if bracket else m.end(3)
+            end = closing(text, m.end(3) - 1) if bracket else m.end(3)
             quote = m.group(1)[:1]
             if not bracket and quote in ("'", '"') and m.group(1).count(quote) == 1 and m.group(3)[:1] not in "'\"" \
                     and quote in text[m.start(3):end]:
@@ -214,7 +193,7 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
             end = more.end() if more else end
         after = m.start(3)
         if text[after] == "[":  # a list (['k1', 'k2']): to its closing bracket, its items' quotes inside
-            after = _closing(text, after)
+            after = closing(text, after)
             end = max(end, after)
         if quote in ("'", '"'):  # a quoted item or string ('--api-key=k1', '--api-key k1 k2'): to its quote
             close = text.find(quote, after, end)
@@ -473,7 +452,7 @@ def _leaves_value_below(text: str) -> bool:
         return False
     for found in re.finditer(_NAMED_VALUE, text):
         if found.group(3)[-1] in "[{(" and credential_name(found.group(2)) \
-                and _closing(text, found.end(3) - 1) == len(text) and text.rstrip()[-1:] not in ")]}":
+                and closing(text, found.end(3) - 1) == len(text) and text.rstrip()[-1:] not in ")]}":
             return True
     return False
 

@@ -29,8 +29,9 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from ..records import Record
-from .masking import MASK, SECRET_VALUE_DESTS, _closing, credential_name
+from .masking import MASK, SECRET_VALUE_DESTS, credential_name
 from .signatures import SIGNATURES, Signature
+from .walker import bracket_items, closing
 
 # --- reading facts from vLLM's log lines -----------------------------------------------------
 
@@ -433,35 +434,11 @@ _OBJECT_REPR = r"<[^<>]{0,400}>"  # <function f at 0x…>, <object …>
 
 def _split_top_level(text: str) -> tuple[list[tuple[str, str]], bool]:
     """The ``'key': value`` items of a dict repr, split at top-level commas (quotes and brackets
-    respected): ([(key text, value text)], complete). Linear in ``text``."""
-    items: list[tuple[str, str]] = []
+    respected, ``walker.bracket_items``): ([(key text, value text)], complete). Linear in ``text``."""
     if not text.startswith("{"):
-        return items, False
-    depth, quote, start, i, n = 0, None, 1, 0, len(text)
-    complete = False
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "{[(":
-            depth += 1
-        elif ch in "}])":
-            depth -= 1
-            if depth == 0:
-                items.append(_item(text[start:i]))
-                complete = True
-                break
-        elif ch == "," and depth == 1:
-            items.append(_item(text[start:i]))
-            start = i + 1
-        i += 1
-    return [it for it in items if it[0]], complete
+        return [], False
+    spans, complete = bracket_items(text)
+    return [it for it in (_item(text[start:end]) for start, end in spans) if it[0]], complete
 
 
 def _item(text: str) -> tuple[str, str]:
@@ -579,7 +556,7 @@ def args_secrets(text: str) -> tuple[str, ...]:
             continue
         start = key.end()
         if text[start:start + 1] in ("[", "{", "("):
-            end = _closing(text, start)
+            end = closing(text, start)
         elif (quoted := _STRING_IN_REPR.match(text, start)) is not None:
             end = quoted.end()
         else:
