@@ -199,11 +199,74 @@ def read_serve_args(
 
 def _unknown_names(unknown: Sequence[str], secrets: Sequence[str]) -> tuple[str, ...]:
     """The unknown options' names, without any that is part of a secret value (a secret that
-    looks like an option). One search of all the secrets joined (NUL is in no argument), not
-    one per pair: linear, also for thousands of unknown options."""
-    blob = "\x00".join(secrets)
-    names = (u.split("=", 1)[0] for u in unknown)
-    return tuple(dict.fromkeys(name for name in names if name not in blob))
+    looks like an option). Linear in the names and the secrets: up to ``FEW_NAMES`` names (or
+    ``CHEAP_SEARCH`` characters searched in all), each is looked for in the secrets joined (C's
+    search, linear in the secrets for a bounded number of names); past both, one pass over the
+    secrets finds them all (``_occurring``): a search per name would cost names × secrets."""
+    names = tuple(dict.fromkeys(u.split("=", 1)[0] for u in unknown))
+    if not names or not secrets:
+        return names
+    blob = "\x00".join(secrets)  # NUL is in no argument: no name spans two secrets
+    if len(names) <= FEW_NAMES or len(names) * len(blob) <= CHEAP_SEARCH:
+        return tuple(name for name in names if name not in blob)
+    inside = _occurring(names, blob)
+    return tuple(name for name in names if name not in inside)
+
+
+FEW_NAMES = 1024  # names searched for one by one: ~0.3 ns a name a character, about what one pass costs a character
+CHEAP_SEARCH = 1 << 24  # names × characters of the secrets searched one by one whatever their number (~5 ms)
+
+
+def _occurring(words: Sequence[str], text: str) -> set[str]:
+    """The ``words`` (not empty, distinct) that occur in ``text``, in one pass over it
+    (Aho–Corasick): O(len(text) + the words' total length), whatever their number. A trie of the
+    words; each node's fallback is the longest suffix of its path that is a path too; the pass
+    follows ``text`` through it and collects every word that ends where it stands. Between
+    matches it jumps with ``str.find`` to the next start of a word (option names: ``-``)."""
+    goto: list[dict[str, int]] = [{}]
+    ends: list[str | None] = [None]  # the word whose path ends at a node
+    for word in words:
+        node = 0
+        for ch in word:
+            child = goto[node].get(ch)
+            if child is None:
+                child = goto[node][ch] = len(goto)
+                goto.append({})
+                ends.append(None)
+            node = child
+        ends[node] = word
+    fallback = [0] * len(goto)
+    nearest = [0] * len(goto)  # the node itself or its nearest fallback where a word ends (0: none)
+    queue = list(goto[0].values())  # breadth first: a fallback is shallower, so settled already
+    for node in queue:
+        nearest[node] = node if ends[node] is not None else nearest[fallback[node]]
+        for ch, child in goto[node].items():
+            back = fallback[node]
+            while back and ch not in goto[back]:
+                back = fallback[back]
+            fallback[child] = goto[back].get(ch, 0)
+            queue.append(child)
+    starts = {word[0] for word in words}
+    lead = next(iter(starts)) if len(starts) == 1 else None
+    found: set[str] = set()
+    done = [False] * len(goto)  # a node whose words, and its fallbacks' words, are collected
+    node, i, size = 0, 0, len(text)
+    while i < size:
+        if node == 0 and lead is not None:
+            i = text.find(lead, i)
+            if i < 0:
+                break
+        ch = text[i]
+        while node and ch not in goto[node]:
+            node = fallback[node]
+        node = goto[node].get(ch, 0)
+        hit = nearest[node]
+        while hit and not done[hit]:
+            done[hit] = True
+            found.add(ends[hit])  # type: ignore[arg-type]  # nearest points at a node where a word ends
+            hit = nearest[fallback[hit]]
+        i += 1
+    return found
 
 
 def _scrubbed(message: str, tokens: Sequence[str], spans: SecretSpans, more: Sequence[str] = ()) -> str:
