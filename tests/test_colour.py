@@ -64,8 +64,8 @@ def test_no_stream_is_never_styled():
 
 def test_forced_colour_into_a_pipe_writes_ansi_and_the_same_words():
     forced, plain = Stream(False), Stream(False)
-    Reporter(forced, {"FORCE_COLOR": "1"}).warning("disk \x1b[2J full")
-    Reporter(plain, {}).warning("disk \x1b[2J full")
+    Reporter(forced, {"FORCE_COLOR": "1"}, prefix="dsv4-serve").warning("disk \x1b[2J full")
+    Reporter(plain, {}, prefix="dsv4-serve").warning("disk \x1b[2J full")
     assert ESC in forced.getvalue() and ESC not in plain.getvalue()
     assert "\x1b[2J" not in forced.getvalue()  # outside text stays escaped when styled
     assert plain.getvalue() == "dsv4-serve: warning: disk \\x1b[2J full\n"

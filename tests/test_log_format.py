@@ -94,7 +94,7 @@ def test_quiet_keeps_only_what_quiet_keeps(run_cli, v4_dir):
 @pytest.mark.parametrize("value", ["JSON", " json "])
 def test_value_is_read_leniently(value):
     out = io.StringIO()
-    Reporter(out, {"DSV4_LAUNCH_LOG_FORMAT": value}).info("hello")
+    Reporter(out, {"DSV4_LAUNCH_LOG_FORMAT": value}, prefix="dsv4-serve").info("hello")
     assert json.loads(out.getvalue())["message"] == "hello"
 
 
@@ -119,5 +119,5 @@ def test_plan_report_on_stdout_stays_text_its_errors_are_json(run_cli, v4_dir):
 
 def test_text_is_the_default():
     out = io.StringIO()
-    Reporter(out, {}).changed("x", option="--kv-cache-dtype")
+    Reporter(out, {}, prefix="dsv4-serve").changed("x", option="--kv-cache-dtype")
     assert out.getvalue() == "dsv4-serve: changed: x\n"

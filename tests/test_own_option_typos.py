@@ -22,7 +22,7 @@ from dsv4_launch.adapters import vllm_install
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.cli import run_command
 from dsv4_launch.commands.context import Context
-from dsv4_launch.commands.own_options import UsageError, load, parse
+from dsv4_launch.commands.own_options import NearMiss, UsageError, load, parse
 from dsv4_launch.vllm_cli import option_table
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
@@ -40,11 +40,13 @@ def _installed(monkeypatch, version):
 def test_a_near_miss_on_a_release_without_a_table_is_handed_over_with_a_warning(monkeypatch, version, option, meant):
     _installed(monkeypatch, version)
     assert not option_table.load_table(version).exact  # no recorded table for exactly this release
-    said: list[str] = []
+    said: list[NearMiss] = []
     own, rest = parse(load("plan"), [M, option, "1", "--json"], env={}, warnings=said)
     assert own == {"json": True} and rest == [M, option, "1"]
-    assert len(said) == 1 and said[0].startswith(f"{option}: not an option of plan (did you mean {meant}?)")
-    assert ("vLLM " + version if version else "no vLLM was found") in said[0] and "passed to vLLM as written" in said[0]
+    assert len(said) == 1 and (said[0].option, said[0].meant) == (option, meant)
+    line = said[0].warning
+    assert line.startswith(f"{option}: not an option of plan (did you mean {meant}?)")
+    assert ("vLLM " + version if version else "no vLLM was found") in line and "passed to vLLM as written" in line
 
 
 @pytest.mark.parametrize("option,meant", FUTURE)
@@ -72,7 +74,7 @@ def test_an_option_a_known_release_s_table_knows_is_never_a_typo(monkeypatch, ve
 
     monkeypatch.setattr(option_table, "load_table", with_it)
     _installed(monkeypatch, version)
-    said: list[str] = []
+    said: list[NearMiss] = []
     assert parse(load("plan"), [M, option, "1"], env={}, warnings=said) == ({}, [M, option, "1"])
     assert said == []
     other = "0.29.0"  # another recorded release whose table does not have it: a typo there

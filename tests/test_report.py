@@ -23,7 +23,7 @@ CHANGE = Change("--kv-cache-dtype", None, "fp8", "because [bold]tests[/bold]", "
 
 def test_terminal_gets_rich_styling():
     out = Tty()
-    Reporter(out, {"TERM": "xterm-256color"}).changed(describe_change(CHANGE))
+    Reporter(out, {"TERM": "xterm-256color"}, prefix="dsv4-serve").changed(describe_change(CHANGE))
     text = out.getvalue()
     assert "\x1b[" in text
     # user-controlled text is not read as Rich markup
@@ -33,7 +33,7 @@ def test_terminal_gets_rich_styling():
 @pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "dumb"}])
 def test_no_color_and_dumb_terminals_get_plain_lines(env):
     out = Tty()
-    Reporter(out, env).changed(describe_change(CHANGE))
+    Reporter(out, env, prefix="dsv4-serve").changed(describe_change(CHANGE))
     assert out.getvalue() == (
         "dsv4-serve: changed: --kv-cache-dtype (not set) → fp8: because [bold]tests[/bold] (vLLM #47174)\n"
     )
@@ -41,13 +41,13 @@ def test_no_color_and_dumb_terminals_get_plain_lines(env):
 
 def test_empty_no_color_does_not_count():
     out = Tty()
-    Reporter(out, {"NO_COLOR": "", "TERM": "xterm"}).warning("x")
+    Reporter(out, {"NO_COLOR": "", "TERM": "xterm"}, prefix="dsv4-serve").warning("x")
     assert "\x1b[" in out.getvalue()
 
 
 def test_quiet_keeps_changes_warnings_and_errors():
     out = io.StringIO()
-    r = Reporter(out, {}, quiet=True)
+    r = Reporter(out, {}, prefix="dsv4-serve", quiet=True)
     r.info("hello")
     r.changed("x")
     r.warning("careful")
@@ -74,7 +74,7 @@ def test_outside_text_is_escaped(text, expected):
 @pytest.mark.parametrize("styled", [False, True])
 def test_nothing_from_outside_can_start_a_line_or_a_terminal_sequence(styled):
     out = Tty() if styled else io.StringIO()
-    Reporter(out, {"TERM": "xterm"}).warning("name \x1b]0;title\x07 and\ndsv4-serve: changed: x")
+    Reporter(out, {"TERM": "xterm"}, prefix="dsv4-serve").warning("name \x1b]0;title\x07 and\ndsv4-serve: changed: x")
     text = out.getvalue()
     assert text.count("\n") == 1 and "\x1b]0;" not in text and "\x07" not in text
 
@@ -91,10 +91,10 @@ class Broken(io.StringIO):
 @pytest.mark.parametrize("error", [OSError(28, "No space left on device"), BrokenPipeError(32, "Broken pipe"),
                                    ValueError("I/O operation on closed file")])
 def test_a_broken_stream_silences_the_reporter_and_never_raises(error):
-    r = Reporter(Broken(error), {})
+    r = Reporter(Broken(error), {}, prefix="dsv4-serve")
     r.warning("one")
     r.error("two")
     assert r.broken
-    closed = Reporter(None, {})  # `2>&-`: Python's sys.stderr is None
+    closed = Reporter(None, {}, prefix="dsv4-serve")  # `2>&-`: Python's sys.stderr is None
     closed.error("three")
     assert closed.broken

@@ -15,12 +15,12 @@ import sys
 from collections.abc import Sequence
 
 from . import exit_codes
-from .own_options import COMMANDS, VERSION_FLAGS, HelpRequested, UsageError, load, parse
+from .own_options import COMMANDS, NEAR_MISSES, PROGRAM, VERSION_FLAGS, HelpRequested, UsageError, load, parse
 
 TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
 if TYPE_CHECKING:
     from .context import Context
-    from .own_options import Command
+    from .own_options import Command, NearMiss
 
 
 def _stderr_error(text: str) -> None:
@@ -37,11 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args[0] if args else None
     if command in VERSION_FLAGS:
         if len(args) > 1:  # nothing is read after it: say so rather than ignore it (the words are not echoed)
-            _stderr_error(f"dsv4-launch: {command} takes nothing after it (see: dsv4-launch --help)")
+            _stderr_error(f"{PROGRAM}: {command} takes nothing after it (see: {PROGRAM} --help)")
             return exit_codes.USAGE
         from .version import run_version
 
-        return run_version("dsv4-launch")
+        return run_version(PROGRAM)
     if command == "completion" and args[1:2] == ["--complete"]:
         from .completion import run_completion  # each Tab press: the candidates, nothing else read
 
@@ -79,7 +79,7 @@ def _run(command: Command, args: list[str], ctx: Context | None) -> int:
     refused = command.screen(args) if command.screen else None
     if refused:
         return _usage_error(command, refused, args, ctx)
-    warnings: list[str] = []
+    warnings: list[NearMiss] = []
     try:
         own, rest = parse(command, args, ctx.env if ctx is not None else None, warnings,
                           ctx.vllm if ctx is not None else None)
@@ -88,14 +88,17 @@ def _run(command: Command, args: list[str], ctx: Context | None) -> int:
     except UsageError as exc:
         return _usage_error(command, str(exc), args, ctx)
     if warnings:  # a near miss of an own option that may be a newer vLLM's: said, and handed over
-        from ..output.escape import printable
-        from ..output.lines import safe_write
+        import os
+
+        from ..output.lines import Reporter
         from ..output.redact import Redactor
 
-        scrub = Redactor.for_words(args)
         stderr = ctx.stderr if ctx is not None and ctx.stderr is not None else sys.stderr
-        for line in warnings:
-            safe_write(stderr, printable(f"dsv4-launch {command.name}: warning: {line}", scrub) + "\n")
+        env = ctx.env if ctx is not None and ctx.env is not None else os.environ
+        say = Reporter(stderr, env, prefix=command.prefix, scrub=Redactor.for_words(args))  # JSON log lines too
+        for miss in warnings:
+            say.warning(miss.warning)
+        own = {**own, NEAR_MISSES: tuple(warnings)}  # and in its --json document (output/documents.near_misses)
     return command.run(own, rest, ctx)
 
 

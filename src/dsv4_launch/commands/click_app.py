@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import click
 
 from . import exit_codes
-from .own_options import COMMANDS, VERSION_FLAGS, Command, load
+from .own_options import COMMANDS, PROGRAM, VERSION_FLAGS, Command, load
 
 Door = Callable[[str, Sequence[str]], int]
 HELP_WIDTH = 100  # every --help stays within this many columns (tests/test_cli.py)
@@ -85,13 +85,13 @@ def _version(ctx: click.Context, _param, value: bool) -> None:
     if value and not ctx.resilient_parsing:
         from .version import run_version
 
-        ctx.exit(run_version("dsv4-launch"))
+        ctx.exit(run_version(PROGRAM))
 
 
 def group(door: Door) -> LazyGroup:
     """``dsv4-launch`` itself."""
     return LazyGroup(
-        "dsv4-launch",
+        PROGRAM,
         door=door,
         help="Run DeepSeek-V4 on vLLM without the known start-up crashes.\n\n"
              "`dsv4-launch serve ARGS` (or `dsv4-serve ARGS`) takes exactly the arguments of `vllm serve`, "
@@ -105,7 +105,7 @@ def group(door: Door) -> LazyGroup:
 
 def run_click(args: list[str], door: Door) -> int:
     try:
-        group(door).main(args=args, prog_name="dsv4-launch", standalone_mode=True)
+        group(door).main(args=args, prog_name=PROGRAM, standalone_mode=True)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except OSError:  # help or an error message that stdout/stderr cannot take (a full disk)
@@ -120,4 +120,4 @@ def _cannot_write() -> int:
 
     from ..output.render import finish
 
-    return finish(False, exit_codes.OK, sys.stdout, sys.stderr, {}, "dsv4-launch", "the help")
+    return finish(False, exit_codes.OK, sys.stdout, sys.stderr, {}, PROGRAM, "the help")

@@ -25,11 +25,9 @@ import os
 from collections.abc import Mapping, Sequence
 
 from . import exit_codes
-from .own_options import Command
+from .own_options import SERVE_PROGRAM, VLLM_VERSION, Command
 
 SHELLS = ("bash", "zsh", "fish")
-# dsv4-launch's commands that take `vllm serve` arguments, with their own options
-VLLM_COMMANDS = ("serve", "plan", "doctor", "fit")
 
 BASH = r"""# dsv4-launch and dsv4-serve completion for bash (dsv4-launch completion bash).
 # Install: dsv4-launch completion bash > ~/.local/share/bash-completion/completions/dsv4-launch
@@ -98,20 +96,26 @@ def _launch_commands() -> list[str]:
     return sorted(COMMANDS)
 
 
-def _declared(command: str) -> dict[str, list[str] | None]:
-    """A command's own options: name → the values completion offers ([]: a free value, None: a flag)."""
+def _declared(command: str) -> tuple[dict[str, list[str] | None], bool]:
+    """A command's own options (name → the values completion offers: []: a free value, None: a
+    flag), and whether it takes vLLM's arguments (its declaration's ``vllm_args``). serve is
+    dsv4-serve's fast path: no options of its own, vLLM's arguments, its module not imported."""
     from .own_options import COMMANDS, load
 
-    if command not in COMMANDS or command == "serve":
-        return {}
-    return {o.name: list(o.values()) if o.values else ([] if o.metavar else None) for o in load(command).options}
+    if command == "serve":
+        return {}, True
+    if command not in COMMANDS:
+        return {}, False
+    declared = load(command)
+    return {o.name: list(o.values()) if o.values else ([] if o.metavar else None) for o in declared.options}, \
+        declared.vllm_args
 
 
 def _vllm_version(words: Sequence[str]) -> str | None:
     for i, word in enumerate(words):
-        if word == "--vllm-version" and i + 1 < len(words):
+        if word == VLLM_VERSION.name and i + 1 < len(words):
             return words[i + 1]
-        if word.startswith("--vllm-version="):
+        if word.startswith(f"{VLLM_VERSION.name}="):
             return word.split("=", 1)[1]
     from ..adapters.vllm_install import find_vllm
 
@@ -208,7 +212,7 @@ def candidates(prog: str, words: Sequence[str], version: str | None = None) -> l
     """What to offer for the last of ``words`` (the words after ``prog``)."""
     words = list(words) or [""]
     current = words[-1]
-    if prog == "dsv4-serve":
+    if prog == SERVE_PROGRAM:
         if len(words) == 1 and current.startswith("-V"):
             return ["-V"]
         extra: dict[str, list[str] | None] = {"--version": None} if len(words) == 1 else {}
@@ -220,8 +224,8 @@ def candidates(prog: str, words: Sequence[str], version: str | None = None) -> l
     command, rest = words[0], words[1:]
     if command == "completion":
         return [s for s in SHELLS if s.startswith(rest[-1])] if len(rest) == 1 else []
-    own = _declared(command)
-    if command in VLLM_COMMANDS:
+    own, vllm_args = _declared(command)
+    if vllm_args:
         if command == "serve" and len(rest) == 1:
             own["--version"] = None
         return _vllm_candidates(rest, version if version is not None else _vllm_version(rest), own)
@@ -242,7 +246,7 @@ def run_completion(args: Sequence[str], ctx=None) -> int:
 
     ctx = here(ctx)
     args = list(args)
-    prefix = "dsv4-launch completion"
+    prefix = COMMAND.prefix
     if args[:1] == ["--complete"] and len(args) >= 3 and args[2] == "--":
         try:
             found = candidates(os.path.basename(args[1]), args[3:])
@@ -254,7 +258,7 @@ def run_completion(args: Sequence[str], ctx=None) -> int:
     elif len(args) != 1 or args[0] not in SHELLS:
         given = " ".join(args) or "nothing"
         result = Result(exit_codes.USAGE, prefix, error=f"expected one shell, {', '.join(SHELLS)}; got {given} "
-                        "(see: dsv4-launch completion --help)", scrub=Redactor.for_words(args))
+                        f"(see: {prefix} --help)", scrub=Redactor.for_words(args))
     else:
         script = SCRIPTS[args[0]]
         result = Result(exit_codes.OK, prefix, "the script", text=lambda out: out.verbatim(script))

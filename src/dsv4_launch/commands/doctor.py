@@ -5,28 +5,30 @@ reads, the pipeline gathered."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..core.credentials import clip
 from ..core.rules.doctor import FAIL, OK, Diagnosis, DoctorLine, diagnose
-from ..output.documents import plan_document, rejected_line
+from ..output.documents import near_misses, plan_document, rejected_line
 from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
-from .own_options import PLANNING, Command, planning_context
+from .own_options import NEAR_MISSES, PLANNING, Command, NearMiss, planning_context
 from .pipeline import DEFAULT_MODEL, DOCTOR, prepare_in
 
 PLUGIN_ENTRY = "dsv4_launch"  # the name of our vllm.general_plugins entry point
-PREFIX = "dsv4-launch doctor"
 
 
-def run_doctor(argv: list[str], *, as_json: bool, ctx: Context | None = None) -> int:
+def run_doctor(argv: list[str], *, as_json: bool, ctx: Context | None = None, misses: Sequence[NearMiss] = ()) -> int:
     """``dsv4-launch doctor [--json] ARGV``; ``ctx``: the world it reads — GPU reader, vLLM
     install, runtime reader (None: this process's)."""
     ctx = here(ctx)
-    return render(doctor_result(argv, ctx), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+    return render(doctor_result(argv, ctx, misses), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 
 
-def doctor_result(argv: list[str], ctx: Context) -> Result:
-    """What doctor has to show: its lines as a table or a document, or the one error line."""
+def doctor_result(argv: list[str], ctx: Context, misses: Sequence[NearMiss] = ()) -> Result:
+    """What doctor has to show: its lines as a table or a document, or the one error line;
+    ``misses``: the door's near misses of doctor's options, handed to vLLM (in the document)."""
     env = ctx.env or {}
     # No model given: check this machine for DeepSeek-V4 itself, not vLLM's default model.
     prepared = prepare_in(ctx, argv, DOCTOR, default_model=DEFAULT_MODEL)
@@ -35,8 +37,8 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     note = f"no model given: checked for {DEFAULT_MODEL}" if defaulted else None
     scrub = prepared.redact  # the run's one redactor (pipeline.prepare): render applies it to what is printed
     if prepared.error:
-        return Result(prepared.status, PREFIX, "the report", prepared.error,
-                      _document(prepared, Diagnosis(), prepared.status, prepared.error), None, scrub)
+        return Result(prepared.status, COMMAND.prefix, "the report", prepared.error,
+                      _document(prepared, Diagnosis(), prepared.status, prepared.error, misses), None, scrub)
     failure = prepared.machine.failure if prepared.machine else None  # in the pipeline's reading of the machine
     if failure is None:
         try:
@@ -57,7 +59,7 @@ def doctor_result(argv: list[str], ctx: Context) -> Result:
     def text(out: Out) -> None:
         out.diagnosis(diagnosis)
 
-    return Result(status, PREFIX, "the report", None, _document(prepared, diagnosis, status, None), text, scrub)
+    return Result(status, COMMAND.prefix, "the report", None, _document(prepared, diagnosis, status, None, misses), text, scrub)
 
 
 def _with_note(lines: tuple[DoctorLine, ...], note: str) -> tuple[DoctorLine, ...]:
@@ -68,15 +70,16 @@ def _with_note(lines: tuple[DoctorLine, ...], note: str) -> tuple[DoctorLine, ..
     return (*lines[:at], lines[at]._replace(detail=f"{lines[at].detail} — {note}"), *lines[at + 1:])
 
 
-def _document(prepared, diagnosis: Diagnosis, status: int, error: str | None) -> dict:
+def _document(prepared, diagnosis: Diagnosis, status: int, error: str | None, misses: Sequence[NearMiss]) -> dict:
     """doctor --json: plan's error shape (``exit_status``, ``error``: null or the one line said
-    on stderr) plus the checks, and the plan itself (output/documents.py)."""
+    on stderr) plus the checks, the door's near misses, and the plan itself (output/documents.py)."""
     return {
         "ok": error is None and not diagnosis.failed,
         "exit_status": status,
         "error": error,
         "checks": [{"section": c.section, "status": c.status, "detail": c.detail} for c in diagnosis.lines],
-        "plan": plan_document(prepared),
+        "near_misses": near_misses(misses),  # new in schema 1; the plan below lists them too, as plan --json does
+        "plan": plan_document(prepared, misses),
     }
 
 
@@ -88,7 +91,8 @@ def _diagnose(prepared, env) -> Diagnosis:
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
-    return run_doctor(rest, as_json=bool(own.get("json")), ctx=planning_context(own, ctx))
+    return run_doctor(rest, as_json=bool(own.get("json")), ctx=planning_context(own, ctx),
+                      misses=own.get(NEAR_MISSES, ()))  # the door's (cli._run)
 
 
 COMMAND = Command("doctor", """Check everything that decides whether DeepSeek-V4 will start here.

@@ -11,6 +11,8 @@ the facts (model, GPUs, vLLM); without GPUs it works from ``--gpus 8xH200`` (a p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..core.facts import GIVEN_GPUS, GpuFacts, as_human_int
 from ..core.gpus import GpuSelection
 from ..core.memory.estimate import GiB, gpu_memory_utilization
@@ -26,16 +28,16 @@ from ..core.memory.fit import (
     fit_rows,
 )
 from ..core.memory.presets import PRESETS, preset_gpus
+from ..output.documents import near_misses
 from ..output.render import Out, Result, render
 from . import exit_codes
 from .context import Context, here
-from .own_options import PLANNING, Command, planning_context
+from .own_options import NEAR_MISSES, PLANNING, VLLM_VERSION, Command, NearMiss, planning_context
 from .pipeline import DEFAULT_MODEL, FIT, prepare_in
 
 STYLES = {FITS: "green", DECIDES: "yellow", DOES_NOT_FIT: "red", NOT_CHECKED: None, UNKNOWN: None}
 SHORT_VERDICT = {DECIDES: "vLLM decides"}  # the table's column (80 columns); the footer says when
 NO_LAYOUT_FITS = 1  # fit: every layout certainly does not fit (the weights alone)
-PREFIX = "dsv4-launch fit"
 
 
 def _gib(n) -> str:
@@ -120,12 +122,12 @@ def _problem(prepared, facts, count: int | None, memory_known: bool) -> str | No
 
 
 def run_fit(argv: list[str], *, as_json: bool, gpus: int | None = None, gpu_memory: int | None = None,
-            preset=None, ctx: Context | None = None) -> int:
+            preset=None, ctx: Context | None = None, misses: Sequence[NearMiss] = ()) -> int:
     """Exit status: 1 when every layout certainly does not fit (the weights alone), 0
     otherwise (vLLM deciding at start, or an unknown, is not a no), 2 for bad input, 74 when the
     report cannot be written. ``ctx``: the world it reads (None: this process's)."""
     ctx = here(ctx)
-    result = fit_result(argv, ctx, gpus=gpus, gpu_memory=gpu_memory, preset=preset)
+    result = fit_result(argv, ctx, gpus=gpus, gpu_memory=gpu_memory, preset=preset, misses=misses)
     return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 
 
@@ -133,18 +135,20 @@ def _accounting(prepared, facts) -> tuple[str, str]:
     """(the release whose accounting was assumed, how it was chosen)."""
     vllm = prepared.vllm
     if facts.vllm_version and vllm is not None and vllm.assumed:
-        return facts.vllm_version, "--vllm-version"
+        return facts.vllm_version, VLLM_VERSION.name
     if facts.vllm_version:
         return facts.vllm_version, "installed"
     return facts.newest_release or "the newest", "no vLLM here: the newest release's"
 
 
 def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_memory: int | None = None,
-               preset=None) -> Result:
-    """What ``fit`` has to show: the layouts as a table or a document, or the one error line."""
+               preset=None, misses: Sequence[NearMiss] = ()) -> Result:
+    """What ``fit`` has to show: the layouts as a table or a document, or the one error line;
+    ``misses``: the door's near misses of fit's options, handed to vLLM (in the document)."""
     prepared = prepare_in(ctx, argv, FIT, default_model=DEFAULT_MODEL)
     vllm = {"vllm_version": prepared.vllm.version if prepared.vllm else None,
-            "vllm_version_assumed": bool(prepared.vllm and prepared.vllm.assumed)}
+            "vllm_version_assumed": bool(prepared.vllm and prepared.vllm.assumed),
+            "near_misses": near_misses(misses)}  # new in schema 1 (output/documents.near_misses)
     facts = prepared.facts
     if facts is not None and preset is not None:
         facts = facts._replace(gpus=GpuFacts(GpuSelection(preset_gpus(gpus or 1, preset)), source=GIVEN_GPUS, read=True))
@@ -157,7 +161,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     memory_known = bool(memory) or (bool(seen) and all(seen))
     problem = _problem(prepared, facts, count, memory_known)
     if problem is not None or facts is None or count is None:
-        return Result(exit_codes.USAGE, PREFIX, "the table", problem or "the arguments could not be read",
+        return Result(exit_codes.USAGE, COMMAND.prefix, "the table", problem or "the arguments could not be read",
                       {"error": problem, "rows": [], **vllm}, None, prepared.redact)
     context = as_human_int(facts.args.value("max_model_len")) or DEFAULT_CONTEXT
     if context <= 0:
@@ -223,7 +227,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         out.table(title, ["layout", "weights", "KV left", "longest", "max conc", "verdict"],
                   table_rows, [STYLES.get(r.verdict) for r in rows], footer, right=[False, True, True, True, True, False])
 
-    return Result(NO_LAYOUT_FITS if none_fits else exit_codes.OK, PREFIX, "the table", None, data, text, prepared.redact)
+    return Result(NO_LAYOUT_FITS if none_fits else exit_codes.OK, COMMAND.prefix, "the table", None, data, text, prepared.redact)
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
@@ -231,7 +235,8 @@ def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     memory = own.get("gpu_memory")
     ctx = planning_context({"vllm_version": own.get("vllm_version")}, ctx)  # fit plans the GPUs itself
     return run_fit(rest, as_json=bool(own.get("json")), gpus=gpus, preset=preset,
-                   gpu_memory=memory if isinstance(memory, int) else None, ctx=ctx)
+                   gpu_memory=memory if isinstance(memory, int) else None, ctx=ctx,
+                   misses=own.get(NEAR_MISSES, ()))  # the door's (cli._run)
 
 
 COMMAND = Command("fit", """Will it fit? Every tensor/pipeline/data-parallel layout of MODEL on these GPUs.

@@ -58,6 +58,18 @@ class Option(Record):
         return self.name[2:].replace("-", "_")
 
 
+class NearMiss(Record):
+    """A near miss of a command's own option that the door hands to vLLM (a release without a
+    recorded option table may know it): said on stderr, and listed in the ``--json`` document."""
+
+    option: str  # as given, the name before any "="
+    meant: str  # the command's own option it is near
+    warning: str  # the line said on stderr, without the "dsv4-launch CMD: warning: " before it
+
+
+NEAR_MISSES = "near_misses"  # the key under which the door hands a command its NearMiss list (cli._run)
+
+
 class Command(Record):
     """One command, declared once: what the door runs, click's help shows and completion offers."""
 
@@ -72,12 +84,17 @@ class Command(Record):
     pause_collector: bool = False  # plan, doctor, fit: the collector off for the run (commands/collector.py)
 
     @property
+    def prefix(self) -> str:
+        """Who speaks on stderr: ``dsv4-launch plan`` (each line, and ``logger`` in JSON log lines)."""
+        return f"{PROGRAM} {self.name}"
+
+    @property
     def summary(self) -> str:
         return self.help.split("\n\n", 1)[0].replace("\n", " ").strip()
 
 
 def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None = None,
-          warnings: list[str] | None = None, vllm: VllmInstall | None = None) -> tuple[dict[str, object], list[str]]:
+          warnings: list[NearMiss] | None = None, vllm: VllmInstall | None = None) -> tuple[dict[str, object], list[str]]:
     """(the command's own option values by ``Option.key``, the rest: vLLM's arguments or the
     operands — after ``--`` every word, whatever it looks like). Raises HelpRequested or
     UsageError (the line without the command's name). ``env``: where the installed vLLM is looked
@@ -86,7 +103,7 @@ def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None
     only where the release has its own recorded
     table and that table does not know it; for a release without one (newer, unknown, or no vLLM
     found) it may be a vLLM option dsv4-launch does not know yet: it stays vLLM's, and the line
-    that says so is appended to ``warnings``."""
+    that says so is appended to ``warnings`` (a ``NearMiss``)."""
     by_name = {o.name: o for o in command.options}
     own: dict[str, object] = {}
     rest: list[str] = []
@@ -116,7 +133,7 @@ def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None
         else:
             if token.startswith("-") and token != "-":
                 if not command.vllm_args:
-                    raise UsageError(f"no such option: {name}{_did_you_mean(name, command)}")
+                    raise UsageError(f"no such option: {name}{_did_you_mean(_near(name, command))}")
                 if token.startswith("--"):
                     unknown.append(name)
             rest.append(token)
@@ -124,9 +141,10 @@ def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None
     for name in unknown:
         from ..vllm_cli.option_table import load_table
 
-        hint = _did_you_mean(name, command)
-        if not hint:
+        meant = _near(name, command)
+        if meant is None:
             continue
+        hint = _did_you_mean(meant)
         found = _installed_version(own.get("vllm_version"), env, vllm)
         table = load_table(found)
         if _vllm_knows(name, table):
@@ -136,8 +154,8 @@ def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None
         if warnings is not None:
             why = (f"vLLM {found} has no recorded option table here" if found else
                    "no vLLM was found here and no --vllm-version given")
-            warnings.append(f"{name}: not an option of {command.name}{hint}; {why}, so it may be one of vLLM's: "
-                            "passed to vLLM as written")
+            warnings.append(NearMiss(name, meant, f"{name}: not an option of {command.name}{hint}; {why}, so it may be "
+                                     "one of vLLM's: passed to vLLM as written"))
     return own, rest
 
 
@@ -159,8 +177,13 @@ def _normal(name: str) -> str:
 NEAR = 0.75  # difflib's similarity ratio from which a name is a near miss of an own option
 
 
-def _did_you_mean(name: str, command: Command) -> str:
-    """`` (did you mean --json?)`` for a near miss of one of the command's options, else ""."""
+def _did_you_mean(meant: str | None) -> str:
+    """`` (did you mean --json?)`` for the option meant, "" for none."""
+    return f" (did you mean {meant}?)" if meant else ""
+
+
+def _near(name: str, command: Command) -> str | None:
+    """The command's own option ``name`` is a near miss of (``--jsn`` → ``--json``), else None."""
     from collections import Counter
 
     typed = _normal(name)
@@ -175,7 +198,7 @@ def _did_you_mean(name: str, command: Command) -> str:
         close = difflib.get_close_matches(typed, near, n=1, cutoff=NEAR)
     if not close and len(name) > 3:  # a prefix: --vllm-ver, --gpu-mem
         close = [n for n in names if n.startswith(typed)][:1]
-    return f" (did you mean {names[close[0]]}?)" if close else ""
+    return names[close[0]] if close else None
 
 
 def _installed_version(version: object, env: Mapping[str, str] | None, vllm: VllmInstall | None) -> str | None:
@@ -271,11 +294,14 @@ def _preset_names() -> list[str]:
 JSON = Option("--json", "Print the result as one JSON object.")
 VLLM_VERSION = Option("--vllm-version", "Plan for this vLLM release (its recorded option table and rules) instead "
                       "of the installed one.", "X.Y.Z", _release, _releases)
+# --gpus is also core/facts.GIVEN_GPUS, the source of the GPUs it gives (tests/test_door_names.py)
 GPUS = Option("--gpus", "How many GPUs (default: those visible here), or a preset to plan for from anywhere: "
               "8xH200, 2xRTXPRO6000, 8xB200, 4xH100, 1xRTX5090, GB10, …", "N|NxGPU", _gpus, _preset_names)
 GPU_MEMORY = Option("--gpu-memory", "Memory of one GPU, e.g. 96GiB (default: the preset's, or read through NVML).",
                     "SIZE", _size)
 PLANNING = (JSON, VLLM_VERSION, GPUS, GPU_MEMORY)
+PROGRAM = "dsv4-launch"  # the console script of the commands (pyproject.toml)
+SERVE_PROGRAM = "dsv4-serve"  # the console script of the drop-in (commands/serve.py)
 VERSION_FLAGS = ("--version", "-V")  # dsv4-launch --version and dsv4-serve --version (alone): commands/version.py
 
 # The commands the door knows, and where each is declared (imported only when it runs). serve is
@@ -362,16 +388,16 @@ def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable
     kind when it has none); each with ``memory`` when given."""
 
     def read():
-        from ..core.facts import GpuReport
+        from ..core.facts import GIVEN_GPUS, GpuReport
         from ..core.gpus import GpuInfo
         from ..core.memory.presets import preset_gpus
 
         notes: tuple[str, ...] = ()
         if preset is not None:
-            report = GpuReport(gpus=preset_gpus(count or 1, preset), source="--gpus",
+            report = GpuReport(gpus=preset_gpus(count or 1, preset), source=GIVEN_GPUS,
                                notes=(f"GPUs not probed: --gpus {count or 1}x{preset.key} is used instead",))
         elif kind is not None:
-            report = GpuReport(gpus=(kind,), source="--gpus")
+            report = GpuReport(gpus=(kind,), source=GIVEN_GPUS)
             notes = (f"GPUs not probed: --gpus {count} of DSV4_LAUNCH_GPU_CAPABILITY's first kind are used instead",)
         else:
             if machine is None:
@@ -385,7 +411,7 @@ def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable
         if preset is None and count is not None:
             first = report.gpus[0] if report.gpus else GpuInfo(0)
             listed = tuple(first._replace(index=i, uuid=None, mig_uuids=()) for i in range(count))
-            report = report._replace(gpus=listed, source="--gpus", error=None if report.gpus else report.error)
+            report = report._replace(gpus=listed, source=GIVEN_GPUS, error=None if report.gpus else report.error)
         if memory is not None and report.gpus:
             report = report._replace(gpus=tuple(g._replace(memory_total_bytes=memory) for g in report.gpus))
             notes = (*notes, f"GPU memory: --gpu-memory {memory / 2**30:.1f} GiB per GPU is used")

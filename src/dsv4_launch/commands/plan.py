@@ -15,17 +15,20 @@ other failure to write (a full disk, a closed stdout) is one line and exit 74.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..core.memory.estimate import summary_line
 from ..output.documents import memory_data, plan_document, rejected_line
 from ..output.render import Out, Result, render
 from ..output.report import report_plan
 from .context import Context, here
-from .own_options import PLANNING, Command, planning_context
+from .own_options import NEAR_MISSES, PLANNING, Command, NearMiss, planning_context
 from .pipeline import PLAN, prepare_in
 
 
-def plan_result(argv: list[str], ctx: Context) -> Result:
-    """What ``plan ARGV`` has to show: the plan's lines or document, the one error line."""
+def plan_result(argv: list[str], ctx: Context, misses: Sequence[NearMiss] = ()) -> Result:
+    """What ``plan ARGV`` has to show: the plan's lines or document, the one error line;
+    ``misses``: the door's near misses of plan's options, handed to vLLM (in the document)."""
     prepared = prepare_in(ctx, argv, PLAN)
 
     def text(shown: Out) -> None:
@@ -40,18 +43,19 @@ def plan_result(argv: list[str], ctx: Context) -> Result:
             out.error(rejected_line(prepared))
 
     # Bad input or an interrupt: no report, only the line (and the document); no vLLM: both.
-    return Result(prepared.plan_status, "dsv4-launch plan", "the plan", prepared.error or prepared.no_vllm,
-                  plan_document(prepared), None if prepared.error else text, prepared.redact)
+    return Result(prepared.plan_status, COMMAND.prefix, "the plan", prepared.error or prepared.no_vllm,
+                  plan_document(prepared, misses), None if prepared.error else text, prepared.redact)
 
 
-def run_plan(argv: list[str], *, as_json: bool, ctx: Context | None = None) -> int:
+def run_plan(argv: list[str], *, as_json: bool, ctx: Context | None = None, misses: Sequence[NearMiss] = ()) -> int:
     """``dsv4-launch plan [--json] ARGV``; ``ctx``: the world it reads (None: this process's)."""
     ctx = here(ctx)
-    return render(plan_result(argv, ctx), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+    return render(plan_result(argv, ctx, misses), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
-    return run_plan(rest, as_json=bool(own.get("json")), ctx=planning_context(own, ctx))
+    return run_plan(rest, as_json=bool(own.get("json")), ctx=planning_context(own, ctx),
+                    misses=own.get(NEAR_MISSES, ()))  # the door's (cli._run)
 
 
 COMMAND = Command("plan", """Show what dsv4-serve would hand to vLLM, and why, without running it.

@@ -16,6 +16,7 @@ from ..output.lines import Reporter, make_lenient, safe_write
 from ..output.report import report_plan
 from . import exit_codes
 from .context import Context, here
+from .own_options import SERVE_PROGRAM as PROGRAM
 from .own_options import VERSION_FLAGS, Command
 from .pipeline import SERVE, prepare_in
 
@@ -65,10 +66,10 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
     if len(argv) == 1 and argv[0] in VERSION_FLAGS:  # alone: no vLLM release has it on `serve`
         from .version import run_version
 
-        return run_version("dsv4-serve", ctx)
+        return run_version(PROGRAM, ctx)
     prepared = prepare_in(ctx, argv, SERVE)
     quiet = prepared.settings.quiet if prepared.settings else False
-    reporter = Reporter(stderr, env, quiet=quiet, scrub=prepared.redact)
+    reporter = Reporter(stderr, env, prefix=PROGRAM, quiet=quiet, scrub=prepared.redact)
     if prepared.error:
         reporter.error(prepared.error)
         return prepared.status
@@ -78,7 +79,7 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
         if not (prepared.vllm.importable or prepared.vllm.executable):
             from ..output.render import finish  # our usage is all the help there is without vLLM
 
-            return finish(written, exit_codes.OK, stdout, stderr, env, "dsv4-serve", "the help")
+            return finish(written, exit_codes.OK, stdout, stderr, env, PROGRAM, "the help")
     elif prepared.plan.disabled:
         reporter.info(DISABLED_NOTE)
         for warning in prepared.plan.warnings:

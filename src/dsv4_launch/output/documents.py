@@ -82,10 +82,11 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
     }
 
 
-def plan_document(prepared) -> dict:
+def plan_document(prepared, misses: Sequence = ()) -> dict:
     """``plan --json``'s document (and doctor's ``plan``) from the pipeline's ``Prepared``
     (commands/pipeline.py; read by its fields, output sits below commands): the plan, argv as the
-    run's redactor shows it, the exit status (``Prepared.plan_status``) and the one error line."""
+    run's redactor shows it, the exit status (``Prepared.plan_status``) and the one error line;
+    ``misses``: the door's near misses of the command's own options (``near_misses``)."""
     vllm = prepared.vllm
     data = plan_data(
         prepared.plan,
@@ -106,7 +107,17 @@ def plan_document(prepared) -> dict:
         document[key] = value
         if key == "vllm_version":
             document["vllm_version_assumed"] = bool(vllm and vllm.assumed)
+        elif key == "warnings":  # new field (schema 1: added), beside the warning that lists the option
+            document["near_misses"] = near_misses(misses)
     return document
+
+
+def near_misses(misses: Sequence) -> list[dict]:
+    """The near misses of the command's own options that the door handed to vLLM as written
+    (``commands/own_options.NearMiss``: a release without a recorded option table may know
+    them): ``option`` as given, ``did_you_mean`` the own option it is near, ``warning`` the line
+    also said on stderr. ``[]`` when there is none (plan, doctor and fit; new in schema 1)."""
+    return [{"option": m.option, "did_you_mean": m.meant, "warning": m.warning} for m in misses]
 
 
 def memory_data(prepared) -> dict | None:

@@ -127,10 +127,12 @@ class Reporter:
     """Writes one-line messages to a stream; ``quiet`` keeps only changes, warnings and errors
     (a change to the user's command is never quiet: ``DSV4_LAUNCH_QUIET=1`` hides the notes)."""
 
-    def __init__(self, stream, env: Mapping[str, str], *, prefix: str | None = "dsv4-serve", quiet: bool = False,
+    def __init__(self, stream, env: Mapping[str, str], *, prefix: str | None, quiet: bool = False,
                  scrub=None, structured: bool | None = None):
-        """``structured``: JSON lines under DSV4_LAUNCH_LOG_FORMAT=json; by default the reporters
-        with a prefix (the logs on stderr) are, a report on stdout (``prefix=None``) is not."""
+        """``prefix``: who speaks (``dsv4-serve``, ``dsv4-launch plan``: the command's
+        ``Command.prefix``), or None for a report on stdout — no default, so that no command's line
+        can say another's name. ``structured``: JSON lines under DSV4_LAUNCH_LOG_FORMAT=json; by
+        default the reporters with a prefix (the logs on stderr) are, a report on stdout is not."""
         from ..core.settings import read_log_format
 
         self.stream = stream
