@@ -29,7 +29,6 @@ from .own_options import JSON, Command, Option, UsageError
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 3600.0
-PREFIX = "dsv4-launch check"
 
 # Options that would put a secret on the command line (visible in ps, /proc and shell history).
 _SECRET_OPTION = r"--?(?:api[-_]?key|key|token|bearer|password|passwd|secret|auth[\w-]*|header)"
@@ -86,9 +85,9 @@ def refused_secret(args) -> str | None:
 def url_of(rest: list[str]) -> str:
     """The one URL among check's positional arguments (default: DEFAULT_URL). Raises UsageError."""
     if len(rest) > 1:
-        raise UsageError(f"{PREFIX}: one URL at most, got {len(rest)}")
+        raise UsageError(f"{COMMAND.prefix}: one URL at most, got {len(rest)}")
     if rest and looks_like_key(rest[0]):
-        raise UsageError(f"{PREFIX}: expected a URL such as {DEFAULT_URL}; the argument given looks like an API key "
+        raise UsageError(f"{COMMAND.prefix}: expected a URL such as {DEFAULT_URL}; the argument given looks like an API key "
                          "and is not printed (a key: put it in an environment variable and give its name, "
                          "--api-key-env NAME; a host: write it as http://HOST:PORT)")
     return rest[0] if rest else DEFAULT_URL
@@ -280,7 +279,7 @@ BAD_INPUT_DOCUMENT = {"command": "check", "status": "bad-input", "exit_status": 
 
 def _bad_input(message: str, words: list[str]) -> Result:
     """Bad input: the one line, masked for the secrets ``words`` (the arguments read) may hold."""
-    return Result(exit_codes.USAGE, PREFIX, error=message, plain_error=True, document=BAD_INPUT_DOCUMENT,
+    return Result(exit_codes.USAGE, COMMAND.prefix, error=message, plain_error=True, document=BAD_INPUT_DOCUMENT,
                   scrub=Redactor.for_words(words))
 
 
@@ -291,7 +290,7 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     try:
         base = sc.parse_base_url(url)
     except ValueError as exc:
-        return _bad_input(f"{PREFIX}: bad URL: {exc}", [url])
+        return _bad_input(f"{COMMAND.prefix}: bad URL: {exc}", [url])
     key_from = own.get("api_key_env")
     key = env.get(key_from) if key_from else None
     auth = f"Bearer {key}" if key else base.basic_auth()
@@ -317,12 +316,12 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
                     key_from=key_from, key_set=bool(key), clock=clock, fetch=_masking(fetch, scrub),
                     debug=read_flag(env, "DSV4_LAUNCH_DEBUG")[0])
     except KeyboardInterrupt:
-        return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted",
+        return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted",
                       document={"command": "check", "url": base.shown, "status": "interrupted"})
     except Exception as exc:  # never a traceback of ours: one line, a problem (DSV4_LAUNCH_DEBUG=1 raises)
         if read_flag(env, "DSV4_LAUNCH_DEBUG")[0]:
             raise
-        return Result(exit_codes.CHECK_PROBLEM, PREFIX, scrub=scrub, error=f"internal error: {type(exc).__name__}: "
+        return Result(exit_codes.CHECK_PROBLEM, COMMAND.prefix, scrub=scrub, error=f"internal error: {type(exc).__name__}: "
                       f"{clip(scrub(str(exc)), 160)} (DSV4_LAUNCH_DEBUG=1 shows the traceback)",
                       document={"command": "check", "url": base.shown, "status": sc.PROBLEM})
     notes = []
@@ -363,7 +362,7 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
                 out.info(line, label=LABEL[f.level])
         out.info(_summary(state, run, elapsed, status), label=state)
 
-    return Result(status, PREFIX, "the report", None, data, text, scrub)
+    return Result(status, COMMAND.prefix, "the report", None, data, text, scrub)
 
 
 def _count(n: int, what: str) -> str:

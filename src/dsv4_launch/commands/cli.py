@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from . import exit_codes
-from .own_options import COMMANDS, NEAR_MISSES, PROGRAM, VERSION_FLAGS, HelpRequested, UsageError, load, parse
+from .own_options import COMMANDS, JSON, NEAR_MISSES, PROGRAM, VERSION_FLAGS, HelpRequested, UsageError, load, parse
 
 TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
 if TYPE_CHECKING:
@@ -111,9 +111,9 @@ def _usage_error(command: Command, message: str, args: list[str], ctx: Context |
 
     ctx = here(ctx)
     head = args[: args.index("--")] if "--" in args else args
-    as_json = "--json" in head and any(o.name == "--json" for o in command.options)
-    line = f"dsv4-launch {command.name}: {message} (see: dsv4-launch {command.name} --help)"
-    result = Result(exit_codes.USAGE, f"dsv4-launch {command.name}", error=line,
+    as_json = JSON.name in head and JSON in command.options
+    line = f"{command.prefix}: {message} (see: {command.prefix} --help)"
+    result = Result(exit_codes.USAGE, command.prefix, error=line,
                     document=dict(command.error_document or {}), plain_error=True, scrub=Redactor.for_words(args))
     return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 

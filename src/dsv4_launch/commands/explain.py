@@ -27,8 +27,8 @@ from . import exit_codes
 from .context import Context, here
 from .own_options import JSON, Command
 
-EXPLAINED, NOT_FOUND, BAD_INPUT = 0, 1, 2
-PREFIX = "dsv4-launch explain"
+EXPLAINED, NOT_FOUND = 0, 1
+BAD_INPUT = exit_codes.USAGE  # a log that cannot be read: bad input, as for every command
 _SKIPPED_DESTS = frozenset({"model_tag", "model", "config", "subparser", "dispatch_function"})
 _PASSED_ENV = ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE")  # where the model's config.json may be read
 
@@ -411,7 +411,7 @@ def explain_result(rest: list[str], ctx: Context):
     env = ctx.env or {}
 
     def failed(source: str, message: str) -> Result:
-        return Result(BAD_INPUT, PREFIX, "the explanation", message, _error_document(source, message), None,
+        return Result(BAD_INPUT, COMMAND.prefix, "the explanation", message, _error_document(source, message), None,
                       _scrubber(None))
 
     # ``rest`` holds operands only: the door (own_options.parse) refused every option it does
@@ -429,7 +429,7 @@ def explain_result(rest: list[str], ctx: Context):
     except LogReadError as exc:
         return failed(source, str(exc))
     except KeyboardInterrupt:
-        return Result(exit_codes.INTERRUPTED, PREFIX, error="interrupted", scrub=_scrubber(None),
+        return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None),
                       document=_error_document(source, "interrupted"))
     data = explain_data(scan, source, env)
     scrub = _scrubber(scan)
@@ -437,7 +437,7 @@ def explain_result(rest: list[str], ctx: Context):
     def text(out) -> None:
         render_text(out.lines, data)
 
-    return Result(data["exit_status"], PREFIX, "the explanation", None, data, text, scrub)
+    return Result(data["exit_status"], COMMAND.prefix, "the explanation", None, data, text, scrub)
 
 
 def _is_terminal(stream) -> bool:
