@@ -102,7 +102,10 @@ _FRAGMENTS = ("'api_key': ", "'hf_token': ", "api_key=", "token: ", "password=",
               ", ", " ", ": ", "sk-", "ZqS3cr3tV4lue9", "abc", "x", "'k1'", '"k2"', "None", "...", "\n",
               "input_value=", "AttentionConfig(", "<Enum.X: 'a.b'>", "'it\\'s'", "[]", "{}", "\\\n")
 _LINE = st.lists(st.sampled_from(_FRAGMENTS), max_size=30).map("".join)
-_TEXT = st.one_of(_STRUCTURE, _LINE)
+# Escapes dense: a backslash before a quote, a bracket, a line break, a backslash, the end.
+_ESCAPES = st.lists(st.sampled_from(["'", '"', "\\", "\n", "[", "]", "{", "(", ")", "}", ",", "a", "\\'", '\\"',
+                                     "\\\n", "\\\\", "\\]"]), min_size=4, max_size=40).map("".join)
+_TEXT = st.one_of(_STRUCTURE, _LINE, _ESCAPES)
 
 
 def _strings() -> st.SearchStrategy[str]:
