@@ -13,10 +13,21 @@ from dsv4_launch.vllm_cli import serve_args
 from tests.scaling import SCALE, assert_linear
 
 
+def _spelt(secret: str) -> str:
+    """A ``--`` secret as vLLM's pre-processing spells an option (argparse_utils.py, step 4 of
+    serve_args): ``_`` → ``-`` in the name, up to its first ``.``."""
+    if not secret.startswith("--"):
+        return secret
+    key, eq, value = secret.partition("=")
+    head, dot, tail = key.partition(".")
+    return head.replace("_", "-") + dot + tail + eq + value
+
+
 def _by_definition(unknown, secrets):
-    """An unknown option's name is reported unless it is part of a secret value."""
+    """An unknown option's name is reported unless it is part of a secret value, as written or
+    as vLLM spells it."""
     names = (u.split("=", 1)[0] for u in unknown)
-    return tuple(dict.fromkeys(n for n in names if not any(n in s for s in secrets)))
+    return tuple(dict.fromkeys(n for n in names if not any(n in s or n in _spelt(s) for s in secrets)))
 
 
 def _random_case(rnd: random.Random, count: int, alphabet: str = "-ab=é_"):
@@ -47,6 +58,20 @@ def test_many_names_answer_as_the_definition(seed):
     got = serve_args._unknown_names(unknown, secrets)
     assert got == _by_definition(unknown, secrets)
     assert 0 < len(got) < len(dict.fromkeys(u.split("=", 1)[0] for u in unknown))  # some withheld, some said
+
+
+@pytest.mark.parametrize("secret", ["--Zq_secret", "--Zq_sec_ret", "--Zq_secret=x", "--Zq_secret.sub=1"])
+def test_a_secret_is_withheld_as_vllm_spells_it_too(secret):
+    """vLLM's step 4 spells ``--Zq_secret`` as ``--Zq-secret``: the unknown option argparse then
+    names is that spelling, still the secret (the value of a credential-named option on a release
+    without a recorded table): not listed among the unknown options."""
+    from dsv4_launch.vllm_cli.option_table import load_table
+
+    args = serve_args.read_serve_args(["deepseek-ai/DeepSeek-V4-Flash", "--other-x", "1", "--my-token", secret],
+                                      load_table("0.34.0"))
+    assert args.rejection is None and "--my-token" in args.unknown_options
+    assert not [name for name in args.unknown_options if name.startswith("--Zq")], args.unknown_options
+    assert "--other-x" in args.unknown_options  # not a secret: listed
 
 
 @pytest.mark.parametrize("words, text, expected", [

@@ -199,14 +199,16 @@ def read_serve_args(
 
 def _unknown_names(unknown: Sequence[str], secrets: Sequence[str]) -> tuple[str, ...]:
     """The unknown options' names, without any that is part of a secret value (a secret that
-    looks like an option). Linear in the names and the secrets: up to ``FEW_NAMES`` names (or
+    looks like an option), as written or as vLLM's pre-processing spells it. Linear in the names and the secrets: up to ``FEW_NAMES`` names (or
     ``CHEAP_SEARCH`` characters searched in all), each is looked for in the secrets joined (C's
     search, linear in the secrets for a bounded number of names); past both, one pass over the
     secrets finds them all (``_occurring``): a search per name would cost names × secrets."""
     names = tuple(dict.fromkeys(u.split("=", 1)[0] for u in unknown))
     if not names or not secrets:
         return names
-    blob = "\x00".join(secrets)  # NUL is in no argument: no name spans two secrets
+    # A name is spelt as vLLM's step 4 spells it (``--Zq_x`` → ``--Zq-x``): so is each secret, as well.
+    spelt = [str(_normalise([s])[0]) for s in secrets if s.startswith("--") and "_" in s]
+    blob = "\x00".join((*secrets, *spelt))  # NUL is in no argument: no name spans two secrets
     if len(names) <= FEW_NAMES or len(names) * len(blob) <= CHEAP_SEARCH:
         return tuple(name for name in names if name not in blob)
     inside = _occurring(names, blob)
