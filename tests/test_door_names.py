@@ -112,3 +112,19 @@ def test_completion_offers_vllm_s_options_for_the_commands_declared_to_take_them
     takes = command == "serve" or load(command).vllm_args
     assert ("--max-model-len" in offered) == takes, (command, offered)
     assert takes == (command in ("serve", "plan", "doctor", "fit"))
+
+
+def test_the_readme_s_exit_codes_are_the_declared_ones():
+    """README's table and commands/exit_codes.py (with the statuses fit and explain declare for
+    themselves) name the same exit codes: a code added in one place is missed in the other."""
+    import re
+    from pathlib import Path
+
+    from dsv4_launch.commands import exit_codes, explain, fit
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    table = readme.split("## Exit codes", 1)[1].split("\n\n", 2)[1]
+    said = {int(code) for row in table.splitlines()[2:] for code in re.findall(r"\d+", row.split("|")[1])}
+    declared = {v for k, v in vars(exit_codes).items() if k.isupper() and isinstance(v, int)}
+    declared |= {fit.NO_LAYOUT_FITS, explain.EXPLAINED, explain.NOT_FOUND, explain.BAD_INPUT}
+    assert said == declared
