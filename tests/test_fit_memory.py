@@ -187,3 +187,29 @@ def test_plan_gpus_n_without_a_memory_says_memory_not_checked_and_why(tmp_path):
     memory = json.loads(c.stdout.getvalue())["memory"]
     assert code == 0 and memory["verdict"] == "memory not checked"
     assert "--gpus gives how many GPUs, not their memory" in memory["not_checked"]
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.27.0", "0.28.0", "0.33.0", None])
+def test_fit_says_max_conc_is_vllms_count_where_it_is(tmp_path, version):
+    vllm = (VllmInstall(version=version, importable=True) if version
+            else VllmInstall(version=None, importable=False, note="not installed"))
+    code, data, _ = fit(tmp_path, [FLASH], as_json=True, gpus=4, gpu_memory=96 * GiB, vllm=vllm)
+    assert data["concurrency_counted"] is True and data["concurrency_note"] is None
+    code, out, _ = fit(tmp_path, [FLASH], gpus=4, gpu_memory=96 * GiB, vllm=vllm)
+    assert 'max conc: vLLM\'s "Maximum concurrency" at 65,536 tokens' in out and "not verified" not in out
+
+
+@pytest.mark.parametrize("version,counted,said", [
+    # an installed release newer than every one read: 0.33's count, said to be unverified there
+    ("0.34.0", True, 'max conc is counted as vLLM 0.33.0 counts its "Maximum concurrency"; not verified for vLLM 0.34.0'),
+    # before 0.24 no count was read: the KV left over one request's need, said as such
+    ("0.23.0", False, 'max conc is the KV left over what one request needs, not vLLM 0.23.0\'s own "Maximum concurrency"'),
+])
+def test_fit_says_where_max_conc_is_not_vllms_own_count(tmp_path, version, counted, said):
+    vllm = VllmInstall(version=version, importable=True)
+    code, data, err = fit(tmp_path, [FLASH], as_json=True, gpus=4, gpu_memory=96 * GiB, vllm=vllm)
+    assert data["concurrency_counted"] is counted and data["concurrency_note"].startswith(said), (data, err)
+    assert any(r["concurrency"] for r in data["rows"])
+    code, out, _ = fit(tmp_path, [FLASH], gpus=4, gpu_memory=96 * GiB, vllm=vllm)
+    assert said in out
+    assert ('vLLM\'s "Maximum concurrency" at 65,536' in out) is counted

@@ -37,7 +37,7 @@ from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.gpus import GpuInfo
 from dsv4_launch.core.memory.estimate import estimate
 from dsv4_launch.core.memory.presets import parse_gpus
-from dsv4_launch.core.versions import VersionRange
+from dsv4_launch.core.memory.vllm_config import concurrency_counted
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELD = os.path.join(HERE, "fixtures", "memory", "field.json")
@@ -83,17 +83,14 @@ def with_value(argv: list[str], flag: str, value: str) -> list[str]:
 
 
 # vLLM's "Maximum concurrency" counts a request as kv_plan.StagePlan.concurrency_blocks says on
-# 0.24–0.26 and from 0.29 (tests/vllm_real/test_concurrency_oracle.py); 0.27–0.28 changed the
-# count and the pool's block (kv_cache_utils.py get_max_concurrency_for_kv_cache_config,
-# _get_kv_cache_config_packed@0.27.0) in a way not modelled here: a concurrency printed there is
-# not turned into memory.
-CONCURRENCY_MODELLED = (VersionRange(before="0.27.0"), VersionRange(since="0.29.0"))
+# every release from 0.24 (tests/vllm_real/test_concurrency_oracle.py, each release's own code;
+# vllm_config.concurrency_counted): a concurrency printed on another is not turned into memory.
 
 
 def concurrency_blocks(case: dict, version: str, argv: list[str] | None = None) -> tuple[int, int] | None:
     """(bytes per block of the pool, blocks one request is counted) as the release's "Maximum
     concurrency" counts them, for the case's first pipeline stage (rank 0 prints it)."""
-    if not any(r.contains(version) for r in CONCURRENCY_MODELLED):
+    if not concurrency_counted(version):
         return None
     g = case["gpus"]
     _, preset = parse_gpus(g["preset"])
@@ -178,7 +175,7 @@ def test_the_kv_memory_vllm_found_lies_in_the_band(case, version):
     memory = data["memory"]
     seen = implied_available(case, version, memory)
     if seen is None:
-        pytest.skip(f"vLLM {version}'s concurrency count is not modelled (0.27–0.28)")
+        pytest.skip(f"vLLM {version}'s concurrency count is not modelled")
     low, high = memory["kv_available_bytes_low"], memory["kv_available_bytes_high"]
     assert low <= seen[1] and seen[0] <= high, (f"observed {seen[0] / GiB:.2f}–{seen[1] / GiB:.2f} GiB, "
                                                 f"band {low / GiB:.2f}–{high / GiB:.2f} GiB")
@@ -208,7 +205,7 @@ def test_the_concurrency_vllm_printed_is_ours_at_the_memory_it_printed(case, ver
     concurrency above rests on it."""
     counted = concurrency_blocks(case, version)
     if counted is None:
-        pytest.skip(f"vLLM {version}'s concurrency count is not modelled (0.27–0.28)")
+        pytest.skip(f"vLLM {version}'s concurrency count is not modelled")
     pool_block, per_request = counted
     gib = case["observed"]["available_kv_gib"] * GiB
     ours = [((gib + d) // pool_block) / per_request for d in (-HALF_CENT, HALF_CENT)]

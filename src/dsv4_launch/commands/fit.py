@@ -24,10 +24,12 @@ from ..core.memory.fit import (
     MAX_FEWEST,
     NOT_CHECKED,
     UNKNOWN,
+    concurrency_note,
     fewest_gpus,
     fit_rows,
 )
 from ..core.memory.presets import PRESETS, preset_gpus
+from ..core.memory.vllm_config import concurrency_counted
 from ..output.documents import near_misses
 from ..output.render import Out, Result, render
 from . import exit_codes
@@ -175,6 +177,8 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     gmu = gpu_memory_utilization(facts)
     mnbt = e0.max_num_batched_tokens if e0 else None
     release, how = _accounting(prepared, facts)
+    note = concurrency_note(facts.vllm_version)
+    what = 'vLLM\'s "Maximum concurrency"' if concurrency_counted(facts.vllm_version) else "requests that fit at once"
     gpu_words = (f"{count} × {preset.key} ({_gib(gpu_memory_used)} GiB each)" if preset is not None
                  else f"{count} × {_gib(gpu_memory_used)} GiB GPUs")
     title = (f"{facts.model.name} on {gpu_words} (gpu-memory-utilization "
@@ -197,6 +201,8 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         "accounting_release": release,
         "accounting_release_from": how,
         "weights_source": weights.source if weights else None,
+        "concurrency_counted": concurrency_counted(facts.vllm_version),  # else KV left / one request
+        "concurrency_note": note,  # None: "concurrency" is vLLM's own "Maximum concurrency" count, verified
         "rows": [_row_data(r) for r in rows],
         "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
         "fits": True if any_fits else (False if none_fits else None),
@@ -214,9 +220,10 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     ]
     footer = [
         fewest_line,
-        f"max conc: vLLM's \"Maximum concurrency\" at {context:,} tokens, all DP replicas together; KV left, "
+        f"max conc: {what} at {context:,} tokens, all DP replicas together; KV left, "
         "longest (one request alone) and max conc run from the pessimistic to the optimistic end of the "
         "estimated activation, CUDA-graph and non-torch terms; weights and KV in GiB per GPU.",
+        *([f"{note}."] if note else []),
         "fits: even at the pessimistic end; vLLM decides at start, by its own profile (the bands straddle "
         "the need); does not fit: the weights alone, for certain.",
         *(["*: the layout your arguments give."] if any(r.yours for r in rows) else []),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from ..facts import Facts
 from ..records import Record
+from ..versions import is_newer
+from ..vllm_releases import NEWEST_VERIFIED
 from .estimate import (
     DECIDES,
     DOES_NOT_FIT,
@@ -19,6 +21,7 @@ from .estimate import (
     layout_of,
     verdict,
 )
+from .vllm_config import concurrency_counted
 
 DEFAULT_CONTEXT = 65_536  # the length concurrency is counted at when --max-model-len is not given
 UNKNOWN = UNKNOWN_WEIGHTS
@@ -44,6 +47,21 @@ class FitRow(Record):
     @property
     def total_concurrency_high(self) -> int | None:
         return None if self.concurrency_high is None else self.concurrency_high * self.estimate.layout.dp
+
+
+def concurrency_note(vllm_version: str | None) -> str | None:
+    """Where fit's "max conc" is not vLLM's own "Maximum concurrency" as checked against the
+    release's code (tests/vllm_real/test_concurrency_oracle.py), what it is instead; None where it
+    is (every verified release, and no vLLM at all: the newest release's count)."""
+    if vllm_version is None:
+        return None
+    if not concurrency_counted(vllm_version):
+        return (f"max conc is the KV left over what one request needs, not vLLM {vllm_version}'s own "
+                "\"Maximum concurrency\" count (not modelled for that release)")
+    if is_newer(vllm_version, NEWEST_VERIFIED) is not False:  # a later release, or a version not read
+        return (f"max conc is counted as vLLM {NEWEST_VERIFIED} counts its \"Maximum concurrency\"; not verified "
+                f"for vLLM {vllm_version}")
+    return None
 
 
 def divisors(n: int) -> list[int]:

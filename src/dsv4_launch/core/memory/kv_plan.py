@@ -25,7 +25,9 @@ How a request is charged, by release family:
 * ``TUPLES`` (0.24–0.28, ``group_and_unify_kv_cache_specs`` + ``_get_kv_cache_groups_uniform_
   groups`` in ``v1/core/kv_cache_utils.py``): one group of all full caches, one group per
   (block size, window) of the window caches, split into "layer tuples" of an approximate gcd;
-  a request needs ``num_layer_tuples × layer_tuple_bytes × Σ pages``.
+  a request needs ``num_layer_tuples × layer_tuple_bytes × Σ pages``. ``TUPLES_SLAB`` (0.27–0.28)
+  is the same grouping and the same charge; only what vLLM's "Maximum concurrency" counts differs
+  (``StagePlan.concurrency_blocks``).
 * ``PACKED`` (0.29–0.33, ``_get_packed_kv_cache_groups``, block-outermost layout): buckets of
   one type (block size, window) split by repeats of the layer pattern; every group's block is
   as wide as the widest group's, so a request needs ``bytes_per_block × Σ blocks``; the check
@@ -46,6 +48,10 @@ from functools import lru_cache
 from ..records import Record
 
 TUPLES, PACKED = "tuples", "packed"
+# 0.27–0.28: the tuple groups, laid out densely in one shared block slab (_get_packed_kv_cache_layout,
+# kv_cache_utils.py:1283@0.27.0) and counted per group's blocks (get_max_concurrency_for_kv_cache_config, :937)
+TUPLES_SLAB = "tuples-slab"
+TUPLE_FAMILIES = (TUPLES, TUPLES_SLAB)
 KV_BLOCK = 256  # --block-size: DeepSeek-V4's kernels need multiples of 256 (rules: block-size)
 ALIGNMENT = 576  # fp8_ds_mla pages are padded to a multiple of this (_apply_alignment_padding)
 STATE_BYTES = 584  # a compressed state: 448 FP8 NoPE + 128 bf16 RoPE + 8 scale bytes
@@ -188,7 +194,7 @@ class Grouping(Record):
 
 def group(caches: Sequence[Cache], family: str) -> Grouping:
     """The model's KV cache groups, as the release's planner forms them."""
-    if family == TUPLES:
+    if family in TUPLE_FAMILIES:
         full = [c for c in caches if not c.window]
         windows = [b for b in _buckets(caches) if b[0].window]
         counts = [_most_common_count(full)] + [_most_common_count(b) for b in windows]
@@ -197,7 +203,7 @@ def group(caches: Sequence[Cache], family: str) -> Grouping:
         for bucket in windows:
             per_size = len(next(iter(_by_page(bucket).values())))
             tuple_groups.extend(_split(bucket, cdiv(per_size, tuples)))
-        return Grouping(TUPLES, tuple(tuple_groups))
+        return Grouping(family, tuple(tuple_groups))
     buckets = [(b, _by_page(b)) for b in _buckets(caches)]
     balanced = [(b, pages) for b, pages in buckets if len({len(v) for v in pages.values()}) == 1]
     floor = max((_most_common_count(b) for b, pages in balanced if len(pages) > 1), default=0)
@@ -231,8 +237,8 @@ class StagePlan(Record):
     full_groups: int  # groups whose pages grow with the request
     windows: tuple[tuple[int, int], ...]  # (window, block) of each window group
     null_block: int = 0  # set aside before the check (0.29+)
-    # What vLLM's "Maximum concurrency" reads (TUPLES only; see concurrency_blocks): the bytes of
-    # one block of the shared pool, and per group (window, block, the group spec's page bytes).
+    # What vLLM's "Maximum concurrency" reads (TUPLES and TUPLES_SLAB; see concurrency_blocks): the
+    # bytes of one block of the shared pool, and per group (window, block, the group spec's page bytes).
     pool_block: int = 0
     group_pages: tuple[tuple[int, int, int], ...] = ()
 
@@ -282,25 +288,44 @@ class StagePlan(Record):
     def concurrency_blocks(self, length: int, in_flight: int) -> tuple[int, int]:
         """(bytes per block of the pool, blocks per request) as vLLM's "Maximum concurrency" counts
         them: it prints ``(available // the first) / the second`` (``get_max_concurrency_for_kv_cache_
-        config``; "GPU KV cache size" is that × max_model_len).
+        config``; "GPU KV cache size" is that × max_model_len), ``available // the first`` the
+        fewest of any pipeline stage (``get_kv_cache_configs`` gives every worker the smallest).
 
         0.29–0.33 (``PACKED``): Σ over groups of ``cdiv(max memory, page)`` — the blocks ``need``
-        charges (kv_cache_utils.py:937@0.29), so available / need. 0.24–0.26 (``TUPLES``; the same
-        text in all three, kv_cache_utils.py:937-955@0.26.0; 0.27–0.28 changed the count and the
-        pool's block again and are not modelled): ``cdiv(n × Σ_g pages_g × P_g, n × P_0)`` with ``n`` the
-        largest group's layer count and ``P_g`` the sum of the page sizes of group g's layers (its
+        charges (kv_cache_utils.py:937@0.29), so available / need.
+
+        0.27–0.28 (``TUPLES_SLAB``): the same text (kv_cache_utils.py:937-959@0.27.0, :917@0.28.0)
+        over the tuple planner's groups — per group ``cdiv(max_memory_usage_bytes, page_size_bytes)``
+        of its ``UniformTypeKVCacheSpecs`` (kv_cache_interface.py:851-856@0.27.0): the most pages any
+        of its layers needs, i.e. the blocks its (window, block) needs. The pool's block is the
+        densest group's bytes, Σ of its layers' unpadded pages (``_get_packed_kv_cache_layout``,
+        kv_cache_utils.py:1283-1305@0.27.0; ``num_blocks = available // block_stride``, :1342;
+        the window pages are no longer padded to the full group's since 0.27). Every stage counts
+        every group of the whole model: ``_project_kv_cache_groups_to_worker`` keeps a group with
+        none of its layers there, with the whole model's spec (:2052-2091@0.27.0). This is not the
+        charge the start check makes (``need``, unchanged since 0.24): the concurrency is above
+        available / need (V4-Flash 4.9 %, V4-Pro 3.2 %).
+
+        0.24–0.26 (``TUPLES``; the same text in all three, kv_cache_utils.py:937-955@0.26.0):
+        ``cdiv(n × Σ_g pages_g × P_g, n × P_0)`` with ``n`` the largest group's layer count and
+        ``P_g`` the sum of the page sizes of group g's layers (its
         ``UniformTypeKVCacheSpecs.page_size_bytes``, kv_cache_interface.py:828@0.26.0) — not the
         need's per-tuple charge: groups with fewer layers than the first count less, so vLLM's
         concurrency is above available / need. The pool's block is Σ over page sizes of the size
         × the most layers of that size in one group (``_bucket_layers_by_page_size``,
         kv_cache_utils.py:1259@0.26.0)."""
-        if self.family != TUPLES or not self.group_pages:
+        if self.family not in TUPLE_FAMILIES or not self.group_pages:
             return self.unit, self.need(length, in_flight) // self.unit
-        total = 0
-        for window, block, page in self.group_pages:
-            pages = cdiv(min(window - 1 + in_flight, length), block) + 1 if window else cdiv(length, block)
-            total += pages * page
+        if self.family == TUPLES_SLAB:
+            return self.pool_block, sum(_pages(window, block, length, in_flight) for window, block, _ in self.group_pages)
+        total = sum(_pages(window, block, length, in_flight) * page for window, block, page in self.group_pages)
         return self.pool_block, cdiv(total, self.group_pages[0][2])
+
+
+def _pages(window: int, block: int, length: int, in_flight: int) -> int:
+    """The blocks one request of ``length`` holds in a cache of this window (0: full) and block
+    size (``SlidingWindowSpec.max_admission_blocks_per_request``; a full cache ``cdiv(length, block)``)."""
+    return cdiv(min(window - 1 + in_flight, length), block) + 1 if window else cdiv(length, block)
 
 
 def draft_caches(first: int, count: int, window: int = SWA_WINDOW) -> list[Cache]:
@@ -314,8 +339,8 @@ def draft_caches(first: int, count: int, window: int = SWA_WINDOW) -> list[Cache
 
 def _tuple_pool(groups: Sequence[Sequence[Cache]], full_pages: Sequence[int],
                 retained: int) -> tuple[int, tuple[tuple[int, int, int], ...]]:
-    """0.24–0.28: every window cache's page padded to the nearest larger page of the full group
-    (``_get_kv_cache_groups_uniform_groups``, kv_cache_utils.py:1622-1640@0.24.0); then the pool's
+    """0.24–0.26: every window cache's page padded to the nearest larger page of the full group
+    (``_get_kv_cache_groups_uniform_groups``, kv_cache_utils.py:1622-1640@0.24.0; gone in 0.27); then the pool's
     block (Σ page × the most layers of that page in one group) and per group (window, block,
     Σ of its pages)."""
     def padded(c: Cache) -> int:
@@ -353,6 +378,8 @@ def _stage_plans(ratios: tuple[int, ...], family: str, pp: int, indexer: str, pa
     layers = min(len(ratios), MAX_LAYERS)
     caches = layer_caches(ratios, indexer) + draft_caches(layers, draft_layers)
     grouping = group(caches, family)
+    slab_pages = tuple((g.window + retained if g.window else 0, g.block, sum(c.page for c in g.caches))
+                       for g in grouping.groups)
     plans = []
     stages = pp_stages(layers, pp, partition)
     if draft_layers > 0 and stages:
@@ -371,6 +398,13 @@ def _stage_plans(ratios: tuple[int, ...], family: str, pp: int, indexer: str, pa
             pool_block, group_pages = _tuple_pool(projected, sorted(_by_page(full_group)), retained)
             plans.append(StagePlan(TUPLES, max(counts) * full_pages, full, windows,
                                    pool_block=pool_block, group_pages=group_pages))
+        elif family == TUPLES_SLAB:
+            counts = [_most_common_count(g) for g in projected]
+            full_group = next((g for g in projected if not g[0].window), ())
+            # the densest group's unpadded pages; every group of the whole model is counted
+            plans.append(StagePlan(TUPLES_SLAB, max(counts) * sum(_by_page(full_group)), full, windows,
+                                   pool_block=max(sum(c.page for c in g) for g in projected),
+                                   group_pages=slab_pages))
         else:
             unit = max(sum(c.page for c in g) for g in projected)
             plans.append(StagePlan(PACKED, unit, full, windows, null_block=unit))

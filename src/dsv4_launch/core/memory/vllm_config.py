@@ -12,21 +12,24 @@ from __future__ import annotations
 
 from ..facts import Facts, as_bool, as_human_int, as_int, json_option, vllm_env_bool
 from ..versions import VersionRange
-from .kv_plan import PACKED, TUPLES
+from .kv_plan import PACKED, TUPLES, TUPLES_SLAB
 
 GiB = 2**30
 
 # Per-release facts of vLLM the estimate depends on (each cited in docs/memory.md).
 PACKED_PLANNER = VersionRange(since="0.29.0")  # _get_packed_kv_cache_groups (v1/core/kv_cache_utils.py@0.29)
-# The releases whose "Maximum concurrency" count kv_plan.StagePlan.concurrency_blocks reproduces
-# (tests/vllm_real/test_concurrency_oracle.py): 0.24–0.26 and 0.29+; 0.27–0.28 count another way
-# (get_max_concurrency_for_kv_cache_config, _get_kv_cache_config_packed@0.27.0), not modelled.
-CONCURRENCY_COUNT_BEFORE, CONCURRENCY_COUNT_SINCE = VersionRange(before="0.27.0"), VersionRange(since="0.29.0")
+# The tuple planner's groups laid out in one dense block slab and counted per group's blocks by "Maximum
+# concurrency" (v1/core/kv_cache_utils.py:937,1283@0.27.0, :917@0.28.0; kv_plan.TUPLES_SLAB); 0.29 packs.
+SLAB_POOL = VersionRange(since="0.27.0")
+# The releases whose "Maximum concurrency" count kv_plan.StagePlan.concurrency_blocks reproduces to vLLM's
+# float (tests/vllm_real/test_concurrency_oracle.py: 0.24.0–0.33.0, by each release's own code); a later
+# release is counted as the newest one counts (fit says so: not verified there); before 0.24 not at all.
+CONCURRENCY_COUNTED = VersionRange(since="0.24.0")
 
 
 def concurrency_counted(vllm_version: str | None) -> bool:
     """Whether the release's own "Maximum concurrency" count is modelled (unknown: the newest's)."""
-    return CONCURRENCY_COUNT_BEFORE.contains(vllm_version) is True or CONCURRENCY_COUNT_SINCE.contains(vllm_version) is not False
+    return CONCURRENCY_COUNTED.contains(vllm_version) is not False
 
 
 IN_FLIGHT_TOKENS = VersionRange(since="0.26.0")  # VllmConfig.max_in_flight_tokens (config/vllm.py:525@0.26)
@@ -92,7 +95,9 @@ def default_max_num_batched_tokens(gpu_memory: int | None, gpu_name: str | None,
 
 def kv_family(vllm_version: str | None) -> str:
     """The planner the release has (unknown: the newest's)."""
-    return TUPLES if PACKED_PLANNER.contains(vllm_version) is False else PACKED
+    if PACKED_PLANNER.contains(vllm_version) is not False:
+        return PACKED
+    return TUPLES_SLAB if SLAB_POOL.contains(vllm_version) else TUPLES
 
 
 def in_flight_tokens(facts: Facts, mnbt: int, pp: int, world: int = 1) -> int:
