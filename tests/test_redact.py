@@ -89,10 +89,34 @@ def test_without_a_parse_everything_that_may_be_a_value_is_masked():
         ("https://host/a@b", "https://host/a@b"),  # an @ in the path is not a credential
         ("user@example.com", "user@example.com"),
         ("no url here", "no url here"),
+        # a credential in the query or the fragment: by its parameter's name
+        ("https://otel/v1?access_token=Zq9&x=1", "https://otel/v1?access_token=***&x=1"),
+        ("s3 https://b.s3.amazonaws.com/m?X-Amz-Credential=AK%2F1&X-Amz-Signature=ab12&X-Amz-Expires=60 ok",
+         "s3 https://b.s3.amazonaws.com/m?X-Amz-Credential=***&X-Amz-Signature=***&X-Amz-Expires=60 ok"),
+        ('{"url": "https://h/x?sig=Zq9SIGzz"}', '{"url": "https://h/x?sig=***"}'),
+        ("https://app/cb#access_token=Zq9&state=1", "https://app/cb#access_token=***&state=1"),
+        ("https://h/x?key=K1;token=T2 and ?token=plain", "https://h/x?key=***;token=*** and ?token=plain"),
+        # not credentials: other parameters, a count, a query with no URL around it
+        ("https://hf.co/m?revision=main&max_tokens=8", "https://hf.co/m?revision=main&max_tokens=8"),
+        ("https://h/x?token_count=3", "https://h/x?token_count=3"),
     ],
 )
 def test_url_credentials(text, expected):
     assert mask_url_credentials(text) == expected
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_a_url_s_query_credential_is_masked_in_the_argv_and_wherever_a_line_quotes_it(version):
+    from dsv4_launch.output.redact import Redactor
+
+    url = "https://otel.example/v1?x=1&access_token=Zq9SECRETzz"
+    tokens = [M, "--otlp-traces-endpoint", url, "--hf-overrides", '{"base": "https://h/m?sig=Zq8SIGzz"}']
+    args = read_serve_args(tokens, load_table(version), lambda p: {})
+    redact = Redactor.for_argv(tokens, args.secrets)
+    assert redact.shown_argv == [M, "--otlp-traces-endpoint", "https://otel.example/v1?x=1&access_token=***",
+                                 "--hf-overrides", '{"base": "https://h/m?sig=***"}']
+    # an exception's message quoting the token alone
+    assert redact("invalid token 'Zq9SECRETzz'; bad signature Zq8SIGzz") == "invalid token '***'; bad signature ***"
 
 
 # --- over-masking: a weak value found only by its key's name is masked in its key's place -------

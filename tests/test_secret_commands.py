@@ -31,6 +31,7 @@ S = "Zq9SECRETzz"
 KINDS = {
     "api-key": (["--api-key", S], {}),
     "url password": (["--otlp-traces-endpoint", f"https://user:{S}@otel.example:4317"], {}),
+    "url query token": (["--otlp-traces-endpoint", f"https://otel.example:4317/v1?access_token={S}"], {}),
     "hf-overrides token": (["--hf-overrides", json.dumps({"hf_token": S})], {}),
     "json option token": (["--speculative-config", json.dumps({"method": "mtp", "hf_token": S})], {}),
     "env credential": ([], {"HF_TOKEN": S}),
@@ -99,10 +100,7 @@ def test_a_usage_error_that_quotes_the_secret_masks_it(command, kind, mode, as_j
     assert status == 2
     if as_json:
         assert json.loads(ctx.stdout.getvalue())["error"]
-    if kind == "env credential":
-        # a usage error is read before the pipeline: the environment's credentials are not
-        # looked at, and the bad value is the user's own text — shown as given
-        return
+    # read before the pipeline, masked by the pipeline's masks: the environment's credentials too
     _assert_masked(text)
 
 
@@ -132,7 +130,7 @@ def test_explain_never_prints_a_secret_of_the_logged_arguments(tmp_path, kind, m
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("kind", ["api key from the environment", "url password"])
+@pytest.mark.parametrize("kind", ["api key from the environment", "url password", "a credential of the environment"])
 @pytest.mark.parametrize("as_json", [False, True])
 def test_check_never_prints_the_key_a_server_echoes(kind, mode, as_json):
     from dsv4_launch.core.check import judge
@@ -140,9 +138,10 @@ def test_check_never_prints_the_key_a_server_echoes(kind, mode, as_json):
     def fetch(method, base, path, **kwargs):  # the server: HTTP 500 quoting the credential
         return judge.Exchange(500, f"invalid credential {S} for {path}".encode(), 0.01)
 
-    env = {**MODES[mode], "K": S}
-    url = "http://127.0.0.1:9" if kind.startswith("api key") else f"http://user:{S}@127.0.0.1:9"
-    args = [*(["--json"] if as_json else []), "--api-key-env", "K", url]
+    # the last: not sent (no --api-key-env), but the server beside us reads the same VLLM_API_KEY
+    env = {**MODES[mode], "K": S} if kind != "a credential of the environment" else {**MODES[mode], "VLLM_API_KEY": S}
+    url = "http://127.0.0.1:9" if not kind.startswith("url") else f"http://user:{S}@127.0.0.1:9"
+    args = [*(["--json"] if as_json else []), *(["--api-key-env", "K"] if "K" in env else []), url]
     status, text, ctx = _run("check", args, env, fetch=fetch, http_client="stdlib")
     if as_json:
         json.loads(ctx.stdout.getvalue())
@@ -159,6 +158,30 @@ def test_check_s_bad_input_line_masks_the_url_s_password(order, as_json):
     status, text, ctx = _run("check", [*(["--json"] if as_json else []), *args], {"NO_COLOR": "1"})
     assert status == 2
     _assert_masked(text)
+
+
+@pytest.mark.parametrize("args", [
+    ["--api-key-env", "K", "--timeout", S],  # our own option's bad value: the key --api-key-env names
+    ["--api-key-env", "K", "--json", "--timeout=" + S],
+    ["--api-key-env", "K", "ftp://user@" + S],  # check's bad input: the URL quoted
+])
+def test_check_s_usage_error_masks_the_key_its_variable_holds(args):
+    status, text, ctx = _run("check", args, {"NO_COLOR": "1", "K": S})
+    assert status == 2
+    assert S not in text, text
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    ("explain", ["/nonexistent/" + S]),  # explain's bad input quotes the file's name
+    ("explain", ["a", S]),
+    ("completion", [S]),
+    ("check", ["http://127.0.0.1:9", S]),
+    ("check", [f"ftp://{S}"]),
+])
+def test_a_command_s_bad_input_masks_the_environment_s_credentials(name, args):
+    status, text, ctx = _run(name, args, {"NO_COLOR": "1", "HF_TOKEN": S})
+    assert status == 2
+    assert S not in text, text
 
 
 def test_completion_s_error_line_masks_a_url_s_password():

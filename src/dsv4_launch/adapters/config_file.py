@@ -167,5 +167,40 @@ def _load_like_vllm(yaml, path: str, text: str):
         raise ConfigFileError(f"--config {path}: not valid YAML{where} ({problem})") from None
     except RecursionError:
         raise ConfigFileError(f"--config {path}: nested too deeply for vLLM's YAML reader") from None
-    except (ValueError, OverflowError, TypeError) as exc:  # e.g. a 5000-digit integer
-        raise ConfigFileError(f"--config {path}: vLLM's YAML reader fails on it ({excerpt(str(exc), 120)})") from None
+    except (ValueError, OverflowError, TypeError) as exc:  # e.g. a 5000-digit integer, `api_key: !!int x`
+        detail = _without_secrets(yaml, text, str(exc))  # the message may quote a value: masked before the cut
+        raise ConfigFileError(f"--config {path}: vLLM's YAML reader fails on it ({excerpt(detail, 120)})") from None
+
+
+def _without_secrets(yaml, text: str, message: str) -> str:
+    """``message`` (vLLM's YAML reader failing on a value it quotes: ``invalid literal for int()
+    with base 10: '…'``) with the file's secrets masked — read as plain text, every scalar a
+    string (``yaml.BaseLoader``: no constructor runs, so the one that failed does not). PyYAML's
+    constructors quote the value as they changed it (``!!float`` lower-cases it, ``!!int`` and
+    ``!!float`` drop its ``_``, ``!!int`` quotes one ``:``-part of it): a quoted literal that is
+    a piece of a secret so folded is masked too. Where even that reading fails, or its aliases
+    expand past the limit, nothing of the message is said."""
+    import re
+
+    from ..vllm_cli.secrets import MASK, mask_secrets, masks_of
+    from ..vllm_cli.serve_args import config_secrets
+
+    def fold(value: str) -> str:
+        return value.lower().replace("_", "")
+
+    try:
+        data = yaml.load(text, Loader=yaml.BaseLoader)
+        limit = max(EXPANDED_LIMIT, 2 * len(text))
+        if not isinstance(data, dict) or expanded_size(data, limit) > limit:
+            return "a value it cannot read"
+        secrets = config_secrets(data)
+    except Exception:  # noqa: BLE001 — whatever fails here, say nothing of the message
+        return "a value it cannot read"
+    folded = [fold(s) for s in secrets]
+
+    def literal(m: re.Match) -> str:
+        quoted = fold(m.group(2))
+        return m.group(1) + MASK + m.group(1) if quoted and any(quoted in f for f in folded) else m.group(0)
+
+    message = re.sub(r"""(['"])((?:(?!\1)[^\\]|\\.)*)\1""", literal, message)
+    return mask_secrets(message, *masks_of(secrets))

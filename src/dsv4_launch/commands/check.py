@@ -268,7 +268,7 @@ def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     try:
         url = url_of(rest)
     except UsageError as exc:
-        result = _bad_input(str(exc), rest)
+        result = _bad_input(str(exc), rest, ctx)
     else:
         result = probe_result(own, url, ctx)
     return render(result, as_json=bool(own.get("json")), stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
@@ -277,10 +277,13 @@ def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
 BAD_INPUT_DOCUMENT = {"command": "check", "status": "bad-input", "exit_status": exit_codes.USAGE}
 
 
-def _bad_input(message: str, words: list[str]) -> Result:
-    """Bad input: the one line, masked for the secrets ``words`` (the arguments read) may hold."""
+def _bad_input(message: str, words: list[str], ctx: Context) -> Result:
+    """Bad input: the one line, masked for the secrets ``words`` (the arguments read) and the
+    environment may hold (``pipeline.usage_redactor``)."""
+    from .pipeline import usage_redactor
+
     return Result(exit_codes.USAGE, COMMAND.prefix, error=message, plain_error=True, document=BAD_INPUT_DOCUMENT,
-                  scrub=Redactor.for_words(words))
+                  scrub=usage_redactor(words, ctx.env or {}))
 
 
 def probe_result(own: dict, url: str, ctx: Context) -> Result:
@@ -290,14 +293,15 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     try:
         base = sc.parse_base_url(url)
     except ValueError as exc:
-        return _bad_input(f"{COMMAND.prefix}: bad URL: {exc}", [url])
+        return _bad_input(f"{COMMAND.prefix}: bad URL: {exc}", [url], ctx)
     key_from = own.get("api_key_env")
     key = env.get(key_from) if key_from else None
     auth = f"Bearer {key}" if key else base.basic_auth()
     # Masked wherever they would show (a server may echo the header back): the key, the URL's
     # password and the Basic token made of it.
+    # The environment's credentials too, as in every run (a server beside us may quote them).
     secrets = [s for s in (key, base.password, auth.partition(" ")[2] if auth else None) if s]
-    scrub = Redactor(secrets)
+    scrub = Redactor.for_argv((), env=env).also(secrets)
     timeout = own.get("timeout", DEFAULT_TIMEOUT)
     client = ctx.http_client
     if client is None:

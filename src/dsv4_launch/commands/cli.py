@@ -19,6 +19,7 @@ from .own_options import COMMANDS, JSON, NEAR_MISSES, PROGRAM, VERSION_FLAGS, He
 
 TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
 if TYPE_CHECKING:
+    from ..output.redact import Redactor
     from .context import Context
     from .own_options import Command, NearMiss
 
@@ -91,11 +92,10 @@ def _run(command: Command, args: list[str], ctx: Context | None) -> int:
         import os
 
         from ..output.lines import Reporter
-        from ..output.redact import Redactor
 
         stderr = ctx.stderr if ctx is not None and ctx.stderr is not None else sys.stderr
         env = ctx.env if ctx is not None and ctx.env is not None else os.environ
-        say = Reporter(stderr, env, prefix=command.prefix, scrub=Redactor.for_words(args))  # JSON log lines too
+        say = Reporter(stderr, env, prefix=command.prefix, scrub=_redactor(args, ctx))  # JSON log lines too
         for miss in warnings:
             say.warning(miss.warning)
         own = {**own, NEAR_MISSES: tuple(warnings)}  # and in its --json document (output/documents.near_misses)
@@ -105,7 +105,6 @@ def _run(command: Command, args: list[str], ctx: Context | None) -> int:
 def _usage_error(command: Command, message: str, args: list[str], ctx: Context | None) -> int:
     """One line (``dsv4-launch CMD: …``) and exit 2; with ``--json`` also the one error document
     (``schema_version``, ``exit_status``, ``error``; output/render.py) with the command's keys."""
-    from ..output.redact import Redactor
     from ..output.render import Result, render
     from .context import here
 
@@ -114,8 +113,16 @@ def _usage_error(command: Command, message: str, args: list[str], ctx: Context |
     as_json = JSON.name in head and JSON in command.options
     line = f"{command.prefix}: {message} (see: {command.prefix} --help)"
     result = Result(exit_codes.USAGE, command.prefix, error=line,
-                    document=dict(command.error_document or {}), plain_error=True, scrub=Redactor.for_words(args))
+                    document=dict(command.error_document or {}), plain_error=True, scrub=_redactor(args, ctx))
     return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+
+
+def _redactor(args: Sequence[str], ctx: Context | None) -> Redactor:
+    """The pipeline's masks for a line printed before the pipeline has read ``args``."""
+    from .context import here
+    from .pipeline import usage_redactor
+
+    return usage_redactor(args, here(ctx).env or {})
 
 
 def _click(args: list[str]) -> int:

@@ -240,7 +240,6 @@ def candidates(prog: str, words: Sequence[str], version: str | None = None) -> l
 def run_completion(args: Sequence[str], ctx=None) -> int:
     """``completion SHELL`` (the script) or ``completion --complete PROG -- WORDS...``; ``ctx``:
     a ``context.Context`` (None: this process's)."""
-    from ..output.redact import Redactor
     from ..output.render import Result, render
     from .context import here
 
@@ -256,9 +255,11 @@ def run_completion(args: Sequence[str], ctx=None) -> int:
         # Each Tab press: whatever happens to the output, the shell gets 0 and no line of ours.
         result = Result(exit_codes.OK, prefix, text=lambda out: out.verbatim(text, failure_is_ok=True))
     elif len(args) != 1 or args[0] not in SHELLS:
+        from .pipeline import usage_redactor  # only for the error line: each Tab press imports nothing more
+
         given = " ".join(args) or "nothing"
         result = Result(exit_codes.USAGE, prefix, error=f"expected one shell, {', '.join(SHELLS)}; got {given} "
-                        f"(see: {prefix} --help)", scrub=Redactor.for_words(args))
+                        f"(see: {prefix} --help)", scrub=usage_redactor(args, ctx.env or {}))
     else:
         script = SCRIPTS[args[0]]
         result = Result(exit_codes.OK, prefix, "the script", text=lambda out: out.verbatim(script))

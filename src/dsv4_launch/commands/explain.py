@@ -280,11 +280,11 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     }
 
 
-def _scrubber(scan: Scan | None):
+def _scrubber(scan: Scan | None, env):
     """The run's redactor (``Redactor.for_log``): applied by ``render`` to what explain prints."""
     from ..output.redact import Redactor
 
-    return Redactor.for_log(scan.secrets if scan else (), mask_line)
+    return Redactor.for_log(scan.secrets if scan else (), mask_line, env)
 
 
 def _error_document(source: str, message: str) -> dict:
@@ -412,7 +412,7 @@ def explain_result(rest: list[str], ctx: Context):
 
     def failed(source: str, message: str) -> Result:
         return Result(BAD_INPUT, COMMAND.prefix, "the explanation", message, _error_document(source, message), None,
-                      _scrubber(None))
+                      _scrubber(None, env))
 
     # ``rest`` holds operands only: the door (own_options.parse) refused every option it does
     # not declare before a ``--``, and after ``--`` every word is an operand (POSIX), a log file
@@ -429,10 +429,10 @@ def explain_result(rest: list[str], ctx: Context):
     except LogReadError as exc:
         return failed(source, str(exc))
     except KeyboardInterrupt:
-        return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None),
+        return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None, env),
                       document=_error_document(source, "interrupted"))
     data = explain_data(scan, source, env)
-    scrub = _scrubber(scan)
+    scrub = _scrubber(scan, env)
 
     def text(out) -> None:
         render_text(out.lines, data)

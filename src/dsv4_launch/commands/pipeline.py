@@ -165,6 +165,26 @@ def _with_redactor(prepared: Prepared, env: Mapping[str, str]) -> Prepared:
     return prepared._replace(redact=Redactor.for_argv(prepared.argv, prepared.secrets, more, env))
 
 
+def usage_redactor(words: Sequence[str], env: Mapping[str, str]) -> Redactor:
+    """The run's masks for a line printed before the pipeline has read ``words`` (a usage error,
+    a near miss's warning, a command's bad input): ``Redactor.for_words`` — the words that may be
+    secrets, ``env``'s credentials and the secrets of the ``--config FILE`` the words name, read
+    here only because a line is to be printed (a file that cannot be read gives none: vLLM would
+    refuse it anyway)."""
+    words = list(words)
+    head = words[: words.index("--")] if "--" in words else words
+    more: list[str] = []
+    if "--config" in head[:-1]:
+        from ..adapters.config_file import load_config_file
+        from ..vllm_cli.serve_args import config_secrets
+
+        try:
+            more = config_secrets(load_config_file(head[head.index("--config") + 1]))
+        except Exception:  # noqa: BLE001 — a file vLLM cannot read holds nothing to mask here
+            more = []
+    return Redactor.for_words(words, env, more)
+
+
 def _blind(argv: tuple[str, ...], vllm: VllmInstall) -> SecretSpans:
     """Secret spans without a parse: everything that may be one."""
     return conservative_spans(argv, load_table(vllm.version).option_strings)

@@ -45,7 +45,7 @@ Pure: no I/O, nothing imported but ``re``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # Whole words that make a name a credential's.
 _WHOLE = frozenset({
@@ -262,12 +262,80 @@ def excerpt(text: str, limit: int) -> str:
 _URL_USERINFO = r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s@?#]+)@"
 
 
+# A URL with a query or a fragment (up to a blank, a quote or a bracket that ends it in a line),
+# and one ``name=value`` of that query: ``?access_token=…``, ``&X-Amz-Signature=…``, ``#token=…``.
+_URL_WITH_QUERY = r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s'\"`<>?#]*[?#][^\s'\"`<>]*"
+_QUERY_PAIR = r"([?#&;])([^=?#&;]+)=([^?#&;]*)"
+
+
 def mask_url_credentials(text: str) -> str:
-    """``https://user:PASS@host`` → ``https://***@host``: credentials in any URL, anywhere in a
-    line (the user part ends at the first ``/ ? # @`` or blank)."""
-    if "@" not in text or "://" not in text:
+    """Credentials in any URL, anywhere in a line: ``https://user:PASS@host`` →
+    ``https://***@host`` (the user part ends at the first ``/ ? # @`` or blank), and the values
+    of its query's or fragment's parameters with a credential's name (``is_credential_name``:
+    ``?access_token=***``, ``&X-Amz-Signature=***``, ``#token=***``; ``?revision=main`` stays)."""
+    if "://" not in text:
         return text
-    return re.sub(_URL_USERINFO, r"\1***@", text)
+    if "@" in text:
+        text = re.sub(_URL_USERINFO, r"\1***@", text)
+    if "=" in text and ("?" in text or "#" in text):
+        text = re.sub(_URL_WITH_QUERY, _mask_query, text)
+    return text
+
+
+def _mask_query(url: re.Match) -> str:
+    def pair(m: re.Match) -> str:
+        if not m.group(3) or not is_credential_name(m.group(2)):
+            return m.group(0)
+        return f"{m.group(1)}{m.group(2)}=***"
+
+    return re.sub(_QUERY_PAIR, pair, url.group(0))
+
+
+def _query_credentials(text: str) -> list[str]:
+    """The values of the credential-named parameters of the URLs in ``text`` (``_mask_query``'s)."""
+    if "://" not in text or "=" not in text:
+        return []
+    return [m.group(3) for url in re.finditer(_URL_WITH_QUERY, text) for m in re.finditer(_QUERY_PAIR, url.group(0))
+            if m.group(3) and is_credential_name(m.group(2))]
+
+
+_SCHEME = r"(?i)\b[a-z][a-z0-9+.\-]*://"
+
+
+def url_userinfo(token: str) -> str | None:
+    """The credentials of a URL that is a whole argument, however odd (a password with blanks,
+    ``#``, ``/`` or ``@`` in it): everything between ``scheme://`` and the *last* ``@`` — unless
+    that stretch is a plain path (a ``/`` and no ``:``), as in ``https://host/a@b``."""
+    if "://" not in token:
+        return None
+    m = re.search(_SCHEME, token)
+    if m is None:
+        return None
+    rest = token[m.end():]
+    at = rest.rfind("@")
+    if at <= 0:
+        return None
+    userinfo = rest[:at]
+    if "/" in userinfo and ":" not in userinfo:
+        return None
+    return userinfo
+
+
+def url_credentials(texts: Iterable[str]) -> list[str]:
+    """The credentials of the URLs among ``texts`` (each a whole argument or value:
+    ``url_userinfo``), each also as its password alone (``user:PASS`` → ``PASS``), which a
+    message may quote without the user; and the values of their credential-named query
+    parameters (``?access_token=…``) worth masking wherever a line quotes them
+    (``masked_everywhere``: a weak one is masked in its URL only, by ``mask_url_credentials``)."""
+    found: list[str] = []
+    query: list[str] = []
+    for text in texts:
+        userinfo = url_userinfo(text)
+        if userinfo:
+            found.append(userinfo)
+        query += _query_credentials(text)
+    found += [u.partition(":")[2] for u in found if ":" in u and u.partition(":")[2]]
+    return found + [v for v in query if masked_everywhere(v)]
 
 
 def looks_like_credential_value(value: str) -> bool:

@@ -7,12 +7,7 @@ undecodable bytes are shown as Python-style escapes (``\\x1b``, ``\\n``, ``\\u20
 
 from __future__ import annotations
 
-import re
-
 from ..core.credentials import mask_url_credentials as mask_url_credentials  # the one URL masker
-
-# Patterns compiled on first use (re caches them): most runs print no URL at all.
-_SCHEME = r"(?i)\b[a-z][a-z0-9+.\-]*://"
 
 
 def escape(text: str) -> str:
@@ -46,22 +41,3 @@ def printable(text: str, scrub=None) -> str:
     """Outside text ready to print: secrets masked (``scrub``, a ``redact.Redactor``; without
     one, URL credentials), then every non-printable character escaped."""
     return escape(scrub(text) if scrub else mask_url_credentials(text))
-
-
-def url_userinfo(token: str) -> str | None:
-    """The credentials of a URL that is a whole argument, however odd (a password with blanks,
-    ``#``, ``/`` or ``@`` in it): everything between ``scheme://`` and the *last* ``@`` — unless
-    that stretch is a plain path (a ``/`` and no ``:``), as in ``https://host/a@b``."""
-    if "://" not in token:
-        return None
-    m = re.search(_SCHEME, token)
-    if m is None:
-        return None
-    rest = token[m.end():]
-    at = rest.rfind("@")
-    if at <= 0:
-        return None
-    userinfo = rest[:at]
-    if "/" in userinfo and ":" not in userinfo:
-        return None
-    return userinfo

@@ -28,14 +28,17 @@ In the argv shown it is masked by position, as every secret is.
 A secret cut short (an excerpt ending in ``…``): the start of a secret of 8 characters or more
 right before the ``…`` is masked too. Text is masked before it is cut wherever dsv4-launch cuts
 it, so this only catches a cut made elsewhere.
-Environment variables are never printed, so there is nothing to mask there.
+
+The environment: its credentials (``HF_TOKEN``, ``VLLM_API_KEY``: ``credentials.env_credentials``)
+are masked wherever a line quotes them — a usage error too, read before the pipeline
+(``for_words``, with the environment and the ``--config`` file's secrets, as ``prepare`` builds it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from ..core.credentials import CUT, env_credentials, masked_everywhere
+from ..core.credentials import CUT, env_credentials, masked_everywhere, url_credentials, url_userinfo
 from ..vllm_cli.secrets import (
     AFTER_EQ,
     MASK,
@@ -47,7 +50,7 @@ from ..vllm_cli.secrets import (
     masks_of,
     secret_texts_by_kind,
 )
-from .escape import mask_url_credentials, url_userinfo
+from .escape import mask_url_credentials
 
 _CUT_PREFIX = 4  # the shortest start of a secret masked before a CUT
 _CUT_WINDOW = 1024  # how far before a CUT a secret's start is looked for
@@ -103,7 +106,7 @@ class Redactor:
         self._in_place = tuple({v for v in in_place if v} - set(found))
 
     @classmethod
-    def for_argv(cls, argv: Sequence[str], spans: SecretSpans, more: Iterable[str] = (),
+    def for_argv(cls, argv: Sequence[str], spans: SecretSpans = SecretSpans(), more: Iterable[str] = (),
                  env: Mapping[str, str] | None = None) -> "Redactor":
         """The run's redactor: the secret values at ``spans`` of ``argv``, the values of
         credential-named keys in its JSON values, ``more`` (a ``--config`` file's), the
@@ -112,14 +115,16 @@ class Redactor:
         line that quotes one (an exception's message, another option's value) shows ``***`` too.
         A value found only by its key's name that is too weak to mask everywhere (``true``, a
         number, under 4 characters: ``credentials.masked_everywhere``) is masked in its key's place."""
-        found = [u for u in map(url_userinfo, argv) if u]
-        found += [u.partition(":")[2] for u in found if ":" in u]  # the password alone, quoted elsewhere
+        found = url_credentials(argv)  # with the password alone, which a message may quote
         placed, named = secret_texts_by_kind(argv, spans)
         found += placed
         named += more
         found += [v for v in named if masked_everywhere(v)]
         if env:
             found += env_credentials(env)
+            # A credential option's value that names an environment variable (check's
+            # ``--api-key-env VLLM_API_KEY``, whatever the variable is called): its value is the secret.
+            found += [env[p] for p in placed if p in env and masked_everywhere(env[p])]
         return cls(found, argv, spans, [v for v in named if not masked_everywhere(v)])
 
     @classmethod
@@ -128,33 +133,39 @@ class Redactor:
         (vLLM's own credential field; ``True`` means "use the stored one") and ``env``'s
         credentials."""
         token = getattr(engine, "hf_token", None)
-        return cls.for_argv((), SecretSpans(), env=env)._with([token] if isinstance(token, str) else [])
+        return cls.for_argv((), env=env).also([token] if isinstance(token, str) else [])
 
-    def _with(self, secrets: Sequence[str]) -> "Redactor":
-        """This redactor with ``secrets`` masked everywhere too."""
+    def also(self, secrets: Sequence[str]) -> "Redactor":
+        """This redactor with ``secrets`` masked everywhere too, whatever their length (check's
+        key and the password of its URL)."""
         if not secrets:
             return self
         found = [*self._found, *secrets]
         return Redactor(found, self._argv, self._spans, self._in_place, self._lines)
 
     @classmethod
-    def for_log(cls, secrets: Iterable[str], lines: Callable[[str], str]) -> "Redactor":
-        """explain's redactor: the secrets of vLLM's logged arguments, masked wherever a line
+    def for_log(cls, secrets: Iterable[str], lines: Callable[[str], str],
+                env: Mapping[str, str] | None = None) -> "Redactor":
+        """explain's redactor: the secrets of vLLM's logged arguments and ``env``'s credentials
+        (as every run's: a log of this machine's vLLM may quote them), masked wherever a line
         quotes them, after ``lines`` (``core/explain/masking.mask_line``) masked what each line
         shows by its own words."""
-        return cls(secrets, lines=lines)
+        return cls([*secrets, *(env_credentials(env) if env else ())], lines=lines)
 
     @classmethod
-    def for_words(cls, words: Sequence[str]) -> "Redactor":
-        """A redactor for arguments no parse has read (a usage error of our own options, a
-        command's bad input): every word that may be a secret by the option before it
-        (``conservative_spans`` against the newest recorded table, any credential-named option
-        judged by its name), the credentials in its URLs and JSON values."""
+    def for_words(cls, words: Sequence[str], env: Mapping[str, str] | None = None,
+                  more: Iterable[str] = ()) -> "Redactor":
+        """The run's redactor (``for_argv``) for arguments no parse has read (a usage error of our
+        own options, a command's bad input): every word that may be a secret by the option before
+        it (``conservative_spans`` against the newest recorded table, any credential-named option
+        judged by its name), the credentials in its URLs and JSON values, ``more`` (the
+        ``--config`` file's secrets: ``commands/pipeline.usage_redactor`` reads them) and ``env``'s
+        credentials — the same masks as the pipeline's."""
         from ..vllm_cli.option_table import load_table
         from ..vllm_cli.secrets import conservative_spans
 
         words = tuple(words)
-        return cls.for_argv(words, conservative_spans(words, load_table(None).option_strings, exact=False))
+        return cls.for_argv(words, conservative_spans(words, load_table(None).option_strings, exact=False), more, env)
 
     @property
     def shown_argv(self) -> list[str]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 
 from ..core.args import SecretSpans
-from ..core.credentials import is_credential_name
+from ..core.credentials import is_credential_name, url_credentials
 
 SECRET_OPTIONS = frozenset(
     {
@@ -239,7 +239,7 @@ def secret_texts_by_kind(tokens: Sequence[str], spans: SecretSpans) -> tuple[lis
             placed.append(token)
         elif (i, AFTER_EQ) in spans.spans:
             placed.append(token.partition("=")[2])
-        elif "{" in token:
+        if "{" in token:  # also a secret JSON option's: a message may quote one of its credentials alone
             named += json_secrets(token)
     return [t for t in placed if t], [t for t in named if t]
 
@@ -270,10 +270,32 @@ def json_secrets(token: str) -> list[str]:
 
 
 def credential_values(value: object) -> list[str]:
-    """The leaves under credential-named keys, at any depth, of a parsed JSON or YAML value.
-    Each container is read once (twice at most: outside and under a credential's key), so a
-    YAML alias bomb — one list referred to thousands of times — costs its size, not its paths."""
+    """The leaves under credential-named keys, at any depth, of a parsed JSON or YAML value."""
     found: list[str] = []
+    for item, secret in _leaves(value):
+        if secret and isinstance(item, str):
+            found.append(item)
+        elif secret and isinstance(item, (int, float)) and not isinstance(item, bool):
+            try:
+                found.append(json.dumps(item))
+            except ValueError:  # an integer past Python's digit limit: vLLM cannot print it either
+                pass
+    return found
+
+
+def url_credentials_in(value: object) -> list[str]:
+    """The credentials of every URL among the strings of a parsed JSON or YAML value, keys
+    included, at any depth (``model: https://user:PASS@host/m``): ``credentials.url_credentials``
+    of each, so that one a line-level pattern cannot delimit (a blank or ``@`` in the password)
+    is masked wherever a line quotes it."""
+    return url_credentials(item for item, _ in _leaves(value, keys=True) if isinstance(item, str) and "://" in item)
+
+
+def _leaves(value: object, *, keys: bool = False) -> Iterator[tuple[object, bool]]:
+    """(leaf, under a credential-named key) for every leaf of a parsed JSON or YAML value, and
+    with ``keys`` every key too (as not a credential). Each container is read once (twice at
+    most: outside and under a credential's key), so a YAML alias bomb — one list referred to
+    thousands of times — costs its size, not its paths."""
     seen: set[tuple[int, bool]] = set()
     stack: list[tuple[object, bool]] = [(value, False)]
     while stack:
@@ -284,16 +306,12 @@ def credential_values(value: object) -> list[str]:
             seen.add((id(item), secret))
             if isinstance(item, dict):
                 stack += [(v, secret or is_credential_name(str(k))) for k, v in item.items()]
+                if keys:
+                    stack += [(k, False) for k in item]
             else:
                 stack += [(v, secret) for v in item]
-        elif secret and isinstance(item, str):
-            found.append(item)
-        elif secret and isinstance(item, (int, float)) and not isinstance(item, bool):
-            try:
-                found.append(json.dumps(item))
-            except ValueError:  # an integer past Python's digit limit: vLLM cannot print it either
-                pass
-    return found
+        else:
+            yield item, secret
 
 
 # --- masking the texts of secrets in messages --------------------------------------------------

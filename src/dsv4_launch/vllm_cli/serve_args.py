@@ -47,6 +47,7 @@ from .secrets import (
     mask_secrets,
     masks_of,
     secret_texts,
+    url_credentials_in,
 )
 
 KV_CACHE_DTYPE = "kv-cache-dtype"  # option name after vLLM's normalisation
@@ -333,17 +334,20 @@ def _check_served_model_name(args: list[str]) -> None:
         )
 
 
-def _secret_values(config: Mapping[str, object]) -> list[str]:
-    """The values of a config file's secret keys (``api_key: [a, b]``), as vLLM would pass them."""
+def config_secrets(config: Mapping[str, object]) -> list[str]:
+    """The secrets of a ``--config`` file's mapping, as vLLM would pass them: the values of its
+    credential keys (``api_key: [a, b]``; at any depth, ``hf_overrides: {hf_token: …}``) and the
+    credentials of the URLs among its strings (``model: https://user:PASS@host/m``)."""
     found: list[str] = []
     for key, value in config.items():
         name = str(key).replace("_", "-")
         if name in SECRET_OPTIONS or is_credential_name(name):
             items = value if isinstance(value, list) else [value]
             found += [json.dumps(v) if isinstance(v, dict) else str(v) for v in items]
+            found += credential_values(value)  # a JSON option's credential, which a message quotes alone
         elif isinstance(value, (dict, list)):  # hf_overrides: {hf_token: …}, at any depth
             found += credential_values(value)
-    return found
+    return found + url_credentials_in(config)
 
 
 def _pull_config(args: list[str], load_config: ConfigLoader | None,
@@ -365,7 +369,7 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None,
     config = load_config(path)
     if file_secrets is not None:
         try:
-            file_secrets += _secret_values(config)
+            file_secrets += config_secrets(config)
         except (TypeError, ValueError, RecursionError):
             pass
     try:
