@@ -158,3 +158,21 @@ def test_a_weak_config_credential_is_masked_beside_its_key_only(tmp_path, comman
         assert "12345" in shown  # --max-model-len's own value, not the credential: shown as given
     for line in shown.splitlines():
         assert not re.search(rf"(api.key|hf.token)\W+{weak}\b", line, re.I), line
+
+
+# --- a secret option the file spells as vLLM's parser reads it (an abbreviation) ---------------
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("text", [
+    f"api-k: {S}\n",  # argparse gives --api-k to --api-key: the file's value is the API key
+    f"api_ke: [{S}, Zq8OTHERzz]\n",
+    f"hf-tok: {S}\n",
+    f"waterm: {S}\n",
+])
+def test_a_secret_option_the_file_abbreviates_is_masked_where_a_message_quotes_it(tmp_path, command, text):
+    config = tmp_path / "serve.yaml"
+    config.write_text(text)
+    status, shown, _ = _run(command, [M, "--config", str(config), "--max-model-len", S])
+    assert S not in shown, shown
+    if command != "doctor":  # doctor's text quotes neither
+        assert "***" in shown, shown

@@ -68,6 +68,15 @@ def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
     return None  # no such option, or an ambiguous abbreviation of other options only
 
 
+def key_is_secret(key: str, options: Sequence[str]) -> bool:
+    """Whether a ``--config`` file's ``key`` (vLLM makes it ``--key``) holds a secret: it names a
+    recorded secret option as the same word on the command line would, against a table's
+    ``options`` (any spelling, an abbreviation: ``api-k``), or it is a credential's name."""
+    name = option_name("--" + key) or ""
+    return bool(_resolves_to_secret(name.split(".", 1)[0], _option_sets(tuple(options))[0])) or \
+        is_credential_name(name)
+
+
 def _starting_with(root: str, known: frozenset[str]) -> list[str]:
     """The options of ``known`` that start with ``root``: a range of the sorted table (a scan of
     the whole table per unknown option cost seconds for thousands of them)."""

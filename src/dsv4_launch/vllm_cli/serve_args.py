@@ -40,10 +40,11 @@ from .option_table import OptionTable
 from .secrets import (
     AFTER_EQ,
     SECRET_DESTS,
-    SECRET_OPTIONS,
     WHOLE,
     conservative_spans,
     credential_values,
+    json_secrets,
+    key_is_secret,
     mask_secrets,
     masks_of,
     secret_texts,
@@ -144,10 +145,11 @@ def read_serve_args(
         config_path = None
         cli_args = list(args)
         if "--config" in args:
-            args, config_path = _pull_config(args, load_config, file_secrets)
+            args, config_path = _pull_config(args, load_config, file_secrets, table.option_strings)
             cli_args = _drop_config(cli_args)
         values, unknown, secret_values = _parse(args, table)
         traced = [_origins(v) for v in secret_values]
+        file_secrets += _from_the_file(secret_values)
         cli_values = _cli_only(cli_args, table) if config_path else values
     except ConfigNotRead as exc:
         return ServeArgs(tokens=tokens, unread=str(exc), warnings=tuple(warnings), secrets=conservative)
@@ -196,6 +198,20 @@ def read_serve_args(
         secrets=secrets,
         file_secrets=tuple(file_secrets),
     )
+
+
+def _from_the_file(secret_values: Sequence[object]) -> list[str]:
+    """What the parse gave to a secret option from the ``--config`` file (a token of no argv
+    span): the file's own spelling may be one ``config_secrets`` cannot name (``api-k:``, an
+    abbreviation argparse gives to ``--api-key``), and the credentials inside a JSON one."""
+    found: list[str] = []
+    for value in secret_values:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, _Tok) and not item.origins and item:
+                found.append(str(item))
+                if "{" in item:
+                    found += json_secrets(str(item))
+    return found
 
 
 def _unknown_names(unknown: Sequence[str], secrets: Sequence[str]) -> tuple[str, ...]:
@@ -334,14 +350,20 @@ def _check_served_model_name(args: list[str]) -> None:
         )
 
 
-def config_secrets(config: Mapping[str, object]) -> list[str]:
+def config_secrets(config: Mapping[str, object], options: Sequence[str] | None = None) -> list[str]:
     """The secrets of a ``--config`` file's mapping, as vLLM would pass them: the values of its
-    credential keys (``api_key: [a, b]``; at any depth, ``hf_overrides: {hf_token: …}``) and the
-    credentials of the URLs among its strings (``model: https://user:PASS@host/m``)."""
+    keys that name a secret option as the command line's would (``secrets.key_is_secret``
+    against ``options``, a table's option strings — None: the newest recorded table —: any
+    spelling, an abbreviation, a credential's name), the values of credential keys at any depth
+    (``hf_overrides: {hf_token: …}``) and the credentials of the URLs among its strings
+    (``model: https://user:PASS@host/m``)."""
+    if options is None:
+        from .option_table import load_table
+
+        options = load_table(None).option_strings
     found: list[str] = []
     for key, value in config.items():
-        name = str(key).replace("_", "-")
-        if name in SECRET_OPTIONS or is_credential_name(name):
+        if key_is_secret(str(key), options):
             items = value if isinstance(value, list) else [value]
             found += [json.dumps(v) if isinstance(v, dict) else str(v) for v in items]
             found += credential_values(value)  # a JSON option's credential, which a message quotes alone
@@ -351,7 +373,7 @@ def config_secrets(config: Mapping[str, object]) -> list[str]:
 
 
 def _pull_config(args: list[str], load_config: ConfigLoader | None,
-                 file_secrets: list[str] | None = None) -> tuple[list[str], str]:
+                 file_secrets: list[str] | None = None, options: Sequence[str] | None = None) -> tuple[list[str], str]:
     if args.count("--config") > 1:
         raise ConfigFileError("--config is given more than once; vLLM reads exactly one file")
     index = args.index("--config")
@@ -369,7 +391,7 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None,
     config = load_config(path)
     if file_secrets is not None:
         try:
-            file_secrets += config_secrets(config)
+            file_secrets += config_secrets(config, options)
         except (TypeError, ValueError, RecursionError):
             pass
     try:
