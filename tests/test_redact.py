@@ -158,6 +158,25 @@ def test_a_weak_json_value_is_masked_in_place_in_the_argv_shown():
     assert redact(f"--hf-overrides {value}") == f'--hf-overrides {redact.shown_argv[2]}'
 
 
+@pytest.mark.parametrize(("value", "shown"), [
+    # every item of a credential's list, every leaf of a credential's object — not only the first
+    ('{"hf_token": ["ab", "cd"]}', '{"hf_token": ["***", "***"]}'),
+    ('{"api_keys": [12, 34, 56]}', '{"api_keys": [***, ***, ***]}'),
+    ('{"auth": {"user": "u1", "pw": "p2"}, "n": "u1"}', '{"auth": {"user": "***", "pw": "***"}, "n": "u1"}'),
+    ('{"a": {"token": [["x1"], {"k": "y2"}]}, "b": ["x1", "y2"]}',
+     '{"a": {"token": [["***"], {"k": "***"}]}, "b": ["x1", "y2"]}'),
+    # not a credential's: kept
+    ('{"token": true, "n": 8}', '{"token": true, "n": 8}'),
+])
+def test_a_weak_json_value_in_a_credential_s_list_or_object_is_masked_in_place(value, shown):
+    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.output.redact import Redactor
+
+    redact = Redactor.for_argv([M, "--speculative-config", value], SecretSpans())
+    assert redact.shown_argv[2] == shown
+    assert redact(f"speculative config {value!r}") == f"speculative config {shown!r}"  # a message quoting it
+
+
 @pytest.mark.parametrize(("env", "masked"), [
     ({"HF_TOKEN": "hf_Zq9abcdEFGH"}, "hf_Zq9abcdEFGH"),
     ({"DB_PASS": "hunter22"}, "hunter22"),

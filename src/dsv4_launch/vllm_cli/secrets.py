@@ -421,4 +421,33 @@ def mask_in_place(text: str, values: Iterable[str]) -> str:
             return m.group(0)
         return key + sep + MASK
 
-    return re.sub(_KEY_PLACE.format(values="|".join(map(re.escape, present))), place, text)
+    alternatives = "|".join(map(re.escape, present))
+    text = re.sub(_KEY_PLACE.format(values=alternatives), place, text)
+    return _in_brackets(text, alternatives) if "[" in text or "{" in text else text
+
+
+# A key whose value is a list or an object (``"api_keys": [``, ``'auth': {``), and one of the
+# values as an item or a leaf in it (after ``[ { , :``, before ``] } , :``, in its quotes or bare).
+_KEY_OPENS = r"""(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]+)["']?[ \t]*[:=][ \t]*(?=[\[{])"""
+_ITEM = r"""(?<=[\[{{,:])(?P<lead>[ \t]*)(?P<q>["']?)(?:{values})(?P=q)(?=[ \t]*[\]}},:])"""
+
+
+def _in_brackets(text: str, alternatives: str) -> str:
+    """``text`` with the values of ``alternatives`` masked where they are items or leaves, at any
+    depth, of a credential-named key's list or object (``"hf_token": ["ab", "cd"]``, ``"auth":
+    {"user": "u1"}``): the list's later items and the object's leaves are that key's too. The
+    value's end is found by the one walk over quotes and brackets (``core/explain/walker``)."""
+    from ..core.explain.walker import closing
+
+    out: list[str] = []
+    pos = 0
+    item = re.compile(_ITEM.format(values=alternatives))
+    for m in re.finditer(_KEY_OPENS, text):
+        if m.start() < pos or not is_credential_name(m.group("key")):
+            continue
+        start = m.end()
+        end = closing(text, start)
+        out += [text[pos:start], item.sub(lambda i: f"{i.group('lead')}{i.group('q')}{MASK}{i.group('q')}",
+                                          text[start:end])]
+        pos = end
+    return "".join(out) + text[pos:] if out else text
