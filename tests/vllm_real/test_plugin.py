@@ -23,6 +23,8 @@ import pytest
 
 from dsv4_launch.core.versions import is_older
 
+from .conftest import parse_fresh
+
 V4_CONFIG = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_attention_heads": 64,
              "o_groups": 8, "hidden_size": 1024, "num_hidden_layers": 2, "vocab_size": 1024,
              "max_position_embeddings": 4096, "torch_dtype": "bfloat16", "num_key_value_heads": 1,
@@ -79,7 +81,7 @@ def test_vllm_serve_path_real_cli(plugin, real_vllm, models, monkeypatch, capabi
     from vllm.engine.arg_utils import AsyncEngineArgs
 
     top, _, version = real_vllm
-    namespace = top.parse_args(["serve", models["v4"], "--skip-tokenizer-init"])
+    namespace = parse_fresh(top, [models["v4"], "--skip-tokenizer-init"])  # vLLM writes into its configs
     namespace.model = namespace.model_tag  # what `vllm serve` does before it builds the engine
     monkeypatch.setenv("DSV4_LAUNCH_GPU_CAPABILITY", capability)
     config = AsyncEngineArgs.from_cli_args(namespace).create_engine_config()
@@ -232,7 +234,7 @@ def test_the_real_engine_args_give_the_same_plan(real_vllm, case):
     table = load_table(installed)
     serve_args = read_serve_args(tokens, table, lambda p: {})
     try:
-        namespace = top.parse_args(["serve", *tokens])
+        namespace = parse_fresh(top, tokens)
         namespace.model = namespace.model_tag  # what `vllm serve` does before it builds the engine
         engine = AsyncEngineArgs.from_cli_args(namespace)
     except (SystemExit, Exception) as exc:  # vLLM itself stops here: judged for this very release
@@ -255,3 +257,75 @@ def test_the_real_engine_args_give_the_same_plan(real_vllm, case):
         return changes, plan.warnings, plan.refusals, sorted((f.rule, f.level, f.text) for f in plan.findings)
 
     assert said(plugin_plan) == said(serve_plan)
+
+
+# --- Loaded or not, vLLM is the same apart from the one documented change --------------------
+
+STATE = """
+import json, logging, os, re, sys, warnings
+import vllm.platforms as platforms
+from vllm.platforms.cpu import CpuPlatform
+platforms._current_platform = CpuPlatform()
+from vllm.engine.arg_utils import EngineArgs
+from vllm.plugins import load_general_plugins
+
+env, modules = dict(os.environ), set(sys.modules)
+load_general_plugins()
+by_loading = set(sys.modules) - modules
+shown = lambda x: re.sub(r" at 0x[0-9a-f]+", "", repr(x))
+engines = {}
+for name, model, kw in json.loads(sys.argv[1]):
+    args = EngineArgs(model=model, skip_tokenizer_init=True, **kw)
+    config = args.create_engine_config()
+    engines[name] = {"args": shown(vars(args)), **{k: shown(getattr(config, k))
+                     for k in type(config).__dataclass_fields__ if k != "instance_id"}}
+loggers = {name: [lg.level, lg.propagate, lg.disabled, [(type(h).__name__, h.level, shown(h.formatter and h.formatter._fmt))
+                  for h in lg.handlers], [type(f).__name__ for f in lg.filters]]
+           for name, lg in [("", logging.getLogger()), *logging.Logger.manager.loggerDict.items()]
+           if isinstance(lg, logging.Logger)}
+print(json.dumps({"env": {k: v for k, v in os.environ.items() if env.get(k) != v}, "env_gone": sorted(set(env) - set(os.environ)),
+                  "filters": [shown(f) for f in warnings.filters],
+                  "by_loading": sorted(m for m in by_loading if not m.startswith("dsv4_launch")),
+                  "modules": sorted(m for m in sys.modules if not m.startswith("dsv4_launch")),
+                  "loggers": loggers, "engines": engines}))
+"""
+
+
+def test_vllm_is_left_as_it_was_but_for_the_kv_dtype(real_vllm, models, tmp_path):
+    """The same vLLM code path — load the general plugins, build three engines' configs — with
+    dsv4_launch allowed and left out by vLLM's own allow-list (VLLM_PLUGINS, the other installed
+    plugins still loaded): the same environment, warnings filters, loggers (handlers, levels,
+    formats), modules outside dsv4_launch, EngineArgs and every part of the VllmConfig, except the
+    one documented change (cache_dtype auto → fp8 for DeepSeek-V4 on SM 12.x) and the plugin's own
+    logger, a child of vLLM's without handlers of its own."""
+    from importlib.metadata import entry_points
+
+    others = [e.name for e in entry_points(group="vllm.general_plugins") if e.name != "dsv4_launch"]
+    cases = [("llama", models["llama"], {}), ("explicit", models["v4"], {"kv_cache_dtype": "fp8"}),
+             ("changed", models["v4"], {})]
+
+    def state(allowed):
+        # Each run its own empty vLLM cache: vLLM's model registry imports a model class on a cache
+        # miss only (modelinfos), so two runs sharing one would import different modules.
+        env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "DSV4_LAUNCH_GPU_CAPABILITY": "12.0",
+               "VLLM_PLUGINS": ",".join(allowed) or "none", "VLLM_CACHE_ROOT": str(tmp_path / str(len(allowed)))}
+        done = subprocess.run([sys.executable, "-c", STATE, json.dumps(cases)], capture_output=True, text=True,
+                              env=env, timeout=600)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    without, with_it = state(others), state([*others, "dsv4_launch"])
+    # (vLLM's CPU platform sets thread settings in the environment itself: the same either way)
+    assert with_it["env"] == without["env"] and with_it["env_gone"] == without["env_gone"]
+    assert with_it["filters"] == without["filters"]  # (vLLM's imports add some: the same either way)
+    assert with_it["by_loading"] == without["by_loading"]
+    assert with_it["modules"] == without["modules"]
+    own = with_it["loggers"].pop("vllm.dsv4_launch")
+    assert own == [0, True, False, [], []]  # NOTSET, propagates to vLLM's handler, nothing of its own
+    assert with_it["loggers"] == without["loggers"]
+    changed = with_it["engines"]["changed"]
+    assert "cache_dtype='fp8'" in changed["cache_config"] and "cache_dtype='auto'" in without["engines"]["changed"]["cache_config"]
+    changed["cache_config"] = changed["cache_config"].replace("cache_dtype='fp8'", "cache_dtype='auto'")
+    for name, _, _ in cases:
+        for part, text in without["engines"][name].items():
+            assert with_it["engines"][name][part] == text, (name, part)
