@@ -89,7 +89,7 @@ def real_vllm():
     from vllm_serve_parser import make_serve_parser
 
     top, serve = make_serve_parser()
-    _PARSER_DEFAULTS[id(serve)] = copy.deepcopy(_defaults(serve))
+    _PARSER_DEFAULTS[serve] = copy.deepcopy(_defaults(serve))
     return top, serve, importlib.metadata.version("vllm")
 
 
@@ -98,7 +98,7 @@ def real_vllm():
 # vllm/platforms/cpu.py:339@0.29.0, :216@0.24.0, :418@0.33.0): a test that gives vLLM a namespace
 # of the session's parser changes what every later parse returns. Such a test fails itself, and
 # the defaults are put back, so no later test fails for it.
-_PARSER_DEFAULTS: dict[int, tuple[list, dict]] = {}
+_PARSER_DEFAULTS: dict = {}  # the session's serve parser → its defaults, deep-copied
 
 
 def _defaults(parser) -> tuple[list, dict]:
@@ -106,23 +106,20 @@ def _defaults(parser) -> tuple[list, dict]:
 
 
 @pytest.fixture(autouse=True)
-def _session_parser_left_as_found(request):
+def _session_parser_left_as_found():
     yield
-    if "real_vllm" not in request.fixturenames:
-        return
-    serve = request.getfixturevalue("real_vllm")[1]
-    before = _PARSER_DEFAULTS.get(id(serve))  # None: a module's own real_vllm, without a parser
-    if before is None or _defaults(serve) == before:
-        return
-    (actions, own), (now, now_own) = before, _defaults(serve)
-    changed = sorted({d for (d, v), (_, w) in zip(actions, now) if v != w} | {k for k in own if own[k] != now_own.get(k)}
-                     | set(now_own) - set(own))
-    for action, (_, default) in zip(serve._actions, actions):
-        action.default = copy.deepcopy(default)
-    serve._defaults.clear()
-    serve._defaults.update(copy.deepcopy(own))
-    pytest.fail(f"this test changed the defaults of the session's vLLM parser ({', '.join(changed)}); hand "
-                "vLLM a copy (conftest.parse_fresh)", pytrace=False)
+    for serve, before in _PARSER_DEFAULTS.items():
+        if _defaults(serve) == before:
+            continue
+        (actions, own), (now, now_own) = before, _defaults(serve)
+        changed = sorted({d for (d, v), (_, w) in zip(actions, now) if v != w}
+                         | {k for k in own if own[k] != now_own.get(k)} | set(now_own) - set(own))
+        for action, (_, default) in zip(serve._actions, actions):
+            action.default = copy.deepcopy(default)
+        serve._defaults.clear()
+        serve._defaults.update(copy.deepcopy(own))
+        pytest.fail(f"this test changed the defaults of the session's vLLM parser ({', '.join(changed)}); hand "
+                    "vLLM a copy (conftest.parse_fresh)", pytrace=False)
 
 
 def parse_fresh(top, tokens):
