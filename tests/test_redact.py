@@ -190,6 +190,22 @@ def test_an_environment_credential_is_masked_wherever_a_line_quotes_it(env, mask
     assert Redactor.for_argv([M], SecretSpans(), env=env)(f"a line quoting {masked}.") == "a line quoting ***."
 
 
+@pytest.mark.parametrize(("env", "line", "shown"), [
+    # a URL's credentials in any variable (a proxy's, a database's), whatever its name
+    ({"HTTPS_PROXY": "http://user:Zq9@SEC RET@proxy:3128"}, "via http://user:Zq9@SEC RET@proxy:3128: 407",
+     "via http://***@proxy:3128: 407"),
+    ({"DATABASE_URL": "postgres://u:hunter22@db/x"}, "auth failed for 'hunter22'", "auth failed for '***'"),
+    ({"OTEL_ENDPOINT": "https://otel/v1?access_token=Zq9SECRETzz"}, "token Zq9SECRETzz refused", "token *** refused"),
+    # a URL without credentials: nothing to mask
+    ({"HF_ENDPOINT": "https://hf-mirror.com"}, "from https://hf-mirror.com/x", "from https://hf-mirror.com/x"),
+])
+def test_a_url_s_credentials_in_the_environment_are_masked_wherever_a_line_quotes_them(env, line, shown):
+    from dsv4_launch.output.redact import Redactor
+
+    assert Redactor.for_argv([M], env=env)(line) == shown
+    assert Redactor.for_log((), lambda text: text, env)(line) == shown
+
+
 @pytest.mark.parametrize("env", [
     {"PWD": "/home/me/models"}, {"OLDPWD": "/home/me/models"}, {"SSH_AUTH_SOCK": "/tmp/ssh-x/agent.1"},
     {"HF_HUB_DISABLE_IMPLICIT_TOKEN": "1"}, {"HF_TOKEN_PATH": "models"}, {"VLLM_API_KEY": "true"},

@@ -239,6 +239,13 @@ def env_credentials(env: Mapping[str, str]) -> list[str]:
     return [env[names[i]] for i in sorted(hit) if env_credential(names[i], env[names[i]])]
 
 
+def env_secrets(env: Mapping[str, str]) -> list[str]:
+    """Every secret ``env`` holds: its credentials (``env_credentials``) and the credentials of
+    the URLs among its values, whatever the variable's name (``HTTPS_PROXY=http://user:PASS@…``,
+    ``DATABASE_URL``: ``url_credentials``)."""
+    return env_credentials(env) + url_credentials(v for v in env.values() if "://" in v)
+
+
 CUT = "…"  # what a cut text ends with: output/redact masks a secret's start right before it
 
 

@@ -12,7 +12,8 @@ Those spans become ``***`` whatever their length. Inside a JSON value of any oth
 values of credential-named keys, at any depth (``--speculative-config '{"hf_token": …}'``,
 ``--hf-overrides``), are masked in the argv shown and wherever a line quotes them, as are the
 values of the ``--config`` file's credential keys. Credentials in URLs
-(``https://user:PASS@host``) are masked in every string, and the ``Redactor`` masks the secret
+(``https://user:PASS@host``, ``?access_token=…``: ``credentials.mask_url_credentials``) are masked
+in every string, and the ``Redactor`` masks the secret
 values wherever a line quotes them, in every form a message may quote one (``secrets.secret_forms``:
 as written, as ``%r`` and JSON quote it; ``secrets.secret_words``, as whole words only: the name
 before the ``=`` of one that looks like an option, the value after it, a value glued to a short
@@ -30,7 +31,8 @@ right before the ``…`` is masked too. Text is masked before it is cut wherever
 it, so this only catches a cut made elsewhere.
 
 The environment: its credentials (``HF_TOKEN``, ``VLLM_API_KEY``: ``credentials.env_credentials``)
-are masked wherever a line quotes them — a usage error too, read before the pipeline
+and the credentials of the URLs in its values (``HTTPS_PROXY=http://user:PASS@…``) are masked
+wherever a line quotes them — a usage error too, read before the pipeline
 (``for_words``, with the environment and the ``--config`` file's secrets, as ``prepare`` builds it).
 """
 
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from ..core.credentials import CUT, env_credentials, masked_everywhere, url_credentials, url_userinfo
+from ..core.credentials import CUT, env_secrets, masked_everywhere, url_credentials, url_userinfo
 from ..vllm_cli.secrets import (
     AFTER_EQ,
     MASK,
@@ -121,7 +123,7 @@ class Redactor:
         named += more
         found += [v for v in named if masked_everywhere(v)]
         if env:
-            found += env_credentials(env)
+            found += env_secrets(env)
             # A credential option's value that names an environment variable (check's
             # ``--api-key-env VLLM_API_KEY``, whatever the variable is called): its value is the secret.
             found += [env[p] for p in placed if p in env and masked_everywhere(env[p])]
@@ -150,7 +152,7 @@ class Redactor:
         (as every run's: a log of this machine's vLLM may quote them), masked wherever a line
         quotes them, after ``lines`` (``core/explain/masking.mask_line``) masked what each line
         shows by its own words."""
-        return cls([*secrets, *(env_credentials(env) if env else ())], lines=lines)
+        return cls([*secrets, *(env_secrets(env) if env else ())], lines=lines)
 
     @classmethod
     def for_words(cls, words: Sequence[str], env: Mapping[str, str] | None = None,
