@@ -1,4 +1,4 @@
-"""explain's one walk over a repr's quotes and brackets (core/explain/walker.py) and its two users:
+"""explain's one walk over a repr's quotes and brackets (core/walker.py) and its two users:
 the log masker (masking.py: where a credential's bracketed value ends) and the scanner
 (scanner.py: the items of vLLM's ``non-default args: {...}`` line, and the secrets in it).
 
@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsv4_launch.core.explain import masking, scanner, walker
-from dsv4_launch.core.explain.walker import bracket_items, closing
+from dsv4_launch.core import walker
+from dsv4_launch.core.explain import masking, scanner
+from dsv4_launch.core.walker import bracket_items, closing
 from tests.scaling import SCALE, assert_linear, assert_linear_count
 
 # --- the oracle: the two loops as they were (masking.py and scanner.py before the walker) ------

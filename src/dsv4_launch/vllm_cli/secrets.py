@@ -436,8 +436,8 @@ def _in_brackets(text: str, alternatives: str) -> str:
     """``text`` with the values of ``alternatives`` masked where they are items or leaves, at any
     depth, of a credential-named key's list or object (``"hf_token": ["ab", "cd"]``, ``"auth":
     {"user": "u1"}``): the list's later items and the object's leaves are that key's too. The
-    value's end is found by the one walk over quotes and brackets (``core/explain/walker``)."""
-    from ..core.explain.walker import closing
+    value's end is found by the one walk over quotes and brackets (``core/walker``)."""
+    from ..core.walker import closing
 
     out: list[str] = []
     pos = 0

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from ..credentials import HINT_SHORT, HINT_WORDS, hint_pattern, is_credential_name, looks_like_credential_value
-from .walker import closing
+from ..walker import closing
 
 SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
 MASK = "***"

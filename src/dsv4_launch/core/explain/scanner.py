@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from ..records import Record
+from ..walker import bracket_items, closing
 from .masking import MASK, SECRET_VALUE_DESTS, credential_name
 from .signatures import SIGNATURES, Signature
-from .walker import bracket_items, closing
 
 # --- reading facts from vLLM's log lines -----------------------------------------------------
 

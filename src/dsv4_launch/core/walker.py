@@ -1,7 +1,9 @@
-"""One walk over the quotes and brackets of a Python repr, for explain's two readers of one:
-the log masker (``masking.py``: where a credential's bracketed value ends, ``'api_key': [...]``)
-and the scanner (``scanner.py``: the items of vLLM's ``non-default args: {...}`` dict repr, read
-without evaluating anything). A change to how quoting is read is made here, once.
+"""One walk over the quotes and brackets of a Python repr, for its three readers: explain's log
+masker (``explain/masking.py``: where a credential's bracketed value ends, ``'api_key': [...]``),
+explain's scanner (``explain/scanner.py``: the items of vLLM's ``non-default args: {...}`` dict
+repr, read without evaluating anything) and the secret masker (``vllm_cli/secrets.py``: every item
+of a credential's list or object). A change to how quoting is read is made here, once; it lies flat
+in core/ because two rooms use it.
 
 How a repr is read: a string opens at ``'`` or ``"`` and ends at the same quote; inside it a
 backslash escapes the next character (``'it\\'s'``) and brackets and commas are text. Outside
