@@ -27,7 +27,7 @@ from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.commands.serve import run_serve
 from dsv4_launch.output.redact import Redactor
 from dsv4_launch.vllm_cli.option_table import load_table
-from dsv4_launch.vllm_cli.secrets import secret_words
+from dsv4_launch.vllm_cli.secrets import mask_secrets, masks_of, secret_words
 from dsv4_launch.vllm_cli.serve_args import read_serve_args
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
@@ -94,3 +94,18 @@ def test_a_short_dotted_part_is_not_a_word_of_its_own():
     assert "a" not in secret_words("-x.a")
     prepared = prepare([M, "--api-key", "-x.a", "--port", "1"], ENV, PLAN)
     assert prepared.redact("a line with a word") == "a line with a word"
+
+
+@pytest.mark.parametrize("secret", ["--Zq_secret.x=1", "--Zq01=8", "-Zq01=ab"])
+def test_a_short_value_after_a_secrets_equals_sign_is_masked_where_argparse_quotes_it_only(secret):
+    """One or two characters after the "=" of a secret that looks like an option: masked in
+    argparse's own message, which quotes them alone, and not as a word of every line — where
+    they masked every "1" of a plan ("GPU ***", "--max-model-len ***,048,576")."""
+    value = secret.rpartition("=")[2]
+    prepared = prepare([M, "--api-key", secret, "-tp", "2"], ENV, PLAN)
+    line = f"gpus: 0: H200; {value}: H200; --max-model-len {value},048,576"
+    assert prepared.redact(line) == line
+    assert prepared.redact(f"x {secret} y") == "x *** y"
+    # argparse's messages are masked with the short value too (serve_args._scrubbed's masks_of)
+    message = f"argument {secret.partition('=')[0]}: invalid int value: '{value}'"
+    assert mask_secrets(message, *masks_of([secret])) == "argument ***: invalid int value: '***'"

@@ -16,7 +16,8 @@ values of the ``--config`` file's credential keys. Credentials in URLs
 in every string, and the ``Redactor`` masks the secret
 values wherever a line quotes them, in every form a message may quote one (``secrets.secret_forms``:
 as written, as ``%r`` and JSON quote it; ``secrets.secret_words``, as whole words only: the name
-before the ``=`` of one that looks like an option, the value after it, a value glued to a short
+before the ``=`` of one that looks like an option, the value after it (of three characters or more:
+a shorter one only in argparse's own messages, which quote it alone), a value glued to a short
 option, the part before the first ``.`` of one that vLLM reads as a dotted option).
 
 Short secrets: a secret (or one of its forms) of three characters or more is masked wherever it
@@ -101,7 +102,9 @@ class Redactor:
         # alternation of 10,000 `--api-key` values up front would cost ~90 ms of every such start.
         found = [s for s in secrets if s]
         self._found = tuple(found)
-        self._secrets, self._words = masks_of(found)
+        # A one- or two-character value after a secret's "=" is masked in argparse's messages, where it is
+        # quoted alone (serve_args._scrubbed), not as a word of every line (secrets.secret_words).
+        self._secrets, self._words = masks_of(found, short_values=False)
         self._long = tuple({s for s in found if len(s) > _CUT_PREFIX})  # for a secret cut short
         self._argv = tuple(argv)
         self._spans = spans

@@ -344,17 +344,23 @@ def secret_forms(secret: str) -> tuple[str, ...]:
     return tuple(sorted((f for f in forms if f), key=len, reverse=True))
 
 
-def secret_words(secret: str) -> tuple[str, ...]:
+def secret_words(secret: str, short_value: bool = True) -> tuple[str, ...]:
     """The parts of a secret that looks like an option which argparse and our messages quote
     as words of their own: the name before its ``=`` (``-Zq01=`` is quoted as ``-Zq01`` in
     "unrecognized arguments"; ``--po=x`` as ``--po`` in "ambiguous option"), with vLLM's
     ``_`` → ``-`` in a ``--`` name up to its first ``.``; the value after that ``=``; and the
     value glued to a two-character option (``-qZq01``: argparse reads ``-q Zq01``). Masked only
-    as whole words (``mask_secrets``): ``--po`` inside ``--port`` gives nothing away."""
+    as whole words (``mask_secrets``): ``--po`` inside ``--port`` gives nothing away.
+
+    ``short_value`` False leaves out a value after the ``=`` shorter than ``SHORT``: argparse
+    quotes it alone (``invalid int value: '1'``), and its messages are masked with it
+    (serve_args._scrubbed), but as a word in every line it would mask every ``1`` of a plan
+    (``--api-key=--Zq.x=1`` made "GPU 1" and "1,048,576" ``***``), for one or two characters of
+    a secret that is masked whole wherever it stands."""
     if not secret.startswith("-") or secret == "-":
         return ()
     head, eq, value = secret.partition("=")
-    words = {head, value} if eq else {head}
+    words = {head, value} if eq and (short_value or len(value) >= SHORT) else {head}
     if head.startswith("--"):
         root, dot, rest = head[2:].partition(".")
         words.add("--" + root.replace("_", "-") + dot + rest)
@@ -374,12 +380,13 @@ def secret_words(secret: str) -> tuple[str, ...]:
     return tuple(sorted((w for w in words if w), key=len, reverse=True))
 
 
-def masks_of(secrets: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def masks_of(secrets: Iterable[str], short_values: bool = True) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What ``mask_secrets`` takes to mask ``secrets`` in any message: every form of each
-    (``secret_forms``) and the words of each (``secret_words``)."""
+    (``secret_forms``) and the words of each (``secret_words``; ``short_values``: its
+    ``short_value``, False for every line of output, True for argparse's own messages)."""
     found = [s for s in secrets if s]
     return (tuple({form for s in found for form in secret_forms(s)}),
-            tuple({word for s in found for word in secret_words(s)}))
+            tuple({word for s in found for word in secret_words(s, short_values)}))
 
 
 def mask_secrets(text: str, forms: Iterable[str], words: Iterable[str] = ()) -> str:
