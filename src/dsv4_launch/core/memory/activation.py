@@ -461,20 +461,9 @@ def activation_term(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, 
 def activation_of(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
                   pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
                   max_model_len: int | None = None, capability: tuple[int, int] | None = None) -> Activation:
-    return activation_by_length(facts, tp, mnbt, max_num_seqs, dp_ep, pp=pp, dp=dp, expert_parallel=expert_parallel,
-                                capability=capability)(max_model_len)
-
-
-def activation_by_length(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,
-                         pp: int = 1, dp: int | None = None, expert_parallel: bool | None = None,
-                         capability: tuple[int, int] | None = None) -> Callable[[int | None], Activation]:
-    """``activation_of`` as a function of ``--max-model-len`` alone, the facts read once."""
     run, default_length = _dummy_run(facts, tp, mnbt, max_num_seqs, dp_ep, pp=pp, dp=dp,
                                      expert_parallel=expert_parallel, capability=capability)
-
-    def at(max_model_len: int | None) -> Activation:
-        return run.activation(default_length if max_model_len is None else max_model_len)
-    return at
+    return run.activation(default_length if max_model_len is None else max_model_len)
 
 
 def peak_by_length(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep: bool = False, *,

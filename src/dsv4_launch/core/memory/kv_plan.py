@@ -244,9 +244,8 @@ class StagePlan(Record):
 
     def need(self, length: int, in_flight: int) -> int:
         """Bytes one request of ``length`` tokens needs (vLLM's _max_memory_usage_bytes_from_groups)."""
-        pages = self.full_groups * cdiv(length, KV_BLOCK)
-        for window, block in self.windows:
-            pages += cdiv(min(window - 1 + in_flight, length), block) + 1
+        pages = self.full_groups * _pages(0, KV_BLOCK, length, in_flight)
+        pages += sum(_pages(window, block, length, in_flight) for window, block in self.windows)
         return self.unit * pages
 
     @property
@@ -378,8 +377,9 @@ def _stage_plans(ratios: tuple[int, ...], family: str, pp: int, indexer: str, pa
     layers = min(len(ratios), MAX_LAYERS)
     caches = layer_caches(ratios, indexer) + draft_caches(layers, draft_layers)
     grouping = group(caches, family)
+    # 0.27–0.28's "Maximum concurrency" counts every group of the whole model on each stage
     slab_pages = tuple((g.window + retained if g.window else 0, g.block, sum(c.page for c in g.caches))
-                       for g in grouping.groups)
+                       for g in grouping.groups) if family == TUPLES_SLAB else ()
     plans = []
     stages = pp_stages(layers, pp, partition)
     if draft_layers > 0 and stages:
@@ -391,20 +391,16 @@ def _stage_plans(ratios: tuple[int, ...], family: str, pp: int, indexer: str, pa
             continue
         full = sum(1 for g in projected if not g[0].window)
         windows = tuple((g[0].window + retained, g[0].block) for g in projected if g[0].window)
-        if family == TUPLES:
+        if family in TUPLE_FAMILIES:
             counts = [_most_common_count(g) for g in projected]
             full_group = next((g for g in projected if not g[0].window), ())
-            full_pages = sum(_by_page(full_group))
-            pool_block, group_pages = _tuple_pool(projected, sorted(_by_page(full_group)), retained)
-            plans.append(StagePlan(TUPLES, max(counts) * full_pages, full, windows,
+            full_pages = _by_page(full_group)
+            if family == TUPLES:
+                pool_block, group_pages = _tuple_pool(projected, sorted(full_pages), retained)
+            else:  # the densest group's unpadded pages
+                pool_block, group_pages = max(sum(c.page for c in g) for g in projected), slab_pages
+            plans.append(StagePlan(family, max(counts) * sum(full_pages), full, windows,
                                    pool_block=pool_block, group_pages=group_pages))
-        elif family == TUPLES_SLAB:
-            counts = [_most_common_count(g) for g in projected]
-            full_group = next((g for g in projected if not g[0].window), ())
-            # the densest group's unpadded pages; every group of the whole model is counted
-            plans.append(StagePlan(TUPLES_SLAB, max(counts) * sum(_by_page(full_group)), full, windows,
-                                   pool_block=max(sum(c.page for c in g) for g in projected),
-                                   group_pages=slab_pages))
         else:
             unit = max(sum(c.page for c in g) for g in projected)
             plans.append(StagePlan(PACKED, unit, full, windows, null_block=unit))
