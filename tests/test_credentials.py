@@ -15,6 +15,7 @@ from dsv4_launch.core.credentials import (
     HINT_SHORT,
     HINT_WORDS,
     NAME_HINT,
+    env_credentials,
     hint_pattern,
     is_credential_name,
     looks_like_credential_value,
@@ -121,6 +122,17 @@ def test_the_fast_gate_finds_every_credential_name(words, seps, lead):
 @pytest.mark.parametrize("name", CREDENTIALS)
 def test_the_fast_gate_finds_each_listed_name(name):
     assert re.search(NAME_HINT, name)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_WORD, min_size=1, max_size=5), st.lists(_SEP, min_size=5, max_size=5))
+def test_the_environment_s_gate_finds_every_credential_name(words, seps):
+    # env_credentials reads a variable only when one of the vocabulary's words is in its name (its
+    # own str.find gate, not NAME_HINT): it must not skip one, wherever the name stands among others
+    name = words[0] + "".join(sep + word for sep, word in zip(seps, words[1:]))
+    if is_credential_name(name) and name not in ("PWD", "OLDPWD"):
+        env = {"PATH": "/usr/bin", name: "Zq8sEcReT1234", "HOME": "/root"}
+        assert env_credentials(env) == ["Zq8sEcReT1234"], name
 
 
 @pytest.mark.parametrize(("value", "shaped"), [
