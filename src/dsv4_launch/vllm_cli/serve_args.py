@@ -216,10 +216,11 @@ def _from_the_file(secret_values: Sequence[object]) -> list[str]:
 
 def _unknown_names(unknown: Sequence[str], secrets: Sequence[str]) -> tuple[str, ...]:
     """The unknown options' names, without any that is part of a secret value (a secret that
-    looks like an option), as written or as vLLM's pre-processing spells it. Linear in the names and the secrets: up to ``FEW_NAMES`` names (or
-    ``CHEAP_SEARCH`` characters searched in all), each is looked for in the secrets joined (C's
-    search, linear in the secrets for a bounded number of names); past both, one pass over the
-    secrets finds them all (``_occurring``): a search per name would cost names × secrets."""
+    looks like an option), as written or as vLLM's pre-processing spells it. Linear in the names
+    and the secrets: up to ``FEW_NAMES`` names (or ``CHEAP_SEARCH`` characters searched in all),
+    each is looked for in the secrets joined (C's search, linear in the secrets for a bounded
+    number of names); past both, one pass over the secrets finds them all (``_occurring``): a
+    search per name would cost names × secrets."""
     names = tuple(dict.fromkeys(u.split("=", 1)[0] for u in unknown))
     if not names or not secrets:
         return names
