@@ -10,6 +10,8 @@ no GPU, no vLLM. tests/vllm_real/test_memory_budget_oracle.py checks the cited v
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.core.facts import RULE_ENV, Facts, GpuFacts, WeightFacts
@@ -211,3 +213,79 @@ def test_the_longest_length_its_own_budget_admits_is_found_across_the_break(budg
     cap = 1000
     expected = max((n for n in range(1, cap + 1) if longest_at(n) >= n), default=0)
     assert _longest_at_own_length(cap, longest_at, (cut,) if cut else ()) == expected
+
+
+def _old_longest_at_own_length(cap, longest_at, breaks=()):
+    """The search as it was before the probes narrowed both ends (every segment, bisection): the
+    count of probes the new one must not exceed."""
+    best = 0
+    edges = [0, *sorted(b for b in breaks if 0 < b < cap), cap]
+    for a, b in zip(edges, edges[1:]):
+        a += 1
+        low = min(longest_at(b), b)
+        if low < a:
+            if longest_at(a) < a:
+                continue
+            low = a
+        high = min(longest_at(low), b)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if longest_at(mid) >= mid:
+                low = mid
+            else:
+                high = mid - 1
+        best = max(best, low)
+    return best
+
+
+@settings(max_examples=400, deadline=None)
+@given(cap=st.integers(1, 3000), cut=st.integers(0, 3000), budgets=st.tuples(st.integers(0, 4000), st.integers(0, 4000)),
+       slopes=st.tuples(st.integers(0, 2000), st.integers(0, 2000)), step=st.sampled_from([1, 7, 64, 256]))
+def test_the_length_search_finds_what_trying_every_length_finds(cap, cut, budgets, slopes, step):
+    # Any longest_at that does not grow within a segment (a budget falling with the length, the
+    # answer counted in steps as KV blocks are) and may jump at the break: the search finds what
+    # trying every length finds, and probes at most once more than the bisection it replaced.
+    from dsv4_launch.core.memory.estimate import _longest_at_own_length
+
+    def longest_at(n):
+        seg = 0 if not cut or n <= cut else 1
+        left = max(budgets[seg] - n * slopes[seg] // 1000, 0)
+        return left // step * step
+
+    breaks = (cut,) if cut else ()
+    expected = max((n for n in range(1, cap + 1) if longest_at(n) >= n), default=0)
+    probes = []
+
+    def counted(n):
+        probes.append(n)
+        return longest_at(n)
+
+    assert _longest_at_own_length(cap, counted, breaks) == expected
+    new = len(probes)
+    assert new == len(set(probes))  # no length probed twice
+    probes.clear()
+    assert _old_longest_at_own_length(cap, counted, breaks) == expected
+    assert new <= len(set(probes)) + 1
+
+
+@pytest.mark.parametrize("cap,cut", [(1_048_576, 262_144), (1_048_576, 0), (131_072, 0)])
+@pytest.mark.parametrize("budget", [14_000, 300_000, 530_000, 2_000_000])
+def test_the_length_search_takes_a_few_probes_where_the_peak_barely_moves(cap, cut, budget):
+    # DeepSeek-V4's shape: the KV left falls by a few tokens per thousand of length (the gather
+    # workspace), the answer counted in 256-token blocks, a jump up at 256K. The bisection took
+    # 14-21 probes here (estimate ran it three times a plan, and again in the fix's re-plan).
+    from dsv4_launch.core.memory.estimate import _longest_at_own_length
+
+    def longest_at(n):
+        slope, base = (3, budget) if not cut or n <= cut else (2, budget + budget // 20)
+        return max(base - n * slope // 1000, 0) // 256 * 256
+
+    probes = []
+
+    def counted(n):
+        probes.append(n)
+        return longest_at(n)
+
+    found = _longest_at_own_length(cap, counted, (cut,) if cut else ())
+    assert found == _old_longest_at_own_length(cap, longest_at, (cut,) if cut else ())
+    assert len(probes) <= 6, probes

@@ -649,23 +649,43 @@ def _longest_at_own_length(cap: int, longest_at, breaks: tuple[int, ...] = ()) -
     """The longest length L ≤ ``cap`` with L ≤ ``longest_at(L)``: what is admitted when the budget
     itself depends on L. Within each segment between ``breaks`` the budget shrinks as L grows (so
     ``longest_at`` does not grow); across a break it may jump (the indexer's factor, 5 up to 256K
-    and 2 above from 0.32: core/memory/activation.py), so each segment is searched on its own."""
+    and 2 above from 0.32: core/memory/activation.py), so each segment is searched on its own,
+    the highest first (a lower one cannot beat an answer found above it).
+
+    Within a segment [a, b] every probe's value narrows both ends, because ``longest_at`` does
+    not grow: where ``longest_at(m) ≥ m`` no L above ``longest_at(m)`` is admitted; where it is
+    below m, every L up to ``longest_at(m)`` is (L ≤ longest_at(m) ≤ longest_at(L)). The peak
+    barely moves with the length, so the top of the bracket is tried first, and the bracket
+    collapses in a few probes where a bisection took ~15–20; after that first probe each one at
+    least halves it, so it never takes more than one probe beyond a bisection."""
+    seen: dict[int, int] = {}
+
+    def at(n: int) -> int:
+        if n not in seen:
+            seen[n] = longest_at(n)
+        return seen[n]
+
     best = 0
     edges = [0, *sorted(b for b in breaks if 0 < b < cap), cap]
-    for a, b in zip(edges, edges[1:]):
+    for a, b in reversed(list(zip(edges, edges[1:]))):
+        if best >= b:
+            break
         a += 1
-        low = min(longest_at(b), b)  # admitted: longest_at(low) ≥ longest_at(b) ≥ low
+        low = min(at(b), b)  # admitted: longest_at(low) ≥ longest_at(b) ≥ low
         if low < a:
-            if longest_at(a) < a:
+            if at(a) < a:
                 continue
             low = a
-        high = min(longest_at(low), b)
+        # nothing above longest_at(low) is admitted, nor b unless low is b
+        high = min(at(low), b if low == b else b - 1)
+        probe = high
         while low < high:
-            mid = (low + high + 1) // 2
-            if longest_at(mid) >= mid:
-                low = mid
+            value = at(probe)
+            if value >= probe:
+                low, high = probe, min(high, value)
             else:
-                high = mid - 1
+                low, high = max(low, value), probe - 1
+            probe = (low + high + 1) // 2
         best = max(best, low)
     return best
 
