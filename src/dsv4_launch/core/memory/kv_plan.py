@@ -253,12 +253,14 @@ class StagePlan(Record):
         """What each further token costs once the windows are full."""
         return self.unit * self.full_groups / KV_BLOCK
 
+    @lru_cache(maxsize=256)  # records are immutable values; a fix's re-plan asks the same
     def longest(self, available: int, in_flight: int, cap: int) -> int:
         """The longest request ``available`` bytes admit, at most ``cap`` (0: none): what vLLM's own
         binary search (``_estimate_max_model_len_from_groups``) finds, since ``need`` never falls
         as the length grows. Past the widest window's span every window cache is full and ``need``
         grows by ``unit × full_groups`` per KV block, so there the answer is counted, not searched
-        (a memory search probes this ~60 times a plan); below it, the search."""
+        (a memory search probes this ~20 times a plan, and a fix's re-plan the same again); below
+        it, the search. Computed once for the same plan and numbers."""
         budget = available - self.null_block
         if cap < 1 or self.need(1, in_flight) > budget:
             return 0
