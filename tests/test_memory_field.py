@@ -13,6 +13,9 @@ dsv4-serve runs — on every release the evidence leaves possible, and held to w
 - vLLM's "X GiB KV cache is needed" is our one request to its printed 0.01 GiB, and its "estimated
   maximum model length" is the longest request we admit between the printed memory's rounding ends.
 
+A case whose disagreement is known and owned names the tests it fails in ``disagrees`` (one name
+or a list), with the cause and numbers: those runs are strict expected failures.
+
 Faked: the GPUs (a GpuReport of the named cards at the NVML memory the case gives, the compute
 capability of the preset of that name) and the vLLM
 install (the candidate release, not imported). ``python tests/test_memory_field.py`` prints the
@@ -140,7 +143,24 @@ def implied_available(case: dict, version: str, memory: dict) -> tuple[float, fl
     return None
 
 
-@pytest.mark.parametrize("case,version", RUNS, ids=_ids(RUNS))
+def disagreeing(case: dict) -> list[str]:
+    """The tests a case's ``disagrees`` names (one name, or a list of them)."""
+    named = case.get("disagrees", {}).get("test", [])
+    return [named] if isinstance(named, str) else list(named)
+
+
+def known(runs, test: str) -> list:
+    """The runs, a case whose disagreement with the model is known and owned (its ``disagrees``:
+    the cause, with numbers, and who fixes it) marked as a strict expected failure in the tests it
+    names: the day the model is fixed the run passes, and strict makes that a failure until the
+    mark is gone."""
+    return [pytest.param(case, version, id=f"{case['id']} @{version}",
+                         marks=[pytest.mark.xfail(strict=True, reason=case["disagrees"]["cause"])]
+                         if test in disagreeing(case) else [])
+            for case, version in runs]
+
+
+@pytest.mark.parametrize("case,version", known(RUNS, "test_what_happened_is_never_contradicted"))
 def test_what_happened_is_never_contradicted(case, version):
     code, data = plan(case, version)
     memory, seen = data["memory"], case["observed"]
@@ -157,16 +177,6 @@ def test_what_happened_is_never_contradicted(case, version):
 
 KV_SEEN = ("available_kv_gib", "kv_tokens", "max_concurrency", "auto_max_model_len_below")
 KV_RUNS = [r for r in RUNS if r[0]["releases"] and any(key in r[0]["observed"] for key in KV_SEEN)]
-
-
-def known(runs, test: str) -> list:
-    """The runs, a case whose disagreement with the model is known and owned (its ``disagrees``:
-    the cause, with numbers, and who fixes it) marked as a strict expected failure: the day the
-    model is fixed the run passes, and strict makes that a failure until the mark is gone."""
-    return [pytest.param(case, version, id=f"{case['id']} @{version}",
-                         marks=[pytest.mark.xfail(strict=True, reason=case["disagrees"]["cause"])]
-                         if case.get("disagrees", {}).get("test") == test else [])
-            for case, version in runs]
 
 
 @pytest.mark.parametrize("case,version", known(KV_RUNS, "test_the_kv_memory_vllm_found_lies_in_the_band"))
@@ -216,7 +226,7 @@ def test_the_concurrency_vllm_printed_is_ours_at_the_memory_it_printed(case, ver
 STARTED_AT = [r for r in RUNS if r[0]["observed"]["started"] and "available_kv_gib" in r[0]["observed"]]
 
 
-@pytest.mark.parametrize("case,version", STARTED_AT, ids=_ids(STARTED_AT))
+@pytest.mark.parametrize("case,version", known(STARTED_AT, "test_a_start_passed_vllms_own_check_at_the_memory_it_printed"))
 def test_a_start_passed_vllms_own_check_at_the_memory_it_printed(case, version):
     """vLLM started: one request of max_model_len fitted in the KV memory it printed, by the release's
     own start check — so our need for it is at most that memory (± its rounding)."""
@@ -247,7 +257,8 @@ def test_the_fixture_holds_only_sourced_fields():
             assert case[f"{key}_basis"].strip(), (case["id"], key)
         assert case["releases"] or case.get("stand_in"), case["id"]
         if "disagrees" in case:
-            assert case["disagrees"]["test"] in globals() and case["disagrees"]["cause"] and case["disagrees"]["owner"]
+            assert disagreeing(case) and all(test in globals() for test in disagreeing(case))
+            assert case["disagrees"]["cause"] and case["disagrees"]["owner"]
 
 
 # --- the docs' table ------------------------------------------------------------------------------
