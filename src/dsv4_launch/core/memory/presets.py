@@ -5,7 +5,9 @@ which is what vLLM's memory checks and its batch defaults see; ``capability`` th
 capability. Figures marked ``spec`` are the data sheet's, where no NVML report was at hand.
 The ``nvidia-smi`` figures are ``memory.total`` as public captures print it: H20 and GH200 480GB
 97,871 MiB, H20-3e 143,771 MiB (the same as H200's), GH200 144G HBM3e 146,831 MiB (one capture
-only); the field cases that use them are tests/fixtures/memory/field.json.
+only), B300 SXM6 AC 275,040 MiB (johnpfeiffer/source.johnpfeiffer.github.io
+content/ai/b300-deepseek-0731.md, one capture; the data sheet's 288 GB before); the field cases
+that use them are tests/fixtures/memory/field.json.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ PRESETS: tuple[Preset, ...] = (
     Preset("GH200", "NVIDIA GH200 480GB", (9, 0), 97_871 * MiB, "nvidia-smi"),
     Preset("GH200-144G", "NVIDIA GH200 144G HBM3e", (9, 0), 146_831 * MiB, "nvidia-smi"),
     Preset("B200", "NVIDIA B200", (10, 0), 183_359 * MiB, "nvidia-smi"),
-    Preset("B300", "NVIDIA B300", (10, 3), 288 * 10**9, "spec"),
+    Preset("B300", "NVIDIA B300 SXM6 AC", (10, 3), 275_040 * MiB, "nvidia-smi"),
     Preset("GB200", "NVIDIA GB200", (10, 0), 186 * 10**9, "spec"),
     Preset("RTXPRO6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition", (12, 0), 97_887 * MiB, "nvidia-smi"),
     Preset("RTX5090", "NVIDIA GeForce RTX 5090", (12, 0), 32_607 * MiB, "nvidia-smi"),
