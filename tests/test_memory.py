@@ -24,7 +24,17 @@ from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory import kv_plan
-from dsv4_launch.core.memory.estimate import GiB, WeightFacts, estimate, kv_bytes_per_token, summary
+from dsv4_launch.core.memory.estimate import (
+    DOES_NOT_FIT,
+    UNKNOWN_WEIGHTS,
+    GiB,
+    WeightFacts,
+    estimate,
+    kv_bytes_per_token,
+    summary,
+    verdict,
+    weights_refusal,
+)
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.option_table import load_table
@@ -970,8 +980,9 @@ def test_v4_1s_dspark_module_nested_in_text_config_is_its_own_draft():
     # its only draft is DSpark: the target maps mtp.* to None (deepseek_v41/nvidia/model.py:1562@0.33),
     # --speculative-config method dspark builds it from them. It was taken for MTP layers: with
     # DSpark the estimate and the bound left out the module vLLM builds (4.3 GiB per GPU at TP 8)
-    def picture(spec):
-        tokens = ["-tp", "8"] + (["--speculative-config", json.dumps(spec)] if spec else [])
+    def picture(spec):  # the Engram tables on the GPU, so that the bound is the checkpoint's (next test)
+        tokens = ["-tp", "8", "--engram-config", '{"cpu_offload": false}'] + (
+            ["--speculative-config", json.dumps(spec)] if spec else [])
         f = facts(tokens, entry=V41, gpus=8, memory_gib=141, name="NVIDIA H200", cc=(9, 0))
         e = estimate(f, f.weights)
         return e.weights_lower_bytes, e.weights_bytes_per_gpu
@@ -982,6 +993,52 @@ def test_v4_1s_dspark_module_nested_in_text_config_is_its_own_draft():
     assert dspark_bound == total // 8  # nothing of the checkpoint is left unbuilt
     assert plain_bound == (total - int(total * 3 * 1.02) // 43) // 8  # its 3 layers' share + 2 % off
     assert dspark - plain > 4 * GiB
+
+
+ENGRAM_BYTES = (384006168 + 384016682) * (256 + 8)  # V4.1-Flash's two tables: FP8 rows and an E8M0 scale per 32
+
+
+@pytest.mark.parametrize("version", ["0.30.0", "0.33.0"])
+def test_v4_1s_engram_tables_left_in_host_memory_are_not_weights_on_the_gpu(version):
+    # vLLM keeps V4.1's Engram tables (188.8 GiB) in pinned host memory unless --engram-config says
+    # cpu_offload false (config/engram.py:26-44@0.30.0, :37@0.33.0). Counted on the GPU they made
+    # 'weights-exceed-memory' refuse a real start (InferenceX#3310: TP 2 on two B200), and the
+    # estimate 58.9 GiB per GPU at TP 8 where vLLM loaded 36.3 (tests/fixtures/memory/field.json).
+    def picture(*tokens, entry=V41, gpus=2):
+        f = facts(["-tp", str(gpus), *tokens], entry=entry, gpus=gpus, memory_gib=179.1, name="NVIDIA B200",
+                  cc=(10, 0), version=version)
+        return f, estimate(f, f.weights)
+
+    f, default = picture()
+    assert default.weights_lower_bytes is None  # how the checkpoint stores the tables is not certain
+    assert weights_refusal(f) is None and verdict(f, default) != DOES_NOT_FIT
+    for spelled in ('{"cpu_offload": true}', '{"embedding_across_dp": false}'):
+        assert picture("--engram-config", spelled)[1].weights_lower_bytes is None
+    f, on_gpu = picture("--engram-config", '{"cpu_offload": false}')
+    assert on_gpu.weights_lower_bytes is not None and weights_refusal(f) is not None  # 237.6 GiB of 164.7: certain
+    # each GPU's half of the tables (the estimate's replicated share moves with the total: ~5 % of it)
+    assert on_gpu.weights_bytes_per_gpu - default.weights_bytes_per_gpu >= ENGRAM_BYTES // 2 * 0.9
+    assert "Engram tables (188.8 GiB) are left in host memory" in default.uncertain
+    # at TP 8 the estimate is vLLM's "Model loading took 36.32 GiB" within 3 % (field.json, 8 x H100)
+    tp8 = picture(gpus=8)[1].weights_bytes_per_gpu
+    assert abs(tp8 / GiB - 36.32) < 0.03 * 36.32, tp8 / GiB
+
+
+def test_a_v4_1_whose_config_does_not_give_its_engram_tables_has_no_weights_verdict():
+    # a table entry that did not record the Engram fields (nvidia's NVFP4 re-quant): the tables' size
+    # is unknown, so neither a bound nor an estimate — said, not guessed; no refusal
+    entry = known_checkpoint("nvidia/DeepSeek-V4.1-Flash-NVFP4")
+    f = facts(["-tp", "2"], entry=entry, gpus=2, memory_gib=179.1, name="NVIDIA B200", cc=(10, 0))
+    e = estimate(f, f.weights)
+    assert e.weights_lower_bytes is None and e.weights_bytes_per_gpu is None
+    assert weights_refusal(f) is None and verdict(f, e) == UNKNOWN_WEIGHTS
+    # with no Engram layers (an empty list), nothing is left in host memory
+    plain = {**V41, "config": {**V41["config"], "text_config": {**V41["config"]["text_config"], "engram_layer_ids": []}}}
+    f = facts(["-tp", "2"], entry=plain, gpus=2, memory_gib=179.1, name="NVIDIA B200", cc=(10, 0))
+    g = facts(["-tp", "2", "--engram-config", '{"cpu_offload": false}'], entry=V41, gpus=2, memory_gib=179.1,
+              name="NVIDIA B200", cc=(10, 0))
+    bound = estimate(f, f.weights).weights_lower_bytes
+    assert bound is not None and bound == estimate(g, g.weights).weights_lower_bytes
 
 
 def _bisect(plan, available: int, in_flight: int, cap: int) -> int:

@@ -167,7 +167,10 @@ def test_what_happened_is_never_contradicted(case, version):
     assert memory["not_checked"] is None and memory["vllm_version"] == version
     if seen["started"]:
         assert code != 2 and memory["verdict"] != "does not fit", (memory, data["refusals"])
-        if isinstance(seen.get("max_model_len"), int) and case["releases"]:
+        if isinstance(seen.get("max_model_len"), int) and case["releases"] and (
+                memory["kv_bytes_per_token"] is not None or memory["max_model_len_fits_high"] is not None):
+            # where the KV cache is modelled, the length vLLM started with is within our optimistic end
+            # (DeepSeek-V4.1's is not: no length is judged, nothing to contradict)
             assert memory["max_model_len_fits_high"] >= seen["max_model_len"], memory
     elif seen.get("failure") != "cause not given":  # a KV-short failure (one whose cause is not given: not judged)
         assert memory["verdict"] != "fits", memory

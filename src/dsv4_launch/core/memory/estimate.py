@@ -35,7 +35,7 @@ from collections.abc import Mapping
 
 from ..facts import GIVEN_GPUS, Facts, WeightFacts, as_bool, as_human_int, as_int, json_option
 from ..gpus import GpuInfo
-from ..model import V4
+from ..model import V4, V41
 from ..records import Record
 from .activation import activation_term, length_breaks, peak_by_length
 from .budget import Term, graph_term, non_torch_term
@@ -377,6 +377,42 @@ def _draft_share(facts: Facts, total: int) -> int:
     return total * n // (layers + n) if layers and n > 0 else 0
 
 
+def _text_field(facts: Facts, key: str) -> object:
+    """A field of config.json as it is, at the top or under ``text_config`` (DeepSeek-V4.1)."""
+    config = facts.model.config or {}
+    value, text = config.get(key), config.get("text_config")
+    return text.get(key) if value is None and isinstance(text, Mapping) else value
+
+
+def engram_tables_off_the_gpu(facts: Facts) -> bool:
+    """DeepSeek-V4.1's Engram tables (``engram_layer_ids``: ~189 GiB for V4.1-Flash) may be kept in
+    pinned host memory, not on the GPUs: vLLM's default since the release that runs V4.1
+    (``EngramConfig.cpu_offload``: ``VLLM_PLE_CPU_OFFLOAD``, default 1, config/engram.py:26-44 and
+    envs.py:2047@0.30.0; True, config/engram.py:37@0.33.0; the tables allocated with
+    ``pin_memory=True`` on the CPU, models/deepseek_v41/nvidia/engram.py:279-297@0.30.0). Only
+    ``--engram-config`` with ``"cpu_offload": false`` puts them on the GPUs for certain. A V4.1
+    whose config.json does not say (a table entry that did not record the field) is taken to have
+    them, as every V4.1 checkpoint does."""
+    layers = _text_field(facts, "engram_layer_ids")
+    if layers is None and facts.model.family == V41:
+        layers = ["unknown"]
+    if not (isinstance(layers, list) and layers):
+        return False
+    return (json_option(facts.args, "engram_config") or {}).get("cpu_offload") is not False
+
+
+def _engram_table_bytes(facts: Facts) -> int | None:
+    """The Engram tables' bytes: per table ``rows × engram_head_dim`` FP8 values and one E8M0 scale
+    per 32 (``ParallelEngramEmbedding``: block_size 32, common/engram.py:650-700@0.30.0; the
+    checkpoint's ``layers.N.engram.embed.weight``/``.scale``: V4.1-Flash 2 × ~384M rows × 264 B =
+    188.8 GiB). None where config.json does not give them."""
+    rows, dim = _text_field(facts, "engram_num_embeddings"), _text_field(facts, "engram_head_dim")
+    if not (isinstance(rows, list) and rows and all(type(n) is int and n > 0 for n in rows)
+            and type(dim) is int and dim > 0):
+        return None
+    return sum(rows) * (dim + dim // 32)
+
+
 def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout, mnbt: int | None = None) -> int | None:
     """The fewest bytes of weights the busiest GPU can hold, for certain, or None.
 
@@ -386,8 +422,10 @@ def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layou
     Where the tensor-class tally agrees with a published size (exact, or a recipe's rounded
     figure) within its tolerance, the tally's busiest GPU: each pipeline stage less that
     tolerance, plus the buffers that stage allocates as it loads (``_busiest``). Offloading is
-    subtracted."""
-    if not weights or not weights.total_bytes:
+    subtracted. None while DeepSeek-V4.1's Engram tables may be in host memory
+    (``engram_tables_off_the_gpu``): the checkpoint's size counts them, and how they are stored
+    in it is not known here for certain."""
+    if not weights or not weights.total_bytes or engram_tables_off_the_gpu(facts):
         return None
     found = None
     if weights.exact:
@@ -409,10 +447,17 @@ def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layou
 
 
 def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
-                      mnbt: int | None) -> tuple[int, int, str | None]:
-    """(per GPU, offloaded, uncertain): the estimate of what the busiest GPU holds."""
+                      mnbt: int | None) -> tuple[int | None, int, str | None]:
+    """(per GPU, offloaded, uncertain): the estimate of what the busiest GPU holds; None where
+    DeepSeek-V4.1's Engram tables may be in host memory and config.json does not give their size."""
     args = facts.args
     total = weights.total_bytes or 0
+    engram = None
+    if engram_tables_off_the_gpu(facts):
+        engram = _engram_table_bytes(facts)
+        if engram is None:
+            return None, 0, None
+        total = max(total - engram, 0)
     split = _shape_split(facts, weights, layout)
     if split is not None and split.deviation is not None and abs(split.deviation) <= TALLY_AGREES:
         busiest = _busiest(facts, split, mnbt)
@@ -444,6 +489,9 @@ def _weights_estimate(facts: Facts, weights: WeightFacts, layout: Layout,
         uncertain = uncertain or f"the checkpoint's size is a rounded figure ({weights.source})"
     if args.value("quantization") not in (None, "None"):
         uncertain = uncertain or "--quantization changes the weights' size when vLLM loads them"
+    if engram:
+        uncertain = uncertain or (f"the Engram tables ({gib_text(engram)}) are left in host memory, where vLLM "
+                                  "keeps them unless --engram-config sets cpu_offload false")
     return per_gpu, offloaded, uncertain
 
 
