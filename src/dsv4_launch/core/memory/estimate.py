@@ -705,7 +705,8 @@ def _longest_at_own_length(cap: int, longest_at, breaks: tuple[int, ...] = ()) -
     below m, every L up to ``longest_at(m)`` is (L ≤ longest_at(m) ≤ longest_at(L)). The peak
     barely moves with the length, so the top of the bracket is tried first, and the bracket
     collapses in a few probes where a bisection took ~15–20; after that first probe each one at
-    least halves it, so it never takes more than one probe beyond a bisection."""
+    least halves it, so it takes at most two probes more than a bisection (the top's, and the
+    one a bisection's luckier path saves)."""
     seen: dict[int, int] = {}
 
     def at(n: int) -> int:
