@@ -213,3 +213,14 @@ def test_fit_says_where_max_conc_is_not_vllms_own_count(tmp_path, version, count
     code, out, _ = fit(tmp_path, [FLASH], gpus=4, gpu_memory=96 * GiB, vllm=vllm)
     assert said in out
     assert ('vLLM\'s "Maximum concurrency" at 65,536' in out) is counted
+
+
+@pytest.mark.parametrize("model,why", [
+    ("deepseek-ai/DeepSeek-V4.1-Flash", "this model's KV cache is not modelled"),  # its own caches
+    ("nvidia/DeepSeek-V4.1-Flash-NVFP4", "the weights per GPU are unknown"),  # Engram tables' size not given
+])
+def test_fit_says_when_no_layout_can_be_judged_rather_than_that_none_fits(tmp_path, model, why):
+    # "no layout of up to 64 of these GPUs fits" was printed where nothing could ever be judged to fit
+    code, out, _ = fit(tmp_path, [model], gpus=4, gpu_memory=96 * GiB)
+    assert f"no layout can be judged to fit 65,536 tokens: {why}" in out
+    assert "no layout of up to" not in out and code == 0  # vLLM decides: not a "no"

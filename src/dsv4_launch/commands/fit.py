@@ -186,6 +186,11 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     if fewest is not None:
         fewest_line = (f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: "
                        f"{fewest.estimate.layout.gpus} ({fewest.flags}, the most headroom)")
+    elif rows and all(r.estimate.weights_bytes_per_gpu is None for r in rows):
+        fewest_line = f"no layout can be judged to fit {context:,} tokens: the weights per GPU are unknown ({source})"
+    elif rows and all(not r.estimate.stages for r in rows):  # DeepSeek-V4.1: its own caches
+        fewest_line = (f"no layout can be judged to fit {context:,} tokens: this model's KV cache is not modelled, "
+                       "so no length is judged (vLLM decides at start)")
     else:
         fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (whole nodes of 8 above 8) fits {context:,} "
                        "tokens at the pessimistic end")
