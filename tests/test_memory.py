@@ -32,6 +32,7 @@ from dsv4_launch.core.memory.estimate import (
     estimate,
     kv_bytes_per_token,
     summary,
+    summary_line,
     verdict,
     weights_refusal,
 )
@@ -1019,6 +1020,11 @@ def test_v4_1s_engram_tables_left_in_host_memory_are_not_weights_on_the_gpu(vers
     # each GPU's half of the tables (the estimate's replicated share moves with the total: ~5 % of it)
     assert on_gpu.weights_bytes_per_gpu - default.weights_bytes_per_gpu >= ENGRAM_BYTES // 2 * 0.9
     assert "Engram tables (188.8 GiB) are left in host memory" in default.uncertain
+    # plan says so, in JSON and in its line; with the tables on the GPUs, nothing is in host memory
+    said = summary(picture()[0])
+    assert said["weights_host_bytes"] == ENGRAM_BYTES
+    assert "Engram tables 188.8 GiB in host memory" in summary_line(said)
+    assert summary(f)["weights_host_bytes"] is None
     # at TP 8 the estimate is vLLM's "Model loading took 36.32 GiB" within 3 % (field.json, 8 x H100)
     tp8 = picture(gpus=8)[1].weights_bytes_per_gpu
     assert abs(tp8 / GiB - 36.32) < 0.03 * 36.32, tp8 / GiB

@@ -863,6 +863,8 @@ def summary(facts: Facts) -> dict | None:
         "weights_bytes": weights.total_bytes if weights else None,
         "weights_bytes_per_gpu": e.weights_bytes_per_gpu,
         "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
+        # what of the checkpoint vLLM keeps in host memory (DeepSeek-V4.1's Engram tables), all GPUs together
+        "weights_host_bytes": _engram_table_bytes(facts) if engram_tables_off_the_gpu(facts) else None,
         "gpu_memory_bytes": e.gpu_memory_bytes,
         "budget_bytes": e.budget_bytes,
         "kv_bytes_per_token": e.kv_bytes_per_token,
@@ -913,6 +915,8 @@ def summary_line(data: dict | None) -> str | None:
     parts = [f"{data['layout']}: weights {gib('weights_bytes_per_gpu')} per GPU"]
     if data.get("budget_bytes") is not None:
         parts[0] += f" of {gib('budget_bytes')} usable ({gib('gpu_memory_bytes')} GPU)"
+    if data.get("weights_host_bytes"):
+        parts.append(f"Engram tables {gib('weights_host_bytes')} in host memory")
     if data.get("kv_bytes_per_token"):
         parts.append(f"KV {data['kv_bytes_per_token'] / 1000:.2f} kB/token")
     if data.get("kv_available_bytes") is not None:
