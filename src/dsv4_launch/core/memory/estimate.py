@@ -396,7 +396,7 @@ def engram_tables_off_the_gpu(facts: Facts) -> bool:
     layers = _text_field(facts, "engram_layer_ids")
     if layers is None and facts.model.family == V41:
         layers = ["unknown"]
-    if not (isinstance(layers, list) and layers):
+    if not layers:  # as vLLM asks: bool(hf_text_config.engram_layer_ids) (config/engram.py model_has_engram_layers)
         return False
     return (json_option(facts.args, "engram_config") or {}).get("cpu_offload") is not False
 
