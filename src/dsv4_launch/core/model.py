@@ -52,13 +52,18 @@ class ModelFacts(Record):
         heads, groups = self.number("num_attention_heads"), self.number("o_groups")
         return (not heads or heads % tp == 0) and (not groups or groups % tp == 0)
 
-    def number(self, key: str) -> int | None:
-        """An integer field of config.json (``num_attention_heads``), or None. Multimodal
-        configs (DeepSeek-V4.1) keep the language model's fields under ``text_config``."""
+    def field(self, key: str) -> object:
+        """A field of config.json as it is, or None. Multimodal configs (DeepSeek-V4.1) keep the
+        language model's fields under ``text_config``."""
         config = self.config or {}
         value, text_config = config.get(key), config.get("text_config")
         if value is None and isinstance(text_config, Mapping):
             value = text_config.get(key)
+        return value
+
+    def number(self, key: str) -> int | None:
+        """An integer field of config.json (``num_attention_heads``), or None (``field``)."""
+        value = self.field(key)
         return value if type(value) is int else None
 
 

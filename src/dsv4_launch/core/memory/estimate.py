@@ -31,8 +31,6 @@ planner on every release CI pins. docs/memory.md says what comes from which vLLM
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ..facts import GIVEN_GPUS, Facts, WeightFacts, as_bool, as_human_int, as_int, json_option
 from ..gpus import GpuInfo
 from ..model import V4, V41
@@ -300,11 +298,7 @@ def _own_draft(facts: Facts) -> str | None:
     """The draft module the checkpoint carries: ``dspark`` (``dspark_target_layer_ids``), ``mtp``
     (``num_nextn_predict_layers`` > 0) or None — as core/memory/weights.py tallies it. V4.1 keeps them
     under ``text_config`` (vLLM's DeepseekV41Config flattens it; its only draft is DSpark)."""
-    config = facts.model.config or {}
-    targets = config.get("dspark_target_layer_ids")
-    text_config = config.get("text_config")
-    if targets is None and isinstance(text_config, Mapping):
-        targets = text_config.get("dspark_target_layer_ids")
+    targets = facts.model.field("dspark_target_layer_ids")
     if isinstance(targets, list) and targets:
         return "dspark"
     return "mtp" if _nextn(facts) else None
@@ -377,13 +371,6 @@ def _draft_share(facts: Facts, total: int) -> int:
     return total * n // (layers + n) if layers and n > 0 else 0
 
 
-def _text_field(facts: Facts, key: str) -> object:
-    """A field of config.json as it is, at the top or under ``text_config`` (DeepSeek-V4.1)."""
-    config = facts.model.config or {}
-    value, text = config.get(key), config.get("text_config")
-    return text.get(key) if value is None and isinstance(text, Mapping) else value
-
-
 def engram_tables_off_the_gpu(facts: Facts) -> bool:
     """DeepSeek-V4.1's Engram tables (``engram_layer_ids``: ~189 GiB for V4.1-Flash) may be kept in
     pinned host memory, not on the GPUs: vLLM's default since the release that runs V4.1
@@ -393,7 +380,7 @@ def engram_tables_off_the_gpu(facts: Facts) -> bool:
     ``--engram-config`` with ``"cpu_offload": false`` puts them on the GPUs for certain. A V4.1
     whose config.json does not say (a table entry that did not record the field) is taken to have
     them, as every V4.1 checkpoint does."""
-    layers = _text_field(facts, "engram_layer_ids")
+    layers = facts.model.field("engram_layer_ids")
     if layers is None and facts.model.family == V41:
         layers = ["unknown"]
     if not layers:  # as vLLM asks: bool(hf_text_config.engram_layer_ids) (config/engram.py model_has_engram_layers)
@@ -406,7 +393,7 @@ def _engram_table_bytes(facts: Facts) -> int | None:
     per 32 (``ParallelEngramEmbedding``: block_size 32, common/engram.py:650-700@0.30.0; the
     checkpoint's ``layers.N.engram.embed.weight``/``.scale``: V4.1-Flash 2 × ~384M rows × 264 B =
     188.8 GiB). None where config.json does not give them."""
-    rows, dim = _text_field(facts, "engram_num_embeddings"), _text_field(facts, "engram_head_dim")
+    rows, dim = facts.model.field("engram_num_embeddings"), facts.model.field("engram_head_dim")
     if not (isinstance(rows, list) and rows and all(type(n) is int and n > 0 for n in rows)
             and type(dim) is int and dim > 0):
         return None
