@@ -215,7 +215,7 @@ def test_bad_input_is_one_line_and_exit_2(command):
 
 
 # --- every doctor row, both ways ----------------------------------------------------------------
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES  # noqa: E402
+from dsv4_launch.core.rules.registry import DOCTOR_RULES  # noqa: E402
 
 PIN = {"version": "0.33.0", "requires": ["flashinfer-python==0.7.2.post1", "torch==2.14.0"]}
 DOCTOR_CASES = {

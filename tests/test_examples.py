@@ -1098,7 +1098,7 @@ def example_commands() -> list[tuple[str, list[str], dict[str, str], int | None,
 def memory_rule_ids() -> set[str]:
     from dsv4_launch.core.rules import memory as rules_memory
 
-    return {r.id for r in getattr(rules_memory, "MEMORY_RULES", ())} | {"think-max-short"}
+    return {r.id for r in rules_memory.ROWS} | {"think-max-short"}
 
 
 def example_hardware(name: str) -> str:

@@ -24,9 +24,9 @@ from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import run_explain
 from dsv4_launch.core.explain.scanner import Scanner, parse_args_text
 from dsv4_launch.core.explain.signatures import KV_AUTO, NO_SIGNATURE, SIGNATURES
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
 from dsv4_launch.core.rules.engine import FAIL, REFUSE
 from dsv4_launch.core.rules.plan import RULES
+from dsv4_launch.core.rules.registry import DOCTOR_RULES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 UPSTREAM = FIXTURES / "vllm-47174-journald-0.24.0.log"

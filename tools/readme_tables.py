@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from dsv4_launch.core.gpus import family_words  # noqa: E402
 from dsv4_launch.core.model import FAMILY_NAMES  # noqa: E402
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.rules.engine import words  # noqa: E402
 from dsv4_launch.core.rules.kv_paths import FIX_REFERENCE, KV_PATHS, PLAIN_ROWS  # noqa: E402
 from dsv4_launch.core.rules.plan import RULES  # noqa: E402
+from dsv4_launch.core.rules.registry import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.settings import ENV_VARS  # noqa: E402
 
 LEVEL_WORDS = {"refuse": "**refuses** (exit 2)", "warn": "warns", "fail": "doctor **FAIL**"}

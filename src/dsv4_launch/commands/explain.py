@@ -34,8 +34,8 @@ _PASSED_ENV = ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE")  # where the model's
 
 
 def _rules() -> dict:
-    from ..core.rules.doctor_rows import DOCTOR_RULES
     from ..core.rules.plan import RULES
+    from ..core.rules.registry import DOCTOR_RULES
 
     return {rule.id: rule for rule in (*RULES, *DOCTOR_RULES)}
 

@@ -231,7 +231,7 @@ def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
 
 def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runtime: VllmRuntime, env: Mapping[str, str],
              *, install_hint: str, plugin_entry: str, plugin_hint: str | None = None) -> Diagnosis:
-    from .doctor_rows import DOCTOR_RULES
+    from .registry import DOCTOR_RULES
 
     used = list(facts.all_gpus) if facts else []  # every candidate when the mapping is ambiguous
     family = facts.model.family if facts is not None else "deepseek_v4"
