@@ -958,7 +958,7 @@ def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_brok
     wants the API key the pod's VLLM_API_KEY holds (the replay: tests/fakes/replay_server.py)."""
     import io
 
-    from dsv4_launch.commands.check import run_check
+    from dsv4_launch.commands.cli import run_command
     from tests.fakes.replay_server import ReplayServer
 
     commands = {tuple(p["exec"]["command"]) for w, k, p, _ in probe_commands() if "exec" in p}
@@ -967,7 +967,7 @@ def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_brok
     for shape, expected in (("healthy", 0), ("bos-only", 1)):
         with ReplayServer(shape, api_key=env["VLLM_API_KEY"]) as server:
             out = io.StringIO()
-            status = run_check([*command[2:], server.url], ctx=Context(env=env, stdout=out, stderr=io.StringIO(), http_client="stdlib"))
+            status = run_command("check", [*command[2:], server.url], ctx=Context(env=env, stdout=out, stderr=io.StringIO(), http_client="stdlib"))
         assert status == expected, out.getvalue()
         assert env["VLLM_API_KEY"] not in out.getvalue()
 

@@ -253,16 +253,6 @@ EXIT = {sc.HEALTHY: exit_codes.OK, sc.PROBLEM: exit_codes.CHECK_PROBLEM, sc.NOT_
 LABEL = {sc.OK: "ok", sc.NOTE: "note", sc.WARN: "warning", sc.FAIL: "problem", sc.UNREACHABLE: "not reachable"}
 
 
-def run_check(args: list[str], ctx: Context | None = None) -> int:
-    """``dsv4-launch check ARGS``; ``ctx``: the world it reads — environment, streams, the HTTP
-    client ("httpx" or "stdlib"; None: httpx where importable), the request function and the
-    clock (None: ``adapters.http_client.request``, ``time.monotonic``). Read through the door
-    (commands/cli.py): ``--help`` is click's, a bad option one line."""
-    from .cli import run_command
-
-    return run_command("check", args, ctx)
-
-
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     ctx = here(ctx)
     try:

@@ -447,14 +447,6 @@ def _is_terminal(stream) -> bool:
         return False
 
 
-def main(args: list[str], ctx: Context | None = None) -> int:
-    """``dsv4-launch explain ARGS``, read through the door (commands/cli.py): ``--help`` is
-    click's, a bad option one line."""
-    from .cli import run_command
-
-    return run_command("explain", args, ctx)
-
-
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     return run_explain(rest, as_json=bool(own.get("json")), ctx=ctx)
 
