@@ -15,9 +15,8 @@ from collections.abc import Sequence
 
 from ..core.facts import GIVEN_GPUS, GpuFacts, as_human_int
 from ..core.gpus import GpuSelection
-from ..core.memory.estimate import GiB, gpu_memory_utilization
+from ..core.memory.estimate import DECIDES, GiB, gpu_memory_utilization
 from ..core.memory.fit import (
-    DECIDES,
     DEFAULT_CONTEXT,
     DOES_NOT_FIT,
     FITS,
