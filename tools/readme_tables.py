@@ -47,7 +47,8 @@ def kv_rows() -> list[tuple[str, str, str, str]]:
         )
         gpus = family_words(path.families)
         if path.layout == PLAIN_ROWS:
-            rows.append((gpus, backends, "all", "left alone: plain rows, where `auto` = bf16 and `fp8` would change the format"))
+            rows.append((gpus, backends, "all",
+                         "left alone: plain rows, where `auto` = bf16 and `fp8` would change the format"))
         elif path.auto_crashes is None:
             continue  # an fp8_ds_mla path with no crash range: nothing to say (none today)
         elif path.always_rewrite:

@@ -311,8 +311,8 @@ def scan_source(path: str, stdin=None) -> Scan:
         for text, level in read_lines(stream):
             scanner.feed(text, level)
     except OSError as exc:
-        raise LogReadError(f"{path!r}: read failed after {scanner.count} lines ({exc.strerror or type(exc).__name__})") \
-            from None
+        why = exc.strerror or type(exc).__name__
+        raise LogReadError(f"{path!r}: read failed after {scanner.count} lines ({why})") from None
     finally:
         if path != "-":
             stream.close()
@@ -451,7 +451,8 @@ def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     return run_explain(rest, as_json=bool(own.get("json")), ctx=ctx)
 
 
-COMMAND = Command("explain", """Explain a vLLM crash from its log: which known DeepSeek-V4 failure, the fix, and the command that works.
+COMMAND = Command("explain", """Explain a vLLM crash from its log: which known DeepSeek-V4 failure, the fix,
+and the command that works.
 
 FILE is vLLM's output (a terminal's, `journalctl -u vllm`, `kubectl logs`); `-` or nothing reads
 standard input. Large logs are streamed; ANSI colour and journald, kubectl and vLLM prefixes are

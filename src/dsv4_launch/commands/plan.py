@@ -50,7 +50,8 @@ def plan_result(argv: list[str], ctx: Context, misses: Sequence[NearMiss] = ()) 
 def run_plan(argv: list[str], *, as_json: bool, ctx: Context | None = None, misses: Sequence[NearMiss] = ()) -> int:
     """``dsv4-launch plan [--json] ARGV``; ``ctx``: the world it reads (None: this process's)."""
     ctx = here(ctx)
-    return render(plan_result(argv, ctx, misses), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+    return render(plan_result(argv, ctx, misses), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr,
+                  env=ctx.env or {})
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
