@@ -4,7 +4,7 @@
 that runs vLLM, the model) and the plan ``prepare`` made — the very plan ``plan`` and
 ``dsv4-serve`` act on — into report lines. Its verdict on anything a rule row covers is that
 row's: the pre-flight rows through the plan (a refusal is FAIL, a warning WARN), the runtime
-rows (``doctor_rules.py``) through the same ``rules.evaluate``; the machine lines themselves
+rows (``doctor_rows.py``) through the same ``rules.evaluate``; the machine lines themselves
 (GPU list, driver, Python, vLLM, torch) only describe, or fail where nothing can run (no GPU,
 no vLLM, no torch kernels). Every section works when its subject is missing and says so. The
 shell is ``commands/doctor.py``.
