@@ -268,6 +268,20 @@ def test_the_verdict_names_deepseek_v4_only_for_deepseek_v4():
     assert make(version="0.33.0").verdict == "OK: nothing known to fail"
 
 
+@pytest.mark.parametrize("kwargs", [
+    {},  # SM 12.0 on 0.24.0: "DeepGEMM's FP8 warm-up fails on SM 12.x" (issue 41's report)
+    {"version": "0.26.0"},  # open reports of SM 12.x failures on that release
+    {"version": "0.33.0", "tokens": (M, "--attention-backend", "FLASHMLA_SPARSE")},  # no FlashMLA kernels on SM 12.x
+], ids=["deepgemm", "reports", "flashmla"])
+def test_the_summary_never_says_nothing_known_fails_under_a_warning(kwargs):
+    d = make(**kwargs)
+    warned = [c.detail for c in d.lines if c.status == WARN]
+    assert not d.failed and any("fail" in w or "crash" in w for w in warned), warned
+    assert d.verdict == f"OK: nothing certain to fail; {len(warned)} warning{'s' * (len(warned) != 1)} above"
+    (preflight,) = [c.detail for c in d.lines if c.section == "preflight" and c.status == OK]
+    assert preflight.startswith("no certain start-up failure, ") and "known" not in preflight, preflight
+
+
 @pytest.mark.parametrize("env", [{"DSV4_LAUNCH_GPU_CAPABILITY": "twelve"}, {"DSV4_LAUNCH_PREFLIGHT": "sometimes"}])
 def test_doctor_and_plan_have_one_json_error_shape(env, tmp_path):
     # Bad input: both say the same one line in `error`, with the same exit status, and doctor's

@@ -65,4 +65,5 @@ VLLM_ARGS are the arguments of `vllm serve`; plan's options may come anywhere be
 everything after `--` is vLLM's. --gpus and --gpu-memory plan for other GPUs than this machine's.
 Exit status: what dsv4-serve's would be before vLLM starts (0, or 2 when it would refuse), or 2
 when the installed vLLM's own option parser rejects the arguments (an unknown option, an invalid
-choice, a missing value: vLLM would exit 2 with its own message), so it can gate a deployment.""", PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)
+choice, a missing value: vLLM would exit 2 with its own message), so it can gate a deployment.""",
+                  PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

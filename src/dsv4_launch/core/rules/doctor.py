@@ -59,7 +59,15 @@ class Diagnosis(Record):
 
     @property
     def verdict(self) -> str:
-        return f"FAIL: {self.subject} would not start here" if self.failed else "OK: nothing known to fail"
+        """The summary line: never "nothing known to fail" under a warning (one may say a kernel fails)."""
+        if self.failed:
+            return f"FAIL: {self.subject} would not start here"
+        warned = sum(line.status == WARN for line in self.lines)
+        return f"OK: nothing certain to fail; {_warnings(warned)} above" if warned else "OK: nothing known to fail"
+
+
+def _warnings(count: int) -> str:
+    return f"{count} warning{'' if count == 1 else 's'}"
 
 
 def gpu_lines(report: GpuReport | None, visible: set[int], source: str | None) -> list[DoctorLine]:
@@ -225,7 +233,9 @@ def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
         lines.append(DoctorLine("preflight", FAIL, refusal))
     if facts is not None and facts.model.is_dsv4_family and plan.preflight != "off" and not plan.refusals \
             and not plan.disabled:
-        lines.append(DoctorLine("preflight", OK, f"no known start-up failure (mode {plan.preflight})"))
+        said = f"no certain start-up failure, {_warnings(len(plan.warnings))}" if plan.warnings \
+            else "no known start-up failure"
+        lines.append(DoctorLine("preflight", OK, f"{said} (mode {plan.preflight})"))
     return lines
 
 
