@@ -181,7 +181,8 @@ def measure(cases: dict[str, Case], env: dict[str, str], runs: int, warmup: int)
                      "median_cpu_ms": statistics.median(c for _, _, c in samples[name]),
                      "peak_mib": statistics.median(p for _, p, _ in samples[name]),
                      # each run, in the order taken (round i of every case ran back to back): paired_difference
-                     "times_ms": [round(ms, 3) for ms in times], "cpu_times_ms": [round(c, 3) for _, _, c in samples[name]]}
+                     "times_ms": [round(ms, 3) for ms in times],
+                     "cpu_times_ms": [round(c, 3) for _, _, c in samples[name]]}
         print(f"  {name:<18} {out[name]['median_ms']:8.1f} ms  {out[name]['peak_mib']:6.1f} MiB", file=sys.stderr)
     return out
 
@@ -442,8 +443,9 @@ def main() -> None:
                                          (f"vllm stub+ {release}, heap frozen", stub, {STUB_FREEZE: "1"}))
         }, env, opts.runs, opts.warmup))
         n = opts.secrets
-        r.update(measure({f"secrets ×{k}": [tool("dsv4-serve", py), *ARGS, "--api-key", *(f"sk-{i:08d}" for i in range(k))]
-                          for k in (n, 2 * n)}, env, max(3, opts.runs // 4), 1))
+        keys = {k: [f"sk-{i:08d}" for i in range(k)] for k in (n, 2 * n)}
+        r.update(measure({f"secrets ×{k}": [tool("dsv4-serve", py), *ARGS, "--api-key", *keys[k]] for k in keys},
+                         env, max(3, opts.runs // 4), 1))
         if opts.vllm_python:
             real = {k: v for k, v in env.items() if k not in ("PYTHONPATH",)}
             real["VLLM_TARGET_DEVICE"] = "cpu"
@@ -468,7 +470,8 @@ def main() -> None:
     net = {release: paired_difference(r[f"dsv4-serve → stub+ {release}"], r[f"vllm stub+ {release}"], clock)
            for release in releases}
     plan_memory = r["plan"]["peak_mib"] - r["click"]["peak_mib"]
-    small, large = (r[f"secrets ×{k}"]["median_ms"] - r["dsv4-serve"]["median_ms"] for k in (opts.secrets, 2 * opts.secrets))
+    small, large = (r[f"secrets ×{k}"]["median_ms"] - r["dsv4-serve"]["median_ms"]
+                    for k in (opts.secrets, 2 * opts.secrets))
     # Reported, not budgets: against the plain stub, modules vLLM imports itself count as ours.
     # How busy the machine was: the interpreter alone, median over min. A quiet machine gives ~1.03;
     # other work on it inflates every case alike, so a run well above that measures the machine.
@@ -503,7 +506,8 @@ def main() -> None:
         ratio = r["dsv4-serve --help"]["median_ms"] / r["vllm --help"]["median_ms"]
         budgets.append(("dsv4-serve --help / vllm serve --help", ratio, "×", BUDGET_REAL_RATIO))
 
-    machine = f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
+    machine = (f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
+               f"{platform.machine()}")
     document = {
         "machine": machine,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -549,7 +553,8 @@ def render(document: dict) -> str:
     for name, res in r.items():
         if name == "plugin load":  # timed inside a process: no process of its own
             dashes = "— | — | —" if current else "— | —"
-            lines.append(f"| {name} (in a vLLM process) | {res['median_ms']:.1f} ms | {res['min_ms']:.1f} ms | {dashes} |")
+            lines.append(f"| {name} (in a vLLM process) | {res['median_ms']:.1f} ms | {res['min_ms']:.1f} ms "
+                         f"| {dashes} |")
             continue
         cpu = f"{res.get('median_cpu_ms', 0.0):.1f} ms | " if current else ""
         lines.append(

@@ -7,7 +7,8 @@ repeated as a log of restarts prints it, and every one different (distinct value
 be remembered), and a log of 64 KiB lines (the reader's limit). Each is read ``--runs`` times
 through the same code as the command (``commands/explain.scan_source`` and ``explain_data``);
 the best run is reported, as MB per CPU second of this process (``time.process_time``: what
-a shared, busy machine changes least) and MB per wall-clock second. Run: ``python benchmarks/explain_speed.py [--mb 8] [--runs 3] [--json FILE]``.
+a shared, busy machine changes least) and MB per wall-clock second.
+Run: ``python benchmarks/explain_speed.py [--mb 8] [--runs 3] [--json FILE]``.
 Not a test: timings are never asserted in the test suite.
 """
 
@@ -50,7 +51,8 @@ def build(folder: Path, size: int) -> dict[str, Path]:
     logs["args lines, the same one repeated"] = one
     distinct = "".join(ARGS.format(port=8000 + i % 1000, i=i, len=4096 + i) + "\n" for i in range(size // len(one) + 1))
     logs["args lines, every one different"] = distinct
-    logs["64 KiB lines"] = ("x" * 65535 + "\n") * 4 + "AssertionError: DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto\n"
+    logs["64 KiB lines"] = (("x" * 65535 + "\n") * 4
+                            + "AssertionError: DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto\n")
     paths = {}
     for i, (name, text) in enumerate(logs.items()):
         path = folder / f"log{i}.log"

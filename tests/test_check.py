@@ -19,7 +19,8 @@ import time
 import pytest
 
 from dsv4_launch.commands import exit_codes
-from dsv4_launch.commands.check import DEFAULT_URL, run_check, url_of
+from dsv4_launch.commands.check import DEFAULT_URL, url_of
+from dsv4_launch.commands.cli import run_command
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.own_options import UsageError, load
 from dsv4_launch.commands.own_options import parse as parse_options
@@ -59,7 +60,7 @@ def client(request):
 def check(*args, client="stdlib", env=None, fetch=None):
     """(exit status, stdout, stderr) of ``dsv4-launch check ARGS``, in this process."""
     out, err = io.StringIO(), io.StringIO()
-    status = run_check(list(args), ctx=Context(env={} if env is None else env, stdout=out, stderr=err, http_client=client,
+    status = run_command("check", list(args), ctx=Context(env={} if env is None else env, stdout=out, stderr=err, http_client=client,
                                                fetch=fetch))
     return status, out.getvalue(), err.getvalue()
 
@@ -450,7 +451,7 @@ def test_the_standard_library_is_the_fallback_when_httpx_does_not_import(monkeyp
     assert http_client.default_client() == "stdlib"
     with ReplayServer("healthy") as s:
         out, err = io.StringIO(), io.StringIO()
-        status = run_check([s.url, "--json"], ctx=Context(env={}, stdout=out, stderr=err))  # client chosen by itself
+        status = run_command("check", [s.url, "--json"], ctx=Context(env={}, stdout=out, stderr=err))  # client chosen by itself
     assert status == 0 and json.loads(out.getvalue())["client"] == "stdlib"
 
 
@@ -666,13 +667,13 @@ def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch):
         raise RuntimeError(f"boom {KEY}")
 
     out, err = io.StringIO(), io.StringIO()
-    status = run_check(["--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
+    status = run_command("check", ["--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
     assert status == 1 and "Traceback" not in err.getvalue() + out.getvalue()
     # each step's own finding (the steps that need no earlier answer still run), the key masked
     assert "problem: GET /health: internal error: RuntimeError: boom ***" in out.getvalue()
     assert "problem: GET /v1/models: internal error: RuntimeError: boom ***" in out.getvalue()
     with pytest.raises(RuntimeError):
-        run_check([], ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(), fetch=broken))
+        run_command("check", [], ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(), fetch=broken))
 
 
 @pytest.mark.parametrize("word", ["sk-abc123", "sk-proj-Zq9xY8", "hf_AbCdEf123456", "ghp_Zq12345678", "my_key_9",
@@ -694,7 +695,7 @@ def test_json_says_an_interrupt_in_the_one_error_shape():
         raise KeyboardInterrupt(f"boom {KEY}")
 
     out, err = io.StringIO(), io.StringIO()
-    got = run_check(["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
+    got = run_command("check", ["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
     doc = json.loads(out.getvalue())
     assert got == 130 == doc["exit_status"] and KEY not in out.getvalue() + err.getvalue()
     assert doc["error"] and err.getvalue() == f"dsv4-launch check: error: {doc['error']}\n"
@@ -705,7 +706,7 @@ def test_json_says_an_internal_error_as_findings_with_a_documented_status():
         raise RuntimeError(f"boom {KEY}")
 
     out, err = io.StringIO(), io.StringIO()
-    got = run_check(["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
+    got = run_command("check", ["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
     doc = json.loads(out.getvalue())
     assert got == 1 == doc["exit_status"] and doc["status"] == "problem" and KEY not in out.getvalue() + err.getvalue()
     assert [f["code"] for f in doc["findings"]] == ["internal-error", "internal-error"] and doc["error"] is None

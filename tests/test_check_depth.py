@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from dsv4_launch.commands.check import run_check
+from dsv4_launch.commands.cli import run_command
 from dsv4_launch.commands.context import Context
 from dsv4_launch.core.check import judge as sc
 from tests.fakes.replay_server import HEALTHY_CHAT, MODEL, completion, models_body, tool_call_completion
@@ -53,7 +53,7 @@ def fake_fetch(bodies, asked):
 def run(bodies, *args, env=None):
     asked: list[str] = []
     out, err = io.StringIO(), io.StringIO()
-    status = run_check(["--json", *args], ctx=Context(env=env or {}, stdout=out, stderr=err,
+    status = run_command("check", ["--json", *args], ctx=Context(env=env or {}, stdout=out, stderr=err,
                                                      fetch=fake_fetch(bodies, asked), http_client="stdlib"))
     doc = json.loads(out.getvalue())
     assert doc["status"] in STATUSES and doc["exit_status"] == status
@@ -130,7 +130,7 @@ def test_a_request_that_raises_is_its_steps_finding_and_with_a_model_the_rest_st
 
 def _text(bodies):
     out = io.StringIO()
-    status = run_check([], ctx=Context(env={}, stdout=out, stderr=io.StringIO(), fetch=fake_fetch(bodies, [])))
+    status = run_command("check", [], ctx=Context(env={}, stdout=out, stderr=io.StringIO(), fetch=fake_fetch(bodies, [])))
     return status, out.getvalue().splitlines()
 
 

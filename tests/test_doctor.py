@@ -215,7 +215,7 @@ def test_bad_input_is_one_line_and_exit_2(command):
 
 
 # --- every doctor row, both ways ----------------------------------------------------------------
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES  # noqa: E402
+from dsv4_launch.core.rules.registry import DOCTOR_RULES  # noqa: E402
 
 PIN = {"version": "0.33.0", "requires": ["flashinfer-python==0.7.2.post1", "torch==2.14.0"]}
 DOCTOR_CASES = {
@@ -266,6 +266,20 @@ def test_the_verdict_names_deepseek_v4_only_for_deepseek_v4():
     d = make(gpus=(), error="NVML: NVIDIA driver not loaded")
     assert d.verdict == "FAIL: DeepSeek-V4 would not start here"
     assert make(version="0.33.0").verdict == "OK: nothing known to fail"
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},  # SM 12.0 on 0.24.0: "DeepGEMM's FP8 warm-up fails on SM 12.x" (issue 41's report)
+    {"version": "0.26.0"},  # open reports of SM 12.x failures on that release
+    {"version": "0.33.0", "tokens": (M, "--attention-backend", "FLASHMLA_SPARSE")},  # no FlashMLA kernels on SM 12.x
+], ids=["deepgemm", "reports", "flashmla"])
+def test_the_summary_never_says_nothing_known_fails_under_a_warning(kwargs):
+    d = make(**kwargs)
+    warned = [c.detail for c in d.lines if c.status == WARN]
+    assert not d.failed and any("fail" in w or "crash" in w for w in warned), warned
+    assert d.verdict == f"OK: nothing certain to fail; {len(warned)} warning{'s' * (len(warned) != 1)} above"
+    (preflight,) = [c.detail for c in d.lines if c.section == "preflight" and c.status == OK]
+    assert preflight.startswith("no certain start-up failure, ") and "known" not in preflight, preflight
 
 
 @pytest.mark.parametrize("env", [{"DSV4_LAUNCH_GPU_CAPABILITY": "twelve"}, {"DSV4_LAUNCH_PREFLIGHT": "sometimes"}])

@@ -958,7 +958,7 @@ def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_brok
     wants the API key the pod's VLLM_API_KEY holds (the replay: tests/fakes/replay_server.py)."""
     import io
 
-    from dsv4_launch.commands.check import run_check
+    from dsv4_launch.commands.cli import run_command
     from tests.fakes.replay_server import ReplayServer
 
     commands = {tuple(p["exec"]["command"]) for w, k, p, _ in probe_commands() if "exec" in p}
@@ -967,7 +967,7 @@ def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_brok
     for shape, expected in (("healthy", 0), ("bos-only", 1)):
         with ReplayServer(shape, api_key=env["VLLM_API_KEY"]) as server:
             out = io.StringIO()
-            status = run_check([*command[2:], server.url], ctx=Context(env=env, stdout=out, stderr=io.StringIO(), http_client="stdlib"))
+            status = run_command("check", [*command[2:], server.url], ctx=Context(env=env, stdout=out, stderr=io.StringIO(), http_client="stdlib"))
         assert status == expected, out.getvalue()
         assert env["VLLM_API_KEY"] not in out.getvalue()
 
@@ -1098,7 +1098,7 @@ def example_commands() -> list[tuple[str, list[str], dict[str, str], int | None,
 def memory_rule_ids() -> set[str]:
     from dsv4_launch.core.rules import memory as rules_memory
 
-    return {r.id for r in getattr(rules_memory, "MEMORY_RULES", ())} | {"think-max-short"}
+    return {r.id for r in rules_memory.ROWS} | {"think-max-short"}
 
 
 def example_hardware(name: str) -> str:

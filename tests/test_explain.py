@@ -24,9 +24,9 @@ from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import run_explain
 from dsv4_launch.core.explain.scanner import Scanner, parse_args_text
 from dsv4_launch.core.explain.signatures import KV_AUTO, NO_SIGNATURE, SIGNATURES
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
 from dsv4_launch.core.rules.engine import FAIL, REFUSE
 from dsv4_launch.core.rules.plan import RULES
+from dsv4_launch.core.rules.registry import DOCTOR_RULES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 UPSTREAM = FIXTURES / "vllm-47174-journald-0.24.0.log"
@@ -532,14 +532,14 @@ def test_stdin_is_read(tmp_path):
 
 @pytest.mark.parametrize("make", ["missing", "directory", "two", "option"])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, make):
-    from dsv4_launch.commands.explain import main
+    from dsv4_launch.commands.cli import run_command
 
     args = {"missing": [str(tmp_path / "nope.log")], "directory": [str(tmp_path)],
             "two": [str(UPSTREAM), str(UPSTREAM)], "option": ["--follow"]}[make]
     for as_json in (False, True):
         out, err = io.StringIO(), io.StringIO()
         # through the door (an option is the door's to read: run_explain takes operands)
-        assert main([*args, *(["--json"] if as_json else [])], Context(env={}, stdout=out, stderr=err)) == 2
+        assert run_command("explain", [*args, *(["--json"] if as_json else [])], Context(env={}, stdout=out, stderr=err)) == 2
         said = "dsv4-launch explain: " + ("no such option: --follow" if make == "option" else "error: ")
         assert len(err.getvalue().splitlines()) == 1 and err.getvalue().startswith(said)
         if as_json:
@@ -766,10 +766,10 @@ def test_ordinary_words_near_secret_names_are_kept(line):
 
 @pytest.mark.parametrize("args", [["--jso"], ["--jso", "vllm.log"], ["vllm.log", "--jsonx=1"]])
 def test_an_unknown_option_is_no_such_option_as_click_says_it(args):
-    from dsv4_launch.commands.explain import main
+    from dsv4_launch.commands.cli import run_command
 
     err = io.StringIO()
-    assert main(args, Context(env={}, stdout=io.StringIO(), stderr=err)) == 2
+    assert run_command("explain", args, Context(env={}, stdout=io.StringIO(), stderr=err)) == 2
     name = next(a for a in args if a.startswith("-")).partition("=")[0]
     assert err.getvalue() == (f"dsv4-launch explain: no such option: {name} (did you mean --json?) "
                               "(see: dsv4-launch explain --help)\n")

@@ -100,6 +100,15 @@ def test_plan_exits_2_on_what_vllms_parser_rejects(v4, version, extra, message):
     assert data["refusals"] == [] and data["error"] is None  # dsv4-serve refuses nothing: it hands them over
 
 
+def test_plan_help_names_the_exit_2_for_what_vllms_parser_rejects(capsys):
+    """The case above, in `plan --help`'s exit status (issue 41: the help named only refusals)."""
+    from dsv4_launch.commands.cli import main
+
+    assert main(["plan", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "or 2 when the installed vLLM's own option parser rejects the arguments" in help_text, help_text
+
+
 @pytest.mark.parametrize("extra,message", REJECTED)
 def test_doctor_fails_on_them_and_dsv4_serve_hands_them_over_unchanged(v4, extra, message):
     rc, data = doctor([v4, *extra])

@@ -115,8 +115,6 @@ SHARED_COMMAND_MODULES = {"pipeline", "context", "own_options", "exit_codes", "c
 COMMAND_IMPORTS = {
     "cli": None,  # the door: it loads every command by name
     "click_app": None,  # help and errors for the door
-    "check": {"cli"},  # run_check goes through the door (its --help, a bad option)
-    "explain": {"cli"},  # run_explain goes through the door too
     "serve": {"version"},  # dsv4-serve --version
 }
 

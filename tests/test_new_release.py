@@ -6,6 +6,7 @@ closed before the newest verified release."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,9 +83,13 @@ def test_the_steps_it_runs_for_an_installed_vllm(tmp_path):
     done = run("0.34.0", "--vllm-python", "/opt/vllm/bin/python", "--dry-run")
     assert done.returncode == 0, done.stderr
     steps = [x for x in done.stdout.splitlines() if x.startswith("new_release: ")]
+    # step 3 runs this interpreter, however it was named (`../venv/bin/python`, a symlink): compared resolved
+    interpreter = steps[1].removeprefix("new_release: 3. import set: ").split(" ")[0]
+    assert os.path.realpath(interpreter) == os.path.realpath(sys.executable), (interpreter, sys.executable)
+    steps[1] = steps[1].replace(interpreter, "PYTHON", 1)
     assert steps == [
         "new_release: 2. option table: /opt/vllm/bin/python tools/gen_vllm_options.py",
-        f"new_release: 3. import set: {sys.executable} tools/record_vllm_imports.py --python /opt/vllm/bin/python --write",
+        "new_release: 3. import set: PYTHON tools/record_vllm_imports.py --python /opt/vllm/bin/python --write",
         "new_release: 4. oracle suite: /opt/vllm/bin/python -m pytest -q -p no:cacheprovider -m vllm_real "
         "tests/vllm_real -W ignore::DeprecationWarning",
     ]

@@ -144,3 +144,33 @@ def test_every_repository_path_named_exists(path):
     `src/dsv4_launch/data/serve-options-*.json`) is there: moved code leaves no stale pointer."""
     missing = [p for p in REPO_PATH.findall(path.read_text()) if not list(ROOT.glob(p.rstrip("/")))]
     assert missing == [], missing
+
+
+INSTALL_LINE = re.compile(r"^\s*(?:pip|pipx|uv(?: tool| pip)?|python3? -m pip) (?:install|inject)\b")
+
+
+def prose_install_lines(text: str) -> list[str]:
+    """Install commands written as prose: outside a fenced block and not an indented code block
+    (indented by four, after a blank line or another code line), where Markdown runs them into
+    the paragraph around them."""
+    found, fenced, code, previous = [], False, False, ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced, code = not fenced, False
+        elif not fenced:
+            code = line.startswith("    ") and (code or not previous.strip())
+            if INSTALL_LINE.match(line) and not code:
+                found.append(line.strip())
+        previous = line
+    return found
+
+
+@pytest.mark.parametrize("path", OURS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_install_commands_are_code_blocks(path):
+    assert prose_install_lines(path.read_text()) == []
+
+
+def test_an_install_line_in_a_paragraph_is_found():
+    assert prose_install_lines("Text\npip install .  # here\n    pip install '.[vllm]'\n") == [
+        "pip install .  # here", "pip install '.[vllm]'"]
+    assert prose_install_lines("Text\n\n    pip install .\n    uv tool install .\n\n```\npip install x\n```\n") == []

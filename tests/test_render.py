@@ -18,7 +18,7 @@ import pytest
 
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands import exit_codes
-from dsv4_launch.commands.check import run_check
+from dsv4_launch.commands.cli import run_command
 from dsv4_launch.commands.completion import run_completion
 from dsv4_launch.commands.doctor import run_doctor
 from dsv4_launch.commands.explain import run_explain
@@ -57,7 +57,7 @@ def commands(model: str, tmp_path: Path):
         ("fit", lambda ctx: run_fit([model], as_json=True, ctx=ctx), {}, bad),
         ("explain", lambda ctx: run_explain([str(LOG)] if not ctx.env else [str(tmp_path / "missing.log")],
                                             as_json=True, ctx=ctx), {}, {"x": "missing file"}),
-        ("check", lambda ctx: run_check(["http://127.0.0.1:1", "--timeout", "2", "--json"] if not ctx.env
+        ("check", lambda ctx: run_command("check", ["http://127.0.0.1:1", "--timeout", "2", "--json"] if not ctx.env
                                         else ["--json", "--timeout", "0"], ctx=ctx), {}, {"x": "bad timeout"}),
     ]
 
@@ -113,7 +113,7 @@ def text_commands(model: str):
         ("explain", lambda ctx: run_explain([str(LOG)], as_json=False, ctx=ctx), 0),
         ("version", lambda ctx: run_version("dsv4-launch", ctx), exit_codes.OK),
         ("completion", lambda ctx: run_completion(["bash"], ctx), exit_codes.OK),
-        ("check", lambda ctx: run_check(["http://127.0.0.1:1", "--timeout", "2"], ctx=ctx), exit_codes.NOT_REACHABLE),
+        ("check", lambda ctx: run_command("check", ["http://127.0.0.1:1", "--timeout", "2"], ctx=ctx), exit_codes.NOT_REACHABLE),
     ]
 
 

@@ -7,17 +7,21 @@ its pair here fails `test_every_row_has_a_trips_and_a_passes_case`.
 
 from __future__ import annotations
 
+import ast
+import json
+import os
 import re
 import string
+from pathlib import Path
 
 import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory.estimate import GiB, WeightFacts
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
 from dsv4_launch.core.rules.engine import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN, Release, version_words, words
 from dsv4_launch.core.rules.plan import RULES
+from dsv4_launch.core.rules.registry import DOCTOR_RULES
 from dsv4_launch.core.versions import VersionRange
 from tests.planning import LLAMA, SM80, SM90, SM100, SM120, SM121, V4, V41, M, facts_for, gpus, planned
 
@@ -190,7 +194,9 @@ def judge(case):
 
 
 def test_every_row_has_a_trips_and_a_passes_case():
-    assert set(CASES) == {r.id for r in RULES}
+    ids = {r.id for r in RULES}
+    assert not ids - set(CASES), f"rows without a (trips, passes) pair in CASES: {sorted(ids - set(CASES))}"
+    assert not set(CASES) - ids, f"CASES for no row: {sorted(set(CASES) - ids)}"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
@@ -225,13 +231,86 @@ def test_the_table_itself(rule):
 
 def test_every_plan_row_is_shown_once_under_one_topic_and_doctor_rows_under_none():
     from dsv4_launch.core.rules.engine import TOPICS
-    from dsv4_launch.core.rules.plan import TOPIC_RULES
 
-    assert sorted(r.id for r in RULES) == sorted(r.id for r in TOPIC_RULES)
     assert len({r.id for r in RULES}) == len(RULES)
     assert all(r.topic in TOPICS for r in RULES), [r.id for r in RULES if r.topic not in TOPICS]
     assert [TOPICS.index(r.topic) for r in RULES] == sorted(TOPICS.index(r.topic) for r in RULES)
     assert not [r.id for r in DOCTOR_RULES if r.topic]
+
+
+RULES_DIR = Path(__file__).resolve().parents[1] / "src" / "dsv4_launch" / "core" / "rules"
+
+
+def decorated_ids(source: str) -> list[str]:
+    """The ids of the rows a module's source declares with ``@row(…, id=…)``, top to bottom."""
+    calls = [d for node in ast.walk(ast.parse(source)) for d in getattr(node, "decorator_list", ())
+             if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "row"]
+    return [next(k.value.value for k in d.keywords if k.arg == "id")  # type: ignore[attr-defined]
+            for d in sorted(calls, key=lambda d: d.lineno)]
+
+
+def registry_gaps(rules_dir: Path, registered: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Per module under ``rules_dir``: the ``@row`` ids the registry does not hold, in that module's
+    order (``registered``: module name -> the ids the registry holds for it, in its order)."""
+    gaps = {}
+    for path in sorted(rules_dir.glob("*.py")):
+        declared = decorated_ids(path.read_text())
+        held = registered.get(f"dsv4_launch.core.rules.{path.stem}", [])
+        if declared != held:
+            gaps[path.name] = [i for i in declared if i not in held] or [f"held in another order: {held}"]
+    return gaps
+
+
+def registered_ids(rules) -> dict[str, list[str]]:
+    by_module: dict[str, list[str]] = {}
+    for rule in rules:
+        by_module.setdefault(rule.check.__module__, []).append(rule.id)
+    return by_module
+
+
+def test_every_decorated_row_of_every_module_is_in_the_registry_in_its_modules_order():
+    from dsv4_launch.core.rules.registry import DOCTOR_MODULES, PLAN_MODULES, collect
+
+    collected = collect((*PLAN_MODULES, *DOCTOR_MODULES))  # module by module, each top to bottom
+    assert sorted(r.id for r in collected) == sorted(r.id for r in (*RULES, *DOCTOR_RULES))
+    gaps = registry_gaps(RULES_DIR, registered_ids(collected))
+    assert gaps == {}, f"rows no registry holds (core/rules/registry.py's PLAN_MODULES): {gaps}"
+    assert sum(len(decorated_ids(p.read_text())) for p in RULES_DIR.glob("*.py")) == len(RULES) + len(DOCTOR_RULES)
+
+
+APPENDED = """
+
+@row(ROWS, id="appended-row", topic="parallel", level="warn", evidence="derived", title="t", effect="e",
+     message="m", fix="f", reference="r")
+def appended_row(facts, gpu):
+    return None
+"""
+
+
+def test_a_row_after_a_modules_last_line_is_live_and_a_module_the_registry_misses_fails(tmp_path):
+    """In a copy of the package: a row appended after parallel.py's last line is registered (shown
+    last of parallel.py's rows), and a new topic module the registry does not name is found by the check above."""
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "dsv4_launch"
+    shutil.copytree(RULES_DIR.parents[1], copy, ignore=shutil.ignore_patterns("__pycache__"))
+    rules = copy / "core" / "rules"
+    (rules / "parallel.py").write_text((rules / "parallel.py").read_text() + APPENDED)
+    (rules / "extra.py").write_text("from .engine import Rule, row\n\nROWS: list[Rule] = []\n"
+                                    + APPENDED.replace("appended", "forgotten"))
+    script = ("import json, dsv4_launch.core.rules.registry as r; assert r.__file__.startswith(%r); "
+              "assert [x.id for x in r.RULES if x.check.__module__.endswith('.parallel')][-1] == 'appended-row'; print(json.dumps("
+              "[(x.check.__module__, x.id) for x in r.collect((*r.PLAN_MODULES, *r.DOCTOR_MODULES))]))" % str(copy))
+    out = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                         capture_output=True, text=True, check=True).stdout
+    registered: dict[str, list[str]] = {}
+    for module, rule_id in json.loads(out):
+        registered.setdefault(module, []).append(rule_id)
+    assert registered["dsv4_launch.core.rules.parallel"][-1] == "appended-row"
+    assert [i for _, i in json.loads(out) if i in ("appended-row", "forgotten-row")] == ["appended-row"]
+    assert registry_gaps(rules, registered) == {"extra.py": ["forgotten-row"]}  # parallel.py: none
 
 
 # Findings of six topics at once (the KV cache, a GPU family, parallel sizes, the block size, the

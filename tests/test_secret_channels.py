@@ -174,12 +174,12 @@ def _echoing(body_for):
 def _check(fetch, *, as_json):
     import io
 
-    from dsv4_launch.commands.check import run_check
+    from dsv4_launch.commands.cli import run_command
     from dsv4_launch.commands.context import Context
 
     out, err = io.StringIO(), io.StringIO()
     args = ["--api-key-env", "K", "http://127.0.0.1:9"] + (["--json"] if as_json else [])
-    run_check(args, ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=fetch, http_client="stdlib"))
+    run_command("check", args, ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=fetch, http_client="stdlib"))
     return out.getvalue() + err.getvalue()
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
+from dsv4_launch.core.rules.registry import DOCTOR_RULES
 from dsv4_launch.core.vllm_releases import NEWEST_VERIFIED
 from tests.test_doctor import DOCTOR_CASES, FAIL, WARN, M, make
 

@@ -179,7 +179,8 @@ def compare_torch(report: Report, python: str, gpus) -> None:
     have_torch = True
     for order in ("PCI_BUS_ID", None):
         for cvd in forms:
-            label = f"CUDA_VISIBLE_DEVICES={'(unset)' if cvd is None else repr(cvd)} CUDA_DEVICE_ORDER={order or '(unset)'}"
+            label = (f"CUDA_VISIBLE_DEVICES={'(unset)' if cvd is None else repr(cvd)} "
+                     f"CUDA_DEVICE_ORDER={order or '(unset)'}")
             if not have_torch:
                 report.add(SKIP, label, "torch cannot be compared (above)")
                 continue
@@ -290,7 +291,8 @@ def expected_bands(mnbt: int, max_num_seqs: int, gpu_memory: int, vllm_version: 
     from dsv4_launch.core.memory.vllm_config import speculative_method, v2_runner
 
     v2 = v2_runner(facts, speculative_method(facts), 1)
-    bands = {"peak_activation": activation_term(facts, 1, mnbt, max_num_seqs, max_model_len=65536), "graph_estimate": graph_term(facts, v2),
+    bands = {"peak_activation": activation_term(facts, 1, mnbt, max_num_seqs, max_model_len=65536),
+             "graph_estimate": graph_term(facts, v2),
              "non_torch_increase": non_torch_term(1, 1)}
     return {k: (t.low / GIB, t.high / GIB) for k, t in bands.items()}
 

@@ -74,8 +74,8 @@ def _package_path(path: str) -> str:
 def open_ended_items() -> list[Item]:
     """Every row, signature and memory term whose bound reaches past the newest verified release."""
     from dsv4_launch.core.explain.signatures import SIGNATURES
-    from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES
     from dsv4_launch.core.rules.plan import RULES
+    from dsv4_launch.core.rules.registry import DOCTOR_RULES
 
     items: list[Item] = []
     for rule in (*RULES, *DOCTOR_RULES):

@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.rules.engine import CITED, CONFIRMED  # noqa: E402
 from dsv4_launch.core.rules.plan import RULES  # noqa: E402
+from dsv4_launch.core.rules.registry import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.vllm_releases import CI_RELEASES, VERIFIED_RELEASES  # noqa: E402
 
 RELEASES = VERIFIED_RELEASES

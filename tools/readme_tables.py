@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from dsv4_launch.core.gpus import family_words  # noqa: E402
 from dsv4_launch.core.model import FAMILY_NAMES  # noqa: E402
-from dsv4_launch.core.rules.doctor_rows import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.rules.engine import words  # noqa: E402
 from dsv4_launch.core.rules.kv_paths import FIX_REFERENCE, KV_PATHS, PLAIN_ROWS  # noqa: E402
 from dsv4_launch.core.rules.plan import RULES  # noqa: E402
+from dsv4_launch.core.rules.registry import DOCTOR_RULES  # noqa: E402
 from dsv4_launch.core.settings import ENV_VARS  # noqa: E402
 
 LEVEL_WORDS = {"refuse": "**refuses** (exit 2)", "warn": "warns", "fail": "doctor **FAIL**"}
@@ -47,7 +47,8 @@ def kv_rows() -> list[tuple[str, str, str, str]]:
         )
         gpus = family_words(path.families)
         if path.layout == PLAIN_ROWS:
-            rows.append((gpus, backends, "all", "left alone: plain rows, where `auto` = bf16 and `fp8` would change the format"))
+            rows.append((gpus, backends, "all",
+                         "left alone: plain rows, where `auto` = bf16 and `fp8` would change the format"))
         elif path.auto_crashes is None:
             continue  # an fp8_ds_mla path with no crash range: nothing to say (none today)
         elif path.always_rewrite:

@@ -39,7 +39,8 @@ def find_wheel(environ=os.environ) -> str:
     folder = environ.get("DSV4_LAUNCH_WHEEL_DIR", "").strip() or "/shared/wheels"
     found = sorted(glob.glob(os.path.join(glob.escape(folder), "dsv4_launch-*.whl")))
     if len(found) != 1:
-        what = "no dsv4_launch-*.whl" if not found else f"{len(found)} wheels ({', '.join(map(os.path.basename, found))})"
+        names = ", ".join(map(os.path.basename, found))
+        what = f"{len(found)} wheels ({names})" if found else "no dsv4_launch-*.whl"
         raise SystemExit(f"serve_deepseek_v4: {what} in {folder}: build one there with "
                          f"`pip wheel --no-deps -w {folder} /path/to/dsv4-launch`, or set DSV4_LAUNCH_WHEEL")
     return found[0]

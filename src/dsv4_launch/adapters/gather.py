@@ -71,7 +71,8 @@ def _model(args: ServeArgs, env: Mapping[str, str]) -> ModelFacts:
             known=known,
         )
     except Exception as exc:  # a model file we did not foresee: unknown, and said
-        return ModelFacts(name=args.model, note=f"could not read its files ({type(exc).__name__}: {clip(str(exc), 120)})")
+        return ModelFacts(name=args.model,
+                          note=f"could not read its files ({type(exc).__name__}: {clip(str(exc), 120)})")
 
 
 def _text(value: object) -> str | None:
@@ -192,7 +193,8 @@ def gather_gpus(
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if result.gpus and result.source == "nvidia-smi" and visible and "MIG-" in visible:
         # nvidia-smi's list names no MIG devices: which GPUs (and how many) is not known here.
-        note = "CUDA_VISIBLE_DEVICES names MIG devices, which nvidia-smi's GPU list cannot resolve; every GPU is considered"
+        note = ("CUDA_VISIBLE_DEVICES names MIG devices, which nvidia-smi's GPU list cannot resolve; "
+                "every GPU is considered")
         selection = GpuSelection(result.gpus, ambiguous=True, notes=(note,))
     elif result.gpus:
         selection = select_visible(result.gpus, visible, env.get("CUDA_DEVICE_ORDER"))

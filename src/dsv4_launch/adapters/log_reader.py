@@ -5,8 +5,9 @@ Streaming and bounded: a line is read with a length limit (an overlong line keep
 in linear time and constant memory. Undecodable bytes become U+FFFD (binary garbage is read
 leniently, never refused). What surrounds vLLM's message is taken off, in any combination:
 
-* ANSI colour and other terminal sequences (colour also in caret notation, ``^[[0;36m``), and a carriage return's overwritten text (what
-  a terminal shows is what is kept; vLLM's own multi-line records end in ``\\r\\n``);
+* ANSI colour and other terminal sequences (colour also in caret notation, ``^[[0;36m``), and a
+  carriage return's overwritten text (what a terminal shows is what is kept; vLLM's own multi-line
+  records end in ``\\r\\n``);
 * kubectl ``--timestamps`` (``2026-12-01T08:00:00.123456789Z``) and ``--prefix``
   (``[pod/NAME/CONTAINER]``); ``docker logs --timestamps`` (the same RFC 3339 stamp);
 * Docker Compose's ``SERVICE-1  | `` (v2; v1 wrote ``SERVICE_1  | ``): the container's name,

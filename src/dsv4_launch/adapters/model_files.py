@@ -170,9 +170,9 @@ def missing_local_model(args, env: Mapping[str, str]) -> str | None:
     hint = ""
     if model.startswith("~"):
         hint = " (vLLM does not expand '~': the shell left it as written, e.g. after '--model=' or in quotes)"
-    return (f"model {model}: no such file or directory{hint}; vLLM fails on it before loading anything (\"Invalid repository ID "
-            f"or local directory specified\", {MISSING_MODEL_REFERENCE}); give the directory that holds the "
-            "checkpoint's config.json, or a Hugging Face repository id")
+    return (f"model {model}: no such file or directory{hint}; vLLM fails on it before loading anything "
+            f"(\"Invalid repository ID or local directory specified\", {MISSING_MODEL_REFERENCE}); "
+            "give the directory that holds the checkpoint's config.json, or a Hugging Face repository id")
 
 
 class NotRegular(OSError):

@@ -87,8 +87,8 @@ def url_of(rest: list[str]) -> str:
     if len(rest) > 1:
         raise UsageError(f"{COMMAND.prefix}: one URL at most, got {len(rest)}")
     if rest and looks_like_key(rest[0]):
-        raise UsageError(f"{COMMAND.prefix}: expected a URL such as {DEFAULT_URL}; the argument given looks like an API key "
-                         "and is not printed (a key: put it in an environment variable and give its name, "
+        raise UsageError(f"{COMMAND.prefix}: expected a URL such as {DEFAULT_URL}; the argument given looks like "
+                         "an API key and is not printed (a key: put it in an environment variable and give its name, "
                          "--api-key-env NAME; a host: write it as http://HOST:PORT)")
     return rest[0] if rest else DEFAULT_URL
 
@@ -253,16 +253,6 @@ EXIT = {sc.HEALTHY: exit_codes.OK, sc.PROBLEM: exit_codes.CHECK_PROBLEM, sc.NOT_
 LABEL = {sc.OK: "ok", sc.NOTE: "note", sc.WARN: "warning", sc.FAIL: "problem", sc.UNREACHABLE: "not reachable"}
 
 
-def run_check(args: list[str], ctx: Context | None = None) -> int:
-    """``dsv4-launch check ARGS``; ``ctx``: the world it reads — environment, streams, the HTTP
-    client ("httpx" or "stdlib"; None: httpx where importable), the request function and the
-    clock (None: ``adapters.http_client.request``, ``time.monotonic``). Read through the door
-    (commands/cli.py): ``--help`` is click's, a bad option one line."""
-    from .cli import run_command
-
-    return run_command("check", args, ctx)
-
-
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     ctx = here(ctx)
     try:
@@ -325,8 +315,9 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     except Exception as exc:  # never a traceback of ours: one line, a problem (DSV4_LAUNCH_DEBUG=1 raises)
         if read_flag(env, "DSV4_LAUNCH_DEBUG")[0]:
             raise
-        return Result(exit_codes.CHECK_PROBLEM, COMMAND.prefix, scrub=scrub, error=f"internal error: {type(exc).__name__}: "
-                      f"{clip(scrub(str(exc)), 160)} (DSV4_LAUNCH_DEBUG=1 shows the traceback)",
+        return Result(exit_codes.CHECK_PROBLEM, COMMAND.prefix, scrub=scrub,
+                      error=f"internal error: {type(exc).__name__}: {clip(scrub(str(exc)), 160)} "
+                      "(DSV4_LAUNCH_DEBUG=1 shows the traceback)",
                       document={"command": "check", "url": base.shown, "status": sc.PROBLEM})
     notes = []
     if base.stripped_v1:
@@ -391,11 +382,11 @@ def _summary(state: str, run: Run, elapsed: float, status: int) -> str:
 
 COMMAND = Command("check", """Check a running OpenAI-compatible server (vLLM) at URL: is it serving correctly?
 
-URL: default http://127.0.0.1:8000. GET /health, GET /v1/models, one short deterministic chat completion (temperature 0, 16 tokens,
-thinking off) and one tool-call request. Finds: not reachable / not ready; empty or degenerate
-output (one token repeated, only special tokens such as BOS); DSML or tool-call markup in
-`content`; reasoning in `content`, or the whole answer in the reasoning field; and says the
-probe's tokens per second. The API key is never printed.
+URL: default http://127.0.0.1:8000. GET /health, GET /v1/models, one short deterministic chat
+completion (temperature 0, 16 tokens, thinking off) and one tool-call request. Finds: not
+reachable / not ready; empty or degenerate output (one token repeated, only special tokens such
+as BOS); DSML or tool-call markup in `content`; reasoning in `content`, or the whole answer in
+the reasoning field; and says the probe's tokens per second. The API key is never printed.
 
 \b
 Exit status:

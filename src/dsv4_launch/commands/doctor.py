@@ -23,7 +23,8 @@ def run_doctor(argv: list[str], *, as_json: bool, ctx: Context | None = None, mi
     """``dsv4-launch doctor [--json] ARGV``; ``ctx``: the world it reads — GPU reader, vLLM
     install, runtime reader (None: this process's)."""
     ctx = here(ctx)
-    return render(doctor_result(argv, ctx, misses), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+    return render(doctor_result(argv, ctx, misses), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr,
+                  env=ctx.env or {})
 
 
 def doctor_result(argv: list[str], ctx: Context, misses: Sequence[NearMiss] = ()) -> Result:
@@ -48,8 +49,9 @@ def doctor_result(argv: list[str], ctx: Context, misses: Sequence[NearMiss] = ()
                 raise
             failure = exc
     if failure is not None:  # never a traceback of ours: said as a failed line
-        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, f"internal error: {type(failure).__name__}: "
-                                          f"{clip(scrub(str(failure)), 160)} (DSV4_LAUNCH_DEBUG=1 shows the traceback)"),))
+        line = (f"internal error: {type(failure).__name__}: {clip(scrub(str(failure)), 160)} "
+                "(DSV4_LAUNCH_DEBUG=1 shows the traceback)")
+        diagnosis = Diagnosis((DoctorLine("doctor", FAIL, line),))
     if prepared.rejected:
         diagnosis = diagnosis._replace(lines=(*diagnosis.lines, DoctorLine("arguments", FAIL, rejected_line(prepared))))
     if note:  # said on the model's own line: one line per model
@@ -59,7 +61,8 @@ def doctor_result(argv: list[str], ctx: Context, misses: Sequence[NearMiss] = ()
     def text(out: Out) -> None:
         out.diagnosis(diagnosis)
 
-    return Result(status, COMMAND.prefix, "the report", None, _document(prepared, diagnosis, status, None, misses), text, scrub)
+    document = _document(prepared, diagnosis, status, None, misses)
+    return Result(status, COMMAND.prefix, "the report", None, document, text, scrub)
 
 
 def _with_note(lines: tuple[DoctorLine, ...], note: str) -> tuple[DoctorLine, ...]:
@@ -86,8 +89,8 @@ def _document(prepared, diagnosis: Diagnosis, status: int, error: str | None, mi
 def _diagnose(prepared, env) -> Diagnosis:
     """The diagnosis of the pipeline's plan and its reading of this machine (``Prepared.machine``)."""
     machine = prepared.machine
-    return diagnose(prepared.plan, prepared.facts, machine.gpus, machine.runtime, env, install_hint=machine.install_hint,
-                    plugin_entry=PLUGIN_ENTRY, plugin_hint=machine.plugin_hint)
+    return diagnose(prepared.plan, prepared.facts, machine.gpus, machine.runtime, env,
+                    install_hint=machine.install_hint, plugin_entry=PLUGIN_ENTRY, plugin_hint=machine.plugin_hint)
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:

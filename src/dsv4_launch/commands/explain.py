@@ -34,8 +34,8 @@ _PASSED_ENV = ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE")  # where the model's
 
 
 def _rules() -> dict:
-    from ..core.rules.doctor_rows import DOCTOR_RULES
     from ..core.rules.plan import RULES
+    from ..core.rules.registry import DOCTOR_RULES
 
     return {rule.id: rule for rule in (*RULES, *DOCTOR_RULES)}
 
@@ -311,8 +311,8 @@ def scan_source(path: str, stdin=None) -> Scan:
         for text, level in read_lines(stream):
             scanner.feed(text, level)
     except OSError as exc:
-        raise LogReadError(f"{path!r}: read failed after {scanner.count} lines ({exc.strerror or type(exc).__name__})") \
-            from None
+        why = exc.strerror or type(exc).__name__
+        raise LogReadError(f"{path!r}: read failed after {scanner.count} lines ({why})") from None
     finally:
         if path != "-":
             stream.close()
@@ -447,19 +447,12 @@ def _is_terminal(stream) -> bool:
         return False
 
 
-def main(args: list[str], ctx: Context | None = None) -> int:
-    """``dsv4-launch explain ARGS``, read through the door (commands/cli.py): ``--help`` is
-    click's, a bad option one line."""
-    from .cli import run_command
-
-    return run_command("explain", args, ctx)
-
-
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     return run_explain(rest, as_json=bool(own.get("json")), ctx=ctx)
 
 
-COMMAND = Command("explain", """Explain a vLLM crash from its log: which known DeepSeek-V4 failure, the fix, and the command that works.
+COMMAND = Command("explain", """Explain a vLLM crash from its log: which known DeepSeek-V4 failure, the fix,
+and the command that works.
 
 FILE is vLLM's output (a terminal's, `journalctl -u vllm`, `kubectl logs`); `-` or nothing reads
 standard input. Large logs are streamed; ANSI colour and journald, kubectl and vLLM prefixes are

@@ -5,8 +5,8 @@ weights per GPU, the KV cache left and the longest single request as bands (pess
 optimistic: core/memory/budget.py), vLLM's "Maximum concurrency" at ``--max-model-len``
 (65,536 when not given) for the whole deployment, the verdict (core/memory/estimate.py
 ``verdict``), and the fewest of these GPUs that fit. The same pipeline as dsv4-serve gathers
-the facts (model, GPUs, vLLM); without GPUs it works from ``--gpus 8xH200`` (a preset: core/memory/presets.py), or ``--gpus`` and
-``--gpu-memory`` (or ``DSV4_LAUNCH_GPU_MEMORY``).
+the facts (model, GPUs, vLLM); without GPUs it works from ``--gpus 8xH200`` (a preset:
+core/memory/presets.py), or ``--gpus`` and ``--gpu-memory`` (or ``DSV4_LAUNCH_GPU_MEMORY``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from collections.abc import Sequence
 
 from ..core.facts import GIVEN_GPUS, GpuFacts, as_human_int
 from ..core.gpus import GpuSelection
-from ..core.memory.estimate import GiB, gpu_memory_utilization
+from ..core.memory.estimate import DECIDES, GiB, gpu_memory_utilization
 from ..core.memory.fit import (
-    DECIDES,
     DEFAULT_CONTEXT,
     DOES_NOT_FIT,
     FITS,
@@ -107,7 +106,8 @@ def _problem(prepared, facts, count: int | None, memory_known: bool) -> str | No
     if prepared.error is not None:
         return prepared.error
     if facts is None:
-        return "DSV4_LAUNCH_DISABLE is set: nothing is read" if prepared.plan.disabled else "the arguments could not be read"
+        return ("DSV4_LAUNCH_DISABLE is set: nothing is read" if prepared.plan.disabled
+                else "the arguments could not be read")
     if facts.args.rejection:
         return f"vLLM will reject these arguments ({facts.args.rejection})"
     if not facts.model.is_dsv4_family:
@@ -153,7 +153,8 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
             "near_misses": near_misses(misses)}  # new in schema 1 (output/documents.near_misses)
     facts = prepared.facts
     if facts is not None and preset is not None:
-        facts = facts._replace(gpus=GpuFacts(GpuSelection(preset_gpus(gpus or 1, preset)), source=GIVEN_GPUS, read=True))
+        given = GpuSelection(preset_gpus(gpus or 1, preset))
+        facts = facts._replace(gpus=GpuFacts(given, source=GIVEN_GPUS, read=True))
     selection = facts.gpus.selection if facts else None
     count = gpus or (selection.visible_count if selection and selection.visible_count else None)
     memory = gpu_memory or (prepared.settings.gpu_memory_bytes if prepared.settings else None)
@@ -237,9 +238,11 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
 
     def text(out: Out) -> None:
         out.table(title, ["layout", "weights", "KV left", "longest", "max conc", "verdict"],
-                  table_rows, [STYLES.get(r.verdict) for r in rows], footer, right=[False, True, True, True, True, False])
+                  table_rows, [STYLES.get(r.verdict) for r in rows], footer,
+                  right=[False, True, True, True, True, False])
 
-    return Result(NO_LAYOUT_FITS if none_fits else exit_codes.OK, COMMAND.prefix, "the table", None, data, text, prepared.redact)
+    status = NO_LAYOUT_FITS if none_fits else exit_codes.OK
+    return Result(status, COMMAND.prefix, "the table", None, data, text, prepared.redact)
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:

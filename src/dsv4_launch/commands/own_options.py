@@ -94,7 +94,8 @@ class Command(Record):
 
 
 def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None = None,
-          warnings: list[NearMiss] | None = None, vllm: VllmInstall | None = None) -> tuple[dict[str, object], list[str]]:
+          warnings: list[NearMiss] | None = None,
+          vllm: VllmInstall | None = None) -> tuple[dict[str, object], list[str]]:
     """(the command's own option values by ``Option.key``, the rest: vLLM's arguments or the
     operands — after ``--`` every word, whatever it looks like). Raises HelpRequested or
     UsageError (the line without the command's name). ``env``: where the installed vLLM is looked
@@ -406,8 +407,9 @@ def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable
                 machine_gpus = machine
             report = machine_gpus()
             if count is not None:
-                notes = (f"--gpus {count}: {count} × " + (f"{report.gpus[0].name or 'GPU 0'} of this machine"
-                                                          if report.gpus else "a GPU of unknown kind (none seen here)"),)
+                one = (f"{report.gpus[0].name or 'GPU 0'} of this machine" if report.gpus
+                       else "a GPU of unknown kind (none seen here)")
+                notes = (f"--gpus {count}: {count} × {one}",)
         if preset is None and count is not None:
             first = report.gpus[0] if report.gpus else GpuInfo(0)
             listed = tuple(first._replace(index=i, uuid=None, mig_uuids=()) for i in range(count))

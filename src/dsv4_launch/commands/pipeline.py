@@ -260,9 +260,9 @@ def _gate(plan: Plan, facts: Facts, env: Mapping[str, str], purpose: str, prefli
     if args.rejection:
         plan = Plan(warnings=args.warnings, preflight=preflight)  # make_plan's early return, less its warning
         if repeated:
-            line = (f"`{repeated}` as the first word{'s' if ' ' in repeated else ''}: dsv4-serve already means `vllm serve`, so vLLM reads "
-                    f"{repeated.split()[0]!r} as the model and rejects the rest ({args.rejection}); "
-                    "write `dsv4-serve MODEL [OPTIONS]`")
+            line = (f"`{repeated}` as the first word{'s' if ' ' in repeated else ''}: dsv4-serve already means "
+                    f"`vllm serve`, so vLLM reads {repeated.split()[0]!r} as the model and rejects the rest "
+                    f"({args.rejection}); write `dsv4-serve MODEL [OPTIONS]`")
             return (_refused(plan, line, preflight) if verified else _warned(plan, line, facts)), None
         if verified and purpose in (PLAN, DOCTOR):
             return plan, args.rejection
@@ -332,7 +332,8 @@ def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:
     if settings.debug:
         raise exc
     secrets = _blind(argv, vllm)
-    detail = clip(Redactor.for_argv(argv, secrets)(str(exc)), 160)  # masked before it is cut: a cut secret matches no form
+    # masked before it is cut: a cut secret matches no form
+    detail = clip(Redactor.for_argv(argv, secrets)(str(exc)), 160)
     warning = (
         f"dsv4-launch could not check these arguments (internal error: {type(exc).__name__}: "
         f"{detail}); handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)"

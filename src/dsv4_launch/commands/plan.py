@@ -50,7 +50,8 @@ def plan_result(argv: list[str], ctx: Context, misses: Sequence[NearMiss] = ()) 
 def run_plan(argv: list[str], *, as_json: bool, ctx: Context | None = None, misses: Sequence[NearMiss] = ()) -> int:
     """``dsv4-launch plan [--json] ARGV``; ``ctx``: the world it reads (None: this process's)."""
     ctx = here(ctx)
-    return render(plan_result(argv, ctx, misses), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+    return render(plan_result(argv, ctx, misses), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr,
+                  env=ctx.env or {})
 
 
 def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
@@ -62,5 +63,7 @@ COMMAND = Command("plan", """Show what dsv4-serve would hand to vLLM, and why, w
 
 VLLM_ARGS are the arguments of `vllm serve`; plan's options may come anywhere before `--`, and
 everything after `--` is vLLM's. --gpus and --gpu-memory plan for other GPUs than this machine's.
-Exit status: what dsv4-serve's would be before vLLM starts (0, or 2 when it would refuse), so it
-can gate a deployment.""", PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)
+Exit status: what dsv4-serve's would be before vLLM starts (0, or 2 when it would refuse), or 2
+when the installed vLLM's own option parser rejects the arguments (an unknown option, an invalid
+choice, a missing value: vLLM would exit 2 with its own message), so it can gate a deployment.""",
+                  PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

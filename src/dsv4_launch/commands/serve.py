@@ -75,8 +75,9 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
         return prepared.status
     if prepared.help_requested:
         make_lenient(stdout)
-        written = safe_write(stdout, usage_text() + ("\n" if prepared.vllm.importable or prepared.vllm.executable else ""))
-        if not (prepared.vllm.importable or prepared.vllm.executable):
+        found = prepared.vllm.importable or prepared.vllm.executable
+        written = safe_write(stdout, usage_text() + ("\n" if found else ""))
+        if not found:
             from ..output.render import finish  # our usage is all the help there is without vLLM
 
             return finish(written, exit_codes.OK, stdout, stderr, env, PROGRAM, "the help")

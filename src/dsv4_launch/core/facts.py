@@ -171,7 +171,9 @@ def as_human_int(value: object) -> int | None:
     number, suffix = text[:-1], text[-1]
     try:
         if suffix in "kmgt":
-            return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1))) if number.replace(".", "", 1).isdigit() else None
+            if not number.replace(".", "", 1).isdigit():
+                return None
+            return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
         return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1)) if number.isascii() and number.isdigit() else None
     except (ValueError, OverflowError):
         return None

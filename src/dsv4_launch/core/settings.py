@@ -156,13 +156,15 @@ def read_settings(env: Mapping[str, str]) -> Settings:
 ENV_VARS: tuple[tuple[str, str], ...] = (
     ("DSV4_LAUNCH_DISABLE=1", "no reading, probing or rewriting: arguments go to vLLM unchanged (one line says so); "
      "also turns the vLLM plugin off. Any value other than 0/false/no/off counts as on"),
-    ("DSV4_LAUNCH_QUIET=1", "print only changes (`changed:` lines: a change to your command is never quiet), warnings and errors"),
+    ("DSV4_LAUNCH_QUIET=1",
+     "print only changes (`changed:` lines: a change to your command is never quiet), warnings and errors"),
     ("DSV4_LAUNCH_PREFLIGHT=refuse|warn|off",
      "pre-flight problems stop dsv4-serve (default), only warn, or are not checked"),
     (f"{GPU_CAPABILITY}=12.0",
      "use this compute capability instead of probing (hosts that cannot see the GPUs; comma-separated per GPU); "
      f"the memory stays NVML's where NVML can be read, else it is said to be not checked (set {GPU_MEMORY})"),
-    (f"{GPU_MEMORY}=96GiB", "the memory of one GPU, used instead of what NVML reports (memory fit; a unit is required)"),
+    (f"{GPU_MEMORY}=96GiB",
+     "the memory of one GPU, used instead of what NVML reports (memory fit; a unit is required)"),
     ("DSV4_LAUNCH_DEBUG=1", "an internal error raises with its traceback instead of passing the arguments through"),
     (f"{LOG_FORMAT}=json", "one JSON object per line on stderr (time, level, logger, message, rule/option where "
      "there is one) for everything printed before vLLM starts; default text"),

@@ -107,7 +107,8 @@ class Out:
         """A table (``tables.render_table``)."""
         from .tables import render_table
 
-        self._done(render_table(title, headers, rows, styles, self._stream, self._env, footer, right, scrub=self._scrub))
+        self._done(render_table(title, headers, rows, styles, self._stream, self._env, footer, right,
+                                scrub=self._scrub))
 
     def verbatim(self, text: str, *, failure_is_ok: bool = False) -> None:
         """Text written as it is but masked (a shell script, lines already escaped): not escaped,

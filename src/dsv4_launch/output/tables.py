@@ -58,9 +58,11 @@ def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str
         widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
 
         def fmt(row):
-            return "  ".join((c.rjust(w) if right[i] else c.ljust(w)) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+            cells = (c.rjust(w) if right[i] else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+            return "  ".join(cells).rstrip()
 
-        out = [title, fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in cells), *(_cell(f, scrub) for f in footer)]
+        out = [title, fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in cells),
+               *(_cell(f, scrub) for f in footer)]
         return safe_write(stream, "\n".join(out) + "\n")
     try:
         from rich.table import Table

@@ -273,7 +273,8 @@ def json_secrets(token: str) -> list[str]:
         for m in re.finditer(_LOOSE_PAIR, text):
             if is_credential_name(m.group(2)):
                 raw = m.group(3)
-                found.append(raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" else raw.lstrip("'\""))
+                quoted = len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\""
+                found.append(raw[1:-1] if quoted else raw.lstrip("'\""))
         return [f for f in found if f]
     return credential_values(value)
 

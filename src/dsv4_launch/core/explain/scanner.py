@@ -66,7 +66,8 @@ _NATIVE_HINTS = ("Check failed", "CUDA", "terminate called", "Assertion ", "Segm
 _ARGPARSE_ERROR = r"^(?:vllm )?serve: error: "
 # vLLM's own lines that point above them at the real cause (or introduce a traceback).
 _POINTER = r"See root cause above|See stack trace|stack trace above|Engine core initialization failed|" \
-    r"EngineCore failed to start|WorkerProc failed to start|Frontend process failed during engine core initialization|" \
+    r"EngineCore failed to start|WorkerProc failed to start|" \
+    r"Frontend process failed during engine core initialization|" \
     r"WorkerProc hit an exception|EngineCore encountered a fatal error|EngineCore encountered an issue"
 _POINTER_HINTS = ("See ", "stack trace", "initialization failed", "failed to start", "hit an exception",
                   "encountered a")

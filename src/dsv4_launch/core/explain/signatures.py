@@ -1,7 +1,7 @@
 """What vLLM prints when a rule row's condition fails, per release, and how a log is read for it.
 
-A ``Signature`` is a row too: the rule id it belongs to (a ``Rule`` of a ``rules_*.py``
-topic module or ``doctor_rules.py``, or ``kv-auto``, the KV rule of ``kv.py``), the
+A ``Signature`` is a row too: the rule id it belongs to (a ``Rule`` of a ``core/rules/`` topic
+module or ``doctor_rows.py``, or ``kv-auto``, the KV rule of ``kv.py``), the
 exception vLLM raises, a pattern for its message, the releases that print it and the vLLM line
 that raises it, release by release (``file:line@version``; the ranges are the releases whose
 source has that line).

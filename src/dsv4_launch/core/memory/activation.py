@@ -119,8 +119,8 @@ FLASHINFER_MEGA_MOE = (  # (name, the releases it is a megakernel backend in)
     ("flashinfer_moe_ep_cutedsl", VersionRange(since="0.32.0")),
 )
 
-# The band (docs/memory.md "The activation peak"): the GB10 measurement less the derived streams.
-GB10_POINTS = ((8224, 5.30), (2048, 1.39))  # (batched tokens, GiB): V4-Flash, TP 1
+# The band (docs/memory.md "The activation peak"): the GB10 measurement (V4-Flash, TP 1: 5.30 GiB at
+# 8,224 batched tokens, 1.39 GiB at 2,048) less the derived streams.
 INTERMEDIATE_PER_TOKEN = int(0.58 * MiB)  # per batched token on the rank, V4-Flash's widths
 FIT_ERROR = 0.10
 FLASH_HIDDEN = 4096

@@ -9,7 +9,6 @@ from ..records import Record
 from ..versions import is_newer
 from ..vllm_releases import NEWEST_VERIFIED
 from .estimate import (
-    DECIDES,
     DOES_NOT_FIT,
     FITS,
     NOT_CHECKED,
@@ -25,7 +24,6 @@ from .vllm_config import concurrency_counted
 
 DEFAULT_CONTEXT = 65_536  # the length concurrency is counted at when --max-model-len is not given
 UNKNOWN = UNKNOWN_WEIGHTS
-VERDICTS = (FITS, DECIDES, DOES_NOT_FIT, NOT_CHECKED, UNKNOWN)
 MAX_FEWEST = 64  # the largest GPU count searched for "the fewest that fit"
 NODE = 8  # above this many GPUs, "the fewest" counts whole nodes of 8
 
@@ -33,7 +31,7 @@ NODE = 8  # above this many GPUs, "the fewest" counts whole nodes of 8
 class FitRow(Record):
     estimate: Estimate
     flags: str  # the `vllm serve` options for this layout
-    verdict: str  # one of VERDICTS
+    verdict: str  # FITS, DECIDES, DOES_NOT_FIT, NOT_CHECKED or UNKNOWN
     concurrency: int | None  # vLLM's "Maximum concurrency" at the context, per engine (DP replica), pessimistic end
     yours: bool = False  # the layout the user's arguments give
     why: str | None = None  # for DOES_NOT_FIT: "weights" (the only certain reason)

@@ -4,7 +4,7 @@
 that runs vLLM, the model) and the plan ``prepare`` made — the very plan ``plan`` and
 ``dsv4-serve`` act on — into report lines. Its verdict on anything a rule row covers is that
 row's: the pre-flight rows through the plan (a refusal is FAIL, a warning WARN), the runtime
-rows (``doctor_rules.py``) through the same ``rules.evaluate``; the machine lines themselves
+rows (``doctor_rows.py``) through the same ``rules.evaluate``; the machine lines themselves
 (GPU list, driver, Python, vLLM, torch) only describe, or fail where nothing can run (no GPU,
 no vLLM, no torch kernels). Every section works when its subject is missing and says so. The
 shell is ``commands/doctor.py``.
@@ -59,7 +59,15 @@ class Diagnosis(Record):
 
     @property
     def verdict(self) -> str:
-        return f"FAIL: {self.subject} would not start here" if self.failed else "OK: nothing known to fail"
+        """The summary line: never "nothing known to fail" under a warning (one may say a kernel fails)."""
+        if self.failed:
+            return f"FAIL: {self.subject} would not start here"
+        warned = sum(line.status == WARN for line in self.lines)
+        return f"OK: nothing certain to fail; {_warnings(warned)} above" if warned else "OK: nothing known to fail"
+
+
+def _warnings(count: int) -> str:
+    return f"{count} warning{'' if count == 1 else 's'}"
 
 
 def gpu_lines(report: GpuReport | None, visible: set[int], source: str | None) -> list[DoctorLine]:
@@ -225,13 +233,15 @@ def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
         lines.append(DoctorLine("preflight", FAIL, refusal))
     if facts is not None and facts.model.is_dsv4_family and plan.preflight != "off" and not plan.refusals \
             and not plan.disabled:
-        lines.append(DoctorLine("preflight", OK, f"no known start-up failure (mode {plan.preflight})"))
+        said = f"no certain start-up failure, {_warnings(len(plan.warnings))}" if plan.warnings \
+            else "no known start-up failure"
+        lines.append(DoctorLine("preflight", OK, f"{said} (mode {plan.preflight})"))
     return lines
 
 
 def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runtime: VllmRuntime, env: Mapping[str, str],
              *, install_hint: str, plugin_entry: str, plugin_hint: str | None = None) -> Diagnosis:
-    from .doctor_rows import DOCTOR_RULES
+    from .registry import DOCTOR_RULES
 
     used = list(facts.all_gpus) if facts else []  # every candidate when the mapping is ambiguous
     family = facts.model.family if facts is not None else "deepseek_v4"

@@ -142,6 +142,3 @@ def flashinfer_off_pin(facts: Facts, gpu: GpuInfo | None):
     if not pins or not found or found == pins[0]:
         return None
     return {"found": found, "pinned": pins[0], "vllm_version": vllm.get("version") or "?"}
-
-
-DOCTOR_RULES: tuple[Rule, ...] = tuple(ROWS)

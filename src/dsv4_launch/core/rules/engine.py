@@ -25,9 +25,9 @@ tests/test_rules.py fails on a release number written into a row's text.
 The topic modules hold the rows, each check under its row: ``kv`` (the KV cache and
 attention), ``parallel``, ``speculative``, ``recipe`` (the recipes' flags and environment),
 ``releases`` (GPU families and single releases), ``memory``; doctor's are ``doctor_rows``.
-``plan.RULES`` puts them in the order findings are shown (each row's ``topic``, in ``TOPICS``'
-order; within a topic, the rows' own order). The helpers at
-the end of this module are the few that several topics share.
+``registry.RULES`` collects them once, in the order findings are shown (each row's ``topic``,
+in ``TOPICS``' order; within a topic, the rows' own order). The helpers at the end of this
+module are the few that several topics share.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ REFUSE, WARN = "refuse", "warn"  # what a row does when it certainly applies
 
 # What a plan row's finding is about (``Rule.topic``). Findings are shown topic by topic in this
 # order (plan, dsv4-serve, plan --json, the plugin's log, docs/rules.md's table), and within a topic
-# in the order of the rows (``plan.TOPIC_RULES``: module by module, each top to bottom).
+# in the order of the rows (``registry.PLAN_MODULES``: module by module, each top to bottom).
 TOPICS = (
     "kv",  # the KV cache, attention backends
     "gpus",  # GPU families and releases, the environment variables they read

@@ -763,6 +763,3 @@ def vision_without_ratios(facts: Facts, gpu: GpuInfo | None):
     if not layers or layers <= 0 or (isinstance(ratios, list) and ratios):
         return None
     return {"arch": facts.model.known_id or facts.model.name or "the model"}
-
-
-KV_RULES: tuple[Rule, ...] = tuple(ROWS)

@@ -342,6 +342,3 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
 )
 def shards_missing_loaded_anyway(facts: Facts, gpu: GpuInfo | None):
     return shards_missing(facts, gpu)  # the same condition; the row says what vLLM does with it
-
-
-MEMORY_RULES: tuple[Rule, ...] = tuple(ROWS)

@@ -96,6 +96,3 @@ def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
     needed = tp * pp
     return {"sizes": sizes, "needed": f"{needed} GPU{'' if needed == 1 else 's'}",
             "visible": f"{visible} {'is' if visible == 1 else 'are'}"}
-
-
-PARALLEL_RULES: tuple[Rule, ...] = tuple(ROWS)

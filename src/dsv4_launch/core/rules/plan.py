@@ -3,7 +3,7 @@
 ``make_plan(facts, preflight)`` decides what changes in the arguments handed to ``vllm serve``
 and why, and what is refused or worth a warning. It reads the KV-path table (``kv_paths.py``) and
 the rule rows of the topic modules (``kv.py``, ``parallel.py``, ``speculative.py``, ``recipe.py``,
-``releases.py``, ``memory.py``; ``RULES`` below is the order their findings are shown in, by each
+``releases.py``, ``memory.py``; ``registry.RULES`` is the order their findings are shown in, by each
 row's ``topic``), never touches files, NVML or vLLM, and explains every
 decision from the same data that made it. Turning the changes into argv tokens is
 ``vllm_cli/argv_edit.py``'s job; printing them is ``output/``'s.
@@ -14,22 +14,9 @@ from __future__ import annotations
 from ..facts import Facts
 from ..memory.estimate import Estimate, estimate
 from ..records import Record
-from .engine import REFUSE, TOPICS, Finding, Rule, evaluate_all
-from .kv import KV_RULES
+from .engine import REFUSE, Finding, evaluate_all
 from .kv_paths import Change, kv_decision
-from .memory import MEMORY_RULES
-from .parallel import PARALLEL_RULES
-from .recipe import RECIPE_RULES
-from .releases import RELEASE_RULES
-from .speculative import SPECULATIVE_RULES
-
-# Every plan row, module by module; within a topic (``Rule.topic``) findings keep this order.
-TOPIC_RULES: tuple[Rule, ...] = (*PARALLEL_RULES, *SPECULATIVE_RULES, *RELEASE_RULES, *RECIPE_RULES, *KV_RULES,
-                                 *MEMORY_RULES)
-# The order findings are shown in (plan, dsv4-serve, plan --json, the plugin's log, docs/rules.md's
-# table): topic by topic in ``engine.TOPICS``' order (sorted is stable: within a topic, as above).
-# A new row says its topic; tests/test_rules.py holds every row to one of TOPICS.
-RULES: tuple[Rule, ...] = tuple(sorted(TOPIC_RULES, key=lambda rule: TOPICS.index(rule.topic)))
+from .registry import RULES
 
 DISABLED_NOTE = "DSV4_LAUNCH_DISABLE is set: arguments go to vLLM unchanged, nothing checked"
 

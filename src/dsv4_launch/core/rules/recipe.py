@@ -328,6 +328,3 @@ def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
         fix = (f"unset VLLM_PP_LAYER_PARTITION, or give {pp} comma-separated layer counts adding up to the "
                "model's num_hidden_layers")
     return {"value": shown_env(text), "setting": where, "error": error, "fix": fix}
-
-
-RECIPE_RULES: tuple[Rule, ...] = tuple(ROWS)

@@ -233,6 +233,3 @@ def compressed_tensors_scale_names(facts: Facts, gpu: GpuInfo | None):
     if not isinstance(method, str) or method.lower().replace("_", "-") != "compressed-tensors":
         return None
     return {"arch": facts.model.known_id or facts.model.name or "this checkpoint"}
-
-
-RELEASE_RULES: tuple[Rule, ...] = tuple(ROWS)

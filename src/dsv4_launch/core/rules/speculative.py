@@ -233,6 +233,3 @@ def dspark_kv_offload(facts: Facts, gpu: GpuInfo | None):
     names = [c.get("kv_connector") for c in children if isinstance(c, dict)] if isinstance(children, list) else [name]
     found = next((n for n in names if n in OFFLOADING_CONNECTORS), None)
     return {"connector": found, "how": how} if found else None
-
-
-SPECULATIVE_RULES: tuple[Rule, ...] = tuple(ROWS)
