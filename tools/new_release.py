@@ -17,13 +17,13 @@ Steps (docs/releases.md says why each one):
 5. The checklist: every rule row (plan's and doctor's), explain signature and memory term whose
    release bound is open-ended (no ``before``: it is carried past the newest verified release),
    with the vLLM files it cites, and which of those files differ between the newest verified
-   release (``core/vllm_releases.NEWEST_VERIFIED``) and X. The sources: ``--old-src`` /
+   release (``core/vllm.releases.NEWEST_VERIFIED``) and X. The sources: ``--old-src`` /
    ``--new-src`` (directories holding ``vllm/``), else X's from its environment and the newest
    verified release's from the package index (``pip download``, ``*.py`` only, cached).
 
 Nothing here adds X to the release table: after the checklist is reviewed (and the rows, signatures
 and memory terms it lists corrected), add X to ``VERIFIED_RELEASES`` in
-src/dsv4_launch/core/vllm_releases.py (tests/test_vllm_releases.py fails until the recorded option
+src/dsv4_launch/core/vllm/releases.py (tests/test_vllm_releases.py fails until the recorded option
 tables and the table agree) and run ``tools/oracle_sweep.py --releases X`` for the matrix.
 
 Exit status: 0 done (the checklist may list items: that is the review), 1 a step failed, 2 usage.
@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from dsv4_launch.core.versions import parse_version  # noqa: E402
-from dsv4_launch.core.vllm_releases import NEWEST_VERIFIED, VERIFIED_RELEASES  # noqa: E402
+from dsv4_launch.core.vllm.releases import NEWEST_VERIFIED, VERIFIED_RELEASES  # noqa: E402
 
 CACHE = Path(os.environ.get("DSV4_LAUNCH_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
              / "dsv4-launch")
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error(f"not a version: {opts.release!r}")
     if opts.release in VERIFIED_RELEASES:
-        print(f"new_release: vLLM {opts.release} is already verified (core/vllm_releases.py)", file=sys.stderr)
+        print(f"new_release: vLLM {opts.release} is already verified (core/vllm/releases.py)", file=sys.stderr)
     if opts.checklist_only and not (opts.old_src and opts.new_src):
         parser.error("--checklist-only needs --old-src and --new-src")
     for given in (opts.old_src, opts.new_src):
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(render(opts.release, reviewed, len(items), f"vLLM {NEWEST_VERIFIED}"))
         print(f"\nThen: review each item above; add {opts.release} to VERIFIED_RELEASES (and CI_RELEASES when it "
-              "becomes the newest pinned) in src/dsv4_launch/core/vllm_releases.py; python3 tools/oracle_sweep.py "
+              "becomes the newest pinned) in src/dsv4_launch/core/vllm/releases.py; python3 tools/oracle_sweep.py "
               f"--releases {opts.release}; see docs/releases.md.")
     return 0
 
