@@ -76,7 +76,85 @@ def _table(id: str, rows: tuple[tuple[VersionRange, object], ...], *cites: str, 
     return Fact(id, rows, tuple(map(Cite.parse, cites)), oracle)
 
 
-FACTS: tuple[Fact, ...] = ()
+FACTS: tuple[Fact, ...] = (
+    # --- rules: the KV cache and attention (core/rules/kv.py, kv_paths.py) ----------------------
+    _f("dsv4-kv-auto-crash", before="0.30.0"),
+    _f("dsv4-kv-check-asserts", before="0.30.0"),
+    _f("v41-kv", "0.30.0", None,
+       "vllm/models/deepseek_v41/attention.py:164@0.33.0 DeepseekV4 packed KV layouts only support fp8 kv-cache"),
+    _f("v41-packed-strict", "0.31.0", None,
+       "vllm/models/deepseek_v41/attention.py:162@0.33.0 elif not kv_cache_dtype.endswith(\"_ds_mla\"):"),
+    _f("v41-plain-rows-checked", "0.31.0", None,
+       "vllm/models/deepseek_v41/attention.py:172@0.33.0 if kv_cache_dtype.endswith(\"_ds_mla\"):"),
+    _f("nvfp4-mla-exact", before="0.28.0"),  # cache_dtype == "nvfp4" (config/vllm.py:2315@0.27.1)
+    _f("nvfp4-mla-prefix", before="0.30.0"),  # startswith("nvfp4") (:2532@0.28.0), then not _ds_mla (:3184@0.30.0)
+    _f("kv-dtype-by-pydantic", "0.33.0", None,
+       "vllm/config/cache.py:468@0.33.0 @field_validator(\"cache_dtype\", mode=\"after\")"),
+    _f("v41-pcp-not-flashmla", "0.33.0", None,
+       "vllm/models/deepseek_v41/nvidia/model.py:219@0.33.0 DeepSeek-V4.1 PCP requires FlashMLA sparse attention."),
+    _f("block-size-v41", "0.30.0", None, "vllm/v1/worker/utils.py:555@0.33.0 No common block size for"),
+    _f("indexer-kv-dtype-read", "0.28.0", None,
+       "vllm/config/attention.py:93@0.33.0 indexer_kv_dtype: IndexerKVDType | str = \"auto\""),
+    _f("indexer-fp4-asserts", before="0.28.0"),
+    _f("fp4-indexer-off-sm10", "0.24.0", "0.30.0"),
+    _f("fp4-indexer-removed", "0.30.0", None, "vllm/config/attention.py:37@0.33.0 class AttentionConfig:"),
+    _f("mxfp4-indexer-off-sm10", "0.28.0", None,
+       "vllm/v1/attention/backends/mla/indexer.py:96@0.33.0 indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs"),
+    _f("indexer-dtype-unsupported", "0.28.0", None,
+       "vllm/v1/attention/backends/mla/indexer.py:65@0.33.0 is not supported by the DeepSeek"),
+    _f("indexer-dtype-ignored", "0.24.0", "0.28.0"),
+    _f("moriio-supports-hma", "0.30.0", None,  # :192@0.29 without SupportsHMA
+       "vllm/distributed/kv_transfer/kv_connector/v1/moriio/moriio_connector.py:271@0.33.0 "
+       "class MoRIIOConnector(KVConnectorBase_V1, SupportsHMA):"),
+    _f("hma-disabled", "0.31.0", None, "vllm/v1/core/kv_cache_planning.py:744@0.33.0 def _promote_local_kv_cache_specs(",
+       "vllm/v1/attention/backends/mla/sparse_swa.py:89@0.33.0 bounded_replay: bool = False,"),
+    _f("connector-turns-hma-off", "0.31.0", None,
+       "vllm/config/vllm.py:2267@0.33.0 Turning off hybrid kv cache manager because"),
+    _f("hma-off-full-attention", before="0.31.0"),
+    _f("vision-no-compress-ratios", "0.30.0", None,
+       "vllm/v1/core/kv_cache_planning.py:78@0.33.0 To serve at least one request with the model's max seq len"),
+    # --- rules: memory, recipes, releases (core/rules/memory.py, recipe.py, releases.py, doctor_rows.py)
+    _f("missing-shards-raise", "0.26.0", None,
+       "vllm/model_executor/model_loader/weight_utils.py:609@0.33.0 missing_files = weight_files_in_index - "),
+    _f("shards-missing-silent", before="0.26.0"),
+    _f("mega-moe-sm-checked-at-build", "0.33.0", None, "vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py:290@0.33.0 "
+       "check_deep_gemm_mega_moe_supported(device, hidden_size, intermediate_size)"),
+    _f("v3-reasoning-is-v4", before="0.25.0"),  # reasoning/__init__.py:31@0.24.0
+    _f("v4-parsers-on-v41", "0.30.0", None, "vllm/tool_parsers/__init__.py:45@0.33.0 \"deepseek_v41\": ("),
+    _f("deep-gemm-read-at-warmup", before="0.29.0"),  # kernel_warmup.py:60@0.24 … :152@0.28
+    _f("pp-partition-v41", "0.30.0", None,
+       "vllm/models/deepseek_v41/nvidia/model.py:820@0.33.0 self.start_layer, self.end_layer, self.layers = make_layers("),
+    _f("sm12-0.26-garbage", "0.26.0", "0.27.0"),
+    _f("sm12-0.27", "0.27.0", "0.28.0"),
+    _f("sm12-before-0.24", before="0.24.0"),
+    _f("sm12-deepgemm-warmup", "0.24.0", "0.24.1"),
+    _f("sm10-0.28-v2-runner", "0.28.0", "0.28.1"),
+    _f("h20-0.27.1", "0.27.1", "0.27.2"),
+    _f("vision-before-0.30", before="0.30.0"),
+    _f("compressed-tensors-scale-names", before="0.27.0"),
+    _f("flashinfer-sm120-shape", "0.28.0", None, "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py:91@0.33.0 "
+       "def _required_sm120_sparse_topk(vllm_config: VllmConfig, window_size: int) -> int:"),
+    # --- rules: speculative decoding (core/rules/speculative.py) ---------------------------------
+    # the V2 model runner's fallbacks (_get_v2_model_runner_unsupported_features, config/vllm.py)
+    _f("v2-unsupported-dbo", "0.29.0", None, "vllm/config/vllm.py:3233@0.33.0 return [\"dual batch overlap\"]"),
+    _f("v2-unsupported-elastic-ep", "0.29.0", "0.32.0"),
+    _f("v2-unsupported-logits-processors", "0.29.0", "0.31.0"),
+    _f("v2-unsupported-kv-sharing-fast-prefill", "0.29.0", "0.30.0"),  # config/vllm.py:2608-2610@0.29
+    _f("dspark-before-0.25", before="0.25.0"),
+    _f("dspark-without-module", "0.25.0", None,
+       "vllm/models/deepseek_v4/nvidia/dspark.py:100@0.33.0 self.target_layer_ids = tuple(config.dspark_target_layer_ids)"),
+    _f("dspark-pp", "0.25.0", "0.30.0"),
+    _f("dspark-k-below-block", "0.26.0", "0.28.0"),
+    _f("dspark-v1-runner", "0.29.0", None,
+       "vllm/config/vllm.py:3113@0.33.0 unsupported.append(\"dspark speculative decoding\")"),
+    _f("dspark-v2-unsupported", "0.29.0", None,
+       "vllm/config/vllm.py:3053@0.33.0 def _get_v2_model_runner_unsupported_features(self) -> list[str]:"),
+    _f("draft-kv-not-fp8", "0.26.0", None, "vllm/models/deepseek_v4/attention.py:94@0.33.0 def _resolve_dsv4_kv_cache_dtype("),
+    _f("mtp-on-dspark-checkpoint", "0.25.0", None,
+       "vllm/models/deepseek_v4/nvidia/mtp.py:218@0.33.0 self.num_mtp_layers = config.num_nextn_predict_layers"),
+    _f("dspark-kv-offload", "0.25.0", None, "vllm/v1/kv_offload/cpu/manager.py:231@0.33.0 not found in cache"),
+    _f("dspark-kv-offload-reported", "0.28.0", "0.28.1"),  # the release of the report
+)
 
 _BY_ID = {f.id: f for f in FACTS}
 
