@@ -113,6 +113,23 @@ FACTS: tuple[Fact, ...] = (
     _f("hma-off-full-attention", before="0.31.0"),
     _f("vision-no-compress-ratios", "0.30.0", None,
        "vllm/v1/core/kv_cache_planning.py:78@0.33.0 To serve at least one request with the model's max seq len"),
+    # --- explain's signatures: the releases that print a message (core/explain/signatures.py) ---
+    _f("dsv4-kv-check-raises", "0.30.0", None,
+       "vllm/models/deepseek_v4/attention.py:113@0.33.0 DeepseekV4 fp8_ds_mla layout only supports fp8"),
+    _f("kv-dtype-by-argparse", before="0.33.0"),
+    _f("v41-kv-as-v4", "0.30.0", "0.31.0"),  # 0.30.0's V4.1 resolver prints V4's text
+    _f("v41-model", "0.30.0", None,
+       "vllm/models/deepseek_v41/nvidia/model.py:228@0.33.0 is not a DeepSeek V4.1 attention backend"),
+    _f("mega-moe-draft-without-ep", before="0.30.0"),
+    _f("fp4-indexer-off-sm10-asserts", "0.24.0", "0.28.0"),
+    _f("fp4-indexer-off-sm10-raises", "0.28.0", "0.30.0"),
+    _f("max-model-len-old-wording", before="0.24.0"),
+    _f("flashinfer-sm120-decode-api", before="0.28.0"),
+    _f("dspark-kv-shape", before="0.25.0"),
+    _f("dspark-no-d2t", before="0.28.0"),
+    _f("mega-moe-norm-topk", "0.31.0", None,
+       "vllm/models/deepseek_v4/nvidia/model.py:259@0.33.0 DeepSeek V4 MegaMoE requires normalized top-k probabilities."),
+    _f("vllm-too-old-for-dsv4", before="0.24.0"),
     # --- rules: memory, recipes, releases (core/rules/memory.py, recipe.py, releases.py, doctor_rows.py)
     _f("missing-shards-raise", "0.26.0", None,
        "vllm/model_executor/model_loader/weight_utils.py:609@0.33.0 missing_files = weight_files_in_index - "),
