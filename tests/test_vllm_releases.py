@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dsv4_launch.core.vllm import releases as vllm_releases
 from dsv4_launch.core.versions import parse_version
+from dsv4_launch.core.vllm import releases as vllm_releases
 from dsv4_launch.vllm_cli.option_table import available_versions
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -130,13 +130,26 @@ FACTS: tuple[Fact, ...] = (
     _f("mega-moe-norm-topk", "0.31.0", None,
        "vllm/models/deepseek_v4/nvidia/model.py:259@0.33.0 DeepSeek V4 MegaMoE requires normalized top-k probabilities."),
     _f("vllm-too-old-for-dsv4", before="0.24.0"),
+    # --- completion: the parsers vLLM registers for DeepSeek (commands/completion.py) -----------
+    _table("tool-parser-names", (
+        (VersionRange("0.24.0", "0.30.0"), ("deepseek_v4", "deepseek_v3", "deepseek_v31", "deepseek_v32")),
+        (VersionRange("0.30.0"), ("deepseek_v4", "deepseek_v41", "deepseek_v3", "deepseek_v31", "deepseek_v32"))),
+        "vllm/tool_parsers/__init__.py:37@0.24.0 \"deepseek_v4\": (", "vllm/tool_parsers/__init__.py:41@0.29.0 \"deepseek_v4\": (",
+        "vllm/tool_parsers/__init__.py:41@0.33.0 \"deepseek_v4\": (", "vllm/tool_parsers/__init__.py:45@0.33.0 \"deepseek_v41\": (",
+        oracle="tests/vllm_real/test_completion_values_oracle.py"),
+    _table("reasoning-parser-names", (
+        (VersionRange("0.24.0", "0.30.0"), ("deepseek_v4", "deepseek_v3", "deepseek_r1")),
+        (VersionRange("0.30.0"), ("deepseek_v4", "deepseek_v41", "deepseek_v3", "deepseek_r1"))),
+        "vllm/reasoning/__init__.py:31@0.24.0 \"deepseek_v4\": (", "vllm/reasoning/__init__.py:31@0.29.0 \"deepseek_v4\": (",
+        "vllm/reasoning/__init__.py:31@0.33.0 \"deepseek_v4\": (", "vllm/reasoning/__init__.py:35@0.33.0 \"deepseek_v41\": (",
+        oracle="tests/vllm_real/test_completion_values_oracle.py"),
     # --- rules: memory, recipes, releases (core/rules/memory.py, recipe.py, releases.py, doctor_rows.py)
     _f("missing-shards-raise", "0.26.0", None,
        "vllm/model_executor/model_loader/weight_utils.py:609@0.33.0 missing_files = weight_files_in_index - "),
     _f("shards-missing-silent", before="0.26.0"),
     _f("mega-moe-sm-checked-at-build", "0.33.0", None, "vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py:290@0.33.0 "
        "check_deep_gemm_mega_moe_supported(device, hidden_size, intermediate_size)"),
-    _f("v3-reasoning-is-v4", before="0.25.0"),  # reasoning/__init__.py:31@0.24.0
+    _f("v3-reasoning-is-v4", None, "0.25.0", "vllm/reasoning/__init__.py:32@0.24.0 \"deepseek_v3_reasoning_parser\","),
     _f("v4-parsers-on-v41", "0.30.0", None, "vllm/tool_parsers/__init__.py:45@0.33.0 \"deepseek_v41\": ("),
     _f("deep-gemm-read-at-warmup", before="0.29.0"),  # kernel_warmup.py:60@0.24 … :152@0.28
     _f("pp-partition-v41", "0.30.0", None,
