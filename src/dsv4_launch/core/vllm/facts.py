@@ -22,6 +22,10 @@ from __future__ import annotations
 from ..records import Record
 from ..versions import VersionRange
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
 WINDOW = 2  # lines either side of a citation's line where its anchor may sit (a statement's lines)
 
 
@@ -47,7 +51,7 @@ class Cite(Record):
 
 class Fact(Record):
     id: str
-    by_release: tuple[tuple[VersionRange, object], ...]
+    by_release: tuple[tuple[VersionRange, Any], ...]
     cites: tuple[Cite, ...] = ()
     oracle: str | None = None  # tests/vllm_real/<file>::<test> that runs the cited code
 
@@ -58,7 +62,7 @@ class Fact(Record):
             raise ValueError(f"fact {self.id!r} has {len(self.by_release)} ranges: use .at(version)")
         return self.by_release[0][0]
 
-    def at(self, version: str | None) -> object:
+    def at(self, version: str | None) -> Any:
         """The value in ``version``'s range; None outside every range or for an unreadable version."""
         return next((value for r, value in self.by_release if r.contains(version) is True), None)
 
@@ -72,7 +76,7 @@ def _f(id: str, since: str | None = None, before: str | None = None, *cites: str
     return Fact(id, ((VersionRange(since, before), True),), tuple(map(Cite.parse, cites)), oracle)
 
 
-def _table(id: str, rows: tuple[tuple[VersionRange, object], ...], *cites: str, oracle: str | None = None) -> Fact:
+def _table(id: str, rows: tuple[tuple[VersionRange, Any], ...], *cites: str, oracle: str | None = None) -> Fact:
     return Fact(id, rows, tuple(map(Cite.parse, cites)), oracle)
 
 
@@ -184,8 +188,57 @@ FACTS: tuple[Fact, ...] = (
        "vllm/models/deepseek_v4/nvidia/mtp.py:218@0.33.0 self.num_mtp_layers = config.num_nextn_predict_layers"),
     _f("dspark-kv-offload", "0.25.0", None, "vllm/v1/kv_offload/cpu/manager.py:231@0.33.0 not found in cache"),
     _f("dspark-kv-offload-reported", "0.28.0", "0.28.1"),  # the release of the report
+    # --- memory: the estimate's per-release terms (core/memory/*.py) ------------------------------
+    _f("packed-kv-planner", "0.29.0", None, "vllm/v1/core/kv_cache_planning.py:914@0.33.0 def _get_packed_kv_cache_groups("),
+    _f("slab-pool", "0.27.0", "0.29.0"),  # the tuple planner's slab; 0.29 packs
+    _f("concurrency-counted", "0.24.0", None,
+       "vllm/v1/core/kv_cache_utils.py:1149@0.33.0 Maximum concurrency for %s tokens per request",
+       oracle="tests/vllm_real/test_concurrency_oracle.py"),
+    _f("in-flight-tokens", "0.26.0", None, "vllm/config/vllm.py:601@0.33.0 def max_in_flight_tokens(self) -> int:"),
+    _f("async-with-draft-model", "0.28.0", None,
+       "vllm/config/vllm.py:1658@0.33.0 and spec_config.method not in (\"draft_model\", \"dspark\", \"dflash\")"),
+    _f("async-off-with-pp-on-v1", "0.31.0", None,
+       "vllm/config/vllm.py:1666@0.33.0 v1_async_sched_incompat = \"pipeline parallelism\""),
+    _f("async-spec-on-v1-only", "0.33.0", None, "vllm/config/vllm.py:1653@0.33.0 if not self.use_v2_model_runner:"),
+    _f("ray-v1-executor", before="0.33.0"),  # RayDistributedExecutor, no async (v1/executor/abstract.py:78@0.32)
+    # the V2 model runner's speculative methods: (True: the ones it takes | False: the ones it refuses, methods)
+    _table("v2-runner-spec-methods", (
+        (VersionRange(before="0.29.0"), (True, frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"}))),
+        (VersionRange("0.29.0", "0.30.0"), (True, frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark",
+                                                              "extract_hidden_states"}))),
+        (VersionRange("0.30.0", "0.31.0"), (False, frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "medusa",
+                                                               "mlp_speculator", "custom_class"}))),
+        (VersionRange("0.31.0", "0.32.0"), (False, frozenset({"ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator",
+                                                               "custom_class"}))),
+        (VersionRange("0.32.0", "0.33.0"), (False, frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"}))),
+        (VersionRange("0.33.0"), (False, frozenset({"suffix", "custom_class"})))),
+        "vllm/config/vllm.py:3067@0.33.0 if speculative_config.method in (\"suffix\", \"custom_class\"):"),
+    _f("v2-eagle3-pp", before="0.30.0"),  # EAGLE3 with PP > 1 is V1's (config/vllm.py:2586@0.29)
+    _f("mxfp4-indexer-state", "0.27.0", None,
+       "vllm/models/deepseek_v4/attention.py:1022@0.33.0 head_dim bytes = 64 packed values + 4 UE8M0 scales = 68."),
+    _f("v2-runner-for-dsv4", "0.28.0", None, "vllm/config/vllm.py:82@0.33.0 \"DeepseekV4ForCausalLM\","),
+    _f("large-gpu-batch", "0.28.0", None, "vllm/engine/arg_utils.py:2973@0.33.0 if device_memory >= 160 * GiB_bytes:"),
+    _f("retained-for-multi-mtp", "0.28.0", None, "vllm/v1/kv_cache_interface.py:908@0.33.0 extra_retained_tokens: int = 0"),
+    _f("gb10-batch", "0.33.0", None,
+       "vllm/engine/arg_utils.py:2963@0.33.0 is_gb10 = current_platform.is_device_capability((12, 1))"),
+    _f("combined-indices", "0.27.0", None, "vllm/models/deepseek_v4/nvidia/flashmla.py:122@0.33.0 combined_topk = round_up("),
+    _f("sequence-parallel", "0.27.0", None,
+       "vllm/models/deepseek_v4/nvidia/model.py:976@0.33.0 hidden_states = sp_shard(hidden_states)"),
+    _f("indexer-factor", "0.32.0", None, "vllm/v1/attention/backends/mla/indexer.py:918@0.33.0 "
+       "factor = vllm_config.attention_config.sparse_mla_prefill_workspace_factor"),
+    # FlashInfer's EP megakernel MoE backends, per release
+    _table("flashinfer-mega-moe-backends", (
+        (VersionRange("0.29.0", "0.32.0"), ("flashinfer_moe_ep_mega_deep_gemm", "flashinfer_moe_ep_mega_cutedsl")),
+        (VersionRange("0.32.0"), ("flashinfer_moe_ep_mega_deep_gemm", "flashinfer_moe_ep_cutedsl"))),
+        "vllm/config/kernel.py:149@0.33.0 FLASHINFER_MOE_EP_CUTEDSL = \"flashinfer_moe_ep_cutedsl\"",
+        "vllm/config/kernel.py:150@0.33.0 FLASHINFER_MOE_EP_DEEP_GEMM = \"flashinfer_moe_ep_mega_deep_gemm\""),
+    _f("v2-profiles-graphs", "0.29.0", None, "vllm/v1/worker/gpu/model_runner.py:1073@0.33.0 return _profile_cudagraph_memory(self)"),
+    _f("sequence-parallel-shared", "0.27.0", None,
+       "vllm/models/deepseek_v4/nvidia/model.py:332@0.33.0 is_sequence_parallel=use_sequence_parallel,"),
+    _f("hidden-buffer-always", before="0.27.0"),
+    _f("dspark-topk-buffer", "0.27.0", None,
+       "vllm/models/deepseek_v4/nvidia/dspark.py:125@0.33.0 self.topk_indices_buffer = torch.empty("),
 )
-
 _BY_ID = {f.id: f for f in FACTS}
 
 
