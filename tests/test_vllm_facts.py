@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsv4_launch.core.versions import VersionRange, same_release
+from dsv4_launch.core.versions import VersionRange, parse_version, same_release
 from dsv4_launch.core.vllm.facts import FACTS, Cite, Fact, fact
 from dsv4_launch.core.vllm.releases import CI_RELEASES, VERIFIED_RELEASES
 
@@ -69,3 +69,13 @@ def test_every_fact_is_named_by_the_code():
     text = "\n".join(p.read_text(encoding="utf-8") for p in SRC.rglob("*.py") if p.parent.name != "vllm")
     named = set(re.findall(r"""fact\(["']([a-z0-9.-]+)["']\)""", text))
     assert not {f.id for f in FACTS} - named, "facts nobody names (dead): " + ", ".join(sorted({f.id for f in FACTS} - named))
+
+
+def test_a_table_facts_ranges_are_ordered_and_disjoint():
+    # .at() answers with the first range holding the version: two ranges holding one release would
+    # hide the second's value
+    for f in FACTS:
+        ranges = [r for r, _ in f.by_release]
+        for a, b in zip(ranges, ranges[1:]):
+            assert a.before is not None and b.since is not None, f.id
+            assert parse_version(a.before) <= parse_version(b.since), f.id
