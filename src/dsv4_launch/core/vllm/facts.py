@@ -82,16 +82,22 @@ def _table(id: str, rows: tuple[tuple[VersionRange, Any], ...], *cites: str, ora
 
 FACTS: tuple[Fact, ...] = (
     # --- rules: the KV cache and attention (core/rules/kv.py, kv_paths.py) ----------------------
-    _f("dsv4-kv-auto-crash", before="0.30.0"),
-    _f("dsv4-kv-check-asserts", before="0.30.0"),
+    _f("dsv4-kv-auto-crash", None, "0.30.0",
+       "vllm/models/deepseek_v4/attention.py:79@0.24.0 assert kv_cache_dtype.startswith(\"fp8\"), (",
+       "vllm/models/deepseek_v4/attention.py:105@0.29.0 assert kv_cache_dtype.startswith(\"fp8\"), ("),
+    _f("dsv4-kv-check-asserts", None, "0.30.0",
+       "vllm/models/deepseek_v4/attention.py:79@0.24.0 assert kv_cache_dtype.startswith(\"fp8\"), (",
+       "vllm/models/deepseek_v4/attention.py:105@0.29.0 assert kv_cache_dtype.startswith(\"fp8\"), ("),
     _f("v41-kv", "0.30.0", None,
        "vllm/models/deepseek_v41/attention.py:164@0.33.0 DeepseekV4 packed KV layouts only support fp8 kv-cache"),
     _f("v41-packed-strict", "0.31.0", None,
        "vllm/models/deepseek_v41/attention.py:162@0.33.0 elif not kv_cache_dtype.endswith(\"_ds_mla\"):"),
     _f("v41-plain-rows-checked", "0.31.0", None,
        "vllm/models/deepseek_v41/attention.py:172@0.33.0 if kv_cache_dtype.endswith(\"_ds_mla\"):"),
-    _f("nvfp4-mla-exact", before="0.28.0"),  # cache_dtype == "nvfp4" (config/vllm.py:2315@0.27.1)
-    _f("nvfp4-mla-prefix", before="0.30.0"),  # startswith("nvfp4") (:2532@0.28.0), then not _ds_mla (:3184@0.30.0)
+    _f("nvfp4-mla-exact", None, "0.28.0",
+       "vllm/config/vllm.py:2164@0.24.0 if self.cache_config.cache_dtype == \"nvfp4\" and self.model_config.use_mla:"),
+    _f("nvfp4-mla-prefix", None, "0.30.0",  # then also not *_ds_mla (config/vllm.py:3184@0.30.0)
+       "vllm/config/vllm.py:2825@0.29.0 self.cache_config.cache_dtype.startswith(\"nvfp4\")"),
     _f("kv-dtype-by-pydantic", "0.33.0", None,
        "vllm/config/cache.py:468@0.33.0 @field_validator(\"cache_dtype\", mode=\"after\")"),
     _f("v41-pcp-not-flashmla", "0.33.0", None,
@@ -127,7 +133,8 @@ FACTS: tuple[Fact, ...] = (
     _f("v41-model", "0.30.0", None,
        "vllm/models/deepseek_v41/nvidia/model.py:228@0.33.0 is not a DeepSeek V4.1 attention backend"),
     _f("mega-moe-draft-without-ep", before="0.30.0"),
-    _f("fp4-indexer-off-sm10-asserts", "0.24.0", "0.28.0"),
+    _f("fp4-indexer-off-sm10-asserts", "0.24.0", "0.28.0",
+       "vllm/v1/attention/backends/mla/indexer.py:261@0.24.0 use_fp4_indexer_cache requires Blackwell datacenter GPUs"),
     _f("fp4-indexer-off-sm10-raises", "0.28.0", "0.30.0"),
     _f("max-model-len-old-wording", before="0.24.0"),
     _f("flashinfer-sm120-decode-api", before="0.28.0"),
@@ -187,7 +194,8 @@ FACTS: tuple[Fact, ...] = (
     _f("dspark-without-module", "0.25.0", None,
        "vllm/models/deepseek_v4/nvidia/dspark.py:100@0.33.0 "
        "self.target_layer_ids = tuple(config.dspark_target_layer_ids)"),
-    _f("dspark-pp", "0.25.0", "0.30.0"),
+    _f("dspark-pp", "0.25.0", "0.30.0", "vllm/v1/worker/gpu/spec_decode/dspark/utils.py:80@0.29.0 "
+       "raise NotImplementedError(\"DSpark does not support pipeline parallelism.\")"),
     _f("dspark-k-below-block", "0.26.0", "0.28.0"),
     _f("dspark-v1-runner", "0.29.0", None,
        "vllm/config/vllm.py:3113@0.33.0 unsupported.append(\"dspark speculative decoding\")"),
