@@ -163,7 +163,7 @@ def test_the_adapter_check_can_fail(tmp_path):
 # ("facts") and import only each other. Rules may use memory; nothing in core uses explain or check.
 # The vLLM room (per-release facts about vLLM's code) imports only versions and records.
 ROOMS = {
-    "facts": {"facts", "vllm"},
+    "facts": {"facts"},
     "vllm": {"vllm", "facts"},
     "memory": {"facts", "memory", "vllm"},
     "rules": {"facts", "memory", "rules", "vllm"},
