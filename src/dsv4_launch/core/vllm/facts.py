@@ -12,9 +12,8 @@ writes it. tests/vllm_real/test_citations.py checks every citation whose release
 installed vLLM's: the anchor is on the cited line or within ``WINDOW`` lines of it (a line number
 alone passes by accident, a fragment found anywhere in the file too). Every open-ended fact cites
 the newest release CI pins (tests/test_vllm_facts.py), so each is checked on every change;
-citations at other releases are history (the code moved) and are checked where a venv of that
-release runs the test. ``tools/new_release.py`` lists the open-ended facts whose cited files or
-anchors changed between the newest verified release and a new one.
+citations at other releases are checked where a venv of that release runs the test.
+``tools/new_release.py`` lists the open-ended facts whose cited lines a new release changed.
 """
 
 from __future__ import annotations
