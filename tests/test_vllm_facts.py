@@ -79,3 +79,11 @@ def test_a_table_facts_ranges_are_ordered_and_disjoint():
         for a, b in zip(ranges, ranges[1:]):
             assert a.before is not None and b.since is not None, f.id
             assert parse_version(a.before) <= parse_version(b.since), f.id
+
+
+def test_a_facts_oracle_is_a_test_file_of_the_oracle_suite():
+    root = SRC.parents[1]
+    for f in FACTS:
+        if f.oracle:
+            path = f.oracle.split("::")[0]
+            assert path.startswith("tests/vllm_real/test_") and (root / path).is_file(), (f.id, f.oracle)
