@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from dsv4_launch.commands.context import Context
-from dsv4_launch.core.vllm_releases import CI_RELEASES
+from dsv4_launch.core.vllm.releases import CI_RELEASES
 from tests.conftest import BIN, H200, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -1005,7 +1005,7 @@ def test_systemd_exec_start_post_waits_while_not_reachable_and_stops_on_an_answe
 
 # --- every example on its hardware -----------------------------------------------------------
 
-# The releases CI pins (core/vllm_releases.CI_RELEASES, read by .ci/run): what an example that
+# The releases CI pins (core/vllm/releases.CI_RELEASES, read by .ci/run): what an example that
 # pins no image is planned against.
 PINNED = CI_RELEASES
 IMAGE_TAG = re.compile(r"(?:dsv4-serve|vllm-openai(?:-dsv4)?):v(\d+\.\d+\.\d+)\b|ARG VLLM_VERSION=v(\d+\.\d+\.\d+)")

@@ -161,13 +161,16 @@ def test_the_adapter_check_can_fail(tmp_path):
 
 # core/'s rooms (by product) -> the rooms they may import; the fact modules lie flat in core/
 # ("facts") and import only each other. Rules may use memory; nothing in core uses explain or check.
+# The vLLM room (per-release facts about vLLM's code) imports only versions and records.
 ROOMS = {
     "facts": {"facts"},
-    "memory": {"facts", "memory"},
-    "rules": {"facts", "memory", "rules"},
-    "explain": {"facts", "explain"},
-    "check": {"facts", "check"},
+    "vllm": {"vllm", "facts"},
+    "memory": {"facts", "memory", "vllm"},
+    "rules": {"facts", "memory", "rules", "vllm"},
+    "explain": {"facts", "explain", "vllm"},
+    "check": {"facts", "check", "vllm"},
 }
+VLLM_ROOM_IMPORTS = {"dsv4_launch.core.versions", "dsv4_launch.core.records"}  # its only flat imports
 
 
 def room_of(name: str) -> str | None:
@@ -193,6 +196,8 @@ def test_core_rooms(path):
         there = room_of(name)
         if there is not None:
             assert there in ROOMS[here], f"{path}:{line}: core/{here} imports {name} (core/{there})"
+            if here == "vllm" and there == "facts":
+                assert name in VLLM_ROOM_IMPORTS, f"{path}:{line}: core/vllm imports {name}"
 
 
 def import_graph(root: Path, *, top_level_only: bool) -> dict[str, set[str]]:
@@ -331,3 +336,6 @@ def test_the_check_can_fail(tmp_path):
     # a memory module that reads the rules' room is caught too
     assert room_of("dsv4_launch.core.rules.engine") not in ROOMS["memory"]
     assert room_of("dsv4_launch.core.explain.signatures") not in ROOMS["rules"]
+    # the vLLM room reads no room but its own, and of the flat modules only versions and records
+    assert room_of("dsv4_launch.core.vllm.facts") == "vllm" and "rules" not in ROOMS["vllm"]
+    assert "dsv4_launch.core.gpus" not in VLLM_ROOM_IMPORTS

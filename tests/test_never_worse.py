@@ -315,7 +315,7 @@ def test_environment_values_never_garble_the_output(run_cli, v4_dir, command):
     assert plan["gpus_ambiguous"] is False and "***" not in done.stdout and "hf_Zq13secret" not in done.stdout
 
 
-# A vLLM newer than every verified release (core/vllm_releases.py): each refusal that rests on
+# A vLLM newer than every verified release (core/vllm/releases.py): each refusal that rests on
 # release code is a warning naming the newest verified release; the same arguments on 0.33.0
 # are refused (the control, so that the test can fail). Faked: NVML, vLLM's entry point and its
 # version (a stand-in 0.34.0 install on PYTHONPATH).

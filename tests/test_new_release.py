@@ -1,7 +1,8 @@
-"""tools/new_release.py with stand-in releases: two tiny vLLM source trees (no network, no vLLM)
-where one cited file differs. The checklist must list exactly the open-ended rows, signatures
-and memory terms citing that file, and leave out what cites only unchanged files and what is
-closed before the newest verified release."""
+"""tools/new_release.py with stand-in releases: two vLLM source trees built from the facts' own
+citations (no network, no vLLM) that differ in one cited file. The checklist, read from
+core/vllm/facts.py, must list the open-ended facts whose cited lines changed (with their diff)
+or whose anchor is gone, table-held facts included (the V2 runner's speculative methods, the
+MegaMoE FlashInfer backends), and leave out the facts whose cited files are the same."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from dsv4_launch.core.vllm.facts import FACTS
+from dsv4_launch.core.vllm.releases import NEWEST_VERIFIED
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "new_release.py"
@@ -29,54 +33,107 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
-@pytest.fixture
-def releases(tmp_path):
-    same = "def _resolve_dsv4_kv_cache_dtype(): ...\n"
-    old = tree(tmp_path / "old", {"vllm/config/vllm.py": "x = 1\n", "vllm/models/deepseek_v4/attention.py": same})
-    new = tree(tmp_path / "new", {"vllm/config/vllm.py": "x = 2\ny = 3\n", "vllm/models/deepseek_v4/attention.py": same})
-    return old, new
+def stand_in(root: Path, edit=None) -> Path:
+    """A vLLM tree holding every line the facts cite at the newest verified release at its line
+    (filler elsewhere); ``edit(path, lines)`` changes a file's lines first."""
+    cited: dict[str, dict[int, str]] = {}
+    for f in FACTS:
+        for c in f.cites:
+            if c.release == NEWEST_VERIFIED:
+                cited.setdefault(c.path, {})[c.line] = f"        {c.anchor}"
+    for path, at in cited.items():
+        lines = [at.get(n, f"pass  # {n}") for n in range(1, max(at) + 4)]
+        if edit:
+            edit(path, lines)
+        tree(root, {path: "\n".join(lines) + "\n"})
+    return root
 
 
-def checklist(releases) -> dict:
-    old, new = releases
+def checklist(tmp_path, edit) -> dict:
+    old, new = stand_in(tmp_path / "old"), stand_in(tmp_path / "new", edit)
     done = run("0.34.0", "--checklist-only", "--old-src", str(old), "--new-src", str(new), "--json")
     assert done.returncode == 0, done.stderr
-    return {(e["kind"], e["name"]): e for e in json.loads(done.stdout)["review"]}
+    return {e["fact"]: e for e in json.loads(done.stdout)["facts"]}
 
 
-def test_the_checklist_names_what_cites_the_changed_file(releases):
-    found = checklist(releases)
-    # open-ended rows citing vllm/config/vllm.py: the changed file, with its diff size
-    for row in ("nvfp4-on-mla", "connector-turns-hma-off"):
-        files = {f["file"]: f for f in found[("row", row)]["files"]}
-        assert files["vllm/config/vllm.py"]["state"] == "changed"
-        assert files["vllm/config/vllm.py"]["delta"] == "+2 -1 lines"
-    # a memory term citing it in its comment (config/vllm.py:525@0.26, relative to the package)
-    assert found[("memory term", "IN_FLIGHT_TOKENS")]["files"][0]["file"] == "vllm/config/vllm.py"
+def _change(path: str, line: int, text: str | None = None, insert: bool = False):
+    def edit(at: str, lines: list[str]) -> None:
+        if at == path:
+            lines[line - 1: line - 1 if insert else line] = [text or "        something else"]
+    return edit
 
 
-def test_the_checklist_leaves_out_unchanged_files_and_closed_bounds(releases):
-    found = checklist(releases)
-    assert ("row", "kv-not-fp8") not in found  # cites only deepseek_v4/attention.py: the same in both
-    assert ("row", "dspark-pp") not in found  # closed: < 0.30.0
-    assert ("row", "sm12-0.27") not in found
-    assert not [k for k in found if k[0] == "memory term" and k[1] == "RAY_V1_EXECUTOR"]  # before 0.33.0
+def test_identical_releases_leave_nothing_to_review(tmp_path):
+    assert checklist(tmp_path, None) == {}
 
 
-def test_a_cited_file_neither_release_has_is_said(releases):
-    found = checklist(releases)
-    states = {f["state"] for e in found.values() for f in e["files"]}
-    assert "not found in either release" in states  # the stand-ins hold two files only
-    assert found[("row", "gb10-stock")]["cites_nothing"] is True
+def test_a_changed_table_line_is_seen_the_v2_runners_methods(tmp_path):
+    # vllm/config/vllm.py differs in one line: the V2 runner's refused methods (a table fact)
+    found = checklist(tmp_path, _change("vllm/config/vllm.py", 3067,
+                                        '            if speculative_config.method in ("suffix",):'))
+    entry = found["v2-runner-spec-methods"]
+    assert entry["review"] and [c["state"] for c in entry["cites"]] == ["anchor not found"]
+    # the other facts citing that file: listed, not for review (their lines are the same)
+    others = {k for k, e in found.items() if k != "v2-runner-spec-methods"}
+    assert "dspark-v1-runner" in others and not any(found[k]["review"] for k in others)
+    assert {c["state"] for k in others for c in found[k]["cites"]} == {"file changed elsewhere"}
+    assert "kv-dtype-by-pydantic" not in found  # cites vllm/config/cache.py: the same
 
 
-def test_the_text_checklist_and_what_comes_after(releases):
-    old, new = releases
+def test_the_megamoe_flashinfer_table_is_seen(tmp_path):
+    found = checklist(tmp_path, _change("vllm/config/kernel.py", 149, 'FLASHINFER_MOE_EP_CUTEDSL = "renamed"'))
+    states = [c["state"] for c in found["flashinfer-mega-moe-backends"]["cites"]]
+    assert found["flashinfer-mega-moe-backends"]["review"] and states == ["anchor not found", "file changed elsewhere"]
+
+
+def test_changed_cited_lines_come_with_their_diff_and_moved_ones_with_their_citation(tmp_path):
+    # a line inserted after DSpark's target-layer line: that statement changed, the next cite moved
+    found = checklist(tmp_path, _change("vllm/models/deepseek_v4/nvidia/dspark.py", 101, "        added = 1",
+                                        insert=True))
+    cite = found["dspark-without-module"]["cites"][0]
+    assert cite["state"] == "lines changed" and "+        added = 1" in cite["diff"]
+    moved = found["dspark-topk-buffer"]["cites"][0]
+    assert moved["state"] == "moved to line 126" and not found["dspark-topk-buffer"]["review"]
+    assert moved["suggest"] == "vllm/models/deepseek_v4/nvidia/dspark.py:126@0.34.0 self.topk_indices_buffer = torch.empty("
+
+
+def test_a_removed_file_and_a_fact_without_a_citation_are_for_review(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import new_release
+
+    from dsv4_launch.core.versions import VersionRange
+    from dsv4_launch.core.vllm.facts import Cite, Fact
+
+    old = stand_in(tmp_path / "old")
+    new = stand_in(tmp_path / "new")
+    (new / "vllm/v1/kv_offload/cpu/manager.py").unlink()
+    uncited = Fact("uncited", ((VersionRange(since="0.30.0"), True),), (Cite("vllm/x.py", 1, "0.29.0", "x"),))
+    monkeypatch.setattr(new_release, "FACTS", (*FACTS, uncited))
+    found = {e["fact"]: e for e in new_release.checklist(old, new, "0.34.0")[0]}
+    assert [c["state"] for c in found["dspark-kv-offload"]["cites"]] == ["file removed"]
+    assert found["uncited"]["review"] and found["uncited"]["cites"][0]["state"] == f"no citation at {NEWEST_VERIFIED}"
+    assert set(found) == {"dspark-kv-offload", "uncited"}
+
+
+def test_the_text_checklist_and_what_comes_after(tmp_path):
+    old = stand_in(tmp_path / "old")
+    new = stand_in(tmp_path / "new", _change("vllm/config/vllm.py", 3067, "        gone"))
     done = run("0.34.0", "--checklist-only", "--old-src", str(old), "--new-src", str(new))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Checklist for vLLM 0.34.0 (against vLLM 0.33.0): ")
-    assert "- row `nvfp4-on-mla` (all; core/rules (kv.py))\n    vllm/config/vllm.py: changed (+2 -1 lines)" in done.stdout
+    assert done.stdout.startswith(f"Checklist for vLLM 0.34.0 (against vLLM {NEWEST_VERIFIED}): 1 of ")
+    assert ("- `v2-runner-spec-methods` (≥ 0.33.0)\n    vllm/config/vllm.py:3067@0.33.0 if speculative_config.method in "
+            '("suffix", "custom_class"): — anchor not found') in done.stdout
+    assert "Cited files changed elsewhere (the cited lines the same): " in done.stdout
     assert "add 0.34.0 to VERIFIED_RELEASES" in done.stdout
+
+
+def test_the_citations_for_the_new_release(tmp_path):
+    old, new = stand_in(tmp_path / "old"), stand_in(tmp_path / "new")
+    done = run("0.34.0", "--checklist-only", "--old-src", str(old), "--new-src", str(new), "--citations")
+    assert done.returncode == 0, done.stderr
+    listed = {line.split(": ", 1)[0] for line in done.stdout.splitlines()}
+    assert listed == {f.id for f in FACTS if f.open_ended}  # every open-ended fact, each at 0.34.0
+    assert "v2-runner-spec-methods: 'vllm/config/vllm.py:3067@0.34.0 if speculative_config.method" in done.stdout
 
 
 def test_the_steps_it_runs_for_an_installed_vllm(tmp_path):

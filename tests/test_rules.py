@@ -376,7 +376,7 @@ def test_no_row_refuses_on_a_release_newer_than_every_verified_one(newer):
     """Each refusing row's trips case, on the newest verified release and on a newer one: the
     refusal that rests on release code becomes a warning naming both releases; a fact that holds
     whatever vLLM's code is (release_code=False) still refuses."""
-    from dsv4_launch.core.vllm_releases import NEWEST_VERIFIED
+    from dsv4_launch.core.vllm.releases import NEWEST_VERIFIED
 
     judged = 0
     for rule in RULES:

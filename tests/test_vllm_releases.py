@@ -1,4 +1,4 @@
-"""The one release table (core/vllm_releases.py) against what depends on it: the recorded option
+"""The one release table (core/vllm/releases.py) against what depends on it: the recorded option
 tables, CI's pins as .ci/run reads them, the plugin, and the order of the releases."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dsv4_launch.core import vllm_releases
 from dsv4_launch.core.versions import parse_version
+from dsv4_launch.core.vllm import releases as vllm_releases
 from dsv4_launch.vllm_cli.option_table import available_versions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,5 +42,5 @@ def test_the_plugin_verifies_exactly_the_table():
 
 def test_the_table_imports_nothing():
     # .ci/run reads it with runpy before any environment exists
-    text = (ROOT / "src/dsv4_launch/core/vllm_releases.py").read_text(encoding="utf-8")
+    text = (ROOT / "src/dsv4_launch/core/vllm/releases.py").read_text(encoding="utf-8")
     assert not [x for x in text.splitlines() if x.startswith(("import ", "from "))]

@@ -14,16 +14,18 @@ Steps (docs/releases.md says why each one):
 3. Its import set: ``tools/record_vllm_imports.py --write`` (benchmarks/vllm_imports/vllm-X.json).
 4. The oracle suite: ``pytest -m vllm_real tests/vllm_real`` in that environment, this checkout
    first on PYTHONPATH.
-5. The checklist: every rule row (plan's and doctor's), explain signature and memory term whose
-   release bound is open-ended (no ``before``: it is carried past the newest verified release),
-   with the vLLM files it cites, and which of those files differ between the newest verified
-   release (``core/vllm_releases.NEWEST_VERIFIED``) and X. The sources: ``--old-src`` /
-   ``--new-src`` (directories holding ``vllm/``), else X's from its environment and the newest
-   verified release's from the package index (``pip download``, ``*.py`` only, cached).
+5. The checklist, from the fact table (core/vllm/facts.py; no reading of our source): every
+   open-ended fact (carried past the newest verified release, ``NEWEST_VERIFIED``) whose
+   citations at that release no longer hold in X: the anchor gone (or its file), or the cited
+   lines changed (their diff), or no citation at all; then the citations to write for X where
+   only the line moved, and the facts whose cited files changed elsewhere. The sources:
+   ``--old-src`` / ``--new-src`` (directories holding ``vllm/``), else X's from its environment
+   and the newest verified release's from the package index (``pip download``, ``*.py`` only, cached).
 
-Nothing here adds X to the release table: after the checklist is reviewed (and the rows, signatures
-and memory terms it lists corrected), add X to ``VERIFIED_RELEASES`` in
-src/dsv4_launch/core/vllm_releases.py (tests/test_vllm_releases.py fails until the recorded option
+Nothing here adds X to the release table: after the checklist is reviewed (the facts it lists
+corrected, and their citations at X written: the CI pin's citations are checked by
+tests/vllm_real/test_citations.py), add X to ``VERIFIED_RELEASES`` in
+src/dsv4_launch/core/vllm/releases.py (tests/test_vllm_releases.py fails until the recorded option
 tables and the table agree) and run ``tools/oracle_sweep.py --releases X`` for the matrix.
 
 Exit status: 0 done (the checklist may list items: that is the review), 1 a step failed, 2 usage.
@@ -35,7 +37,6 @@ import argparse
 import difflib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -45,112 +46,108 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from dsv4_launch.core.versions import parse_version  # noqa: E402
-from dsv4_launch.core.vllm_releases import NEWEST_VERIFIED, VERIFIED_RELEASES  # noqa: E402
+from dsv4_launch.core.versions import parse_version, same_release  # noqa: E402
+from dsv4_launch.core.vllm.facts import FACTS, WINDOW, Cite  # noqa: E402
+from dsv4_launch.core.vllm.releases import NEWEST_VERIFIED, VERIFIED_RELEASES  # noqa: E402
 
 CACHE = Path(os.environ.get("DSV4_LAUNCH_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
              / "dsv4-launch")
-# A vLLM file as the rows, signatures and comments cite it: "vllm/config/vllm.py", "config/vllm.py:525@0.26",
-# "v1/core/kv_cache_utils.py" (relative to the vllm package).
-CITED_FILE = re.compile(r"(?<![\w/.])((?:vllm/)?(?:[A-Za-z_][\w]*/)+[A-Za-z_]\w*\.py)\b")
-MEMORY_MODULES = ("core/memory", "core/rules")  # where module-level VersionRange constants (memory terms) live
-CONSTANT = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*)\s*=\s*VersionRange\((?P<args>[^)]*)\)\s*(?:#(?P<comment>.*))?$")
-
-
 # --- the checklist ------------------------------------------------------------------------------
 
-class Item:
-    """One thing to review: a row, a signature or a memory term, its bound and cited files."""
-
-    def __init__(self, kind: str, name: str, bound: str, text: str, where: str):
-        self.kind, self.name, self.bound, self.where = kind, name, bound, where
-        self.files = sorted({_package_path(m) for m in CITED_FILE.findall(text)})
-
-
-def _package_path(path: str) -> str:
-    return path if path.startswith("vllm/") else f"vllm/{path}"
-
-
-def open_ended_items() -> list[Item]:
-    """Every row, signature and memory term whose bound reaches past the newest verified release."""
-    from dsv4_launch.core.explain.signatures import SIGNATURES
-    from dsv4_launch.core.rules.plan import RULES
-    from dsv4_launch.core.rules.registry import DOCTOR_RULES
-
-    items: list[Item] = []
-    for rule in (*RULES, *DOCTOR_RULES):
-        bounds = [("", rule.vllm), *((f"{name}: ", r) for name, r in rule.releases.items())]
-        open_ended = [f"{label}{r.short()}" for label, r in bounds if r.before is None]
-        if rule.vllm.before is None and open_ended:
-            items.append(Item("row", rule.id, "; ".join(open_ended), f"{rule.reference} {rule.effect}",
-                              f"core/rules ({rule.check.__module__.rsplit('.', 1)[-1]}.py)"))
-    for sig in SIGNATURES:
-        if sig.vllm.before is None:
-            items.append(Item("signature", f"{sig.rule} ({sig.exception})", sig.vllm.short(), sig.source,
-                              "core/explain/signatures.py"))
-    package = ROOT / "src" / "dsv4_launch"
-    for folder in MEMORY_MODULES:
-        for path in sorted((package / folder).glob("*.py")):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                match = CONSTANT.match(line.strip())
-                if match and "before=" not in match.group("args"):
-                    since = re.search(r'since="([^"]+)"', match.group("args"))
-                    items.append(Item("memory term" if folder == "core/memory" else "constant", match.group("name"),
-                                      f"≥ {since.group(1)}" if since else "all", match.group("comment") or "",
-                                      f"{folder}/{path.name}"))
-    return items
-
-
 def _read(root: Path, rel: str) -> list[str] | None:
-    path = root / rel
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+        return (root / rel).read_text(encoding="utf-8", errors="replace").splitlines()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
 
 
-def compare(items: list[Item], old: Path, new: Path) -> list[dict]:
-    """Each item with the state of its cited files between ``old`` and ``new``: changed, added,
-    removed, or not found in either (a citation to check by hand)."""
+def _anchored(lines: list[str], anchor: str, near: int) -> int | None:
+    """The 1-based line holding ``anchor`` nearest to line ``near``; None when no line holds it."""
+    found = [n for n, line in enumerate(lines, 1) if anchor in line]
+    return min(found, key=lambda n: (abs(n - near), n)) if found else None
+
+
+def _window(lines: list[str], line: int) -> list[str]:
+    """The cited statement: the anchor's line and the ``WINDOW`` lines after it."""
+    return lines[line - 1: line + WINDOW]
+
+
+def compare_cite(cite: Cite, old: Path, new: Path, release: str) -> dict:
+    """One citation at the old release against the new release's tree: its state, the diff of its
+    lines, and the citation to write for the new release where its anchor is still found."""
+    entry: dict = {"cite": str(cite), "state": "same", "diff": [], "suggest": None}
+    before, after = _read(old, cite.path), _read(new, cite.path)
+    at_old = _anchored(before or [], cite.anchor, cite.line)
+    if before is None or at_old is None or abs(at_old - cite.line) > WINDOW:
+        entry["state"] = f"citation not found in the old release's {cite.path}"
+        return entry
+    at_new = _anchored(after or [], cite.anchor, at_old)
+    if after is None or at_new is None:
+        entry["state"] = "file removed" if after is None else "anchor not found"
+        return entry
+    entry["suggest"] = str(cite._replace(line=at_new, release=release))
+    old_lines, new_lines = _window(before, at_old), _window(after, at_new)
+    if old_lines != new_lines:
+        entry["state"] = "lines changed"
+        entry["diff"] = list(difflib.unified_diff(old_lines, new_lines, lineterm="", n=WINDOW))[2:]
+    elif at_new != cite.line:
+        entry["state"] = f"moved to line {at_new}"
+    elif before != after:
+        entry["state"] = "file changed elsewhere"
+    return entry
+
+
+REVIEW = ("lines changed", "anchor not found", "file removed", "citation not found", "no citation")
+
+
+def checklist(old: Path, new: Path, release: str, against: str = NEWEST_VERIFIED) -> tuple[list[dict], int]:
+    """(each open-ended fact of core/vllm/facts.py whose cited files differ between the trees, with
+    the state of each citation at ``against``; the number of open-ended facts)."""
+    facts = [f for f in FACTS if f.open_ended]
     out = []
-    for item in items:
-        files = []
-        for rel in item.files:
-            before, after = _read(old, rel), _read(new, rel)
-            if before is None and after is None:
-                state, delta = "not found in either release", ""
-            elif before is None:
-                state, delta = "new", ""
-            elif after is None:
-                state, delta = "removed", ""
-            elif before == after:
-                continue
-            else:
-                diff = list(difflib.unified_diff(before, after, n=0))
-                plus = sum(1 for x in diff if x.startswith("+") and not x.startswith("+++"))
-                minus = sum(1 for x in diff if x.startswith("-") and not x.startswith("---"))
-                state, delta = "changed", f"+{plus} -{minus} lines"
-            files.append({"file": rel, "state": state, "delta": delta})
-        if files or not item.files:
-            out.append({"kind": item.kind, "name": item.name, "bound": item.bound, "where": item.where,
-                        "files": files, "cites_nothing": not item.files})
-    return out
+    for f in facts:
+        cites = [compare_cite(c, old, new, release) for c in f.cites if same_release(c.release, against)]
+        if not cites:
+            cites = [{"cite": None, "state": f"no citation at {against}", "diff": [], "suggest": None}]
+        if any(c["state"] != "same" for c in cites):
+            out.append({"fact": f.id, "releases": "; ".join(r.short() for r, _ in f.by_release if r.before is None),
+                        "oracle": f.oracle, "review": any(c["state"].startswith(REVIEW) for c in cites),
+                        "cites": cites})
+    return out, len(facts)
 
 
-def render(release: str, reviewed: list[dict], total: int, old_label: str) -> str:
-    lines = [f"Checklist for vLLM {release} (against {old_label}): {len(reviewed)} of {total} open-ended bounds "
-             "to review"]
-    for entry in reviewed:
-        head = f"- {entry['kind']} `{entry['name']}` ({entry['bound']}; {entry['where']})"
-        if entry["cites_nothing"]:
-            lines.append(f"{head}: cites no vLLM file — review by hand")
-            continue
-        lines.append(head)
-        for f in entry["files"]:
-            lines.append(f"    {f['file']}: {f['state']}{' (' + f['delta'] + ')' if f['delta'] else ''}")
-    if not reviewed:
-        lines.append("- nothing: no file cited by an open-ended bound changed")
+def render(release: str, found: list[dict], total: int, old_label: str) -> str:
+    review = [e for e in found if e["review"]]
+    lines = [f"Checklist for vLLM {release} (against {old_label}): {len(review)} of {total} open-ended facts "
+             "to review (core/vllm/facts.py)"]
+    for entry in review:
+        lines.append(f"- `{entry['fact']}` ({entry['releases']}{'; oracle ' + entry['oracle'] if entry['oracle'] else ''})")
+        for c in entry["cites"]:
+            lines.append(f"    {c['cite'] + ' — ' if c['cite'] else ''}{c['state']}")
+            lines += [f"      {d}" for d in c["diff"]]
+    if not review:
+        lines.append("- nothing: no line an open-ended fact cites changed")
+    moved = [(e["fact"], c["suggest"]) for e in found for c in e["cites"] if c["state"].startswith("moved")]
+    if moved:
+        lines.append(f"Citations that moved (write them at {release} into the facts' cites):")
+        lines += [f"    {fact}: {suggest!r}" for fact, suggest in moved]
+    elsewhere = sorted({e["fact"] for e in found for c in e["cites"] if c["state"] == "file changed elsewhere"})
+    if elsewhere:
+        lines.append(f"Cited files changed elsewhere (the cited lines the same): {', '.join(elsewhere)}")
     return "\n".join(lines)
+
+
+def citations_at(old: Path, new: Path, release: str, against: str = NEWEST_VERIFIED) -> list[tuple[str, str]]:
+    """(fact, citation at ``release``) for every open-ended fact's citation at ``against`` whose
+    anchor ``release`` still holds: what to add when ``release`` becomes CI's newest pin."""
+    out = []
+    for f in FACTS:
+        for c in f.cites if f.open_ended else ():
+            if same_release(c.release, against):
+                entry = compare_cite(c, old, new, release)
+                if entry["suggest"]:
+                    out.append((f.id, entry["suggest"]))
+    return out
 
 
 # --- the sources ------------------------------------------------------------------------------
@@ -205,13 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-oracles", action="store_true", help="leave out step 4")
     parser.add_argument("--dry-run", action="store_true", help="print steps 1-4 instead of running them")
     parser.add_argument("--json", action="store_true", help="the checklist as JSON")
+    parser.add_argument("--citations", action="store_true",
+                        help="print every open-ended fact's citation at the new release (where its anchor holds)")
     opts = parser.parse_args(argv)
     try:
         parse_version(opts.release)
     except ValueError:
         parser.error(f"not a version: {opts.release!r}")
     if opts.release in VERIFIED_RELEASES:
-        print(f"new_release: vLLM {opts.release} is already verified (core/vllm_releases.py)", file=sys.stderr)
+        print(f"new_release: vLLM {opts.release} is already verified (core/vllm/releases.py)", file=sys.stderr)
     if opts.checklist_only and not (opts.old_src and opts.new_src):
         parser.error("--checklist-only needs --old-src and --new-src")
     for given in (opts.old_src, opts.new_src):
@@ -242,15 +241,17 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     new = opts.new_src or site_of(python)  # type: ignore[arg-type]
     old = opts.old_src or downloaded_source(NEWEST_VERIFIED)
-    items = open_ended_items()
-    reviewed = compare(items, old, new)
+    if opts.citations:
+        print("\n".join(f"{fact}: {cite!r}" for fact, cite in citations_at(old, new, opts.release)))
+        return 0
+    found, total = checklist(old, new, opts.release)
     if opts.json:
-        print(json.dumps({"release": opts.release, "against": NEWEST_VERIFIED, "open_ended": len(items),
-                          "review": reviewed}, indent=1, ensure_ascii=True))
+        print(json.dumps({"release": opts.release, "against": NEWEST_VERIFIED, "open_ended": total,
+                          "facts": found}, indent=1, ensure_ascii=True))
     else:
-        print(render(opts.release, reviewed, len(items), f"vLLM {NEWEST_VERIFIED}"))
+        print(render(opts.release, found, total, f"vLLM {NEWEST_VERIFIED}"))
         print(f"\nThen: review each item above; add {opts.release} to VERIFIED_RELEASES (and CI_RELEASES when it "
-              "becomes the newest pinned) in src/dsv4_launch/core/vllm_releases.py; python3 tools/oracle_sweep.py "
+              "becomes the newest pinned) in src/dsv4_launch/core/vllm/releases.py; python3 tools/oracle_sweep.py "
               f"--releases {opts.release}; see docs/releases.md.")
     return 0
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from dsv4_launch.core.rules.engine import CITED, CONFIRMED  # noqa: E402
 from dsv4_launch.core.rules.plan import RULES  # noqa: E402
 from dsv4_launch.core.rules.registry import DOCTOR_RULES  # noqa: E402
-from dsv4_launch.core.vllm_releases import CI_RELEASES, VERIFIED_RELEASES  # noqa: E402
+from dsv4_launch.core.vllm.releases import CI_RELEASES, VERIFIED_RELEASES  # noqa: E402
 
 RELEASES = VERIFIED_RELEASES
 
@@ -122,7 +122,7 @@ def matrix(results: list[dict]) -> str:
         "",
         "Oracle suite run from commit " + ", ".join(sorted({r.get("commit") or "not recorded" for r in results}))
         + f"; rows as of commit {checkout_commit()}. CI runs the same suite on every change for "
-        f"vLLM {', '.join(CI_RELEASES)} (CI_RELEASES in src/dsv4_launch/core/vllm_releases.py).",
+        f"vLLM {', '.join(CI_RELEASES)} (CI_RELEASES in src/dsv4_launch/core/vllm/releases.py).",
         "",
         "| oracle suite | " + " | ".join(releases) + " |",
         "|---|" + "---|" * len(releases),

@@ -1,4 +1,5 @@
-"""The parser names completion offers (``commands/completion.KNOWN_VALUES``) against the
+"""The parser names completion offers (``commands/completion.KNOWN_VALUES``, facts
+``tool-parser-names`` and ``reasoning-parser-names``) against the
 installed vLLM's own registries: each name offered for this release is one vLLM registers
 (``vllm/tool_parsers/__init__.py`` ``_TOOL_PARSERS_TO_REGISTER``, ``vllm/reasoning/__init__.py``
 ``_REASONING_PARSERS_TO_REGISTER``), and a name offered only from a later release is not
@@ -9,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from dsv4_launch.commands.completion import KNOWN_VALUES
-from dsv4_launch.core.versions import parse_version
 from tests.vllm_real.conftest import vllm_symbol
 
 REGISTRIES = {"tool_call_parser": ("vllm.tool_parsers", "_TOOL_PARSERS_TO_REGISTER"),
@@ -20,8 +20,9 @@ REGISTRIES = {"tool_call_parser": ("vllm.tool_parsers", "_TOOL_PARSERS_TO_REGIST
 def test_offered_parsers_are_the_releases_own(real_vllm, dest):
     version = real_vllm[2]
     registered = vllm_symbol(*REGISTRIES[dest])
-    for name, since in KNOWN_VALUES[dest]:
-        if parse_version(version) >= parse_version(since):
+    offered = set(KNOWN_VALUES[dest].at(version) or ())
+    for name in {n for _, names in KNOWN_VALUES[dest].by_release for n in names}:
+        if name in offered:
             assert name in registered, f"{name} is offered for vLLM {version} but not registered there"
         else:
-            assert name not in registered, f"{name} is registered in vLLM {version}: its bound {since} is wrong"
+            assert name not in registered, f"{name} is registered in vLLM {version}: its fact's ranges are wrong"

@@ -161,7 +161,7 @@ def test_loading_imports_only_the_patch_and_its_settings(real_vllm):
     ours = {m for m in added if m.startswith("dsv4_launch")}
     assert ours <= {"dsv4_launch", "dsv4_launch.plugin", "dsv4_launch.plugin.kv_patch", "dsv4_launch.core",
                     "dsv4_launch.core.records", "dsv4_launch.core.gpus", "dsv4_launch.core.settings",
-                    "dsv4_launch.core.vllm_releases"}, ours  # the release table: data, no imports
+                    "dsv4_launch.core.vllm", "dsv4_launch.core.vllm.releases"}, ours  # the release table: data, no imports
     assert "dsv4_launch.plugin.kv_patch" in ours  # it did load and patch
     assert not set(added) - ours, set(added) - ours  # nothing else: no pynvml, yaml, rich, click, json readers
 

@@ -39,6 +39,6 @@ def test_the_recorded_import_set_is_this_releases(real_vllm):
 
 
 def _pinned_releases() -> str:
-    from dsv4_launch.core.vllm_releases import CI_RELEASES  # what .ci/run pins
+    from dsv4_launch.core.vllm.releases import CI_RELEASES  # what .ci/run pins
 
     return " ".join(CI_RELEASES)

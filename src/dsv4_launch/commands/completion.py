@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from ..core.vllm.facts import fact
 from . import exit_codes
 from .own_options import SERVE_PROGRAM, VLLM_VERSION, Command
 
@@ -77,15 +78,8 @@ SCRIPTS = {"bash": BASH, "zsh": ZSH, "fish": FISH}
 
 
 # Parsers vLLM registers for DeepSeek (no option table records them: `--tool-call-parser` and
-# `--reasoning-parser` take any registered name), with the release that first has each:
-# vllm/tool_parsers/__init__.py:25-37@0.24.0 and :45@0.30.0 (deepseek_v41);
-# vllm/reasoning/__init__.py:23-31@0.24.0 and :35@0.30.0 (deepseek_v41). The recipes pass deepseek_v4 to both.
-KNOWN_VALUES: dict[str, tuple[tuple[str, str], ...]] = {
-    "tool_call_parser": (("deepseek_v4", "0.24.0"), ("deepseek_v41", "0.30.0"), ("deepseek_v3", "0.24.0"),
-                         ("deepseek_v31", "0.24.0"), ("deepseek_v32", "0.24.0")),
-    "reasoning_parser": (("deepseek_v4", "0.24.0"), ("deepseek_v41", "0.30.0"), ("deepseek_v3", "0.24.0"),
-                         ("deepseek_r1", "0.24.0")),
-}
+# `--reasoning-parser` take any registered name), per release. The recipes pass deepseek_v4 to both.
+KNOWN_VALUES = {"tool_call_parser": fact("tool-parser-names"), "reasoning_parser": fact("reasoning-parser-names")}
 MODEL_OPTIONS = ("--model",)  # vLLM's options that take a model id, as the positional does
 
 
@@ -123,9 +117,9 @@ def _vllm_version(words: Sequence[str]) -> str | None:
 
 
 def _known_values(dest: str, version: str) -> list[str]:
-    from ..core.versions import parse_version
-
-    return [v for v, since in KNOWN_VALUES.get(dest, ()) if parse_version(version) >= parse_version(since)]
+    known = KNOWN_VALUES.get(dest)
+    names = known.at(version) if known else None
+    return list(names) if isinstance(names, tuple) else []
 
 
 def model_ids(env: Mapping[str, str]) -> list[str]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 
-from ..core.vllm_releases import VERIFIED_RELEASES as VERIFIED_RELEASES  # the one release table
+from ..core.vllm.releases import VERIFIED_RELEASES as VERIFIED_RELEASES  # the one release table
 
 MARK = "_dsv4_launch_patched"
 LOGGER = "vllm.dsv4_launch"  # a child of vLLM's "vllm" logger: vLLM's handler, format and level

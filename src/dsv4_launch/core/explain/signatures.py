@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from ..records import Record
 from ..versions import ANY_VERSION, VersionRange
+from ..vllm.facts import fact
 
 KV_AUTO = "kv-auto"  # the KV rule (core/rules/kv_paths.py: KvPath.rule), not a Rule row
 
@@ -85,40 +86,37 @@ _TOO_OLD_TEXT = {
     "evidence": "cited",
 }
 
-BEFORE_030 = VersionRange(before="0.30.0")
-SINCE_030 = VersionRange(since="0.30.0")
-
 SIGNATURES: tuple[Signature, ...] = (
     # --- the KV cache ------------------------------------------------------------------------
     Signature(
         rule=KV_AUTO, exception="AssertionError",
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto\b",
         source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
-        vllm=BEFORE_030,
+        vllm=fact("dsv4-kv-auto-crash").range,
     ),
     Signature(
         rule="kv-not-fp8", exception="AssertionError",
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+",
         source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
-        vllm=BEFORE_030,
+        vllm=fact("dsv4-kv-check-asserts").range,
     ),
     Signature(
         rule="kv-not-fp8", exception="ValueError",
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
         source=f"{_ATT}:112@0.30.0, :111@0.31.0–0.32.0, :112@0.33.0",
-        vllm=SINCE_030,
+        vllm=fact("dsv4-kv-check-raises").range,
     ),
     Signature(
         rule="kv-invalid", exception="argparse error (exit 2)",
         pattern=r"argument --kv-cache-dtype: invalid choice: ",
         source="vllm/config/cache.py CacheDType (argparse choices)@0.24.0–0.32.0",
-        vllm=VersionRange(before="0.33.0"),
+        vllm=fact("kv-dtype-by-argparse").range,
     ),
     Signature(
         rule="kv-invalid", exception="pydantic ValidationError",
         pattern=r"Invalid kv_cache_dtype: '[^']*'\. Valid values are",
         source="vllm/config/cache.py:473@0.33.0",
-        vllm=VersionRange(since="0.33.0"),
+        vllm=fact("kv-dtype-by-pydantic").range,
     ),
     Signature(
         rule="nvfp4-on-mla", exception="pydantic ValidationError (ValueError)",
@@ -133,13 +131,13 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
         context=r"deepseek_v41", context_lines=40,
         source="vllm/models/deepseek_v41/attention.py:141@0.30.0",
-        vllm=VersionRange(since="0.30.0", before="0.31.0"),
+        vllm=fact("v41-kv-as-v4").range,
     ),
     Signature(
         rule="v41-kv", exception="ValueError",
         pattern=r"DeepseekV4 packed KV layouts only support fp8 kv-cache, got \w+",
         source="vllm/models/deepseek_v41/attention.py:151@0.31.0, :154@0.32.0, :163@0.33.0",
-        vllm=VersionRange(since="0.31.0"),
+        vllm=fact("v41-packed-strict").range,
     ),
     # --- attention backends --------------------------------------------------------------------
     Signature(
@@ -153,21 +151,21 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="backend-not-dsv4", exception="ValueError",
         pattern=r"\S+ is not a DeepSeek V4\.1 attention backend",
         source="vllm/models/deepseek_v41/nvidia/model.py:131@0.30.0, :205@0.31.0, :212@0.32.0, :227@0.33.0",
-        vllm=SINCE_030,
+        vllm=fact("v41-model").range,
         fill={"use": "FLASHINFER_MLA_SPARSE_DSV41 (what the message names)", "name": "DeepSeek-V4.1"},
     ),
     Signature(
         rule="v41-pcp-not-flashmla", exception="NotImplementedError",
         pattern=r"DeepSeek-V4\.1 PCP requires FlashMLA sparse attention",
         source="vllm/models/deepseek_v41/nvidia/model.py:218@0.33.0",
-        vllm=VersionRange(since="0.33.0"),
+        vllm=fact("v41-pcp-not-flashmla").range,
         fill={"pcp": "> 1", "backend": "(not FlashMLA sparse)"},
     ),
     Signature(
         rule="v41-ds-mla-on-plain-rows", exception="ValueError",
         pattern=r"\w+ is a packed FlashMLA DeepSeek V4\.1 KV cache format; the selected backend stores plain KV rows",
         source="vllm/models/deepseek_v41/attention.py:161@0.31.0, :164@0.32.0, :173@0.33.0",
-        vllm=VersionRange(since="0.31.0"),
+        vllm=fact("v41-plain-rows-checked").range,
     ),
     # --- MegaMoE and the indexer cache ---------------------------------------------------------
     Signature(
@@ -187,7 +185,7 @@ SIGNATURES: tuple[Signature, ...] = (
         source=f"{_NV}:506@0.24.0, :527@0.25.0–0.25.1, :528@0.26.0, :537@0.27.0–0.27.1, :545@0.28.0, "
         ":765@0.29.0 (raised for the draft model: vllm/config/speculative.py create_draft_parallel_config "
         "copies enable_expert_parallel from :1757@0.30.0); vllm#55914",
-        vllm=VersionRange(before="0.30.0"),
+        vllm=fact("mega-moe-draft-without-ep").range,
         args={"enable_expert_parallel": True, "speculative_config": ...},
         text={"title": "MegaMoE with --enable-expert-parallel and a speculative draft model before vLLM 0.30.0",
               "effect": "--enable-expert-parallel is set (the log's arguments), but before 0.30.0 vLLM builds the "
@@ -215,7 +213,7 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="fp4-indexer-off-sm10", exception="AssertionError",
         pattern=r"use_fp4_indexer_cache requires Blackwell datacenter GPUs",
         source=f"{_IDX}:257@0.24.0, :278@0.25.0–0.25.1, :286@0.26.0, :498@0.27.0–0.27.1",
-        vllm=VersionRange(since="0.24.0", before="0.28.0"),
+        vllm=fact("fp4-indexer-off-sm10-asserts").range,
         fill={"fix": "drop --attention_config.use_fp4_indexer_cache (an SM 10.x-only option)"},
     ),
     # 0.28–0.29: use_fp4_indexer_cache=True is an alias of indexer_kv_dtype mxfp4, and both print
@@ -225,14 +223,14 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs",
         source=f"{_IDX}:58@0.28.0–0.29.0 (use_fp4_indexer_cache=True sets indexer_kv_dtype='mxfp4': "
         "vllm/config/attention.py:125@0.28.0, :121@0.29.0)",
-        vllm=VersionRange(since="0.28.0", before="0.30.0"),
+        vllm=fact("fp4-indexer-off-sm10-raises").range,
         fill={"fix": "drop --attention_config.use_fp4_indexer_cache (an SM 10.x-only option)"},
     ),
     Signature(
         rule="mxfp4-indexer-off-sm10", exception="ValueError",
         pattern=r"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs",
         source=f"{_IDX}:58@0.28.0–0.29.0, :68@0.30.0–0.31.0, :91@0.32.0, :95@0.33.0",
-        vllm=VersionRange(since="0.28.0"),
+        vllm=fact("mxfp4-indexer-off-sm10").range,
     ),
     Signature(
         rule="fp4-indexer-removed", exception="pydantic ValidationError (extra forbidden)",
@@ -240,7 +238,7 @@ SIGNATURES: tuple[Signature, ...] = (
         context=r"\buse_fp4_indexer_cache\b", context_lines=3,
         source="vllm/config/attention.py AttentionConfig@0.30.0–0.33.0 (no use_fp4_indexer_cache field; "
         "@config: extra='forbid', vllm/config/utils.py)",
-        vllm=SINCE_030,
+        vllm=fact("fp4-indexer-removed").range,
         fill={"fix": "drop use_fp4_indexer_cache from --attention-config (on SM 10.x with vLLM ≥ 0.28: "
               "--attention-config.indexer_kv_dtype mxfp4 turns the FP4 indexer cache on)"},
     ),
@@ -248,7 +246,7 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="indexer-dtype-unsupported", exception="ValueError",
         pattern=r"indexer_kv_dtype='\w+' is not supported by the DeepSeek sparse indexer",
         source=f"{_IDX}:52@0.28.0–0.29.0, :62@0.30.0–0.31.0, :63@0.32.0, :64@0.33.0",
-        vllm=VersionRange(since="0.28.0"),
+        vllm=fact("indexer-dtype-unsupported").range,
     ),
     # --- tensor parallelism, GPUs, block size --------------------------------------------------
     Signature(
@@ -297,7 +295,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"No common block size for \d+",
         source="vllm/v1/worker/utils.py:386@0.30.0–0.31.0, :554@0.32.0–0.33.0 (vllm/models/deepseek_v41/"
         "sparse_mla.py:90@0.30.0)",
-        vllm=SINCE_030,
+        vllm=fact("block-size-v41").range,
         fill={"suggested": "a multiple of 128 (64 on SM 9.x)"},
     ),
     # --- speculative decoding --------------------------------------------------------------------
@@ -306,20 +304,20 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"input_value='dspark'",
         context=r"SpeculativeConfig|literal_error|Input should be", context_lines=3,
         source="vllm/config/speculative.py SpeculativeMethod@0.24.0 (no 'dspark')",
-        vllm=VersionRange(before="0.25.0"),
+        vllm=fact("dspark-before-0.25").range,
     ),
     Signature(
         rule="dspark-without-module", exception="AttributeError",
         pattern=r"has no attribute 'dspark_target_layer_ids'",
         source="vllm/models/deepseek_v4/nvidia/dspark.py:67@0.25.0, :100@0.33.0",
-        vllm=VersionRange(since="0.25.0"),
+        vllm=fact("dspark-without-module").range,
     ),
     Signature(
         rule="dspark-pp", exception="NotImplementedError",
         pattern=r"DSpark does not support pipeline parallelism",
         source="vllm/v1/worker/gpu/spec_decode/dspark/utils.py:36@0.25.0–0.25.1, :46@0.26.0, "
         ":50@0.27.0–0.27.1, :56@0.28.0, :80@0.29.0",
-        vllm=VersionRange(since="0.25.0", before="0.30.0"),
+        vllm=fact("dspark-pp").range,
     ),
     # The same refusal in the model-config words when the DSpark draft is checked first (vllm#52761:
     # 0.27.1, PP 3): a message any model without SupportsPP prints, so only with the log's
@@ -329,14 +327,14 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"Pipeline parallelism is not supported for this model",
         source="vllm/config/model.py:1227@0.25.0, :1245@0.26.0, :1330@0.27.0, :1382@0.28.0, :1428@0.29.0 "
         "(verify_with_parallel_config, for the DSpark draft); vllm#52761",
-        vllm=VersionRange(since="0.25.0", before="0.30.0"),
+        vllm=fact("dspark-pp").range,
         args={"pipeline_parallel_size": ..., "speculative_config.method": "dspark"},
     ),
     Signature(
         rule="dspark-k-below-block", exception="ValueError",
         pattern=r"DSpark requires num_speculative_tokens >= dspark_block_size",
         source="vllm/config/speculative.py:1020@0.26.0, :1051@0.27.0–0.27.1",
-        vllm=VersionRange(since="0.26.0", before="0.28.0"),
+        vllm=fact("dspark-k-below-block").range,
         fill={"block": "the checkpoint's dspark_block_size"},
     ),
     Signature(
@@ -344,14 +342,14 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
         source="vllm/config/vllm.py:2738@0.29.0 (:2624 adds 'dspark speculative decoding'), :3093@0.30.0, "
         ":3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
-        vllm=VersionRange(since="0.29.0"),
+        vllm=fact("dspark-v1-runner").range,
     ),
     # The same refusal when a setting the V2 runner does not support makes vLLM fall back to V1.
     Signature(
         rule="dspark-v2-unsupported", exception="ValueError",
         pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
         source="vllm/config/vllm.py:2738@0.29.0, :3093@0.30.0, :3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
-        vllm=VersionRange(since="0.29.0"),
+        vllm=fact("dspark-v2-unsupported").range,
         fill={"used": "--enable-dbo, elastic EP or the other setting the V2 model runner does not support"},
     ),
     # --- vision, hybrid KV manager -------------------------------------------------------------
@@ -360,21 +358,21 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"There is no module or parameter named '[^']*vision",
         source="vllm/model_executor/models/utils.py:341@0.24.0, :387@0.25.0–0.25.1, :390@0.26.0–0.27.1, "
         ":389@0.28.0, :412@0.29.0",
-        vllm=BEFORE_030,
+        vllm=fact("vision-before-0.30").range,
     ),
     Signature(
         rule="hma-disabled", exception="TypeError",
         pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
         source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (replace_as; "
         "SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, :1015@0.33.0)",
-        vllm=VersionRange(since="0.31.0"),
+        vllm=fact("hma-disabled").range,
     ),
     Signature(
         rule="connector-turns-hma-off", exception="TypeError",
         pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
         source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (HMA turned "
         "off by vllm/config/vllm.py for a connector without SupportsHMA)",
-        vllm=VersionRange(since="0.31.0"),
+        vllm=fact("connector-turns-hma-off").range,
     ),
     Signature(
         rule="connector-hma-forced", exception="ValueError",
@@ -411,7 +409,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"The model's max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache",
         source="vllm/v1/core/kv_cache_utils.py and vllm/worker/ before 0.24 (the older wording; field corpus: "
         "opea-project/GenAIExamples#1762)",
-        vllm=VersionRange(before="0.24.0"),
+        vllm=fact("max-model-len-old-wording").range,
         fill={"fix": "--max-model-len at most the KV-cache tokens the message names, --max-model-len auto, or more "
               "memory for the KV cache (--gpu-memory-utilization, more GPUs)"},
     ),
@@ -428,32 +426,32 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
         source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1 (has_flashinfer_sparse_mla_sm120() "
         "is False without FlashInfer)",
-        vllm=VersionRange(before="0.28.0"),
+        vllm=fact("flashinfer-sm120-decode-api").range,
     ),
     Signature(
         rule="flashinfer-sm120-api", exception="RuntimeError",
         pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
         source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1",
-        vllm=VersionRange(before="0.28.0"),
+        vllm=fact("flashinfer-sm120-decode-api").range,
     ),
     Signature(
         rule="flashinfer-sm120-shape", exception="RuntimeError",
         pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires a FlashInfer DSV4 sparse MLA decode specialization",
         source=f"{_FI}:594@0.28.0, :573@0.29.0, :606@0.30.0, :664@0.31.0–0.33.0",
-        vllm=VersionRange(since="0.28.0"),
+        vllm=fact("flashinfer-sm120-shape").range,
     ),
     # --- reported (kernel) failures: warning rows, the text from the upstream reports ------------
     Signature(
         rule="sm12-0.24-deepgemm", exception="RuntimeError (DeepGEMM assertion)",
         pattern=r"layout\.hpp:\d+\).*Unknown recipe|Unknown recipe.*layout\.hpp",
         source="DeepGEMM csrc layout.hpp:76 via vLLM 0.24.0's FP8 warm-up (vLLM #47130, #47266)",
-        vllm=VersionRange(since="0.24.0", before="0.24.1"),
+        vllm=fact("sm12-deepgemm-warmup").range,
     ),
     Signature(
         rule="sm12-0.27", exception="RuntimeError (DeepGEMM assertion)",
         pattern=r"Unknown SF transformation",
         source="DeepGEMM, from process_weights_after_loading in vLLM 0.27.x (vLLM #51758)",
-        vllm=VersionRange(since="0.27.0", before="0.28.0"),
+        vllm=fact("sm12-0.27").range,
         fill={"before": "0.28.0"},
     ),
     # --- failures no rule row decides: the signature's own words (``text``) ---------------------
@@ -489,7 +487,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"kv must have shape \(num_blocks, page_block_size, h_kv, bytes_per_token\)",
         source="FlashMLA's sparse decode check; vllm#47648 (nightly 0.23.1rc1.dev803, 8 × H200, DSpark); fixed by "
         "vllm#47716: vllm/v1/attention/backends/mla/sparse_swa.py:96@0.25.0 passes kv_quant_mode (absent in 0.24.0)",
-        vllm=VersionRange(before="0.25.0"),
+        vllm=fact("dspark-kv-shape").range,
         text={"title": "DeepSeek-V4 DSpark: the sliding-window KV cache reshaped with the wrong width (fixed in vLLM 0.25.0)",
               "effect": "nightlies before 0.25.0 built the DSpark sliding-window cache with 512 instead of 584 bytes "
                         "per token (no kv_quant_mode for fp8_ds_mla), and FlashMLA rejects it at the first decode",
@@ -504,7 +502,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "(vllm#47418); set on CUDA by "
         "vllm#47429 before 0.25.0 (vllm/models/deepseek_v4/nvidia/dspark.py:273@0.25.0), on ROCm by vllm#51145 "
         "(vllm/models/deepseek_v4/amd/dspark.py:294@0.28.0; absent in 0.26.0)",
-        vllm=VersionRange(before="0.28.0"),
+        vllm=fact("dspark-no-d2t").range,
         text={"title": "DeepSeek-V4 DSpark draft model without draft_id_to_target_id (fixed in vLLM 0.25.0, ROCm 0.28.0)",
               "effect": "the DSpark speculator reads draft_id_to_target_id, which the DeepSeek-V4 DSpark draft class "
                         "did not define (CUDA: nightlies before 0.25.0; ROCm: 0.25.0–0.26.0, 0.27 not checked)",
@@ -588,7 +586,7 @@ SIGNATURES: tuple[Signature, ...] = (
          f"{_NV}:522@0.24.0, :543@0.25.0, :544@0.26.0, :553@0.27.0, :561@0.28.0, :781@0.29.0, :820@0.30.0, "
          ":836@0.31.0, :710@0.32.0, :254@0.33.0", ANY_VERSION),
         (r"DeepSeek V4 MegaMoE requires normalized top-k probabilities",
-         f"{_NV}:840@0.31.0, :714@0.32.0, :258@0.33.0", VersionRange(since="0.31.0")),
+         f"{_NV}:840@0.31.0, :714@0.32.0, :258@0.33.0", fact("mega-moe-norm-topk").range),
     )),
     Signature(
         rule="memory-changed-while-profiling", exception="AssertionError",
@@ -619,7 +617,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     *(Signature(
         rule="vllm-too-old-for-dsv4", exception=exception, pattern=pattern, source=source, text=_TOO_OLD_TEXT,
-        vllm=VersionRange(before="0.24.0"),
+        vllm=fact("vllm-too-old-for-dsv4").range,
     ) for exception, pattern, source in (
         ("KeyError", r"invalid tool call parser: deepseek_v4\b",
          "vllm/entrypoints/openai/api_server.py:505@0.24.0 (the check; 0.24.0 and later register deepseek_v4); "

@@ -85,7 +85,7 @@ from collections.abc import Callable, Mapping
 
 from ..facts import Facts, as_bool, attention_backend, json_option
 from ..records import Record
-from ..versions import VersionRange
+from ..vllm.facts import fact
 from .budget import Term
 from .vllm_config import DSV4_MAX_MODEL_LEN, speculative_method
 
@@ -96,15 +96,15 @@ FP32 = 4
 INT32 = 4
 
 PREFILL_CHUNK_SIZE = 4  # DeepseekV4Attention.PREFILL_CHUNK_SIZE (attention.py:119@0.24, :156@0.33)
-COMBINED_INDICES = VersionRange(since="0.27.0")  # nvidia/flashmla.py:101-106@0.27
-SEQUENCE_PARALLEL = VersionRange(since="0.27.0")  # sp_shard(hidden_states): nvidia/model.py:1157@0.27
+COMBINED_INDICES = fact("combined-indices").range
+SEQUENCE_PARALLEL = fact("sequence-parallel").range  # sp_shard(hidden_states)
 # The indexer's dummy-run reservations (sparse_attn_indexer.py:106-122@0.24, :481-506@0.33): the
 # K-gather workspace over get_max_prefill_buffer_size // 4 entries (max_model_len × 40 before 0.32,
 # v1/attention/backends/mla/indexer.py:219-229@0.24; × 8 × sparse_mla_prefill_workspace_factor from
 # 0.32, :916-927@0.33, the factor 5 up to 256K and 2 above, config/vllm.py:1866-1874@0.33), each entry
 # index_head_dim fp8 + 4 scale bytes (MXFP4: half + 1/32), + the radix top-k workspace; and a
 # transient VLLM_SPARSE_INDEXER_MAX_LOGITS_MB (default 512: envs.py) for the logits.
-INDEXER_FACTOR = VersionRange(since="0.32.0")
+INDEXER_FACTOR = fact("indexer-factor").range
 RADIX_TOPK_WORKSPACE = 1024 * 1024
 INDEXER_LOGITS_MB = 512
 FLASHINFER_BACKENDS = ("FLASHINFER_MLA_SPARSE_DSV4",)
@@ -113,11 +113,8 @@ FLASHMLA_BACKENDS = ("FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4")
 # 0.27 (nvidia/model.py:806@0.28); FlashInfer's EP megakernels from 0.29 (config/kernel.py:148-159@0.29,
 # named "flashinfer_moe_ep_cutedsl" from 0.32: :148-170@0.33).
 NATIVE_MEGA_MOE = "deep_gemm_mega_moe"
-FLASHINFER_MEGA_MOE = (  # (name, the releases it is a megakernel backend in)
-    ("flashinfer_moe_ep_mega_deep_gemm", VersionRange(since="0.29.0")),
-    ("flashinfer_moe_ep_mega_cutedsl", VersionRange(since="0.29.0", before="0.32.0")),
-    ("flashinfer_moe_ep_cutedsl", VersionRange(since="0.32.0")),
-)
+FLASHINFER_MEGA_MOE = tuple(  # (name, the releases it is a megakernel backend in)
+    (name, r) for r, names in fact("flashinfer-mega-moe-backends").by_release for name in names)
 
 # The band (docs/memory.md "The activation peak"): the GB10 measurement (V4-Flash, TP 1: 5.30 GiB at
 # 8,224 batched tokens, 1.39 GiB at 2,048) less the derived streams.

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..facts import Facts, json_option
 from ..records import Record
-from ..versions import VersionRange
+from ..vllm.facts import fact
 
 GiB = 2**30
 MiB = 2**20
@@ -36,7 +36,7 @@ MiB = 2**20
 # The V2 model runner's profile_cudagraph_memory returns 0 before 0.29
 # (v1/worker/gpu/model_runner.py:684-686@0.24, :843-845@0.28); from 0.29 it profiles
 # (:896-898@0.29 → cudagraph_utils._profile_cudagraph_memory, :1069@0.33).
-V2_PROFILES_GRAPHS = VersionRange(since="0.29.0")
+V2_PROFILES_GRAPHS = fact("v2-profiles-graphs").range
 
 # Evidence bands (docs/memory.md "What is left for the KV cache"); the activation peak is
 # core/memory/activation.py's.

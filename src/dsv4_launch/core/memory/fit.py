@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..facts import Facts
 from ..records import Record
 from ..versions import is_newer
-from ..vllm_releases import NEWEST_VERIFIED
+from ..vllm.releases import NEWEST_VERIFIED
 from .estimate import (
     DOES_NOT_FIT,
     FITS,

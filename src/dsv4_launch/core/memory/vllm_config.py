@@ -11,20 +11,20 @@ the memory model rests on (``tools/new_release.py`` lists those whose cited file
 from __future__ import annotations
 
 from ..facts import Facts, as_bool, as_human_int, as_int, json_option, vllm_env_bool
-from ..versions import VersionRange
+from ..vllm.facts import fact
 from .kv_plan import PACKED, TUPLES, TUPLES_SLAB
 
 GiB = 2**30
 
 # Per-release facts of vLLM the estimate depends on (each cited in docs/memory.md).
-PACKED_PLANNER = VersionRange(since="0.29.0")  # _get_packed_kv_cache_groups (v1/core/kv_cache_utils.py@0.29)
+PACKED_PLANNER = fact("packed-kv-planner").range
 # The tuple planner's groups laid out in one dense block slab and counted per group's blocks by "Maximum
 # concurrency" (v1/core/kv_cache_utils.py:937,1283@0.27.0, :917@0.28.0; kv_plan.TUPLES_SLAB); 0.29 packs.
-SLAB_POOL = VersionRange(since="0.27.0")
+SLAB_POOL = fact("slab-pool").range
 # The releases whose "Maximum concurrency" count kv_plan.StagePlan.concurrency_blocks reproduces to vLLM's
 # float (tests/vllm_real/test_concurrency_oracle.py: 0.24.0–0.33.0, by each release's own code); a later
 # release is counted as the newest one counts (fit says so: not verified there); before 0.24 not at all.
-CONCURRENCY_COUNTED = VersionRange(since="0.24.0")
+CONCURRENCY_COUNTED = fact("concurrency-counted").range
 
 
 def concurrency_counted(vllm_version: str | None) -> bool:
@@ -32,36 +32,25 @@ def concurrency_counted(vllm_version: str | None) -> bool:
     return CONCURRENCY_COUNTED.contains(vllm_version) is not False
 
 
-IN_FLIGHT_TOKENS = VersionRange(since="0.26.0")  # VllmConfig.max_in_flight_tokens (config/vllm.py:525@0.26)
+IN_FLIGHT_TOKENS = fact("in-flight-tokens").range  # VllmConfig.max_in_flight_tokens
 # How VllmConfig.__post_init__ resolves async scheduling when --async-scheduling is not given
 # (the `async_scheduling is None` branch: config/vllm.py:1059@0.26, :1185@0.28, :1576@0.31, :1685@0.33):
-ASYNC_WITH_DRAFT_MODEL = VersionRange(since="0.28.0")  # method draft_model keeps it on (config/vllm.py:1201@0.28)
-ASYNC_OFF_WITH_PP_ON_V1 = VersionRange(since="0.31.0")  # PP > 1 on the V1 runner turns it off (config/vllm.py:1626@0.31)
-ASYNC_SPEC_ON_V1_ONLY = VersionRange(since="0.33.0")  # the speculative conditions bind the V1 runner only (config/vllm.py:1652@0.33)
-RAY_V1_EXECUTOR = VersionRange(before="0.33.0")  # VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: RayDistributedExecutor, no async (v1/executor/abstract.py:78@0.32)
+ASYNC_WITH_DRAFT_MODEL = fact("async-with-draft-model").range  # method draft_model keeps it on
+ASYNC_OFF_WITH_PP_ON_V1 = fact("async-off-with-pp-on-v1").range  # PP > 1 on the V1 runner turns it off
+ASYNC_SPEC_ON_V1_ONLY = fact("async-spec-on-v1-only").range  # the speculative conditions bind the V1 runner only
+RAY_V1_EXECUTOR = fact("ray-v1-executor").range  # VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: RayDistributedExecutor, no async
 # Speculative methods that keep async scheduling on (EagleModelTypes, NgramGPUTypes, dspark; config/speculative.py:63@0.26)
 ASYNC_METHODS = frozenset({"eagle", "eagle3", "extract_hidden_states", "mtp", "dflash", "ngram_gpu", "dspark"})
 # The V2 model runner's speculative methods (config/vllm.py _get_v2_model_runner_unsupported_features): until
 # 0.29 the ones it takes, from 0.30 the ones it refuses (True: takes); the V1 runner runs the others.
-V2_METHODS = (
-    (VersionRange(before="0.29.0"), True, frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})),  # :2400@0.28
-    (VersionRange(since="0.29.0", before="0.30.0"), True,
-     frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "extract_hidden_states"})),  # :2566@0.29
-    (VersionRange(since="0.30.0", before="0.31.0"), False,
-     frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "medusa", "mlp_speculator", "custom_class"})),  # :2839@0.30
-    (VersionRange(since="0.31.0", before="0.32.0"), False,
-     frozenset({"ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "custom_class"})),  # :3074@0.31
-    (VersionRange(since="0.32.0", before="0.33.0"), False,
-     frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"})),  # :2928@0.32
-    (VersionRange(since="0.33.0"), False, frozenset({"suffix", "custom_class"})),  # :3067@0.33
-)
-V2_EAGLE3_PP = VersionRange(before="0.30.0")  # EAGLE3 with PP > 1 is V1's (config/vllm.py:2586@0.29)
-MXFP4_INDEXER_STATE = VersionRange(since="0.27.0")  # 68-byte MXFP4 indexer states (attention.py:785@0.27)
-V2_RUNNER_FOR_DSV4 = VersionRange(since="0.28.0")  # DeepseekV4ForCausalLM in the V2 runner's defaults (0.28)
-LARGE_GPU_BATCH = VersionRange(since="0.28.0")  # 16384 batched tokens on ≥ 160 GiB GPUs (arg_utils.py@0.28)
-RETAINED_FOR_MULTI_MTP = VersionRange(since="0.28.0")  # SlidingWindowSpec.extra_retained_tokens (kv_cache_utils.py:2137@0.28)
+V2_METHODS = tuple((r, *value) for r, value in fact("v2-runner-spec-methods").by_release)
+V2_EAGLE3_PP = fact("v2-eagle3-pp").range  # EAGLE3 with PP > 1 is V1's
+MXFP4_INDEXER_STATE = fact("mxfp4-indexer-state").range  # 68-byte MXFP4 indexer states
+V2_RUNNER_FOR_DSV4 = fact("v2-runner-for-dsv4").range  # DeepseekV4ForCausalLM in the V2 runner's defaults
+LARGE_GPU_BATCH = fact("large-gpu-batch").range  # 16384 batched tokens on ≥ 160 GiB GPUs
+RETAINED_FOR_MULTI_MTP = fact("retained-for-multi-mtp").range  # SlidingWindowSpec.extra_retained_tokens
 DSPARK_DEFAULT_LAYERS = 3  # DSparkDeepseekV4Model: n_mtp_layers or 3 (models/deepseek_v4/nvidia/dspark.py:106@0.33, :69@0.25)
-GB10_BATCH = VersionRange(since="0.33.0")  # GB10 (SM 12.1) gets the small-GPU default (arg_utils.py:2963@0.33)
+GB10_BATCH = fact("gb10-batch").range  # GB10 (SM 12.1) gets the small-GPU default
 
 
 DSV4_MAX_MODEL_LEN = 1_048_576  # max_position_embeddings: vLLM's default --max-model-len

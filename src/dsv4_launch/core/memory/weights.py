@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..records import Record
-from ..versions import VersionRange
+from ..vllm.facts import fact
 
 MAX_LAYERS = 1024  # a config naming more layers is not a DeepSeek-V4 we can tally
 MAX_DIM = 1 << 24  # any size past this is not a real checkpoint's
@@ -53,14 +53,14 @@ MAX_DRAFT_LAYERS = 16
 VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of this
 CHECK_TOLERANCE = 0.005  # a tally within 0.5 % of an exact total counts as checked
 # Sequence parallelism replicates the shared experts from 0.27.0 (_use_sequence_parallel).
-SEQUENCE_PARALLEL_SHARED = VersionRange(since="0.27.0")
+SEQUENCE_PARALLEL_SHARED = fact("sequence-parallel-shared").range
 # The target's _mtp_hidden_buffer: on the last stage whatever the method before 0.27
 # (nvidia/model.py:1008@0.24), from 0.27 only for these methods (use_eagle() or draft_model).
-HIDDEN_BUFFER_ALWAYS = VersionRange(before="0.27.0")
+HIDDEN_BUFFER_ALWAYS = fact("hidden-buffer-always").range
 HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "draft_model"})
 # DSpark's own top-k buffer: DSparkDeepseekV4Model allocates one from 0.27 (nvidia/dspark.py:98@0.27,
 # :125@0.33); 0.25-0.26 build its layers with topk_indices_buffer None (dspark.py:91@0.25).
-DSPARK_TOPK_BUFFER = VersionRange(since="0.27.0")
+DSPARK_TOPK_BUFFER = fact("dspark-topk-buffer").range
 
 # transformers' DeepseekV4Config defaults (configuration_deepseek_v4.py), what vLLM uses for a
 # key config.json leaves out.

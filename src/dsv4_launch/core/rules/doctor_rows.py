@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from ..facts import Facts, as_int
 from ..gpus import GpuInfo
 from ..model import V4
-from ..versions import VersionRange
+from ..vllm.facts import fact
 from .engine import CITED, FAIL, WARN, Rule, row
 from .kv_paths import dsv4_backend
 from .speculative import spec_config, spec_method
@@ -103,7 +103,7 @@ def sm120_api_missing(facts: Facts, gpu: GpuInfo | None):
     fix="install a FlashInfer build containing flashinfer-ai/flashinfer#4380 (DSpark on SM 12.x needs top-k 192/256)",
     reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py _required_sm120_sparse_topk; recipes#818",
     families=frozenset({"12"}),
-    vllm=VersionRange(since="0.28.0"),
+    vllm=fact("flashinfer-sm120-shape").range,
     section="flashinfer",
 )
 def sm120_shape_missing(facts: Facts, gpu: GpuInfo | None):

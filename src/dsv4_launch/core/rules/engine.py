@@ -11,7 +11,7 @@ refuse or warn); when the GPU type or the vLLM version is unknown, or CUDA's num
 name another GPU, a refusal becomes a warning that says what would make it apply. Only rows
 whose evidence is the installed vLLM's own code (``CONFIRMED`` by an oracle test that calls it,
 or ``CITED`` file:line for every release in range) may refuse — tests/test_rules.py holds the
-table to that. Code is read only up to the newest verified release (core/vllm_releases.py): on a
+table to that. Code is read only up to the newest verified release (core/vllm/releases.py): on a
 newer vLLM every refusal resting on release code is a warning that says "verified up to …", in
 this one place for plan, dsv4-serve, doctor and the plugin alike.
 
@@ -39,7 +39,7 @@ from ..gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, family_words,
 from ..model import V4, V41
 from ..records import EMPTY, Record
 from ..versions import ANY_VERSION, VersionRange, is_newer
-from ..vllm_releases import NEWEST_VERIFIED
+from ..vllm.releases import NEWEST_VERIFIED
 
 REFUSE, WARN = "refuse", "warn"  # what a row does when it certainly applies
 
@@ -92,7 +92,7 @@ class Rule(Record):
     # Other version facts the texts name, besides ``vllm`` ({NAME_since}, {NAME_before}, {NAME}).
     releases: Mapping[str, VersionRange] = EMPTY
     # The condition is what vLLM's code does (True: nearly every row), so on a release newer than
-    # every verified one (vllm_releases.NEWEST_VERIFIED) a refusal is only a warning; False for a
+    # every verified one (vllm.releases.NEWEST_VERIFIED) a refusal is only a warning; False for a
     # fact that holds whatever vLLM's code is (a checkpoint's bytes against the GPUs' memory).
     release_code: bool = True
 

@@ -15,6 +15,7 @@ from ..gpus import DSV4_FAMILIES, GpuInfo
 from ..model import V41
 from ..records import Record
 from ..versions import VersionRange
+from ..vllm.facts import fact
 from .engine import (
     BOTH,
     CITED,
@@ -48,16 +49,15 @@ NOT_DSV4_BACKENDS = frozenset({"FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_S
 # DeepSeek-V4.1's resolver (models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype): the
 # packed path of 0.31+ takes only these (and *_ds_mla); 0.30.0's is V4's ("fp8*" only).
 DSV41_PACKED_OK = frozenset({"auto", "fp8"})
-V41_PACKED_STRICT = VersionRange(since="0.31.0")  # from here the packed path rejects fp8_e4m3 & co.
-V41_PLAIN_ROWS_CHECKED = VersionRange(since="0.31.0")  # from here *_ds_mla on plain rows raises
+V41_PACKED_STRICT = fact("v41-packed-strict").range  # from here the packed path rejects fp8_e4m3 & co.
+V41_PLAIN_ROWS_CHECKED = fact("v41-plain-rows-checked").range  # from here *_ds_mla on plain rows raises
 # V4.1's selector (deepseek_v41/nvidia/model.py): these take the FlashInfer class, plain rows off SM 12.x.
 V41_FLASHINFER_BACKENDS = frozenset({FLASHINFER_DSV4, "FLASHINFER_MLA_SPARSE_DSV41"})
-ASSERTS_UNTIL = VersionRange(before="0.30.0")  # the DeepSeek-V4 KV check is a bare assert here
-# VllmConfig's nvfp4-on-MLA test (config/vllm.py): cache_dtype == "nvfp4" (:2315@0.27.1), then
-# startswith("nvfp4") (:2532@0.28.0), then also not endswith("_ds_mla") (:3184@0.30.0).
-NVFP4_EXACT_UNTIL = VersionRange(before="0.28.0")
-NVFP4_PREFIX_UNTIL = VersionRange(before="0.30.0")
-KV_DTYPE_BY_PYDANTIC = VersionRange(since="0.33.0")  # --kv-cache-dtype checked by pydantic, not argparse choices
+ASSERTS_UNTIL = fact("dsv4-kv-check-asserts").range  # the DeepSeek-V4 KV check is a bare assert here
+# VllmConfig's nvfp4-on-MLA test (config/vllm.py): == "nvfp4", then startswith, then not *_ds_mla.
+NVFP4_EXACT_UNTIL = fact("nvfp4-mla-exact").range
+NVFP4_PREFIX_UNTIL = fact("nvfp4-mla-prefix").range
+KV_DTYPE_BY_PYDANTIC = fact("kv-dtype-by-pydantic").range  # --kv-cache-dtype checked by pydantic, not argparse choices
 
 
 def _kv_value(facts: Facts) -> str | None:
@@ -191,7 +191,7 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
     "takes only {accepted} there; it raises ValueError ('{error}') when it builds the attention layers",
     fix="--kv-cache-dtype fp8, or drop the option (auto selects V4.1's packed format)",
     reference="vllm/models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype",
-    models=frozenset({V41}), families=DSV4_FAMILIES, vllm=VersionRange(since="0.30.0"),
+    models=frozenset({V41}), families=DSV4_FAMILIES, vllm=fact("v41-kv").range,
 )
 def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
@@ -275,7 +275,7 @@ PCP_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4", "FLASHMLA_S
     "when it builds the model",
     fix="--attention-backend FLASHMLA_SPARSE_DSV41 (or drop the option), or --prefill-context-parallel-size 1",
     reference="vllm/models/deepseek_v41/nvidia/model.py _select_dsv4_attn_cls (PCP branch)",
-    models=frozenset({V41}), vllm=VersionRange(since="0.33.0"),
+    models=frozenset({V41}), vllm=fact("v41-pcp-not-flashmla").range,
 )
 def v41_pcp_not_flashmla(facts: Facts, gpu: GpuInfo | None):
     pcp = as_int(facts.args.value("prefill_context_parallel_size")) or 1
@@ -417,7 +417,7 @@ def block_size_v4(facts: Facts, gpu: GpuInfo | None):
     fix="--block-size {suggested}, or drop the option",
     reference="vllm/models/deepseek_v41/sparse_mla.py, nvidia/flashinfer_sparse.py", models=frozenset({V41}),
     families=DSV4_FAMILIES,
-    vllm=VersionRange(since="0.30.0"),
+    vllm=fact("block-size-v41").range,
 )
 def block_size_v41(facts: Facts, gpu: GpuInfo | None):
     # 64 on the SM 9.x family, 128 elsewhere (deepseek_v41/sparse_mla.py, 0.30+); the FlashInfer
@@ -433,8 +433,8 @@ def block_size_v41(facts: Facts, gpu: GpuInfo | None):
 # --attention-config.indexer_kv_dtype values the DeepSeek sparse indexer rejects (indexer.py
 # dsa_indexer_uses_fp4, vLLM 0.28+; accepted: auto, fp8, mxfp4).
 INDEXER_REJECTED = frozenset({"bf16", "nvfp4"})
-INDEXER_KV_DTYPE_READ = VersionRange(since="0.28.0")  # --attention-config.indexer_kv_dtype (config/attention.py:75@0.28.0)
-INDEXER_ASSERTS_UNTIL = VersionRange(before="0.28.0")  # the FP4 indexer check is a bare assert here
+INDEXER_KV_DTYPE_READ = fact("indexer-kv-dtype-read").range  # --attention-config.indexer_kv_dtype
+INDEXER_ASSERTS_UNTIL = fact("indexer-fp4-asserts").range  # the FP4 indexer check is a bare assert here
 
 
 def _attention_config(facts: Facts) -> dict:
@@ -463,7 +463,7 @@ def _fp4_indexer_fix(facts: Facts) -> str:
     "data-centre GPUs; {vllm} fails with 'use_fp4_indexer_cache requires Blackwell datacenter GPUs (sm_10x…)'",
     fix="{fix}",
     reference="vllm/v1/attention/backends/mla/indexer.py; vllm#52550; recipes#760",
-    families=NOT_SM10, vllm=VersionRange(since="0.24.0", before="0.30.0"),
+    families=NOT_SM10, vllm=fact("fp4-indexer-off-sm10").range,
 )
 def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     if not _fp4_indexer_flag(facts):
@@ -480,7 +480,7 @@ def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     message="use_fp4_indexer_cache in --attention-config: {vllm} no longer has this option (removed in {since:minor}) "
     "and rejects the arguments with 'Unexpected keyword argument', on every GPU",
     fix="{fix}",
-    reference="vllm/config/attention.py; vllm#52550", vllm=VersionRange(since="0.30.0"),
+    reference="vllm/config/attention.py; vllm#52550", vllm=fact("fp4-indexer-removed").range,
 )
 def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
     config = _attention_config(facts)
@@ -499,7 +499,7 @@ def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
     message="--attention-config.indexer_kv_dtype mxfp4 on {gpus}: {vllm} raises ValueError "
     "(\"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs\") when it builds the model",
     fix="drop it (vLLM picks the indexer cache itself)",
-    reference="vllm/v1/attention/backends/mla/indexer.py", families=NOT_SM10, vllm=VersionRange(since="0.28.0"),
+    reference="vllm/v1/attention/backends/mla/indexer.py", families=NOT_SM10, vllm=fact("mxfp4-indexer-off-sm10").range,
 )
 def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     if _attention_config(facts).get("indexer_kv_dtype") != "mxfp4" or _fp4_indexer_flag(facts):
@@ -518,7 +518,7 @@ def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     "indexer\") when it builds the model",
     fix="drop it (fp8, the default), or --attention-config.indexer_kv_dtype mxfp4 on SM 10.x",
     reference="vllm/v1/attention/backends/mla/indexer.py dsa_indexer_uses_fp4", models=BOTH,
-    vllm=VersionRange(since="0.28.0"),
+    vllm=fact("indexer-dtype-unsupported").range,
 )
 def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
     value = _attention_config(facts).get("indexer_kv_dtype")
@@ -533,7 +533,7 @@ def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
     message="--attention-config.indexer_kv_dtype {value}: {vllm}'s DeepSeek-V4 does not read it (only "
     "use_fp4_indexer_cache, on SM 10.x)",
     fix="drop it; on SM 10.x use --attention_config.use_fp4_indexer_cache=True before {before:minor}",
-    reference="vllm/models/deepseek_v4/attention.py", vllm=VersionRange(since="0.24.0", before="0.28.0"),
+    reference="vllm/models/deepseek_v4/attention.py", vllm=fact("indexer-dtype-ignored").range,
 )
 def indexer_dtype_ignored(facts: Facts, gpu: GpuInfo | None):
     value = _attention_config(facts).get("indexer_kv_dtype")
@@ -546,9 +546,8 @@ def indexer_dtype_ignored(facts: Facts, gpu: GpuInfo | None):
 # factory.py) whose class does not subclass SupportsHMA (kv_connector/v1/base.py supports_hma),
 # 0.24–0.33 (tests/vllm_real/test_connector_oracle.py asks each CI release's own factory).
 NO_HMA_CONNECTORS = frozenset({"ExampleConnector", "LMCacheConnectorV1", "FlexKVConnectorV1", "HF3FSKVConnector"})
-# … and one that gained it: MoRIIOConnector subclasses SupportsHMA from 0.30
-# (moriio/moriio_connector.py:199@0.30; :192@0.29 without it).
-HMA_SINCE = {"MoRIIOConnector": VersionRange(since="0.30.0")}
+# … and one that gained it: MoRIIOConnector subclasses SupportsHMA from 0.30.
+HMA_SINCE = {"MoRIIOConnector": fact("moriio-supports-hma").range}
 # LMCacheMPConnector is the lmcache package's class when lmcache is installed, vLLM's builtin one
 # (no SupportsHMA) otherwise (lmcache_mp_connector.py:1191-1217@0.33, :1200-1226@0.24): its hybrid
 # support is the installed lmcache's, which nothing here reads.
@@ -667,7 +666,7 @@ def _hma_explicitly_on(facts: Facts) -> bool:
     fix="drop it (with a KV connector, use one with hybrid support: NixlConnector, MooncakeConnector)",
     reference="vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs (kv_cache_utils.py before 0.33); "
     "vllm/v1/kv_cache_interface.py replace_as, SlidingWindowMLASpec.bounded_replay", models=BOTH,
-    vllm=VersionRange(since="0.31.0"),
+    vllm=fact("hma-disabled").range,
 )
 def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     return _dcp_doubt(facts) if facts.args.value("disable_hybrid_kv_cache_manager") is True else None
@@ -688,7 +687,7 @@ def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/config/vllm.py _post_init_kv_transfer_config, (Turning off hybrid kv cache manager …); "
     "vllm/distributed/kv_transfer/kv_connector/factory.py supports_hma_config; "
     "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH,
-    vllm=VersionRange(since="0.31.0"),
+    vllm=fact("connector-turns-hma-off").range,
 )
 def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     connector = _no_hma_connector(facts)
@@ -712,7 +711,7 @@ def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     fix="keep the hybrid KV-cache manager on (drop the flag; with a KV connector, use NixlConnector or "
     "MooncakeConnector)",
     reference="vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs; vllm-ascend#9975", models=BOTH,
-    vllm=VersionRange(before="0.31.0"),
+    vllm=fact("hma-off-full-attention").range,
 )
 def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     if hma_disabled(facts, gpu) is not None:
@@ -755,7 +754,7 @@ def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
     fix="give the checkpoint's own config.json (a local model directory), or set --max-model-len to a length "
     "you know fits",
     reference="vllm/v1/core/kv_cache_planning.py (max-model-len check); recipes DeepSeek-V4-Flash-Vision",
-    vllm=VersionRange(since="0.30.0"),
+    vllm=fact("vision-no-compress-ratios").range,
 )
 def vision_without_ratios(facts: Facts, gpu: GpuInfo | None):
     layers = facts.model.number("vision_n_layers")

@@ -15,6 +15,7 @@ from ..facts import Facts, attention_backend
 from ..gpus import UNKNOWN_GPU_STAND_INS, GpuInfo, describe_kinds, in_families
 from ..records import Record
 from ..versions import VersionRange
+from ..vllm.facts import fact
 
 FP8_DS_MLA = "fp8_ds_mla"
 PLAIN_ROWS = "plain rows"
@@ -51,7 +52,7 @@ FLASHINFER_DSV4 = "FLASHINFER_MLA_SPARSE_DSV4"
 # Names `_select_dsv4_attn_cls` acts on; every other --attention-backend is ignored by
 # DeepSeek-V4 (the default class is used), identical in 0.24–0.33 (docs/rules-evidence.md §1).
 DSV4_BACKEND_NAMES = FLASHMLA_BACKENDS | {FLASHINFER_DSV4, "FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120"}
-CRASHES_BEFORE_FIX = VersionRange(before="0.30.0")
+CRASHES_BEFORE_FIX = fact("dsv4-kv-auto-crash").range
 
 KV_PATHS: tuple[KvPath, ...] = (
     KvPath(

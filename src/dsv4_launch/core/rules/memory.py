@@ -23,7 +23,7 @@ from ..memory.estimate import (
     weights_refusal,
 )
 from ..memory.vllm_config import max_model_len_tried, speculative_method
-from ..versions import VersionRange
+from ..vllm.facts import fact
 from .engine import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
@@ -295,8 +295,8 @@ def max_model_len_invalid(facts: Facts, gpu: GpuInfo | None):
 
 
 SAFETENSORS_LOADERS = (None, "auto", "safetensors", "fastsafetensors")
-# filter_duplicate_safetensors_files raises for shards the index names that are missing (weight_utils.py, 0.26.0+)
-MISSING_SHARDS_RAISE = VersionRange(since="0.26.0")
+# filter_duplicate_safetensors_files raises for shards the index names that are missing
+MISSING_SHARDS_RAISE = fact("missing-shards-raise").range
 
 
 @row(
@@ -338,7 +338,7 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
     fix="finish the download of the checkpoint into {where}, or point at a complete copy",
     reference="vllm/model_executor/model_loader/default_loader.py load_weights (weights_not_loaded is "
     "checked only when model_config.quantization is None)",
-    models=BOTH, vllm=VersionRange(before=MISSING_SHARDS_RAISE.since),
+    models=BOTH, vllm=fact("shards-missing-silent").range,
 )
 def shards_missing_loaded_anyway(facts: Facts, gpu: GpuInfo | None):
     return shards_missing(facts, gpu)  # the same condition; the row says what vLLM does with it

@@ -9,7 +9,7 @@ from ..facts import Facts, as_int, json_option, vllm_env_bool
 from ..gpus import GpuInfo, in_families
 from ..memory.vllm_config import max_model_len_tried
 from ..model import V41
-from ..versions import VersionRange
+from ..vllm.facts import fact
 from .engine import (
     BOTH,
     CITED,
@@ -31,7 +31,7 @@ ROWS: list[Rule] = []  # filled by @row, in this module's order
 # --- the MoE backend --------------------------------------------------------------------------
 
 MEGA_MOE = "deep_gemm_mega_moe"
-MEGA_MOE_SM_CHECKED_AT_BUILD = VersionRange(since="0.33.0")  # the SM100 check runs before the weight load
+MEGA_MOE_SM_CHECKED_AT_BUILD = fact("mega-moe-sm-checked-at-build").range  # the SM100 check runs before the weight load
 
 
 def _moe_backend(facts: Facts) -> str | None:
@@ -120,8 +120,8 @@ def mega_moe_off_sm100(facts: Facts, gpu: GpuInfo | None):
 
 V4_PARSER = "deepseek_v4"  # tool and reasoning parser name for DeepSeek-V4 in 0.24–0.33 (tool_parsers/, reasoning/)
 V41_PARSER = "deepseek_v41"  # DeepSeek-V4.1's, 0.30+
-# 0.24.0 registers reasoning parser deepseek_v4 as DeepSeekV3ReasoningParser itself (reasoning/__init__.py:31@0.24.0)
-V3_REASONING_IS_V4 = VersionRange(before="0.25.0")
+# 0.24.0 registers reasoning parser deepseek_v4 as DeepSeekV3ReasoningParser itself
+V3_REASONING_IS_V4 = fact("v3-reasoning-is-v4").range
 THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-model-len
 
 
@@ -148,7 +148,7 @@ def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
     "are silently not parsed",
     fix=f"--tool-call-parser {V41_PARSER} --reasoning-parser {V41_PARSER}",
     reference="vllm/tool_parsers/__init__.py; smg-project/smg#2525", models=frozenset({V41}),
-    vllm=VersionRange(since="0.30.0"),
+    vllm=fact("v4-parsers-on-v41").range,
 )
 def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
     used = [f"--{name.replace('_', '-')} {facts.args.value(name)}" for name in ("tool_call_parser", "reasoning_parser")
@@ -226,7 +226,7 @@ def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     return {"value": shown_env(value)} if isinstance(value, str) else None
 
 
-DEEP_GEMM_READ_AT_WARMUP = VersionRange(before="0.29.0")  # kernel_warmup.py:60@0.24 … :152@0.28 reads it
+DEEP_GEMM_READ_AT_WARMUP = fact("deep-gemm-read-at-warmup").range  # kernel_warmup.py reads it
 
 
 @row(
@@ -259,7 +259,7 @@ def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
 
 # DeepSeek-V4.1's own model (vllm/models/deepseek_v41/, make_layers) exists from 0.30; V4's builds
 # its layers with make_layers in every release (deepseek_v4/{nvidia,amd,xpu,cpu}/model.py).
-PP_PARTITION_V41 = VersionRange(since="0.30.0")
+PP_PARTITION_V41 = fact("pp-partition-v41").range
 
 
 def pp_partition_error(text: str | None, layers: int | None, pp: int) -> str | None:

@@ -9,7 +9,7 @@ import re
 
 from ..facts import Facts, vllm_env_bool
 from ..gpus import GpuInfo, describe_kinds
-from ..versions import VersionRange
+from ..vllm.facts import fact
 from .engine import (
     BOTH,
     CITED,
@@ -95,8 +95,8 @@ def mixed_gpus(facts: Facts, gpu: GpuInfo | None):
 # --- releases ---------------------------------------------------------------------------------
 
 # Two SM 12.x reports, one release line each; each row's text names the other's bounds.
-SM12_DEGENERATE = VersionRange(since="0.26.0", before="0.27.0")  # sm12-0.26-garbage
-SM12_BOOT_FAILS = VersionRange(since="0.27.0", before="0.28.0")  # sm12-0.27
+SM12_DEGENERATE = fact("sm12-0.26-garbage").range
+SM12_BOOT_FAILS = fact("sm12-0.27").range
 
 
 
@@ -108,7 +108,7 @@ SM12_BOOT_FAILS = VersionRange(since="0.27.0", before="0.28.0")  # sm12-0.27
     message="{gpus} with {vllm}: vLLM has no DeepSeek-V4 path for SM 12.x before {before}",
     fix="pip install 'vllm>={before}' in vLLM's environment",
     reference="vllm/models/deepseek_v4/nvidia/model.py@0.24.0", families=frozenset({"12"}),
-    vllm=VersionRange(before="0.24.0"),
+    vllm=fact("sm12-before-0.24").range,
 )
 def sm12_before_path(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family and the release range are the whole condition
@@ -147,7 +147,7 @@ def sm12_degenerate_output(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family and the release range are the whole condition
 
 
-SM12_DEEPGEMM_WARMUP_FAILS = VersionRange(since="0.24.0", before="0.24.1")  # DeepGEMM on: the FP8 warm-up fails on SM 12.x
+SM12_DEEPGEMM_WARMUP_FAILS = fact("sm12-deepgemm-warmup").range  # DeepGEMM on: the FP8 warm-up fails on SM 12.x
 SM12_DEEPGEMM_FAMILIES = frozenset({"12"})  # … on these GPU families (the row, and deep-gemm-env-not-int's fix)
 
 
@@ -175,7 +175,7 @@ def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
     "BOS tokens on SM 10.x",
     fix="VLLM_USE_V2_MODEL_RUNNER=0 (not with DSpark, which needs V2), or another vLLM release",
     reference="vLLM #55486; vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES@0.28.0",
-    families=frozenset({"10"}), vllm=VersionRange(since="0.28.0", before="0.28.1"),
+    families=frozenset({"10"}), vllm=fact("sm10-0.28-v2-runner").range,
 )
 def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
     return None if v2_runner_env(facts) is not True and v2_runner_env(facts) is not None else {}
@@ -188,7 +188,7 @@ def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
     message="{gpus} with {vllm}: start-up crashes on H20 (CUDASymmetricMemory, then CUDA_ERROR_ILLEGAL_ADDRESS "
     "during CUDA graph capture)",
     fix="TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (fixes the first stage only), or another vLLM release",
-    reference="vLLM #53320", families=frozenset({"9"}), vllm=VersionRange(since="0.27.1", before="0.27.2"),
+    reference="vLLM #53320", families=frozenset({"9"}), vllm=fact("h20-0.27.1").range,
 )
 def h20_0271(facts: Facts, gpu: GpuInfo | None):
     if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or (facts.rule_env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1":
@@ -205,7 +205,7 @@ def h20_0271(facts: Facts, gpu: GpuInfo | None):
     "loads it as the text-only DeepseekV4ForCausalLM and fails on the vision tensors at weight load",
     fix="vLLM {before} or later (or the recipe's vllm/vllm-openai:deepseekv4-flash-vision image)",
     reference="vllm/model_executor/models/utils.py AutoWeightsLoader; recipes DeepSeek-V4-Flash-Vision",
-    vllm=VersionRange(before="0.30.0"),
+    vllm=fact("vision-before-0.30").range,
 )
 def vision_before_030(facts: Facts, gpu: GpuInfo | None):
     layers = facts.model.number("vision_n_layers")
@@ -225,7 +225,7 @@ def vision_before_030(facts: Facts, gpu: GpuInfo | None):
     "AttributeError (or KeyError at load) on such checkpoints",
     fix="vLLM {before} or later (it reads either name), or a checkpoint in DeepSeek's own FP8 format",
     reference="vllm/models/deepseek_v4/nvidia/ops/o_proj.py:66@0.24.0 (:64@0.27.0 reads either); vLLM #43564, "
-    "#43290", vllm=VersionRange(before="0.27.0"),
+    "#43290", vllm=fact("compressed-tensors-scale-names").range,
 )
 def compressed_tensors_scale_names(facts: Facts, gpu: GpuInfo | None):
     quant = (facts.model.config or {}).get("quantization_config")

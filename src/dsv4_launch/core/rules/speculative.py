@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..facts import Facts, as_int, json_option
 from ..gpus import DSV4_FAMILIES, GpuInfo
-from ..versions import VersionRange
+from ..vllm.facts import fact
 from .engine import (
     CITED,
     DERIVED,
@@ -41,12 +41,11 @@ def _has_dspark(facts: Facts) -> bool:
 # Features that make vLLM fall back to the V1 model runner (_get_v2_model_runner_unsupported_features,
 # config/vllm.py), with the releases each one does it in: (dest, words, releases).
 V2_UNSUPPORTED = (
-    ("enable_dbo", "--enable-dbo (dual batch overlap)", VersionRange(since="0.29.0")),
-    ("enable_elastic_ep", "--enable-elastic-ep (elastic expert parallelism)", VersionRange(since="0.29.0", before="0.32.0")),
-    ("logits_processors", "--logits-processors (custom logits processors)", VersionRange(since="0.29.0", before="0.31.0")),
-    # config/vllm.py:2608-2610@0.29 ("KV sharing fast prefill"); gone from the list in 0.30
+    ("enable_dbo", "--enable-dbo (dual batch overlap)", fact("v2-unsupported-dbo").range),
+    ("enable_elastic_ep", "--enable-elastic-ep (elastic expert parallelism)", fact("v2-unsupported-elastic-ep").range),
+    ("logits_processors", "--logits-processors (custom logits processors)", fact("v2-unsupported-logits-processors").range),
     ("kv_sharing_fast_prefill", "--kv-sharing-fast-prefill (KV sharing fast prefill)",
-     VersionRange(since="0.29.0", before="0.30.0")),
+     fact("v2-unsupported-kv-sharing-fast-prefill").range),
 )
 
 
@@ -57,7 +56,7 @@ V2_UNSUPPORTED = (
     effect="ValidationError: no such method, when the engine config is made",
     message="--speculative-config method dspark: {vllm} has no DSpark (added in {before}) and rejects the method",
     fix="vLLM {before} or later, or method mtp on a checkpoint with an MTP head",
-    reference="vllm/config/speculative.py", vllm=VersionRange(before="0.25.0"),
+    reference="vllm/config/speculative.py", vllm=fact("dspark-before-0.25").range,
 )
 def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     return {} if spec_method(facts) == "dspark" else None
@@ -73,7 +72,7 @@ def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     "checkpoint ships no DSpark module), so {vllm} fails when it builds the draft, after loading the weights",
     fix="method mtp (the preview and NVFP4 checkpoints carry an MTP head), or a DSpark checkpoint (-0731, -0813)",
     reference="vllm/models/deepseek_v4/nvidia/dspark.py; recipes DeepSeek-V4-Flash.yaml",
-    vllm=VersionRange(since="0.25.0"),
+    vllm=fact("dspark-without-module").range,
 )
 def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None or _has_dspark(facts):
@@ -90,7 +89,7 @@ def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
     "NotImplementedError ('DSpark does not support pipeline parallelism.') after loading the weights",
     fix="--pipeline-parallel-size 1 (tensor or data parallel instead), or vLLM {before} and later",
     reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py",
-    vllm=VersionRange(since="0.25.0", before="0.30.0"),
+    vllm=fact("dspark-pp").range,
 )
 def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1
@@ -106,7 +105,7 @@ def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
     message="--speculative-config num_speculative_tokens {k}: {vllm} requires at least dspark_block_size ({block}) "
     "for DSpark",
     fix="--speculative-config.num_speculative_tokens {block}",
-    reference="vllm/config/speculative.py", vllm=VersionRange(since="0.26.0", before="0.28.0"),
+    reference="vllm/config/speculative.py", vllm=fact("dspark-k-below-block").range,
 )
 def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     block = facts.model.number("dspark_block_size")
@@ -123,7 +122,7 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     effect="`Model Runner V1 does not support: dspark speculative decoding` when the engine config is made",
     message="VLLM_USE_V2_MODEL_RUNNER=0 with DSpark: {vllm}'s V1 model runner does not support DSpark and "
     "refuses the configuration",
-    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=VersionRange(since="0.29.0"),
+    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=fact("dspark-v1-runner").range,
 )
 def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is not False:
@@ -143,7 +142,7 @@ def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     "ValueError ({error})",
     fix="drop {used} (DSpark runs only on the V2 model runner), or method mtp on a checkpoint with an MTP head",
     reference="vllm/config/vllm.py _get_v2_model_runner_unsupported_features, "
-    "_get_v1_model_runner_unsupported_features", vllm=VersionRange(since="0.29.0"),
+    "_get_v1_model_runner_unsupported_features", vllm=fact("dspark-v2-unsupported").range,
 )
 def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is False or isinstance(v2_runner_env(facts), str):
@@ -172,7 +171,7 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     "expected to fail when it builds the draft, after loading the weights",
     fix="drop kv_cache_dtype from --speculative-config (the draft then uses the target's), or set it to fp8",
     reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py; vllm/models/deepseek_v4/attention.py "
-    "_resolve_dsv4_kv_cache_dtype", families=DSV4_FAMILIES, vllm=VersionRange(since="0.26.0"),
+    "_resolve_dsv4_kv_cache_dtype", families=DSV4_FAMILIES, vllm=fact("draft-kv-not-fp8").range,
 )
 def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark":
@@ -198,7 +197,7 @@ def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
     message="--speculative-config method mtp on {arch}: this checkpoint ships a DSpark module, not an MTP head; "
     "vLLM boots but with about 8× the KV cache per token",
     fix="method dspark (the recipes' default for these checkpoints)",
-    reference="vllm#51041; recipes DeepSeek-V4-Flash.yaml", vllm=VersionRange(since="0.25.0"),
+    reference="vllm#51041; recipes DeepSeek-V4-Flash.yaml", vllm=fact("mtp-on-dspark-checkpoint").range,
 )
 def mtp_on_dspark_checkpoint(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) not in ("mtp", "deepseek_mtp") or not _has_dspark(facts):
@@ -220,8 +219,8 @@ OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector", "SimpleCPUOffloadConne
     "pair on vLLM {reported_since} served for days and then died with AssertionError ('Block … not found in cache') in "
     "the CPU offloading path; {vllm} is not known to have fixed it",
     fix="watch for EngineDeadError and restart (a supervisor), or serve DSpark without KV offloading",
-    reference="vLLM #54914; vllm/v1/kv_offload/", vllm=VersionRange(since="0.25.0"),
-    releases={"reported": VersionRange(since="0.28.0", before="0.28.1")},  # the release of the report
+    reference="vLLM #54914; vllm/v1/kv_offload/", vllm=fact("dspark-kv-offload").range,
+    releases={"reported": fact("dspark-kv-offload-reported").range},
 )
 def dspark_kv_offload(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark":

@@ -10,10 +10,7 @@
 - ``CI_RELEASES``: the releases CI installs and runs the oracle suite on (``.ci/run`` reads them from
   here: the upstream report's version, the last that crashes on ``auto``, the newest).
 
-The per-release vLLM facts the rows use are the rows' own ``vllm=``/``releases=`` VersionRange
-fields (core/rules/*.py); ``tools/new_release.py`` lists every open-ended one (no ``before``) with
-the vLLM files it cites, and which of those files a new release changed. A new release: see
-docs/releases.md.
+The per-release vLLM facts are ``facts.py``'s; a new release: docs/releases.md.
 
 This module is read by ``.ci/run`` with ``runpy`` (no package import): keep it free of imports.
 """
