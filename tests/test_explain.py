@@ -70,6 +70,9 @@ def explain(tmp_path, lines, *, as_json=True, env=None, name="vllm.log"):
 _FP8 = "DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got"
 _PLEASE = "Please set `--kv-cache-dtype fp8` or select a backend that supports bfloat16 KV cache."
 _ATT = ("models/deepseek_v4/attention.py", 79, "_resolve_dsv4_kv_cache_dtype", 'assert kv_cache_dtype.startswith("fp8"), (')
+_PHASE1 = "/workspace/.deps/flashmla-src/csrc/sm90/prefill/sparse/instantiations/../phase1.cuh:614"
+_TMA_ASSERT = "Assertion `res == CUresult::CUDA_SUCCESS`"
+
 CASES = [
     (KV_AUTO, "0.24.0", traceback([_ATT], f"AssertionError: {_FP8} auto")),
     (KV_AUTO, "0.29.0", traceback([_ATT], f"AssertionError: {_FP8} auto")),
@@ -267,6 +270,12 @@ CASES = [
                                          "hermes })'"]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type `deepseek_v4` "
                                          "but Transformers does not recognize this architecture."]),
+    # round two (issue 40): the field's texts
+    ("flashmla-sparse-prefill-0.26", "0.26.0", [f"RuntimeError: Assertion error ({_PHASE1}): {_TMA_ASSERT} failed."]),
+    ("flashmla-sparse-prefill-0.26", "0.26.0", [f"{_TMA_ASSERT} failed ({_PHASE1}):"]),
+    ("vllm-argument-error", "0.33.0", ["vllm: error: unrecognized arguments: --enable-expert-paralel"]),
+    ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type deepseek_v4 "
+                                         "but Transformers does not recognize this architecture."]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: Model architectures ['DeepseekV4ForCausalLM'] are not supported "
                                          "for now. Supported architectures: dict_keys(['DeepseekV3ForCausalLM'])"]),
 ]
@@ -459,6 +468,7 @@ def test_gpu_named_in_the_log_is_used(tmp_path):
              *vllm_lines(traceback([_ATT], f"AssertionError: {_FP8} auto"))]
     _, doc, _ = explain(tmp_path, lines)
     assert doc["gpu"]["compute_capability"] == "12.0"
+    assert doc["gpu"]["name"] == "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"  # not "Edition" (issue 40)
     assert doc["corrected"]["gpus"] == "SM 12.0 (line 2 of the log)"
     assert doc["corrected"]["argv"][-2:] == ["--kv-cache-dtype", "fp8"]
     assert "SM 12.0" in doc["corrected"]["changes"][0]["reason"]
@@ -1068,3 +1078,53 @@ def test_the_generic_pp_message_is_dspark_pp_only_with_dspark_and_pp_in_the_argu
     assert status == 1 and doc["explained"] == []
     status, doc, _ = explain(tmp_path, [version_line("0.27.1"), *vllm_lines(traceback([], pp))], name="noargs.log")
     assert status == 1 and doc["explained"] == []
+
+
+# --- round two (issue 40) -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("version", "named"), [("0.26.0", True), (None, True), ("0.25.1", False), ("0.29.0", False)])
+def test_the_026_prefill_crash_is_named_only_on_its_release(tmp_path, version, named):
+    """The FlashMLA assertion has other causes elsewhere: a log of another release is not named."""
+    lines = vllm_lines([f"RuntimeError: Assertion error ({_PHASE1}): {_TMA_ASSERT} failed."])
+    _, doc, _ = explain(tmp_path, ([version_line(version)] if version else []) + lines)
+    assert ("flashmla-sparse-prefill-0.26" in {i["rule"] for i in doc["explained"]}) is named
+    if not named:
+        assert "phase1.cuh:614" in doc["root_cause"][0]["text"]
+
+
+@pytest.mark.parametrize(("version", "line", "wanted"), [
+    ("0.33.0", "vllm: error: unrecognized arguments: --enable-expert-paralel", "did you mean --enable-expert-parallel?"),
+    ("0.24.0", "api_server.py: error: unrecognized arguments: -tensor-parallel-size 2",
+     "did you mean --tensor-parallel-size?"),
+    ("0.33.0", "vllm: error: unrecognized arguments: --no-such-thing-at-all", "--no-such-thing-at-all (no such option)"),
+])
+def test_an_argument_error_is_answered_with_vllms_message_and_the_nearest_option(tmp_path, version, line, wanted):
+    status, doc, _ = explain(tmp_path, [version_line(version), line])
+    item = doc["explained"][0]
+    assert status == 0 and item["rule"] == "vllm-argument-error"
+    assert line.split(": error: ")[1] in item["effect"] and wanted in item["fix"]
+    assert f"vLLM {version}'s parser" in item["fix"]
+    assert doc["root_cause"][0]["text"] == line
+
+
+def test_the_kv_choice_error_stays_kv_invalids(tmp_path):
+    line = "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp9' (choose from auto, fp8)"
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), line])
+    assert [i["rule"] for i in doc["explained"]] == ["kv-invalid"]
+
+
+def test_the_max_len_fix_quotes_vllms_estimate(tmp_path):
+    message = ("ValueError: To serve at least one request with the model's max seq len (30000), (6.66 GiB KV cache is "
+               "needed, which is larger than the available KV cache memory (5.44 GiB). Based on the available memory, "
+               "the estimated maximum model length is 13528. Try increasing `gpu_memory_utilization`")
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines([message])])
+    item = next(i for i in doc["explained"] if i["rule"] == "max-model-len-too-long")
+    assert item["fix"].startswith("--max-model-len 13528 ")
+
+
+def test_a_port_in_use_gets_a_hint_not_a_name(tmp_path):
+    lines = [version_line("0.29.0"), *vllm_lines(["OSError: [Errno 98] Address already in use"])]
+    status, doc, _ = explain(tmp_path, lines)
+    assert status == 1 and doc["explained"] == [] and "--port" in doc["hint"]
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(["OSError: [Errno 28] No space left on device"])])
+    assert doc["hint"] is None

@@ -17,7 +17,9 @@ report could not be written.
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Mapping
 
 from ..core.explain.masking import mask_line, mask_lines
@@ -113,6 +115,8 @@ def group_matches(scan: Scan) -> list[list[Match]]:
     any of them is in range), and only those the log's arguments allow (``Signature.args``)."""
     by_line: dict[int, list[Match]] = {}
     for match in scan.matches:
+        if match.signature.release_only and _in_range(match, scan.version) is False:
+            continue  # the same text has another cause on the log's release
         if _args_fit(match, scan):
             by_line.setdefault(match.line.number, []).append(match)
     groups = []
@@ -198,6 +202,38 @@ def _plan_rules(prepared) -> set[str]:
 
 # --- the document both renderings are made from ------------------------------------------------
 
+_ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
+_PORT_IN_USE = ("Address already in use", "EADDRINUSE", "address already in use")
+
+
+def argument_suggestion(message: str, version: str | None) -> str:
+    """What to change for vLLM's argparse ``message``: for each option it does not know, the
+    nearest one of the release's recorded parser (``data/serve-options-X.json``)."""
+    from ..vllm_cli.option_table import load_table
+
+    table = load_table(version)
+    known = table.option_strings
+    found = re.search(r"unrecognized arguments: (.+)$", message)
+    if not found:
+        return f"correct the option the message names (vLLM {table.vllm_version}'s parser: `vllm serve --help`)"
+    parts = []
+    for word in found.group(1).split():
+        name = word.split("=", 1)[0]
+        if not name.startswith("-") or name in known:
+            continue
+        close = difflib.get_close_matches(name if name.startswith("--") else "-" + name, known, n=1, cutoff=0.8)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else f"{name} (no such option)")
+    unknown = ", ".join(parts) or "the words after the model (a second positional argument)"
+    return f"vLLM {table.vllm_version}'s parser does not know {unknown}: correct or drop it"
+
+
+def _values(match: Match, scan: Scan) -> Mapping[str, str] | None:
+    values = dict(match.values or {})
+    if match.signature.rule == "vllm-argument-error":
+        values["suggestion"] = argument_suggestion(values.get("message", ""), scan.version)
+    return values or None
+
+
 def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     from ..output.redact import masked_argv
     from ..output.report import command_line
@@ -228,7 +264,10 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and
                     prepared.facts is not None else None}
-            item.update(row_text(match.signature.rule, match.signature, match.values))
+            item.update(row_text(match.signature.rule, match.signature, _values(match, scan)))
+            estimate = _ESTIMATE.search(match.line.text) if match.signature.rule == "max-model-len-too-long" else None
+            if estimate:  # vLLM's own estimate, quoted
+                item["fix"] = f"--max-model-len {estimate.group(1)} (vLLM's estimate on this line) or less; " + item["fix"]
             finding = next((f for f in prepared.plan.findings if f.rule == match.signature.rule), None) \
                 if prepared is not None else None
             item["plan_text"] = finding.text if finding else None
@@ -273,6 +312,9 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         "root_cause": root,
         "pointers": pointers,
         "traceback_cut": scan.traceback_cut,
+        "hint": "a port vLLM binds is taken: another vLLM (or a previous one still exiting) holds it; pass another "
+                "--port (VLLM_PORT moves vLLM's internal ports), or stop the process holding it (`ss -ltnp`)"
+        if any(p in x.text for x in scan.root_cause for p in _PORT_IN_USE) else None,
         "corrected": corrected_doc,
         "exit_status": EXPLAINED if explained else NOT_FOUND,
         "error": None,
@@ -290,7 +332,7 @@ def _scrubber(scan: Scan | None, env):
 def _error_document(source: str, message: str) -> dict:
     return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
             "gpu": None, "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
-            "traceback_cut": None, "corrected": None, "exit_status": BAD_INPUT, "error": message, "plan_error": None}
+            "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT, "error": message, "plan_error": None}
 
 
 # --- reading and rendering -----------------------------------------------------------------------
@@ -385,6 +427,8 @@ def render_text(out, data: dict) -> None:
             out.info("no exception or error line found", label="root cause")
         for line in data["pointers"]:
             out.info(f"line {line['line']}: {line['text']}", label="vLLM says")
+        if data["hint"]:
+            out.info(data["hint"], label="hint")
         out.info("`dsv4-launch doctor` checks this machine; `dsv4-launch plan ARGS` checks the arguments",
                  label="next")
 

@@ -46,8 +46,9 @@ _ARGS = r"non-default args: (\{.*)$"
 # GPUs where a log names them with their compute capability: dsv4-launch's own lines
 # ("NVIDIA RTX PRO 6000 … (SM 12.0)") and torch's capability warning.
 _GPU_PATTERNS = (
-    r"on ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",
+    r"\bon ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",  # \bon: not "Editi|on (SM …)"
     r"Found GPU\d+ (.+?) which is of cuda capability (\d+)\.(\d+)",
+    r"^dsv4-(?:launch|serve): [\w\-]+: (?:[\w\-]+: )?((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",
 )
 # An exception line: indented too (a quoted log, an exception group's "  | "), a wrapped
 # exception's name in brackets (Ray's "RayTaskError(RuntimeError):"), after a launcher's "Error: ".
@@ -63,7 +64,7 @@ _NATIVE = (r"Check failed: |\bCUDA error: |terminate called after throwing|\bCUD
 # Texts one of which every _NATIVE match holds (a substring test before the search).
 _NATIVE_HINTS = ("Check failed", "CUDA", "terminate called", "Assertion ", "Segmentation fault", "Fatal Python",
                  "illegal memory", "NCCL error", "CUBLAS_STATUS", "core dumped")
-_ARGPARSE_ERROR = r"^(?:vllm )?serve: error: "
+_ARGPARSE_ERROR = r"^(?:vllm(?: serve)?|serve|api_server\.py): error: "  # argparse's "PROG: error: …"
 # vLLM's own lines that point above them at the real cause (or introduce a traceback).
 _POINTER = r"See root cause above|See stack trace|stack trace above|Engine core initialization failed|" \
     r"EngineCore failed to start|WorkerProc failed to start|Frontend process failed during engine core initialization|" \

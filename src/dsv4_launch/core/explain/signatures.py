@@ -45,6 +45,9 @@ class Signature(Record):
     # row's fix is already applied, so something else failed).
     args: Mapping[str, object] | None = None
     not_args: Mapping[str, object] | None = None
+    # The same text has another cause on other releases: never named for a log whose release is
+    # outside ``vllm`` (a log naming no release still is).
+    release_only: bool = False
 
 
 _ATT = "vllm/models/deepseek_v4/attention.py"
@@ -630,6 +633,46 @@ SIGNATURES: tuple[Signature, ...] = (
         ("ValueError", r"Model architectures \['DeepseekV4\w*ForCausalLM'\] are not supported for now",
          "vllm/model_executor/models/registry.py:1062@0.24.0 (the check)"),
     )),
+    # --- round two (issue 40): the field's texts ----------------------------------------------------
+    # 0.26.0's FlashMLA sparse prefill given an empty chunk (globalDim (512, 64, 0): the TMA
+    # descriptor's gmem_address 0): reported against 0.26.0 only (works on 0.25.x); the kernel's
+    # assertion has other causes elsewhere, so only for a log of 0.26.x or one naming no release.
+    *(Signature(
+        rule="flashmla-sparse-prefill-0.26", exception="RuntimeError (FlashMLA assertion)", pattern=pattern,
+        source="FlashMLA csrc/sm90/prefill/sparse/instantiations/../phase1.cuh:614 via "
+        "vllm/third_party/flashmla/flash_mla_interface.py:217 (sparse_prefill_fwd) from "
+        "vllm/models/deepseek_v4/nvidia/flashmla.py:339@0.26.0 (_forward_prefill); vllm#49883, #49922, #52339, #54179, #51486",
+        vllm=VersionRange(since="0.26.0", before="0.27.0"), release_only=True,
+        text={"title": "FlashMLA's sparse prefill crashes on vLLM 0.26.0 (an empty prefill chunk)",
+              "effect": "vLLM 0.26.0 hands FlashMLA's SM 9.0 sparse prefill an empty chunk (long prompts, chunked prefill, "
+                        "DSpark, KV connectors) and its TMA descriptor cannot be built: every worker asserts",
+              "fix": "vLLM 0.25.x (the reports: the same setup works there); on 0.26.0 no setting is confirmed to avoid it",
+              "reference": "vllm#49883, vllm#49922, vllm#52339, vllm#54179", "evidence": "reported"},
+    ) for pattern in (
+        r"phase1\.cuh:\d+\): Assertion `res == CUresult::CUDA_SUCCESS` failed",
+        r"Assertion `res == CUresult::CUDA_SUCCESS` failed \([^)]*phase1\.cuh:\d+\)",
+    )),
+    # vLLM's own argument parser refusing the command line (argparse: exit 2). The message is the
+    # cause; commands/explain.py adds the nearest option of the release's recorded table.
+    Signature(
+        rule="vllm-argument-error", exception="argparse error (exit 2)",
+        pattern=r"^(?:vllm(?: serve)?|serve|api_server\.py): error: (?!argument --kv-cache-dtype: invalid choice)"
+        r"(?P<message>.+)$",  # kv-invalid's own line excepted
+        source="vllm/utils/argparse_utils.py:113@0.24.0, :156@0.33.0–0.34.0 (FlexibleArgumentParser, an argparse "
+        "ArgumentParser: 'PROG: error: MESSAGE', exit 2; its own error() at :182@0.33.0)",
+        text={"title": "vLLM refused its command line",
+              "effect": "vLLM's argument parser stopped before anything started: {message}",
+              "fix": "{suggestion}",
+              "reference": "`vllm serve --help` of this release; `dsv4-launch plan` checks a command against the "
+                           "release's recorded options", "evidence": "cited"},
+    ),
+    # transformers' message with the backticks a forum or a copy stripped
+    Signature(
+        rule="vllm-too-old-for-dsv4", exception="ValueError (transformers)",
+        pattern=r"model type '?deepseek_v4'? but Transformers does not recognize this architecture",
+        source="transformers' AutoConfig (the backticks stripped by the page it was copied from); vllm-ascend#8722",
+        vllm=VersionRange(before="0.24.0"), text=_TOO_OLD_TEXT,
+    ),
 )
 
 # Rows whose failure prints nothing a log can be matched on, each with why (tests hold every
