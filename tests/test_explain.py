@@ -274,6 +274,17 @@ CASES = [
     ("flashmla-sparse-prefill-0.26", "0.26.0", [f"RuntimeError: Assertion error ({_PHASE1}): {_TMA_ASSERT} failed."]),
     ("flashmla-sparse-prefill-0.26", "0.26.0", [f"{_TMA_ASSERT} failed ({_PHASE1}):"]),
     ("vllm-argument-error", "0.33.0", ["vllm: error: unrecognized arguments: --enable-expert-paralel"]),
+    ("flashinfer-sm120-no-kernel", "0.26.0", ["tvm.error.InternalError: Check failed: num_tokens > 64 (5 vs. 64) : "
+                                              "Decode (num_tokens <= 64)", "must go through sparse_mla_sm120_decode_dsv4"]),
+    ("flashinfer-sm120-no-kernel", "0.25.0", ['  File "/x/flashinfer/data/csrc/sparse_mla_sm120.cu", line 261, in void '
+                                              "flashinfer::sparse_mla_sm120::SparseMlaSm120PagedAttention(tvm::ffi::TensorView)",
+                                              "    TVM_FFI_ICHECK_GT(num_tokens, 64)"]),
+    ("cudagraph-c128a-assert", "0.33.0", ['  File "/x/vllm/models/deepseek_v4/sparse_mla.py", line 260, in _build_c128a_metadata',
+                                          "    assert active_topk_width >= cm.max_seq_len // self.compress_ratio",
+                                          "AssertionError"]),
+    ("cudagraph-paged-mqa-oob", "0.27.1", ['  File "/x/vllm/utils/deep_gemm.py", line 707, in get_paged_mqa_logits_metadata',
+                                           "    return _get_paged_mqa_logits_metadata_impl(context_lens, block_size, num_sms)",
+                                           "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type deepseek_v4 "
                                          "but Transformers does not recognize this architecture."]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: Model architectures ['DeepseekV4ForCausalLM'] are not supported "
@@ -1128,3 +1139,19 @@ def test_a_port_in_use_gets_a_hint_not_a_name(tmp_path):
     assert status == 1 and doc["explained"] == [] and "--port" in doc["hint"]
     _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(["OSError: [Errno 28] No space left on device"])])
     assert doc["hint"] is None
+
+
+def test_a_message_wrapped_by_the_copy_is_matched_whole(tmp_path):
+    """The reporter's copy breaks FlashInfer's check after '(num_tokens <= 64)': still named, once."""
+    lines = [version_line("0.26.0"), "tvm.error.InternalError: Check failed: num_tokens > 64 (5 vs. 64) : Decode "
+             "(num_tokens <= 64)", "must go through sparse_mla_sm120_decode_dsv3_2 or sparse_mla_sm120_decode_dsv4"]
+    _, doc, _ = explain(tmp_path, lines)
+    assert [i["rule"] for i in doc["explained"]] == ["flashinfer-sm120-no-kernel"]
+    assert doc["explained"][0]["line"] == 2
+
+
+def test_a_bare_assertion_is_not_the_c128a_one_without_its_frame(tmp_path):
+    lines = [version_line("0.33.0"), '  File "/x/vllm/v1/worker/gpu_worker.py", line 480, in determine_available_memory',
+             "    assert x", "AssertionError"]
+    _, doc, _ = explain(tmp_path, lines)
+    assert doc["explained"] == []

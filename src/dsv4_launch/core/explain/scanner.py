@@ -275,6 +275,9 @@ class Scanner:
         hits = [] if code else [i for i, lit in self._literals if lit in text]
         if hits or (self._always and not code):
             self._match(number, text, hits + self._always)
+        joined = self._continued(number, text)
+        if joined:  # an error message a copy wrapped: matched as one line
+            self._match(number - 1, joined, [i for i, lit in self._literals if lit in joined])
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
         if "non-default args:" in text:
@@ -336,6 +339,14 @@ class Scanner:
                                                   or "terminate called" in text) else 0
         elif kind == "weak" and not failure.weak:
             failure.weak = [line]
+
+    def _continued(self, number: int, text: str) -> str | None:
+        """The cause line just before joined with ``text`` when ``text`` goes on with its sentence
+        (starts in lower case): a message the reporter's copy or a terminal wrapped."""
+        cause = self._failure.cause
+        if not cause or cause[-1].number != number - 1 or not text[:1].islower():
+            return None
+        return cause[-1].text.rstrip() + " " + text.strip()
 
     def _wraps(self, text: str, level: str | None) -> bool:
         """Whether ``text``, right after the cause, goes on with its message."""

@@ -673,6 +673,45 @@ SIGNATURES: tuple[Signature, ...] = (
         source="transformers' AutoConfig (the backticks stripped by the page it was copied from); vllm-ascend#8722",
         vllm=VersionRange(before="0.24.0"), text=_TOO_OLD_TEXT,
     ),
+    # FlashInfer's SM120 check in other words: the check's own text (a reporter's copy wraps its
+    # message), and the frame of the check where an excerpt ends on it
+    *(Signature(
+        rule="flashinfer-sm120-no-kernel", exception="tvm.error.InternalError (FlashInfer check)", pattern=pattern,
+        source=source, text=_FLASHINFER_SM120_TEXT,
+    ) for pattern, source in (
+        (r"Check failed: num_tokens > 64 \(\d+ vs\. 64\)",
+         "FlashInfer csrc/sparse_mla_sm120.cu:261 (TVM_FFI_ICHECK_GT(num_tokens, 64)): vllm#50720 (0.26.0, GB10)"),
+        (r'sparse_mla_sm120\.cu", line \d+, in void flashinfer::sparse_mla_sm120::SparseMlaSm120PagedAttention\b',
+         "FlashInfer csrc/sparse_mla_sm120.cu:261, the check's frame: flashinfer#3988 (vLLM 0.25.0)"),
+    )),
+    # CUDA-graph capture crashes
+    Signature(
+        rule="cudagraph-c128a-assert", exception="AssertionError",
+        pattern=r"^AssertionError$", context=r"in _build_c128a_metadata\b", context_lines=3,
+        source="vllm/models/deepseek_v4/sparse_mla.py:260@0.33.0–0.34.0 (_build_c128a_metadata, reached from "
+        "build_for_cudagraph_capture; absent in 0.24.0); eugr/spark-vllm-docker#400",
+        text={"title": "DeepSeek-V4's c128a sparse-MLA metadata assert during CUDA-graph capture",
+              "effect": "building the c128a (compress-ratio 128) attention metadata for a CUDA-graph capture size, the "
+                        "top-k width is smaller than the capture's longest sequence needs, and vLLM's assert stops the "
+                        "start-up (reported on 2 × GB10)",
+              "fix": "--enforce-eager (no CUDA graphs: the thread's workaround, slower); or a smaller "
+                     "--max-cudagraph-capture-size",
+              "reference": "eugr/spark-vllm-docker#400", "evidence": "reported"},
+    ),
+    Signature(
+        rule="cudagraph-paged-mqa-oob", exception="CUDA error (illegal memory access)",
+        pattern=r"illegal memory access", context=r"get_paged_mqa_logits_metadata", context_lines=6,
+        source="DeepGEMM get_paged_mqa_logits_metadata (vllm/utils/deep_gemm.py:544@0.24.0, :707@0.33.0) from the "
+        "indexer's metadata builder (vllm/v1/attention/backends/mla/indexer.py:617@0.24.0) during CUDA-graph capture; "
+        "the out-of-bounds read: DeepGEMM#399; vllm#51181, #51970, #51499",
+        text={"title": "DeepGEMM's paged-MQA metadata kernel reads out of bounds during CUDA-graph capture",
+              "effect": "the dummy batch of a FULL CUDA-graph capture has all-zero context lengths, and DeepGEMM's "
+                        "get_paged_mqa_logits_metadata reads past its input (SM 9.x: H100, H200, H20, GH200; 0.26–0.27 "
+                        "reports)",
+              "fix": "--compilation-config '{{\"cudagraph_mode\": \"FULL_DECODE_ONLY\"}}' (or PIECEWISE: the threads' "
+                     "workarounds), or a DeepGEMM with DeepGEMM#399",
+              "reference": "vllm#51181, vllm#51970, vllm#51499, DeepGEMM#399", "evidence": "reported"},
+    ),
 )
 
 # Rows whose failure prints nothing a log can be matched on, each with why (tests hold every
