@@ -1155,3 +1155,29 @@ def test_a_bare_assertion_is_not_the_c128a_one_without_its_frame(tmp_path):
              "    assert x", "AssertionError"]
     _, doc, _ = explain(tmp_path, lines)
     assert doc["explained"] == []
+
+
+_MEGA = "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel"
+
+
+@pytest.mark.parametrize(("pasted", "named"), [
+    (["vllm serve deepseek-ai/DeepSeek-V4-Pro \\", "  --enable-expert-parallel --moe-backend deep_gemm_mega_moe \\",
+      "  --speculative-config '{\"method\": \"dspark\", \"num_speculative_tokens\": 7}'"], "mega-moe-draft-without-ep"),
+    (["nohup vllm serve /data/DeepSeek-V4-Pro", "--enable-expert-parallel", "--moe-backend deep_gemm_mega_moe",
+      "--speculative-config '{\"method\": \"dspark\"}'"], "mega-moe-draft-without-ep"),
+    (["vllm serve deepseek-ai/DeepSeek-V4-Pro --moe-backend deep_gemm_mega_moe"], "mega-moe-needs-ep"),
+])
+def test_a_pasted_command_tells_which_fix_applies(tmp_path, pasted, named):
+    """Without a 'non-default args' line, the pasted command's flags gate the signatures: no fix
+    names --enable-expert-parallel when the command already has it."""
+    _, doc, _ = explain(tmp_path, [*pasted, version_line("0.29.0"), *vllm_lines([_MEGA])])
+    assert [i["rule"] for i in doc["explained"]] == [named]
+    assert ("--enable-expert-parallel" in doc["explained"][0]["fix"]) is (named == "mega-moe-needs-ep")
+
+
+def test_a_pasted_commands_secret_is_never_printed(tmp_path):
+    lines = ["vllm serve deepseek-ai/DeepSeek-V4-Flash --api-key sk-pasted-secret-123 \\", "  --enable-expert-parallel",
+             version_line("0.29.0"), *vllm_lines(["OSError: [Errno 98] Address already in use sk-pasted-secret-123"])]
+    for as_json in (True, False):
+        _, out, _ = explain(tmp_path, lines, as_json=as_json)
+        assert "sk-pasted-secret-123" not in json.dumps(out)

@@ -21,6 +21,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from ..core.explain.masking import mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
@@ -96,11 +97,33 @@ def _logged(values: Mapping[str, object], dest: str):
 _ABSENT = object()
 
 
+@lru_cache(maxsize=4)
+def _read_command(command: tuple[str, ...], version: str | None):
+    from ..vllm_cli.option_table import load_table
+    from ..vllm_cli.secrets import secret_texts
+    from ..vllm_cli.serve_args import read_serve_args
+
+    try:
+        parsed = read_serve_args(command, load_table(version))
+    except Exception:  # a --config file or any paste vLLM cannot read: no values
+        return None, ()
+    values = parsed.values if parsed.values and not parsed.rejection else None
+    return values, tuple(secret_texts(command, parsed.secrets))
+
+
+def command_values(scan: Scan) -> Mapping[str, object] | None:
+    """What vLLM makes of the ``vllm serve`` command pasted into the log (dest → value), read with
+    the release's recorded parser; None without one, or when vLLM would not parse it."""
+    return _read_command(scan.command, scan.version)[0] if scan.command else None
+
+
 def _shown(scan: Scan, wanted: Mapping[str, object]) -> bool:
-    """Whether the log's arguments line shows every one of ``wanted`` (``...``: set to anything)."""
-    if scan.args is None:
+    """Whether the log's arguments line (or, without one, its pasted command) shows every one of
+    ``wanted`` (``...``: set to anything)."""
+    values = scan.args.values if scan.args is not None else command_values(scan)
+    if values is None:
         return False
-    found = {dest: _logged(scan.args.values, dest) for dest in wanted}
+    found = {dest: _logged(values, dest) for dest in wanted}
     return all(value is not _ABSENT and value is not None and (want is ... or value == want)
                for (dest, want), value in zip(wanted.items(), found.values()))
 
@@ -475,6 +498,8 @@ def explain_result(rest: list[str], ctx: Context):
     except KeyboardInterrupt:
         return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None, env),
                       document=_error_document(source, "interrupted"))
+    if scan.command:  # the pasted command's secrets are masked wherever they appear
+        scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1])
     data = explain_data(scan, source, env)
     scrub = _scrubber(scan, env)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from collections import deque
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -87,6 +88,7 @@ _QUIET_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "WARN"})
 ARGS_TEXT_LIMIT = 200_000  # characters of a "non-default args" line that are parsed
 MAX_MATCHES = 64  # distinct (signature, line text) pairs kept
 CONTINUATION_LINES = 2  # lines a wrapped error message is followed over
+COMMAND_LINES = 400  # lines of a pasted command that are read
 CLUSTER_GAP = 100  # lines without an error line that end a failure's cluster
 _ARGS_MEMO = 64  # distinct "non-default args" texts whose secrets are remembered
 
@@ -127,6 +129,10 @@ class Scan(Record):
     pointers: tuple[LogLine, ...] = ()  # vLLM's last line pointing above it ("See root cause above")
     traceback_cut: int | None = None  # the log ends inside a traceback (its last line): its exception is not in it
     secrets: tuple[str, ...] = ()  # the secrets of every "non-default args" line (to mask wherever they appear)
+    # The last ``vllm serve …`` command pasted into the log (its words after ``serve``, shell
+    # continuations and one-option-per-line pastes joined) and its first line.
+    command: tuple[str, ...] = ()
+    command_line: int | None = None
 
 def _top_level_alternatives(pattern: str) -> list[str]:
     parts, depth, start, i = [], 0, 0, 0
@@ -263,6 +269,8 @@ class Scanner:
         self._pointer_re = re.compile(_POINTER)
         self._terminal_re = re.compile(_TERMINAL)
         self._args_re = re.compile(_ARGS)
+        self._command: list[str] | None = None  # the pasted command being read (its lines)
+        self._commands: tuple[list[str], int] | None = None  # the last one read and its first line
 
     def feed(self, text: str, level: str | None = None) -> None:
         self.count += 1
@@ -286,6 +294,8 @@ class Scanner:
                 self._read_args(found.group(1), number)
         if "(SM " in text or "cuda capability" in text:
             self._read_gpu(number, text)
+        if self._command is not None or "vllm serve " in text:
+            self._read_command(number, text)
         self._read_error(number, text, level, code)
 
     # --- the root cause ----------------------------------------------------------------------
@@ -404,6 +414,20 @@ class Scanner:
         for secret in secrets:
             self._secrets[secret] = None
 
+    def _read_command(self, number: int, text: str) -> None:
+        """A pasted ``vllm serve`` command: its line, then the lines a shell continuation (``\\``)
+        or a one-option-per-line paste (``--option``) adds to it."""
+        stripped = text.strip()
+        part = self._command
+        if part is not None and len(part) < COMMAND_LINES and (part[-1].endswith("\\") or stripped.startswith("--")):
+            part.append(stripped[:ARGS_TEXT_LIMIT])
+            return
+        self._command = None
+        start = text.find("vllm serve ")
+        if start >= 0:
+            self._command = [text[start + len("vllm serve "):].strip()[:ARGS_TEXT_LIMIT]]
+            self._commands = (self._command, number)
+
     def _read_gpu(self, number: int, text: str) -> None:
         for pattern in self._gpu_res:
             found = pattern.search(text)
@@ -428,7 +452,18 @@ class Scanner:
             lines=self.count, matches=tuple(self._matches[k] for k in self._order), version=self.version,
             version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
             pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
+            command=command_words(self._commands[0]) if self._commands else (),
+            command_line=self._commands[1] if self._commands else None,
         )
+
+
+def command_words(lines: list[str]) -> tuple[str, ...]:
+    """The words of a pasted command's lines, as a shell splits them (continuations joined)."""
+    text = " ".join(line[:-1] if line.endswith("\\") else line for line in lines)
+    try:
+        return tuple(shlex.split(text))
+    except ValueError:  # an unclosed quote (a cut paste): the words as they stand
+        return tuple(text.split())
 
 
 # --- "non-default args: {...}": a Python dict repr, read without evaluating anything -----------
