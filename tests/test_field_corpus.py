@@ -82,7 +82,11 @@ def test_explain_gives_the_threads_answer(case, request):
         assert named == sorted(expected), f"named {named}, the thread's cause is {expected}"
         for item in data["explained"]:
             assert item["fix"] and "<" not in item["fix"], item["fix"]  # a fix with every placeholder filled
+    if case.get("cut"):  # the log ends inside a traceback: explain says so, and where
+        assert data["traceback_cut"] and not data["root_cause"], data["root_cause"]
     text_status, text, _ = _explain(path, as_json=False)
+    if case.get("cut"):
+        assert "it ends inside a traceback" in text
     assert text_status == status and "Traceback" not in text.split("root cause")[0]
     for secret in case.get("secrets", ()):
         assert secret not in out and secret not in text

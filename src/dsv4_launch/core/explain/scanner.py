@@ -241,7 +241,16 @@ class Scanner:
                            re.compile(s.not_context) if s.not_context else None) for s in self.signatures]
         # One fast substring test per signature gates its regular expression (a line of a long
         # log is mostly none of these).
-        self._literals = [(i, lit) for i, s in enumerate(self.signatures) for lit in required_literals(s.pattern)]
+        by_literal: dict[str, list[int]] = {}  # each text tested once, however many signatures need it
+        for i, sig in enumerate(self.signatures):
+            for lit in required_literals(sig.pattern):
+                by_literal.setdefault(lit, []).append(i)
+        self._literals = [(lit, tuple(indexes)) for lit, indexes in by_literal.items()]
+        # A traceback's frame line ('File "…", line N, in f') is tested only for the signatures
+        # written for frames; its caret lines for none.
+        frames = {i for i, sig in enumerate(self.signatures) if '", line' in sig.pattern}
+        self._frame_literals = [(lit, tuple(i for i in indexes if i in frames)) for lit, indexes in self._literals
+                                if frames.intersection(indexes)]
         self._always = [i for i, s in enumerate(self.signatures) if not required_literals(s.pattern)]
         self._window: deque[str] = deque(maxlen=max(window, max((s.context_lines for s in self.signatures),
                                                                 default=0) + 1))
@@ -279,13 +288,15 @@ class Scanner:
         self._window.append(text)
         # a traceback's source line, or dsv4-launch's own line quoting vLLM's message: not vLLM failing
         code = source or text.startswith(("dsv4-serve: ", "dsv4-launch"))
-        self._after_frame = text.lstrip(" \t|").startswith('File "')
-        hits = [] if code else [i for i, lit in self._literals if lit in text]
+        head = text.lstrip(" \t|")
+        self._after_frame = frame = head.startswith('File "')
+        literals = self._frame_literals if frame else self._literals
+        hits = [] if code or head[:1] in ("^", "~") else [i for lit, indexes in literals if lit in text for i in indexes]
         if hits or (self._always and not code):
             self._match(number, text, hits + self._always)
         joined = self._continued(number, text)
         if joined:  # an error message a copy wrapped: matched as one line
-            self._match(number - 1, joined, [i for i, lit in self._literals if lit in joined])
+            self._match(number - 1, joined, [i for lit, indexes in self._literals if lit in joined for i in indexes])
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
         if "non-default args:" in text:
