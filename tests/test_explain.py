@@ -274,6 +274,8 @@ CASES = [
     ("flashmla-sparse-prefill-0.26", "0.26.0", [f"RuntimeError: Assertion error ({_PHASE1}): {_TMA_ASSERT} failed."]),
     ("flashmla-sparse-prefill-0.26", "0.26.0", [f"{_TMA_ASSERT} failed ({_PHASE1}):"]),
     ("vllm-argument-error", "0.33.0", ["vllm: error: unrecognized arguments: --enable-expert-paralel"]),
+    ("flashmla-on-sm12", "0.29.0", ["RuntimeError: Sparse Attention Forward Kernel is only supported on SM90a and "
+                                    "SM100f architectures."]),
     ("flashinfer-sm120-no-kernel", "0.26.0", ["tvm.error.InternalError: Check failed: num_tokens > 64 (5 vs. 64) : "
                                               "Decode (num_tokens <= 64)", "must go through sparse_mla_sm120_decode_dsv4"]),
     ("flashinfer-sm120-no-kernel", "0.25.0", ['  File "/x/flashinfer/data/csrc/sparse_mla_sm120.cu", line 261, in void '
@@ -1181,3 +1183,14 @@ def test_a_pasted_commands_secret_is_never_printed(tmp_path):
     for as_json in (True, False):
         _, out, _ = explain(tmp_path, lines, as_json=as_json)
         assert "sk-pasted-secret-123" not in json.dumps(out)
+
+
+@pytest.mark.parametrize(("gpu", "named"), [(None, True), ("NVIDIA RTX PRO 6000 Blackwell Server Edition (SM 12.0)", True),
+                                            ("NVIDIA A100-SXM4-80GB (SM 8.0)", False)])
+def test_flashmla_forced_is_named_only_off_other_gpu_families(tmp_path, gpu, named):
+    """FlashMLA's own check names SM 12.x's pre-flight rule; on a GPU the log shows as another
+    family the same words have another fix, and nothing is named."""
+    lines = [version_line("0.29.0")] + ([f"dsv4-launch: warning: {gpu} with vLLM 0.29.0: …"] if gpu else [])
+    lines += vllm_lines(["RuntimeError: Sparse Attention Forward Kernel is only supported on SM90a and SM100f architectures."])
+    _, doc, _ = explain(tmp_path, lines)
+    assert ("flashmla-on-sm12" in [i["rule"] for i in doc["explained"]]) is named

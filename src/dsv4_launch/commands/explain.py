@@ -140,6 +140,9 @@ def group_matches(scan: Scan) -> list[list[Match]]:
     for match in scan.matches:
         if match.signature.release_only and _in_range(match, scan.version) is False:
             continue  # the same text has another cause on the log's release
+        majors = match.signature.gpu_majors
+        if majors and scan.gpu is not None and scan.gpu.capability[0] not in majors:
+            continue  # the same text means another thing on the log's GPU
         if _args_fit(match, scan):
             by_line.setdefault(match.line.number, []).append(match)
     groups = []
@@ -290,7 +293,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
             item.update(row_text(match.signature.rule, match.signature, _values(match, scan)))
             estimate = _ESTIMATE.search(match.line.text) if match.signature.rule == "max-model-len-too-long" else None
             if estimate:  # vLLM's own estimate, quoted
-                item["fix"] = f"--max-model-len {estimate.group(1)} (vLLM's estimate on this line) or less; " + item["fix"]
+                item["fix"] = f"--max-model-len {estimate.group(1)} (vLLM's estimate on this line) or less; {item['fix']}"
             finding = next((f for f in prepared.plan.findings if f.rule == match.signature.rule), None) \
                 if prepared is not None else None
             item["plan_text"] = finding.text if finding else None

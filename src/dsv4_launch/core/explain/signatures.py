@@ -48,6 +48,9 @@ class Signature(Record):
     # The same text has another cause on other releases: never named for a log whose release is
     # outside ``vllm`` (a log naming no release still is).
     release_only: bool = False
+    # The GPU families (compute capability majors) the failure means this on: not named for a log
+    # whose GPU (read from it) is of another family (a log naming none still is).
+    gpu_majors: tuple[int, ...] | None = None
 
 
 _ATT = "vllm/models/deepseek_v4/attention.py"
@@ -712,6 +715,15 @@ SIGNATURES: tuple[Signature, ...] = (
                      "workarounds), or a DeepGEMM with DeepGEMM#399",
               "reference": "vllm#51181, vllm#51970, vllm#51499, DeepGEMM#399", "evidence": "reported"},
     ),
+    # FlashMLA forced on SM 12.x (the pre-flight's flashmla-on-sm12): FlashMLA's own check (the
+    # same words on older GPUs have another fix: gpu_majors)
+    Signature(
+        rule="flashmla-on-sm12", exception="RuntimeError (FlashMLA check)",
+        pattern=r"Sparse Attention Forward Kernel is only supported on SM90a and SM100f architectures",
+        source="FlashMLA csrc/api/sparse_fwd.h:112-115@9241ae3 (TORCH_CHECK(is_sm90a || is_sm100f)), reached from "
+        "vllm/third_party/flashmla/flash_mla_interface.py:217 (flash_mla_sparse_fwd); no field log yet",
+        gpu_majors=(12,), fill={"backend": "FLASHMLA_SPARSE (FlashMLA)", "gpus": "SM 12.x"},
+    ),
 )
 
 # Rows whose failure prints nothing a log can be matched on, each with why (tests hold every
@@ -720,7 +732,6 @@ NO_SIGNATURE = {
     "indexer-dtype-ignored": "silently ignored: vLLM prints nothing",
     "backend-ignored": "silently ignored: vLLM prints nothing",
     "attention-env-ignored": "read nowhere: vLLM logs only 'Unknown vLLM environment variable'",
-    "flashmla-on-sm12": "a kernel failure (no sm_120 kernels) whose text is not known from vLLM's code",
     "flashinfer-dsv4-on-sm9": "a kernel failure whose text is not known from vLLM's code",
     "fp8-ds-mla-on-plain-rows": "a silent layout mismatch: nothing is raised",
     "gpu-too-old": "a kernel failure whose text depends on the kernel and the GPU",
