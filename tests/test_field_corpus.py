@@ -38,7 +38,7 @@ def test_manifest_lists_every_log_once_with_its_provenance():
     files = sorted(p.name for p in FIELD.glob("*.log"))
     listed = [c["file"] for c in CASES]
     assert sorted(listed) == files and len(set(listed)) == len(listed)
-    assert len(CASES) >= 67
+    assert len(CASES) >= 80
     for case in CASES:
         assert case.get("split") in ("corpus", "design", "held"), case["file"]
         assert FIELDS <= case.keys(), case["file"]
