@@ -228,6 +228,7 @@ def _plan_rules(prepared) -> set[str]:
 
 # --- the document both renderings are made from ------------------------------------------------
 
+ARGUMENT_ERROR = "vllm-argument-error"  # the generic answer: named only where no other signature is
 _ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 _PORT_IN_USE = ("Address already in use", "EADDRINUSE", "address already in use")
 
@@ -255,7 +256,7 @@ def argument_suggestion(message: str, version: str | None) -> str:
 
 def _values(match: Match, scan: Scan) -> Mapping[str, str] | None:
     values = dict(match.values or {})
-    if match.signature.rule == "vllm-argument-error":
+    if match.signature.rule == ARGUMENT_ERROR:
         values["suggestion"] = argument_suggestion(values.get("message", ""), scan.version)
     return values or None
 
@@ -276,7 +277,10 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     planned = _plan_rules(prepared)
     explained = []
     explained_rules: list[str] = []  # the rule of each entry of explained
-    for group in group_matches(scan):
+    groups = group_matches(scan)
+    if any(m.signature.rule != ARGUMENT_ERROR for group in groups for m in group):  # vLLM's argument error
+        groups = [g for g in groups if any(m.signature.rule != ARGUMENT_ERROR for m in g)]  # only where none else
+    for group in groups:
         rules = list(dict.fromkeys(m.signature.rule for m in group))
         confirmed = [r for r in rules if r in planned]
         chosen = confirmed or rules

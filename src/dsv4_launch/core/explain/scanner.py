@@ -65,7 +65,7 @@ _NATIVE = (r"Check failed: |\bCUDA error: |terminate called after throwing|\bCUD
 # Texts one of which every _NATIVE match holds (a substring test before the search).
 _NATIVE_HINTS = ("Check failed", "CUDA", "terminate called", "Assertion ", "Segmentation fault", "Fatal Python",
                  "illegal memory", "NCCL error", "CUBLAS_STATUS", "core dumped")
-_ARGPARSE_ERROR = r"^(?:vllm(?: serve)?|serve|api_server\.py): error: "  # argparse's "PROG: error: …"
+_ARGPARSE_ERROR = r"^(?:vllm(?: serve)?|serve|api_server\.py|(?:__)?main(?:__)?\.py): error: "  # argparse's "PROG: error: …"
 # vLLM's own lines that point above them at the real cause (or introduce a traceback).
 _POINTER = r"See root cause above|See stack trace|stack trace above|Engine core initialization failed|" \
     r"EngineCore failed to start|WorkerProc failed to start|Frontend process failed during engine core initialization|" \

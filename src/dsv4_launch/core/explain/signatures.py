@@ -659,7 +659,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # cause; commands/explain.py adds the nearest option of the release's recorded table.
     Signature(
         rule="vllm-argument-error", exception="argparse error (exit 2)",
-        pattern=r"^(?:vllm(?: serve)?|serve|api_server\.py): error: (?!argument --kv-cache-dtype: invalid choice)"
+        pattern=r"^(?:vllm(?: serve)?|serve|api_server\.py|(?:__)?main(?:__)?\.py): error: "
+        r"(?!argument --kv-cache-dtype: invalid choice)"
         r"(?P<message>.+)$",  # kv-invalid's own line excepted
         source="vllm/utils/argparse_utils.py:113@0.24.0, :156@0.33.0–0.34.0 (FlexibleArgumentParser, an argparse "
         "ArgumentParser: 'PROG: error: MESSAGE', exit 2; its own error() at :182@0.33.0)",
