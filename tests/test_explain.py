@@ -70,6 +70,9 @@ def explain(tmp_path, lines, *, as_json=True, env=None, name="vllm.log"):
 _FP8 = "DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got"
 _PLEASE = "Please set `--kv-cache-dtype fp8` or select a backend that supports bfloat16 KV cache."
 _ATT = ("models/deepseek_v4/attention.py", 79, "_resolve_dsv4_kv_cache_dtype", 'assert kv_cache_dtype.startswith("fp8"), (')
+_PHASE1 = "/workspace/.deps/flashmla-src/csrc/sm90/prefill/sparse/instantiations/../phase1.cuh:614"
+_TMA_ASSERT = "Assertion `res == CUresult::CUDA_SUCCESS`"
+
 CASES = [
     (KV_AUTO, "0.24.0", traceback([_ATT], f"AssertionError: {_FP8} auto")),
     (KV_AUTO, "0.29.0", traceback([_ATT], f"AssertionError: {_FP8} auto")),
@@ -267,6 +270,25 @@ CASES = [
                                          "hermes })'"]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type `deepseek_v4` "
                                          "but Transformers does not recognize this architecture."]),
+    # round two (issue 40): the field's texts
+    ("flashmla-sparse-prefill-0.26", "0.26.0", [f"RuntimeError: Assertion error ({_PHASE1}): {_TMA_ASSERT} failed."]),
+    ("flashmla-sparse-prefill-0.26", "0.26.0", [f"{_TMA_ASSERT} failed ({_PHASE1}):"]),
+    ("vllm-argument-error", "0.33.0", ["vllm: error: unrecognized arguments: --enable-expert-paralel"]),
+    ("flashmla-on-sm12", "0.29.0", ["RuntimeError: Sparse Attention Forward Kernel is only supported on SM90a and "
+                                    "SM100f architectures."]),
+    ("flashinfer-sm120-no-kernel", "0.26.0", ["tvm.error.InternalError: Check failed: num_tokens > 64 (5 vs. 64) : "
+                                              "Decode (num_tokens <= 64)", "must go through sparse_mla_sm120_decode_dsv4"]),
+    ("flashinfer-sm120-no-kernel", "0.25.0", ['  File "/x/flashinfer/data/csrc/sparse_mla_sm120.cu", line 261, in void '
+                                              "flashinfer::sparse_mla_sm120::SparseMlaSm120PagedAttention(tvm::ffi::TensorView)",
+                                              "    TVM_FFI_ICHECK_GT(num_tokens, 64)"]),
+    ("cudagraph-c128a-assert", "0.33.0", ['  File "/x/vllm/models/deepseek_v4/sparse_mla.py", line 260, in _build_c128a_metadata',
+                                          "    assert active_topk_width >= cm.max_seq_len // self.compress_ratio",
+                                          "AssertionError"]),
+    ("cudagraph-paged-mqa-oob", "0.27.1", ['  File "/x/vllm/utils/deep_gemm.py", line 707, in get_paged_mqa_logits_metadata',
+                                           "    return _get_paged_mqa_logits_metadata_impl(context_lens, block_size, num_sms)",
+                                           "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]),
+    ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type deepseek_v4 "
+                                         "but Transformers does not recognize this architecture."]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: Model architectures ['DeepseekV4ForCausalLM'] are not supported "
                                          "for now. Supported architectures: dict_keys(['DeepseekV3ForCausalLM'])"]),
 ]
@@ -459,6 +481,7 @@ def test_gpu_named_in_the_log_is_used(tmp_path):
              *vllm_lines(traceback([_ATT], f"AssertionError: {_FP8} auto"))]
     _, doc, _ = explain(tmp_path, lines)
     assert doc["gpu"]["compute_capability"] == "12.0"
+    assert doc["gpu"]["name"] == "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"  # not "Edition" (issue 40)
     assert doc["corrected"]["gpus"] == "SM 12.0 (line 2 of the log)"
     assert doc["corrected"]["argv"][-2:] == ["--kv-cache-dtype", "fp8"]
     assert "SM 12.0" in doc["corrected"]["changes"][0]["reason"]
@@ -1068,3 +1091,106 @@ def test_the_generic_pp_message_is_dspark_pp_only_with_dspark_and_pp_in_the_argu
     assert status == 1 and doc["explained"] == []
     status, doc, _ = explain(tmp_path, [version_line("0.27.1"), *vllm_lines(traceback([], pp))], name="noargs.log")
     assert status == 1 and doc["explained"] == []
+
+
+# --- round two (issue 40) -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("version", "named"), [("0.26.0", True), (None, True), ("0.25.1", False), ("0.29.0", False)])
+def test_the_026_prefill_crash_is_named_only_on_its_release(tmp_path, version, named):
+    """The FlashMLA assertion has other causes elsewhere: a log of another release is not named."""
+    lines = vllm_lines([f"RuntimeError: Assertion error ({_PHASE1}): {_TMA_ASSERT} failed."])
+    _, doc, _ = explain(tmp_path, ([version_line(version)] if version else []) + lines)
+    assert ("flashmla-sparse-prefill-0.26" in {i["rule"] for i in doc["explained"]}) is named
+    if not named:
+        assert "phase1.cuh:614" in doc["root_cause"][0]["text"]
+
+
+@pytest.mark.parametrize(("version", "line", "wanted"), [
+    ("0.33.0", "vllm: error: unrecognized arguments: --enable-expert-paralel", "did you mean --enable-expert-parallel?"),
+    ("0.24.0", "api_server.py: error: unrecognized arguments: -tensor-parallel-size 2",
+     "did you mean --tensor-parallel-size?"),
+    ("0.33.0", "vllm: error: unrecognized arguments: --no-such-thing-at-all", "--no-such-thing-at-all (no such option)"),
+])
+def test_an_argument_error_is_answered_with_vllms_message_and_the_nearest_option(tmp_path, version, line, wanted):
+    status, doc, _ = explain(tmp_path, [version_line(version), line])
+    item = doc["explained"][0]
+    assert status == 0 and item["rule"] == "vllm-argument-error"
+    assert line.split(": error: ")[1] in item["effect"] and wanted in item["fix"]
+    assert f"vLLM {version}'s parser" in item["fix"]
+    assert doc["root_cause"][0]["text"] == line
+
+
+def test_the_kv_choice_error_stays_kv_invalids(tmp_path):
+    line = "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp9' (choose from auto, fp8)"
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), line])
+    assert [i["rule"] for i in doc["explained"]] == ["kv-invalid"]
+
+
+def test_the_max_len_fix_quotes_vllms_estimate(tmp_path):
+    message = ("ValueError: To serve at least one request with the model's max seq len (30000), (6.66 GiB KV cache is "
+               "needed, which is larger than the available KV cache memory (5.44 GiB). Based on the available memory, "
+               "the estimated maximum model length is 13528. Try increasing `gpu_memory_utilization`")
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines([message])])
+    item = next(i for i in doc["explained"] if i["rule"] == "max-model-len-too-long")
+    assert item["fix"].startswith("--max-model-len 13528 ")
+
+
+def test_a_port_in_use_gets_a_hint_not_a_name(tmp_path):
+    lines = [version_line("0.29.0"), *vllm_lines(["OSError: [Errno 98] Address already in use"])]
+    status, doc, _ = explain(tmp_path, lines)
+    assert status == 1 and doc["explained"] == [] and "--port" in doc["hint"]
+    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(["OSError: [Errno 28] No space left on device"])])
+    assert doc["hint"] is None
+
+
+def test_a_message_wrapped_by_the_copy_is_matched_whole(tmp_path):
+    """The reporter's copy breaks FlashInfer's check after '(num_tokens <= 64)': still named, once."""
+    lines = [version_line("0.26.0"), "tvm.error.InternalError: Check failed: num_tokens > 64 (5 vs. 64) : Decode "
+             "(num_tokens <= 64)", "must go through sparse_mla_sm120_decode_dsv3_2 or sparse_mla_sm120_decode_dsv4"]
+    _, doc, _ = explain(tmp_path, lines)
+    assert [i["rule"] for i in doc["explained"]] == ["flashinfer-sm120-no-kernel"]
+    assert doc["explained"][0]["line"] == 2
+
+
+def test_a_bare_assertion_is_not_the_c128a_one_without_its_frame(tmp_path):
+    lines = [version_line("0.33.0"), '  File "/x/vllm/v1/worker/gpu_worker.py", line 480, in determine_available_memory',
+             "    assert x", "AssertionError"]
+    _, doc, _ = explain(tmp_path, lines)
+    assert doc["explained"] == []
+
+
+_MEGA = "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel"
+
+
+@pytest.mark.parametrize(("pasted", "named"), [
+    (["vllm serve deepseek-ai/DeepSeek-V4-Pro \\", "  --enable-expert-parallel --moe-backend deep_gemm_mega_moe \\",
+      "  --speculative-config '{\"method\": \"dspark\", \"num_speculative_tokens\": 7}'"], "mega-moe-draft-without-ep"),
+    (["nohup vllm serve /data/DeepSeek-V4-Pro", "--enable-expert-parallel", "--moe-backend deep_gemm_mega_moe",
+      "--speculative-config '{\"method\": \"dspark\"}'"], "mega-moe-draft-without-ep"),
+    (["vllm serve deepseek-ai/DeepSeek-V4-Pro --moe-backend deep_gemm_mega_moe"], "mega-moe-needs-ep"),
+])
+def test_a_pasted_command_tells_which_fix_applies(tmp_path, pasted, named):
+    """Without a 'non-default args' line, the pasted command's flags gate the signatures: no fix
+    names --enable-expert-parallel when the command already has it."""
+    _, doc, _ = explain(tmp_path, [*pasted, version_line("0.29.0"), *vllm_lines([_MEGA])])
+    assert [i["rule"] for i in doc["explained"]] == [named]
+    assert ("--enable-expert-parallel" in doc["explained"][0]["fix"]) is (named == "mega-moe-needs-ep")
+
+
+def test_a_pasted_commands_secret_is_never_printed(tmp_path):
+    lines = ["vllm serve deepseek-ai/DeepSeek-V4-Flash --api-key sk-pasted-secret-123 \\", "  --enable-expert-parallel",
+             version_line("0.29.0"), *vllm_lines(["OSError: [Errno 98] Address already in use sk-pasted-secret-123"])]
+    for as_json in (True, False):
+        _, out, _ = explain(tmp_path, lines, as_json=as_json)
+        assert "sk-pasted-secret-123" not in json.dumps(out)
+
+
+@pytest.mark.parametrize(("gpu", "named"), [(None, True), ("NVIDIA RTX PRO 6000 Blackwell Server Edition (SM 12.0)", True),
+                                            ("NVIDIA A100-SXM4-80GB (SM 8.0)", False)])
+def test_flashmla_forced_is_named_only_off_other_gpu_families(tmp_path, gpu, named):
+    """FlashMLA's own check names SM 12.x's pre-flight rule; on a GPU the log shows as another
+    family the same words have another fix, and nothing is named."""
+    lines = [version_line("0.29.0")] + ([f"dsv4-launch: warning: {gpu} with vLLM 0.29.0: …"] if gpu else [])
+    lines += vllm_lines(["RuntimeError: Sparse Attention Forward Kernel is only supported on SM90a and SM100f architectures."])
+    _, doc, _ = explain(tmp_path, lines)
+    assert ("flashmla-on-sm12" in [i["rule"] for i in doc["explained"]]) is named

@@ -357,3 +357,23 @@ def test_the_draft_model_keeps_expert_parallelism_from_0_30(version):
     parallel = vllm_symbol("vllm.config.parallel", "ParallelConfig")
     draft = speculative.create_draft_parallel_config(parallel(tensor_parallel_size=1, enable_expert_parallel=True), 1)
     assert draft.enable_expert_parallel is (not is_older(version, "0.30.0"))
+
+
+@pytest.mark.rule("vllm-argument-error")
+def test_an_unknown_option_is_answered_with_vllms_message_and_the_nearest_option(tmp_path, version, real_vllm):
+    """vLLM's real parser refuses a misspelt option; explain names the argument error, quotes the
+    message, and the nearest option of the release's recorded table is the real one."""
+    top = real_vllm[0]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        status, _ = real_parse(top, [M, "--enable-expert-paralel"])
+    assert status == "reject" and ": error: unrecognized arguments: --enable-expert-paralel" in err.getvalue()
+    log = tmp_path / "args.log"
+    log.write_text(f"vLLM server version {version}, serving model {M}\n" + err.getvalue(), encoding="utf-8")
+    out = io.StringIO()
+    run_explain([str(log)], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
+    item = json.loads(out.getvalue())["explained"][0]
+    assert item["rule"] == "vllm-argument-error"
+    assert "--enable-expert-paralel" in item["effect"] and "did you mean --enable-expert-parallel?" in item["fix"]
+    _, namespace = real_parse(top, [M, "--enable-expert-parallel"])  # the suggestion is an option vLLM takes
+    assert namespace.enable_expert_parallel is True

@@ -17,8 +17,11 @@ report could not be written.
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from ..core.explain.masking import mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
@@ -94,11 +97,33 @@ def _logged(values: Mapping[str, object], dest: str):
 _ABSENT = object()
 
 
+@lru_cache(maxsize=4)
+def _read_command(command: tuple[str, ...], version: str | None):
+    from ..vllm_cli.option_table import load_table
+    from ..vllm_cli.secrets import secret_texts
+    from ..vllm_cli.serve_args import read_serve_args
+
+    try:
+        parsed = read_serve_args(command, load_table(version))
+    except Exception:  # a --config file or any paste vLLM cannot read: no values
+        return None, ()
+    values = parsed.values if parsed.values and not parsed.rejection else None
+    return values, tuple(secret_texts(command, parsed.secrets))
+
+
+def command_values(scan: Scan) -> Mapping[str, object] | None:
+    """What vLLM makes of the ``vllm serve`` command pasted into the log (dest → value), read with
+    the release's recorded parser; None without one, or when vLLM would not parse it."""
+    return _read_command(scan.command, scan.version)[0] if scan.command else None
+
+
 def _shown(scan: Scan, wanted: Mapping[str, object]) -> bool:
-    """Whether the log's arguments line shows every one of ``wanted`` (``...``: set to anything)."""
-    if scan.args is None:
+    """Whether the log's arguments line (or, without one, its pasted command) shows every one of
+    ``wanted`` (``...``: set to anything)."""
+    values = scan.args.values if scan.args is not None else command_values(scan)
+    if values is None:
         return False
-    found = {dest: _logged(scan.args.values, dest) for dest in wanted}
+    found = {dest: _logged(values, dest) for dest in wanted}
     return all(value is not _ABSENT and value is not None and (want is ... or value == want)
                for (dest, want), value in zip(wanted.items(), found.values()))
 
@@ -113,6 +138,11 @@ def group_matches(scan: Scan) -> list[list[Match]]:
     any of them is in range), and only those the log's arguments allow (``Signature.args``)."""
     by_line: dict[int, list[Match]] = {}
     for match in scan.matches:
+        if match.signature.release_only and _in_range(match, scan.version) is False:
+            continue  # the same text has another cause on the log's release
+        majors = match.signature.gpu_majors
+        if majors and scan.gpu is not None and scan.gpu.capability[0] not in majors:
+            continue  # the same text means another thing on the log's GPU
         if _args_fit(match, scan):
             by_line.setdefault(match.line.number, []).append(match)
     groups = []
@@ -198,6 +228,39 @@ def _plan_rules(prepared) -> set[str]:
 
 # --- the document both renderings are made from ------------------------------------------------
 
+ARGUMENT_ERROR = "vllm-argument-error"  # the generic answer: named only where no other signature is
+_ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
+_PORT_IN_USE = ("Address already in use", "EADDRINUSE", "address already in use")
+
+
+def argument_suggestion(message: str, version: str | None) -> str:
+    """What to change for vLLM's argparse ``message``: for each option it does not know, the
+    nearest one of the release's recorded parser (``data/serve-options-X.json``)."""
+    from ..vllm_cli.option_table import load_table
+
+    table = load_table(version)
+    known = table.option_strings
+    found = re.search(r"unrecognized arguments: (.+)$", message)
+    if not found:
+        return f"correct the option the message names (vLLM {table.vllm_version}'s parser: `vllm serve --help`)"
+    parts = []
+    for word in found.group(1).split():
+        name = word.split("=", 1)[0]
+        if not name.startswith("-") or name in known:
+            continue
+        close = difflib.get_close_matches(name if name.startswith("--") else "-" + name, known, n=1, cutoff=0.8)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else f"{name} (no such option)")
+    unknown = ", ".join(parts) or "the words after the model (a second positional argument)"
+    return f"vLLM {table.vllm_version}'s parser does not know {unknown}: correct or drop it"
+
+
+def _values(match: Match, scan: Scan) -> Mapping[str, str] | None:
+    values = dict(match.values or {})
+    if match.signature.rule == ARGUMENT_ERROR:
+        values["suggestion"] = argument_suggestion(values.get("message", ""), scan.version)
+    return values or None
+
+
 def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     from ..output.redact import masked_argv
     from ..output.report import command_line
@@ -214,7 +277,10 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     planned = _plan_rules(prepared)
     explained = []
     explained_rules: list[str] = []  # the rule of each entry of explained
-    for group in group_matches(scan):
+    groups = group_matches(scan)
+    if any(m.signature.rule != ARGUMENT_ERROR for group in groups for m in group):  # vLLM's argument error
+        groups = [g for g in groups if any(m.signature.rule != ARGUMENT_ERROR for m in g)]  # only where none else
+    for group in groups:
         rules = list(dict.fromkeys(m.signature.rule for m in group))
         confirmed = [r for r in rules if r in planned]
         chosen = confirmed or rules
@@ -228,7 +294,11 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and
                     prepared.facts is not None else None}
-            item.update(row_text(match.signature.rule, match.signature, match.values))
+            item.update(row_text(match.signature.rule, match.signature, _values(match, scan)))
+            estimate = _ESTIMATE.search(match.line.text) if match.signature.rule == "max-model-len-too-long" else None
+            if estimate:  # vLLM's own estimate, quoted
+                item["fix"] = (f"--max-model-len {estimate.group(1)} (vLLM's estimate on this line) or less; "
+                               f"{item['fix']}")
             finding = next((f for f in prepared.plan.findings if f.rule == match.signature.rule), None) \
                 if prepared is not None else None
             item["plan_text"] = finding.text if finding else None
@@ -273,6 +343,9 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         "root_cause": root,
         "pointers": pointers,
         "traceback_cut": scan.traceback_cut,
+        "hint": "a port vLLM binds is taken: another vLLM (or a previous one still exiting) holds it; pass another "
+                "--port (VLLM_PORT moves vLLM's internal ports), or stop the process holding it (`ss -ltnp`)"
+        if any(p in x.text for x in scan.root_cause for p in _PORT_IN_USE) else None,
         "corrected": corrected_doc,
         "exit_status": EXPLAINED if explained else NOT_FOUND,
         "error": None,
@@ -290,7 +363,8 @@ def _scrubber(scan: Scan | None, env):
 def _error_document(source: str, message: str) -> dict:
     return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
             "gpu": None, "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
-            "traceback_cut": None, "corrected": None, "exit_status": BAD_INPUT, "error": message, "plan_error": None}
+            "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT, "error": message,
+            "plan_error": None}
 
 
 # --- reading and rendering -----------------------------------------------------------------------
@@ -385,6 +459,8 @@ def render_text(out, data: dict) -> None:
             out.info("no exception or error line found", label="root cause")
         for line in data["pointers"]:
             out.info(f"line {line['line']}: {line['text']}", label="vLLM says")
+        if data["hint"]:
+            out.info(data["hint"], label="hint")
         out.info("`dsv4-launch doctor` checks this machine; `dsv4-launch plan ARGS` checks the arguments",
                  label="next")
 
@@ -431,6 +507,8 @@ def explain_result(rest: list[str], ctx: Context):
     except KeyboardInterrupt:
         return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None, env),
                       document=_error_document(source, "interrupted"))
+    if scan.command:  # the pasted command's secrets are masked wherever they appear
+        scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1])
     data = explain_data(scan, source, env)
     scrub = _scrubber(scan, env)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from collections import deque
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -46,8 +47,9 @@ _ARGS = r"non-default args: (\{.*)$"
 # GPUs where a log names them with their compute capability: dsv4-launch's own lines
 # ("NVIDIA RTX PRO 6000 … (SM 12.0)") and torch's capability warning.
 _GPU_PATTERNS = (
-    r"on ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",
+    r"\bon ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",  # \bon: not "Editi|on (SM …)"
     r"Found GPU\d+ (.+?) which is of cuda capability (\d+)\.(\d+)",
+    r"^dsv4-(?:launch|serve): [\w\-]+: (?:[\w\-]+: )?((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",
 )
 # An exception line: indented too (a quoted log, an exception group's "  | "), a wrapped
 # exception's name in brackets (Ray's "RayTaskError(RuntimeError):"), after a launcher's "Error: ".
@@ -63,7 +65,8 @@ _NATIVE = (r"Check failed: |\bCUDA error: |terminate called after throwing|\bCUD
 # Texts one of which every _NATIVE match holds (a substring test before the search).
 _NATIVE_HINTS = ("Check failed", "CUDA", "terminate called", "Assertion ", "Segmentation fault", "Fatal Python",
                  "illegal memory", "NCCL error", "CUBLAS_STATUS", "core dumped")
-_ARGPARSE_ERROR = r"^(?:vllm )?serve: error: "
+# argparse's "PROG: error: …"
+_ARGPARSE_ERROR = r"^(?:vllm(?: serve)?|serve|api_server\.py|(?:__)?main(?:__)?\.py): error: "
 # vLLM's own lines that point above them at the real cause (or introduce a traceback).
 _POINTER = r"See root cause above|See stack trace|stack trace above|Engine core initialization failed|" \
     r"EngineCore failed to start|WorkerProc failed to start|" \
@@ -87,6 +90,7 @@ _QUIET_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "WARN"})
 ARGS_TEXT_LIMIT = 200_000  # characters of a "non-default args" line that are parsed
 MAX_MATCHES = 64  # distinct (signature, line text) pairs kept
 CONTINUATION_LINES = 2  # lines a wrapped error message is followed over
+COMMAND_LINES = 400  # lines of a pasted command that are read
 CLUSTER_GAP = 100  # lines without an error line that end a failure's cluster
 _ARGS_MEMO = 64  # distinct "non-default args" texts whose secrets are remembered
 
@@ -127,6 +131,10 @@ class Scan(Record):
     pointers: tuple[LogLine, ...] = ()  # vLLM's last line pointing above it ("See root cause above")
     traceback_cut: int | None = None  # the log ends inside a traceback (its last line): its exception is not in it
     secrets: tuple[str, ...] = ()  # the secrets of every "non-default args" line (to mask wherever they appear)
+    # The last ``vllm serve …`` command pasted into the log (its words after ``serve``, shell
+    # continuations and one-option-per-line pastes joined) and its first line.
+    command: tuple[str, ...] = ()
+    command_line: int | None = None
 
 def _top_level_alternatives(pattern: str) -> list[str]:
     parts, depth, start, i = [], 0, 0, 0
@@ -235,7 +243,16 @@ class Scanner:
                            re.compile(s.not_context) if s.not_context else None) for s in self.signatures]
         # One fast substring test per signature gates its regular expression (a line of a long
         # log is mostly none of these).
-        self._literals = [(i, lit) for i, s in enumerate(self.signatures) for lit in required_literals(s.pattern)]
+        by_literal: dict[str, list[int]] = {}  # each text tested once, however many signatures need it
+        for i, sig in enumerate(self.signatures):
+            for lit in required_literals(sig.pattern):
+                by_literal.setdefault(lit, []).append(i)
+        self._literals = [(lit, tuple(indexes)) for lit, indexes in by_literal.items()]
+        # A traceback's frame line ('File "…", line N, in f') is tested only for the signatures
+        # written for frames; its caret lines for none.
+        frames = {i for i, sig in enumerate(self.signatures) if '", line' in sig.pattern}
+        self._frame_literals = [(lit, tuple(i for i in indexes if i in frames)) for lit, indexes in self._literals
+                                if frames.intersection(indexes)]
         self._always = [i for i, s in enumerate(self.signatures) if not required_literals(s.pattern)]
         self._window: deque[str] = deque(maxlen=max(window, max((s.context_lines for s in self.signatures),
                                                                 default=0) + 1))
@@ -263,6 +280,8 @@ class Scanner:
         self._pointer_re = re.compile(_POINTER)
         self._terminal_re = re.compile(_TERMINAL)
         self._args_re = re.compile(_ARGS)
+        self._command: list[str] | None = None  # the pasted command being read (its lines)
+        self._commands: tuple[list[str], int] | None = None  # the last one read and its first line
 
     def feed(self, text: str, level: str | None = None) -> None:
         self.count += 1
@@ -271,10 +290,16 @@ class Scanner:
         self._window.append(text)
         # a traceback's source line, or dsv4-launch's own line quoting vLLM's message: not vLLM failing
         code = source or text.startswith(("dsv4-serve: ", "dsv4-launch"))
-        self._after_frame = text.lstrip(" \t|").startswith('File "')
-        hits = [] if code else [i for i, lit in self._literals if lit in text]
+        head = text.lstrip(" \t|")
+        self._after_frame = frame = head.startswith('File "')
+        literals = self._frame_literals if frame else self._literals
+        hits = [] if code or head[:1] in ("^", "~") else [
+            i for lit, indexes in literals if lit in text for i in indexes]
         if hits or (self._always and not code):
             self._match(number, text, hits + self._always)
+        joined = self._continued(number, text)
+        if joined:  # an error message a copy wrapped: matched as one line
+            self._match(number - 1, joined, [i for lit, indexes in self._literals if lit in joined for i in indexes])
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
         if "non-default args:" in text:
@@ -283,6 +308,8 @@ class Scanner:
                 self._read_args(found.group(1), number)
         if "(SM " in text or "cuda capability" in text:
             self._read_gpu(number, text)
+        if self._command is not None or "vllm serve " in text:
+            self._read_command(number, text)
         self._read_error(number, text, level, code)
 
     # --- the root cause ----------------------------------------------------------------------
@@ -336,6 +363,14 @@ class Scanner:
                                                   or "terminate called" in text) else 0
         elif kind == "weak" and not failure.weak:
             failure.weak = [line]
+
+    def _continued(self, number: int, text: str) -> str | None:
+        """The cause line just before joined with ``text`` when ``text`` goes on with its sentence
+        (starts in lower case): a message the reporter's copy or a terminal wrapped."""
+        cause = self._failure.cause
+        if not cause or cause[-1].number != number - 1 or not text[:1].islower():
+            return None
+        return cause[-1].text.rstrip() + " " + text.strip()
 
     def _wraps(self, text: str, level: str | None) -> bool:
         """Whether ``text``, right after the cause, goes on with its message."""
@@ -393,6 +428,20 @@ class Scanner:
         for secret in secrets:
             self._secrets[secret] = None
 
+    def _read_command(self, number: int, text: str) -> None:
+        """A pasted ``vllm serve`` command: its line, then the lines a shell continuation (``\\``)
+        or a one-option-per-line paste (``--option``) adds to it."""
+        stripped = text.strip()
+        part = self._command
+        if part is not None and len(part) < COMMAND_LINES and (part[-1].endswith("\\") or stripped.startswith("--")):
+            part.append(stripped[:ARGS_TEXT_LIMIT])
+            return
+        self._command = None
+        start = text.find("vllm serve ")
+        if start >= 0:
+            self._command = [text[start + len("vllm serve "):].strip()[:ARGS_TEXT_LIMIT]]
+            self._commands = (self._command, number)
+
     def _read_gpu(self, number: int, text: str) -> None:
         for pattern in self._gpu_res:
             found = pattern.search(text)
@@ -417,7 +466,18 @@ class Scanner:
             lines=self.count, matches=tuple(self._matches[k] for k in self._order), version=self.version,
             version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
             pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
+            command=command_words(self._commands[0]) if self._commands else (),
+            command_line=self._commands[1] if self._commands else None,
         )
+
+
+def command_words(lines: list[str]) -> tuple[str, ...]:
+    """The words of a pasted command's lines, as a shell splits them (continuations joined)."""
+    text = " ".join(line[:-1] if line.endswith("\\") else line for line in lines)
+    try:
+        return tuple(shlex.split(text))
+    except ValueError:  # an unclosed quote (a cut paste): the words as they stand
+        return tuple(text.split())
 
 
 # --- "non-default args: {...}": a Python dict repr, read without evaluating anything -----------

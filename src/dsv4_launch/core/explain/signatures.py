@@ -46,6 +46,12 @@ class Signature(Record):
     # row's fix is already applied, so something else failed).
     args: Mapping[str, object] | None = None
     not_args: Mapping[str, object] | None = None
+    # The same text has another cause on other releases: never named for a log whose release is
+    # outside ``vllm`` (a log naming no release still is).
+    release_only: bool = False
+    # The GPU families (compute capability majors) the failure means this on: not named for a log
+    # whose GPU (read from it) is of another family (a log naming none still is).
+    gpu_majors: tuple[int, ...] | None = None
 
 
 _ATT = "vllm/models/deepseek_v4/attention.py"
@@ -628,6 +634,95 @@ SIGNATURES: tuple[Signature, ...] = (
         ("ValueError", r"Model architectures \['DeepseekV4\w*ForCausalLM'\] are not supported for now",
          "vllm/model_executor/models/registry.py:1062@0.24.0 (the check)"),
     )),
+    # --- round two (issue 40): the field's texts ----------------------------------------------------
+    # 0.26.0's FlashMLA sparse prefill given an empty chunk (globalDim (512, 64, 0): the TMA
+    # descriptor's gmem_address 0): reported against 0.26.0 only (works on 0.25.x); the kernel's
+    # assertion has other causes elsewhere, so only for a log of 0.26.x or one naming no release.
+    *(Signature(
+        rule="flashmla-sparse-prefill-0.26", exception="RuntimeError (FlashMLA assertion)", pattern=pattern,
+        source="FlashMLA csrc/sm90/prefill/sparse/instantiations/../phase1.cuh:614 via "
+        "vllm/third_party/flashmla/flash_mla_interface.py:217 (sparse_prefill_fwd) from "
+        "vllm/models/deepseek_v4/nvidia/flashmla.py:339@0.26.0 (_forward_prefill); vllm#49883, #49922, #52339, #54179, #51486",
+        vllm=fact("flashmla-sparse-prefill-empty-chunk").range, release_only=True,
+        text={"title": "FlashMLA's sparse prefill crashes on vLLM 0.26.0 (an empty prefill chunk)",
+              "effect": "vLLM 0.26.0 hands FlashMLA's SM 9.0 sparse prefill an empty chunk (long prompts, chunked prefill, "
+                        "DSpark, KV connectors) and its TMA descriptor cannot be built: every worker asserts",
+              "fix": "vLLM 0.25.x (the reports: the same setup works there); on 0.26.0 no setting is confirmed to avoid it",
+              "reference": "vllm#49883, vllm#49922, vllm#52339, vllm#54179", "evidence": "reported"},
+    ) for pattern in (
+        r"phase1\.cuh:\d+\): Assertion `res == CUresult::CUDA_SUCCESS` failed",
+        r"Assertion `res == CUresult::CUDA_SUCCESS` failed \([^)]*phase1\.cuh:\d+\)",
+    )),
+    # vLLM's own argument parser refusing the command line (argparse: exit 2). The message is the
+    # cause; commands/explain.py adds the nearest option of the release's recorded table.
+    Signature(
+        rule="vllm-argument-error", exception="argparse error (exit 2)",
+        pattern=r"^(?:vllm(?: serve)?|serve|api_server\.py|(?:__)?main(?:__)?\.py): error: "
+        r"(?!argument --kv-cache-dtype: invalid choice)"
+        r"(?P<message>.+)$",  # kv-invalid's own line excepted
+        source="vllm/utils/argparse_utils.py:113@0.24.0, :156@0.33.0–0.34.0 (FlexibleArgumentParser, an argparse "
+        "ArgumentParser: 'PROG: error: MESSAGE', exit 2; its own error() at :182@0.33.0)",
+        text={"title": "vLLM refused its command line",
+              "effect": "vLLM's argument parser stopped before anything started: {message}",
+              "fix": "{suggestion}",
+              "reference": "`vllm serve --help` of this release; `dsv4-launch plan` checks a command against the "
+                           "release's recorded options", "evidence": "cited"},
+    ),
+    # transformers' message with the backticks a forum or a copy stripped
+    Signature(
+        rule="vllm-too-old-for-dsv4", exception="ValueError (transformers)",
+        pattern=r"model type '?deepseek_v4'? but Transformers does not recognize this architecture",
+        source="transformers' AutoConfig (the backticks stripped by the page it was copied from); vllm-ascend#8722",
+        vllm=fact("vllm-too-old-for-dsv4").range, text=_TOO_OLD_TEXT,
+    ),
+    # FlashInfer's SM120 check in other words: the check's own text (a reporter's copy wraps its
+    # message), and the frame of the check where an excerpt ends on it
+    *(Signature(
+        rule="flashinfer-sm120-no-kernel", exception="tvm.error.InternalError (FlashInfer check)", pattern=pattern,
+        source=source, text=_FLASHINFER_SM120_TEXT,
+    ) for pattern, source in (
+        (r"Check failed: num_tokens > 64 \(\d+ vs\. 64\)",
+         "FlashInfer csrc/sparse_mla_sm120.cu:261 (TVM_FFI_ICHECK_GT(num_tokens, 64)): vllm#50720 (0.26.0, GB10)"),
+        (r'sparse_mla_sm120\.cu", line \d+, in void flashinfer::sparse_mla_sm120::SparseMlaSm120PagedAttention\b',
+         "FlashInfer csrc/sparse_mla_sm120.cu:261, the check's frame: flashinfer#3988 (vLLM 0.25.0)"),
+    )),
+    # CUDA-graph capture crashes
+    Signature(
+        rule="cudagraph-c128a-assert", exception="AssertionError",
+        pattern=r"^AssertionError$", context=r"in _build_c128a_metadata\b", context_lines=3,
+        source="vllm/models/deepseek_v4/sparse_mla.py:260@0.33.0–0.34.0 (_build_c128a_metadata, reached from "
+        "build_for_cudagraph_capture; absent in 0.24.0); eugr/spark-vllm-docker#400",
+        text={"title": "DeepSeek-V4's c128a sparse-MLA metadata assert during CUDA-graph capture",
+              "effect": "building the c128a (compress-ratio 128) attention metadata for a CUDA-graph capture size, the "
+                        "top-k width is smaller than the capture's longest sequence needs, and vLLM's assert stops the "
+                        "start-up (reported on 2 × GB10)",
+              "fix": "--enforce-eager (no CUDA graphs: the thread's workaround, slower); or a smaller "
+                     "--max-cudagraph-capture-size",
+              "reference": "eugr/spark-vllm-docker#400", "evidence": "reported"},
+    ),
+    Signature(
+        rule="cudagraph-paged-mqa-oob", exception="CUDA error (illegal memory access)",
+        pattern=r"illegal memory access", context=r"get_paged_mqa_logits_metadata", context_lines=6,
+        source="DeepGEMM get_paged_mqa_logits_metadata (vllm/utils/deep_gemm.py:544@0.24.0, :707@0.33.0) from the "
+        "indexer's metadata builder (vllm/v1/attention/backends/mla/indexer.py:617@0.24.0) during CUDA-graph capture; "
+        "the out-of-bounds read: DeepGEMM#399; vllm#51181, #51970, #51499",
+        text={"title": "DeepGEMM's paged-MQA metadata kernel reads out of bounds during CUDA-graph capture",
+              "effect": "the dummy batch of a FULL CUDA-graph capture has all-zero context lengths, and DeepGEMM's "
+                        "get_paged_mqa_logits_metadata reads past its input (SM 9.x: H100, H200, H20, GH200; 0.26–0.27 "
+                        "reports)",
+              "fix": "--compilation-config '{{\"cudagraph_mode\": \"FULL_DECODE_ONLY\"}}' (or PIECEWISE: the threads' "
+                     "workarounds), or a DeepGEMM with DeepGEMM#399",
+              "reference": "vllm#51181, vllm#51970, vllm#51499, DeepGEMM#399", "evidence": "reported"},
+    ),
+    # FlashMLA forced on SM 12.x (the pre-flight's flashmla-on-sm12): FlashMLA's own check (the
+    # same words on older GPUs have another fix: gpu_majors)
+    Signature(
+        rule="flashmla-on-sm12", exception="RuntimeError (FlashMLA check)",
+        pattern=r"Sparse Attention Forward Kernel is only supported on SM90a and SM100f architectures",
+        source="FlashMLA csrc/api/sparse_fwd.h:112-115@9241ae3 (TORCH_CHECK(is_sm90a || is_sm100f)), reached from "
+        "vllm/third_party/flashmla/flash_mla_interface.py:217 (flash_mla_sparse_fwd); no field log yet",
+        gpu_majors=(12,), fill={"backend": "FLASHMLA_SPARSE (FlashMLA)", "gpus": "SM 12.x"},
+    ),
 )
 
 # Rows whose failure prints nothing a log can be matched on, each with why (tests hold every
@@ -636,7 +731,6 @@ NO_SIGNATURE = {
     "indexer-dtype-ignored": "silently ignored: vLLM prints nothing",
     "backend-ignored": "silently ignored: vLLM prints nothing",
     "attention-env-ignored": "read nowhere: vLLM logs only 'Unknown vLLM environment variable'",
-    "flashmla-on-sm12": "a kernel failure (no sm_120 kernels) whose text is not known from vLLM's code",
     "flashinfer-dsv4-on-sm9": "a kernel failure whose text is not known from vLLM's code",
     "fp8-ds-mla-on-plain-rows": "a silent layout mismatch: nothing is raised",
     "gpu-too-old": "a kernel failure whose text depends on the kernel and the GPU",

@@ -143,6 +143,8 @@ FACTS: tuple[Fact, ...] = (
        "vllm/models/deepseek_v4/nvidia/model.py:259@0.33.0 "
        "DeepSeek V4 MegaMoE requires normalized top-k probabilities."),
     _f("vllm-too-old-for-dsv4", before="0.24.0"),
+    # FlashMLA's sparse prefill handed an empty chunk: reported against 0.26.0 only (vllm#49883, #52339)
+    _f("flashmla-sparse-prefill-empty-chunk", "0.26.0", "0.27.0"),
     # --- completion: the parsers vLLM registers for DeepSeek (commands/completion.py) -----------
     _table("tool-parser-names", (
         (VersionRange("0.24.0", "0.30.0"), ("deepseek_v4", "deepseek_v3", "deepseek_v31", "deepseek_v32")),
