@@ -825,3 +825,22 @@ def test_deep_gemm_not_int_on_sm12_0_24_suggests_only_what_works_there(value):
     for version, gpu in (("0.24.0", gpus(SM90)), ("0.28.0", gpus((12, 0), (12, 0)))):
         other = fix(planned([M, "-tp", "2"], version=version, gpu=gpu, env={"VLLM_USE_DEEP_GEMM": value}))
         assert other.startswith("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it"), other
+
+
+@pytest.mark.parametrize("rule,tokens,version", [
+    ("kv-not-fp8", [M, "--kv-cache-dtype", "bfloat16"], "0.29.0"),
+    ("kv-not-fp8", [M, "--kv-cache-dtype", "float16"], "0.24.0"),
+    ("fp4-indexer-off-sm10", [M, "--attention_config.use_fp4_indexer_cache=True"], "0.27.1"),
+])
+def test_a_bare_assert_is_a_warning_when_this_python_runs_with_O(rule, tokens, version):
+    # `python -O -m dsv4_launch serve` runs vLLM in this process: its asserts are skipped with no
+    # PYTHONOPTIMIZE in the environment (Facts.interpreter_optimized, gathered from sys.flags.optimize)
+    plain = facts_for(tokens, version=version, config=V4, gpu=big(SM120))
+    from dsv4_launch.core.rules.plan import make_plan
+
+    for optimized in (False, True):
+        plan = make_plan(plain._replace(interpreter_optimized=optimized))
+        finding = {f.rule: f for f in plan.findings}[rule]
+        assert (finding.level == WARN and not finding.certain) is optimized, finding
+        assert ("Python runs with -O" in finding.text) is optimized
+        assert (finding.text in plan.refusals) is not optimized

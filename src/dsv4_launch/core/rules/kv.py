@@ -8,9 +8,7 @@ are shown in.
 
 from __future__ import annotations
 
-import re
-
-from ..facts import Facts, as_bool, as_int, attention_backend, json_option
+from ..facts import Facts, as_bool, as_int, attention_backend, json_option, python_optimizes
 from ..gpus import DSV4_FAMILIES, GpuInfo
 from ..model import V41
 from ..records import Record
@@ -80,30 +78,18 @@ def is_nvfp4_on_mla(kv: str, version: str | None) -> bool:
     return kv.startswith("nvfp4") and not kv.endswith("_ds_mla")
 
 
-_C_INT = r"[ \t\n\v\f\r]*([+-]?)([0-9]+)"  # what C's strtol(s, &end, 10) reads (compiled at first use)
-
-
-def _optimized(facts: Facts) -> bool:
-    """Python runs vLLM with -O, so vLLM's bare ``assert`` statements are skipped. PYTHONOPTIMIZE as
-    CPython reads it (Python/initconfig.c get_env_flag, 3.10–3.13): the empty text is unset; else
-    ``_Py_str_to_int`` (strtol: leading blanks, a sign, digits, and nothing after them) — a
-    number above 0 is -O, 0 is not, anything else (``" "``, ``"0 "``, ``"yes"``, a negative
-    number) counts as 1."""
-    value = facts.rule_env.get("PYTHONOPTIMIZE")
-    if not value:
-        return False
-    number = re.fullmatch(_C_INT, value)
-    if number is None or number.group(1) == "-" and number.group(2).strip("0"):
-        return True
-    return bool(number.group(2).strip("0"))
+def _optimized(facts: Facts) -> str | None:
+    """Why vLLM's bare ``assert`` statements are skipped (``python_optimizes``), or None."""
+    return python_optimizes(facts.rule_env.get("PYTHONOPTIMIZE"), facts.interpreter_optimized)
 
 
 def _assert_doubt(facts: Facts, releases: VersionRange, then: str) -> dict:
     """``uncertain`` for a refusal whose failing line is a bare assert in ``releases``, when
     PYTHONOPTIMIZE is set (the assert is skipped; ``then`` says what vLLM does instead)."""
-    if not _optimized(facts) or releases.contains(facts.vllm_version) is False:
+    why = _optimized(facts)
+    if not why or releases.contains(facts.vllm_version) is False:
         return {}
-    return {"uncertain": f"PYTHONOPTIMIZE is set: vLLM before {releases.before} checks this with a bare assert, "
+    return {"uncertain": f"{why}: vLLM before {releases.before} checks this with a bare assert, "
                          f"which Python skips under -O, and then {then}"}
 
 
