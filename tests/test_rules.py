@@ -621,6 +621,49 @@ def test_the_connector_message_names_what_made_it():
     assert "MultiConnector (its child LMCacheConnectorV1)" in found["connector-turns-hma-off"].text
 
 
+def _users(name: str, module: str = "my_org.kv") -> list[str]:
+    return ["--kv-transfer-config", json.dumps({"kv_connector": name, "kv_role": "kv_both",
+                                                "kv_connector_module_path": module})]
+
+
+# kv_connector_module_path: vLLM loads the class from the user's module first (factory.py
+# get_connector_class), and that class decides its hybrid support: never certain here.
+USERS_CONNECTORS = [
+    _users("LMCacheConnectorV1"), _users("FlexKVConnectorV1", "flexkv_fork.connector"), _users("ExampleConnector"),
+    _users("MyConnector"), _users("LMCacheMPConnector", "lmcache_fork"),
+    ["--kv-transfer-config", json.dumps({"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                                         "kv_connector_extra_config": {"connectors": [
+                                             {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+                                             {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both",
+                                              "kv_connector_module_path": "my_org.kv"}]}})],
+]
+
+
+@pytest.mark.parametrize("tokens", USERS_CONNECTORS)
+@pytest.mark.parametrize("version", ["0.29.0", "0.31.0", "0.33.0"])
+def test_a_connector_from_the_users_module_is_a_warning_never_a_refusal(tokens, version):
+    for forced in ([], ["--no-disable-hybrid-kv-cache-manager"]):
+        found, plan = findings([M, *tokens, *forced], version=version)
+        assert plan.refusals == (), (tokens, forced, plan.refusals)
+        rows = {"connector-turns-hma-off", "hma-off-full-attention", "connector-hma-forced"} & set(found)
+        assert len(rows) == 1, (tokens, forced, rows)
+        (finding,) = [found[r] for r in rows]
+        assert finding.level == WARN and not finding.certain
+        assert "the class is the user's, and whether it supports the hybrid KV-cache manager (SupportsHMA) is " \
+               "unknown here" in finding.text
+        assert " from my_org.kv" in finding.text or " from flexkv_fork" in finding.text or "lmcache_fork" in finding.text
+
+
+def test_a_module_path_beside_an_uncertain_connector_keeps_the_certain_refusal():
+    # a MultiConnector child that certainly lacks support decides, whatever another child's class is
+    tokens = ["--kv-transfer-config", json.dumps({"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                                                  "kv_connector_extra_config": {"connectors": [
+                                                      {"kv_connector": "X", "kv_connector_module_path": "m"},
+                                                      {"kv_connector": "LMCacheConnectorV1"}]}})]
+    found, plan = findings([M, *tokens], version="0.33.0")
+    assert found["connector-turns-hma-off"].level == REFUSE and plan.refusals
+
+
 def test_moriio_gained_hybrid_support_in_0_30():
     moriio = [M, "--kv-transfer-config", '{"kv_connector": "MoRIIOConnector", "kv_role": "kv_both"}']
     assert "hma-off-full-attention" in findings(moriio, version="0.29.0")[0]

@@ -541,6 +541,12 @@ LMCACHE_MP = "LMCacheMPConnector"
 LMCACHE_MP_DOUBT = ("vLLM uses the installed lmcache package's LMCacheMPConnector when there is one "
                     "(vllm/distributed/kv_transfer/kv_connector/v1/lmcache_mp_connector.py), whose hybrid "
                     "support is not checked here")
+# kv_connector_module_path: vLLM imports that module and takes the class named kv_connector from it,
+# before its own registry (factory.py get_connector_class@0.24–0.33), and the class decides
+# (supports_hma: a subclass of SupportsHMA) — the user's class, which nothing here imports.
+USER_CLASS_DOUBT = ("kv_connector_module_path makes vLLM load the class from that module, before its own registry "
+                    "(vllm/distributed/kv_transfer/kv_connector/factory.py get_connector_class): the class is the "
+                    "user's, and whether it supports the hybrid KV-cache manager (SupportsHMA) is unknown here")
 
 
 def _dcp_doubt(facts: Facts) -> dict:
@@ -586,8 +592,9 @@ def effective_transfer_config(facts: Facts) -> tuple[dict | None, str]:
 def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bool, str, str | None] | None:
     """(supports, name, doubt) for one connector config as KVConnectorFactory.supports_hma_config
     judges it (factory.py:131-145@0.29, :141-146@0.33): a MultiConnector supports it only if it
-    has children and every one does (multi_connector.py all_children_support_hma). None: no
-    connector, or one whose class is not vLLM's (not judged)."""
+    has children and every one does (multi_connector.py all_children_support_hma); one from
+    ``kv_connector_module_path`` is the user's class: not supported, with a doubt. None: no
+    connector."""
     name = config.get("kv_connector")
     if not isinstance(name, str) or depth > 8:
         return None
@@ -606,6 +613,9 @@ def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bo
         if doubts:
             return False, f"MultiConnector (its child {doubts[0][0]})", doubts[0][1]
         return True, name, None
+    module = config.get("kv_connector_module_path")
+    if isinstance(module, str) and module:  # (MultiConnector above: vLLM judges it by its children whatever the class)
+        return False, f"{name} from {module}", USER_CLASS_DOUBT
     if name == LMCACHE_MP:
         return False, name, LMCACHE_MP_DOUBT
     gained = HMA_SINCE.get(name)
@@ -618,8 +628,7 @@ def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bo
 
 
 def effective_connector(facts: Facts) -> Connector | None:
-    """The connector vLLM builds from these arguments, None when it builds none (or one it does
-    not know, e.g. a module path of the user's)."""
+    """The connector vLLM builds from these arguments, None when it builds none."""
     config, how = effective_transfer_config(facts)
     if not isinstance(config, dict):
         return None
@@ -705,7 +714,8 @@ def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     found = connector_turns_hma_off(facts, gpu)
     if found is None:
         return None
-    return {"why": f"{found['connector']} (vLLM turns the hybrid KV-cache manager off for it)"}
+    doubt = {"uncertain": found["uncertain"]} if "uncertain" in found else {}
+    return {"why": f"{found['connector']} (vLLM turns the hybrid KV-cache manager off for it)", **doubt}
 
 
 @row(
