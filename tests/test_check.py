@@ -41,6 +41,8 @@ BROKEN = {  # shape -> the finding's code that names it
     "think-in-content": "reasoning-in-content",
     "answer-in-reasoning": "answer-in-reasoning",
     "answer-in-reasoning-content": "answer-in-reasoning",
+    "wrong-answer": "wrong-answer",
+    "wrong-count": "wrong-answer",
 }
 
 
@@ -266,10 +268,34 @@ def test_a_wrong_or_missing_key_variable_is_said(client):
         status, out, _ = check(s.url, "--api-key-env", "MY_KEY", client=client, env={"MY_KEY": "sk-wrong-one"})
         assert status == 1 and "the server refused the API key from $MY_KEY" in out
         assert "sk-wrong-one" not in out
+        status, out, _ = check(s.url, "--api-key-env", "EMPTY_KEY", client=client, env={"EMPTY_KEY": ""})
+        assert status == 1 and "note: $EMPTY_KEY is empty: no API key sent" in out
+        assert "the server wants an API key, and $EMPTY_KEY is not set" in out
         status, out, _ = check(s.url, "--api-key-env", "UNSET_KEY", client=client)
     assert status == 1
-    assert "note: $UNSET_KEY is not set or empty: no API key sent" in out
-    assert "the server wants an API key, and $UNSET_KEY is not set" in out
+    assert "note: the variable named by --api-key-env is not set (its name is not shown: it may be the key " \
+           "itself): no API key sent" in out
+    assert "the server wants an API key, and the variable named by --api-key-env is not set" in out
+    assert "UNSET_KEY" not in out
+
+
+# Keys shaped like a variable's name (what a shell gives for "$KEY" left unexported is the key).
+NAME_SHAPED_KEYS = ["hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "sk_live_51HxYzAbCdEf0123456789",
+                    "deadbeef0123456789abcdef01234567", "f00dcafe99aa", "ghp_0123456789abcdefABCDEF0123456789abcd",
+                    "AKIAIOSFODNN7EXAMPLE", "my_secret_pass_2024"]
+
+
+@pytest.mark.parametrize("key", NAME_SHAPED_KEYS)
+def test_a_key_given_as_the_variables_name_is_never_printed(key):
+    with ReplayServer("healthy", api_key="sk-the-real-one") as s:
+        for env in ({}, {"OTHER": "x"}):
+            status, out, err = check(s.url, "--api-key-env", key, env=env)
+            jstatus, doc, jerr = check_json(s.url, "--api-key-env", key, env=env)
+            assert status == jstatus == exit_codes.CHECK_PROBLEM, out + err
+            assert "the variable named by --api-key-env is not set" in out
+            assert "the variable named by --api-key-env is not set" in json.dumps(doc)
+            for text in (out, err, json.dumps(doc), jerr):
+                assert key not in text and key[:8] not in text, text
 
 
 @pytest.mark.parametrize("argv", [
@@ -324,6 +350,120 @@ def test_a_huge_answer_is_cut_and_said(client):
         status, out, _ = check(s.url, client=client)
     assert status == exit_codes.CHECK_PROBLEM
     assert "/v1/models: the answer is larger than the size limit" in out
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+def _deflate(data: bytes) -> bytes:
+    import zlib
+
+    return zlib.compress(data)
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    import zlib
+
+    packer = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
+@pytest.mark.parametrize("encode", [(("gzip",), _gzip), (("x-gzip",), _gzip), (("deflate",), _deflate),
+                                    (("deflate",), _raw_deflate), (("identity",), bytes), (("GZIP",), _gzip)])
+def test_one_layer_of_encoding_is_read(client, encode):
+    with ReplayServer("healthy", encode=encode) as s:
+        status, out, err = check(s.url, client=client)
+    assert status == exit_codes.OK, out + err
+    assert f"ok: chat: '{COUNT}'" in out
+
+
+@pytest.mark.parametrize("codings", [("gzip, gzip",), ("gzip", "gzip"), ("deflate", "gzip"), ("gzip,deflate",)])
+def test_nested_encodings_are_a_bad_answer_never_decoded(client, codings):
+    def twice(data: bytes) -> bytes:
+        return _gzip(_gzip(data))
+
+    with ReplayServer("healthy", encode=(codings, twice)) as s:
+        status, out, _ = check(s.url, client=client)
+    assert status == exit_codes.CHECK_PROBLEM
+    assert "problem: /v1/models: the answer has 2 layers of Content-Encoding" in out
+    assert "not decoded" in out
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "compress"])
+def test_an_encoding_not_read_is_said(client, coding):
+    with ReplayServer("healthy", encode=((coding,), bytes)) as s:
+        status, out, _ = check(s.url, client=client)
+    assert status == exit_codes.CHECK_PROBLEM
+    assert f"the answer's Content-Encoding '{coding}' is not one this check reads" in out
+
+
+def test_a_body_that_does_not_decode_is_said(client):
+    with ReplayServer("healthy", encode=(("gzip",), lambda data: b"\x1f\x8b\x08\x00not gzip at all")) as s:
+        status, out, _ = check(s.url, client=client)
+    assert status == exit_codes.CHECK_PROBLEM and "the answer's compressed body does not decode" in out
+
+
+@pytest.mark.parametrize("inflated", [64 << 20, 256 << 20])
+def test_a_gzip_bomb_is_cut_before_it_inflates(client, inflated):
+    """A small body that inflates to ``inflated`` bytes: memory stays within a few times the 1 MiB
+    limit (before: httpx inflated each chunk whole, nested layers without end)."""
+    import tracemalloc
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = b" " * (1 << 20)
+    bomb = packer.compress(b'{"object": "list", "data": [') + b"".join(
+        packer.compress(zeros) for _ in range(inflated >> 20)) + packer.compress(b"]}") + packer.flush()
+    assert len(bomb) < inflated / 500
+
+    def encode(path):
+        return (("gzip",), lambda data: bomb) if path == "/v1/models" else None
+
+    with ReplayServer("healthy", encode=encode) as s:
+        tracemalloc.start()
+        try:
+            status, out, _ = check(s.url, client=client)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert status == exit_codes.CHECK_PROBLEM
+    assert "/v1/models: the answer is larger than the size limit" in out
+    assert peak < 16 << 20, peak
+
+
+def test_a_body_without_length_over_the_limit_is_cut(client):
+    with ReplayServer("healthy", huge=True, no_length=True) as s:
+        status, out, _ = check(s.url, client=client)
+    assert status == exit_codes.CHECK_PROBLEM
+    assert "/v1/models: the answer is larger than the size limit" in out
+    with ReplayServer("healthy", no_length=True) as s:  # and one within it is read whole
+        status, out, _ = check(s.url, client=client)
+    assert status == exit_codes.OK, out
+
+
+@pytest.mark.parametrize("shape", ["wrong-answer", "wrong-count"])
+def test_a_fluent_answer_that_is_not_the_count_is_a_problem(client, shape):
+    with ReplayServer(shape) as s:
+        status, out, _ = check(s.url, client=client)
+        jstatus, doc, _ = check_json(s.url, client=client)
+    assert status == jstatus == exit_codes.CHECK_PROBLEM, out
+    assert "problem: chat: asked to count from 1 to 20, the model answered" in out
+    assert codes(doc)["wrong-answer"] == "fail"
+
+
+@pytest.mark.parametrize("content, finish, right", [
+    (COUNT, "length", True), ("1, 2, 3, 4, 5, 6, 7", "length", True), ("Sure: 1 2 3 4 5 6 7 8", "length", True),
+    ("1 to 20: 1 2 3 4 5 6 7", "length", True), ("1 2 3 4 5 6 7 8 9 1", "length", True),  # 1 of 10, cut
+    (" ".join(str(i) for i in range(1, 21)), "stop", True), ("1\n2\n3\n4\n5", "length", True),
+    ("1 2 3 4 5 6 7 8 9 1", "stop", False), ("1 2 3 4 5", "stop", False), ("1 2 3", "length", False),
+    ("1 2 3 4 5 6 8", "length", False), ("2 3 4 5 6 7 8", "length", False), ("one two three four", "length", False),
+    ("The numbers from one to twenty are easy to count.", "length", False), ("20 19 18 17 16", "length", False),
+])
+def test_the_count_is_judged(content, finish, right):
+    assert sc.counts(content, finish) is right
 
 
 def test_server_text_is_escaped_and_json_stays_valid(client):

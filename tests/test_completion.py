@@ -266,3 +266,49 @@ def test_each_declared_option_is_offered_where_it_is_declared():
         assert options <= offered, (name, options - offered)
         others = set().union(*(o for n, o in declared.items() if n != name)) - options
         assert not (others & offered) - set(load_table("0.33.0").option_strings), (name, others & offered)
+
+
+# Folder names a shared Hugging Face cache can hold (any byte but "/" and NUL): each would put a
+# command, a glob or a split on the user's line if offered as it is (issue 41).
+HOSTILE_FOLDERS = ["models--acme--x$(touch PWNED)", "models--acme--x;touch PWNED", "models--acme--x`touch PWNED`",
+                   "models--acme--x\ntouch PWNED", "models--acme--x'q", 'models--acme--x"q', "models--acme--x y",
+                   "models--acme--x&&touch PWNED", "models--acme--x|touch PWNED", "models--acme--x*",
+                   "models--acme--x>PWNED", "models--acme--x{a,b}", "models---rf--x", "models--acme--x\\y",
+                   "models--acme--x$HOME", "models--acme--x..y", "models--acme--x#c", "models--acme--Modèle"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_cache_names_a_shell_would_run_or_split_are_not_offered(run_cli, tmp_path, shell):
+    cache = tmp_path / "hub-cache"
+    for folder in [*HOSTILE_FOLDERS, "models--acme--Model_v2.1", "models--acme--x-ok"]:
+        (cache / folder).mkdir(parents=True)
+    env = {"HF_HUB_CACHE": str(cache)}
+    got = _complete_in(shell, tmp_path, run_cli, ["dsv4-serve", "acme/"], env)
+    assert set(got) == {"acme/Model_v2.1", "acme/x-ok"}, got
+    got = _complete_in(shell, tmp_path, run_cli, ["dsv4-serve", "-"], env) + \
+        _complete_in(shell, tmp_path, run_cli, ["dsv4-serve", ""], env)
+    assert not any(g.startswith(("-rf", "acme/x$", "acme/x;")) for g in got)
+    # what is offered is inert in that shell: read back as a word, it is itself and runs nothing
+    for word in ("acme/Model_v2.1", "acme/x-ok"):
+        code = f"printf '%s\\n' {word}"
+        done = subprocess.run([_shell(shell), "-c" if shell != "zsh" else "-fc", code], capture_output=True,
+                              text=True, cwd=tmp_path, env=clean_env(tmp_path), timeout=30)
+        assert done.returncode == 0 and done.stdout == f"{word}\n", (shell, done.stdout, done.stderr)
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_only_repo_ids_huggingface_hub_accepts_come_from_the_cache(tmp_path):
+    from dsv4_launch.commands.completion import model_ids
+
+    for folder in [*HOSTILE_FOLDERS, "models--acme--ok.v1_2-3"]:
+        (tmp_path / folder).mkdir()
+    got = [m for m in model_ids({"HF_HUB_CACHE": str(tmp_path)}) if m.startswith(("acme/", "-rf"))]
+    assert got == ["acme/ok.v1_2-3"]
+    try:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    except ImportError:
+        return  # the rule is huggingface_hub's (utils/_validators.py); checked where it is installed
+    validate_repo_id("acme/ok.v1_2-3")
+    for folder in HOSTILE_FOLDERS:
+        with pytest.raises(HFValidationError):
+            validate_repo_id(folder.removeprefix("models--").replace("--", "/", 1))

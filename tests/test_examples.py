@@ -999,7 +999,7 @@ def test_systemd_exec_start_post_waits_while_not_reachable_and_stops_on_an_answe
                                   timeout=120)
             health = [r for r in server.requests if r["path"] == "/health"]
         assert done.returncode == expected, done.stdout + done.stderr
-        assert says in done.stdout and "note: $VLLM_API_KEY is not set or empty" in done.stdout
+        assert says in done.stdout and "note: the variable named by --api-key-env is not set" in done.stdout
         assert len(health) == ready_after + 1  # retried while 503, then once more, then stopped
 
 

@@ -621,6 +621,49 @@ def test_the_connector_message_names_what_made_it():
     assert "MultiConnector (its child LMCacheConnectorV1)" in found["connector-turns-hma-off"].text
 
 
+def _users(name: str, module: str = "my_org.kv") -> list[str]:
+    return ["--kv-transfer-config", json.dumps({"kv_connector": name, "kv_role": "kv_both",
+                                                "kv_connector_module_path": module})]
+
+
+# kv_connector_module_path: vLLM loads the class from the user's module first (factory.py
+# get_connector_class), and that class decides its hybrid support: never certain here.
+USERS_CONNECTORS = [
+    _users("LMCacheConnectorV1"), _users("FlexKVConnectorV1", "flexkv_fork.connector"), _users("ExampleConnector"),
+    _users("MyConnector"), _users("LMCacheMPConnector", "lmcache_fork"),
+    ["--kv-transfer-config", json.dumps({"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                                         "kv_connector_extra_config": {"connectors": [
+                                             {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+                                             {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both",
+                                              "kv_connector_module_path": "my_org.kv"}]}})],
+]
+
+
+@pytest.mark.parametrize("tokens", USERS_CONNECTORS)
+@pytest.mark.parametrize("version", ["0.29.0", "0.31.0", "0.33.0"])
+def test_a_connector_from_the_users_module_is_a_warning_never_a_refusal(tokens, version):
+    for forced in ([], ["--no-disable-hybrid-kv-cache-manager"]):
+        found, plan = findings([M, *tokens, *forced], version=version)
+        assert plan.refusals == (), (tokens, forced, plan.refusals)
+        rows = {"connector-turns-hma-off", "hma-off-full-attention", "connector-hma-forced"} & set(found)
+        assert len(rows) == 1, (tokens, forced, rows)
+        (finding,) = [found[r] for r in rows]
+        assert finding.level == WARN and not finding.certain
+        assert "the class is the user's, and whether it supports the hybrid KV-cache manager (SupportsHMA) is " \
+               "unknown here" in finding.text
+        assert " from my_org.kv" in finding.text or " from flexkv_fork" in finding.text or "lmcache_fork" in finding.text
+
+
+def test_a_module_path_beside_an_uncertain_connector_keeps_the_certain_refusal():
+    # a MultiConnector child that certainly lacks support decides, whatever another child's class is
+    tokens = ["--kv-transfer-config", json.dumps({"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                                                  "kv_connector_extra_config": {"connectors": [
+                                                      {"kv_connector": "X", "kv_connector_module_path": "m"},
+                                                      {"kv_connector": "LMCacheConnectorV1"}]}})]
+    found, plan = findings([M, *tokens], version="0.33.0")
+    assert found["connector-turns-hma-off"].level == REFUSE and plan.refusals
+
+
 def test_moriio_gained_hybrid_support_in_0_30():
     moriio = [M, "--kv-transfer-config", '{"kv_connector": "MoRIIOConnector", "kv_role": "kv_both"}']
     assert "hma-off-full-attention" in findings(moriio, version="0.29.0")[0]
@@ -825,3 +868,22 @@ def test_deep_gemm_not_int_on_sm12_0_24_suggests_only_what_works_there(value):
     for version, gpu in (("0.24.0", gpus(SM90)), ("0.28.0", gpus((12, 0), (12, 0)))):
         other = fix(planned([M, "-tp", "2"], version=version, gpu=gpu, env={"VLLM_USE_DEEP_GEMM": value}))
         assert other.startswith("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it"), other
+
+
+@pytest.mark.parametrize("rule,tokens,version", [
+    ("kv-not-fp8", [M, "--kv-cache-dtype", "bfloat16"], "0.29.0"),
+    ("kv-not-fp8", [M, "--kv-cache-dtype", "float16"], "0.24.0"),
+    ("fp4-indexer-off-sm10", [M, "--attention_config.use_fp4_indexer_cache=True"], "0.27.1"),
+])
+def test_a_bare_assert_is_a_warning_when_this_python_runs_with_O(rule, tokens, version):
+    # `python -O -m dsv4_launch serve` runs vLLM in this process: its asserts are skipped with no
+    # PYTHONOPTIMIZE in the environment (Facts.interpreter_optimized, gathered from sys.flags.optimize)
+    plain = facts_for(tokens, version=version, config=V4, gpu=big(SM120))
+    from dsv4_launch.core.rules.plan import make_plan
+
+    for optimized in (False, True):
+        plan = make_plan(plain._replace(interpreter_optimized=optimized))
+        finding = {f.rule: f for f in plan.findings}[rule]
+        assert (finding.level == WARN and not finding.certain) is optimized, finding
+        assert ("Python runs with -O" in finding.text) is optimized
+        assert (finding.text in plan.refusals) is not optimized

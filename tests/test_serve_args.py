@@ -303,3 +303,72 @@ def test_a_bare_double_dash_is_named_but_never_an_unknown_option(exact):
     # in argparse's order, as vLLM 0.33.0 prints it ("unrecognized arguments: -- --api-key=…")
     ordered = read_serve_args(["m", "-tp", "2", "--", "--api-key=Zq0000SECRETX"], load_table("0.33.0"))
     assert ordered.rejection == "unrecognized arguments: --, --api-key"
+
+
+# Two --config files: vLLM's only guard is `assert args.count("--config") <= 1`
+# (vllm/utils/argparse_utils.py _pull_args_from_config, 0.24.0 … 0.33.0); under -O it is skipped and
+# vLLM reads the first file, the later `--config FILE` an ordinary option never read.
+@pytest.mark.parametrize("tokens, model, kv", [
+    ([M, "--config", "a.yaml", "--config", "b.yaml"], M, "fp8"),
+    ([M, "--config", "a.yaml", "-tp", "2", "--config", "b.yaml", "--config", "c.yaml"], M, "fp8"),
+    (["--config", "b.yaml", "--config", "a.yaml"], "other/model", "auto"),
+    ([M, "--config", "a.yaml", "--config", "missing.yaml"], M, "fp8"),  # the second is never opened
+])
+@pytest.mark.parametrize("table", TABLES, ids=lambda t: f"vllm-{t.vllm_version}")
+def test_two_config_files_under_optimize_are_a_warning_and_the_first_is_read(tokens, model, kv, table):
+    configs = {"a.yaml": {"kv_cache_dtype": "fp8"}, "b.yaml": {"model": "other/model", "kv_cache_dtype": "auto"},
+               "c.yaml": {}}
+    with pytest.raises(ConfigFileError, match="more than once"):
+        read(tokens, table, configs)
+
+    def load(path):
+        if path not in configs:
+            raise ConfigFileError(f"--config {path}: no such file")
+        return configs[path]
+
+    args = read_serve_args(tokens, table, load, optimized="PYTHONOPTIMIZE is set")
+    assert args.rejection is None and args.model == model and args.value("kv_cache_dtype") == kv
+    assert args.config_path == tokens[tokens.index("--config") + 1]
+    assert any("--config is given more than once: vLLM checks this only with an assert, which Python skips "
+               "under -O (PYTHONOPTIMIZE is set), and then reads the first file" in w for w in args.warnings)
+
+
+@pytest.mark.parametrize("flag, env, why", [
+    (0, {}, None), (0, {"PYTHONOPTIMIZE": "0"}, None), (0, {"PYTHONOPTIMIZE": ""}, None),
+    (0, {"PYTHONOPTIMIZE": "1"}, "PYTHONOPTIMIZE is set"), (0, {"PYTHONOPTIMIZE": "yes"}, "PYTHONOPTIMIZE is set"),
+    (1, {}, "Python runs with -O"), (2, {"PYTHONOPTIMIZE": "0"}, "Python runs with -O"),
+])
+def test_optimized_is_the_environment_or_this_interpreters_flag(monkeypatch, flag, env, why):
+    # Faked: this interpreter's flags (sys.flags.optimize), at the boundary gather reads it.
+    import sys
+    import types
+
+    from dsv4_launch.adapters import gather
+
+    monkeypatch.setattr(gather, "sys", types.SimpleNamespace(flags=types.SimpleNamespace(optimize=flag)))
+    assert gather.optimized(env) == why
+    assert sys.flags.optimize == 0
+
+
+def test_two_config_files_under_python_O_start_with_the_first(tmp_path):
+    """A real ``python -O``: plan reads two --config files as vLLM under -O does (and refuses without -O)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import clean_env
+
+    (tmp_path / "a.yaml").write_text(f"model: {M}\nkv-cache-dtype: fp8\n")
+    (tmp_path / "b.yaml").write_text("model: other/model\n")
+    code = ("import sys; from dsv4_launch.adapters.gather import read_args; "
+            "from dsv4_launch.vllm_cli.option_table import load_table; "
+            "a = read_args(['--config', 'a.yaml', '--config', 'b.yaml'], load_table('0.33.0'), {}); "
+            "print(a.model, a.value('kv_cache_dtype'), '|'.join(a.warnings))")
+    env = clean_env(tmp_path)
+    env.pop("PYTHONOPTIMIZE", None)
+    run = subprocess.run([sys.executable, "-O", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"{M} fp8 ") and "Python runs with -O" in run.stdout
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode != 0 and "ConfigFileError: --config is given more than once" in run.stderr

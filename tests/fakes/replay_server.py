@@ -20,6 +20,7 @@ Every wait is bounded: a handler that "never answers" waits on an event that ``s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -94,6 +95,10 @@ SHAPES = {
     "answer-in-reasoning-content": ((200, completion(None, reasoning=COUNT, finish="stop",
                                                      reasoning_field="reasoning_content")),
                                     (200, tool_call_completion())),
+    # fluent, and not what was asked (a model whose weights or kernels are wrong can sound right)
+    "wrong-answer": ((200, completion("Sure! Counting is a fundamental skill that children learn early on.")),
+                     (200, tool_call_completion())),
+    "wrong-count": ((200, completion("1 2 3 5 8 13 21 34 55 89")), (200, tool_call_completion())),
     "thinking-ignored": ((200, completion("", reasoning="Okay, the user wants me to count", finish="length")),
                          (200, tool_call_completion())),
 }
@@ -105,7 +110,8 @@ class ReplayServer:
     def __init__(self, shape: str = "healthy", *, delay: float = 0.0, never_answer: bool = False,
                  loading: bool = False, api_key: str | None = None, models=None, redirect_to: str | None = None,
                  huge: bool = False, echo_auth: bool = False, control_chars: bool = False,
-                 ready_after: int = 0, chat_delay: float = 0.0, tls: tuple[str, str] | None = None) -> None:
+                 ready_after: int = 0, chat_delay: float = 0.0, tls: tuple[str, str] | None = None,
+                 encode=None, no_length: bool = False) -> None:
         self.shape = shape
         self.delay = delay
         self.never_answer = never_answer
@@ -118,6 +124,10 @@ class ReplayServer:
         self.control_chars = control_chars
         self.ready_after = ready_after  # /health says 503 (loading) to this many requests first
         self.chat_delay = chat_delay  # seconds a chat completion takes (a model's decoding time)
+        # (Content-Encoding header values, a function of the body) for every answer with a body;
+        # or a function of the path giving them (None: as the others)
+        self.encode = encode
+        self.no_length = no_length  # no Content-Length: the body ends when the connection closes
         self.requests: list[dict] = []  # every request: method, path, headers, JSON body
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -147,6 +157,18 @@ class ReplayServer:
         self.httpd.server_close()
         self._thread.join(5)
 
+    def framed(self, path: str, body: bytes) -> tuple[bytes, list[tuple[str, str]]]:
+        """The body as sent for ``path`` (``encode``d) and its framing headers: Content-Encoding,
+        and Content-Length or (``no_length``) Connection: close."""
+        encode = self.encode(path) if callable(self.encode) else self.encode
+        headers = []
+        if encode is not None and body:
+            codings, how = encode
+            body = how(body)
+            headers += [("Content-Encoding", c) for c in codings]
+        headers.append(("Connection", "close") if self.no_length else ("Content-Length", str(len(body))))
+        return body, headers
+
     def _handler(self):
         server = self
 
@@ -158,13 +180,14 @@ class ReplayServer:
 
             def _send(self, status: int, doc=None, *, raw: bytes | None = None, headers=()) -> None:
                 body = raw if raw is not None else (json.dumps(doc).encode() if doc is not None else b"")
+                body, framing = server.framed(self.path, body)
+                self.close_connection = self.close_connection or server.no_length
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in headers:
+                for k, v in (("Content-Type", "application/json"), *framing, *headers):
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(body)
+                with contextlib.suppress(OSError):  # the client stopped reading (its size limit)
+                    self.wfile.write(body)
 
             def _handle(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

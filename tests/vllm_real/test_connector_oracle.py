@@ -128,3 +128,71 @@ def test_simple_cpu_offload_is_the_native_backend_under_its_variable(real_vllm, 
     monkeypatch.setenv("VLLM_USE_SIMPLE_KV_OFFLOAD", "1")
     name, supports = _vllm_side([*SIZE])
     assert name == "SimpleCPUOffloadConnector" and supports is True
+
+
+# A connector module of the user's, as kv_connector_module_path names it: vLLM imports it and takes
+# the class named kv_connector from it before its own registry (factory.py get_connector_class), so
+# a class called LMCacheConnectorV1 here may support the hybrid manager where vLLM's does not.
+USERS_MODULE = '''
+from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorBase_V1, SupportsHMA
+
+
+class LMCacheConnectorV1(KVConnectorBase_V1, SupportsHMA):  # vLLM's own of this name lacks it
+    def __init__(self, vllm_config, role, kv_cache_config=None):
+        raise AssertionError("never built: only its class is asked")
+
+
+class NixlConnector(KVConnectorBase_V1):  # vLLM's own of this name has it
+    def __init__(self, vllm_config, role, kv_cache_config=None):
+        raise AssertionError("never built: only its class is asked")
+
+
+class MyConnector(KVConnectorBase_V1, SupportsHMA):
+    def __init__(self, vllm_config, role, kv_cache_config=None):
+        raise AssertionError("never built: only its class is asked")
+'''
+
+
+@pytest.fixture
+def users_module(tmp_path, monkeypatch):
+    import sys
+
+    name = "dsv4_oracle_users_connectors"
+    (tmp_path / f"{name}.py").write_text(USERS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    return name
+
+
+@pytest.mark.rule("connector-turns-hma-off")
+@pytest.mark.rule("hma-off-full-attention")
+@pytest.mark.rule("connector-hma-forced")
+@pytest.mark.parametrize("name, users_class_supports", [("LMCacheConnectorV1", True), ("NixlConnector", False),
+                                                         ("MyConnector", True)])
+@pytest.mark.parametrize("extra", [[], SIZE])
+def test_a_connector_from_the_users_module_is_the_users_class(real_vllm, monkeypatch, users_module, name,
+                                                              users_class_supports, extra):
+    """vLLM's factory judges the user's class, not the registry's of that name: the model must not be
+    certain either way (a doubt, never a refusal), and vLLM's answer must be the class's."""
+    monkeypatch.delenv("VLLM_USE_SIMPLE_KV_OFFLOAD", raising=False)
+    tokens = [*transfer(name, kv_connector_module_path=users_module), *extra]
+    facts = facts_for([M, *tokens], version=real_vllm[2])
+    connector = kv.effective_connector(facts)
+    assert connector is not None and connector.doubt == kv.USER_CLASS_DOUBT and not connector.hma, connector
+    assert (kv.effective_transfer_config(facts)[0] or {}).get("kv_connector_module_path") == users_module
+    if extra:
+        # --kv-offloading-size replaces the name and keeps the module path: vLLM looks for
+        # OffloadingConnector in the user's module (absent from this one), not in its registry
+        with pytest.raises(AttributeError, match=f"Class OffloadingConnector not found in {users_module}"):
+            _vllm_side(tokens)
+    else:
+        built, supports = _vllm_side(tokens)
+        assert built == name and supports is users_class_supports, (built, supports)
+        registry = kv._supports_hma({"kv_connector": name}, real_vllm[2])  # the registry's class of that name
+        if name != "MyConnector":
+            assert registry is not None and registry[0] is not supports  # the name alone would judge wrong
+    from dsv4_launch.core.rules.plan import make_plan
+
+    for forced in ([], ["--no-disable-hybrid-kv-cache-manager"]):
+        plan = make_plan(facts_for([M, *tokens, *forced], version=real_vllm[2]))
+        assert plan.refusals == (), plan.refusals

@@ -182,3 +182,49 @@ def test_replica_table_is_the_live_parser(real_vllm):
         live[option] = (action.dest, nargs)
     recorded = {o: (a.dest, a.nargs) for a in table.actions for o in a.options}
     assert recorded == live
+
+
+# vLLM's only guard against two --config files is `assert args.count("--config") <= 1`
+# (utils/argparse_utils.py _pull_args_from_config): under `python -O` it is skipped. Asked of the
+# real parser in one `python -O` child (vLLM imports once): it reads the first file, and so does our
+# reading (a warning).
+OPTIMIZED_CHILD = """
+import importlib.metadata, json, sys
+sys.path.insert(0, sys.argv[1])
+from vllm_serve_parser import make_serve_parser
+from dsv4_launch.adapters.gather import read_args
+from dsv4_launch.vllm_cli.option_table import load_table
+top, _ = make_serve_parser()
+table = load_table(importlib.metadata.version("vllm"))
+for tokens in json.loads(sys.argv[2]):
+    real = top.parse_args(["serve", *tokens])
+    mine = read_args(tokens, table, {})
+    print(json.dumps({"flag": sys.flags.optimize,
+                      "real": [real.model_tag if real.model_tag is not None else real.model, real.kv_cache_dtype],
+                      "ours": [mine.model, mine.value("kv_cache_dtype") or "auto"], "warnings": list(mine.warnings)}))
+"""
+TWO_CONFIGS = [
+    [M, "--config", "{d}/kv-fp8.yaml", "--config", "{d}/kv-auto.yaml"],
+    ["--config", "{d}/model-kv.yml", "--config", "{d}/model.yaml", "--port", "8001"],
+    [M, "--config", "{d}/kv-auto.yaml", "--config", "{d}/missing.yaml"],
+]
+
+
+def test_two_config_files_under_python_O_as_vllm_reads_them(real_vllm, yaml_dir):
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import TOOLS
+
+    argvs = [[t.replace("{d}", str(yaml_dir)) for t in tokens] for tokens in TWO_CONFIGS]
+    done = subprocess.run([sys.executable, "-O", "-c", OPTIMIZED_CHILD, str(TOOLS), json.dumps(argvs)],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"flag"')]
+    assert len(lines) == len(argvs)
+    for argv, got in zip(argvs, lines):
+        assert got["flag"] == 1 and got["ours"] == got["real"], (argv, got)
+        assert any("--config is given more than once" in w and "Python runs with -O" in w for w in got["warnings"])
+        top, _, version = real_vllm
+        compare(top, version, argv)  # without -O: vLLM's assert, and our refusal

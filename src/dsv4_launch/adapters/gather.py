@@ -12,11 +12,12 @@ cannot use (ConfigFileError) stops here, because vLLM would die on it too.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from ..core.args import ServeArgs
 from ..core.credentials import clip
-from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport
+from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport, python_optimizes
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
 from ..core.records import Record
@@ -44,10 +45,17 @@ class Gathered(Record):
     table: OptionTable
 
 
-def read_args(argv: Sequence[str], table: OptionTable) -> ServeArgs:
+def read_args(argv: Sequence[str], table: OptionTable, env: Mapping[str, str] | None = None) -> ServeArgs:
     """The arguments as vLLM reads them. Raises ConfigFileError for a --config file vLLM cannot
-    use; a --config left unread (a FIFO) is said in ``ServeArgs.unread``."""
-    return read_serve_args(argv, table, _load_config_file)
+    use; a --config left unread (a FIFO) is said in ``ServeArgs.unread``. ``env``: vLLM's
+    environment, for what vLLM checks with a bare assert only (``optimized``)."""
+    return read_serve_args(argv, table, _load_config_file, optimized=optimized(env or {}))
+
+
+def optimized(env: Mapping[str, str]) -> str | None:
+    """Why vLLM's bare asserts are skipped (PYTHONOPTIMIZE in ``env``, or this Python's -O: vLLM
+    runs in this process), or None."""
+    return python_optimizes(env.get("PYTHONOPTIMIZE"), sys.flags.optimize > 0)
 
 
 def _load_config_file(path: str) -> dict[str, object]:
@@ -97,9 +105,9 @@ def gather(
     """
     vllm = vllm or find_vllm(env)
     table = load_table(vllm.version)
-    args = read_args(argv, table)
+    args = read_args(argv, table, env)
     if default_model and args.model_source in (None, "vLLM default") and not (args.rejection or args.unread):
-        args = read_args([default_model, *argv], table)  # doctor and fit: DeepSeek-V4, not vLLM's default
+        args = read_args([default_model, *argv], table, env)  # doctor and fit: DeepSeek-V4, not vLLM's default
     return gather_facts(args, env, settings, table, vllm, read_gpus_when=read_gpus_when, read_gpus=read_gpus)
 
 
@@ -151,6 +159,7 @@ def gather_facts(
         gpus=gpus,
         vllm_version=vllm.version,
         rule_env={k: env[k] for k in RULE_ENV if k in env},  # set but empty too: vLLM reads "" (int("") raises)
+        interpreter_optimized=sys.flags.optimize > 0,
         accepted_values=table.accepted_values,
         accepted_values_exact=table.exact,
         weights=weights,

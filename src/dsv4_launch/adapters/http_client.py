@@ -7,7 +7,11 @@ behind our back and every socket read has the time that is left). Both behave al
 - **time**: each request runs in a daemon thread that the caller waits for at most
   ``timeout`` seconds — connecting, name resolution and a server that accepts and never
   answers included; inside it, every connect/read/write is bounded by the time left too;
-- **size**: the body is read in chunks and cut at ``max_bytes`` (``truncated``);
+- **size**: the body is read raw (as sent, before any decoding) in chunks and cut at
+  ``max_bytes``; one layer of ``Content-Encoding`` (gzip or deflate; the check asks for
+  ``identity``) is decoded here, incrementally, with the output cut at ``max_bytes`` too
+  (``truncated``), so a small body that inflates to gigabytes costs at most ``max_bytes``;
+  nested encodings (``gzip, gzip``) or others are a bad answer, not decoded;
 - **redirects**: followed only to the same scheme, host and port (at most
   ``MAX_REDIRECTS``; for POST only 307/308, which keep the method), so the API key in the
   ``Authorization`` header is never sent to another host; any other is not followed and said;
@@ -53,6 +57,63 @@ class _Failed(Exception):
         super().__init__(text)
         self.kind = kind
         self.text = text
+
+
+class _Body:
+    """An answer's body, fed raw as read: at most ``max_bytes`` read and ``max_bytes`` decoded
+    (zlib's ``max_length``: nothing is inflated beyond the cap). Raises _Failed for an encoding
+    that is not one layer of gzip or deflate, or a body that does not decode."""
+
+    def __init__(self, encoding: str | None, max_bytes: int) -> None:
+        import zlib
+
+        layers = [e.strip().lower() for e in (encoding or "").split(",") if e.strip().lower() not in ("", "identity")]
+        if len(layers) > 1:
+            raise _Failed("bad-answer", f"the answer has {len(layers)} layers of Content-Encoding "
+                          f"({clip(encoding or '', 60)}): not decoded (at most one is read, a bound on memory)")
+        if layers and layers[0] not in ("gzip", "x-gzip", "deflate"):
+            raise _Failed("bad-answer", f"the answer's Content-Encoding {clip(layers[0], 40)!r} is not one this "
+                          "check reads (gzip, deflate; it asks for identity)")
+        self.zlib = zlib
+        self.max = max_bytes
+        # gzip; deflate as zlib data (RFC 9110), or raw deflate as some servers send it (tried below)
+        self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if layers[0] != "deflate" else zlib.MAX_WBITS) \
+            if layers else None
+        self.raw_deflate = bool(layers) and layers[0] == "deflate"
+        self.read = 0
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.full = False
+
+    def feed(self, raw: bytes) -> None:
+        self.read += len(raw)
+        if self.read > self.max:  # read raw at most max_bytes (+ one chunk)
+            self.full = True
+        if self.inflate is None:
+            self._keep(raw)
+            return
+        data = raw
+        while data and not self.full and not self.inflate.eof:
+            try:
+                out = self.inflate.decompress(data, self.max + 1 - self.size)
+            except self.zlib.error:
+                if self.raw_deflate and not self.size and self.read == len(raw):  # not zlib data: raw deflate
+                    self.raw_deflate, self.inflate = False, self.zlib.decompressobj(-self.zlib.MAX_WBITS)
+                    continue
+                raise _Failed("bad-answer", "the answer's compressed body does not decode") from None
+            self.raw_deflate = False
+            self._keep(out)
+            data = self.inflate.unconsumed_tail
+
+    def _keep(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size > self.max:
+            self.full = True
+
+    def result(self) -> tuple[bytes, bool]:
+        """(the body, at most max_bytes, and whether it was cut)."""
+        return b"".join(self.chunks)[:self.max], self.full
 
 
 def request(method: str, base: BaseUrl, path: str, *, headers: Mapping[str, str], body: bytes | None = None,
@@ -189,24 +250,17 @@ def _once_stdlib(method, url, headers, body, deadline, max_bytes, clock):
         if conn.sock is not None:
             conn.sock.settimeout(_left(deadline, clock))
         resp = conn.getresponse()
-        chunks: list[bytes] = []
-        size = 0
-        truncated = False
-        while True:
+        body = _Body(resp.getheader("Content-Encoding"), max_bytes)
+        while not body.full:
             if conn.sock is not None:
                 conn.sock.settimeout(_left(deadline, clock))
             elif resp.fp is None:
                 break
-            chunk = resp.read(min(CHUNK, max_bytes + 1 - size))
+            chunk = resp.read(CHUNK)
             if not chunk:
                 break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > max_bytes:
-                truncated = True
-                break
-        data = b"".join(chunks)[:max_bytes]
-        return resp.status, data, truncated, resp.getheader("Location")
+            body.feed(chunk)
+        return (resp.status, *body.result(), resp.getheader("Location"))
     except _Failed:
         raise
     except (http.client.HTTPException, OSError, ValueError) as exc:
@@ -232,17 +286,13 @@ def _once_httpx(method, url, headers, body, deadline, max_bytes, clock):
         with httpx.Client(timeout=httpx.Timeout(left), follow_redirects=False, trust_env=False,
                           verify=ssl.create_default_context()) as session:
             with session.stream(method, url, headers=headers, content=body) as resp:
-                chunks: list[bytes] = []
-                size = 0
-                truncated = False
-                for chunk in resp.iter_bytes(CHUNK):
+                answer = _Body(resp.headers.get("content-encoding"), max_bytes)
+                for chunk in resp.iter_raw(CHUNK):  # as sent: httpx decodes nothing, _Body does, bounded
                     _left(deadline, clock)
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size > max_bytes:
-                        truncated = True
+                    answer.feed(chunk)
+                    if answer.full:
                         break
-                return resp.status_code, b"".join(chunks)[:max_bytes], truncated, resp.headers.get("location")
+                return (resp.status_code, *answer.result(), resp.headers.get("location"))
     except _Failed:
         raise
     except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:

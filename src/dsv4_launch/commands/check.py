@@ -36,6 +36,9 @@ SECRET_REFUSED = ("a secret on the command line is visible to every user of this
                   "history): put the key in an environment variable and give its name, --api-key-env NAME")
 
 
+MISSING_VARIABLE = "the variable named by --api-key-env"
+
+
 def _timeout(text: str) -> float:
     try:
         value = float(text)
@@ -286,6 +289,9 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
         return _bad_input(f"{COMMAND.prefix}: bad URL: {exc}", [url], ctx)
     key_from = own.get("api_key_env")
     key = env.get(key_from) if key_from else None
+    # A name no variable has may be the key itself (an unexported shell variable's value: hf_…,
+    # sk_live_…): it is never shown; a variable that exists is shown by its name.
+    key_shown = None if not key_from else f"${key_from}" if key_from in env else MISSING_VARIABLE
     auth = f"Bearer {key}" if key else base.basic_auth()
     # Masked wherever they would show (a server may echo the header back): the key, the URL's
     # password and the Basic token made of it.
@@ -307,7 +313,7 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     start = clock()
     try:
         run = probe(base, model=own.get("model"), headers=headers, deadline=start + timeout, client=client,
-                    key_from=key_from, key_set=bool(key), clock=clock, fetch=_masking(fetch, scrub),
+                    key_from=key_shown, key_set=bool(key), clock=clock, fetch=_masking(fetch, scrub),
                     debug=read_flag(env, "DSV4_LAUNCH_DEBUG")[0])
     except KeyboardInterrupt:
         return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted",
@@ -322,8 +328,9 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     notes = []
     if base.stripped_v1:
         notes.append("the URL's /v1 was taken off: /health and /v1/… are asked at the server's root")
-    if key_from and not key:
-        notes.append(f"${key_from} is not set or empty: no API key sent")
+    if key_shown and not key:
+        why = "empty" if key_from in env else "not set (its name is not shown: it may be the key itself)"
+        notes.append(f"{key_shown} is {why}: no API key sent")
     state = sc.verdict(run.findings)
     status = EXIT[state]
     elapsed = clock() - start
@@ -385,8 +392,9 @@ COMMAND = Command("check", """Check a running OpenAI-compatible server (vLLM) at
 URL: default http://127.0.0.1:8000. GET /health, GET /v1/models, one short deterministic chat
 completion (temperature 0, 16 tokens, thinking off) and one tool-call request. Finds: not
 reachable / not ready; empty or degenerate output (one token repeated, only special tokens such
-as BOS); DSML or tool-call markup in `content`; reasoning in `content`, or the whole answer in
-the reasoning field; and says the probe's tokens per second. The API key is never printed.
+as BOS); an answer that is not the count asked for; DSML or tool-call markup in `content`;
+reasoning in `content`, or the whole answer in the reasoning field; and says the probe's tokens
+per second. The API key is never printed.
 
 \b
 Exit status:

@@ -22,6 +22,7 @@ choices, and the values recorded for the settings the rules read, such as
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 
 from ..core.vllm.facts import fact
@@ -135,11 +136,19 @@ def model_ids(env: Mapping[str, str]) -> list[str]:
         names = []
     for name in names:
         parts = name.split("--")
-        if len(parts) == 3 and parts[0] == "models" and all(parts[1:]) and name.isprintable():
+        if len(parts) == 3 and parts[0] == "models" and all(re.fullmatch(_REPO_PART, p) for p in parts[1:]):
             model = f"{parts[1]}/{parts[2]}"
             if model not in ids:
                 ids.append(model)
     return ids
+
+
+# A folder name is offered only where it is a repo id huggingface_hub accepts (utils/_validators.py
+# validate_repo_id: ASCII letters, digits, "_", "-", "." — no "--" or "..", no "-" or "." at either end): none of those is
+# special to bash, zsh or fish, so the word is inserted as it is, unquoted, in each. Anything else
+# ($(…), ;, backticks, blanks, quotes, newlines, globs: a shared cache can hold any name) is no
+# model vLLM could load, and would put a command on the user's line: not offered.
+_REPO_PART = r"(?![-.])(?!.*\.\.)[A-Za-z0-9_.-]{1,96}(?<![-.])"
 
 
 def _has_positional(words: Sequence[str], table, own: dict[str, list[str] | None]) -> bool:

@@ -8,6 +8,7 @@ as ``Facts.gpus``."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 from .args import ServeArgs
@@ -92,6 +93,9 @@ class Facts(Record):
     accepted_values_exact: bool = False  # recorded from this very vLLM release
     weights: WeightFacts | None = None  # the checkpoint's bytes and shards (DeepSeek-V4 only)
     runtime: Mapping[str, object] | None = None  # doctor: torch/FlashInfer in vLLM's Python
+    # dsv4-launch's own Python runs with -O (sys.flags.optimize; PYTHONOPTIMIZE is read from
+    # rule_env): vLLM run in this process skips its bare asserts too (python_optimizes)
+    interpreter_optimized: bool = False
 
     @property
     def all_gpus(self) -> tuple[GpuInfo, ...]:
@@ -177,6 +181,23 @@ def as_human_int(value: object) -> int | None:
         return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1)) if number.isascii() and number.isdigit() else None
     except (ValueError, OverflowError):
         return None
+
+
+_C_INT = r"[ \t\n\v\f\r]*[+-]?([0-9]+)"  # what C's strtol(s, &end, 10) reads
+
+
+def python_optimizes(value: str | None, interpreter: bool = False) -> str | None:
+    """Why vLLM's Python skips bare ``assert`` statements (-O), or None. ``value``: PYTHONOPTIMIZE as
+    CPython reads it (Python/initconfig.c get_env_flag, 3.10–3.13): the empty text is unset; else
+    ``_Py_str_to_int`` (strtol: leading blanks, a sign, digits, and nothing after them) — a number
+    above 0 is -O, 0 is not, anything else (``" "``, ``"0 "``, ``"yes"``, a negative number)
+    counts as 1. ``interpreter``: this Python runs with -O, and vLLM runs in it (in process; where
+    it is exec'd instead, a refusal turned warning is only a warning more, never a start refused)."""
+    if value:
+        number = re.fullmatch(_C_INT, value)
+        if number is None or number.group(1).strip("0"):  # unreadable, or a number other than 0
+            return "PYTHONOPTIMIZE is set"
+    return "Python runs with -O" if interpreter else None
 
 
 def vllm_env_bool(value: str | None) -> bool | str | None:

@@ -118,11 +118,15 @@ def read_serve_args(
     tokens: Sequence[str],
     table: OptionTable,
     load_config: ConfigLoader | None = None,
+    *,
+    optimized: str | None = None,
 ) -> ServeArgs:
     """Parse the arguments given after ``vllm serve``.
 
     Raises ConfigFileError for a ``--config`` file vLLM cannot use. Every other problem vLLM
     would have with the arguments is returned in ``rejection``: vLLM reports those itself.
+    ``optimized``: why vLLM's Python skips bare asserts (-O), or None — what vLLM guards only
+    with an assert (two ``--config`` files) is then a warning, and read as vLLM goes on.
     """
     tokens = tuple(tokens)
     conservative = conservative_spans(tokens, table.option_strings, exact=table.exact)
@@ -145,6 +149,12 @@ def read_serve_args(
         config_path = None
         cli_args = list(args)
         if "--config" in args:
+            if args.count("--config") > 1:
+                if not optimized:
+                    raise ConfigFileError("--config is given more than once; vLLM reads exactly one file")
+                warnings.append(f"--config is given more than once: vLLM checks this only with an assert, which "
+                                f"Python skips under -O ({optimized}), and then reads the first file and never "
+                                "the others")
             args, config_path = _pull_config(args, load_config, file_secrets, table.option_strings)
             cli_args = _drop_config(cli_args)
         values, unknown, secret_values = _parse(args, table)
@@ -375,9 +385,7 @@ def config_secrets(config: Mapping[str, object], options: Sequence[str] | None =
 
 def _pull_config(args: list[str], load_config: ConfigLoader | None,
                  file_secrets: list[str] | None = None, options: Sequence[str] | None = None) -> tuple[list[str], str]:
-    if args.count("--config") > 1:
-        raise ConfigFileError("--config is given more than once; vLLM reads exactly one file")
-    index = args.index("--config")
+    index = args.index("--config")  # the first (two: read_serve_args)
     if index == len(args) - 1:
         raise ConfigFileError("--config needs a file name (--config FILE.yaml)")
     path = str(args[index + 1])

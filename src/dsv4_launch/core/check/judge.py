@@ -57,6 +57,8 @@ UNREACHABLE_KINDS = frozenset({"refused", "timeout", "dns", "connection"})
 
 MAX_TOKENS = 16
 TOOL_MAX_TOKENS = 96
+COUNT_TO = 20
+COUNT_MIN = 4  # numbers an answer cut at MAX_TOKENS holds at least (16 tokens; a short preamble allowed)
 PROMPT = "Count from 1 to 20, separated by single spaces. Reply with the numbers only."
 TOOL_PROMPT = "What is the weather in Paris right now? Use the get_weather tool."
 TOOL_NAME = "get_weather"
@@ -320,6 +322,38 @@ def repeated_unit(text: str, ids: Sequence[int] | None = None) -> str | None:
     return None
 
 
+_COUNT_SEP = r"[\s,;.、\-–]*"  # what may stand between the numbers of a count
+
+
+def counts(content: str, finish_reason: str | None = None) -> bool:
+    """``content`` holds the count PROMPT asks for: the numbers 1, 2, 3 … in order with only
+    separators between them, and no other number right after them; words and other text around
+    allowed (a preamble may name numbers: "1 to 20: 1, 2, …"). A finished answer
+    (``finish_reason`` stop) holds all COUNT_TO; one cut at ``max_tokens`` at least COUNT_MIN,
+    its last number possibly cut too (``1`` of ``10``)."""
+    numbers = list(re.finditer(r"\d+", content))
+
+    def joined(a: int, b: int) -> bool:  # numbers[a] and numbers[b] with only separators between
+        return re.fullmatch(_COUNT_SEP, content[numbers[a].end():numbers[b].start()]) is not None
+
+    best, last = 0, -1
+    for i, m in enumerate(numbers):
+        n = 0
+        while m.group() == "1" and i + n < len(numbers) and numbers[i + n].group() == str(n + 1) \
+                and (n == 0 or joined(i + n - 1, i + n)):
+            n += 1
+        if n > best:
+            best, last = n, i + n - 1
+    stopped = finish_reason == "stop"
+    if last + 1 < len(numbers) and joined(last, last + 1):  # the count goes on wrong, unless cut there
+        following = numbers[last + 1]
+        cut = not stopped and last + 2 == len(numbers) and str(best + 1).startswith(following.group()) \
+            and not content[following.end():].strip()
+        if not cut:
+            return False
+    return best >= (COUNT_TO if stopped else COUNT_MIN)
+
+
 def _message(doc) -> tuple[dict | None, dict | None, str | None]:
     """(choice, message, what is wrong) of a chat completion document."""
     if not isinstance(doc, dict):
@@ -423,13 +457,14 @@ def judge_health(ex: Exchange) -> list[Finding]:
 
 
 def _unauthorized(step: str, path: str, ex: Exchange, key_from: str | None, key_set: bool) -> Finding:
+    """``key_from``: the key's variable as it may be shown (``$VLLM_API_KEY``), None when none was given."""
     if key_from is None:
         fix = "the server wants an API key: give the name of the environment variable that holds it, " \
               "--api-key-env VLLM_API_KEY"
     elif not key_set:
-        fix = f"the server wants an API key, and ${key_from} is not set"
+        fix = f"the server wants an API key, and {key_from} is not set"
     else:
-        fix = f"the server refused the API key from ${key_from}"
+        fix = f"the server refused the API key from {key_from}"
     return Finding(step, FAIL, "unauthorized", f"{path}: HTTP {ex.status}: {fix}")
 
 
@@ -566,6 +601,11 @@ def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fal
             out.append(Finding("chat", FAIL, "repeated-token",
                                f"{what}: degenerate output, one token repeated ({unit}): {excerpt(content, 60)!r}",
                                REF_REPEATED))
+        elif not out and not counts(content, summary.finish_reason):
+            out.append(Finding("chat", FAIL, "wrong-answer",
+                               f"{what}: asked to count from 1 to {COUNT_TO}, the model answered "
+                               f"{excerpt(content, 80)!r}: not the count, so its output is wrong (weights, "
+                               "quantization, kernels or the chat template)"))
     if not any(f.level == FAIL for f in out):
         rate = ""
         if tokens:

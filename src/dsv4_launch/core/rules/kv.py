@@ -8,9 +8,7 @@ are shown in.
 
 from __future__ import annotations
 
-import re
-
-from ..facts import Facts, as_bool, as_int, attention_backend, json_option
+from ..facts import Facts, as_bool, as_int, attention_backend, json_option, python_optimizes
 from ..gpus import DSV4_FAMILIES, GpuInfo
 from ..model import V41
 from ..records import Record
@@ -80,30 +78,18 @@ def is_nvfp4_on_mla(kv: str, version: str | None) -> bool:
     return kv.startswith("nvfp4") and not kv.endswith("_ds_mla")
 
 
-_C_INT = r"[ \t\n\v\f\r]*([+-]?)([0-9]+)"  # what C's strtol(s, &end, 10) reads (compiled at first use)
-
-
-def _optimized(facts: Facts) -> bool:
-    """Python runs vLLM with -O, so vLLM's bare ``assert`` statements are skipped. PYTHONOPTIMIZE as
-    CPython reads it (Python/initconfig.c get_env_flag, 3.10–3.13): the empty text is unset; else
-    ``_Py_str_to_int`` (strtol: leading blanks, a sign, digits, and nothing after them) — a
-    number above 0 is -O, 0 is not, anything else (``" "``, ``"0 "``, ``"yes"``, a negative
-    number) counts as 1."""
-    value = facts.rule_env.get("PYTHONOPTIMIZE")
-    if not value:
-        return False
-    number = re.fullmatch(_C_INT, value)
-    if number is None or number.group(1) == "-" and number.group(2).strip("0"):
-        return True
-    return bool(number.group(2).strip("0"))
+def _optimized(facts: Facts) -> str | None:
+    """Why vLLM's bare ``assert`` statements are skipped (``python_optimizes``), or None."""
+    return python_optimizes(facts.rule_env.get("PYTHONOPTIMIZE"), facts.interpreter_optimized)
 
 
 def _assert_doubt(facts: Facts, releases: VersionRange, then: str) -> dict:
     """``uncertain`` for a refusal whose failing line is a bare assert in ``releases``, when
     PYTHONOPTIMIZE is set (the assert is skipped; ``then`` says what vLLM does instead)."""
-    if not _optimized(facts) or releases.contains(facts.vllm_version) is False:
+    why = _optimized(facts)
+    if not why or releases.contains(facts.vllm_version) is False:
         return {}
-    return {"uncertain": f"PYTHONOPTIMIZE is set: vLLM before {releases.before} checks this with a bare assert, "
+    return {"uncertain": f"{why}: vLLM before {releases.before} checks this with a bare assert, "
                          f"which Python skips under -O, and then {then}"}
 
 
@@ -555,6 +541,12 @@ LMCACHE_MP = "LMCacheMPConnector"
 LMCACHE_MP_DOUBT = ("vLLM uses the installed lmcache package's LMCacheMPConnector when there is one "
                     "(vllm/distributed/kv_transfer/kv_connector/v1/lmcache_mp_connector.py), whose hybrid "
                     "support is not checked here")
+# kv_connector_module_path: vLLM imports that module and takes the class named kv_connector from it,
+# before its own registry (factory.py get_connector_class@0.24–0.33), and the class decides
+# (supports_hma: a subclass of SupportsHMA) — the user's class, which nothing here imports.
+USER_CLASS_DOUBT = ("kv_connector_module_path makes vLLM load the class from that module, before its own registry "
+                    "(vllm/distributed/kv_transfer/kv_connector/factory.py get_connector_class): the class is the "
+                    "user's, and whether it supports the hybrid KV-cache manager (SupportsHMA) is unknown here")
 
 
 def _dcp_doubt(facts: Facts) -> dict:
@@ -600,8 +592,9 @@ def effective_transfer_config(facts: Facts) -> tuple[dict | None, str]:
 def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bool, str, str | None] | None:
     """(supports, name, doubt) for one connector config as KVConnectorFactory.supports_hma_config
     judges it (factory.py:131-145@0.29, :141-146@0.33): a MultiConnector supports it only if it
-    has children and every one does (multi_connector.py all_children_support_hma). None: no
-    connector, or one whose class is not vLLM's (not judged)."""
+    has children and every one does (multi_connector.py all_children_support_hma); one from
+    ``kv_connector_module_path`` is the user's class: not supported, with a doubt. None: no
+    connector."""
     name = config.get("kv_connector")
     if not isinstance(name, str) or depth > 8:
         return None
@@ -620,6 +613,9 @@ def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bo
         if doubts:
             return False, f"MultiConnector (its child {doubts[0][0]})", doubts[0][1]
         return True, name, None
+    module = config.get("kv_connector_module_path")
+    if isinstance(module, str) and module:  # (MultiConnector above: vLLM judges it by its children whatever the class)
+        return False, f"{name} from {module}", USER_CLASS_DOUBT
     if name == LMCACHE_MP:
         return False, name, LMCACHE_MP_DOUBT
     gained = HMA_SINCE.get(name)
@@ -632,8 +628,7 @@ def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bo
 
 
 def effective_connector(facts: Facts) -> Connector | None:
-    """The connector vLLM builds from these arguments, None when it builds none (or one it does
-    not know, e.g. a module path of the user's)."""
+    """The connector vLLM builds from these arguments, None when it builds none."""
     config, how = effective_transfer_config(facts)
     if not isinstance(config, dict):
         return None
@@ -719,7 +714,8 @@ def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     found = connector_turns_hma_off(facts, gpu)
     if found is None:
         return None
-    return {"why": f"{found['connector']} (vLLM turns the hybrid KV-cache manager off for it)"}
+    doubt = {"uncertain": found["uncertain"]} if "uncertain" in found else {}
+    return {"why": f"{found['connector']} (vLLM turns the hybrid KV-cache manager off for it)", **doubt}
 
 
 @row(
