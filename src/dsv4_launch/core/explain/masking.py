@@ -358,11 +358,27 @@ def mask_secrets_in_text(text: str) -> str:
     cut = _truncated_spans(text) if "..." in text and "input_value=" in text else []
     if not re.search(_HINT, text):
         return _masked(text, cut) if cut else text
+    spans = _passes(text) + _unescaped_spans(text) + cut
+    return _masked(text, spans) if spans else text
+
+
+def _passes(text: str) -> list[tuple[int, int]]:
     # Every pass reads the same text, so none hides a name or a value from another: in "token
     # 'hf_token': 'X'" the phrase masks 'hf_token' and the name still masks 'X'.
-    spans = (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(text)
-             + _config_line_spans(text) + _pair_spans(text) + cut)
-    return _masked(text, spans) if spans else text
+    return (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(text)
+            + _config_line_spans(text) + _pair_spans(text))
+
+
+def _unescaped_spans(text: str) -> list[tuple[int, int]]:
+    """The passes' spans over ``text`` read without the backslashes before its quotes — a JSON
+    text inside a JSON string or a repr (``{\\"api_key\\": \\"…\\"}``, ``\\'token\\': \\'…\\'``,
+    escaped twice or more) —, mapped back onto ``text``, each with the backslashes before it."""
+    drop = {i for m in re.finditer(r"\\+(?=['\"])", text) for i in range(*m.span())}
+    if not drop:
+        return []
+    keep = [i for i in range(len(text)) if i not in drop]
+    return [(keep[start - 1] + 1 if start else 0, keep[end - 1] + 1)
+            for start, end in _passes("".join(text[i] for i in keep)) if end > start]
 
 
 # --- the lines explain prints: each masked on its own ----------------------------------------
