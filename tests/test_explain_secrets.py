@@ -1138,3 +1138,21 @@ def test_any_escaping_of_a_credential_pair_prints_no_secret(name, slashes, quote
     secret = "Zq9" + value.strip() + "x7"
     line = f"RuntimeError: bad config {{{q}{name}{q}: {q}{secret}{q}, {q}port{q}: 8000}}"
     assert secret not in mask_line(line), line
+
+
+# --- issue 41 item 2: vLLM's error line quotes a misspelt secret option and the key after it -----
+@pytest.mark.parametrize("dashes", ["--", "-", "\u2014", "\u2013", "\u2212\u2212", "\u2011\u2011", "-\u2014"])
+@pytest.mark.parametrize("option", ["api-key", "api_key", "api", "a", "hf-token", "hf", "h"])
+@pytest.mark.parametrize("form", ["vllm serve: error: unrecognized arguments: {o} {s}",
+                                  "vllm serve: error: unrecognized arguments: {o}={s}",
+                                  "SystemExit: ['{o}', '{s}']"])
+def test_a_misspelt_secret_option_in_a_log_line_masks_its_value(dashes, option, form):
+    value = "zqlowercasekey"  # a lower-case word: no shape of a credential to give it away
+    line = form.format(o=dashes + option, s=value)
+    assert value not in mask_line(line), line
+
+
+@pytest.mark.parametrize("line", ["serve -tp 2 -O3 --port 8000 -q fp8", "usage: vllm serve [-h] [--host HOST]",
+                                  "use -h for help", "a non-autoregressive -hidden layer — a dash in prose"])
+def test_short_options_and_dashes_in_prose_stay(line):
+    assert mask_line(line) == line

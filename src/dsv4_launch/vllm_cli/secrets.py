@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 
 from ..core.args import SecretSpans
-from ..core.credentials import is_credential_name, url_credentials
+from ..core.credentials import DASHES, is_credential_name, url_credentials
 
 SECRET_OPTIONS = frozenset(
     {
@@ -187,12 +187,6 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
         if secret and "=" in token:
             spans.add((i, AFTER_EQ))
     return SecretSpans(frozenset(spans))
-
-
-# Characters a keyboard, a word processor or a chat client puts where "-" was meant: the hyphen,
-# the non-breaking hyphen, figure, en and em dashes, the horizontal bar, the minus sign, the
-# small and full-width hyphen-minus. An em or en dash is what "--" becomes under autocorrect.
-DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 
 
 def _misspelt_secret(token: str, known: frozenset[str], short: frozenset[str]) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from ..credentials import HINT_SHORT, HINT_WORDS, hint_pattern, is_credential_name, looks_like_credential_value
+from ..credentials import DASHES, HINT_SHORT, HINT_WORDS, hint_pattern, is_credential_name, looks_like_credential_value
 from ..walker import closing
 
 SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
@@ -107,9 +107,12 @@ _NAMED_VALUE = (
     r"(['\"]?(?<![\w.\-])([\w.\-]+)['\"]?\s*(?:[:=]|%3[ADad])\s*)"  # a name starts a word: linear
     r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?:[A-Za-z_][\w.]*)?[\[{(]|[^\s,})\]]+)"
 )
-_OPTION_VALUE = r"((?<![\w\-])--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
+# An option's dashes: "--", one dash or look-alike ones ("-api-key", "—api-key": vLLM refuses
+# them and its message quotes the word after, the key the user meant).
+_DASHES = "\\-" + DASHES[1:]  # inside a class: "-" escaped
+_OPTION_VALUE = rf"((?<![\w{_DASHES}])[{_DASHES}]{{1,2}}([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
 # A fast test before the passes: every word above contains one of these (tests/test_explain_secrets.py).
-_HINT = hint_pattern((*HINT_WORDS, "basic", "--a", "--h"), HINT_SHORT)  # --api-k, --hf
+_HINT = hint_pattern((*HINT_WORDS, "basic", *(d + x for d in DASHES for x in "ah")), HINT_SHORT)  # -api-k, —hf
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
@@ -208,7 +211,7 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
 
 # An argv as a list ('--api-key', 'k1', 'k2', '--port'; JSON's "--api-key", "k1"): the items after
 # a credential option's.
-_QUOTED_OPTION = r"""(['"])--([A-Za-z][\w.\-]{0,200})\1"""
+_QUOTED_OPTION = rf"""(['"])[{_DASHES}]{{1,2}}([A-Za-z][\w.\-]{{0,200}})\1"""
 _NEXT_ITEM = r"""\s*,\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
 
 
