@@ -1142,7 +1142,8 @@ def test_any_escaping_of_a_credential_pair_prints_no_secret(name, slashes, quote
 
 # --- issue 41 item 2: vLLM's error line quotes a misspelt secret option and the key after it -----
 @pytest.mark.parametrize("dashes", ["--", "-", "\u2014", "\u2013", "\u2212\u2212", "\u2011\u2011", "-\u2014"])
-@pytest.mark.parametrize("option", ["api-key", "api_key", "api", "a", "hf-token", "hf", "h"])
+@pytest.mark.parametrize("option", ["api-key", "api_key", "api", "a", "hf-token", "hf", "h", "api\u2010key",
+                                    "hf\u2013token", "api\u2011k"])
 @pytest.mark.parametrize("form", ["vllm serve: error: unrecognized arguments: {o} {s}",
                                   "vllm serve: error: unrecognized arguments: {o}={s}",
                                   "SystemExit: ['{o}', '{s}']"])

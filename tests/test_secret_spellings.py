@@ -52,8 +52,8 @@ def spelling(draw, version):
     prefix = option[: draw(st.integers(1, len(option)))]
     # a prefix that is another option's whole name is that option (--watermark, a number, in 0.33)
     assume(prefix == option or "--" + prefix not in load_table(version).option_strings)
-    if draw(st.booleans()):
-        prefix = prefix.replace("-", "_")
+    inner = draw(st.sampled_from(["-", "_", *LOOK_ALIKES]))  # vLLM's "_" for "-", or a look-alike dash
+    prefix = prefix.replace("-", inner)
     dashes = draw(st.sampled_from(["--", "-", "-" + "\u2014", *LOOK_ALIKES, *(c + c for c in LOOK_ALIKES)]))
     word = dashes + prefix
     # argparse gives a one-dash word that alone starts a short option to it (-e is -ep): no secret
@@ -88,6 +88,7 @@ def test_no_spelling_of_a_secret_option_shows_its_value(version, data):
     ([M, "\u2011\u2011api_key=" + S], [M, f"\u2011\u2011api_key={MASK}"]),
     ([M, "-\u2014hf", S], [M, "-\u2014hf", MASK]),
     ([M, "\u2014my-db-password", S], [M, "\u2014my-db-password", MASK]),  # unknown, a credential's name
+    ([M, "--api\u2010k", S], [M, "--api\u2010k", MASK]),  # a look-alike inside the name
 ])
 def test_the_issues_spellings_are_masked(tokens, expected, version):
     assert masked_argv(tokens, _read(tokens, version).secrets) == expected

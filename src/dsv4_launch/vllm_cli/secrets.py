@@ -57,6 +57,7 @@ def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
     ``--tokenizer`` and ``--tokens-only``, is a credential's name); when one is, it may be
     the secret option misspelt — at any length: ``--a`` and ``--h`` are refused as ambiguous,
     and the word after them is the key the user meant for ``--api-key``/``--hf-token``."""
+    root = root.translate(_HYPHEN)  # --api‐key (U+2010): the option the user meant
     if root in SECRET_OPTIONS:
         return True
     if root in known:
@@ -67,6 +68,9 @@ def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
     if len(matches) == 1:
         return False  # argparse gives it to that option
     return None  # no such option, or an ambiguous abbreviation of other options only
+
+
+_HYPHEN = str.maketrans(dict.fromkeys(DASHES[1:], "-"))
 
 
 def key_is_secret(key: str, options: Sequence[str]) -> bool:

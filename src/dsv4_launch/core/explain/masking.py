@@ -110,7 +110,7 @@ _NAMED_VALUE = (
 # An option's dashes: "--", one dash or look-alike ones ("-api-key", "—api-key": vLLM refuses
 # them and its message quotes the word after, the key the user meant).
 _DASHES = "\\-" + DASHES[1:]  # inside a class: "-" escaped
-_OPTION_VALUE = rf"((?<![\w{_DASHES}])[{_DASHES}]{{1,2}}([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
+_OPTION_VALUE = rf"((?<![\w{_DASHES}])[{_DASHES}]{{1,2}}([A-Za-z][\w{_DASHES}]*)(?:=|\s+))(\S+)"
 # A fast test before the passes: every word above contains one of these (tests/test_explain_secrets.py).
 _HINT = hint_pattern((*HINT_WORDS, "basic", *(d + x for d in DASHES for x in "ah")), HINT_SHORT)  # -api-k, —hf
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
@@ -168,7 +168,7 @@ _MORE_WORDS = r"(?:[ \t]+(?!-|\[-)\S+)*"
 def _option_of(name: str) -> str:
     """Which of vLLM's credential options ``--name`` is (``api-key``, ``hf-token``) as its parser
     reads it (``_`` for ``-``, an abbreviation), ``secret`` for another credential's name, or ""."""
-    norm = name.replace("_", "-").lower()
+    norm = re.sub(f"[{_DASHES}_]", "-", name).lower()
     if _MULTI_VALUED.startswith(norm):
         return _MULTI_VALUED
     if "hf-token".startswith(norm):
@@ -211,7 +211,7 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
 
 # An argv as a list ('--api-key', 'k1', 'k2', '--port'; JSON's "--api-key", "k1"): the items after
 # a credential option's.
-_QUOTED_OPTION = rf"""(['"])[{_DASHES}]{{1,2}}([A-Za-z][\w.\-]{{0,200}})\1"""
+_QUOTED_OPTION = rf"""(['"])[{_DASHES}]{{1,2}}([A-Za-z][\w.{_DASHES}]{{0,200}})\1"""
 _NEXT_ITEM = r"""\s*,\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
 
 
