@@ -265,7 +265,7 @@ def run_unit_check(tmp_path: Path, shell: str, dsv4_launch: Path, **extra: str) 
     with `dsv4-launch` on PATH being `dsv4_launch`."""
     command = unit_check_command(UNIT)
     (env_file,) = [l.split("=", 1)[1].lstrip("-") for l in UNIT.read_text().splitlines()
-                   if l.startswith("EnvironmentFile=")]
+                   if l.startswith("EnvironmentFile=") and l.endswith("/" + ENV_FILE.name)]
     assert env_file in command, f"the check must read the unit's EnvironmentFile {env_file}: {command}"
     command = re.sub(r"^sudo\s+(?:-u\s+\S+\s+)?", "", command)  # run it as whoever runs the tests
     bindir = tmp_path / "check-bin"
@@ -1327,3 +1327,196 @@ def test_the_defaults_the_memory_section_warns_about_do_not_fit(run_cli, version
                       gpus=(RTX_PRO_6000,) * 2, vllm=version)
     plan = json.loads(done.stdout)
     assert not [f for f in plan["findings"] if f["rule"] in memory or "max-model-len" in f["text"]], plan["findings"]
+
+
+# --- safe by default (issue 41 item 6) ---------------------------------------------------------
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def listens_beyond_loopback(argv: list[str]) -> bool:
+    """vLLM's --host: every interface when it is not given (uvicorn's host None)."""
+    return option_value(argv, "--host") not in LOOPBACK
+
+
+def exec_start_pre(unit: Path) -> str:
+    (line,) = [l for l in unit.read_text().splitlines() if l.startswith("ExecStartPre=")]
+    return line.split("=", 1)[1].replace("$$", "$")
+
+
+def unit_requires_the_key(unit: Path, tmp_path: Path) -> bool:
+    """A required EnvironmentFile= (no "-": a missing file stops the start) that the install
+    steps fill with VLLM_API_KEY, and an ExecStartPre= that stops the start (a failure, with a
+    line for the journal) when it is unset or empty and lets it go on when set — run here."""
+    text = unit.read_text()
+    files = [l.split("=", 1)[1] for l in text.splitlines() if l.startswith("EnvironmentFile=")]
+    key_files = [f for f in files if not f.startswith("-") and re.search(rf"VLLM_API_KEY=[^\n]*> {re.escape(f)}", text)]
+    if not key_files or "ExecStartPre=" not in text:
+        return False
+    sh = tool("sh")
+    argv = shlex.split(exec_start_pre(unit))
+    runs = {key: subprocess.run([sh, *argv[1:]] if argv[0] == "/bin/sh" else argv, capture_output=True, text=True,
+                                env={**clean_env(tmp_path), **({"VLLM_API_KEY": key} if key is not None else {})})
+            for key in (None, "", "k3y")}
+    return (runs[None].returncode != 0 and runs[""].returncode != 0 and "VLLM_API_KEY" in runs[""].stderr
+            and runs["k3y"].returncode == 0)
+
+
+def docker_run_has_a_key_or_loopback(run: str) -> bool:
+    words = shlex.split(run.replace("\\\n", " "))
+    return (any(w == "--env-file" or w.startswith("--env-file=") for w in words)
+            or any(w.startswith("VLLM_API_KEY") for w in words)
+            or all(w.startswith(LOOPBACK) for i, w in enumerate(words) if i and words[i - 1] in ("-p", "--publish")))
+
+
+def compose_requires_the_key(service: dict) -> bool:
+    """VLLM_API_KEY from the environment with compose's ${VAR:?…}: compose refuses to start
+    while it is unset or empty."""
+    value = str((service.get("environment") or {}).get("VLLM_API_KEY", ""))
+    return re.fullmatch(r"\$\{VLLM_API_KEY:\?[^}]*\}", value) is not None
+
+
+def k8s_key_from_a_secret(container: dict) -> bool:
+    keys = [e for e in container.get("env", []) if e["name"] == "VLLM_API_KEY"]
+    return any(not e.get("valueFrom", {}).get("secretKeyRef", {}).get("optional", False)
+               and "secretKeyRef" in e.get("valueFrom", {}) for e in keys)
+
+
+def test_no_example_listens_beyond_loopback_without_an_api_key(tmp_path):
+    checked = []
+    # Docker: the image's CMD, each `docker run` line, compose
+    for name in ("Dockerfile", "Dockerfile.plugin"):
+        path = EXAMPLES / "docker" / name
+        cmd = next(json.loads(l[4:]) for l in path.read_text().splitlines() if l.startswith("CMD "))
+        if listens_beyond_loopback(cmd):
+            runs = DOCKER_RUN.findall("\n".join(l.lstrip("#").strip() for l in path.read_text().splitlines()))
+            assert runs and all(docker_run_has_a_key_or_loopback(r) for r in runs), (name, runs)
+            checked.append(name)
+    compose = EXAMPLES / "docker" / "compose.yaml"
+    if listens_beyond_loopback(compose_command(compose)):
+        service = yaml.safe_load(compose.read_text())["services"]["deepseek-v4"]
+        published = [str(p) for p in service.get("ports", [])]
+        assert compose_requires_the_key(service) or all(p.startswith(LOOPBACK) for p in published), service
+        checked.append("compose")
+    # systemd
+    if listens_beyond_loopback(unit_exec_start(UNIT, read_env_file(ENV_FILE))):
+        assert unit_requires_the_key(UNIT, tmp_path), "the unit listens beyond loopback without a required key"
+        checked.append("systemd")
+    # Kubernetes: every container that serves HTTP
+    for where, spec, _, _ in pod_specs():
+        (container,) = spec["containers"]
+        argv = container_command(container, LWS_ENV)
+        if "--headless" not in argv and listens_beyond_loopback(argv):
+            assert k8s_key_from_a_secret(container), where
+            checked.append(where)
+    # the --config file and the shell snippet's command lines: this machine only
+    config = yaml.safe_load((EXAMPLES / "config" / "deepseek-v4-flash.yaml").read_text())
+    assert str(config.get("host")) in LOOPBACK, config.get("host")
+    for argv in shell_commands():
+        assert not listens_beyond_loopback(argv), argv
+    assert len(checked) == 6, checked  # two images, compose, systemd, the Deployment, the LWS leader
+
+
+def test_the_key_checks_catch_an_example_without_a_key(tmp_path):
+    service = yaml.safe_load((EXAMPLES / "docker" / "compose.yaml").read_text())["services"]["deepseek-v4"]
+    assert compose_requires_the_key(service)
+    assert not compose_requires_the_key({**service, "environment": {"VLLM_API_KEY": "${VLLM_API_KEY}"}})
+    assert not compose_requires_the_key({**service, "environment": {"HF_HOME": "/x"}})
+    assert not docker_run_has_a_key_or_loopback("docker run --gpus all --ipc=host -p 8000:8000 img")
+    assert docker_run_has_a_key_or_loopback("docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 img")
+    unit = UNIT.read_text()
+    for broken in (unit.replace("EnvironmentFile=/etc/dsv4-serve/api-key.env", "EnvironmentFile=-/etc/dsv4-serve/api-key.env"),
+                   unit.replace("test -n", "test -z"),
+                   "\n".join(l for l in unit.splitlines() if not l.startswith("ExecStartPre="))):
+        path = tmp_path / "broken.service"
+        path.write_text(broken)
+        assert not unit_requires_the_key(path, tmp_path)
+    (container,) = lws_pod_templates(lws_doc())["leader"]["spec"]["containers"]
+    assert k8s_key_from_a_secret(container)
+    assert not k8s_key_from_a_secret({**container, "env": [e for e in container["env"] if e["name"] != "VLLM_API_KEY"]})
+
+
+def test_compose_restarts_the_server():
+    service = yaml.safe_load((EXAMPLES / "docker" / "compose.yaml").read_text())["services"]["deepseek-v4"]
+    assert service.get("restart") in ("always", "unless-stopped") or str(service.get("restart")).startswith("on-failure")
+
+
+def all_containers(spec: dict) -> list[dict]:
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def test_kubernetes_pods_are_guaranteed():
+    """Every container (init containers too: the pod's QoS class counts them) requests CPU and
+    memory equal to its limits — Guaranteed, the last class the kubelet evicts — and asks for
+    its GPUs in both."""
+    for where, spec, _, _ in pod_specs():
+        for container in all_containers(spec):
+            resources = container.get("resources", {})
+            requests, limits = resources.get("requests", {}), resources.get("limits", {})
+            for kind in ("cpu", "memory"):
+                assert kind in requests and requests[kind] == limits.get(kind), (where, container["name"], resources)
+            assert requests.get("nvidia.com/gpu") == limits.get("nvidia.com/gpu"), (where, container["name"])
+
+
+def test_the_shared_memory_volume_fits_in_the_memory_limit():
+    """/dev/shm as an emptyDir of medium Memory counts against the container's memory limit."""
+    units = {"Gi": 2**30, "Mi": 2**20}
+
+    def size(text: str) -> int:
+        return int(text[:-2]) * units[text[-2:]]
+
+    for where, spec, _, _ in pod_specs():
+        (container,) = spec["containers"]
+        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/dev/shm"]
+        (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+        assert volume["emptyDir"]["medium"] == "Memory"
+        assert size(volume["emptyDir"]["sizeLimit"]) < size(container["resources"]["limits"]["memory"]) // 4, where
+
+
+def lws_template_texts() -> dict[str, str]:
+    """The leader's and the worker's template as written, comments included."""
+    text = LWS_FILE.read_text()
+    leader, _, rest = text.partition("    workerTemplate:")
+    return {"leader": leader.split("    leaderTemplate:", 1)[1], "worker": rest.split("volumeClaimTemplates:", 1)[0]}
+
+
+RDMA_LINE = re.compile(r"^(\s*)# ((?:- name: |  value: )\S.*|securityContext:.*|  capabilities:.*|    add: .*|rdma/.*)$",
+                       re.M)
+
+
+def test_leaderworkerset_sets_up_rdma_for_cross_node_expert_parallelism():
+    """Expert parallelism across the two nodes goes through NCCL: each template names the RDMA
+    devices, the interfaces of NCCL's and Gloo's bootstrap, an RDMA resource and IPC_LOCK —
+    commented, the names being the cluster's — and uncommented they are a valid pod template
+    whose vLLM container gets them."""
+    kv = k8s_validate()
+    names = ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+    for role, text in lws_template_texts().items():
+        for needed in (*names, "IPC_LOCK", "rdma/"):
+            assert needed in text, (role, needed)
+    uncommented = RDMA_LINE.sub(lambda m: m.group(1) + m.group(2), LWS_FILE.read_text())
+    (doc,) = [d for d in yaml.safe_load_all(uncommented) if d and d["kind"] == "LeaderWorkerSet"]
+    for role, template in lws_pod_templates(doc).items():
+        kv.validate({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role}, "template": template},
+                    kv.latest_version(), strict=True)
+        (container,) = template["spec"]["containers"]
+        assert set(names) <= {e["name"] for e in container["env"]}, role
+        assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"], role
+        assert any(r.startswith("rdma/") for r in container["resources"]["limits"]), role
+
+
+def test_kubernetes_pods_download_the_weights_before_the_startup_budget():
+    """~865 GB per LeaderWorkerSet pod, ~160 GB for the Deployment's, on the first start: an init
+    container downloads the model vLLM serves into the same HF_HOME on the same volume, before
+    vLLM's container — and so before its startupProbe's budget — starts."""
+    for role, spec, _, _ in pod_specs():
+        (container,) = spec["containers"]
+        model = container["args"][0]
+        downloads = [c for c in spec.get("initContainers", []) if f"snapshot_download('{model}'" in " ".join(c["command"])]
+        assert downloads, f"{role}: no init container downloads {model}"
+        (init,) = downloads
+        assert k8s_env(init).get("HF_HOME") == k8s_env(container)["HF_HOME"], role
+        home = k8s_env(container)["HF_HOME"]
+        volume = next(m["name"] for m in container["volumeMounts"] if home.startswith(m["mountPath"] + "/"))
+        assert any(m["name"] == volume and home.startswith(m["mountPath"] + "/") for m in init["volumeMounts"]), role
+        assert init["image"] == container["image"], role

@@ -442,6 +442,7 @@ HOSTILE_LINES = [
     ("api_key: ", "[", 30000), ("password = ", "a ", 30000), ("--api-key", " --api-key k", 5000),
     ("", "passphrase ", 7000), ("input_value=[", ".", 60000), ("", "input_value={", 5000),
     ("", "input_value=[x...Zq9abcdefgh ", 2500),
+    ("", '\\"api_key\\": \\"', 5000), ("{", "\\\\'token\\\\': [", 5000),  # escaped quotes: read twice
 ]
 
 
@@ -1095,3 +1096,64 @@ def test_a_kubernetes_env_pair_after_a_cut_traceback_prints_no_value(level):
     assert not any(S in line for line in _kept(lines, level))
     assert mask_lines(["ValueError: bad env", "- name: HF_TOKEN", f"  value: {S}"])[2] == "  ***"
     assert mask_lines(["ValueError: bad env", "- name: PORT", "  value: 8000"])[2] == "  value: 8000"
+
+
+# --- issue 41 item 2: credential pairs written with escaped quotes --------------------------------
+# A JSON text inside a JSON string (a structured log's "message"), a repr of a repr, a shell's
+# escaped argument: the quotes carry backslashes, once or more.
+_ESCAPED = [
+    ('ValueError: {{\\"api_key\\": \\"{s}\\"}}', 'ValueError: {{\\"api_key\\": ***}}'),
+    ("RuntimeError: {{\\'token\\': \\'{s}\\', \\'port\\': 8000}}", "RuntimeError: {{\\'token\\': ***, \\'port\\': 8000}}"),
+    ('{{"message": "kv_transfer_config={{\\"hf_token\\": \\"{s}\\", \\"role\\": \\"kv_both\\"}}"}}',
+     '{{"message": "kv_transfer_config={{\\"hf_token\\": ***, \\"role\\": \\"kv_both\\"}}"}}'),
+    ('"{{\\\\\\"password\\\\\\": \\\\\\"{s} with blanks\\\\\\"}}"', '"{{\\\\\\"password\\\\\\": ***}}"'),  # twice
+    ('args=[\\"--api-key\\", \\"{s}\\", \\"--port\\", \\"8000\\"]', 'args=[\\"--api-key\\", ***, \\"--port\\", \\"8000\\"]'),
+    ('{{\\"auth\\": {{\\"user\\": \\"u\\", \\"secret\\": \\"{s}\\"}}}}', '{{\\"auth\\": ***}}'),
+    ('{{\\"api_keys\\": [\\"{s}\\", \\"{s2}\\"]}}', '{{\\"api_keys\\": ***}}'),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), _ESCAPED, ids=[e[0][:30] for e in _ESCAPED])
+def test_a_credential_pair_written_with_escaped_quotes_is_masked(line, expected):
+    shown = mask_line(line.format(s=S, s2=S2))
+    assert S not in shown and S2 not in shown and "ZqS3" not in shown, shown
+    assert shown == expected.format(), shown
+
+
+@pytest.mark.parametrize("line", [
+    '{"message": "loaded {\\"model\\": \\"deepseek-ai/DeepSeek-V4-Flash\\", \\"max_tokens\\": 8}"}',
+    'ValueError: path C:\\"models\\" not found',
+    "KeyError: \\'model.layers.0.mlp\\'",
+])
+def test_escaped_quotes_without_a_credential_stay_as_written(line):
+    assert mask_line(line) == line
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(name=st.sampled_from(["api_key", "hf_token", "password", "DB_PASS", "secret", "apiKey"]),
+       slashes=st.integers(1, 3), quote=st.sampled_from(['"', "'"]),
+       value=st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.:/", min_size=1, max_size=12))
+def test_any_escaping_of_a_credential_pair_prints_no_secret(name, slashes, quote, value):
+    q = "\\" * slashes + quote
+    secret = "Zq9" + value.strip() + "x7"
+    line = f"RuntimeError: bad config {{{q}{name}{q}: {q}{secret}{q}, {q}port{q}: 8000}}"
+    assert secret not in mask_line(line), line
+
+
+# --- issue 41 item 2: vLLM's error line quotes a misspelt secret option and the key after it -----
+@pytest.mark.parametrize("dashes", ["--", "-", "\u2014", "\u2013", "\u2212\u2212", "\u2011\u2011", "-\u2014"])
+@pytest.mark.parametrize("option", ["api-key", "api_key", "api", "a", "hf-token", "hf", "h", "api\u2010key",
+                                    "hf\u2013token", "api\u2011k"])
+@pytest.mark.parametrize("form", ["vllm serve: error: unrecognized arguments: {o} {s}",
+                                  "vllm serve: error: unrecognized arguments: {o}={s}",
+                                  "SystemExit: ['{o}', '{s}']"])
+def test_a_misspelt_secret_option_in_a_log_line_masks_its_value(dashes, option, form):
+    value = "zqlowercasekey"  # a lower-case word: no shape of a credential to give it away
+    line = form.format(o=dashes + option, s=value)
+    assert value not in mask_line(line), line
+
+
+@pytest.mark.parametrize("line", ["serve -tp 2 -O3 --port 8000 -q fp8", "usage: vllm serve [-h] [--host HOST]",
+                                  "use -h for help", "a non-autoregressive -hidden layer — a dash in prose"])
+def test_short_options_and_dashes_in_prose_stay(line):
+    assert mask_line(line) == line

@@ -7,10 +7,12 @@
 # Shell alias: `vllm-serve ARGS` runs `dsv4-serve ARGS`, e.g. on two 96 GB GPUs:
 #
 #     vllm-serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size 2 --max-model-len 65536 --max-num-batched-tokens 2048 \
-#         --tokenizer-mode deepseek_v4 --enable-auto-tool-choice --tool-call-parser deepseek_v4 --reasoning-parser deepseek_v4
+#         --tokenizer-mode deepseek_v4 --enable-auto-tool-choice --tool-call-parser deepseek_v4 --reasoning-parser deepseek_v4 \
+#         --host 127.0.0.1
 #
 # (why this context on two 96 GB GPUs: docs/deployment.md ("Memory"); the tokenizer mode and
-# parsers are the vLLM recipes' for DeepSeek-V4)
+# parsers are the vLLM recipes' for DeepSeek-V4; --host 127.0.0.1: this machine only — without
+# it vLLM listens on every interface, and then it needs an API key: export VLLM_API_KEY first)
 #
 # It is an alias, not a function, because a name with a '-' in it is not a valid
 # POSIX function name (dash: "Bad function name") but is a valid alias name. If you only want

@@ -180,6 +180,12 @@ def is_credential_name(name: str) -> bool:
                for i in range(2, len(padded) - 1))
 
 
+# What a keyboard, a word processor or a chat client puts where "-" was meant: the hyphen, the
+# non-breaking hyphen, figure, en and em dashes, the horizontal bar, the minus sign, the small and
+# full-width hyphen-minus (an em or en dash is what autocorrect makes of "--"). An option written
+# with them is no option to argparse, but the user's: its value is masked as the option's.
+DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
+
 # Values that say there is no secret, or a setting: never masked wherever a line quotes them.
 _NO_SECRET = frozenset("true false yes no on off none null nil empty unset disabled enabled auto default".split())
 STRONG_MIN = 4  # a value found by its key's name shorter than this is masked only in its key's place

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 
 from ..core.args import SecretSpans
-from ..core.credentials import is_credential_name, url_credentials
+from ..core.credentials import DASHES, is_credential_name, url_credentials
 
 SECRET_OPTIONS = frozenset(
     {
@@ -55,17 +55,22 @@ def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
     refuses as ambiguous names no option: when none of its candidates is a secret option it is
     unknown, judged by its name like any unknown option (``--token``, which could match
     ``--tokenizer`` and ``--tokens-only``, is a credential's name); when one is, it may be
-    the secret option misspelt."""
+    the secret option misspelt — at any length: ``--a`` and ``--h`` are refused as ambiguous,
+    and the word after them is the key the user meant for ``--api-key``/``--hf-token``."""
+    root = root.translate(_HYPHEN)  # --api‐key (U+2010): the option the user meant
     if root in SECRET_OPTIONS:
         return True
     if root in known:
         return False
-    matches = _starting_with(root, known) if len(root) >= 2 else []
+    matches = _starting_with(root, known)  # argparse abbreviates at any length: --a, --h
     if any(m in SECRET_OPTIONS for m in matches):
         return True  # a unique or ambiguous abbreviation that may be a secret option
     if len(matches) == 1:
         return False  # argparse gives it to that option
     return None  # no such option, or an ambiguous abbreviation of other options only
+
+
+_HYPHEN = str.maketrans(dict.fromkeys(DASHES[1:], "-"))
 
 
 def key_is_secret(key: str, options: Sequence[str]) -> bool:
@@ -135,6 +140,14 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
     for i, token in enumerate(tokens):
         first, right_after = right_after, False
         name = option_name(token)
+        if name is None and not masking and _misspelt_secret(token, known, short):
+            # argparse reads no option here (one dash, a look-alike dash), but the user wrote
+            # one of a secret: its words are masked as that option's would be; it never ends
+            # the values of an earlier option (argparse does not read it as an option's name).
+            masking = right_after = "=" not in token
+            if not masking:
+                spans.add((i, AFTER_EQ))
+            continue
         if name is None:
             separated = separated or token == "--"
             if token == "--" or _names_short(token, short, glued=masking and not first):
@@ -178,6 +191,21 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
         if secret and "=" in token:
             spans.add((i, AFTER_EQ))
     return SecretSpans(frozenset(spans))
+
+
+def _misspelt_secret(token: str, known: frozenset[str], short: frozenset[str]) -> bool:
+    """``token`` is no long option to argparse (one ASCII dash, or look-alike dashes:
+    ``-api-key``, ``—hf-token=…``, ``−−a``), but read with two dashes it names a secret option
+    (any abbreviation, ``_resolves_to_secret``) or, unknown to the table, a credential's name —
+    unless it names a known short option (``-tp``, ``-q3``, ``-O3``, or an abbreviation argparse
+    gives to one alone: ``-e`` is ``-ep``)."""
+    body = token.lstrip(DASHES)
+    if token.startswith("--") or token[:1] not in DASHES or not body or _names_short(token, short, glued=True) \
+            or len(_starting_with(token.split("=", 1)[0], short)) == 1:
+        return False
+    name = option_name("--" + body) or ""
+    secret = _resolves_to_secret(name.split(".", 1)[0].rstrip("+"), known)
+    return bool(secret) or (secret is None and is_credential_name(name))
 
 
 def _dash_value(token: str, known: frozenset[str], short: frozenset[str]) -> bool:

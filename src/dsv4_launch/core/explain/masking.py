@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from ..credentials import HINT_SHORT, HINT_WORDS, hint_pattern, is_credential_name, looks_like_credential_value
+from ..credentials import DASHES, HINT_SHORT, HINT_WORDS, hint_pattern, is_credential_name, looks_like_credential_value
 from ..walker import closing
 
 SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
@@ -107,9 +107,12 @@ _NAMED_VALUE = (
     r"(['\"]?(?<![\w.\-])([\w.\-]+)['\"]?\s*(?:[:=]|%3[ADad])\s*)"  # a name starts a word: linear
     r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?:[A-Za-z_][\w.]*)?[\[{(]|[^\s,})\]]+)"
 )
-_OPTION_VALUE = r"((?<![\w\-])--([A-Za-z][\w\-]*)(?:=|\s+))(\S+)"
+# An option's dashes: "--", one dash or look-alike ones ("-api-key", "—api-key": vLLM refuses
+# them and its message quotes the word after, the key the user meant).
+_DASHES = "\\-" + DASHES[1:]  # inside a class: "-" escaped
+_OPTION_VALUE = rf"((?<![\w{_DASHES}])[{_DASHES}]{{1,2}}([A-Za-z][\w{_DASHES}]*)(?:=|\s+))(\S+)"
 # A fast test before the passes: every word above contains one of these (tests/test_explain_secrets.py).
-_HINT = hint_pattern((*HINT_WORDS, "basic", "--a", "--h"), HINT_SHORT)  # --api-k, --hf
+_HINT = hint_pattern((*HINT_WORDS, "basic", *(d + x for d in DASHES for x in "ah")), HINT_SHORT)  # -api-k, —hf
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 
 
@@ -165,7 +168,7 @@ _MORE_WORDS = r"(?:[ \t]+(?!-|\[-)\S+)*"
 def _option_of(name: str) -> str:
     """Which of vLLM's credential options ``--name`` is (``api-key``, ``hf-token``) as its parser
     reads it (``_`` for ``-``, an abbreviation), ``secret`` for another credential's name, or ""."""
-    norm = name.replace("_", "-").lower()
+    norm = re.sub(f"[{_DASHES}_]", "-", name).lower()
     if _MULTI_VALUED.startswith(norm):
         return _MULTI_VALUED
     if "hf-token".startswith(norm):
@@ -208,7 +211,7 @@ def _option_spans(text: str) -> list[tuple[int, int]]:
 
 # An argv as a list ('--api-key', 'k1', 'k2', '--port'; JSON's "--api-key", "k1"): the items after
 # a credential option's.
-_QUOTED_OPTION = r"""(['"])--([A-Za-z][\w.\-]{0,200})\1"""
+_QUOTED_OPTION = rf"""(['"])[{_DASHES}]{{1,2}}([A-Za-z][\w.{_DASHES}]{{0,200}})\1"""
 _NEXT_ITEM = r"""\s*,\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
 
 
@@ -358,11 +361,27 @@ def mask_secrets_in_text(text: str) -> str:
     cut = _truncated_spans(text) if "..." in text and "input_value=" in text else []
     if not re.search(_HINT, text):
         return _masked(text, cut) if cut else text
+    spans = _passes(text) + _unescaped_spans(text) + cut
+    return _masked(text, spans) if spans else text
+
+
+def _passes(text: str) -> list[tuple[int, int]]:
     # Every pass reads the same text, so none hides a name or a value from another: in "token
     # 'hf_token': 'X'" the phrase masks 'hf_token' and the name still masks 'X'.
-    spans = (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(text)
-             + _config_line_spans(text) + _pair_spans(text) + cut)
-    return _masked(text, spans) if spans else text
+    return (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(text)
+            + _config_line_spans(text) + _pair_spans(text))
+
+
+def _unescaped_spans(text: str) -> list[tuple[int, int]]:
+    """The passes' spans over ``text`` read without the backslashes before its quotes — a JSON
+    text inside a JSON string or a repr (``{\\"api_key\\": \\"…\\"}``, ``\\'token\\': \\'…\\'``,
+    escaped twice or more) —, mapped back onto ``text``, each with the backslashes before it."""
+    drop = {i for m in re.finditer(r"\\+(?=['\"])", text) for i in range(*m.span())}
+    if not drop:
+        return []
+    keep = [i for i in range(len(text)) if i not in drop]
+    return [(keep[start - 1] + 1 if start else 0, keep[end - 1] + 1)
+            for start, end in _passes("".join(text[i] for i in keep)) if end > start]
 
 
 # --- the lines explain prints: each masked on its own ----------------------------------------
