@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from ..core.facts import GIVEN_GPUS, GpuFacts, as_human_int
 from ..core.gpus import GpuSelection
-from ..core.memory.estimate import DECIDES, GiB, gpu_memory_utilization
+from ..core.memory.estimate import DECIDES, SHORT, GiB, gpu_memory_utilization
 from ..core.memory.fit import (
     DEFAULT_CONTEXT,
     DOES_NOT_FIT,
@@ -36,8 +36,8 @@ from .context import Context, here
 from .own_options import NEAR_MISSES, PLANNING, VLLM_VERSION, Command, NearMiss, planning_context
 from .pipeline import DEFAULT_MODEL, FIT, prepare_in
 
-STYLES = {FITS: "green", DECIDES: "yellow", DOES_NOT_FIT: "red", NOT_CHECKED: None, UNKNOWN: None}
-SHORT_VERDICT = {DECIDES: "vLLM decides"}  # the table's column (80 columns); the footer says when
+STYLES = {FITS: "green", DECIDES: "yellow", SHORT: "yellow", DOES_NOT_FIT: "red", NOT_CHECKED: None, UNKNOWN: None}
+SHORT_VERDICT = {DECIDES: "vLLM decides", SHORT: "short"}  # the table's column (80 columns); the footer says when
 NO_LAYOUT_FITS = 1  # fit: every layout certainly does not fit (the weights alone)
 
 
@@ -231,7 +231,8 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         "estimated activation, CUDA-graph and non-torch terms; weights and KV in GiB per GPU.",
         *([f"{note}."] if note else []),
         "fits: even at the pessimistic end; vLLM decides at start, by its own profile (the bands straddle "
-        "the need); does not fit: the weights alone, for certain.",
+        "the need); short: short at every end we estimate (a warning: vLLM still starts and decides); "
+        "does not fit: the weights alone, for certain.",
         *(["*: the layout your arguments give."] if any(r.yours for r in rows) else []),
         "Estimates (README: Will it fit?), not promises.",
     ]
@@ -261,7 +262,7 @@ change memory (--gpu-memory-utilization, --max-model-len, --max-num-batched-toke
 --cpu-offload-gb, ...). Shows weights per GPU, the KV cache left and the longest single request
 (pessimistic–optimistic), vLLM's "Maximum concurrency" at --max-model-len (65,536 when not
 given) for the whole deployment, and a verdict: fits (even at the pessimistic end), vLLM decides
-at start, or does not fit (the weights alone, for certain); the layout your arguments give is
+at start, short (at every end we estimate), or does not fit (the weights alone, for certain); the layout your arguments give is
 marked, and the fewest of these GPUs that fit is named. The header says the GPU memory used and
 whose accounting (the installed vLLM, --vllm-version, or the newest release). An estimate.
 Exit status: 1 when every layout certainly does not fit, 0 otherwise, 2 for bad input.""",

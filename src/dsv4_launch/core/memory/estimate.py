@@ -69,9 +69,10 @@ TALLY_AGREES = 0.05  # the tally is used for the estimate only where it is this 
 CHECKED_TALLY_ERROR = 0.005  # a tally within this of the exact size counts as checked (core/memory/weights.py)
 EXPERT_SHARE = 0.93  # DeepSeek-V4-Flash's experts, when the shapes are unknown (estimate only)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vLLM's default in 0.24–0.33 (config/cache.py)
-# The three verdicts (and the two unknowns) every output gives for the memory.
+# The four verdicts (and the two unknowns) every output gives for the memory.
 FITS = "fits"  # even at the pessimistic end of every band
 DECIDES = "vLLM decides at start"  # the bands straddle the need: vLLM's own profile decides
+SHORT = "short at every end we estimate"  # even the optimistic end is short: a warning, vLLM still starts
 DOES_NOT_FIT = "does not fit"  # certain: the weights' lower bound alone is over the budget
 NOT_CHECKED = "memory not checked"  # the GPUs' memory is not known here
 UNKNOWN_WEIGHTS = "unknown"  # the checkpoint's size is not known here
@@ -99,8 +100,8 @@ class Layout(Record):
         if self.pp > 1:
             parts.append(f"PP {self.pp}")
         if self.dp > 1:
-            parts.append(f"DP {self.dp}" + (" + EP" if self.expert_parallel else ""))
-        return " × ".join(parts)
+            parts.append(f"DP {self.dp}")
+        return " × ".join(parts) + (" + EP" if self.expert_parallel else "")
 
 
 class Estimate(Record):
@@ -739,22 +740,25 @@ def weights_certainly_over(facts: Facts, e: Estimate) -> bool:
 
 
 def verdict(facts: Facts, e: Estimate, length: int | None = None) -> str:
-    """One of the three verdicts (or why none can be given) for one request of ``length``
-    (default: the ``--max-model-len`` vLLM will try; None for auto: some useful length).
+    """One of the four verdicts (or why none can be given) for one request of ``length``
+    (default: the ``--max-model-len`` vLLM will try; None for auto: ``MIN_USEFUL_LENGTH``).
 
     *does not fit* only where the weights' lower bound alone is over the budget; *fits* only
     where the weights' estimate is within the budget and one request fits at the pessimistic
-    end of every band; otherwise vLLM's own profile at start decides."""
+    end of every band; *short at every end we estimate* where even the optimistic end admits
+    less (a warning: the bands are estimates, vLLM's own profile still decides); otherwise the
+    bands straddle the need and vLLM's own profile at start decides."""
     if e.gpu_memory_bytes is None:
         return NOT_CHECKED
     if weights_certainly_over(facts, e):
         return DOES_NOT_FIT
     if e.weights_bytes_per_gpu is None:
         return UNKNOWN_WEIGHTS
-    length = e.max_model_len if length is None else length
-    if e.fits and e.max_model_len_fits_low is not None:
-        if (e.max_model_len_fits_low >= length) if length else e.max_model_len_fits_low >= MIN_USEFUL_LENGTH:
-            return FITS
+    length = (e.max_model_len if length is None else length) or MIN_USEFUL_LENGTH
+    if e.fits and e.max_model_len_fits_low is not None and e.max_model_len_fits_low >= length:
+        return FITS
+    if e.max_model_len_fits_high is not None and e.max_model_len_fits_high < length:
+        return SHORT
     if e.fits and e.max_model_len_fits is None and not e.stages:
         return UNKNOWN_WEIGHTS if facts.model.family == V4 else DECIDES
     return DECIDES
@@ -826,7 +830,8 @@ def summary(facts: Facts) -> dict | None:
     """``plan --json``'s ``memory`` object (null fields where unknown); None for other models.
 
     ``verdict`` is one of ``fits`` (even at the pessimistic end of every band), ``vLLM decides at
-    start`` (the bands straddle what one request of ``max_model_len`` needs), ``does not fit``
+    start`` (the bands straddle what one request of ``max_model_len`` needs), ``short at every end
+    we estimate`` (even the optimistic end is short: a warning), ``does not fit``
     (exactly when the weights refusal ``weights-exceed-memory`` holds), ``memory not checked`` (the
     GPUs' memory is unknown: ``not_checked`` says why and what to set) or ``unknown`` (the
     checkpoint's size is). ``fits`` keeps its meaning — the weights: false exactly with the

@@ -88,9 +88,7 @@ def flags(layout: Layout) -> str:
         words.append(f"-pp {layout.pp}")
     if layout.dp > 1:
         words.append(f"-dp {layout.dp}")
-        if layout.expert_parallel:
-            words.append("-ep")
-    return " ".join(words)
+    return " ".join(words + (["-ep"] if layout.expert_parallel else []))
 
 
 def fit_row(facts: Facts, weights: WeightFacts | None, layout: Layout, gpu_memory: int | None, context: int,

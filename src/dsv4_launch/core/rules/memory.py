@@ -13,6 +13,8 @@ from ..credentials import clip
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
 from ..memory.estimate import (
+    DECIDES,
+    SHORT,
     band_text,
     estimate,
     gib_text,
@@ -20,6 +22,7 @@ from ..memory.estimate import (
     length_band_text,
     memory_not_checked,
     suggested_length,
+    verdict,
     weights_refusal,
 )
 from ..memory.vllm_config import max_model_len_tried, speculative_method
@@ -201,7 +204,7 @@ def _term_text(e, name: str) -> str:
     "left, by vLLM's own accounting at the pessimistic end of the estimated terms",
     effect="vLLM decides at start: `ValueError: To serve at least one request with the model's max seq len …` "
     "after the weights load, if its own profile leaves less than one request needs",
-    message="--max-model-len {length}: vLLM decides at start: one request needs {needed} of KV cache as "
+    message="--max-model-len {length}: {verdict}: one request needs {needed} of KV cache as "
     "vLLM counts it (--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), and {left} per GPU is left "
     "after the weights ({weights}), the activation peak ({activations}), the CUDA-graph estimate ({graphs}) and "
     "non-torch memory ({non_torch}) — bands, not measurements: {short}; {fits}",
@@ -220,7 +223,8 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
         return None
     need = e.need_bytes or 0
     low, high = e.kv_available_low or 0, e.kv_available_high or 0
-    if e.max_model_len_fits_high is not None and e.max_model_len_fits_high < e.max_model_len:
+    said = verdict(facts, e)
+    if said == SHORT:
         short = f"short by {gib_text(max(need - high, 0))} even at the optimistic end"
     else:
         short = f"short by up to {gib_text(max(need - low, 0))} at the pessimistic end"
@@ -236,6 +240,7 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     if facts.args.value("speculative_config") and speculative_method(facts) not in DRAFT_KV_COUNTED:
         fits += "; the draft model's own KV cache comes on top (not counted)"
     return {
+        "verdict": said if said == SHORT else DECIDES,
         "length": f"{e.max_model_len:,}",
         "needed": gib_text(e.need_bytes),
         "left": band_text(e.kv_available_low, e.kv_available_high),
