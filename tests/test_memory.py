@@ -24,13 +24,10 @@ from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory import kv_plan
-from dsv4_launch.core.memory.estimate import (
+from dsv4_launch.core.memory.estimate import GiB, WeightFacts, estimate, kv_bytes_per_token
+from dsv4_launch.core.memory.verdicts import (
     DOES_NOT_FIT,
     UNKNOWN_WEIGHTS,
-    GiB,
-    WeightFacts,
-    estimate,
-    kv_bytes_per_token,
     summary,
     summary_line,
     verdict,

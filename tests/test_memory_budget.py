@@ -17,14 +17,13 @@ from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.core.facts import RULE_ENV, Facts, GpuFacts, WeightFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory.budget import GRAPH_HIGH, GRAPH_LOW, graph_env_off
-from dsv4_launch.core.memory.estimate import (
+from dsv4_launch.core.memory.estimate import GiB, estimate
+from dsv4_launch.core.memory.verdicts import (
     DECIDES,
     DOES_NOT_FIT,
     FITS,
     NOT_CHECKED,
     SHORT,
-    GiB,
-    estimate,
     verdict,
     weights_certainly_over,
 )

@@ -15,19 +15,10 @@ from collections.abc import Sequence
 
 from ..core.facts import GIVEN_GPUS, GpuFacts, as_human_int
 from ..core.gpus import GpuSelection
-from ..core.memory.estimate import DECIDES, SHORT, GiB, gpu_memory_utilization
-from ..core.memory.fit import (
-    DEFAULT_CONTEXT,
-    DOES_NOT_FIT,
-    FITS,
-    MAX_FEWEST,
-    NOT_CHECKED,
-    UNKNOWN,
-    concurrency_note,
-    fewest_gpus,
-    fit_rows,
-)
+from ..core.memory.estimate import TERMS, GiB, gpu_memory_utilization
+from ..core.memory.fit import DEFAULT_CONTEXT, MAX_FEWEST, UNKNOWN, concurrency_note, fewest_gpus, fit_rows
 from ..core.memory.presets import PRESETS, preset_gpus
+from ..core.memory.verdicts import DECIDES, DOES_NOT_FIT, FITS, NOT_CHECKED, SHORT
 from ..core.memory.vllm_config import concurrency_counted
 from ..output.documents import near_misses
 from ..output.render import Out, Result, render
@@ -228,7 +219,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         fewest_line,
         f"max conc: {what} at {context:,} tokens, all DP replicas together; KV left, "
         "longest (one request alone) and max conc run from the pessimistic to the optimistic end of the "
-        "estimated activation, CUDA-graph and non-torch terms; weights and KV in GiB per GPU.",
+        f"estimated terms ({', '.join(t.name for t in TERMS)}); weights and KV in GiB per GPU.",
         *([f"{note}."] if note else []),
         "fits: even at the pessimistic end; vLLM decides at start, by its own profile (the bands straddle "
         "the need); short: short at every end we estimate (a warning: vLLM still starts and decides); "
@@ -262,8 +253,8 @@ change memory (--gpu-memory-utilization, --max-model-len, --max-num-batched-toke
 --cpu-offload-gb, ...). Shows weights per GPU, the KV cache left and the longest single request
 (pessimistic–optimistic), vLLM's "Maximum concurrency" at --max-model-len (65,536 when not
 given) for the whole deployment, and a verdict: fits (even at the pessimistic end), vLLM decides
-at start, short (at every end we estimate), or does not fit (the weights alone, for certain); the layout your arguments give is
-marked, and the fewest of these GPUs that fit is named. The header says the GPU memory used and
+at start, short (at every end we estimate), or does not fit (the weights alone, for certain); the
+layout your arguments give is marked, and the fewest of these GPUs that fit is named. The header says the GPU memory used and
 whose accounting (the installed vLLM, --vllm-version, or the newest release). An estimate.
 Exit status: 1 when every layout certainly does not fit, 0 otherwise, 2 for bad input.""",
                   PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

@@ -9,17 +9,13 @@ from ..records import Record
 from ..versions import is_newer
 from ..vllm.releases import NEWEST_VERIFIED
 from .estimate import (
-    DOES_NOT_FIT,
-    FITS,
-    NOT_CHECKED,
-    UNKNOWN_WEIGHTS,
     Estimate,
     Layout,
     WeightFacts,
     estimate,
     layout_of,
-    verdict,
 )
+from .verdicts import DOES_NOT_FIT, FITS, NOT_CHECKED, UNKNOWN_WEIGHTS, verdict
 from .vllm_config import concurrency_counted
 
 DEFAULT_CONTEXT = 65_536  # the length concurrency is counted at when --max-model-len is not given

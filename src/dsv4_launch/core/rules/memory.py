@@ -12,13 +12,11 @@ from __future__ import annotations
 from ..credentials import clip
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
-from ..memory.estimate import (
+from ..memory.estimate import estimate, gib_text, gpu_memory_utilization
+from ..memory.verdicts import (
     DECIDES,
     SHORT,
     band_text,
-    estimate,
-    gib_text,
-    gpu_memory_utilization,
     length_band_text,
     memory_not_checked,
     suggested_length,
