@@ -254,7 +254,8 @@ change memory (--gpu-memory-utilization, --max-model-len, --max-num-batched-toke
 (pessimistic–optimistic), vLLM's "Maximum concurrency" at --max-model-len (65,536 when not
 given) for the whole deployment, and a verdict: fits (even at the pessimistic end), vLLM decides
 at start, short (at every end we estimate), or does not fit (the weights alone, for certain); the
-layout your arguments give is marked, and the fewest of these GPUs that fit is named. The header says the GPU memory used and
-whose accounting (the installed vLLM, --vllm-version, or the newest release). An estimate.
+layout your arguments give is marked, and the fewest of these GPUs that fit is named. The
+header says the GPU memory used and whose accounting (the installed vLLM, --vllm-version, or
+the newest release). An estimate.
 Exit status: 1 when every layout certainly does not fit, 0 otherwise, 2 for bad input.""",
                   PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

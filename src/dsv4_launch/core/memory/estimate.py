@@ -380,6 +380,12 @@ def engram_tables_off_the_gpu(facts: Facts) -> bool:
     return (json_option(facts.args, "engram_config") or {}).get("cpu_offload") is not False
 
 
+def host_tables_bytes(facts: Facts) -> int | None:
+    """What of the checkpoint vLLM keeps in host memory, all GPUs together: the Engram tables
+    where they stay off the GPUs (``engram_tables_off_the_gpu``), None otherwise or unknown."""
+    return _engram_table_bytes(facts) if engram_tables_off_the_gpu(facts) else None
+
+
 def _engram_table_bytes(facts: Facts) -> int | None:
     """The Engram tables' bytes: per table ``rows × engram_head_dim`` FP8 values and one E8M0 scale
     per 32 (``ParallelEngramEmbedding``: block_size 32, common/engram.py:650-700@0.30.0; the

@@ -9,13 +9,12 @@ from ..model import V4
 from .estimate import (
     Estimate,
     GiB,
-    _engram_table_bytes,
     _shape_split,
     args_move_weights,
-    engram_tables_off_the_gpu,
     estimate,
     gib_text,
     gpu_memory_utilization,
+    host_tables_bytes,
 )
 from .kv_plan import KV_BLOCK
 
@@ -150,7 +149,11 @@ def summary(facts: Facts) -> dict | None:
         "weights_bytes_per_gpu": e.weights_bytes_per_gpu,
         "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
         # what of the checkpoint vLLM keeps in host memory (DeepSeek-V4.1's Engram tables), all GPUs together
-        "weights_host_bytes": _engram_table_bytes(facts) if engram_tables_off_the_gpu(facts) else None,
+        "weights_host_bytes": host_tables_bytes(facts),
+        # this host's memory (/proc/meminfo), and the free space where vLLM downloads: null where not read
+        "host_memory_bytes": facts.host.memory_total_bytes,
+        "host_memory_available_bytes": facts.host.memory_available_bytes,
+        "download_free_bytes": facts.host.download_free_bytes,
         "gpu_memory_bytes": e.gpu_memory_bytes,
         "budget_bytes": e.budget_bytes,
         "kv_bytes_per_token": e.kv_bytes_per_token,
@@ -202,7 +205,9 @@ def summary_line(data: dict | None) -> str | None:
     if data.get("budget_bytes") is not None:
         parts[0] += f" of {gib('budget_bytes')} usable ({gib('gpu_memory_bytes')} GPU)"
     if data.get("weights_host_bytes"):
-        parts.append(f"Engram tables {gib('weights_host_bytes')} in host memory")
+        host = data.get("host_memory_available_bytes")
+        parts.append(f"Engram tables {gib('weights_host_bytes')} in host memory ("
+                     + (f"{gib_text(host)} available here)" if host is not None else "host memory not checked)"))
     if data.get("kv_bytes_per_token"):
         parts.append(f"KV {data['kv_bytes_per_token'] / 1000:.2f} kB/token")
     if data.get("kv_available_bytes") is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..credentials import clip
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
-from ..memory.estimate import estimate, gib_text, gpu_memory_utilization
+from ..memory.estimate import estimate, gib_text, gpu_memory_utilization, host_tables_bytes
 from ..memory.verdicts import (
     DECIDES,
     SHORT,
@@ -114,6 +114,56 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
     why = e.uncertain or "the estimate's replicated tensors and load overhead"
     return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu), "budget": gib_text(e.budget_bytes),
             "lower": gib_text(e.weights_lower_bytes), "why": why, "gmu": _higher_gmu(facts)}
+
+
+@row(
+    ROWS,
+    id="host-memory-short", topic="memory",
+    level=WARN,
+    evidence=DERIVED,
+    title="DeepSeek-V4.1's Engram tables, which vLLM keeps in pinned host memory, larger than the memory this "
+    "host has available (/proc/meminfo)",
+    effect="the pinned allocation fails, or the host swaps or kills a process, while vLLM loads the weights",
+    message="the Engram tables take {tables} of pinned host memory (all GPUs together), and this host has "
+    "{available} available ({total} in all)",
+    fix="a host with more memory, fewer other processes, or --engram-config with cpu_offload false where the GPUs "
+    "can hold the tables",
+    reference="vllm/config/engram.py EngramConfig.cpu_offload; vllm/model_executor/models/deepseek_v41/nvidia/"
+    "engram.py (the tables allocated with pin_memory=True)",
+    models=BOTH,
+    release_code=False,  # the tables' bytes against this host's memory
+)
+def host_memory_short(facts: Facts, gpu: GpuInfo | None):
+    tables, host = host_tables_bytes(facts), facts.host
+    if not tables or host.memory_available_bytes is None or tables <= host.memory_available_bytes:
+        return None  # nothing in host memory, not read (plan's line says "not checked"), or room
+    return {"tables": gib_text(tables), "available": gib_text(host.memory_available_bytes),
+            "total": gib_text(host.memory_total_bytes)}
+
+
+@row(
+    ROWS,
+    id="download-space-short", topic="memory",
+    level=WARN,
+    evidence=DERIVED,
+    title="the shards vLLM will download larger than the free space of the filesystem it downloads into "
+    "(the Hugging Face cache, or --download-dir)",
+    effect="the download stops with `No space left on device` part way through, before vLLM starts",
+    message="vLLM will download about {size} first, into {where}, whose filesystem has {free} free",
+    fix="free space there, or point HF_HUB_CACHE/HF_HOME (or --download-dir) at a filesystem with room",
+    reference="huggingface_hub constants.HF_HUB_CACHE; vllm/model_executor/model_loader/weight_utils.py "
+    "download_weights_from_hf",
+    models=BOTH,
+    release_code=False,  # the missing shards' bytes against the free space
+)
+def download_space_short(facts: Facts, gpu: GpuInfo | None):
+    weights, host = facts.weights, facts.host
+    if weights is None or weights.local or not weights.shards_missing or not weights.missing_bytes:
+        return None
+    if host.download_free_bytes is None or weights.missing_bytes <= host.download_free_bytes:
+        return None
+    return {"size": f"{weights.missing_bytes / 1e9:,.0f} GB", "where": host.download_dir,
+            "free": f"{host.download_free_bytes / 1e9:,.0f} GB"}
 
 
 def _higher_gmu(facts: Facts) -> str:
