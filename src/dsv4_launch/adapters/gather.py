@@ -98,20 +98,31 @@ def gather(
     vllm: VllmInstall | None = None,
     default_model: str | None = None,
     read_host: Callable[[str], HostFacts] | None = None,
+    layout_for_visible: bool = False,
 ) -> Gathered:
     """Read everything the plan depends on from ``vllm serve``'s arguments. Raises
     ConfigFileError for a bad --config file.
 
     The GPUs are read by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
     big machines, and nothing else depends on it), always (doctor, fit) or never.
+    ``layout_for_visible`` (doctor): with no arguments at all, the layout of the visible GPUs
+    that plans best (``core/memory/fit.visible_layout``) instead of vLLM's default TP 1.
     """
     vllm = vllm or find_vllm(env)
     table = load_table(vllm.version)
     args = read_args(argv, table, env)
     if default_model and args.model_source in (None, "vLLM default") and not (args.rejection or args.unread):
         args = read_args([default_model, *argv], table, env)  # doctor and fit: DeepSeek-V4, not vLLM's default
-    return gather_facts(args, env, settings, table, vllm, read_gpus_when=read_gpus_when, read_gpus=read_gpus,
-                        read_host=read_host)
+    gathered = gather_facts(args, env, settings, table, vllm, read_gpus_when=read_gpus_when, read_gpus=read_gpus,
+                            read_host=read_host)
+    if layout_for_visible and default_model and not argv and gathered.facts.model.is_dsv4_family:
+        from ..core.memory.fit import flags, visible_layout  # doctor's alone
+
+        layout = visible_layout(gathered.facts)
+        if layout is not None and layout.gpus > 1:  # the facts do not depend on the layout: only the arguments change
+            args = read_args([default_model, *flags(layout).split()], table, env)
+            gathered = gathered._replace(facts=gathered.facts._replace(args=args))
+    return gathered
 
 
 def gather_engine(

@@ -196,7 +196,7 @@ def _prepare(argv, env, purpose, read_gpus, vllm, default_model=None, read_host=
 
     def from_argv(settings: Settings) -> Gathered:
         return gather(argv, env, settings, read_gpus_when=_GPU_POLICY[purpose], read_gpus=read_gpus, vllm=vllm,
-                      default_model=default_model, read_host=read_host)
+                      default_model=default_model, read_host=read_host, layout_for_visible=purpose == DOCTOR)
 
     return _through_the_pipeline(argv, env, purpose, vllm, from_argv)
 

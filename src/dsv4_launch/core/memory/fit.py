@@ -15,7 +15,7 @@ from .estimate import (
     estimate,
     layout_of,
 )
-from .verdicts import DOES_NOT_FIT, FITS, NOT_CHECKED, UNKNOWN_WEIGHTS, verdict
+from .verdicts import DECIDES, DOES_NOT_FIT, FITS, NOT_CHECKED, SHORT, UNKNOWN_WEIGHTS, verdict
 from .vllm_config import concurrency_counted
 
 DEFAULT_CONTEXT = 65_536  # the length concurrency is counted at when --max-model-len is not given
@@ -139,3 +139,16 @@ def fewest_gpus(facts: Facts, weights: WeightFacts | None, gpu_memory: int | Non
         if fitting:
             return max(fitting, key=headroom)
     return None
+
+
+def visible_layout(facts: Facts) -> Layout | None:
+    """doctor without arguments: the layout of every visible GPU that plans best (fits first, then
+    vLLM decides, then the most headroom), instead of vLLM's default TP 1; None for one GPU, or
+    none whose memory is known."""
+    selection = facts.gpus.selection
+    n = selection.visible_count if selection else 0
+    if n < 2 or not all(g.memory_total_bytes for g in facts.all_gpus):
+        return None
+    rows = fit_rows(facts, facts.weights, n, None, DEFAULT_CONTEXT)
+    rank = {FITS: 3, DECIDES: 2, SHORT: 1}
+    return max(rows, key=lambda r: (rank.get(r.verdict, 0), *headroom(r))).estimate.layout if rows else None
