@@ -215,27 +215,64 @@ def _fitting_length(facts: Facts, longest: int) -> int | None:
 AUTO = "--max-model-len auto (vLLM fits the length to the memory it finds)"
 
 
-def _suggestion(facts: Facts, length: int) -> str:
-    """The first of the usual settings that makes one request of ``length`` fit at the
-    pessimistic end; else vLLM's own auto-fit. Never "more GPUs": the weights fit, and what is
-    left rests on bands."""
-    tries = [
-        ("--max-num-batched-tokens 4096", {"max_num_batched_tokens": "4096"}),
-        ("--max-num-batched-tokens 2048", {"max_num_batched_tokens": "2048"}),
-        ("--gpu-memory-utilization 0.95", {"gpu_memory_utilization": "0.95"}),
-        ("--max-num-batched-tokens 2048 --gpu-memory-utilization 0.95",
-         {"max_num_batched_tokens": "2048", "gpu_memory_utilization": "0.95"}),
-    ]
-    no_chunks = facts.args.value("enable_chunked_prefill") is False
-    for words, values in tries:
-        if any(facts.args.value(key) is not None for key in values):
-            continue  # the user set one of them: never suggested over their value
-        if no_chunks and "max_num_batched_tokens" in values:
-            continue  # without chunked prefill vLLM rejects a batch smaller than max_model_len
-        e = estimate(_with(facts, **values), facts.weights)
-        if e.max_model_len_fits_low is not None and e.max_model_len_fits_low >= length:
-            return words
-    return AUTO
+BATCHED_TOKENS_TRIED = (8192, 4096, 2048, 1024, 512)  # every public Pro DP 8 + EP start on H200 uses 512
+SEQS_TRIED = (128, 64, 32, 16)
+USUAL_GMU = 0.95  # vLLM accepts up to 1 (CacheConfig le=1); 0.95 is what the recipes set
+
+
+def _layout_flags(layout, mine) -> str:
+    """``layout`` as the flags that set it over ``mine`` (the arguments' layout)."""
+    words = [f"--tensor-parallel-size {layout.tp}"]
+    words += [f"--{name}-parallel-size {n}" for name, n, was in (("pipeline", layout.pp, mine.pp),
+                                                                 ("data", layout.dp, mine.dp)) if n != 1 or was != 1]
+    if layout.expert_parallel:
+        words.append("--enable-expert-parallel")
+    return " ".join(words) + (" without --enable-expert-parallel" if mine.expert_parallel and not layout.expert_parallel
+                              else "")
+
+
+def _levers(facts: Facts, e):
+    """The changes people make to a start that is short, each lever's smallest change first:
+    --max-num-batched-tokens, --max-num-seqs, the layout on the same GPUs, --gpu-memory-utilization
+    (within vLLM's limit). A value the user set is never suggested over; yields (words, estimate)."""
+    from ..memory.fit import layouts
+
+    args, weights = facts.args, facts.weights
+    batched: list[dict] = []
+    if args.value("max_num_batched_tokens") is None and args.value("enable_chunked_prefill") is not False:
+        batched = [{"max_num_batched_tokens": str(n)} for n in BATCHED_TOKENS_TRIED if n < (e.max_num_batched_tokens or 0)]
+    seqs = [{"max_num_seqs": str(n)} for n in SEQS_TRIED if n < (e.max_num_seqs or 0)]
+    for values in batched + (seqs if args.value("max_num_seqs") is None else []):
+        yield _words(values), estimate(_with(facts, **values), weights)
+    found = layouts(facts, e.layout.gpus)
+    found += [lay._replace(expert_parallel=True) for lay in found if lay.dp == 1 and lay.pp == 1]  # TP 8 + EP
+    mine = e.layout
+    for layout in sorted(found, key=lambda lay: (lay.pp, -lay.tp, lay.expert_parallel != mine.expert_parallel)):
+        if layout != mine:  # the layout on the same GPUs as people run them: TP (+ EP), then DP + EP, then PP
+            yield _layout_flags(layout, mine), estimate(facts, weights, layout)
+    if args.value("gpu_memory_utilization") is None and (gpu_memory_utilization(facts) or 1) < USUAL_GMU:
+        gmu = {"gpu_memory_utilization": str(USUAL_GMU)}
+        for values in [gmu, *({**b, **gmu} for b in batched)]:  # alone, then with fewer batched tokens
+            yield _words(values), estimate(_with(facts, **values), weights)
+
+
+def _words(values: dict) -> str:
+    return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in values.items())
+
+
+def _fix(facts: Facts, e, fitting: int | None) -> str:
+    """The smallest change of the levers people use (``_levers``, then ``--max-model-len``) that
+    re-plans, by the same model, as fitting one request of ``--max-model-len`` at the pessimistic
+    end; where none does, the first that fits at the optimistic end; else vLLM's own auto-fit."""
+    length, optimistic = e.max_model_len, None
+    for words, planned in _levers(facts, e):
+        if planned.fits and (planned.max_model_len_fits_low or 0) >= length:
+            return f"{words} (fits at the pessimistic end), or {AUTO}"
+        if optimistic is None and (planned.max_model_len_fits_high or 0) >= length:
+            optimistic = words
+    if fitting is not None:
+        return f"--max-model-len {fitting} (fits at the pessimistic end), or {AUTO}"
+    return f"{optimistic} (fits at the optimistic end only), or {AUTO}" if optimistic else AUTO
 
 
 def _term_text(e, name: str) -> str:
@@ -278,13 +315,8 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
         short = f"short by up to {gib_text(max(need - low, 0))} at the pessimistic end"
     fitting = _fitting_length(facts, e.max_model_len_fits_low)
     longest = length_band_text(e.max_model_len_fits_low, e.max_model_len_fits_high)
-    if fitting is not None:
-        fits = f"up to {longest} tokens fit"
-        fix = f"--max-model-len {fitting} (fits at the pessimistic end), or {AUTO}"
-    else:
-        fits = f"up to {longest} tokens fit: no useful length is certain at these settings"
-        suggestion = _suggestion(facts, e.max_model_len)
-        fix = suggestion if suggestion == AUTO else f"{suggestion} (fits at the pessimistic end), or {AUTO}"
+    fits = f"up to {longest} tokens fit" + ("" if fitting is not None else ": no useful length is certain at these settings")
+    fix = _fix(facts, e, fitting)
     if facts.args.value("speculative_config") and speculative_method(facts) not in DRAFT_KV_COUNTED:
         fits += "; the draft model's own KV cache comes on top (not counted)"
     return {
