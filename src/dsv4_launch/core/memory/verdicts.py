@@ -93,15 +93,11 @@ def weights_refusal(facts: Facts) -> dict | None:
     if weights is None or not weights.total_bytes:
         return None
     e = estimate(facts, weights)
-    if e.weights_lower_bytes is None or e.gpu_memory_bytes is None or gpu_memory_utilization(facts) is None:
-        return None
-    if args_move_weights(facts):
+    if not weights_certainly_over(facts, e) or e.weights_lower_bytes is None:
         return None
     kv_memory = as_human_int(facts.args.value("kv_cache_memory_bytes"))
-    limit = e.gpu_memory_bytes if kv_memory else e.budget_bytes
+    limit = (e.gpu_memory_bytes if kv_memory else e.budget_bytes) or 0
     needed = e.weights_lower_bytes + (kv_memory or 0)
-    if limit is None or needed <= limit:
-        return None
     plus = f", plus {gib_text(kv_memory)} of --kv-cache-memory-bytes" if kv_memory else ""
     split = _shape_split(facts, weights, e.layout) if (weights.exact or weights.published) else None
     basis = ("the busiest GPU by the tensor-class tally, checked within 0.5 % against the checkpoint's size"
@@ -134,13 +130,8 @@ def summary(facts: Facts) -> dict | None:
         return None
     weights = facts.weights
     e = estimate(facts, weights)
-    refused = weights_refusal(facts) is not None
-    said = verdict(facts, e)
-    if refused:
-        said = DOES_NOT_FIT
-    elif said == DOES_NOT_FIT:  # the layout's bound is over, but the refusal's conditions do not hold
-        said = DECIDES
-    fits = False if refused else (True if e.fits else None)  # the weights (its meaning since schema 1)
+    said = verdict(facts, e)  # does not fit exactly when weights_refusal holds: the same test on the same estimate
+    fits = False if said == DOES_NOT_FIT else (True if e.fits else None)  # the weights (its meaning since schema 1)
     return {
         "layout": e.layout.words(),
         "verdict": said,
