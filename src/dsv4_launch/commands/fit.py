@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from ..core.facts import GIVEN_GPUS, GpuFacts, as_human_int
 from ..core.gpus import GpuSelection
 from ..core.memory.estimate import TERMS, GiB, gpu_memory_utilization
-from ..core.memory.fit import DEFAULT_CONTEXT, MAX_FEWEST, UNKNOWN, concurrency_note, fewest_gpus, fit_rows
+from ..core.memory.fit import (
+    DEFAULT_CONTEXT,
+    MAX_FEWEST,
+    UNKNOWN,
+    concurrency_note,
+    fewest_gpus,
+    fit_rows,
+    fix_on_these,
+)
 from ..core.memory.presets import PRESETS, preset_gpus
 from ..core.memory.verdicts import DECIDES, DOES_NOT_FIT, FITS, NOT_CHECKED, SHORT
 from ..core.memory.vllm_config import concurrency_counted
@@ -186,6 +194,10 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     else:
         fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (whole nodes of 8 above 8) fits {context:,} "
                        "tokens at the pessimistic end")
+    fix = fix_on_these(facts, rows, context)
+    fix_line = None if fix is None else (
+        f"on these {count} GPUs: {fix[0].flags} with {fix[1]} fits {context:,} tokens at the "
+        + ("pessimistic end (re-planned)" if fix[2] else "optimistic end only (re-planned)"))
     # 1 only when every layout certainly does not fit (the weights alone): vLLM deciding is not "no"
     none_fits = bool(rows) and all(r.verdict == DOES_NOT_FIT for r in rows)
     any_fits = any(r.verdict == FITS for r in rows)
@@ -203,6 +215,9 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         "rows": [_row_data(r) for r in rows],
         "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
         "fits": True if any_fits else (False if none_fits else None),
+        # where no layout here fits at the pessimistic end: the smallest change that does (or the optimistic end)
+        "fix": None if fix is None else {"flags": fix[0].flags, "change": fix[1],
+                                         "end": "pessimistic" if fix[2] else "optimistic"},
         "estimate": True,
         **vllm,  # the release planned for; assumed: --vllm-version's, not the installed vLLM's
     }
@@ -217,6 +232,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     ]
     footer = [
         fewest_line,
+        *([fix_line] if fix_line else []),
         f"max conc: {what} at {context:,} tokens, all DP replicas together; KV left, "
         "longest (one request alone) and max conc run from the pessimistic to the optimistic end of the "
         f"estimated terms ({', '.join(t.name for t in TERMS)}); weights and KV in GiB per GPU.",

@@ -13,6 +13,7 @@ from ..credentials import clip
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
 from ..memory.estimate import estimate, gib_text, gpu_memory_utilization, host_tables_bytes
+from ..memory.fit import lever_fix, with_args
 from ..memory.verdicts import (
     DECIDES,
     SHORT,
@@ -171,15 +172,9 @@ def _higher_gmu(facts: Facts) -> str:
     return "" if facts.args.value("gpu_memory_utilization") is not None else ", or --gpu-memory-utilization 0.95"
 
 
-def _with(facts: Facts, **values) -> Facts:
-    """The same facts with some arguments set (to try a fix before suggesting it)."""
-    args = facts.args
-    return facts._replace(args=args._replace(values={**args.values, **values}))
-
-
 def _replanned(facts: Facts, length: int) -> int | None:
     """The longest request the pessimistic end admits once ``--max-model-len length`` is set."""
-    return estimate(_with(facts, max_model_len=str(length)), facts.weights).max_model_len_fits_low
+    return estimate(with_args(facts, max_model_len=str(length)), facts.weights).max_model_len_fits_low
 
 
 def _admitted(facts: Facts, length: int) -> bool:
@@ -215,61 +210,13 @@ def _fitting_length(facts: Facts, longest: int) -> int | None:
 AUTO = "--max-model-len auto (vLLM fits the length to the memory it finds)"
 
 
-BATCHED_TOKENS_TRIED = (8192, 4096, 2048, 1024, 512)  # every public Pro DP 8 + EP start on H200 uses 512
-SEQS_TRIED = (128, 64, 32, 16)
-USUAL_GMU = 0.95  # vLLM accepts up to 1 (CacheConfig le=1); 0.95 is what the recipes set
-
-
-def _layout_flags(layout, mine) -> str:
-    """``layout`` as the flags that set it over ``mine`` (the arguments' layout)."""
-    words = [f"--tensor-parallel-size {layout.tp}"]
-    words += [f"--{name}-parallel-size {n}" for name, n, was in (("pipeline", layout.pp, mine.pp),
-                                                                 ("data", layout.dp, mine.dp)) if n != 1 or was != 1]
-    if layout.expert_parallel:
-        words.append("--enable-expert-parallel")
-    return " ".join(words) + (" without --enable-expert-parallel" if mine.expert_parallel and not layout.expert_parallel
-                              else "")
-
-
-def _levers(facts: Facts, e):
-    """The changes people make to a start that is short, each lever's smallest change first:
-    --max-num-batched-tokens, --max-num-seqs, the layout on the same GPUs, --gpu-memory-utilization
-    (within vLLM's limit). A value the user set is never suggested over; yields (words, estimate)."""
-    from ..memory.fit import layouts
-
-    args, weights = facts.args, facts.weights
-    batched: list[dict] = []
-    if args.value("max_num_batched_tokens") is None and args.value("enable_chunked_prefill") is not False:
-        batched = [{"max_num_batched_tokens": str(n)} for n in BATCHED_TOKENS_TRIED if n < (e.max_num_batched_tokens or 0)]
-    seqs = [{"max_num_seqs": str(n)} for n in SEQS_TRIED if n < (e.max_num_seqs or 0)]
-    for values in batched + (seqs if args.value("max_num_seqs") is None else []):
-        yield _words(values), estimate(_with(facts, **values), weights)
-    found = layouts(facts, e.layout.gpus)
-    found += [lay._replace(expert_parallel=True) for lay in found if lay.dp == 1 and lay.pp == 1]  # TP 8 + EP
-    mine = e.layout
-    for layout in sorted(found, key=lambda lay: (lay.pp, -lay.tp, lay.expert_parallel != mine.expert_parallel)):
-        if layout != mine:  # the layout on the same GPUs as people run them: TP (+ EP), then DP + EP, then PP
-            yield _layout_flags(layout, mine), estimate(facts, weights, layout)
-    if args.value("gpu_memory_utilization") is None and (gpu_memory_utilization(facts) or 1) < USUAL_GMU:
-        gmu = {"gpu_memory_utilization": str(USUAL_GMU)}
-        for values in [gmu, *({**b, **gmu} for b in batched)]:  # alone, then with fewer batched tokens
-            yield _words(values), estimate(_with(facts, **values), weights)
-
-
-def _words(values: dict) -> str:
-    return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in values.items())
-
-
 def _fix(facts: Facts, e, fitting: int | None) -> str:
-    """The smallest change of the levers people use (``_levers``, then ``--max-model-len``) that
-    re-plans, by the same model, as fitting one request of ``--max-model-len`` at the pessimistic
-    end; where none does, the first that fits at the optimistic end; else vLLM's own auto-fit."""
-    length, optimistic = e.max_model_len, None
-    for words, planned in _levers(facts, e):
-        if planned.fits and (planned.max_model_len_fits_low or 0) >= length:
-            return f"{words} (fits at the pessimistic end), or {AUTO}"
-        if optimistic is None and (planned.max_model_len_fits_high or 0) >= length:
-            optimistic = words
+    """The smallest change of the levers people use (``fit.lever_fix``), then ``--max-model-len``,
+    that re-plans as fitting one request at the pessimistic end; else the first that fits at the
+    optimistic end; else vLLM's own auto-fit."""
+    pessimistic, optimistic = lever_fix(facts, e, e.max_model_len)
+    if pessimistic:
+        return f"{pessimistic} (fits at the pessimistic end), or {AUTO}"
     if fitting is not None:
         return f"--max-model-len {fitting} (fits at the pessimistic end), or {AUTO}"
     return f"{optimistic} (fits at the optimistic end only), or {AUTO}" if optimistic else AUTO
