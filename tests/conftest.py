@@ -74,6 +74,16 @@ def install_fake_vllm_executable(bindir: Path) -> Path:
     return bindir
 
 
+@pytest.fixture(autouse=True)
+def host_not_read(monkeypatch):
+    """This host's RAM and disk (adapters/host.py) are a boundary like NVML: in-process tests see
+    them "not read" unless a test gives its own reader (``Context.read_host``)."""
+    from dsv4_launch.adapters import host
+    from dsv4_launch.core.facts import HostFacts
+
+    monkeypatch.setattr(host, "read_host", lambda target: HostFacts())
+
+
 @pytest.fixture(scope="session")
 def fake_nvml_dir(tmp_path_factory) -> Path:
     """A directory holding the compiled stand-in libnvidia-ml.so.1."""

@@ -426,3 +426,26 @@ def test_doctors_plan_is_plans_document(argv):
     del plan["schema_version"], plan["not_utf8"]
     assert json.loads(doctor_ctx.stdout.getvalue())["plan"] == plan
     assert "sk-abc12345" not in plan_ctx.stdout.getvalue() + doctor_ctx.stdout.getvalue()
+
+
+def test_doctor_without_arguments_judges_a_layout_of_the_visible_gpus_not_tp_1():
+    """A healthy 2 × RTX PRO 6000 box: vLLM's default TP 1 cannot hold V4-Flash's weights on one
+    GPU, so doctor judges the layout of both visible GPUs that plans best, and says which (issue 39).
+    Given arguments are judged as given. Faked: NVML, vLLM's lookup, the runtime reader."""
+    from tests.planning import make_context
+
+    two = tuple(GpuInfo(i, "NVIDIA RTX PRO 6000 Blackwell Server Edition", f"GPU-{i}", (12, 0), 97_887 * 2**20)
+                for i in range(2))
+
+    def run(argv):
+        ctx = make_context(gpus=two, read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
+        run_doctor(argv, as_json=True, ctx=ctx)
+        return json.loads(ctx.stdout.getvalue())
+
+    data = run([])
+    model = next(c for c in data["checks"] if c["section"] == "model")
+    assert "checked for deepseek-ai/DeepSeek-V4-Flash at -tp 2 (every visible GPU" in model["detail"], model
+    assert data["plan"]["memory"]["layout"] == "TP 2" and data["plan"]["memory"]["verdict"] != "does not fit"
+    assert not any("weights-exceed-memory" in c["detail"] or "at the very least" in c["detail"] for c in data["checks"])
+    data = run(["deepseek-ai/DeepSeek-V4-Flash"])  # a model given: vLLM's TP 1, judged as given
+    assert data["plan"]["memory"]["layout"] == "TP 1" and data["plan"]["memory"]["verdict"] == "does not fit"

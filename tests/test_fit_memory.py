@@ -224,3 +224,71 @@ def test_fit_says_when_no_layout_can_be_judged_rather_than_that_none_fits(tmp_pa
     code, out, _ = fit(tmp_path, [model], gpus=4, gpu_memory=96 * GiB)
     assert f"no layout can be judged to fit 65,536 tokens: {why}" in out
     assert "no layout of up to" not in out and code == 0  # vLLM decides: not a "no"
+
+
+# --- the fourth verdict: short at every end we estimate (issue 39) -------------------------------
+SHORT_ARGS = [FLASH, "-tp", "2", "--max-num-batched-tokens", "16384"]  # 2 × 84 GiB: KV left 0.0 at both ends
+
+
+def test_fit_calls_a_start_short_at_every_end_short_not_vllm_decides(tmp_path):
+    code, data, _ = fit(tmp_path, SHORT_ARGS, as_json=True, gpus=2, gpu_memory=84 * GiB)
+    mine = next(r for r in data["rows"] if r["yours"])
+    assert mine["max_model_len_fits_high"] < 65_536 and mine["verdict"] == "short at every end we estimate"
+    assert code == 0 and data["fits"] is None  # a warning, never the refusal's exit 1
+    code, out, _ = fit(tmp_path, SHORT_ARGS, gpus=2, gpu_memory=84 * GiB)
+    assert "short: short at every end we estimate" in out  # the legend names all four
+    assert all(word in out for word in ("fits: even at", "vLLM decides at start", "does not fit: the weights"))
+
+
+def test_plan_says_short_at_every_end_and_exits_0(tmp_path):
+    code, data = plan(tmp_path, SHORT_ARGS, nvml(2, 84))
+    memory = data["memory"]
+    assert memory["max_model_len_fits_high"] < memory["max_model_len"]
+    assert code == 0 and memory["verdict"] == "short at every end we estimate" and memory["fits"] is True
+    row = next(f for f in data["findings"] if f["rule"] == "max-model-len-too-long")
+    assert row["level"] == "warn" and "short at every end we estimate" in row["text"]
+    assert "vLLM decides at start:" not in row["text"]
+    code, text = plan(tmp_path, SHORT_ARGS, nvml(2, 84), as_json=False)
+    assert "short at every end we estimate: TP 2" in text
+
+
+def test_a_straddling_band_is_still_vllm_decides(tmp_path):
+    code, data = plan(tmp_path, [FLASH, "-tp", "2"], nvml(2))
+    memory = data["memory"]
+    assert memory["max_model_len_fits_low"] < memory["max_model_len"] <= memory["max_model_len_fits_high"]
+    assert memory["verdict"] == "vLLM decides at start"
+    row = next(f for f in data["findings"] if f["rule"] == "max-model-len-too-long")
+    assert "--max-model-len 1,048,576: vLLM decides at start:" in row["text"]
+
+
+def test_dsv4_serve_warns_short_at_every_end_and_still_starts_vllm(tmp_path, monkeypatch):
+    handed: list = []
+    monkeypatch.setattr(serve_command, "hand_over", lambda a, vllm, env: handed.append(list(a)) or 0)
+    c = ctx(tmp_path, nvml(2, 84))
+    assert serve_command.run_serve(SHORT_ARGS, c) == 0 and handed
+    assert "short at every end we estimate" in c.stderr.getvalue()
+
+
+def test_doctor_says_short_at_every_end_as_a_warning(tmp_path):
+    from dsv4_launch.commands.doctor import run_doctor
+
+    c = ctx(tmp_path, nvml(2, 84))
+    run_doctor(SHORT_ARGS, as_json=True, ctx=c)
+    checks = json.loads(c.stdout.getvalue())["checks"]
+    line = next(x for x in checks if "short at every end we estimate" in x["detail"])
+    assert line["status"] == "WARN"
+
+
+def test_fit_labels_carry_ep_and_never_repeat(tmp_path):
+    code, data, _ = fit(tmp_path, [PRO, "-tp", "8", "--enable-expert-parallel"], as_json=True, gpus=8,
+                        gpu_memory=int(140.4 * GiB))
+    mine = next(r for r in data["rows"] if r["yours"])
+    assert mine["layout"] == "TP 8 + EP" and mine["flags"] == "-tp 8 -ep"
+    assert len({r["flags"] for r in data["rows"]}) == len(data["rows"])
+    assert len({r["layout"] for r in data["rows"]}) == len(data["rows"])
+
+
+def test_the_gb300_preset_is_nvmls_capture():
+    # nvidia-smi memory.total on a DGX Station GB300 (presets.py cites it): 256,703 MiB, not the 288 GB data sheet
+    count, preset = parse_gpus("4xGB300")
+    assert (count, preset.name, preset.capability, preset.memory) == (4, "NVIDIA GB300", (10, 3), 256_703 * 2**20)

@@ -24,13 +24,10 @@ from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory import kv_plan
-from dsv4_launch.core.memory.estimate import (
+from dsv4_launch.core.memory.estimate import GiB, WeightFacts, estimate, kv_bytes_per_token
+from dsv4_launch.core.memory.verdicts import (
     DOES_NOT_FIT,
     UNKNOWN_WEIGHTS,
-    GiB,
-    WeightFacts,
-    estimate,
-    kv_bytes_per_token,
     summary,
     summary_line,
     verdict,
@@ -385,18 +382,20 @@ def test_fit_marks_what_does_not_fit_and_exits_1_when_nothing_does(tmp_path):
     assert "fewest of these GPUs that fit 65,536 tokens even at the pessimistic end: 3 (-tp 1 -pp 3" in out
 
 
-def test_where_the_weights_fit_but_no_request_is_certain_vllm_decides(tmp_path):
-    # Flash TP 2 on 2 × 84 GiB at MNBT 16384: the weights fit, one request only at the optimistic
-    # end (if at all): that is vLLM's decision at start, never "does not fit", and not exit 1.
+def test_where_the_weights_fit_but_no_request_fits_at_any_end_it_is_short_not_does_not_fit(tmp_path):
+    # Flash TP 2 on 2 × 84 GiB at MNBT 16384: the weights fit, and not even the optimistic end
+    # leaves room for one request (issue 39: this was called "vLLM decides"): short at every end
+    # we estimate — a warning, never "does not fit", and not exit 1.
     code, out, _ = run(["--max-num-batched-tokens", "16384"], tmp_path, as_json=True, gpus=2,
                        read_gpus=fakes(gpus=2, memory_gib=84)["read_gpus"])
     row = next(r for r in json.loads(out)["rows"] if r["layout"] == "TP 2")
-    assert row["verdict"] == "vLLM decides at start" and row["why"] is None and code == 0
+    assert row["verdict"] == "short at every end we estimate" and row["why"] is None and code == 0
+    assert row["max_model_len_fits_high"] < 65_536
     assert row["kv_available_bytes_low"] <= row["kv_available_bytes_high"]
     code, out, _ = run(["--max-num-batched-tokens", "16384"], tmp_path, gpus=2,
                        read_gpus=fakes(gpus=2, memory_gib=84)["read_gpus"])
     line = next(line for line in out.splitlines() if line.startswith("-tp 2 "))
-    assert line.rstrip().endswith("vLLM decides") and "does not fit" not in line
+    assert line.rstrip().endswith("short") and "does not fit" not in line
 
 
 def test_fit_json_counts_the_whole_deployment_and_marks_the_users_layout(tmp_path):
@@ -423,7 +422,7 @@ def test_fit_adds_the_users_layout_when_it_is_not_among_the_full_ones(tmp_path):
 
 
 @pytest.mark.parametrize("gpus,first", [("8xH200", "8 × H200"), ("2xRTXPRO6000", "2 × RTXPRO6000"),
-                                        ("GB10", "1 × GB10"), ("4×H100", "4 × H100")])
+                                        ("GB10", "1 × GB10"), ("4×H100", "4 × H100"), ("4xGB300", "4 × GB300")])
 def test_fit_plans_for_a_preset_from_anywhere(tmp_path, gpus, first):
     from dsv4_launch.core.memory.presets import parse_gpus
 

@@ -17,13 +17,13 @@ from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.core.facts import RULE_ENV, Facts, GpuFacts, WeightFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory.budget import GRAPH_HIGH, GRAPH_LOW, graph_env_off
-from dsv4_launch.core.memory.estimate import (
+from dsv4_launch.core.memory.estimate import GiB, estimate
+from dsv4_launch.core.memory.verdicts import (
     DECIDES,
     DOES_NOT_FIT,
     FITS,
     NOT_CHECKED,
-    GiB,
-    estimate,
+    SHORT,
     verdict,
     weights_certainly_over,
 )
@@ -187,12 +187,15 @@ def test_fits_only_at_the_pessimistic_end_does_not_fit_only_on_the_bound(tokens,
     f = facts(tokens, gpus=gpus, memory_gib=memory_gib, version=version)
     e = estimate(f, f.weights)
     said = verdict(f, e)
-    assert said in (FITS, DECIDES, DOES_NOT_FIT)
+    assert said in (FITS, DECIDES, SHORT, DOES_NOT_FIT)
     assert (said == DOES_NOT_FIT) == weights_certainly_over(f, e)
     if said == FITS:
         assert e.fits and e.max_model_len_fits_low >= e.max_model_len
     if said == DECIDES:
         assert e.max_model_len_fits_low is None or e.max_model_len_fits_low < e.max_model_len or not e.fits
+        assert e.max_model_len_fits_high is None or e.max_model_len_fits_high >= e.max_model_len  # straddles
+    if said == SHORT:  # even the optimistic end is short
+        assert e.max_model_len_fits_high < e.max_model_len
 
 
 def test_without_the_gpus_memory_the_verdict_says_so():

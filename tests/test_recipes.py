@@ -166,15 +166,16 @@ def test_no_official_recipe_is_said_not_to_fit(tmp_path, what, model, gpus, args
         pytest.skip("DSpark: the fused checkpoints only, vLLM ≥ 0.25")
     code, data, err = plan(tmp_path, model, gpus, [*BASE, *args, *(DSPARK if spec else [])], version)
     memory = data["memory"]
-    assert memory["verdict"] in ("fits", "vLLM decides at start"), (memory, err)
+    # short at every end we estimate is a warning, not a refusal (docs/memory.md "The four verdicts")
+    assert memory["verdict"] in ("fits", "vLLM decides at start", "short at every end we estimate"), (memory, err)
     assert memory["fits"] is not False and memory["not_checked"] is None
     rows = [f for f in data["findings"] if f["rule"] in ("weights-exceed-memory", "weights-tight",
                                                          "max-model-len-too-long", "memory-not-checked")]
     assert not any(f["level"] == "refuse" for f in rows), rows
     assert not any("more GPUs" in f["text"] for f in rows), rows
-    if memory["verdict"] == "vLLM decides at start":
+    if memory["verdict"] != "fits":
         line = next(f["text"] for f in rows if f["rule"] in ("max-model-len-too-long", "weights-tight"))
-        assert "vLLM decides at start" in line and "--max-model-len" in line
+        assert memory["verdict"] in line and "--max-model-len" in line
 
 
 def test_the_recipes_that_are_reported_to_start_fit_at_the_optimistic_end(tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
+from dsv4_launch.core.facts import HostFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.memory.estimate import GiB, WeightFacts
 from dsv4_launch.core.rules.engine import EVIDENCE, FAIL, REFUSAL_EVIDENCE, REFUSE, WARN, Release, version_words, words
@@ -55,6 +56,11 @@ def big(*ccs):
 def weights(total_gib, exact=True):
     return WeightFacts(total_bytes=int(total_gib * GiB), source="test", exact=exact, replicated_bytes=GiB)
 
+
+# DeepSeek-V4.1's Engram tables as its config.json gives them (188.8 GiB: 2 × 384M rows × 264 B)
+V41_ENGRAM = {**V41, "engram_layer_ids": [1, 14], "engram_num_embeddings": [384_000_000] * 2, "engram_head_dim": 256}
+DOWNLOAD = WeightFacts(total_bytes=160 * 10**9, source="test", exact=True, shards_total=4, shards_missing=4,
+                       missing_bytes=160 * 10**9)
 
 # rule id -> (trips, passes); each case: (tokens after the model, keyword arguments for facts_for)
 CASES = {
@@ -173,6 +179,13 @@ CASES = {
                               ([M, "--max-model-len", "65536"], {"gpu": big(SM120)})),
     "shards-missing": (([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)}),
                        ([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=False)})),
+    # this host's memory and download space (adapters/host.py), faked as gathered facts
+    "host-memory-short": (([M], {"config": V41_ENGRAM, "host": HostFacts(250 * GiB, 120 * GiB)}),
+                          ([M], {"config": V41_ENGRAM, "host": HostFacts(500 * GiB, 480 * GiB)})),
+    "download-space-short": (([M], {"weights_facts": DOWNLOAD, "host": HostFacts(download_free_bytes=47 * 10**9,
+                                                                                 download_dir="/hub")}),
+                             ([M], {"weights_facts": DOWNLOAD, "host": HostFacts(download_free_bytes=2 * 10**12,
+                                                                                 download_dir="/hub")})),
     # before 0.26 vLLM loads what is there (no FileNotFoundError): a warning, not a refusal
     "shards-missing-silent": (([M], {"gpu": big(SM120), "version": "0.25.1",
                                      "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)}),
@@ -185,9 +198,10 @@ def judge(case):
     tokens, kw = case
     kw = dict(kw)
     memory = kw.pop("weights_facts", None)
+    host = kw.pop("host", HostFacts())
     kw.setdefault("gpu", big(SM120))
     kw.setdefault("config", V4)
-    f = facts_for(tokens, **kw)._replace(weights=memory)
+    f = facts_for(tokens, **kw)._replace(weights=memory, host=host)
     from dsv4_launch.core.rules.plan import make_plan
 
     return make_plan(f), f
@@ -405,7 +419,9 @@ def test_the_newest_verified_release_and_its_builds_still_refuse(same):
 
 
 def test_only_the_weights_row_holds_whatever_the_release_code_is():
-    assert {r.id for r in RULES if not r.release_code} == {"weights-exceed-memory"}
+    # and the two that compare bytes with this host's memory and disk
+    assert {r.id for r in RULES if not r.release_code} == {"weights-exceed-memory", "host-memory-short",
+                                                            "download-space-short"}
 
 
 def test_tp_16_on_flash_says_how_to_use_16_gpus():

@@ -17,15 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..core.args import ServeArgs
 from ..core.credentials import clip
-from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport, python_optimizes
+from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport, HostFacts, python_optimizes
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
 from ..core.records import Record
 from ..core.settings import GPU_CAPABILITY, GPU_MEMORY, Settings
 from ..vllm_cli.option_table import OptionTable, available_versions, load_table
 from ..vllm_cli.serve_args import read_serve_args
+from . import host as host_adapter
 from .checkpoints import known_checkpoint
-from .model_files import hf_offline, model_facts
+from .model_files import hf_offline, hub_cache_dirs, model_facts
 from .model_weights import read_weights
 from .nvml import read_gpus
 from .vllm_install import VllmInstall, find_vllm
@@ -96,19 +97,32 @@ def gather(
     read_gpus: Callable[[], GpuReport] = read_gpus,
     vllm: VllmInstall | None = None,
     default_model: str | None = None,
+    read_host: Callable[[str], HostFacts] | None = None,
+    layout_for_visible: bool = False,
 ) -> Gathered:
     """Read everything the plan depends on from ``vllm serve``'s arguments. Raises
     ConfigFileError for a bad --config file.
 
     The GPUs are read by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
     big machines, and nothing else depends on it), always (doctor, fit) or never.
+    ``layout_for_visible`` (doctor): with no arguments at all, the layout of the visible GPUs
+    that plans best (``core/memory/fit.visible_layout``) instead of vLLM's default TP 1.
     """
     vllm = vllm or find_vllm(env)
     table = load_table(vllm.version)
     args = read_args(argv, table, env)
     if default_model and args.model_source in (None, "vLLM default") and not (args.rejection or args.unread):
         args = read_args([default_model, *argv], table, env)  # doctor and fit: DeepSeek-V4, not vLLM's default
-    return gather_facts(args, env, settings, table, vllm, read_gpus_when=read_gpus_when, read_gpus=read_gpus)
+    gathered = gather_facts(args, env, settings, table, vllm, read_gpus_when=read_gpus_when, read_gpus=read_gpus,
+                            read_host=read_host)
+    if layout_for_visible and default_model and not argv and gathered.facts.model.is_dsv4_family:
+        from ..core.memory.fit import flags, visible_layout  # doctor's alone
+
+        layout = visible_layout(gathered.facts)
+        if layout is not None and layout.gpus > 1:  # the facts do not depend on the layout: only the arguments change
+            args = read_args([default_model, *flags(layout).split()], table, env)
+            gathered = gathered._replace(facts=gathered.facts._replace(args=args))
+    return gathered
 
 
 def gather_engine(
@@ -144,15 +158,23 @@ def gather_facts(
     read_gpus_when: str = READ_GPUS_WHEN_DSV4,
     read_gpus: Callable[[], GpuReport] = read_gpus,
     hf_config: Mapping[str, object] | None = None,
+    read_host: Callable[[str], HostFacts] | None = None,
 ) -> Gathered:
-    """Facts from arguments however they were read: model files, weights, GPUs."""
-    model, gpus, weights = ModelFacts(name=args.model), GpuFacts(), None
+    """Facts from arguments however they were read: model files, weights, GPUs, and for
+    DeepSeek-V4 this host's memory and the free space where vLLM downloads (``read_host``; None:
+    adapters/host.read_host)."""
+    model, gpus, weights, host = ModelFacts(name=args.model), GpuFacts(), None, HostFacts()
     if not (args.help_requested or args.rejection or args.unread):
         model = _model(args, env)
         if model.config is None and hf_config is not None:
             model = classify(args.model, hf_config, "vLLM's model config")
         gpus = gather_gpus(settings, env, model, read_gpus_when=read_gpus_when, read_gpus=read_gpus)
-        weights = _weights(args, model, env) if model.is_dsv4_family else None
+        if model.is_dsv4_family:
+            weights = _weights(args, model, env)
+            try:
+                host = (read_host or host_adapter.read_host)(hub_cache_dirs(env, _text(args.value("download_dir")))[0])
+            except Exception:  # never stops a start: unknown, said "not checked"
+                host = HostFacts()
     facts = Facts(
         args=args,
         model=model,
@@ -164,6 +186,7 @@ def gather_facts(
         accepted_values_exact=table.exact,
         weights=weights,
         newest_release=available_versions()[-1],
+        host=host,
     )
     return Gathered(facts, table)
 

@@ -18,7 +18,7 @@ from ..core.records import Record
 TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
 if TYPE_CHECKING:
     from ..adapters.vllm_install import VllmInstall
-    from ..core.facts import GpuReport
+    from ..core.facts import GpuReport, HostFacts
 
 
 class Context(Record):
@@ -35,6 +35,7 @@ class Context(Record):
     http_client: str | None = None  # check: "httpx" or "stdlib"; None: httpx where importable
     fetch: Callable[..., object] | None = None  # check: one HTTP request; None: adapters/http_client.request
     clock: Callable[[], float] | None = None  # check: None: time.monotonic
+    read_host: Callable[[str], HostFacts] | None = None  # the host's memory and download space; None: adapters/host
 
 
 def here(ctx: Context | None = None) -> Context:

@@ -36,6 +36,9 @@ def doctor_result(argv: list[str], ctx: Context, misses: Sequence[NearMiss] = ()
     defaulted = prepared.facts is not None and prepared.facts.args.tokens[:1] == (DEFAULT_MODEL,) and \
         tuple(argv[:1]) != (DEFAULT_MODEL,)
     note = f"no model given: checked for {DEFAULT_MODEL}" if defaulted else None
+    layout = prepared.facts.args.tokens[1:] if prepared.facts is not None and not argv else ()
+    if note and layout:  # a layout of the visible GPUs (adapters/gather.py), not vLLM's TP 1
+        note += f" at {' '.join(layout)} (every visible GPU; give your own layout to check it)"
     scrub = prepared.redact  # the run's one redactor (pipeline.prepare): render applies it to what is printed
     if prepared.error:
         return Result(prepared.status, COMMAND.prefix, "the report", prepared.error,

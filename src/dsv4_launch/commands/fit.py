@@ -15,19 +15,18 @@ from collections.abc import Sequence
 
 from ..core.facts import GIVEN_GPUS, GpuFacts, as_human_int
 from ..core.gpus import GpuSelection
-from ..core.memory.estimate import DECIDES, GiB, gpu_memory_utilization
+from ..core.memory.estimate import TERMS, GiB, gpu_memory_utilization
 from ..core.memory.fit import (
     DEFAULT_CONTEXT,
-    DOES_NOT_FIT,
-    FITS,
     MAX_FEWEST,
-    NOT_CHECKED,
     UNKNOWN,
     concurrency_note,
     fewest_gpus,
     fit_rows,
+    fix_on_these,
 )
 from ..core.memory.presets import PRESETS, preset_gpus
+from ..core.memory.verdicts import DECIDES, DOES_NOT_FIT, FITS, NOT_CHECKED, SHORT
 from ..core.memory.vllm_config import concurrency_counted
 from ..output.documents import near_misses
 from ..output.render import Out, Result, render
@@ -36,8 +35,8 @@ from .context import Context, here
 from .own_options import NEAR_MISSES, PLANNING, VLLM_VERSION, Command, NearMiss, planning_context
 from .pipeline import DEFAULT_MODEL, FIT, prepare_in
 
-STYLES = {FITS: "green", DECIDES: "yellow", DOES_NOT_FIT: "red", NOT_CHECKED: None, UNKNOWN: None}
-SHORT_VERDICT = {DECIDES: "vLLM decides"}  # the table's column (80 columns); the footer says when
+STYLES = {FITS: "green", DECIDES: "yellow", SHORT: "yellow", DOES_NOT_FIT: "red", NOT_CHECKED: None, UNKNOWN: None}
+SHORT_VERDICT = {DECIDES: "vLLM decides", SHORT: "short"}  # the table's column (80 columns); the footer says when
 NO_LAYOUT_FITS = 1  # fit: every layout certainly does not fit (the weights alone)
 
 
@@ -195,6 +194,10 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     else:
         fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (whole nodes of 8 above 8) fits {context:,} "
                        "tokens at the pessimistic end")
+    fix = fix_on_these(facts, rows, context)
+    fix_line = None if fix is None else (
+        f"on these {count} GPUs: {fix[0].flags} with {fix[1]} fits {context:,} tokens at the "
+        + ("pessimistic end (re-planned)" if fix[2] else "optimistic end only (re-planned)"))
     # 1 only when every layout certainly does not fit (the weights alone): vLLM deciding is not "no"
     none_fits = bool(rows) and all(r.verdict == DOES_NOT_FIT for r in rows)
     any_fits = any(r.verdict == FITS for r in rows)
@@ -212,6 +215,9 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         "rows": [_row_data(r) for r in rows],
         "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
         "fits": True if any_fits else (False if none_fits else None),
+        # where no layout here fits at the pessimistic end: the smallest change that does (or the optimistic end)
+        "fix": None if fix is None else {"flags": fix[0].flags, "change": fix[1],
+                                         "end": "pessimistic" if fix[2] else "optimistic"},
         "estimate": True,
         **vllm,  # the release planned for; assumed: --vllm-version's, not the installed vLLM's
     }
@@ -226,12 +232,14 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     ]
     footer = [
         fewest_line,
+        *([fix_line] if fix_line else []),
         f"max conc: {what} at {context:,} tokens, all DP replicas together; KV left, "
         "longest (one request alone) and max conc run from the pessimistic to the optimistic end of the "
-        "estimated activation, CUDA-graph and non-torch terms; weights and KV in GiB per GPU.",
+        f"estimated terms ({', '.join(t.name for t in TERMS)}); weights and KV in GiB per GPU.",
         *([f"{note}."] if note else []),
         "fits: even at the pessimistic end; vLLM decides at start, by its own profile (the bands straddle "
-        "the need); does not fit: the weights alone, for certain.",
+        "the need); short: short at every end we estimate (a warning: vLLM still starts and decides); "
+        "does not fit: the weights alone, for certain.",
         *(["*: the layout your arguments give."] if any(r.yours for r in rows) else []),
         "Estimates (README: Will it fit?), not promises.",
     ]
@@ -261,8 +269,9 @@ change memory (--gpu-memory-utilization, --max-model-len, --max-num-batched-toke
 --cpu-offload-gb, ...). Shows weights per GPU, the KV cache left and the longest single request
 (pessimistic–optimistic), vLLM's "Maximum concurrency" at --max-model-len (65,536 when not
 given) for the whole deployment, and a verdict: fits (even at the pessimistic end), vLLM decides
-at start, or does not fit (the weights alone, for certain); the layout your arguments give is
-marked, and the fewest of these GPUs that fit is named. The header says the GPU memory used and
-whose accounting (the installed vLLM, --vllm-version, or the newest release). An estimate.
+at start, short (at every end we estimate), or does not fit (the weights alone, for certain); the
+layout your arguments give is marked, and the fewest of these GPUs that fit is named. The
+header says the GPU memory used and whose accounting (the installed vLLM, --vllm-version, or
+the newest release). An estimate.
 Exit status: 1 when every layout certainly does not fit, 0 otherwise, 2 for bad input.""",
                   PLANNING, _run, vllm_args=True, arguments="[VLLM_ARGS]...", pause_collector=True)

@@ -38,7 +38,7 @@ from ..adapters.model_files import missing_local_model
 from ..adapters.nvml import read_gpus as read_machine_gpus
 from ..adapters.vllm_install import VllmInstall, find_vllm
 from ..core.credentials import clip
-from ..core.facts import Facts, GpuReport
+from ..core.facts import Facts, GpuReport, HostFacts
 from ..core.records import Record
 from ..core.rules.plan import Plan, disabled_plan, make_plan
 from ..core.settings import Settings, SettingsError, disable_switch, read_settings
@@ -97,17 +97,18 @@ def prepare(
     vllm: VllmInstall | None = None,
     default_model: str | None = None,
     read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None,
+    read_host: Callable[[str], HostFacts] | None = None,
 ) -> Prepared:
-    """``read_gpus``/``vllm``/``read_runtime``: the GPU reader, the vLLM install and doctor's
-    runtime reader (a ``Context``'s; None: the real ones). ``default_model``: the model to plan
-    for when the arguments name none (doctor and fit check DeepSeek-V4, not vLLM's default
-    model); the plan's argv then starts with it. Doctor's reading of the machine
+    """``read_gpus``/``vllm``/``read_runtime``/``read_host``: the GPU reader, the vLLM install,
+    doctor's runtime reader and the host's memory and disk reader (a ``Context``'s; None: the real
+    ones). ``default_model``: the model to plan for when the arguments name none (doctor and fit
+    check DeepSeek-V4, not vLLM's default model); the plan's argv then starts with it. Doctor's reading of the machine
     (``Prepared.machine``) and plan's and doctor's no-vLLM line are gathered here too, so no
     command reads the machine on its own."""
     argv = tuple(argv)
     read_gpus = read_gpus or read_machine_gpus
     try:
-        prepared = _prepare(argv, env, purpose, read_gpus, vllm, default_model)
+        prepared = _prepare(argv, env, purpose, read_gpus, vllm, default_model, read_host)
         if purpose == DOCTOR and prepared.error is None:
             prepared = _with_machine(prepared, env, read_gpus, read_runtime)
     except KeyboardInterrupt:  # Ctrl-C while probing or reading: vLLM has not started
@@ -123,7 +124,7 @@ def prepare_in(ctx: Context, argv: Sequence[str], purpose: str, *, default_model
     """``prepare`` in the world a command's ``Context`` gives: its environment, GPU reader, vLLM
     install and (doctor) runtime reader — each None field this process's own."""
     return prepare(argv, ctx.env or {}, purpose, read_gpus=ctx.read_gpus, vllm=ctx.vllm, default_model=default_model,
-                   read_runtime=ctx.read_runtime)
+                   read_runtime=ctx.read_runtime, read_host=ctx.read_host)
 
 
 def _with_machine(prepared: Prepared, env: Mapping[str, str], read_gpus: Callable[[], GpuReport],
@@ -190,12 +191,12 @@ def _blind(argv: tuple[str, ...], vllm: VllmInstall) -> SecretSpans:
     return conservative_spans(argv, load_table(vllm.version).option_strings)
 
 
-def _prepare(argv, env, purpose, read_gpus, vllm, default_model=None) -> Prepared:
+def _prepare(argv, env, purpose, read_gpus, vllm, default_model=None, read_host=None) -> Prepared:
     vllm = vllm or find_vllm(env)
 
     def from_argv(settings: Settings) -> Gathered:
         return gather(argv, env, settings, read_gpus_when=_GPU_POLICY[purpose], read_gpus=read_gpus, vllm=vllm,
-                      default_model=default_model)
+                      default_model=default_model, read_host=read_host, layout_for_visible=purpose == DOCTOR)
 
     return _through_the_pipeline(argv, env, purpose, vllm, from_argv)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.memory.estimate import summary_line
+from ..core.memory.verdicts import summary_line
 from ..output.documents import memory_data, plan_document, rejected_line
 from ..output.render import Out, Result, render
 from ..output.report import report_plan

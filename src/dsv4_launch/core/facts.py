@@ -80,6 +80,15 @@ class WeightFacts(Record):
     published: bool = False
 
 
+class HostFacts(Record):
+    """This host's memory and the free space where vLLM downloads (adapters/host.py); None: not read."""
+
+    memory_total_bytes: int | None = None  # /proc/meminfo MemTotal
+    memory_available_bytes: int | None = None  # /proc/meminfo MemAvailable
+    download_free_bytes: int | None = None  # free space of the filesystem vLLM downloads into
+    download_dir: str | None = None  # the nearest existing directory of that target (the HF cache or --download-dir)
+
+
 class Facts(Record):
     """Everything the plan depends on, gathered before any decision."""
 
@@ -96,6 +105,7 @@ class Facts(Record):
     # dsv4-launch's own Python runs with -O (sys.flags.optimize; PYTHONOPTIMIZE is read from
     # rule_env): vLLM run in this process skips its bare asserts too (python_optimizes)
     interpreter_optimized: bool = False
+    host: HostFacts = HostFacts()  # this host's memory and download space (DeepSeek-V4 only)
 
     @property
     def all_gpus(self) -> tuple[GpuInfo, ...]:

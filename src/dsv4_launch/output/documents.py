@@ -124,7 +124,7 @@ def memory_data(prepared) -> dict | None:
     """The memory summary of ``plan --json`` (None where no plan was made of the arguments)."""
     if prepared.facts is None or prepared.facts.args.rejection or prepared.plan.disabled:
         return None
-    from ..core.memory.estimate import summary
+    from ..core.memory.verdicts import summary
 
     return summary(prepared.facts)
 

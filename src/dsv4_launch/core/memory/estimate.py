@@ -31,13 +31,15 @@ planner on every release CI pins. docs/memory.md says what comes from which vLLM
 
 from __future__ import annotations
 
-from ..facts import GIVEN_GPUS, Facts, WeightFacts, as_bool, as_human_int, as_int, json_option
+from collections.abc import Callable
+
+from ..facts import Facts, WeightFacts, as_bool, as_human_int, as_int, json_option
 from ..gpus import GpuInfo
 from ..model import V4, V41
 from ..records import Record
 from .activation import activation_term, length_breaks, peak_by_length
-from .budget import Term, graph_term, non_torch_term
-from .kv_plan import KV_BLOCK, StagePlan, pp_partition, stage_plans
+from .budget import GRAPH_HIGH, GRAPH_LOW, NON_TORCH_HIGH, NON_TORCH_HIGH_PARALLEL, Term, graph_term, non_torch_term
+from .kv_plan import StagePlan, pp_partition, stage_plans
 from .vllm_config import (
     DSPARK_DEFAULT_LAYERS,
     DSV4_MAX_MODEL_LEN,
@@ -69,12 +71,6 @@ TALLY_AGREES = 0.05  # the tally is used for the estimate only where it is this 
 CHECKED_TALLY_ERROR = 0.005  # a tally within this of the exact size counts as checked (core/memory/weights.py)
 EXPERT_SHARE = 0.93  # DeepSeek-V4-Flash's experts, when the shapes are unknown (estimate only)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vLLM's default in 0.24–0.33 (config/cache.py)
-# The three verdicts (and the two unknowns) every output gives for the memory.
-FITS = "fits"  # even at the pessimistic end of every band
-DECIDES = "vLLM decides at start"  # the bands straddle the need: vLLM's own profile decides
-DOES_NOT_FIT = "does not fit"  # certain: the weights' lower bound alone is over the budget
-NOT_CHECKED = "memory not checked"  # the GPUs' memory is not known here
-UNKNOWN_WEIGHTS = "unknown"  # the checkpoint's size is not known here
 BATCHED_DP_MOE_TOKENS = 256  # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
 BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")  # ParallelConfig.use_batched_dp_moe
 
@@ -99,21 +95,20 @@ class Layout(Record):
         if self.pp > 1:
             parts.append(f"PP {self.pp}")
         if self.dp > 1:
-            parts.append(f"DP {self.dp}" + (" + EP" if self.expert_parallel else ""))
-        return " × ".join(parts)
+            parts.append(f"DP {self.dp}")
+        return " × ".join(parts) + (" + EP" if self.expert_parallel else "")
 
 
 class Estimate(Record):
     layout: Layout
-    weights_bytes_per_gpu: int | None  # the estimate (the most loaded GPU)
-    gpu_memory_bytes: int | None  # the smallest GPU vLLM will use (the most favourable choice)
-    budget_bytes: int | None  # what vLLM may use of it
-    kv_bytes_per_token: int | None  # one more token of a long request, on the busiest stage
-    reserve_bytes: int | None  # what one request of max_model_len needs beyond its tokens
-    kv_available_bytes: int | None  # per GPU, after weights, activations, graphs
-    max_model_len: int | None  # what vLLM will try (the flag, else max_position_embeddings)
-    max_model_len_fits: int | None  # the longest one request vLLM admits on the estimate (0: none)
-    fits: bool | None  # weights within the budget; None: unknown
+    weights_bytes_per_gpu: int | None = None  # the estimate (the most loaded GPU)
+    gpu_memory_bytes: int | None = None  # the smallest GPU vLLM will use (the most favourable choice)
+    budget_bytes: int | None = None  # what vLLM may use of it
+    kv_bytes_per_token: int | None = None  # one more token of a long request, on the busiest stage
+    kv_available_bytes: int | None = None  # per GPU, after weights, activations, graphs
+    max_model_len: int | None = None  # what vLLM will try (the flag, else max_position_embeddings)
+    max_model_len_fits: int | None = None  # the longest one request vLLM admits on the estimate (0: none)
+    fits: bool | None = None  # weights within the budget; None: unknown
     max_num_batched_tokens: int | None = None
     offloaded_bytes: int = 0
     uncertain: str | None = None  # why a "does not fit" would not be certain
@@ -121,17 +116,14 @@ class Estimate(Record):
     in_flight_tokens: int | None = None  # tokens a window cache must hold besides its window
     need_bytes: int | None = None  # KV one request of max_model_len needs (vLLM's accounting)
     stages: tuple[StagePlan, ...] = ()
-    gpus_used: int | None = None
     gpu_memory_least_bytes: int | None = None  # CUDA's order unknown: the smallest GPU it could pick
-    activation_bytes: int | None = None  # the profiling run's peak (the band's middle)
-    graph_bytes: int | None = None  # the CUDA-graph estimate vLLM subtracts (the band's middle; 0 where it takes none)
     # The bands (core/memory/budget.py): "low" is the pessimistic end of what is left (every term
     # at its high end), "high" the optimistic one; the plain fields above are their middle.
     kv_available_low: int | None = None
     kv_available_high: int | None = None
     max_model_len_fits_low: int | None = None
     max_model_len_fits_high: int | None = None
-    terms: tuple[tuple[str, Term], ...] = ()  # ("activations"|"cuda graphs"|"non-torch", band)
+    terms: tuple[tuple[str, Term], ...] = ()  # (a name of TERMS, its band), in TERMS' order
     runner: str | None = None  # "V1" / "V2": the model runner vLLM picks (its graph accounting differs)
     max_num_seqs: int | None = None
     concurrency_counted: bool = False  # the release's own "Maximum concurrency" count is modelled
@@ -388,6 +380,12 @@ def engram_tables_off_the_gpu(facts: Facts) -> bool:
     return (json_option(facts.args, "engram_config") or {}).get("cpu_offload") is not False
 
 
+def host_tables_bytes(facts: Facts) -> int | None:
+    """What of the checkpoint vLLM keeps in host memory, all GPUs together: the Engram tables
+    where they stay off the GPUs (``engram_tables_off_the_gpu``), None otherwise or unknown."""
+    return _engram_table_bytes(facts) if engram_tables_off_the_gpu(facts) else None
+
+
 def _engram_table_bytes(facts: Facts) -> int | None:
     """The Engram tables' bytes: per table ``rows × engram_head_dim`` FP8 values and one E8M0 scale
     per 32 (``ParallelEngramEmbedding``: block_size 32, common/engram.py:650-700@0.30.0; the
@@ -556,128 +554,182 @@ def estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None = 
     return result
 
 
+class Setting(Record):
+    """What the terms of one estimate read: the layout and the settings vLLM settles on."""
+
+    layout: Layout
+    mnbt: int
+    seqs: int | None  # max_num_seqs
+    length: int  # the --max-model-len the activation peak is sized by (vLLM's, else the model's cap)
+    capability: tuple[int, int] | None  # the GPUs' where exactly known
+    v2: bool  # the V2 model runner
+
+
+def _activations(facts: Facts, s: Setting) -> Term:
+    lay = s.layout
+    return activation_term(facts, lay.tp, s.mnbt, s.seqs, lay.dp > 1 and lay.expert_parallel, pp=lay.pp, dp=lay.dp,
+                           expert_parallel=lay.expert_parallel, max_model_len=s.length, capability=s.capability)
+
+
+class BudgetTerm(Record):
+    """One term vLLM subtracts from the budget before the KV cache (core/memory/budget.py)."""
+
+    name: str  # as Estimate.terms, plan --json's memory.terms, fit's legend and docs/memory.md name it
+    decides: str  # the facts and release ranges that decide it
+    formula: str  # its formula, or its band
+    source: str  # the vLLM code it rests on
+    test: str  # its own test (tests/test_memory_terms.py holds every term to one)
+    build: Callable[[Facts, Setting], Term]
+
+
+TERMS: tuple[BudgetTerm, ...] = (
+    BudgetTerm("activations", "the model's shapes, TP/PP/DP/EP, --max-num-batched-tokens, --max-num-seqs, "
+               "--max-model-len, the attention/MoE backends and the release (activation.py's ranges)",
+               "the profile run's peak, term by term where the code sizes it, a band for the rest",
+               "v1/worker/gpu_worker.py determine_available_memory (torch_peak_increase / transient_peak_headroom)",
+               "tests/test_activation.py::test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held", _activations),
+    BudgetTerm("cuda graphs", "--enforce-eager, cudagraph_mode, -O0, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
+               "the runner (V2 profiles graphs from 0.29: V2_PROFILES_GRAPHS)",
+               f"0 where vLLM takes none, else profiled on the GPU: {GRAPH_LOW / GiB:.1f}–{GRAPH_HIGH / GiB:.1f} GiB",
+               "v1/worker/gpu_worker.py determine_available_memory (the CUDA-graph estimate)",
+               "tests/test_memory_budget.py::test_no_graph_term_where_vllm_subtracts_none",
+               lambda facts, s: graph_term(facts, s.v2)),
+    BudgetTerm("non-torch", "TP × PP (communicators)",
+               f"not derivable: 0–{NON_TORCH_HIGH / GiB:.1f} GiB, 0–{NON_TORCH_HIGH_PARALLEL / GiB:.1f} GiB with TP/PP",
+               "utils/mem_utils.py non_torch_increase (inside total_consumed from 0.27)",
+               "tests/test_memory_terms.py::test_the_non_torch_band_is_wider_with_communicators",
+               lambda facts, s: non_torch_term(s.layout.tp, s.layout.pp)),
+)
+
+
+def _gpu_memory(facts: Facts, chosen: list[GpuInfo], exact: bool) -> tuple[int | None, int | None, str | None]:
+    """(the smallest of the GPUs vLLM will use, the smallest it could pick where CUDA's order is
+    unknown, why that makes the estimate uncertain)."""
+    sizes = [g.memory_total_bytes for g in chosen if g.memory_total_bytes]
+    memory = min(sizes) if sizes and len(sizes) == len(chosen) else None
+    if exact or not memory:
+        return memory, None, None
+    every = sorted(g.memory_total_bytes or 0 for g in facts.all_gpus)
+    return (memory, every[0] if every and every[0] < memory else None,
+            "CUDA's device order over GPUs that differ is unknown (set CUDA_DEVICE_ORDER=PCI_BUS_ID)")
+
+
+def _kv_stages(facts: Facts, layout: Layout, mnbt: int | None) -> tuple[tuple[StagePlan, ...], int | None]:
+    """DeepSeek-V4's caches per pipeline stage as the release plans them, and the in-flight tokens
+    (V4.1's caches are its own: not modelled)."""
+    ratios = _ratios(facts) if facts.model.family == V4 else None
+    if not ratios:
+        return (), None
+    mxfp4 = _mxfp4_indexer(facts.args) and MXFP4_INDEXER_STATE.contains(facts.vllm_version) is not False
+    draft, retained = draft_kv(facts)
+    stages = tuple(stage_plans(ratios, kv_family(facts.vllm_version), layout.pp, "mxfp4" if mxfp4 else "fp8",
+                               _partition(facts, layout.pp), draft, retained))
+    return stages, (in_flight_tokens(facts, mnbt, layout.pp, layout.gpus) if mnbt else None)
+
+
 def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
               gpu_memory: int | None) -> Estimate:
     layout = layout or layout_of(facts)
     args = facts.args
     chosen, exact_gpus = used_gpus(facts, layout.gpus)
     first = chosen[0] if chosen else None
-    uncertain = None
-    least = None
+    least = uncertain = None
     if gpu_memory is None:
-        sizes = [g.memory_total_bytes for g in chosen if g.memory_total_bytes]
-        gpu_memory = min(sizes) if sizes and len(sizes) == len(chosen) else None
-        if not exact_gpus and gpu_memory:
-            uncertain = "CUDA's device order over GPUs that differ is unknown (set CUDA_DEVICE_ORDER=PCI_BUS_ID)"
-            every = sorted(g.memory_total_bytes or 0 for g in facts.all_gpus)
-            least = every[0] if every and every[0] < gpu_memory else None
-
+        gpu_memory, least, uncertain = _gpu_memory(facts, chosen, exact_gpus)
     requested = max_model_len_tried(facts)
     mnbt = batched_tokens(facts, first, gpu_memory, requested, layout)
-    per_gpu = None
-    offloaded = 0
-    lower = None
+    per_gpu, offloaded, lower = None, 0, None
     if weights and weights.total_bytes:
         per_gpu, offloaded, why = _weights_estimate(facts, weights, layout, mnbt)
         uncertain = uncertain or why
         lower = weights_lower_bound(facts, weights, layout, mnbt)
-
-    gmu = gpu_memory_utilization(facts) or DEFAULT_GPU_MEMORY_UTILIZATION
     kv_memory = as_human_int(args.value("kv_cache_memory_bytes"))
-    budget = int(gpu_memory * gmu) if gpu_memory else None
+    budget = int(gpu_memory * (gpu_memory_utilization(facts) or DEFAULT_GPU_MEMORY_UTILIZATION)) if gpu_memory else None
     fits = None
     if per_gpu is not None and gpu_memory and budget is not None:
         fits = per_gpu + (kv_memory or 0) <= (gpu_memory if kv_memory else budget)
-
-    ratios = _ratios(facts) if facts.model.family == V4 else None  # V4.1's caches are its own: not modelled
-    stages: tuple[StagePlan, ...] = ()
-    in_flight = None
-    per_token = None
-    if ratios:
-        mxfp4 = _mxfp4_indexer(args) and MXFP4_INDEXER_STATE.contains(facts.vllm_version) is not False
-        draft, retained = draft_kv(facts)
-        stages = tuple(stage_plans(ratios, kv_family(facts.vllm_version), layout.pp, "mxfp4" if mxfp4 else "fp8",
-                                   _partition(facts, layout.pp), draft, retained))
-        per_token = int(round(max(s.bytes_per_token for s in stages))) if stages else None
-        in_flight = in_flight_tokens(facts, mnbt, layout.pp, layout.gpus) if mnbt else None
-
+    stages, in_flight = _kv_stages(facts, layout, mnbt)
     cap = facts.model.number("max_position_embeddings") or DSV4_MAX_MODEL_LEN
-    if facts.args.value("hf_overrides"):
+    if args.value("hf_overrides"):
         cap = max(cap, requested or 0)
-    method = speculative_method(facts)
-    v2 = v2_runner(facts, method, layout.pp)
+    v2 = v2_runner(facts, speculative_method(facts), layout.pp)
     seqs = as_int(args.value("max_num_seqs"))
     if not (seqs and seqs > 0):
         seqs = default_max_num_seqs(gpu_memory, first.name if first else None, first.capability if first else None,
                                     facts.vllm_version)
-    terms: tuple[tuple[str, Term], ...] = ()
-    if mnbt:
-        dp_ep = layout.dp > 1 and layout.expert_parallel
-        peak = activation_term(facts, layout.tp, mnbt, seqs, dp_ep, pp=layout.pp, dp=layout.dp,
-                               expert_parallel=layout.expert_parallel, max_model_len=requested or cap,
-                               capability=first.capability if first and exact_gpus else None)
-        terms = (("activations", peak),
-                 ("cuda graphs", graph_term(facts, v2)),
-                 ("non-torch", non_torch_term(layout.tp, layout.pp)))
-    activations = terms[0][1].mid if terms else None
-    graphs = terms[1][1].mid if terms else None
-    available = low = high = None
-    blocks = as_int(args.value("num_gpu_blocks_override"))
-    if blocks and blocks > 0 and stages:
-        available = low = high = blocks * max(s.unit for s in stages)
+    setting = Setting(layout, mnbt or 0, seqs, requested or cap, first.capability if first and exact_gpus else None, v2)
+    terms = tuple((t.name, t.build(facts, setting)) for t in TERMS) if mnbt else ()
+    e = Estimate(layout, per_gpu, gpu_memory, budget, max_model_len=requested, fits=fits, max_num_batched_tokens=mnbt,
+                 offloaded_bytes=offloaded, uncertain=uncertain, weights_lower_bytes=lower, in_flight_tokens=in_flight,
+                 stages=stages, gpu_memory_least_bytes=least, terms=terms, runner="V2" if v2 else "V1",
+                 max_num_seqs=seqs, concurrency_counted=concurrency_counted(facts.vllm_version),
+                 kv_bytes_per_token=int(round(max(s.bytes_per_token for s in stages))) if stages else None)
+    return _longest(facts, _available(facts, e), setting, cap)
+
+
+def _available(facts: Facts, e: Estimate) -> Estimate:
+    """What is left for the KV cache: the budget less the weights and every term, at the middle and
+    both ends (the weights' lower bound at the optimistic one); what the flags fix it to, where they do."""
+    blocks = as_int(facts.args.value("num_gpu_blocks_override"))
+    kv_memory = as_human_int(facts.args.value("kv_cache_memory_bytes"))
+    if blocks and blocks > 0 and e.stages:
+        available = low = high = blocks * max(s.unit for s in e.stages)
     elif kv_memory:
         available = low = high = kv_memory
-    elif budget is not None and per_gpu is not None and terms:
+    elif e.budget_bytes is not None and e.weights_bytes_per_gpu is not None and e.terms:
+        budget, per_gpu, lower = e.budget_bytes, e.weights_bytes_per_gpu, e.weights_lower_bytes
         least_weights = min(per_gpu, lower) if lower is not None else per_gpu
-        available = max(budget - per_gpu - sum(t.mid for _, t in terms), 0)
-        low = max(budget - per_gpu - sum(t.high for _, t in terms), 0)
-        high = max(budget - least_weights - sum(t.low for _, t in terms), 0)
+        available = max(budget - per_gpu - sum(t.mid for _, t in e.terms), 0)
+        low = max(budget - per_gpu - sum(t.high for _, t in e.terms), 0)
+        high = max(budget - least_weights - sum(t.low for _, t in e.terms), 0)
+    else:
+        return e
+    return e._replace(kv_available_bytes=available, kv_available_low=low, kv_available_high=high)
 
-    longest = longest_low = longest_high = None
-    need = None
-    reserve = None
-    if stages and in_flight is not None:
-        length = requested or cap
-        need = max(s.need(length, in_flight) for s in stages)
-        reserve = max(need - int(per_token * length), 0) if per_token else None
-        if available is not None:
-            longest = min(s.longest(available, in_flight, cap) for s in stages)
-            longest_low = min(s.longest(low, in_flight, cap) for s in stages) if low is not None else None
-            longest_high = min(s.longest(high, in_flight, cap) for s in stages) if high is not None else None
-        if terms and mnbt and requested is not None and not (blocks and blocks > 0) and not kv_memory \
-                and budget is not None and per_gpu is not None:
-            # The activation peak reserves workspaces sized by --max-model-len (core/memory/activation.py):
-            # a shorter length leaves more for the KV cache. What vLLM admits at a length L is judged
-            # with the peak at L, so the longest admitted is where that holds (the length below).
-            least_weights = min(per_gpu, lower) if lower is not None else per_gpu
-            others = terms[1:]
 
-            peak_at = peak_by_length(facts, layout.tp, mnbt, seqs, layout.dp > 1 and layout.expert_parallel,
-                                     pp=layout.pp, dp=layout.dp, expert_parallel=layout.expert_parallel,
-                                     capability=first.capability if first and exact_gpus else None)
-            # What each end spends besides the peak, and the peak's share: the low end counts the
-            # terms' high ends, the high end their low ends (and the least weights).
-            besides = {"low": per_gpu + sum(t.high for _, t in others),
-                       "mid": per_gpu + sum(t.mid for _, t in others),
-                       "high": least_weights + sum(t.low for _, t in others)}
-            share = {"low": lambda low, high: high, "mid": lambda low, high: (low + high) // 2,
-                     "high": lambda low, high: low}
+def _longest(facts: Facts, e: Estimate, setting: Setting, cap: int) -> Estimate:
+    """The longest single request vLLM admits at the middle and both ends, and what one request of
+    ``max_model_len`` needs. Where the activation peak is sized by ``--max-model-len`` (vLLM's own
+    length is not fixed by the flags), each length is judged with the peak at that length."""
+    stages, in_flight = e.stages, e.in_flight_tokens
+    if not stages or in_flight is None:
+        return e
+    need = max(s.need(e.max_model_len or cap, in_flight) for s in stages)
+    e = e._replace(need_bytes=need)
+    if e.kv_available_bytes is None:
+        return e
 
-            def left(length: int, end: str) -> int:
-                return max(budget - besides[end] - share[end](*peak_at(length)), 0)
+    def at(available: int | None) -> int | None:
+        return None if available is None else min(s.longest(available, in_flight, cap) for s in stages)
 
-            breaks = length_breaks(facts)
+    ends = {"mid": at(e.kv_available_bytes), "low": at(e.kv_available_low), "high": at(e.kv_available_high)}
+    args = facts.args
+    fixed = (as_int(args.value("num_gpu_blocks_override")) or 0) > 0 or as_human_int(args.value("kv_cache_memory_bytes"))
+    if e.terms and e.max_model_len is not None and not fixed and e.budget_bytes is not None:
+        # The activation peak reserves workspaces sized by --max-model-len (core/memory/activation.py):
+        # a shorter length leaves more for the KV cache. What vLLM admits at a length L is judged
+        # with the peak at L, so the longest admitted is where that holds (the length below).
+        per_gpu, lower = e.weights_bytes_per_gpu or 0, e.weights_lower_bytes
+        lay = setting.layout
+        peak_at = peak_by_length(facts, lay.tp, setting.mnbt, setting.seqs, lay.dp > 1 and lay.expert_parallel,
+                                 pp=lay.pp, dp=lay.dp, expert_parallel=lay.expert_parallel, capability=setting.capability)
+        others = [t for n, t in e.terms if n != "activations"]
+        # What each end spends besides the peak, and the peak's share: the low end counts the
+        # terms' high ends, the high end their low ends (and the least weights).
+        besides = {"low": per_gpu + sum(t.high for t in others), "mid": per_gpu + sum(t.mid for t in others),
+                   "high": (min(per_gpu, lower) if lower is not None else per_gpu) + sum(t.low for t in others)}
+        share = {"low": lambda low, high: high, "mid": lambda low, high: (low + high) // 2, "high": lambda low, high: low}
+        budget, breaks = e.budget_bytes, length_breaks(facts)
 
-            def admitted(start: int | None, end: str) -> int | None:
-                return start if start is None else _longest_at_own_length(
-                    cap, lambda n: min(s.longest(left(n, end), in_flight, cap) for s in stages), breaks)
+        def admitted(end: str) -> int:
+            def left(n: int) -> int:
+                return max(budget - besides[end] - share[end](*peak_at(n)), 0)
 
-            longest, longest_low, longest_high = (admitted(longest, "mid"), admitted(longest_low, "low"),
-                                                  admitted(longest_high, "high"))
-    return Estimate(layout, per_gpu, gpu_memory, budget, per_token, reserve, available, requested, longest,
-                    fits, mnbt, offloaded, uncertain, lower, in_flight, need, stages, len(chosen) or None,
-                    least, activations, graphs, low, high, longest_low, longest_high, terms, "V2" if v2 else "V1",
-                    seqs, concurrency_counted(facts.vllm_version))
+            return _longest_at_own_length(cap, lambda n: min(s.longest(left(n), in_flight, cap) for s in stages), breaks)
+
+        ends = {end: None if found is None else admitted(end) for end, found in ends.items()}
+    return e._replace(max_model_len_fits=ends["mid"], max_model_len_fits_low=ends["low"],
+                      max_model_len_fits_high=ends["high"])
 
 
 def _longest_at_own_length(cap: int, longest_at, breaks: tuple[int, ...] = ()) -> int:
@@ -726,201 +778,11 @@ def _longest_at_own_length(cap: int, longest_at, breaks: tuple[int, ...] = ()) -
     return best
 
 
-def weights_certainly_over(facts: Facts, e: Estimate) -> bool:
-    """The weights' lower bound alone is over what vLLM may use of these GPUs: the one certain
-    "does not fit" (``weights_refusal``'s test, for any layout and GPU memory)."""
-    if e.weights_lower_bytes is None or e.gpu_memory_bytes is None or e.budget_bytes is None:
-        return False
-    if gpu_memory_utilization(facts) is None or args_move_weights(facts):
-        return False
-    kv_memory = as_human_int(facts.args.value("kv_cache_memory_bytes"))
-    limit = e.gpu_memory_bytes if kv_memory else e.budget_bytes
-    return e.weights_lower_bytes + (kv_memory or 0) > limit
-
-
-def verdict(facts: Facts, e: Estimate, length: int | None = None) -> str:
-    """One of the three verdicts (or why none can be given) for one request of ``length``
-    (default: the ``--max-model-len`` vLLM will try; None for auto: some useful length).
-
-    *does not fit* only where the weights' lower bound alone is over the budget; *fits* only
-    where the weights' estimate is within the budget and one request fits at the pessimistic
-    end of every band; otherwise vLLM's own profile at start decides."""
-    if e.gpu_memory_bytes is None:
-        return NOT_CHECKED
-    if weights_certainly_over(facts, e):
-        return DOES_NOT_FIT
-    if e.weights_bytes_per_gpu is None:
-        return UNKNOWN_WEIGHTS
-    length = e.max_model_len if length is None else length
-    if e.fits and e.max_model_len_fits_low is not None:
-        if (e.max_model_len_fits_low >= length) if length else e.max_model_len_fits_low >= MIN_USEFUL_LENGTH:
-            return FITS
-    if e.fits and e.max_model_len_fits is None and not e.stages:
-        return UNKNOWN_WEIGHTS if facts.model.family == V4 else DECIDES
-    return DECIDES
-
-
-MIN_USEFUL_LENGTH = 4096  # with --max-model-len auto: the length below which "fits" would mean little
-
-
-def memory_not_checked(facts: Facts) -> str | None:
-    """Why the memory of the GPUs vLLM will use is not known here (so nothing about memory is
-    checked, the certain refusal included), or None when it is known."""
-    gpus = list(facts.all_gpus)
-    if gpus and all(g.memory_total_bytes for g in gpus):
-        return None
-    from ..settings import GPU_MEMORY
-
-    if facts.gpus.source == "DSV4_LAUNCH_GPU_CAPABILITY":
-        why = "DSV4_LAUNCH_GPU_CAPABILITY gives the capability only and NVML could not be read here"
-    elif facts.gpus.source == GIVEN_GPUS:
-        why = "--gpus gives how many GPUs, not their memory"
-    elif not gpus:
-        why = "no GPU was read here"
-    else:
-        why = "NVML did not report the GPUs' memory"
-    return f"memory not checked: {why}; set {GPU_MEMORY} (e.g. 141GiB) or give --gpu-memory to plan/fit"
-
-
-def weights_refusal(facts: Facts) -> dict | None:
-    """The weights certainly do not fit: the lower bound against the most favourable GPUs vLLM
-    can use (``weights-exceed-memory``); the template's values, or None."""
-    weights = facts.weights
-    if weights is None or not weights.total_bytes:
-        return None
-    e = estimate(facts, weights)
-    if e.weights_lower_bytes is None or e.gpu_memory_bytes is None or gpu_memory_utilization(facts) is None:
-        return None
-    if args_move_weights(facts):
-        return None
-    kv_memory = as_human_int(facts.args.value("kv_cache_memory_bytes"))
-    limit = e.gpu_memory_bytes if kv_memory else e.budget_bytes
-    needed = e.weights_lower_bytes + (kv_memory or 0)
-    if limit is None or needed <= limit:
-        return None
-    plus = f", plus {gib_text(kv_memory)} of --kv-cache-memory-bytes" if kv_memory else ""
-    split = _shape_split(facts, weights, e.layout) if (weights.exact or weights.published) else None
-    basis = ("the busiest GPU by the tensor-class tally, checked within 0.5 % against the checkpoint's size"
-             if split is not None and split.checked else "the exact bytes split over every GPU as if nothing were "
-             "replicated")
-    return {
-        "layout": e.layout.words(),
-        "basis": basis,
-        "weights": gib_text(e.weights_lower_bytes),
-        "plus": plus,
-        "limit": gib_text(limit),
-        "where": f"{gib_text(e.gpu_memory_bytes)} × gpu-memory-utilization" if not kv_memory else "the whole GPU",
-        "source": weights.source,
-        "more": max(2, -(-e.layout.gpus * needed // max(limit, 1))),
-    }
-
-
 def args_move_weights(facts: Facts) -> bool:
     """Options whose effect on the weights' bytes on the GPU is not a plain subtraction."""
     args = facts.args
     return (args.value("quantization") not in (None, "None")
             or bool(as_int(args.value("offload_group_size"))) or args.value("load_format") == "dummy")
-
-
-def summary(facts: Facts) -> dict | None:
-    """``plan --json``'s ``memory`` object (null fields where unknown); None for other models.
-
-    ``verdict`` is one of ``fits`` (even at the pessimistic end of every band), ``vLLM decides at
-    start`` (the bands straddle what one request of ``max_model_len`` needs), ``does not fit``
-    (exactly when the weights refusal ``weights-exceed-memory`` holds), ``memory not checked`` (the
-    GPUs' memory is unknown: ``not_checked`` says why and what to set) or ``unknown`` (the
-    checkpoint's size is). ``fits`` keeps its meaning — the weights: false exactly with the
-    refusal, true when their estimate is within the budget, null when it cannot tell.
-    """
-    if not facts.model.is_dsv4_family:
-        return None
-    weights = facts.weights
-    e = estimate(facts, weights)
-    refused = weights_refusal(facts) is not None
-    said = verdict(facts, e)
-    if refused:
-        said = DOES_NOT_FIT
-    elif said == DOES_NOT_FIT:  # the layout's bound is over, but the refusal's conditions do not hold
-        said = DECIDES
-    fits = False if refused else (True if e.fits else None)  # the weights (its meaning since schema 1)
-    return {
-        "layout": e.layout.words(),
-        "verdict": said,
-        "not_checked": memory_not_checked(facts) if e.gpu_memory_bytes is None else None,
-        "weights_bytes": weights.total_bytes if weights else None,
-        "weights_bytes_per_gpu": e.weights_bytes_per_gpu,
-        "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
-        # what of the checkpoint vLLM keeps in host memory (DeepSeek-V4.1's Engram tables), all GPUs together
-        "weights_host_bytes": _engram_table_bytes(facts) if engram_tables_off_the_gpu(facts) else None,
-        "gpu_memory_bytes": e.gpu_memory_bytes,
-        "budget_bytes": e.budget_bytes,
-        "kv_bytes_per_token": e.kv_bytes_per_token,
-        "kv_request_bytes": e.need_bytes,
-        "kv_available_bytes": e.kv_available_bytes,
-        "kv_available_bytes_low": e.kv_available_low,
-        "kv_available_bytes_high": e.kv_available_high,
-        "max_model_len": e.max_model_len,
-        "max_model_len_fits": e.max_model_len_fits,
-        "max_model_len_fits_low": e.max_model_len_fits_low,
-        "max_model_len_fits_high": e.max_model_len_fits_high,
-        "max_num_batched_tokens": e.max_num_batched_tokens,
-        "max_num_seqs": e.max_num_seqs,
-        "in_flight_tokens": e.in_flight_tokens,
-        "model_runner": e.runner,
-        "terms": {name: {"low_bytes": t.low, "high_bytes": t.high, "basis": t.basis} for name, t in e.terms},
-        "vllm_version": facts.vllm_version,
-        "fits": fits,
-        "source": weights.source if weights else None,
-        "estimate": True,
-    }
-
-
-def band_text(low: int | None, high: int | None) -> str:
-    """``2.1–6.3 GiB``, or one figure where both ends agree."""
-    if low is None or high is None:
-        return gib_text(low if high is None else high)
-    a, b = f"{low / GiB:.1f}", f"{high / GiB:.1f}"
-    return f"{a} GiB" if a == b else f"{a}–{b} GiB"
-
-
-def length_band_text(low: int | None, high: int | None) -> str:
-    if low is None or high is None:
-        return "?"
-    return f"{low:,}" if low == high else f"{low:,}–{high:,}"
-
-
-def summary_line(data: dict | None) -> str | None:
-    """One line for ``plan``'s text: the same numbers as the JSON, and the verdict."""
-    if data is None:
-        return None
-
-    def gib(key):
-        return gib_text(data.get(key))
-
-    if data.get("not_checked"):
-        return f"{data['layout']}: {data['not_checked']}"
-    parts = [f"{data['layout']}: weights {gib('weights_bytes_per_gpu')} per GPU"]
-    if data.get("budget_bytes") is not None:
-        parts[0] += f" of {gib('budget_bytes')} usable ({gib('gpu_memory_bytes')} GPU)"
-    if data.get("weights_host_bytes"):
-        parts.append(f"Engram tables {gib('weights_host_bytes')} in host memory")
-    if data.get("kv_bytes_per_token"):
-        parts.append(f"KV {data['kv_bytes_per_token'] / 1000:.2f} kB/token")
-    if data.get("kv_available_bytes") is not None:
-        parts.append(f"KV left {band_text(data.get('kv_available_bytes_low'), data.get('kv_available_bytes_high'))}")
-    if data.get("fits") is False:
-        parts.append("the weights do not fit")
-    elif data.get("max_model_len_fits_low") is not None:
-        longest = length_band_text(data["max_model_len_fits_low"], data["max_model_len_fits_high"])
-        parts.append(f"one request up to {longest} tokens" if data["max_model_len_fits_high"]
-                     else "no room for one request")
-    parts.append(f"weights from {data['source']}" if data.get("source") else "checkpoint size unknown")
-    return f"{data['verdict']}: " + "; ".join(parts) + " (estimate)"
-
-
-def suggested_length(longest: int) -> int:
-    """A ``--max-model-len`` vLLM admits: the longest length, rounded down to the block size."""
-    return longest // KV_BLOCK * KV_BLOCK
 
 
 def kv_bytes_per_token(config, indexer: str = "fp8", pp: int = 1, vllm_version: str | None = None) -> int | None:

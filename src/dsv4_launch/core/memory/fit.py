@@ -4,22 +4,14 @@ fewest of these GPUs on which some layout fits."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ..facts import Facts
 from ..records import Record
 from ..versions import is_newer
 from ..vllm.releases import NEWEST_VERIFIED
-from .estimate import (
-    DOES_NOT_FIT,
-    FITS,
-    NOT_CHECKED,
-    UNKNOWN_WEIGHTS,
-    Estimate,
-    Layout,
-    WeightFacts,
-    estimate,
-    layout_of,
-    verdict,
-)
+from .estimate import Estimate, Layout, WeightFacts, estimate, gpu_memory_utilization, layout_of
+from .verdicts import DECIDES, DOES_NOT_FIT, FITS, NOT_CHECKED, SHORT, UNKNOWN_WEIGHTS, verdict
 from .vllm_config import concurrency_counted
 
 DEFAULT_CONTEXT = 65_536  # the length concurrency is counted at when --max-model-len is not given
@@ -88,9 +80,7 @@ def flags(layout: Layout) -> str:
         words.append(f"-pp {layout.pp}")
     if layout.dp > 1:
         words.append(f"-dp {layout.dp}")
-        if layout.expert_parallel:
-            words.append("-ep")
-    return " ".join(words)
+    return " ".join(words + (["-ep"] if layout.expert_parallel else []))
 
 
 def fit_row(facts: Facts, weights: WeightFacts | None, layout: Layout, gpu_memory: int | None, context: int,
@@ -145,3 +135,91 @@ def fewest_gpus(facts: Facts, weights: WeightFacts | None, gpu_memory: int | Non
         if fitting:
             return max(fitting, key=headroom)
     return None
+
+
+def visible_layout(facts: Facts) -> Layout | None:
+    """doctor without arguments: the layout of every visible GPU that plans best (fits first, then
+    vLLM decides, then the most headroom), instead of vLLM's default TP 1; None for one GPU, or
+    none whose memory is known."""
+    selection = facts.gpus.selection
+    n = selection.visible_count if selection else 0
+    if n < 2 or not all(g.memory_total_bytes for g in facts.all_gpus):
+        return None
+    rows = fit_rows(facts, facts.weights, n, None, DEFAULT_CONTEXT)
+    rank = {FITS: 3, DECIDES: 2, SHORT: 1}
+    return max(rows, key=lambda r: (rank.get(r.verdict, 0), *headroom(r))).estimate.layout if rows else None
+
+
+def with_args(facts: Facts, **values) -> Facts:
+    """The same facts with some arguments set (to re-plan a change before suggesting it)."""
+    args = facts.args
+    return facts._replace(args=args._replace(values={**args.values, **values}))
+
+
+BATCHED_TOKENS_TRIED = (8192, 4096, 2048, 1024, 512)  # every public Pro DP 8 + EP start on H200 uses 512
+SEQS_TRIED = (128, 64, 32, 16)
+USUAL_GMU = 0.95  # vLLM accepts up to 1 (CacheConfig le=1); 0.95 is what the recipes set
+
+
+def _layout_flags(layout: Layout, mine: Layout) -> str:
+    """``layout`` as the flags that set it over ``mine`` (the arguments' layout)."""
+    words = [f"--tensor-parallel-size {layout.tp}"]
+    words += [f"--{name}-parallel-size {n}" for name, n, was in (("pipeline", layout.pp, mine.pp),
+                                                                 ("data", layout.dp, mine.dp)) if n != 1 or was != 1]
+    if layout.expert_parallel:
+        words.append("--enable-expert-parallel")
+    return " ".join(words) + (" without --enable-expert-parallel" if mine.expert_parallel and not layout.expert_parallel
+                              else "")
+
+
+def levers(facts: Facts, e: Estimate) -> Iterator[tuple[str, Estimate]]:
+    """The changes people make to a start that is short, each lever's smallest change first:
+    --max-num-batched-tokens, --max-num-seqs, the layout on the same GPUs, --gpu-memory-utilization
+    (within vLLM's limit). A value the user set is never suggested over; yields (words, estimate)."""
+    args, weights = facts.args, facts.weights
+    batched: list[dict] = []
+    if args.value("max_num_batched_tokens") is None and args.value("enable_chunked_prefill") is not False:
+        batched = [{"max_num_batched_tokens": str(n)} for n in BATCHED_TOKENS_TRIED if n < (e.max_num_batched_tokens or 0)]
+    seqs = [{"max_num_seqs": str(n)} for n in SEQS_TRIED if n < (e.max_num_seqs or 0)]
+    for values in batched + (seqs if args.value("max_num_seqs") is None else []):
+        yield _words(values), estimate(with_args(facts, **values), weights, e.layout)
+    found = layouts(facts, e.layout.gpus)
+    found += [lay._replace(expert_parallel=True) for lay in found if lay.dp == 1 and lay.pp == 1]  # TP 8 + EP
+    mine = e.layout
+    for layout in sorted(found, key=lambda lay: (lay.pp, -lay.tp, lay.expert_parallel != mine.expert_parallel)):
+        if layout != mine:  # the layout on the same GPUs as people run them: TP (+ EP), then DP + EP, then PP
+            yield _layout_flags(layout, mine), estimate(facts, weights, layout)
+    if args.value("gpu_memory_utilization") is None and (gpu_memory_utilization(facts) or 1) < USUAL_GMU:
+        gmu = {"gpu_memory_utilization": str(USUAL_GMU)}
+        for values in [gmu, *({**b, **gmu} for b in batched)]:  # alone, then with fewer batched tokens
+            yield _words(values), estimate(with_args(facts, **values), weights, e.layout)
+
+
+def _words(values: dict) -> str:
+    return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in values.items())
+
+
+def lever_fix(facts: Facts, e: Estimate, length: int | None) -> tuple[str | None, str | None]:
+    """(the first of ``levers`` that re-plans as fitting one request of ``length`` at the
+    pessimistic end, the first that does at the optimistic end), either None where none does."""
+    optimistic = None
+    if not length:
+        return None, None
+    for words, planned in levers(facts, e):
+        if planned.fits and (planned.max_model_len_fits_low or 0) >= length:
+            return words, optimistic
+        if optimistic is None and (planned.max_model_len_fits_high or 0) >= length:
+            optimistic = words
+    return None, optimistic
+
+
+def fix_on_these(facts: Facts, rows: list[FitRow], context: int) -> tuple[FitRow, str, bool] | None:
+    """Where no layout on these GPUs fits ``context`` at the pessimistic end: the user's layout
+    (else the one that plans best) and the smallest change of ``levers`` with which it does (True),
+    or else fits at the optimistic end (False); None where neither, or where a layout fits."""
+    rank = {DECIDES: 2, SHORT: 1}
+    if not rows or any(r.verdict == FITS for r in rows):
+        return None
+    row = next((r for r in rows if r.yours), None) or max(rows, key=lambda r: (rank.get(r.verdict, 0), *headroom(r)))
+    pessimistic, optimistic = lever_fix(facts, row.estimate, context) if row.verdict in rank else (None, None)
+    return (row, pessimistic, True) if pessimistic else ((row, optimistic, False) if optimistic else None)

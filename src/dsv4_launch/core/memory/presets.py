@@ -6,7 +6,9 @@ capability. Figures marked ``spec`` are the data sheet's, where no NVML report w
 The ``nvidia-smi`` figures are ``memory.total`` as public captures print it: H20 and GH200 480GB
 97,871 MiB, H20-3e 143,771 MiB (the same as H200's), GH200 144G HBM3e 146,831 MiB (one capture
 only), B300 SXM6 AC 275,040 MiB (johnpfeiffer/source.johnpfeiffer.github.io
-content/ai/b300-deepseek-0731.md, one capture; the data sheet's 288 GB before); the field cases
+content/ai/b300-deepseek-0731.md, one capture; the data sheet's 288 GB before), GB300 256,703 MiB at
+capability 10.3 (a DGX Station GB300, driver 595.84: J-M-Recipes/recipes
+hardware/dgx-station-gb300.yaml, one capture; the data sheet says 288 GB); the field cases
 that use them are tests/fixtures/memory/field.json.
 """
 
@@ -36,6 +38,7 @@ PRESETS: tuple[Preset, ...] = (
     Preset("B200", "NVIDIA B200", (10, 0), 183_359 * MiB, "nvidia-smi"),
     Preset("B300", "NVIDIA B300 SXM6 AC", (10, 3), 275_040 * MiB, "nvidia-smi"),
     Preset("GB200", "NVIDIA GB200", (10, 0), 186 * 10**9, "spec"),
+    Preset("GB300", "NVIDIA GB300", (10, 3), 256_703 * MiB, "nvidia-smi"),
     Preset("RTXPRO6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition", (12, 0), 97_887 * MiB, "nvidia-smi"),
     Preset("RTX5090", "NVIDIA GeForce RTX 5090", (12, 0), 32_607 * MiB, "nvidia-smi"),
     Preset("GB10", "NVIDIA GB10", (12, 1), 128 * 10**9, "spec"),

@@ -12,14 +12,16 @@ from __future__ import annotations
 from ..credentials import clip
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
-from ..memory.estimate import (
+from ..memory.estimate import estimate, gib_text, gpu_memory_utilization, host_tables_bytes
+from ..memory.fit import lever_fix, with_args
+from ..memory.verdicts import (
+    DECIDES,
+    SHORT,
     band_text,
-    estimate,
-    gib_text,
-    gpu_memory_utilization,
     length_band_text,
     memory_not_checked,
     suggested_length,
+    verdict,
     weights_refusal,
 )
 from ..memory.vllm_config import max_model_len_tried, speculative_method
@@ -115,20 +117,64 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
             "lower": gib_text(e.weights_lower_bytes), "why": why, "gmu": _higher_gmu(facts)}
 
 
+@row(
+    ROWS,
+    id="host-memory-short", topic="memory",
+    level=WARN,
+    evidence=DERIVED,
+    title="DeepSeek-V4.1's Engram tables, which vLLM keeps in pinned host memory, larger than the memory this "
+    "host has available (/proc/meminfo)",
+    effect="the pinned allocation fails, or the host swaps or kills a process, while vLLM loads the weights",
+    message="the Engram tables take {tables} of pinned host memory (all GPUs together), and this host has "
+    "{available} available ({total} in all)",
+    fix="a host with more memory, fewer other processes, or --engram-config with cpu_offload false where the GPUs "
+    "can hold the tables",
+    reference="vllm/config/engram.py EngramConfig.cpu_offload; vllm/model_executor/models/deepseek_v41/nvidia/"
+    "engram.py (the tables allocated with pin_memory=True)",
+    models=BOTH,
+    release_code=False,  # the tables' bytes against this host's memory
+)
+def host_memory_short(facts: Facts, gpu: GpuInfo | None):
+    tables, host = host_tables_bytes(facts), facts.host
+    if not tables or host.memory_available_bytes is None or tables <= host.memory_available_bytes:
+        return None  # nothing in host memory, not read (plan's line says "not checked"), or room
+    return {"tables": gib_text(tables), "available": gib_text(host.memory_available_bytes),
+            "total": gib_text(host.memory_total_bytes)}
+
+
+@row(
+    ROWS,
+    id="download-space-short", topic="memory",
+    level=WARN,
+    evidence=DERIVED,
+    title="the shards vLLM will download larger than the free space of the filesystem it downloads into "
+    "(the Hugging Face cache, or --download-dir)",
+    effect="the download stops with `No space left on device` part way through, before vLLM starts",
+    message="vLLM will download about {size} first, into {where}, whose filesystem has {free} free",
+    fix="free space there, or point HF_HUB_CACHE/HF_HOME (or --download-dir) at a filesystem with room",
+    reference="huggingface_hub constants.HF_HUB_CACHE; vllm/model_executor/model_loader/weight_utils.py "
+    "download_weights_from_hf",
+    models=BOTH,
+    release_code=False,  # the missing shards' bytes against the free space
+)
+def download_space_short(facts: Facts, gpu: GpuInfo | None):
+    weights, host = facts.weights, facts.host
+    if weights is None or weights.local or not weights.shards_missing or not weights.missing_bytes:
+        return None
+    if host.download_free_bytes is None or weights.missing_bytes <= host.download_free_bytes:
+        return None
+    return {"size": f"{weights.missing_bytes / 1e9:,.0f} GB", "where": host.download_dir,
+            "free": f"{host.download_free_bytes / 1e9:,.0f} GB"}
+
+
 def _higher_gmu(facts: Facts) -> str:
     """The usual higher --gpu-memory-utilization, where the user did not set one."""
     return "" if facts.args.value("gpu_memory_utilization") is not None else ", or --gpu-memory-utilization 0.95"
 
 
-def _with(facts: Facts, **values) -> Facts:
-    """The same facts with some arguments set (to try a fix before suggesting it)."""
-    args = facts.args
-    return facts._replace(args=args._replace(values={**args.values, **values}))
-
-
 def _replanned(facts: Facts, length: int) -> int | None:
     """The longest request the pessimistic end admits once ``--max-model-len length`` is set."""
-    return estimate(_with(facts, max_model_len=str(length)), facts.weights).max_model_len_fits_low
+    return estimate(with_args(facts, max_model_len=str(length)), facts.weights).max_model_len_fits_low
 
 
 def _admitted(facts: Facts, length: int) -> bool:
@@ -164,27 +210,16 @@ def _fitting_length(facts: Facts, longest: int) -> int | None:
 AUTO = "--max-model-len auto (vLLM fits the length to the memory it finds)"
 
 
-def _suggestion(facts: Facts, length: int) -> str:
-    """The first of the usual settings that makes one request of ``length`` fit at the
-    pessimistic end; else vLLM's own auto-fit. Never "more GPUs": the weights fit, and what is
-    left rests on bands."""
-    tries = [
-        ("--max-num-batched-tokens 4096", {"max_num_batched_tokens": "4096"}),
-        ("--max-num-batched-tokens 2048", {"max_num_batched_tokens": "2048"}),
-        ("--gpu-memory-utilization 0.95", {"gpu_memory_utilization": "0.95"}),
-        ("--max-num-batched-tokens 2048 --gpu-memory-utilization 0.95",
-         {"max_num_batched_tokens": "2048", "gpu_memory_utilization": "0.95"}),
-    ]
-    no_chunks = facts.args.value("enable_chunked_prefill") is False
-    for words, values in tries:
-        if any(facts.args.value(key) is not None for key in values):
-            continue  # the user set one of them: never suggested over their value
-        if no_chunks and "max_num_batched_tokens" in values:
-            continue  # without chunked prefill vLLM rejects a batch smaller than max_model_len
-        e = estimate(_with(facts, **values), facts.weights)
-        if e.max_model_len_fits_low is not None and e.max_model_len_fits_low >= length:
-            return words
-    return AUTO
+def _fix(facts: Facts, e, fitting: int | None) -> str:
+    """The smallest change of the levers people use (``fit.lever_fix``), then ``--max-model-len``,
+    that re-plans as fitting one request at the pessimistic end; else the first that fits at the
+    optimistic end; else vLLM's own auto-fit."""
+    pessimistic, optimistic = lever_fix(facts, e, e.max_model_len)
+    if pessimistic:
+        return f"{pessimistic} (fits at the pessimistic end), or {AUTO}"
+    if fitting is not None:
+        return f"--max-model-len {fitting} (fits at the pessimistic end), or {AUTO}"
+    return f"{optimistic} (fits at the optimistic end only), or {AUTO}" if optimistic else AUTO
 
 
 def _term_text(e, name: str) -> str:
@@ -201,7 +236,7 @@ def _term_text(e, name: str) -> str:
     "left, by vLLM's own accounting at the pessimistic end of the estimated terms",
     effect="vLLM decides at start: `ValueError: To serve at least one request with the model's max seq len …` "
     "after the weights load, if its own profile leaves less than one request needs",
-    message="--max-model-len {length}: vLLM decides at start: one request needs {needed} of KV cache as "
+    message="--max-model-len {length}: {verdict}: one request needs {needed} of KV cache as "
     "vLLM counts it (--max-num-batched-tokens {mnbt}, {in_flight} tokens in flight), and {left} per GPU is left "
     "after the weights ({weights}), the activation peak ({activations}), the CUDA-graph estimate ({graphs}) and "
     "non-torch memory ({non_torch}) — bands, not measurements: {short}; {fits}",
@@ -220,22 +255,19 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
         return None
     need = e.need_bytes or 0
     low, high = e.kv_available_low or 0, e.kv_available_high or 0
-    if e.max_model_len_fits_high is not None and e.max_model_len_fits_high < e.max_model_len:
+    said = verdict(facts, e)
+    if said == SHORT:
         short = f"short by {gib_text(max(need - high, 0))} even at the optimistic end"
     else:
         short = f"short by up to {gib_text(max(need - low, 0))} at the pessimistic end"
     fitting = _fitting_length(facts, e.max_model_len_fits_low)
     longest = length_band_text(e.max_model_len_fits_low, e.max_model_len_fits_high)
-    if fitting is not None:
-        fits = f"up to {longest} tokens fit"
-        fix = f"--max-model-len {fitting} (fits at the pessimistic end), or {AUTO}"
-    else:
-        fits = f"up to {longest} tokens fit: no useful length is certain at these settings"
-        suggestion = _suggestion(facts, e.max_model_len)
-        fix = suggestion if suggestion == AUTO else f"{suggestion} (fits at the pessimistic end), or {AUTO}"
+    fits = f"up to {longest} tokens fit" + ("" if fitting is not None else ": no useful length is certain at these settings")
+    fix = _fix(facts, e, fitting)
     if facts.args.value("speculative_config") and speculative_method(facts) not in DRAFT_KV_COUNTED:
         fits += "; the draft model's own KV cache comes on top (not counted)"
     return {
+        "verdict": said if said == SHORT else DECIDES,
         "length": f"{e.max_model_len:,}",
         "needed": gib_text(e.need_bytes),
         "left": band_text(e.kv_available_low, e.kv_available_high),
