@@ -146,3 +146,33 @@ def test_the_fixture_cases_name_their_gpus_by_a_preset_kind():
     for case in cases:
         _, preset = parse_gpus(case["gpus"]["preset"])
         assert known_kind(GpuInfo(0, case["gpus"]["name"], None, preset.capability, 1)), case["id"]
+
+
+# --- speculative decoding's sampler scratch beyond the profile ------------------------------------
+
+def test_verifying_many_drafts_at_many_sequences_outgrows_the_headroom():
+    from dsv4_launch.core.memory.activation import SAMPLER_LOW_BYTES, Shape, spec_sampler_scratch
+    from test_memory_budget import DSPARK, FLASH_0731
+
+    vocab = Shape().vocab
+    # V2 profiles the sampler on min(T, seqs) rows and no rejection sampler; a full step with 7
+    # drafts verifies min(seqs × 8, T) rows (v1/worker/gpu/model_runner.py:993-1014@0.33)
+    t = spec_sampler_scratch(Shape(), 8192, 1024, 7, v2=True)
+    assert (t.low, t.high) == (7168 * vocab * SAMPLER_LOW_BYTES, 7168 * vocab * 4 * 7)
+    # V1 profiles its rejection sampler on one draft a request: 2 × requests rows (gpu_model_runner.py:5937-5961@0.33)
+    assert spec_sampler_scratch(Shape(), 8192, 1024, 7, v2=False).low == (8192 - 2048) * vocab * SAMPLER_LOW_BYTES
+    assert spec_sampler_scratch(Shape(), 8192, 64, 7, v2=True).low == (512 - 64) * vocab * SAMPLER_LOW_BYTES
+    assert spec_sampler_scratch(Shape(), 8192, 1024, 1, v2=False)[:2] == (0, 0)  # 2 rows a request: profiled
+
+    def term(*extra):
+        f = facts(["-tp", "8", *extra], entry=FLASH_0731, gpus=8, memory_gib=140.0, name="NVIDIA H200", cc=(9, 0))
+        return estimate(f, f.weights).term("spec sampler scratch")
+
+    # 1,024 sequences (vLLM's default here) × 8 rows: 24.2 GiB at the high end, 11.2 of it in the headroom
+    many = term("--speculative-config", DSPARK)
+    headroom = 140 * GiB - -(-140 * GiB * 92 // 100)
+    assert many.low == 0 and many.high == 7168 * vocab * 28 - headroom
+    assert "7,168 rows" in many.basis
+    assert term("--speculative-config", DSPARK, "--max-num-seqs", "64")[:2] == (0, 0)  # 448 rows: in the headroom
+    assert term("--speculative-config", DSPARK, "--gpu-memory-utilization", "0.8").high < many.high
+    assert term()[:2] == (0, 0)

@@ -81,9 +81,11 @@ tensors are freed before the sampler runs beside the workspace:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 
 from ..facts import Facts, as_bool, attention_backend, json_option
+from ..gpus import GpuInfo
 from ..records import Record
 from ..vllm.facts import fact
 from .budget import Term
@@ -356,6 +358,46 @@ def sampler_term(shape: Shape, tokens: int, max_num_seqs: int | None, speculativ
                 f"242@0.33), up to {high} fp32 copies (probabilities, the sort's values and int64 indices"
                 + (", the rejection sampler's" if speculative else "") + "; v1/sample/ops/topk_topp_sampler.py"
                 ":309,545-565@0.33)")
+
+
+def spec_sampler_scratch(shape: Shape, tokens: int, max_num_seqs: int | None, draft_tokens: int, v2: bool) -> Term:
+    """What verifying drafts allocates at run time beyond what the profile run sampled: vLLM runs
+    the sampler on ``min(tokens, max_num_seqs)`` rows while it profiles — the V1 runner also its
+    rejection sampler on one draft token a request, ``2 × requests`` rows
+    (``v1/worker/gpu_model_runner.py:5937-5961@0.33``), the V2 runner none
+    (``v1/worker/gpu/model_runner.py:993-1014@0.33``) — while a full step verifies
+    ``requests × (draft_tokens + 1)`` rows (at most the batched tokens): their logits and the
+    sampler's fp32 copies (``SAMPLER_LOW_BYTES`` … ``SAMPLER_COPIES_HIGH`` + 1 fp32 per logit).
+    Allocated after the KV cache is sized, so vLLM never subtracts it."""
+    requests = min(tokens, max_num_seqs) if max_num_seqs else tokens
+    profiled = requests * (1 if v2 else 2)
+    at_run = min(requests * (draft_tokens + 1), tokens) if draft_tokens > 0 else 0
+    rows = max(at_run - profiled, 0)
+    return Term(rows * shape.vocab * SAMPLER_LOW_BYTES, rows * shape.vocab * FP32 * (SAMPLER_COPIES_HIGH + 1),
+                f"{rows:,} rows × {shape.vocab:,} logits: a step verifies {at_run:,} rows ({requests:,} requests × "
+                f"{draft_tokens} drafts + 1), the {'V2' if v2 else 'V1'} runner's profile sampled {profiled:,} "
+                "(v1/worker/gpu_model_runner.py:5937-5961@0.33, v1/worker/gpu/model_runner.py:993-1014@0.33)")
+
+
+def spec_scratch_term(facts: Facts, tokens: int, max_num_seqs: int | None, v2: bool, gpus: Iterable[GpuInfo],
+                      utilization: float | None) -> Term:
+    """Speculative decoding's sampler scratch beyond the profile (``activation.spec_sampler_scratch``)
+    less what vLLM leaves outside its budget, ``total − ceil(total × utilization)``: vLLM does not
+    subtract it (it is allocated after the KV cache is sized), so only what the headroom cannot hold
+    is counted — where it is, the KV cache vLLM sizes leaves no room for it at a full batch."""
+    spec = json_option(facts.args, "speculative_config") or {}
+    k = spec.get("num_speculative_tokens")
+    if speculative_method(facts) is None or type(k) is not int or k < 1 or not tokens:
+        return Term(0, 0, "no speculative decoding: nothing verified beyond the profile")
+    scratch = spec_sampler_scratch(shape_of(facts.model.config), tokens, max_num_seqs, k, v2)
+    sizes = [g.memory_total_bytes for g in gpus if g.memory_total_bytes]
+    if not sizes or utilization is None:
+        return Term(0, scratch.high, scratch.basis + "; the headroom outside vLLM's budget is not known here")
+    total = min(sizes)
+    headroom = total - math.ceil(total * utilization)  # requested = ceil(total × utilization)
+    return Term(max(scratch.low - headroom, 0), max(scratch.high - headroom, 0),
+                f"{scratch.basis}; {scratch.low / GiB:.2f}–{scratch.high / GiB:.2f} GiB allocated after the KV cache, "
+                f"counted beyond the {headroom / GiB:.2f} GiB vLLM leaves outside its budget")
 
 
 class _DummyRun:

@@ -182,3 +182,4 @@ def unknown_kind_term(gpus: Iterable[GpuInfo]) -> Term:
     return Term(0, UNKNOWN_KIND_HIGH, f"{', '.join(odd)}: a kind with no preset (AMD, or an NVIDIA GPU not in "
                 "presets.py): its non-torch and graph overheads are not known, up to "
                 f"{UNKNOWN_KIND_HIGH / GiB:.1f} GiB more at the pessimistic end")
+

@@ -37,7 +37,7 @@ from ..facts import Facts, WeightFacts, as_bool, as_human_int, as_int, json_opti
 from ..gpus import GpuInfo
 from ..model import V4, V41
 from ..records import Record
-from .activation import activation_term, length_breaks, peak_by_length
+from .activation import activation_term, length_breaks, peak_by_length, spec_scratch_term
 from .budget import (
     GRAPH_HIGH,
     GRAPH_LOW,
@@ -623,6 +623,14 @@ TERMS: tuple[BudgetTerm, ...] = (
                "none: the overheads measured on the preset kinds do not carry over",
                "tests/test_memory_calibration.py::test_a_gpu_of_unknown_kind_widens_the_band_instead_of_fitting",
                lambda facts, s: unknown_kind_term(used_gpus(facts, s.layout.gpus)[0])),
+    BudgetTerm("spec sampler scratch", "--speculative-config's num_speculative_tokens, --max-num-seqs, "
+               "--max-num-batched-tokens, the runner, --gpu-memory-utilization",
+               "the rows a full verification step samples beyond the profile's, × vocab × 6–28 B, less the "
+               "headroom vLLM leaves outside its budget (allocated after the KV cache: vLLM does not subtract it)",
+               "v1/worker/gpu_model_runner.py _dummy_sampler_run (V1), v1/worker/gpu/model_runner.py (V2)",
+               "tests/test_memory_calibration.py::test_verifying_many_drafts_at_many_sequences_outgrows_the_headroom",
+               lambda facts, s: spec_scratch_term(facts, s.mnbt, s.seqs, s.v2, used_gpus(facts, s.layout.gpus)[0],
+                                                  gpu_memory_utilization(facts))),
 )
 
 
