@@ -176,3 +176,19 @@ def test_verifying_many_drafts_at_many_sequences_outgrows_the_headroom():
     assert term("--speculative-config", DSPARK, "--max-num-seqs", "64")[:2] == (0, 0)  # 448 rows: in the headroom
     assert term("--speculative-config", DSPARK, "--gpu-memory-utilization", "0.8").high < many.high
     assert term()[:2] == (0, 0)
+
+
+# --- the DP + EP band under a MegaMoE backend ----------------------------------------------------
+
+def test_a_mega_moe_backend_dispatches_through_its_own_buffer_not_the_all_gather():
+    from dsv4_launch.core.memory.activation import MEGA_MOE_BUFFER_PER_VALUE, Shape, moe_gather_term
+
+    shape = Shape()
+    marlin = moe_gather_term(shape, 8192, 8, True)
+    mega = moe_gather_term(shape, 8192, 8, True, mega=True)
+    # Marlin's workspaces over 8 ranks' tokens (7.9 GiB) against the fitted buffer (0.5 GiB)
+    assert marlin[:2] == (0, 7 * 8192 * 6 * (4096 + 8192) * 2)
+    assert mega[:2] == (0, 8192 * 4096 * MEGA_MOE_BUFFER_PER_VALUE) and "vllm#51454" in mega.basis
+    # at TP 8 + EP (DP 1) the buffer is there too; without EP, neither
+    assert moe_gather_term(shape, 8192, 1, True, mega=True).high == mega.high
+    assert moe_gather_term(shape, 8192, 1, True)[:2] == moe_gather_term(shape, 8192, 8, False, mega=True)[:2] == (0, 0)

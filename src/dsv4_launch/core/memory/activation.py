@@ -331,13 +331,27 @@ def intermediates_term(shape: Shape, tokens: int, tp: int, ranks: int) -> Term:
                 f"low end, unsplit and ×{wider:.2f} for the hidden size at the high end")
 
 
-def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool) -> Term:
+MEGA_MOE_BUFFER_PER_VALUE = 16  # bytes per batched token × hidden: fitted on vllm#51454's two runs (below)
+
+
+def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool, mega: bool = False) -> Term:
     """Under DP + EP the default all2all (``allgather_reducescatter``: prepare_finalize/naive_dp_ep.py)
     hands every rank all DP ranks' tokens, and a modular MoE kernel sizes its workspaces by them
     (``_allocate_buffers(M_full)``, fused_moe/modular_kernel.py:1340-1366@0.33): Marlin's — SM 9.0's
     MXFP4 backend in 0.33 — are ``M·topk·max(N, K)`` and ``M·topk·max(2N, K)`` bf16
     (experts/marlin_moe.py:691-719@0.33), N = w1's 2 × intermediate. The band was fitted at M =
     tokens; this is the rest, at the high end only (other kernels and all2all backends differ)."""
+    if mega and expert_parallel:
+        # A MegaMoE backend dispatches the tokens itself through a symmetric buffer sized by
+        # max_num_batched_tokens (DeepGemmMegaMoEExperts.get_symm_buffer,
+        # fused_moe/deep_gemm_mega_moe.py:304,606-643@0.33), not the all-gather's modular workspaces;
+        # deep_gemm sizes that buffer, so it is a band: 0 … 16 B × hidden per batched token, the least
+        # that holds both vllm#51454 runs (8 × B200, 0.25, 8,192 tokens: TP 8 + EP 0.2–0.35 GiB and
+        # DP 8 + EP ≥ 0.13 GiB beyond our other high ends) — in place of the Marlin shape's 7.9 GiB.
+        high = tokens * shape.hidden * MEGA_MOE_BUFFER_PER_VALUE
+        return Term(0, high, f"0 … {high / GiB:.2f} GiB: the MegaMoE backend's symmetric buffer for {tokens:,} "
+                    "tokens (fused_moe/deep_gemm_mega_moe.py:606-643@0.33; sized by deep_gemm, not derivable: "
+                    "16 B × hidden a token, fitted on vllm#51454's TP 8 + EP and DP 8 + EP starts), no all-gather")
     if not (expert_parallel and dp > 1):
         return Term(0, 0, "no DP + EP all-gather")
     n = 2 * shape.moe_intermediate  # EP: the experts are whole on their rank
@@ -419,7 +433,7 @@ class _DummyRun:
         self.residual = residual_term(shape, tokens, tp, sp)
         self.step = mhc_step_term(shape, tokens, tp, sp)
         self.logits = indexer_logits_term(shape, indexer_logits_mb)
-        self.gathered = moe_gather_term(shape, tokens, dp, expert_parallel)
+        self.gathered = moe_gather_term(shape, tokens, dp, expert_parallel, mega_moe)
         self.rest = intermediates_term(shape, tokens, tp, tp * (dp if expert_parallel else 1))
         self.sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
 
@@ -460,7 +474,7 @@ class _DummyRun:
         requests = min(tokens, self.max_num_seqs or tokens)
         basis = (f"peak at {at}: the forward holds the residual streams ({_gib(residual)}) and the mHC step "
                  f"({_gib(step)}), the indexer's logits ({_gib(logits)}) or the layer's intermediates ({_gib(rest)}"
-                 + (f", + {_gib(gathered)} for the DP + EP all-gather" if gathered.high else "") + "), "
+                 + (f", + {_gib(gathered)} for the MoE's dispatch" if gathered.high else "") + "), "
                  f"beside the gather workspace ({_gib(workspace)}, one buffer with the MoE's workspaces); then the "
                  f"sampler ({_gib(sampler)}) beside the workspace; {tokens:,} batched tokens in {requests:,} dummy "
                  "requests")
