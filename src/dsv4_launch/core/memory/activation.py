@@ -81,9 +81,11 @@ tensors are freed before the sampler runs beside the workspace:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 
 from ..facts import Facts, as_bool, attention_backend, json_option
+from ..gpus import GpuInfo
 from ..records import Record
 from ..vllm.facts import fact
 from .budget import Term
@@ -329,13 +331,27 @@ def intermediates_term(shape: Shape, tokens: int, tp: int, ranks: int) -> Term:
                 f"low end, unsplit and ×{wider:.2f} for the hidden size at the high end")
 
 
-def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool) -> Term:
+MEGA_MOE_BUFFER_PER_VALUE = 16  # bytes per batched token × hidden: fitted on vllm#51454's two runs (below)
+
+
+def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool, mega: bool = False) -> Term:
     """Under DP + EP the default all2all (``allgather_reducescatter``: prepare_finalize/naive_dp_ep.py)
     hands every rank all DP ranks' tokens, and a modular MoE kernel sizes its workspaces by them
     (``_allocate_buffers(M_full)``, fused_moe/modular_kernel.py:1340-1366@0.33): Marlin's — SM 9.0's
     MXFP4 backend in 0.33 — are ``M·topk·max(N, K)`` and ``M·topk·max(2N, K)`` bf16
     (experts/marlin_moe.py:691-719@0.33), N = w1's 2 × intermediate. The band was fitted at M =
     tokens; this is the rest, at the high end only (other kernels and all2all backends differ)."""
+    if mega and expert_parallel:
+        # A MegaMoE backend dispatches the tokens itself through a symmetric buffer sized by
+        # max_num_batched_tokens (DeepGemmMegaMoEExperts.get_symm_buffer,
+        # fused_moe/deep_gemm_mega_moe.py:304,606-643@0.33), not the all-gather's modular workspaces;
+        # deep_gemm sizes that buffer, so it is a band: 0 … 16 B × hidden per batched token, the least
+        # that holds both vllm#51454 runs (8 × B200, 0.25, 8,192 tokens: TP 8 + EP 0.2–0.35 GiB and
+        # DP 8 + EP ≥ 0.13 GiB beyond our other high ends) — in place of the Marlin shape's 7.9 GiB.
+        high = tokens * shape.hidden * MEGA_MOE_BUFFER_PER_VALUE
+        return Term(0, high, f"0 … {high / GiB:.2f} GiB: the MegaMoE backend's symmetric buffer for {tokens:,} "
+                    "tokens (fused_moe/deep_gemm_mega_moe.py:606-643@0.33; sized by deep_gemm, not derivable: "
+                    "16 B × hidden a token, fitted on vllm#51454's TP 8 + EP and DP 8 + EP starts), no all-gather")
     if not (expert_parallel and dp > 1):
         return Term(0, 0, "no DP + EP all-gather")
     n = 2 * shape.moe_intermediate  # EP: the experts are whole on their rank
@@ -358,6 +374,46 @@ def sampler_term(shape: Shape, tokens: int, max_num_seqs: int | None, speculativ
                 ":309,545-565@0.33)")
 
 
+def spec_sampler_scratch(shape: Shape, tokens: int, max_num_seqs: int | None, draft_tokens: int, v2: bool) -> Term:
+    """What verifying drafts allocates at run time beyond what the profile run sampled: vLLM runs
+    the sampler on ``min(tokens, max_num_seqs)`` rows while it profiles — the V1 runner also its
+    rejection sampler on one draft token a request, ``2 × requests`` rows
+    (``v1/worker/gpu_model_runner.py:5937-5961@0.33``), the V2 runner none
+    (``v1/worker/gpu/model_runner.py:993-1014@0.33``) — while a full step verifies
+    ``requests × (draft_tokens + 1)`` rows (at most the batched tokens): their logits and the
+    sampler's fp32 copies (``SAMPLER_LOW_BYTES`` … ``SAMPLER_COPIES_HIGH`` + 1 fp32 per logit).
+    Allocated after the KV cache is sized, so vLLM never subtracts it."""
+    requests = min(tokens, max_num_seqs) if max_num_seqs else tokens
+    profiled = requests * (1 if v2 else 2)
+    at_run = min(requests * (draft_tokens + 1), tokens) if draft_tokens > 0 else 0
+    rows = max(at_run - profiled, 0)
+    return Term(rows * shape.vocab * SAMPLER_LOW_BYTES, rows * shape.vocab * FP32 * (SAMPLER_COPIES_HIGH + 1),
+                f"{rows:,} rows × {shape.vocab:,} logits: a step verifies {at_run:,} rows ({requests:,} requests × "
+                f"{draft_tokens} drafts + 1), the {'V2' if v2 else 'V1'} runner's profile sampled {profiled:,} "
+                "(v1/worker/gpu_model_runner.py:5937-5961@0.33, v1/worker/gpu/model_runner.py:993-1014@0.33)")
+
+
+def spec_scratch_term(facts: Facts, tokens: int, max_num_seqs: int | None, v2: bool, gpus: Iterable[GpuInfo],
+                      utilization: float | None) -> Term:
+    """Speculative decoding's sampler scratch beyond the profile (``activation.spec_sampler_scratch``)
+    less what vLLM leaves outside its budget, ``total − ceil(total × utilization)``: vLLM does not
+    subtract it (it is allocated after the KV cache is sized), so only what the headroom cannot hold
+    is counted — where it is, the KV cache vLLM sizes leaves no room for it at a full batch."""
+    spec = json_option(facts.args, "speculative_config") or {}
+    k = spec.get("num_speculative_tokens")
+    if speculative_method(facts) is None or type(k) is not int or k < 1 or not tokens:
+        return Term(0, 0, "no speculative decoding: nothing verified beyond the profile")
+    scratch = spec_sampler_scratch(shape_of(facts.model.config), tokens, max_num_seqs, k, v2)
+    sizes = [g.memory_total_bytes for g in gpus if g.memory_total_bytes]
+    if not sizes or utilization is None:
+        return Term(0, scratch.high, scratch.basis + "; the headroom outside vLLM's budget is not known here")
+    total = min(sizes)
+    headroom = total - math.ceil(total * utilization)  # requested = ceil(total × utilization)
+    return Term(max(scratch.low - headroom, 0), max(scratch.high - headroom, 0),
+                f"{scratch.basis}; {scratch.low / GiB:.2f}–{scratch.high / GiB:.2f} GiB allocated after the KV cache, "
+                f"counted beyond the {headroom / GiB:.2f} GiB vLLM leaves outside its budget")
+
+
 class _DummyRun:
     """The profile run's terms for one set of settings, all but the gather workspace computed once:
     only it depends on ``--max-model-len``, so a search over lengths recomputes it alone
@@ -377,7 +433,7 @@ class _DummyRun:
         self.residual = residual_term(shape, tokens, tp, sp)
         self.step = mhc_step_term(shape, tokens, tp, sp)
         self.logits = indexer_logits_term(shape, indexer_logits_mb)
-        self.gathered = moe_gather_term(shape, tokens, dp, expert_parallel)
+        self.gathered = moe_gather_term(shape, tokens, dp, expert_parallel, mega_moe)
         self.rest = intermediates_term(shape, tokens, tp, tp * (dp if expert_parallel else 1))
         self.sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
 
@@ -418,7 +474,7 @@ class _DummyRun:
         requests = min(tokens, self.max_num_seqs or tokens)
         basis = (f"peak at {at}: the forward holds the residual streams ({_gib(residual)}) and the mHC step "
                  f"({_gib(step)}), the indexer's logits ({_gib(logits)}) or the layer's intermediates ({_gib(rest)}"
-                 + (f", + {_gib(gathered)} for the DP + EP all-gather" if gathered.high else "") + "), "
+                 + (f", + {_gib(gathered)} for the MoE's dispatch" if gathered.high else "") + "), "
                  f"beside the gather workspace ({_gib(workspace)}, one buffer with the MoE's workspaces); then the "
                  f"sampler ({_gib(sampler)}) beside the workspace; {tokens:,} batched tokens in {requests:,} dummy "
                  "requests")

@@ -26,9 +26,15 @@ never from a band.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..facts import Facts, json_option
+from ..gpus import GpuInfo
 from ..records import Record
 from ..vllm.facts import fact
+from .presets import PRESETS
+from .vllm_config import speculative_method
+from .weights import expert_padding
 
 GiB = 2**30
 MiB = 2**20
@@ -131,3 +137,49 @@ def non_torch_term(tp: int, pp: int) -> Term:
     high = NON_TORCH_HIGH_PARALLEL if tp * pp > 1 else NON_TORCH_HIGH
     return Term(NON_TORCH_LOW, high, "NCCL and all-reduce buffers, library workspaces: not derivable, "
                 f"0–{high / GiB:.1f} GiB")
+
+
+def moe_padding_term(facts: Facts, tp: int, pp: int, dp: int, expert_parallel: bool,
+                     capability: tuple[int, int] | None) -> Term:
+    """The bytes the MXFP4 MoE kernel adds to the routed experts by rounding each rank's slice up
+    (``core/memory/weights.py`` ``expert_padding``): exact where the GPU and release leave one
+    kernel's rounding, a band where the kernel vLLM picks at start is not known here."""
+    config = facts.model.config or {}
+    method = speculative_method(facts)
+    draft = 0
+    if method == "mtp" or (isinstance(method, str) and method.endswith("_mtp")):
+        draft = facts.model.number("num_nextn_predict_layers") or 0
+    elif method == "dspark":
+        draft = facts.model.number("n_mtp_layers") or 3
+    found = expert_padding(config, tp, pp, dp, expert_parallel, capability, facts.vllm_version, draft)
+    if found is None:
+        return _zero("the experts' shapes are not read here: no rounding counted")
+    low, high, basis = found
+    return Term(low, high, basis)
+
+
+def _kind_key(text: str) -> str:
+    return "".join(ch for ch in text.upper() if ch not in " -_")
+
+
+_PRESET_KEYS = tuple(sorted({_kind_key(p.key) for p in PRESETS}, key=len, reverse=True))
+UNKNOWN_KIND_HIGH = NON_TORCH_HIGH_PARALLEL + GRAPH_HIGH  # as much again as the measured-kind bands
+
+
+def known_kind(gpu: GpuInfo) -> bool:
+    """A GPU whose kind a preset names (``NVIDIA H100 PCIe`` is an H100; ``AMD Instinct MI300X``,
+    ``NVIDIA L40S`` or a count without a name are not), with a known compute capability."""
+    return gpu.capability is not None and bool(gpu.name) and any(k in _kind_key(gpu.name or "") for k in _PRESET_KEYS)
+
+
+def unknown_kind_term(gpus: Iterable[GpuInfo]) -> Term:
+    """What a GPU of a kind with no preset may spend beyond the bands measured on the preset kinds:
+    its non-torch memory (RCCL/NCCL, BLAS workspaces) and graph capture are not known, so the
+    pessimistic end takes as much again as those two bands' high ends (0 for known kinds)."""
+    odd = sorted({g.name or "a GPU with no name" for g in gpus if not known_kind(g)})
+    if not odd:
+        return _zero("every GPU is of a kind with a preset")
+    return Term(0, UNKNOWN_KIND_HIGH, f"{', '.join(odd)}: a kind with no preset (AMD, or an NVIDIA GPU not in "
+                "presets.py): its non-torch and graph overheads are not known, up to "
+                f"{UNKNOWN_KIND_HIGH / GiB:.1f} GiB more at the pessimistic end")
+

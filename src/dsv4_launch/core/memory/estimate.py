@@ -37,8 +37,19 @@ from ..facts import Facts, WeightFacts, as_bool, as_human_int, as_int, json_opti
 from ..gpus import GpuInfo
 from ..model import V4, V41
 from ..records import Record
-from .activation import activation_term, length_breaks, peak_by_length
-from .budget import GRAPH_HIGH, GRAPH_LOW, NON_TORCH_HIGH, NON_TORCH_HIGH_PARALLEL, Term, graph_term, non_torch_term
+from .activation import activation_term, length_breaks, peak_by_length, spec_scratch_term
+from .budget import (
+    GRAPH_HIGH,
+    GRAPH_LOW,
+    NON_TORCH_HIGH,
+    NON_TORCH_HIGH_PARALLEL,
+    UNKNOWN_KIND_HIGH,
+    Term,
+    graph_term,
+    moe_padding_term,
+    non_torch_term,
+    unknown_kind_term,
+)
 from .kv_plan import StagePlan, pp_partition, stage_plans
 from .vllm_config import (
     DSPARK_DEFAULT_LAYERS,
@@ -599,6 +610,27 @@ TERMS: tuple[BudgetTerm, ...] = (
                "utils/mem_utils.py non_torch_increase (inside total_consumed from 0.27)",
                "tests/test_memory_terms.py::test_the_non_torch_band_is_wider_with_communicators",
                lambda facts, s: non_torch_term(s.layout.tp, s.layout.pp)),
+    BudgetTerm("moe padding", "the experts' dtype and shapes, TP × DP without EP, the GPU's kind, the release "
+               "(TRTLLM_ROWS_256, B12X_MOE in weights.py)",
+               "each rank's MXFP4 expert slice rounded up to the kernel's rows: exact where the kernel is known, "
+               "a band where vLLM picks it at start",
+               "fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size",
+               "tests/test_memory_calibration.py::test_pro_at_tp_8_on_sm_10_before_0_27_pads_its_experts_a_third",
+               lambda facts, s: moe_padding_term(facts, s.layout.tp, s.layout.pp, s.layout.dp,
+                                                 s.layout.expert_parallel, s.capability)),
+    BudgetTerm("unknown gpu kind", "whether a preset names the GPUs' kind (presets.py)",
+               f"0 for a preset's kind, else 0–{UNKNOWN_KIND_HIGH / GiB:.1f} GiB (its overheads not known)",
+               "none: the overheads measured on the preset kinds do not carry over",
+               "tests/test_memory_calibration.py::test_a_gpu_of_unknown_kind_widens_the_band_instead_of_fitting",
+               lambda facts, s: unknown_kind_term(used_gpus(facts, s.layout.gpus)[0])),
+    BudgetTerm("spec sampler scratch", "--speculative-config's num_speculative_tokens, --max-num-seqs, "
+               "--max-num-batched-tokens, the runner, --gpu-memory-utilization",
+               "the rows a full verification step samples beyond the profile's, × vocab × 6–28 B, less the "
+               "headroom vLLM leaves outside its budget (allocated after the KV cache: vLLM does not subtract it)",
+               "v1/worker/gpu_model_runner.py _dummy_sampler_run (V1), v1/worker/gpu/model_runner.py (V2)",
+               "tests/test_memory_calibration.py::test_verifying_many_drafts_at_many_sequences_outgrows_the_headroom",
+               lambda facts, s: spec_scratch_term(facts, s.mnbt, s.seqs, s.v2, used_gpus(facts, s.layout.gpus)[0],
+                                                  gpu_memory_utilization(facts))),
 )
 
 

@@ -61,6 +61,16 @@ HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "
 # DSpark's own top-k buffer: DSparkDeepseekV4Model allocates one from 0.27 (nvidia/dspark.py:98@0.27,
 # :125@0.33); 0.25-0.26 build its layers with topk_indices_buffer None (dspark.py:91@0.25).
 DSPARK_TOPK_BUFFER = fact("dspark-topk-buffer").range
+# The MXFP4 MoE backend rounds each rank's expert slice up when it creates the weights
+# (Mxfp4MoEMethod.maybe_roundup_sizes → mxfp4_round_up_hidden_size_and_intermediate_size): FlashInfer's
+# TRTLLM kernels — first in SM 10's priority list (_get_priority_backends, oracle/mxfp4.py:330-349@0.26),
+# run where is_device_capability_family(100) and FlashInfer is there — to 256 rows before 0.27
+# (oracle/mxfp4.py:647-649@0.24, :655-657@0.26; 128 from 0.27: :656-658@0.27, :740-742@0.29,
+# :856-858@0.33); DeepGEMM, Marlin and CUTLASS to 128 (:637-655@0.24, :730-748@0.29, :857-876@0.33);
+# b12x (SM 12) not at all, from 0.29 (:720-723@0.29); ROCm's to 256 (AITER's BF16 kernel with SiLU 128
+# from 0.29: :749-761@0.29).
+TRTLLM_ROWS_256 = fact("mxfp4-trtllm-rows-256").range
+B12X_MOE = fact("b12x-moe-exact-dimensions").range  # oracle/mxfp4.py:157,720-723@0.29
 
 # transformers' DeepseekV4Config defaults (configuration_deepseek_v4.py), what vLLM uses for a
 # key config.json leaves out.
@@ -476,6 +486,65 @@ def _dspark(t: _Tally, s: _Shapes, q: _Dtypes, hc_head: int) -> tuple[int, int, 
     # DeepseekV4DecoderLayer still allocates one (fused_wqa_wkv).
     wkv, wkv_sc = q.linear(s.hd, s.D)
     return n * (ck - wkv) + extra, n * (sc - wkv_sc) + main_sc + ctx_sc, n * gpu + extra
+
+
+def _round_up(n: int, to: int) -> int:
+    return _cdiv(n, to) * to
+
+
+def _padding_rows(capability: tuple[int, int] | None, vllm_version: str | None) -> tuple[int, int, str]:
+    """(fewest, most) rows an MXFP4 kernel rounds the expert slice to on this GPU and release, and
+    why (1: not rounded). A band where the kernel picked at start is not known here."""
+    trtllm = 256 if TRTLLM_ROWS_256.contains(vllm_version) is not False else 128
+    b12x = B12X_MOE.contains(vllm_version) is not False
+    if capability is None:
+        return (1 if b12x else 128), 256, ("the GPU's kind is not known: from b12x's none to the 256 rows of "
+                                           "ROCm's kernels and of FlashInfer's TRTLLM before 0.27")
+    if capability[0] == 10:
+        if trtllm == 128:
+            return 128, 128, "SM 10: every MXFP4 kernel rounds to 128 rows from 0.27"
+        return 128, 256, ("SM 10: FlashInfer's TRTLLM kernel (first choice where it supports the config) rounds to "
+                          "256 rows before 0.27, DeepGEMM and Marlin to 128")
+    if capability[0] == 12 and b12x:
+        return 1, 128, "SM 12: b12x takes the exact dimensions, Marlin rounds to 128 rows"
+    return 128, 128, "Marlin (the MXFP4 kernel here) rounds to 128 rows"
+
+
+def expert_padding(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert_parallel: bool = False,
+                   capability: tuple[int, int] | None = None, vllm_version: str | None = None,
+                   draft_layers: int = 0) -> tuple[int, int, str] | None:
+    """What the MXFP4 MoE kernel adds to the busiest GPU's routed experts by rounding each rank's
+    slice up (``TRTLLM_ROWS_256``): (low, high, basis) in bytes, the band where the kernel is not
+    known; None where the tally cannot read the config. Only a slice cut by TP (no EP) can be off
+    the rows: V4-Pro's 3,072 at TP 8 are 384 rows, 512 with FlashInfer's TRTLLM before 0.27 — its
+    experts a third larger, the tally 25 % low. ``draft_layers``: MoE layers the drafter adds to
+    the last stage."""
+    if not isinstance(config, Mapping) or isinstance(config.get("text_config"), Mapping):
+        return None
+    try:
+        s, q = _Shapes(config), _Dtypes(config)
+    except _Unknown:
+        return None
+    if q.backbone_experts != "fp4":
+        return 0, 0, f"{q.backbone_experts} experts: no MXFP4 rounding (other kernels' not modelled)"
+    lay = _Layout(tp, pp, dp, expert_parallel, 0, vllm_version)
+    rows = _cdiv(s.I, lay.moe_tp)
+    experts = _cdiv(s.E, lay.ep) if lay.ep > 1 else s.E
+    stages = _stage_layers(s.L, pp, None)
+    stages[-1] += max(draft_layers, 0)
+    layers = max(stages)
+    low_rows, high_rows, why = _padding_rows(capability, vllm_version)
+
+    def extra(align: int) -> int:
+        if align <= 1:
+            return 0
+        r, d = _round_up(rows, align), _round_up(s.D, align)
+        padded = 2 * q.expert("fp4", r, d)[0] + q.expert("fp4", d, r)[0]
+        return experts * layers * (padded - (2 * q.expert("fp4", rows, s.D)[0] + q.expert("fp4", s.D, rows)[0]))
+
+    return extra(low_rows), extra(high_rows), (f"{rows:,} expert rows a rank ({s.I:,} / {lay.moe_tp}) × {experts} "
+                                               f"experts × {layers} layers; {why} (fused_moe/oracle/mxfp4.py "
+                                               "mxfp4_round_up_hidden_size_and_intermediate_size)")
 
 
 def _split_words(name: str, lay: _Layout, method: str | None) -> str:

@@ -262,6 +262,10 @@ FACTS: tuple[Fact, ...] = (
     _f("hidden-buffer-always", before="0.27.0"),
     _f("dspark-topk-buffer", "0.27.0", None,
        "vllm/models/deepseek_v4/nvidia/dspark.py:125@0.33.0 self.topk_indices_buffer = torch.empty("),
+    # the MXFP4 MoE kernel's rounding of each rank's expert slice (core/memory/weights.py expert_padding)
+    _f("mxfp4-trtllm-rows-256", None, "0.27.0"),
+    _f("b12x-moe-exact-dimensions", "0.29.0", None,
+       "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:848@0.33.0 b12x plans for the exact model dimensions"),
 )
 _BY_ID = {f.id: f for f in FACTS}
 
