@@ -366,15 +366,17 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="hma-disabled", exception="TypeError",
         pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
         source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (replace_as; "
-        "SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, :1015@0.33.0)",
-        vllm=VersionRange(since="0.31.0"),
+        "SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, :1015@0.33.0); "
+        "0.34 drops bounded_replay in the promotion, kv_cache_planning.py:845@0.34.0",
+        vllm=VersionRange(since="0.31.0", before="0.34.0"),
     ),
     Signature(
         rule="connector-turns-hma-off", exception="TypeError",
         pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
         source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (HMA turned "
-        "off by vllm/config/vllm.py for a connector without SupportsHMA)",
-        vllm=VersionRange(since="0.31.0"),
+        "off by vllm/config/vllm.py for a connector without SupportsHMA); "
+        "0.34 drops bounded_replay in the promotion, kv_cache_planning.py:845@0.34.0",
+        vllm=VersionRange(since="0.31.0", before="0.34.0"),
     ),
     Signature(
         rule="connector-hma-forced", exception="ValueError",
