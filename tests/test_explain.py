@@ -263,6 +263,8 @@ CASES = [
                                                     "None)"), ("envs.py", 233, "maybe_convert_bool",
                                                                "return bool(int(value))")],
                                                   "ValueError: invalid literal for int() with base 10: 'yes'")),
+    ("v1-runner-removed", "0.34.0", ["ValueError: VLLM_USE_V2_MODEL_RUNNER=0 is no longer supported: Model Runner V1 "
+                                     "has been removed. Unset this variable."]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["KeyError: 'invalid tool call parser: deepseek_v4 (chose from { deepseek_v3, "
                                          "hermes })'"]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type `deepseek_v4` "

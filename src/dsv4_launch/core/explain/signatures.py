@@ -344,14 +344,14 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
         source="vllm/config/vllm.py:2738@0.29.0 (:2624 adds 'dspark speculative decoding'), :3093@0.30.0, "
         ":3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
-        vllm=VersionRange(since="0.29.0"),
+        vllm=VersionRange(since="0.29.0", before="0.34.0"),
     ),
     # The same refusal when a setting the V2 runner does not support makes vLLM fall back to V1.
     Signature(
         rule="dspark-v2-unsupported", exception="ValueError",
         pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
         source="vllm/config/vllm.py:2738@0.29.0, :3093@0.30.0, :3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
-        vllm=VersionRange(since="0.29.0"),
+        vllm=VersionRange(since="0.29.0", before="0.34.0"),
         fill={"used": "--enable-dbo, elastic EP or the other setting the V2 model runner does not support"},
     ),
     # --- vision, hybrid KV manager -------------------------------------------------------------
@@ -572,6 +572,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"Model Runner V2 does not yet support: (?P<features>.+)$",
         source="vllm/config/vllm.py:2099@0.24.0, :2144@0.25.0, :2223@0.26.0, :2262@0.27.0, :2485@0.28.0, "
         ":2731@0.29.0, :3086@0.30.0, :3322@0.31.0, :3194@0.32.0, :3328@0.33.0 (_validate_v2_model_runner)",
+        vllm=VersionRange(before="0.34.0"),  # 0.34 has one runner: the text is gone
         text={"title": "the V2 model runner forced on with features it does not support",
               "effect": "VLLM_USE_V2_MODEL_RUNNER=1 forces the V2 model runner, which does not support: {features}",
               "fix": "drop what the message names ({features}), or unset VLLM_USE_V2_MODEL_RUNNER so vLLM picks the "
@@ -618,6 +619,13 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"invalid literal for int\(\) with base 10: ", context=r"[\"']VLLM_USE_V2_MODEL_RUNNER[\"']",
         context_lines=6,
         source="vllm/envs.py:1830@0.24.0, :2149@0.33.0 (maybe_convert_bool: bool(int(value)))",
+        vllm=VersionRange(before="0.34.0"),  # 0.34 no longer parses it (envs.py), validate_environ refuses it
+    ),
+    Signature(
+        rule="v1-runner-removed", exception="ValueError",
+        pattern=r"VLLM_USE_V2_MODEL_RUNNER=(?P<value>.*) is no longer supported: Model Runner V1 has been removed",
+        source="vllm/platforms/interface.py:1483@0.34.0 (validate_environ)",
+        vllm=VersionRange(since="0.34.0"),
     ),
     *(Signature(
         rule="vllm-too-old-for-dsv4", exception=exception, pattern=pattern, source=source, text=_TOO_OLD_TEXT,

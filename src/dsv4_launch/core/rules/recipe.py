@@ -205,6 +205,11 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
 # --- the environment --------------------------------------------------------------------------
 
 
+# Model Runner V1 is removed in 0.34.0: VLLM_USE_V2_MODEL_RUNNER leaves envs.py, and any value but "1"
+# raises ValueError in validate_environ (vllm/platforms/interface.py:1481-1486@0.34.0).
+V1_RUNNER_EXISTS = VersionRange(before="0.34.0")
+
+
 def shown_env(value: str) -> str:
     """An environment value for a message: as it is, but quoted where it is empty or only blanks
     (``VLLM_USE_V2_MODEL_RUNNER=''``), which would otherwise read as nothing."""
@@ -220,10 +225,28 @@ def shown_env(value: str) -> str:
     "raises ValueError ('invalid literal for int()') when the engine configuration reads it",
     fix="VLLM_USE_V2_MODEL_RUNNER=0 (V1 model runner) or 1 (V2), or unset it",
     reference="vllm/envs.py maybe_convert_bool; vllm/config/vllm.py use_v2_model_runner", models=BOTH,
+    vllm=V1_RUNNER_EXISTS,
 )
 def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     value = v2_runner_env(facts)
     return {"value": shown_env(value)} if isinstance(value, str) else None
+
+
+@row(
+    ROWS,
+    id="v1-runner-removed", topic="gpus", level=REFUSE, evidence=CITED,
+    title="`VLLM_USE_V2_MODEL_RUNNER` set to anything but `1` (`0`, `false`, empty), vLLM ≥ {since:minor}",
+    effect="`ValueError: VLLM_USE_V2_MODEL_RUNNER=… is no longer supported: Model Runner V1 has been removed.` "
+    "when the engine config is made",
+    message="VLLM_USE_V2_MODEL_RUNNER={value}: {vllm} has no V1 model runner any more and refuses every value of "
+    "this variable but 1 before it builds the engine configuration",
+    fix="unset VLLM_USE_V2_MODEL_RUNNER",
+    reference="vllm/platforms/interface.py validate_environ (from vllm/engine/arg_utils.py create_engine_config)",
+    models=BOTH, vllm=VersionRange(since=V1_RUNNER_EXISTS.before),
+)
+def v1_runner_removed(facts: Facts, gpu: GpuInfo | None):
+    value = facts.rule_env.get("VLLM_USE_V2_MODEL_RUNNER")
+    return {"value": shown_env(value)} if value is not None and value != "1" else None
 
 
 DEEP_GEMM_READ_AT_WARMUP = VersionRange(before="0.29.0")  # kernel_warmup.py:60@0.24 … :152@0.28 reads it

@@ -123,7 +123,8 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     effect="`Model Runner V1 does not support: dspark speculative decoding` when the engine config is made",
     message="VLLM_USE_V2_MODEL_RUNNER=0 with DSpark: {vllm}'s V1 model runner does not support DSpark and "
     "refuses the configuration",
-    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=VersionRange(since="0.29.0"),
+    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py",
+    vllm=VersionRange(since="0.29.0", before="0.34.0"),  # 0.34 has no V1 runner: v1-runner-removed
 )
 def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is not False:
@@ -143,7 +144,8 @@ def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     "ValueError ({error})",
     fix="drop {used} (DSpark runs only on the V2 model runner), or method mtp on a checkpoint with an MTP head",
     reference="vllm/config/vllm.py _get_v2_model_runner_unsupported_features, "
-    "_get_v1_model_runner_unsupported_features", vllm=VersionRange(since="0.29.0"),
+    "_get_v1_model_runner_unsupported_features",
+    vllm=VersionRange(since="0.29.0", before="0.34.0"),  # 0.34: no V1 fallback; DBO runs on V2 (config/vllm.py:3378@0.34.0)
 )
 def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is False or isinstance(v2_runner_env(facts), str):
