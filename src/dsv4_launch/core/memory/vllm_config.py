@@ -53,7 +53,8 @@ V2_METHODS = (
      frozenset({"ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "custom_class"})),  # :3074@0.31
     (VersionRange(since="0.32.0", before="0.33.0"), False,
      frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"})),  # :2928@0.32
-    (VersionRange(since="0.33.0"), False, frozenset({"suffix", "custom_class"})),  # :3067@0.33
+    (VersionRange(since="0.33.0", before="0.34.0"), False, frozenset({"suffix", "custom_class"})),  # :3067@0.33
+    (VersionRange(since="0.34.0"), False, frozenset()),  # no V1 runner left (platforms/interface.py:1481@0.34)
 )
 V2_EAGLE3_PP = VersionRange(before="0.30.0")  # EAGLE3 with PP > 1 is V1's (config/vllm.py:2586@0.29)
 MXFP4_INDEXER_STATE = VersionRange(since="0.27.0")  # 68-byte MXFP4 indexer states (attention.py:785@0.27)
