@@ -140,6 +140,11 @@ CASES = [
     ("tp-o-groups", "0.33.0", traceback([("models/deepseek_v4/nvidia/flashmla.py", 69, "_o_proj",
                                           "heads_per_group=self.n_local_heads // self.n_local_groups,")],
                                         "ZeroDivisionError: integer division or modulo by zero")),
+    ("tp-o-groups", "0.34.0", traceback([("models/deepseek_v4/common/grouped_wo_a.py", 26, "__init__",
+                                          "self.n_local_groups = divide(n_groups, self.tp_size)"),
+                                         ("distributed/utils.py", 54, "ensure_divisibility",
+                                          "assert numerator % denominator == 0, (")],
+                                        "AssertionError: 8 is not divisible by 16")),
     ("tp-pp-gpus", "0.29.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig",
                               "  Value error, World size (16) is larger than the number of available GPUs (8) in this "
                               "node. If this is intentional and you are using:", "- ray, set "

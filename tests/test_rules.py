@@ -788,3 +788,14 @@ def test_deep_gemm_not_int_on_sm12_0_24_suggests_only_what_works_there(value):
     for version, gpu in (("0.24.0", gpus(SM90)), ("0.28.0", gpus((12, 0), (12, 0)))):
         other = fix(planned([M, "-tp", "2"], version=version, gpu=gpu, env={"VLLM_USE_DEEP_GEMM": value}))
         assert other.startswith("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it"), other
+
+
+def test_tp_past_o_groups_names_the_0_34_assertion():
+    """0.34.0's DeepseekV4GroupedWoA divides o_groups by TP when the model is built
+    (models/deepseek_v4/common/grouped_wo_a.py:26@0.34.0): the row still refuses, and says how."""
+    tokens, kw = CASES["tp-o-groups"][0]
+    found = {f.rule: f for f in judge((tokens, {**kw, "version": "0.33.0"}))[0].findings}["tp-o-groups"]
+    assert found.level == REFUSE and "ZeroDivisionError after loading the weights" in found.text
+    assert "(from 0.34: AssertionError '8 is not divisible by 16' when it builds the model)" in found.text
+    found = {f.rule: f for f in judge((tokens, {**kw, "version": "0.34.0"}))[0].findings}["tp-o-groups"]
+    assert "is not divisible by 16" in found.text  # a warning there until 0.34.0 is verified

@@ -271,6 +271,16 @@ SIGNATURES: tuple[Signature, ...] = (
               "sizes": "1, 2, 4, 8 for DeepSeek-V4-Flash"},
     ),
     Signature(
+        rule="tp-o-groups", exception="AssertionError",
+        pattern=r"(?P<groups>\d+) is not divisible by (?P<tp>\d+)",
+        context=r"grouped_wo_a\.py|n_local_groups = divide\(n_groups", context_lines=12,
+        source="vllm/distributed/utils.py:54@0.34.0 (ensure_divisibility, from "
+        "vllm/models/deepseek_v4/common/grouped_wo_a.py:26@0.34.0, DeepseekV4GroupedWoA.__init__)",
+        vllm=VersionRange(since="0.34.0"),
+        fill={"dp": "a tensor-parallel size no larger than the model's o_groups ({groups})",
+              "sizes": "one that divides {groups}"},
+    ),
+    Signature(
         rule="tp-pp-gpus", exception="pydantic ValidationError (ValueError)",
         pattern=r"World size \(\d+\) is larger than the number of available GPUs",
         source="vllm/config/parallel.py:888@0.24.0–0.25.1, :900@0.26.0, :928@0.27.0–0.28.0, :960@0.29.0, "
