@@ -342,6 +342,13 @@ def test_a_non_numeric_vllm_switch(tmp_path, version, monkeypatch, name, rule):
     monkeypatch.setenv(name, "true")
     if hasattr(envs, "disable_envs_cache"):
         envs.disable_envs_cache()
+    if name not in getattr(envs, "environment_variables", {name: None}):
+        # 0.34 no longer reads VLLM_USE_V2_MODEL_RUNNER: validate_environ refuses it (V1 removed)
+        platform = importlib.import_module("vllm.platforms").current_platform
+        text = raised(lambda: platform.validate_environ(False))
+        assert text and "Model Runner V1 has been removed" in text
+        assert explained(tmp_path, version, text) == ["v1-runner-removed"]
+        return
     text = raised(lambda: getattr(envs, name))
     assert text and "invalid literal for int()" in text
     assert explained(tmp_path, version, text) == [rule]
