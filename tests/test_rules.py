@@ -799,3 +799,13 @@ def test_tp_past_o_groups_names_the_0_34_assertion():
     assert "(from 0.34: AssertionError '8 is not divisible by 16' when it builds the model)" in found.text
     found = {f.rule: f for f in judge((tokens, {**kw, "version": "0.34.0"}))[0].findings}["tp-o-groups"]
     assert "is not divisible by 16" in found.text  # a warning there until 0.34.0 is verified
+
+
+def test_a_negative_pp_layer_count_is_refused_from_0_34():
+    """get_pp_indices raises for a negative count from 0.34.0 (vllm/distributed/utils.py:237-238@0.34.0);
+    before, '44,-1' (sum 43 = DeepSeek-V4-Flash's layers) passes its three checks."""
+    tokens = [M, "-pp", "2"]
+    env = {"VLLM_PP_LAYER_PARTITION": "44,-1"}
+    assert "pp-layer-partition-invalid" not in findings(tokens, env=env, version="0.33.0")[0]
+    found = findings(tokens, env=env, version="0.34.0")[0]["pp-layer-partition-invalid"]
+    assert "Negative layer count in partition_list_str='44,-1'." in found.text

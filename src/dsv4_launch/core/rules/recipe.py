@@ -285,11 +285,16 @@ def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
 PP_PARTITION_V41 = VersionRange(since="0.30.0")
 
 
-def pp_partition_error(text: str | None, layers: int | None, pp: int) -> str | None:
-    """What ``get_pp_indices`` (vllm/distributed/utils.py, the same three checks 0.24–0.33) raises
-    for ``VLLM_PP_LAYER_PARTITION=text`` with ``num_hidden_layers=layers`` (None: unknown, the sum
-    is not judged) and ``pp_size=pp``: its ValueError's text, or None (unset, or accepted).
-    Python's ``int`` reads each part as vLLM's does (blanks, a sign, ``1_0``; "" fails)."""
+# 0.34.0 adds a fourth check to get_pp_indices: a negative layer count (vllm/distributed/utils.py:237-238@0.34.0)
+PP_PARTITION_NEGATIVE = VersionRange(since="0.34.0")
+
+
+def pp_partition_error(text: str | None, layers: int | None, pp: int, version: str | None = None) -> str | None:
+    """What ``get_pp_indices`` (vllm/distributed/utils.py, the same three checks 0.24–0.33, a fourth
+    from 0.34) raises for ``VLLM_PP_LAYER_PARTITION=text`` with ``num_hidden_layers=layers`` (None:
+    unknown, the sum is not judged) and ``pp_size=pp`` on vLLM ``version``: its ValueError's text, or
+    None (unset, or accepted). Python's ``int`` reads each part as vLLM's does (blanks, a sign,
+    ``1_0``; "" fails)."""
     if text is None:
         return None
     try:
@@ -300,6 +305,8 @@ def pp_partition_error(text: str | None, layers: int | None, pp: int) -> str | N
         return f"len(partitions)={len(parts)} does not match pp_size={pp}."
     if layers is not None and sum(parts) != layers:
         return f"sum(partitions)={sum(parts)} does not match num_hidden_layers={layers}."
+    if PP_PARTITION_NEGATIVE.contains(version) and any(p < 0 for p in parts):
+        return f"Negative layer count in partition_list_str={text!r}."
     return None
 
 
@@ -316,14 +323,16 @@ def _even_partition(layers: int, pp: int) -> str:
     ROWS,
     id="pp-layer-partition-invalid", topic="parallel", level=REFUSE, evidence=CITED,
     title="`VLLM_PP_LAYER_PARTITION` that is not one layer count per pipeline stage adding up to "
-    "`num_hidden_layers` (also with `--pipeline-parallel-size 1`; set but empty too; DeepSeek-V4.1 from {v41_since})",
+    "`num_hidden_layers` (also with `--pipeline-parallel-size 1`; set but empty too; DeepSeek-V4.1 from {v41_since}; "
+    "from {negative_since} also a negative count)",
     effect="`ValueError` from `get_pp_indices` (`Invalid partition string`, `len(partitions)=… does not match "
-    "pp_size=…`, `sum(partitions)=… does not match num_hidden_layers=…`) when the model builds its layers",
+    "pp_size=…`, `sum(partitions)=… does not match num_hidden_layers=…`, from {negative_since} `Negative layer "
+    "count in partition_list_str=…`) when the model builds its layers",
     message="VLLM_PP_LAYER_PARTITION={value} with {setting}: {vllm} raises ValueError ('{error}') in get_pp_indices "
     "when DeepSeek-V4 builds its layers (make_layers, on every pipeline stage)",
     fix="{fix}",
     reference="vllm/distributed/utils.py get_pp_indices; vllm/model_executor/models/utils.py make_layers",
-    models=BOTH, releases={"v41": PP_PARTITION_V41},
+    models=BOTH, releases={"v41": PP_PARTITION_V41, "negative": PP_PARTITION_NEGATIVE},
 )
 def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
     text = facts.rule_env.get("VLLM_PP_LAYER_PARTITION")
@@ -335,7 +344,7 @@ def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
         return None  # not a size vLLM runs with: other rows (or vLLM's parser) speak
     # --hf-overrides may change num_hidden_layers: the sum is then not judged
     layers = None if facts.args.value("hf_overrides") else facts.model.number("num_hidden_layers")
-    error = pp_partition_error(text, layers, pp)
+    error = pp_partition_error(text, layers, pp, facts.vllm_version)
     if error is None:
         return None
     where = setting(facts, "pipeline_parallel_size", "--pipeline-parallel-size") if raw is not None \
