@@ -157,7 +157,8 @@ def test_hybrid_kv_manager_off_promotes_sliding_window_specs(tmp_path, version):
     specs = {"layers.0.attn": spec.MLAAttentionSpec(**common),
              "layers.1.attn": spec.SlidingWindowMLASpec(**common, sliding_window=128)}
     text = raised(lambda: promote(specs))
-    if is_older(version, "0.31.0"):
+    if is_older(version, "0.31.0") or not is_older(version, "0.34.0"):
+        # the field arrives in 0.31; 0.34 drops it when it promotes (kv_cache_planning.py:845@0.34.0)
         assert text is None or "bounded_replay" not in text
         return
     assert text and "bounded_replay" in text

@@ -251,7 +251,7 @@ def test_dspark_falls_back_to_v1(real_vllm, flag, monkeypatch):
     v2_lacks = getattr(VllmConfig, "_get_v2_model_runner_unsupported_features", None)
     found, _ = rules_for([M, "--speculative-config", '{"method": "dspark", "num_speculative_tokens": 5}', flag],
                          version, config={**V4, "dspark_target_layer_ids": [1], "dspark_block_size": 5})
-    if v2_lacks is None:  # before 0.29: DSpark forces the V2 runner itself
+    if v2_lacks is None:  # before 0.29: DSpark forces the V2 runner itself; from 0.34 there is no V1 runner
         assert "dspark-v2-unsupported" not in found
         return
     class Set(_Unset):  # a part that is there (true), with the attributes given
