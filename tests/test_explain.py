@@ -111,6 +111,11 @@ CASES = [
                                                         "ValueError: sum(partitions)=42 does not match "
                                                         "num_hidden_layers=43.")),
     ("pp-layer-partition-invalid", "0.24.0", traceback([], "ValueError: Invalid partition string: ")),
+    ("pp-layer-partition-invalid", "0.34.0", traceback([("distributed/utils.py", 238, "get_pp_indices",
+                                                          'raise ValueError(f"Negative layer count in '
+                                                          '{partition_list_str=}.")')],
+                                                        "ValueError: Negative layer count in "
+                                                        "partition_list_str='44,-1'.")),
     ("mega-moe-needs-ep", "0.24.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert "
                                               "parallel. Enable it with --enable-expert-parallel, or pick a different "
                                               "moe backend.")),

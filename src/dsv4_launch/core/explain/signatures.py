@@ -289,9 +289,11 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="pp-layer-partition-invalid", exception="ValueError",
         pattern=r"Invalid partition string: |len\(partitions\)=\d+ does not match pp_size=\d+"
-        r"|sum\(partitions\)=-?\d+ does not match num_hidden_layers=\d+",
-        source="vllm/distributed/utils.py:131@0.24.0, :149@0.25.0–0.30.0, :150@0.31.0, :147@0.32.0, :219@0.33.0 "
-        "(get_pp_indices; its count and sum checks follow within five lines)",
+        r"|sum\(partitions\)=-?\d+ does not match num_hidden_layers=\d+"
+        r"|Negative layer count in partition_list_str=",
+        source="vllm/distributed/utils.py:131@0.24.0, :149@0.25.0–0.30.0, :150@0.31.0, :147@0.32.0, :219@0.33.0, "
+        ":232@0.34.0 (get_pp_indices; its count and sum checks follow within five lines, 0.34's negative-count "
+        "check within seven)",
         fill={"fix": "unset VLLM_PP_LAYER_PARTITION, or give one comma-separated layer count per pipeline stage "
                      "adding up to the model's num_hidden_layers (43 for DeepSeek-V4-Flash, 61 for DeepSeek-V4-Pro)"},
     ),
