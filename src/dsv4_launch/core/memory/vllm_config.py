@@ -43,7 +43,7 @@ RAY_V1_EXECUTOR = VersionRange(before="0.33.0")  # VLLM_USE_RAY_V2_EXECUTOR_BACK
 ASYNC_METHODS = frozenset({"eagle", "eagle3", "extract_hidden_states", "mtp", "dflash", "ngram_gpu", "dspark"})
 # The V2 model runner's speculative methods (config/vllm.py _get_v2_model_runner_unsupported_features): until
 # 0.29 the ones it takes, from 0.30 the ones it refuses (True: takes); the V1 runner runs the others.
-V2_METHODS = (
+V2_METHODS: tuple[tuple[VersionRange, bool, frozenset[str]], ...] = (
     (VersionRange(before="0.29.0"), True, frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})),  # :2400@0.28
     (VersionRange(since="0.29.0", before="0.30.0"), True,
      frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "extract_hidden_states"})),  # :2566@0.29
