@@ -114,6 +114,11 @@ CASES = [
                                                         "ValueError: sum(partitions)=42 does not match "
                                                         "num_hidden_layers=43.")),
     ("pp-layer-partition-invalid", "0.24.0", traceback([], "ValueError: Invalid partition string: ")),
+    ("pp-layer-partition-invalid", "0.34.0", traceback([("distributed/utils.py", 238, "get_pp_indices",
+                                                          'raise ValueError(f"Negative layer count in '
+                                                          '{partition_list_str=}.")')],
+                                                        "ValueError: Negative layer count in "
+                                                        "partition_list_str='44,-1'.")),
     ("mega-moe-needs-ep", "0.24.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE currently requires expert "
                                               "parallel. Enable it with --enable-expert-parallel, or pick a different "
                                               "moe backend.")),
@@ -143,6 +148,11 @@ CASES = [
     ("tp-o-groups", "0.33.0", traceback([("models/deepseek_v4/nvidia/flashmla.py", 69, "_o_proj",
                                           "heads_per_group=self.n_local_heads // self.n_local_groups,")],
                                         "ZeroDivisionError: integer division or modulo by zero")),
+    ("tp-o-groups", "0.34.0", traceback([("models/deepseek_v4/common/grouped_wo_a.py", 26, "__init__",
+                                          "self.n_local_groups = divide(n_groups, self.tp_size)"),
+                                         ("distributed/utils.py", 54, "ensure_divisibility",
+                                          "assert numerator % denominator == 0, (")],
+                                        "AssertionError: 8 is not divisible by 16")),
     ("tp-pp-gpus", "0.29.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig",
                               "  Value error, World size (16) is larger than the number of available GPUs (8) in this "
                               "node. If this is intentional and you are using:", "- ray, set "
@@ -266,6 +276,8 @@ CASES = [
                                                     "None)"), ("envs.py", 233, "maybe_convert_bool",
                                                                "return bool(int(value))")],
                                                   "ValueError: invalid literal for int() with base 10: 'yes'")),
+    ("v1-runner-removed", "0.34.0", ["ValueError: VLLM_USE_V2_MODEL_RUNNER=0 is no longer supported: Model Runner V1 "
+                                     "has been removed. Unset this variable."]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["KeyError: 'invalid tool call parser: deepseek_v4 (chose from { deepseek_v3, "
                                          "hermes })'"]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type `deepseek_v4` "

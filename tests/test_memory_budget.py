@@ -293,3 +293,13 @@ def test_the_length_search_takes_a_few_probes_where_the_peak_barely_moves(cap, c
     found = _longest_at_own_length(cap, counted, (cut,) if cut else ())
     assert found == _old_longest_at_own_length(cap, longest_at, (cut,) if cut else ())
     assert len(probes) <= 6, probes
+
+
+def test_0_34_has_one_runner_for_every_speculative_method():
+    """config/vllm.py:3067@0.33.0 sends suffix/custom_class drafts to the V1 runner; 0.34.0 has
+    none (platforms/interface.py:1481@0.34.0), so the V2 runner's in-flight count holds for them."""
+    from dsv4_launch.core.memory.vllm_config import v2_runner
+
+    spec = ["--speculative-config", '{"method": "suffix", "num_speculative_tokens": 2}']
+    assert v2_runner(facts(spec, version="0.33.0"), "suffix", 1) is False
+    assert v2_runner(facts(spec, version="0.34.0"), "suffix", 1) is True

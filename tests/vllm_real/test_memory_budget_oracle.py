@@ -91,13 +91,26 @@ def test_the_worker_subtracts_the_graph_estimate_only_when_graphs_are_captured_a
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     worker = importlib.import_module("vllm.v1.worker.gpu_worker").Worker
     source = inspect.getsource(worker.determine_available_memory)
-    assert "cudagraph_mode != CUDAGraphMode.NONE" in source.replace("\n", " ").replace("  ", " ") or \
-        "cudagraph_mode\n" in source, "the graph profile's guard moved: re-read gpu_worker.py"
+    flat = " ".join(source.split())
     assert "profile_cudagraph_memory()" in source
     assert "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS" in source
-    flat = " ".join(source.split())
-    assert "self.requested_memory - profile_result.non_kv_cache_memory - cudagraph_memory_estimate_applied" in flat
     assert "kv_cache_memory_bytes" in source  # --kv-cache-memory-bytes replaces the whole computation
+    if "cudagraph_memory_estimate_applied" in flat:  # up to 0.33: the guard is the worker's
+        assert "cudagraph_mode != CUDAGraphMode.NONE" in source.replace("\n", " ").replace("  ", " ") or \
+            "cudagraph_mode\n" in source, "the graph profile's guard moved: re-read gpu_worker.py"
+        assert "self.requested_memory - profile_result.non_kv_cache_memory - cudagraph_memory_estimate_applied" in flat
+        return
+    # 0.34: the env guard stays in the worker (gpu_worker.py:746@0.34.0); the NONE guard moved into the
+    # runner's profile (v1/worker/gpu/cudagraph_utils.py:1006-1009@0.34.0), which also returns 0 with the
+    # extensible KV cache, whose graphs are measured after warm-up (v1/worker/gpu/model_runner.py:1123)
+    assert "if may_capture_graphs and envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS:" in flat
+    assert "self.requested_memory - profile_result.non_kv_cache_memory - cudagraph_memory_estimate )" in flat
+    utils = " ".join(inspect.getsource(importlib.import_module("vllm.v1.worker.gpu.cudagraph_utils")
+                                       .profile_cudagraph_memory).split())
+    assert "cudagraph_mode == CUDAGraphMode.NONE" in utils, "the graph profile's guard moved: re-read cudagraph_utils.py"
+    runner = " ".join(inspect.getsource(importlib.import_module("vllm.v1.worker.gpu.model_runner")
+                                        .GPUModelRunner.profile_cudagraph_memory).split())
+    assert "if self.cache_config.enable_extensible_kv_cache: # The extensible KV cache measures" in runner
 
 
 def test_enforce_eager_turns_graphs_off_in_the_config(real_vllm):

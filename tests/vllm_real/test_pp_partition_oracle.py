@@ -61,12 +61,13 @@ def vllm_get_pp_indices(monkeypatch):
 @pytest.mark.rule("pp-layer-partition-invalid")
 @pytest.mark.parametrize("layers", sorted(CONFIGS))
 def test_the_check_raises_what_get_pp_indices_raises(real_vllm, vllm_get_pp_indices, layers):
+    version = real_vllm[2]
     mismatches, raised = [], 0
     for text in PARTITIONS:
         for pp in PP_SIZES:
             vllm_error = vllm_get_pp_indices(text, layers, pp)
             raised += vllm_error is not None
-            ours = pp_partition_error(text, layers, pp)
+            ours = pp_partition_error(text, layers, pp, version)
             if ours != vllm_error:
                 mismatches.append(f"{text!r} pp={pp}: vLLM {vllm_error!r}, dsv4-launch {ours!r}")
     assert not mismatches, "\n".join(mismatches)

@@ -195,6 +195,8 @@ def test_v2_runner_variable_parse(real_vllm, value):
         read = envs.maybe_convert_bool(value)
     except ValueError:
         read = "raises"
+    if "VLLM_USE_V2_MODEL_RUNNER" not in getattr(envs, "environment_variables", {"VLLM_USE_V2_MODEL_RUNNER": None}):
+        read = "not read"  # 0.34: no V1 runner; validate_environ judges it (test_runner_env_oracle.py)
     env = {"VLLM_USE_V2_MODEL_RUNNER": value}
     plan = planned([M, "--speculative-config", '{"method": "dspark", "num_speculative_tokens": 5}'], gpu=SM120,
                    version=version, config={**V4, "dspark_target_layer_ids": [1], "dspark_block_size": 5},
@@ -249,7 +251,7 @@ def test_dspark_falls_back_to_v1(real_vllm, flag, monkeypatch):
     v2_lacks = getattr(VllmConfig, "_get_v2_model_runner_unsupported_features", None)
     found, _ = rules_for([M, "--speculative-config", '{"method": "dspark", "num_speculative_tokens": 5}', flag],
                          version, config={**V4, "dspark_target_layer_ids": [1], "dspark_block_size": 5})
-    if v2_lacks is None:  # before 0.29: DSpark forces the V2 runner itself
+    if v2_lacks is None:  # before 0.29: DSpark forces the V2 runner itself; from 0.34 there is no V1 runner
         assert "dspark-v2-unsupported" not in found
         return
     class Set(_Unset):  # a part that is there (true), with the attributes given

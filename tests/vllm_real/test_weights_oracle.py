@@ -212,7 +212,10 @@ def _pp_group(size):
 def _v1_share(monkeypatch, pp):
     from types import SimpleNamespace
 
-    import vllm.v1.spec_decode.llm_base_proposer as proposer
+    try:
+        import vllm.v1.spec_decode.llm_base_proposer as proposer
+    except ModuleNotFoundError:  # 0.34: Model Runner V1 removed (vllm/platforms/interface.py:1481@0.34.0)
+        pytest.skip("this vLLM has no V1 model runner")
 
     monkeypatch.setattr(proposer, "get_pp_group", _pp_group(pp))
     target, draft = _stand_ins()
@@ -225,12 +228,20 @@ def _v1_share(monkeypatch, pp):
     return _kept(target, draft)
 
 
+def _declares_own_embed() -> bool:
+    from vllm.models.deepseek_v4.nvidia.mtp import DeepSeekV4MTP
+
+    return hasattr(DeepSeekV4MTP, "has_own_embed_tokens")
+
+
 def _v2_share(monkeypatch, pp):
     from types import SimpleNamespace
 
     import vllm.v1.worker.gpu.spec_decode.eagle.utils as utils
 
     target, draft = _stand_ins()
+    if _declares_own_embed():  # 0.34: DeepSeekV4MTP says it never has its own embedding (mtp.py:302@0.34.0)
+        draft.has_own_embed_tokens = False
     monkeypatch.setattr(utils, "get_model", lambda **kw: draft)
     monkeypatch.setattr(utils, "get_pp_group", _pp_group(pp))
     for helper in ("get_draft_load_config", "get_pp_safe_draft_load_config"):  # 0.33: the load config as is
@@ -254,7 +265,10 @@ def test_the_stand_in_is_laid_out_as_deepseek_v4_mtp():
     for built in ("self.embed_tokens = VocabParallelEmbedding(", "self.shared_head = SharedHead(",
                   "self.topk_indices_buffer = torch.empty("):
         assert built in source, built
-    assert "has_own_embed_tokens" not in source and "has_own_lm_head" not in source  # the MTP branch of the sharing code
+    assert "has_own_lm_head" not in source  # the MTP branch of the sharing code
+    # 0.34 declares it False: the drafter reuses the target's embedding under PP too, and the target's last
+    # stage keeps one for it (spec_decode_needs_target_embed, model_executor/models/utils.py:934@0.34.0)
+    assert "has_own_embed_tokens" not in source or "has_own_embed_tokens = False" in source
 
 
 @pytest.mark.parametrize("runner", ["V1", "V2"])
@@ -266,14 +280,17 @@ def test_the_mtp_drafter_keeps_its_own_embedding_only_under_pp_and_never_its_hea
     from dsv4_launch.core.memory.weights import DRAFT, load_buffers
 
     kept = (_v1_share if runner == "V1" else _v2_share)(monkeypatch, pp)
-    assert kept == ({"embed_tokens"} if pp > 1 else set()), kept
+    shares_under_pp = _declares_own_embed()  # 0.34+: the last stage's table is the target's, kept for the draft
+    assert kept == ({"embed_tokens"} if pp > 1 and not shares_under_pp else set()), kept
     # what the tally counts for the drafter beyond its layer: its embedding exactly where vLLM
     # leaves it one (vocab/TP × D bf16 on the last stage); no LM head; no top-k buffer of its own
     c = FLASH["config"]
     for tp in (1, 4):
         extra = (split_weights(c, tp=tp, pp=pp, speculative="mtp").bytes_of(DRAFT).per_gpu_bytes
                  - split_weights(c, tp=tp, speculative="mtp").bytes_of(DRAFT).per_gpu_bytes)
-        assert extra == (c["vocab_size"] // tp * c["hidden_size"] * 2 if "embed_tokens" in kept else 0)
+        # one table on the last stage under PP either way: the draft's own, or (0.34) the target's kept for it
+        assert extra == (c["vocab_size"] // tp * c["hidden_size"] * 2 if "embed_tokens" in kept or
+                         (pp > 1 and shares_under_pp) else 0)
     hidden = 8192 * c["hc_mult"] * c["hidden_size"] * 2
     with_draft = load_buffers(c, 8192, "mtp", __version__) - load_buffers(c, 8192, None, "0.33.0")
     topk = 4 * 8192 * c["index_topk"]

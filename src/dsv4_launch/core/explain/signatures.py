@@ -275,6 +275,16 @@ SIGNATURES: tuple[Signature, ...] = (
               "sizes": "1, 2, 4, 8 for DeepSeek-V4-Flash"},
     ),
     Signature(
+        rule="tp-o-groups", exception="AssertionError",
+        pattern=r"(?P<groups>\d+) is not divisible by (?P<tp>\d+)",
+        context=r"grouped_wo_a\.py|n_local_groups = divide\(n_groups", context_lines=12,
+        source="vllm/distributed/utils.py:54@0.34.0 (ensure_divisibility, from "
+        "vllm/models/deepseek_v4/common/grouped_wo_a.py:26@0.34.0, DeepseekV4GroupedWoA.__init__)",
+        vllm=fact("wo-a-divides").range,
+        fill={"dp": "a tensor-parallel size no larger than the model's o_groups ({groups})",
+              "sizes": "one that divides {groups}"},
+    ),
+    Signature(
         rule="tp-pp-gpus", exception="pydantic ValidationError (ValueError)",
         pattern=r"World size \(\d+\) is larger than the number of available GPUs",
         source="vllm/config/parallel.py:888@0.24.0–0.25.1, :900@0.26.0, :928@0.27.0–0.28.0, :960@0.29.0, "
@@ -283,9 +293,11 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="pp-layer-partition-invalid", exception="ValueError",
         pattern=r"Invalid partition string: |len\(partitions\)=\d+ does not match pp_size=\d+"
-        r"|sum\(partitions\)=-?\d+ does not match num_hidden_layers=\d+",
-        source="vllm/distributed/utils.py:131@0.24.0, :149@0.25.0–0.30.0, :150@0.31.0, :147@0.32.0, :219@0.33.0 "
-        "(get_pp_indices; its count and sum checks follow within five lines)",
+        r"|sum\(partitions\)=-?\d+ does not match num_hidden_layers=\d+"
+        r"|Negative layer count in partition_list_str=",
+        source="vllm/distributed/utils.py:131@0.24.0, :149@0.25.0–0.30.0, :150@0.31.0, :147@0.32.0, :219@0.33.0, "
+        ":232@0.34.0 (get_pp_indices; its count and sum checks follow within five lines, 0.34's negative-count "
+        "check within seven)",
         fill={"fix": "unset VLLM_PP_LAYER_PARTITION, or give one comma-separated layer count per pipeline stage "
                      "adding up to the model's num_hidden_layers (43 for DeepSeek-V4-Flash, 61 for DeepSeek-V4-Pro)"},
     ),
@@ -370,15 +382,17 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="hma-disabled", exception="TypeError",
         pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
         source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (replace_as; "
-        "SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, :1015@0.33.0)",
-        vllm=fact("hma-disabled").range,
+        "SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, :1015@0.33.0); "
+        "0.34 drops bounded_replay in the promotion, kv_cache_planning.py:845@0.34.0",
+        vllm=fact("hma-promotion-raises").range,
     ),
     Signature(
         rule="connector-turns-hma-off", exception="TypeError",
         pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
         source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (HMA turned "
-        "off by vllm/config/vllm.py for a connector without SupportsHMA)",
-        vllm=fact("connector-turns-hma-off").range,
+        "off by vllm/config/vllm.py for a connector without SupportsHMA); "
+        "0.34 drops bounded_replay in the promotion, kv_cache_planning.py:845@0.34.0",
+        vllm=fact("hma-promotion-raises").range,
     ),
     Signature(
         rule="connector-hma-forced", exception="ValueError",
@@ -574,6 +588,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"Model Runner V2 does not yet support: (?P<features>.+)$",
         source="vllm/config/vllm.py:2099@0.24.0, :2144@0.25.0, :2223@0.26.0, :2262@0.27.0, :2485@0.28.0, "
         ":2731@0.29.0, :3086@0.30.0, :3322@0.31.0, :3194@0.32.0, :3328@0.33.0 (_validate_v2_model_runner)",
+        vllm=fact("v1-runner-exists").range,  # 0.34 has one runner: the text is gone
         text={"title": "the V2 model runner forced on with features it does not support",
               "effect": "VLLM_USE_V2_MODEL_RUNNER=1 forces the V2 model runner, which does not support: {features}",
               "fix": "drop what the message names ({features}), or unset VLLM_USE_V2_MODEL_RUNNER so vLLM picks the "
@@ -620,6 +635,13 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"invalid literal for int\(\) with base 10: ", context=r"[\"']VLLM_USE_V2_MODEL_RUNNER[\"']",
         context_lines=6,
         source="vllm/envs.py:1830@0.24.0, :2149@0.33.0 (maybe_convert_bool: bool(int(value)))",
+        vllm=fact("v1-runner-exists").range,  # 0.34 no longer parses it (envs.py), validate_environ refuses it
+    ),
+    Signature(
+        rule="v1-runner-removed", exception="ValueError",
+        pattern=r"VLLM_USE_V2_MODEL_RUNNER=(?P<value>.*) is no longer supported: Model Runner V1 has been removed",
+        source="vllm/platforms/interface.py:1483@0.34.0 (validate_environ)",
+        vllm=fact("v1-runner-removed").range,
     ),
     *(Signature(
         rule="vllm-too-old-for-dsv4", exception=exception, pattern=pattern, source=source, text=_TOO_OLD_TEXT,

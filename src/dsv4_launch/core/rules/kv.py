@@ -649,6 +649,12 @@ def _hma_explicitly_on(facts: Facts) -> bool:
         facts.args.value("enable_hybrid_kv_cache_manager") is True
 
 
+# Where vLLM's promotion of DeepSeek-V4's sliding-window caches to full MLA attention (the hybrid
+# KV-cache manager off) raises TypeError (replace_as copies SlidingWindowMLASpec.bounded_replay); 0.34
+# drops it, so the caches are promoted and vLLM starts with far less KV room (hma-off-full-attention).
+HMA_PROMOTION_RAISES = fact("hma-promotion-raises").range
+
+
 @row(
     ROWS,
     id="hma-disabled", topic="serving", level=REFUSE, evidence=CONFIRMED,
@@ -661,7 +667,7 @@ def _hma_explicitly_on(facts: Facts) -> bool:
     fix="drop it (with a KV connector, use one with hybrid support: NixlConnector, MooncakeConnector)",
     reference="vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs (kv_cache_utils.py before 0.33); "
     "vllm/v1/kv_cache_interface.py replace_as, SlidingWindowMLASpec.bounded_replay", models=BOTH,
-    vllm=fact("hma-disabled").range,
+    vllm=HMA_PROMOTION_RAISES,
 )
 def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     return _dcp_doubt(facts) if facts.args.value("disable_hybrid_kv_cache_manager") is True else None
@@ -682,7 +688,7 @@ def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     reference="vllm/config/vllm.py _post_init_kv_transfer_config, (Turning off hybrid kv cache manager …); "
     "vllm/distributed/kv_transfer/kv_connector/factory.py supports_hma_config; "
     "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH,
-    vllm=fact("connector-turns-hma-off").range,
+    vllm=HMA_PROMOTION_RAISES,
 )
 def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     connector = _no_hma_connector(facts)
@@ -698,17 +704,20 @@ def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     id="hma-off-full-attention", topic="serving", level=WARN, evidence=DERIVED,
     title="the hybrid KV-cache manager off (`--disable-hybrid-kv-cache-manager`, or a connector without "
     "hybrid support)",
-    effect="sliding-window and compressor caches are promoted to full attention: far less room for context, "
+    effect="sliding-window and compressor caches are promoted to full attention (vLLM before {raises_since:minor} "
+    "and from {raises_before:minor}; in between, the `hma-disabled` TypeError): far less room for context, "
     "possibly out of memory",
     message="{why}: without the hybrid KV-cache manager {vllm} allocates DeepSeek-V4's sliding-window and "
     "compressor caches as full attention (a slot for every token), which leaves far less room for context "
     "and may run out of memory",
     fix="keep the hybrid KV-cache manager on (drop the flag; with a KV connector, use NixlConnector or "
     "MooncakeConnector)",
-    reference="vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs; vllm-ascend#9975", models=BOTH,
-    vllm=fact("hma-off-full-attention").range,
+    reference="vllm/v1/core/kv_cache_planning.py unify_hybrid_kv_cache_specs (kv_cache_utils.py before 0.33); "
+    "vllm-ascend#9975", models=BOTH, releases={"raises": HMA_PROMOTION_RAISES},
 )
 def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
+    if HMA_PROMOTION_RAISES.contains(facts.vllm_version) is not False:
+        return None  # the promotion raises there (hma-disabled, connector-turns-hma-off), or unknown
     if hma_disabled(facts, gpu) is not None:
         return {"why": "--disable-hybrid-kv-cache-manager"}
     found = connector_turns_hma_off(facts, gpu)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..facts import Facts, as_int
 from ..gpus import GpuInfo
+from ..vllm.facts import fact
 from .engine import (
     BOTH,
     CITED,
@@ -46,16 +47,25 @@ def tp_vs_heads(facts: Facts, gpu: GpuInfo | None):
             "arch": facts.model.architecture or "the model", "sizes": _tp_sizes(facts)}
 
 
+# From 0.34.0 wo_a is DeepseekV4GroupedWoA, whose __init__ calls divide(n_groups, tp_size)
+# (also deepseek_v41/attention.py:451@0.34.0): ensure_divisibility asserts when the model is built.
+WO_A_DIVIDES = fact("wo-a-divides").range
+
+
 @row(
     ROWS,
     id="tp-o-groups", topic="parallel", level=REFUSE, evidence=CITED,
     title="`--tensor-parallel-size` larger than `o_groups` (DeepSeek-V4-Flash: 8; Pro: 16)",
-    effect="ZeroDivisionError after the weights load (n_local_groups = o_groups // TP = 0)",
+    releases={"divide": WO_A_DIVIDES},
+    effect="ZeroDivisionError after the weights load (n_local_groups = o_groups // TP = 0); from {divide_since:minor} "
+    "`AssertionError: <o_groups> is not divisible by <TP>` when the model is built, before the load",
     message="{setting}: {arch} has o_groups {groups}, and vLLM splits them over the tensor-parallel ranks "
-    "(n_local_groups = o_groups // {tp} = 0), so {vllm} fails with ZeroDivisionError after loading the weights",
+    "(n_local_groups = o_groups // {tp} = 0), so {vllm} fails: ZeroDivisionError after loading the weights "
+    "(from {divide_since:minor}: AssertionError '{groups} is not divisible by {tp}' when it builds the model)",
     fix="{dp} (data parallel for the other GPUs), or a tensor-parallel size in {sizes}",
     reference="vllm/models/deepseek_v4/attention.py, vllm/models/deepseek_v41/attention.py n_local_groups; "
-    "quantization/utils/fp8_utils.py deepgemm_post_process_fp8_weight_block", models=BOTH,
+    "quantization/utils/fp8_utils.py deepgemm_post_process_fp8_weight_block; "
+    "vllm/models/deepseek_v4/common/grouped_wo_a.py (0.34+)", models=BOTH,
 )
 def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)

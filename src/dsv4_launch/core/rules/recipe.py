@@ -205,6 +205,11 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
 # --- the environment --------------------------------------------------------------------------
 
 
+# Model Runner V1 is removed in 0.34.0: VLLM_USE_V2_MODEL_RUNNER leaves envs.py, and any value but "1"
+# raises ValueError in validate_environ.
+V1_RUNNER_EXISTS = fact("v1-runner-exists").range
+
+
 def shown_env(value: str) -> str:
     """An environment value for a message: as it is, but quoted where it is empty or only blanks
     (``VLLM_USE_V2_MODEL_RUNNER=''``), which would otherwise read as nothing."""
@@ -220,10 +225,28 @@ def shown_env(value: str) -> str:
     "raises ValueError ('invalid literal for int()') when the engine configuration reads it",
     fix="VLLM_USE_V2_MODEL_RUNNER=0 (V1 model runner) or 1 (V2), or unset it",
     reference="vllm/envs.py maybe_convert_bool; vllm/config/vllm.py use_v2_model_runner", models=BOTH,
+    vllm=V1_RUNNER_EXISTS,
 )
 def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     value = v2_runner_env(facts)
     return {"value": shown_env(value)} if isinstance(value, str) else None
+
+
+@row(
+    ROWS,
+    id="v1-runner-removed", topic="gpus", level=REFUSE, evidence=CITED,
+    title="`VLLM_USE_V2_MODEL_RUNNER` set to anything but `1` (`0`, `false`, empty), vLLM ≥ {since:minor}",
+    effect="`ValueError: VLLM_USE_V2_MODEL_RUNNER=… is no longer supported: Model Runner V1 has been removed.` "
+    "when the engine config is made",
+    message="VLLM_USE_V2_MODEL_RUNNER={value}: {vllm} has no V1 model runner any more and refuses every value of "
+    "this variable but 1 before it builds the engine configuration",
+    fix="unset VLLM_USE_V2_MODEL_RUNNER",
+    reference="vllm/platforms/interface.py validate_environ (from vllm/engine/arg_utils.py create_engine_config)",
+    models=BOTH, vllm=fact("v1-runner-removed").range,
+)
+def v1_runner_removed(facts: Facts, gpu: GpuInfo | None):
+    value = facts.rule_env.get("VLLM_USE_V2_MODEL_RUNNER")
+    return {"value": shown_env(value)} if value is not None and value != "1" else None
 
 
 DEEP_GEMM_READ_AT_WARMUP = fact("deep-gemm-read-at-warmup").range  # kernel_warmup.py reads it
@@ -262,11 +285,16 @@ def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
 PP_PARTITION_V41 = fact("pp-partition-v41").range
 
 
-def pp_partition_error(text: str | None, layers: int | None, pp: int) -> str | None:
-    """What ``get_pp_indices`` (vllm/distributed/utils.py, the same three checks 0.24–0.33) raises
-    for ``VLLM_PP_LAYER_PARTITION=text`` with ``num_hidden_layers=layers`` (None: unknown, the sum
-    is not judged) and ``pp_size=pp``: its ValueError's text, or None (unset, or accepted).
-    Python's ``int`` reads each part as vLLM's does (blanks, a sign, ``1_0``; "" fails)."""
+# 0.34.0 adds a fourth check to get_pp_indices: a negative layer count
+PP_PARTITION_NEGATIVE = fact("pp-partition-negative").range
+
+
+def pp_partition_error(text: str | None, layers: int | None, pp: int, version: str | None = None) -> str | None:
+    """What ``get_pp_indices`` (vllm/distributed/utils.py, the same three checks 0.24–0.33, a fourth
+    from 0.34) raises for ``VLLM_PP_LAYER_PARTITION=text`` with ``num_hidden_layers=layers`` (None:
+    unknown, the sum is not judged) and ``pp_size=pp`` on vLLM ``version``: its ValueError's text, or
+    None (unset, or accepted). Python's ``int`` reads each part as vLLM's does (blanks, a sign,
+    ``1_0``; "" fails)."""
     if text is None:
         return None
     try:
@@ -277,6 +305,8 @@ def pp_partition_error(text: str | None, layers: int | None, pp: int) -> str | N
         return f"len(partitions)={len(parts)} does not match pp_size={pp}."
     if layers is not None and sum(parts) != layers:
         return f"sum(partitions)={sum(parts)} does not match num_hidden_layers={layers}."
+    if PP_PARTITION_NEGATIVE.contains(version) and any(p < 0 for p in parts):
+        return f"Negative layer count in partition_list_str={text!r}."
     return None
 
 
@@ -293,14 +323,16 @@ def _even_partition(layers: int, pp: int) -> str:
     ROWS,
     id="pp-layer-partition-invalid", topic="parallel", level=REFUSE, evidence=CITED,
     title="`VLLM_PP_LAYER_PARTITION` that is not one layer count per pipeline stage adding up to "
-    "`num_hidden_layers` (also with `--pipeline-parallel-size 1`; set but empty too; DeepSeek-V4.1 from {v41_since})",
+    "`num_hidden_layers` (also with `--pipeline-parallel-size 1`; set but empty too; DeepSeek-V4.1 from {v41_since}; "
+    "from {negative_since} also a negative count)",
     effect="`ValueError` from `get_pp_indices` (`Invalid partition string`, `len(partitions)=… does not match "
-    "pp_size=…`, `sum(partitions)=… does not match num_hidden_layers=…`) when the model builds its layers",
+    "pp_size=…`, `sum(partitions)=… does not match num_hidden_layers=…`, from {negative_since} `Negative layer "
+    "count in partition_list_str=…`) when the model builds its layers",
     message="VLLM_PP_LAYER_PARTITION={value} with {setting}: {vllm} raises ValueError ('{error}') in get_pp_indices "
     "when DeepSeek-V4 builds its layers (make_layers, on every pipeline stage)",
     fix="{fix}",
     reference="vllm/distributed/utils.py get_pp_indices; vllm/model_executor/models/utils.py make_layers",
-    models=BOTH, releases={"v41": PP_PARTITION_V41},
+    models=BOTH, releases={"v41": PP_PARTITION_V41, "negative": PP_PARTITION_NEGATIVE},
 )
 def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
     text = facts.rule_env.get("VLLM_PP_LAYER_PARTITION")
@@ -312,7 +344,7 @@ def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
         return None  # not a size vLLM runs with: other rows (or vLLM's parser) speak
     # --hf-overrides may change num_hidden_layers: the sum is then not judged
     layers = None if facts.args.value("hf_overrides") else facts.model.number("num_hidden_layers")
-    error = pp_partition_error(text, layers, pp)
+    error = pp_partition_error(text, layers, pp, facts.vllm_version)
     if error is None:
         return None
     where = setting(facts, "pipeline_parallel_size", "--pipeline-parallel-size") if raw is not None \

@@ -116,12 +116,13 @@ FACTS: tuple[Fact, ...] = (
     _f("moriio-supports-hma", "0.30.0", None,  # :192@0.29 without SupportsHMA
        "vllm/distributed/kv_transfer/kv_connector/v1/moriio/moriio_connector.py:271@0.33.0 "
        "class MoRIIOConnector(KVConnectorBase_V1, SupportsHMA):"),
-    _f("hma-disabled", "0.31.0", None,
+    # the promotion of the sliding-window specs (the hybrid KV manager off) raises TypeError on
+    # bounded_replay (hma-disabled, connector-turns-hma-off); 0.34 drops it (hma-off-full-attention warns)
+    _f("hma-promotion-raises", "0.31.0", "0.34.0",
        "vllm/v1/core/kv_cache_planning.py:744@0.33.0 def _promote_local_kv_cache_specs(",
-       "vllm/v1/attention/backends/mla/sparse_swa.py:89@0.33.0 bounded_replay: bool = False,"),
-    _f("connector-turns-hma-off", "0.31.0", None,
-       "vllm/config/vllm.py:2267@0.33.0 Turning off hybrid kv cache manager because"),
-    _f("hma-off-full-attention", before="0.31.0"),
+       "vllm/v1/attention/backends/mla/sparse_swa.py:89@0.33.0 bounded_replay: bool = False,",
+       "vllm/config/vllm.py:2267@0.33.0 Turning off hybrid kv cache manager because",
+       "vllm/v1/core/kv_cache_planning.py:845@0.34.0 drop=(\"extra_retained_tokens\", \"bounded_replay\"),"),
     _f("vision-no-compress-ratios", "0.30.0", None,
        "vllm/v1/core/kv_cache_planning.py:78@0.33.0 To serve at least one request with the model's max seq len"),
     # --- explain's signatures: the releases that print a message (core/explain/signatures.py) ---
@@ -172,6 +173,14 @@ FACTS: tuple[Fact, ...] = (
     _f("v3-reasoning-is-v4", None, "0.25.0", "vllm/reasoning/__init__.py:32@0.24.0 \"deepseek_v3_reasoning_parser\","),
     _f("v4-parsers-on-v41", "0.30.0", None, "vllm/tool_parsers/__init__.py:45@0.33.0 \"deepseek_v41\": ("),
     _f("deep-gemm-read-at-warmup", before="0.29.0"),  # kernel_warmup.py:60@0.24 … :152@0.28
+    # Model Runner V1 is removed in 0.34: VLLM_USE_V2_MODEL_RUNNER other than 1 is refused
+    _f("v1-runner-exists", before="0.34.0"),
+    _f("v1-runner-removed", "0.34.0", None,
+       "vllm/platforms/interface.py:1485@0.34.0 Model Runner V1 has been removed. Unset this variable."),
+    _f("pp-partition-negative", "0.34.0", None,
+       "vllm/distributed/utils.py:238@0.34.0 Negative layer count in {partition_list_str=}"),
+    _f("wo-a-divides", "0.34.0", None,
+       "vllm/models/deepseek_v4/common/grouped_wo_a.py:26@0.34.0 self.n_local_groups = divide(n_groups, self.tp_size)"),
     _f("pp-partition-v41", "0.30.0", None,
        "vllm/models/deepseek_v41/nvidia/model.py:820@0.33.0 "
        "self.start_layer, self.end_layer, self.layers = make_layers("),
@@ -198,9 +207,9 @@ FACTS: tuple[Fact, ...] = (
     _f("dspark-pp", "0.25.0", "0.30.0", "vllm/v1/worker/gpu/spec_decode/dspark/utils.py:80@0.29.0 "
        "raise NotImplementedError(\"DSpark does not support pipeline parallelism.\")"),
     _f("dspark-k-below-block", "0.26.0", "0.28.0"),
-    _f("dspark-v1-runner", "0.29.0", None,
+    _f("dspark-v1-runner", "0.29.0", "0.34.0",
        "vllm/config/vllm.py:3113@0.33.0 unsupported.append(\"dspark speculative decoding\")"),
-    _f("dspark-v2-unsupported", "0.29.0", None,
+    _f("dspark-v2-unsupported", "0.29.0", "0.34.0",
        "vllm/config/vllm.py:3053@0.33.0 def _get_v2_model_runner_unsupported_features(self) -> list[str]:"),
     _f("draft-kv-not-fp8", "0.26.0", None,
        "vllm/models/deepseek_v4/attention.py:94@0.33.0 def _resolve_dsv4_kv_cache_dtype("),
@@ -232,8 +241,10 @@ FACTS: tuple[Fact, ...] = (
         (VersionRange("0.31.0", "0.32.0"), (False, frozenset({"ngram", "ngram_gpu", "suffix", "medusa",
                                                                "mlp_speculator", "custom_class"}))),
         (VersionRange("0.32.0", "0.33.0"), (False, frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"}))),
-        (VersionRange("0.33.0"), (False, frozenset({"suffix", "custom_class"})))),
-        "vllm/config/vllm.py:3067@0.33.0 if speculative_config.method in (\"suffix\", \"custom_class\"):"),
+        (VersionRange("0.33.0", "0.34.0"), (False, frozenset({"suffix", "custom_class"}))),
+        (VersionRange("0.34.0"), (False, frozenset()))),  # no V1 runner left
+        "vllm/config/vllm.py:3067@0.33.0 if speculative_config.method in (\"suffix\", \"custom_class\"):",
+        "vllm/platforms/interface.py:1485@0.34.0 Model Runner V1 has been removed. Unset this variable."),
     _f("v2-eagle3-pp", before="0.30.0"),  # EAGLE3 with PP > 1 is V1's (config/vllm.py:2586@0.29)
     _f("mxfp4-indexer-state", "0.27.0", None,
        "vllm/models/deepseek_v4/attention.py:1022@0.33.0 head_dim bytes = 64 packed values + 4 UE8M0 scales = 68."),
