@@ -47,14 +47,9 @@ def _from_table(known: Mapping[str, object] | None, local: bool) -> WeightFacts:
     # A rounded figure published for the checkpoint (a recipe's "~865 GB") is independent of the
     # shapes, so the tensor-class tally may be checked against it; one derived from the shapes is not.
     published = exact or (isinstance(kind, str) and "shapes" not in kind.lower())
-    return WeightFacts(
-        total_bytes=size,
-        source=f"the known-checkpoint table ({known.get('id')})",
-        exact=exact,
-        published=published,
-        replicated_bytes=replicated if isinstance(replicated, int) else None,
-        local=local,
-    )
+    return WeightFacts(total_bytes=size, source=f"the known-checkpoint table ({known.get('id')})", exact=exact,
+                       published=published, replicated_bytes=replicated if isinstance(replicated, int) else None,
+                       local=local)
 
 
 def read_weights(model_dir: str | None, local: bool, known: Mapping[str, object] | None) -> WeightFacts:

@@ -58,11 +58,7 @@ def find_vllm(env: Mapping[str, str]) -> VllmInstall:
             note = broken or "vLLM is not installed here"
         return VllmInstall(version=None, importable=False, note=note)
     version = _version_beside_script(exe)
-    note = (
-        f"vLLM runs from {exe} (another environment)"
-        if version
-        else f"vLLM runs from {exe}; its version could not be read"
-    )
+    note = f"vLLM runs from {exe}" + (" (another environment)" if version else "; its version could not be read")
     return VllmInstall(version=version, importable=False, executable=exe, note=note)
 
 
