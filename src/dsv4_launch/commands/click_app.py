@@ -72,11 +72,8 @@ def to_click(command: Command, door: Door) -> click.Command:
             params.append(click.Option([option.name], is_flag=True, help=option.help))
     if command.arguments:
         params.append(click.Argument(["arguments"], nargs=-1, metavar=command.arguments))
-    settings: dict[str, object] = {"max_content_width": HELP_WIDTH}
-    if command.name == "serve":  # dsv4-serve: --help is vLLM's (and ours before it)
-        settings["help_option_names"] = []
-    else:
-        settings["help_option_names"] = ["-h", "--help"]
+    help_names = [] if command.name == "serve" else ["-h", "--help"]  # dsv4-serve: --help is vLLM's (and ours first)
+    settings = {"max_content_width": HELP_WIDTH, "help_option_names": help_names}
     return DoorCommand(command.name, params=params, help=command.help, context_settings=settings,
                        add_help_option=command.name != "serve", door=door)
 

@@ -88,16 +88,10 @@ class Prepared(Record):
         return self.status
 
 
-def prepare(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    purpose: str,
-    *,
-    read_gpus: Callable[[], GpuReport] | None = None,
-    vllm: VllmInstall | None = None,
-    default_model: str | None = None,
-    read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None,
-) -> Prepared:
+def prepare(argv: Sequence[str], env: Mapping[str, str], purpose: str, *,
+            read_gpus: Callable[[], GpuReport] | None = None, vllm: VllmInstall | None = None,
+            default_model: str | None = None,
+            read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None) -> Prepared:
     """``read_gpus``/``vllm``/``read_runtime``: the GPU reader, the vLLM install and doctor's
     runtime reader (a ``Context``'s; None: the real ones). ``default_model``: the model to plan
     for when the arguments name none (doctor and fit check DeepSeek-V4, not vLLM's default
@@ -334,22 +328,14 @@ def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:
     secrets = _blind(argv, vllm)
     # masked before it is cut: a cut secret matches no form
     detail = clip(Redactor.for_argv(argv, secrets)(str(exc)), 160)
-    warning = (
-        f"dsv4-launch could not check these arguments (internal error: {type(exc).__name__}: "
-        f"{detail}); handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)"
-    )
+    warning = (f"dsv4-launch could not check these arguments (internal error: {type(exc).__name__}: {detail}); "
+               "handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)")
     return Prepared(exit_codes.OK, argv, Plan(warnings=(warning,)), secrets, vllm, settings=settings)
 
 
-def prepare_engine(
-    engine: object,
-    model_name: str | None,
-    hf_config: Mapping[str, object] | None,
-    vllm_version: str | None,
-    env: Mapping[str, str],
-    *,
-    read_gpus: Callable[[], GpuReport] | None = None,
-) -> Prepared:
+def prepare_engine(engine: object, model_name: str | None, hf_config: Mapping[str, object] | None,
+                   vllm_version: str | None, env: Mapping[str, str], *,
+                   read_gpus: Callable[[], GpuReport] | None = None) -> Prepared:
     """The same preparation for the vLLM plugin, where vLLM has parsed the arguments already:
     ``engine`` is vLLM's ``EngineArgs`` (its fields are read as the option table names them),
     ``hf_config`` the model config vLLM loaded. ``argv`` stays empty; the plugin applies the
