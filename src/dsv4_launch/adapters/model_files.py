@@ -83,26 +83,16 @@ _VAR = r"\$(\w+|\{[^}]*\})"  # posixpath.expandvars' own pattern (re.ASCII)
 
 def expand_vars(path: str, env: Mapping[str, str]) -> str:
     """``os.path.expandvars`` (posixpath) over ``env``: ``$NAME`` and ``${NAME}`` replaced when
-    set (an empty value too), left as written when not; no recursion into the values."""
+    set (an empty value too), left as written when not; no recursion into the values (each match
+    is replaced once, left to right, as posixpath's loop does)."""
     if "$" not in path:
         return path
-    pattern = re.compile(_VAR, re.ASCII)
-    i = 0
-    while True:
-        m = pattern.search(path, i)
-        if not m:
-            return path
-        i, j = m.span(0)
+
+    def value(m: re.Match) -> str:
         name = m.group(1)
-        if name.startswith("{") and name.endswith("}"):
-            name = name[1:-1]
-        if name not in env:
-            i = j
-            continue
-        tail = path[j:]
-        path = path[:i] + env[name]
-        i = len(path)
-        path += tail
+        return env.get(name[1:-1] if name.startswith("{") else name, m.group(0))
+
+    return re.sub(_VAR, value, path, flags=re.ASCII)
 
 
 def hub_cache(env: Mapping[str, str]) -> str:

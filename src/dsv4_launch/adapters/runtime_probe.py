@@ -85,12 +85,8 @@ print(json.dumps(out))
 """.replace("%(group)s", PLUGIN_GROUP)
 
 
-def read_runtime(
-    python: str,
-    sm120_shapes: Sequence[tuple[int, int]] = (),
-    timeout: float = 120,
-    env: Mapping[str, str] | None = None,
-) -> tuple[dict | None, str | None]:
+def read_runtime(python: str, sm120_shapes: Sequence[tuple[int, int]] = (), timeout: float = 120,
+                 env: Mapping[str, str] | None = None) -> tuple[dict | None, str | None]:
     """Run the probe with ``python``; (result, None) or (None, why not).
 
     ``sm120_shapes``: the (query heads, top-k) pairs vLLM will ask FlashInfer's SM120 DSv4

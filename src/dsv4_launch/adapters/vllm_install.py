@@ -207,12 +207,9 @@ def _version_beside_script(exe: str) -> str | None:
         prefix = os.path.dirname(os.path.dirname(written))
     else:  # `#!/usr/bin/env python3` and the like: the script's own environment
         prefix = os.path.dirname(os.path.dirname(os.path.realpath(exe)))
-    lib = os.path.join(prefix, "lib")
-    try:
-        pythons = sorted(n for n in os.listdir(lib) if n.startswith("python3"))
-    except OSError:
-        pythons = []
-    for metadata in (m for n in pythons for m in _dist_info_metadata(os.path.join(lib, n, "site-packages"))):
+    from .installer import site_dirs_of
+
+    for metadata in (m for site in site_dirs_of(prefix) for m in _dist_info_metadata(site)):
         version = _read_metadata_version(metadata)
         if version:
             return version
