@@ -44,8 +44,7 @@ def run_vllm_in_process(argv: Sequence[str]) -> int:
     the tables, all alive until the process ends — would otherwise be traversed again by every
     full collection while vLLM imports and starts (~7 ms in benchmarks/bench.py), and vLLM
     freezes it later anyway. Collected first, so no garbage is kept; no object of vLLM's exists
-    yet.
-    """
+    yet."""
     sys.argv = ["vllm", "serve", *argv]
     gc.collect()
     gc.freeze()

@@ -199,12 +199,8 @@ def _regular_file(path: str) -> str | None:
     return None
 
 
-def locate_config(
-    model: str,
-    env: Mapping[str, str],
-    revision: str | None = None,
-    download_dir: str | None = None,
-) -> tuple[str | None, str]:
+def locate_config(model: str, env: Mapping[str, str], revision: str | None = None,
+                  download_dir: str | None = None) -> tuple[str | None, str]:
     """Path of config.json for ``model`` and how it was found, or (None, why not).
 
     The model is a local directory exactly as written, as vLLM tests it (``Path(model).exists()``
@@ -303,20 +299,13 @@ def read_config(path: str) -> tuple[dict[str, object] | None, str | None]:
     return data, None
 
 
-def model_facts(
-    model: str | None,
-    env: Mapping[str, str],
-    hf_config_path: str | None = None,
-    revision: str | None = None,
-    download_dir: str | None = None,
-    hf_overrides: object = None,
-    known=None,
-) -> ModelFacts:
+def model_facts(model: str | None, env: Mapping[str, str], hf_config_path: str | None = None,
+                revision: str | None = None, download_dir: str | None = None, hf_overrides: object = None,
+                known=None) -> ModelFacts:
     """Everything that can be said offline about the model vLLM will load.
 
     ``known``: a function giving the known-checkpoint table entry for ``model``'s name (or
-    None); called only when no config.json can be read.
-    """
+    None); called only when no config.json can be read."""
     where = hf_config_path or model
     if where is None:
         return ModelFacts(name=None, note="no model given: vLLM serves its default model")

@@ -59,8 +59,7 @@ def read_weights(model_dir: str | None, local: bool, known: Mapping[str, object]
     the Hugging Face cache); ``local``: vLLM will not download anything (a local directory, or
     HF_HUB_OFFLINE=1). ``total_bytes`` is the tensors' bytes in the shard files when every
     header could be read (exact), else the index's ``total_size`` (exact as before), else the
-    table; ``shards_missing`` counts only shards vLLM will look for (not when it reads ``*.bin``).
-    """
+    table; ``shards_missing`` counts only shards vLLM will look for (not when it reads ``*.bin``)."""
     table = _from_table(known, local)
     files = read_checkpoint_files(model_dir) if model_dir else None
     return weight_facts(files, table)

@@ -26,10 +26,8 @@ from ..core.gpus import GpuInfo, is_ascii_int, parse_capability
 NVIDIA_SMI_QUERY = "index,uuid,name,compute_cap,memory.total"
 
 
-def read_gpus(
-    load_nvml: Callable[[], ModuleType] | None = None,
-    run_smi: Callable[[list[str]], tuple[str | None, str | None]] | None = None,
-) -> GpuReport:
+def read_gpus(load_nvml: Callable[[], ModuleType] | None = None,
+              run_smi: Callable[[list[str]], tuple[str | None, str | None]] | None = None) -> GpuReport:
     """Ask NVML, then nvidia-smi where NVML could not answer. Never raises."""
     nvml_probe = _read_nvml(load_nvml or _import_pynvml)
     missing_cc = [g for g in nvml_probe.gpus if g.capability is None]

@@ -90,8 +90,7 @@ def read_runtime(python: str, sm120_shapes: Sequence[tuple[int, int]] = (), time
     """Run the probe with ``python``; (result, None) or (None, why not).
 
     ``sm120_shapes``: the (query heads, top-k) pairs vLLM will ask FlashInfer's SM120 DSv4
-    decode table for; the answer is ``flashinfer.sm120_dsv4_decode["h,k"]``.
-    """
+    decode table for; the answer is ``flashinfer.sm120_dsv4_decode["h,k"]``."""
     import tempfile
 
     child_env = dict(os.environ if env is None else env)

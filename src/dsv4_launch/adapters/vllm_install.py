@@ -116,8 +116,7 @@ def _version_beside_package(spec) -> str | None:
     """``site-packages/vllm-X.dist-info/METADATA`` next to ``site-packages/vllm/``.
 
     The same answer as ``importlib.metadata.version("vllm")`` for a normal install, without
-    importing importlib.metadata (it pulls in email, zipfile, socket…: ~15 ms per start).
-    """
+    importing importlib.metadata (it pulls in email, zipfile, socket…: ~15 ms per start)."""
     for folder in spec.submodule_search_locations or ():
         site = os.path.dirname(os.path.abspath(folder))
         found = _dist_info_metadata(site)

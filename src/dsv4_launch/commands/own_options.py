@@ -401,11 +401,9 @@ def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable
             report = GpuReport(gpus=(kind,), source=GIVEN_GPUS)
             notes = (f"GPUs not probed: --gpus {count} of DSV4_LAUNCH_GPU_CAPABILITY's first kind are used instead",)
         else:
-            if machine is None:
-                from ..adapters.nvml import read_gpus as machine_gpus
-            else:
-                machine_gpus = machine
-            report = machine_gpus()
+            from ..adapters.nvml import read_gpus
+
+            report = (machine or read_gpus)()
             if count is not None:
                 one = (f"{report.gpus[0].name or 'GPU 0'} of this machine" if report.gpus
                        else "a GPU of unknown kind (none seen here)")

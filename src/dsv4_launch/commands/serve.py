@@ -59,8 +59,7 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
     """Everything ``dsv4-serve ARGV`` does; returns the exit status (vLLM's, once it ran).
 
     ``ctx``: the world it reads — environment, streams, GPU reader, vLLM install, the hand-over
-    itself (None: this process's).
-    """
+    itself (None: this process's)."""
     ctx = here(ctx)
     env, stdout, stderr = ctx.env or {}, ctx.stdout, ctx.stderr
     if len(argv) == 1 and argv[0] in VERSION_FLAGS:  # alone: no vLLM release has it on `serve`

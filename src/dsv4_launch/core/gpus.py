@@ -70,8 +70,7 @@ def describe_kinds(gpus: Iterable[GpuInfo]) -> str:
 def is_ascii_int(text: str) -> bool:
     """``"12"`` yes; ``"²"``, ``"１"`` (which ``str.isdigit`` accepts), ``"-1"``, ``""`` no.
 
-    CUDA, nvidia-smi and vLLM read numbers as ASCII digits; so does everything here.
-    """
+    CUDA, nvidia-smi and vLLM read numbers as ASCII digits; so does everything here."""
     return text.isascii() and text.isdigit()
 
 

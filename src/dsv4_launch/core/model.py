@@ -93,8 +93,7 @@ def main_architecture(architectures: object) -> str | None:
 def apply_overrides(config: Mapping[str, object], overrides: object) -> tuple[dict[str, object], str | None]:
     """``--hf-overrides`` (a JSON object, as vLLM's CLI takes it) applied over config.json.
 
-    Returns the merged config and a note when the overrides could not be read.
-    """
+    Returns the merged config and a note when the overrides could not be read."""
     merged = dict(config)
     if overrides is None:
         return merged, None

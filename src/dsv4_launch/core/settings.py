@@ -82,8 +82,7 @@ def parse_size(text: str, unit_required: bool = False) -> int:
 
     GB/G are powers of ten, GiB powers of two (as nvidia-smi's MiB and vLLM's GiB). ValueError
     for anything else — and, with ``unit_required``, for a bare number (``96`` is not 96 bytes
-    of GPU memory anyone means).
-    """
+    of GPU memory anyone means)."""
     m = re.fullmatch(_SIZE, text.strip().lower())
     if m is None or m.group(2) not in _UNITS:
         raise ValueError(f"not a size: {text!r}")
