@@ -111,11 +111,7 @@ def hub_cache(env: Mapping[str, str]) -> str:
 def hub_cache_dirs(env: Mapping[str, str], download_dir: str | None) -> list[str]:
     """Where vLLM's downloads look: ``--download-dir`` (``~`` expanded, as huggingface_hub
     expands a cache_dir; no ``$VAR``), then huggingface_hub's own cache."""
-    dirs: list[str] = []
-    if download_dir:
-        dirs.append(expand_user(download_dir, env))
-    dirs.append(hub_cache(env))
-    return dirs
+    return ([expand_user(download_dir, env)] if download_dir else []) + [hub_cache(env)]
 
 
 def is_hub_id(model: str) -> bool:

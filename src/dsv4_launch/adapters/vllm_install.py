@@ -33,14 +33,11 @@ def assumed_vllm(version: str) -> VllmInstall:
 
 
 def find_vllm(env: Mapping[str, str]) -> VllmInstall:
-    broken: str | None
+    spec, broken = None, None
     try:
         spec = _find_spec("vllm")
     except Exception as exc:  # a broken ``vllm`` entry on sys.path, or a broken import hook
-        spec = None
         broken = f"vLLM cannot be found in this environment ({type(exc).__name__})"
-    else:
-        broken = None
     if spec is not None:
         version = _version_beside_package(spec) or _version_from_metadata() or _version_file(spec)
         note = None if version else "vLLM is importable but its version could not be read"
@@ -137,9 +134,7 @@ def _version_from_metadata() -> str | None:
 
 def _version_file(spec) -> str | None:
     """Source checkouts: vllm/_version.py written by setuptools-scm."""
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
+    for folder in spec.submodule_search_locations or ():
         try:
             with open(os.path.join(folder, "_version.py"), encoding="utf-8", errors="replace") as handle:
                 text = handle.read(65536)

@@ -93,7 +93,8 @@ def _run(command: Command, args: list[str], ctx: Context | None) -> int:
         from .context import here
 
         world = here(ctx)
-        say = Reporter(world.stderr, world.env, prefix=command.prefix, scrub=_redactor(args, ctx))  # JSON log lines too
+        say = Reporter(world.stderr, world.env or {}, prefix=command.prefix,
+                       scrub=_redactor(args, ctx))  # JSON log lines too
         for miss in warnings:
             say.warning(miss.warning)
         own = {**own, NEAR_MISSES: tuple(warnings)}  # and in its --json document (output/documents.near_misses)

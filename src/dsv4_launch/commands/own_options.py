@@ -221,10 +221,7 @@ def _vllm_knows(name: str, table) -> bool:
     ``_`` or ``-``, dotted (``--x.y``) or abbreviated (argparse's allow_abbrev: any option that
     starts with it — an ambiguous abbreviation is vLLM's to refuse)."""
     base = "--" + name[2:].split(".", 1)[0].replace("_", "-")
-    for option in table.option_strings:
-        if option == base or (option.startswith("--") and option.startswith(base)):
-            return True
-    return False
+    return any(option.startswith(base) for option in table.option_strings)
 
 
 def _shown(text: str, limit: int = 60, quote: bool = True) -> str:
