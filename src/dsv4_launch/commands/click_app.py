@@ -13,10 +13,9 @@ from collections.abc import Callable, Sequence
 import click
 
 from . import exit_codes
-from .own_options import COMMANDS, PROGRAM, VERSION_FLAGS, Command, load
+from .own_options import COMMANDS, HELP_WIDTH, PROGRAM, VERSION_FLAGS, Command, load
 
 Door = Callable[[str, Sequence[str]], int]
-HELP_WIDTH = 100  # every --help stays within this many columns (tests/test_cli.py)
 
 
 class DoorCommand(click.Command):

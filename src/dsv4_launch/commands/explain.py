@@ -327,24 +327,16 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
             if scan.gpu else "unknown (not named in the log)",
         }
     return {
-        "command": "explain",
-        "source": source,
-        "lines_read": scan.lines,
-        "vllm_version": scan.version,
-        "vllm_version_line": scan.version_line,
+        "command": "explain", "source": source, "lines_read": scan.lines,
+        "vllm_version": scan.version, "vllm_version_line": scan.version_line,
         "gpu": {"name": scan.gpu.name, "compute_capability": "{}.{}".format(*scan.gpu.capability),
                 "line": scan.gpu.line} if scan.gpu else None,
         "arguments_line": scan.args.line if scan.args else None,
-        "explained": explained,
-        "root_cause": root,
-        "pointers": pointers,
-        "traceback_cut": scan.traceback_cut,
+        "explained": explained, "root_cause": root, "pointers": pointers, "traceback_cut": scan.traceback_cut,
         "hint": "a port vLLM binds is taken: another vLLM (or a previous one still exiting) holds it; pass another "
                 "--port (VLLM_PORT moves vLLM's internal ports), or stop the process holding it (`ss -ltnp`)"
         if any(p in x.text for x in scan.root_cause for p in _PORT_IN_USE) else None,
-        "corrected": corrected_doc,
-        "exit_status": EXPLAINED if explained else NOT_FOUND,
-        "error": None,
+        "corrected": corrected_doc, "exit_status": EXPLAINED if explained else NOT_FOUND, "error": None,
         "plan_error": plan_error,
     }
 

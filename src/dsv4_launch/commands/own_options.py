@@ -300,6 +300,7 @@ GPU_MEMORY = Option("--gpu-memory", "Memory of one GPU, e.g. 96GiB (default: the
 PLANNING = (JSON, VLLM_VERSION, GPUS, GPU_MEMORY)
 PROGRAM = "dsv4-launch"  # the console script of the commands (pyproject.toml)
 SERVE_PROGRAM = "dsv4-serve"  # the console script of the drop-in (commands/serve.py)
+HELP_WIDTH = 100  # every --help (click's and dsv4-serve's own) stays within this many columns (tests/test_cli.py)
 VERSION_FLAGS = ("--version", "-V")  # dsv4-launch --version and dsv4-serve --version (alone): commands/version.py
 
 # The commands the door knows, and where each is declared (imported only when it runs). serve is

@@ -16,8 +16,8 @@ from ..output.lines import Reporter, make_lenient, safe_write
 from ..output.report import report_plan
 from . import exit_codes
 from .context import Context, here
+from .own_options import HELP_WIDTH, VERSION_FLAGS, Command
 from .own_options import SERVE_PROGRAM as PROGRAM
-from .own_options import VERSION_FLAGS, Command
 from .pipeline import SERVE, prepare_in
 
 USAGE = """\
@@ -38,9 +38,6 @@ environment:
 vLLM's options: `vllm serve --help` (shown below when vLLM is installed), or
 https://docs.vllm.ai/en/latest/cli/serve.html
 """
-
-
-HELP_WIDTH = 100  # columns: every --help stays within them (tests/test_cli.py)
 
 
 def usage_text() -> str:
