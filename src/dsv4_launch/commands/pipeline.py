@@ -88,10 +88,16 @@ class Prepared(Record):
         return self.status
 
 
-def prepare(argv: Sequence[str], env: Mapping[str, str], purpose: str, *,
-            read_gpus: Callable[[], GpuReport] | None = None, vllm: VllmInstall | None = None,
-            default_model: str | None = None,
-            read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None) -> Prepared:
+def prepare(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    purpose: str,
+    *,
+    read_gpus: Callable[[], GpuReport] | None = None,
+    vllm: VllmInstall | None = None,
+    default_model: str | None = None,
+    read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None,
+) -> Prepared:
     """``read_gpus``/``vllm``/``read_runtime``: the GPU reader, the vLLM install and doctor's
     runtime reader (a ``Context``'s; None: the real ones). ``default_model``: the model to plan
     for when the arguments name none (doctor and fit check DeepSeek-V4, not vLLM's default
