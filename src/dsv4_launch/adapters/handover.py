@@ -31,11 +31,8 @@ def install_hint(env=None) -> str:
     from .installer import add_command, this_environment, where  # only on this error path
 
     env = env or this_environment()
-    return (
-        f"install it into {where(env)} ({add_command(env, 'vllm')}; it brings its own "
-        "torch/CUDA build) or put the bin/ folder of the environment that has vLLM on PATH "
-        "(export PATH=/path/to/venv/bin:$PATH)"
-    )
+    return (f"install it into {where(env)} ({add_command(env, 'vllm')}; it brings its own torch/CUDA build) or put "
+            "the bin/ folder of the environment that has vLLM on PATH (export PATH=/path/to/venv/bin:$PATH)")
 
 
 def run_vllm_in_process(argv: Sequence[str]) -> int:
@@ -47,8 +44,7 @@ def run_vllm_in_process(argv: Sequence[str]) -> int:
     the tables, all alive until the process ends — would otherwise be traversed again by every
     full collection while vLLM imports and starts (~7 ms in benchmarks/bench.py), and vLLM
     freezes it later anyway. Collected first, so no garbage is kept; no object of vLLM's exists
-    yet.
-    """
+    yet."""
     sys.argv = ["vllm", "serve", *argv]
     gc.collect()
     gc.freeze()
@@ -66,8 +62,7 @@ def exec_vllm(executable: str, argv: Sequence[str], env: Mapping[str, str]) -> N
                 stream.flush()
         except (OSError, ValueError):
             pass  # a closed or full stream must not stop vLLM
-    new_env = dict(env)
-    new_env[EXEC_MARK] = "1"
+    new_env = {**env, EXEC_MARK: "1"}
     try:
         os.execve(executable, ["vllm", "serve", *argv], new_env)
     except OSError as exc:
@@ -103,9 +98,7 @@ def hand_over(argv: Sequence[str], vllm: VllmInstall, env: Mapping[str, str]) ->
         prefix = f"{vllm.note}; " if vllm.note and "not executable" in vllm.note else ""
         raise NoVllm(f"{prefix}vLLM is not importable here and there is no usable `vllm` on PATH: {install_hint()}")
     if env.get(EXEC_MARK):
-        raise NoVllm(
-            f"`{vllm.executable}` started dsv4-serve again instead of vLLM (it is a wrapper around "
-            "dsv4-serve?); put the bin/ folder of the environment that has vLLM first on PATH"
-        )
+        raise NoVllm(f"`{vllm.executable}` started dsv4-serve again instead of vLLM (it is a wrapper around "
+                     "dsv4-serve?); put the bin/ folder of the environment that has vLLM first on PATH")
     exec_vllm(vllm.executable, argv, env)
     return 0  # not reached: exec replaces this process or raises

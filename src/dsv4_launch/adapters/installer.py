@@ -103,8 +103,7 @@ def this_environment() -> Installer:
     return detect(sys.prefix, sys.executable, [p for p in sys.path if p and os.path.isdir(p)])
 
 
-def _q(text: str) -> str:
-    return shlex.quote(text)
+_q = shlex.quote
 
 
 def add_command(env: Installer, package: str) -> str:

@@ -111,12 +111,12 @@ def read_lines(stream) -> Iterator[tuple[str, str | None]]:
         yield clean(raw.decode("utf-8", "replace"))
 
 
-def open_log(path: str):
-    """The binary stream for ``path`` (``-``: standard input). Raises LogReadError."""
+def open_log(path: str, stdin=None):
+    """The binary stream for ``path`` (``-``: ``stdin``, None: this process's). Raises LogReadError."""
     if path == "-":
         import sys
 
-        stream = getattr(sys.stdin, "buffer", None)
+        stream = getattr(sys.stdin if stdin is None else stdin, "buffer", None)
         if stream is None:
             raise LogReadError("standard input is closed")
         return stream

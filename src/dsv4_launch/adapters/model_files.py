@@ -83,26 +83,16 @@ _VAR = r"\$(\w+|\{[^}]*\})"  # posixpath.expandvars' own pattern (re.ASCII)
 
 def expand_vars(path: str, env: Mapping[str, str]) -> str:
     """``os.path.expandvars`` (posixpath) over ``env``: ``$NAME`` and ``${NAME}`` replaced when
-    set (an empty value too), left as written when not; no recursion into the values."""
+    set (an empty value too), left as written when not; no recursion into the values (each match
+    is replaced once, left to right, as posixpath's loop does)."""
     if "$" not in path:
         return path
-    pattern = re.compile(_VAR, re.ASCII)
-    i = 0
-    while True:
-        m = pattern.search(path, i)
-        if not m:
-            return path
-        i, j = m.span(0)
+
+    def value(m: re.Match) -> str:
         name = m.group(1)
-        if name.startswith("{") and name.endswith("}"):
-            name = name[1:-1]
-        if name not in env:
-            i = j
-            continue
-        tail = path[j:]
-        path = path[:i] + env[name]
-        i = len(path)
-        path += tail
+        return env.get(name[1:-1] if name.startswith("{") else name, m.group(0))
+
+    return re.sub(_VAR, value, path, flags=re.ASCII)
 
 
 def hub_cache(env: Mapping[str, str]) -> str:
@@ -121,11 +111,7 @@ def hub_cache(env: Mapping[str, str]) -> str:
 def hub_cache_dirs(env: Mapping[str, str], download_dir: str | None) -> list[str]:
     """Where vLLM's downloads look: ``--download-dir`` (``~`` expanded, as huggingface_hub
     expands a cache_dir; no ``$VAR``), then huggingface_hub's own cache."""
-    dirs: list[str] = []
-    if download_dir:
-        dirs.append(expand_user(download_dir, env))
-    dirs.append(hub_cache(env))
-    return dirs
+    return ([expand_user(download_dir, env)] if download_dir else []) + [hub_cache(env)]
 
 
 def is_hub_id(model: str) -> bool:
@@ -209,12 +195,8 @@ def _regular_file(path: str) -> str | None:
     return None
 
 
-def locate_config(
-    model: str,
-    env: Mapping[str, str],
-    revision: str | None = None,
-    download_dir: str | None = None,
-) -> tuple[str | None, str]:
+def locate_config(model: str, env: Mapping[str, str], revision: str | None = None,
+                  download_dir: str | None = None) -> tuple[str | None, str]:
     """Path of config.json for ``model`` and how it was found, or (None, why not).
 
     The model is a local directory exactly as written, as vLLM tests it (``Path(model).exists()``
@@ -313,20 +295,13 @@ def read_config(path: str) -> tuple[dict[str, object] | None, str | None]:
     return data, None
 
 
-def model_facts(
-    model: str | None,
-    env: Mapping[str, str],
-    hf_config_path: str | None = None,
-    revision: str | None = None,
-    download_dir: str | None = None,
-    hf_overrides: object = None,
-    known=None,
-) -> ModelFacts:
+def model_facts(model: str | None, env: Mapping[str, str], hf_config_path: str | None = None,
+                revision: str | None = None, download_dir: str | None = None, hf_overrides: object = None,
+                known=None) -> ModelFacts:
     """Everything that can be said offline about the model vLLM will load.
 
     ``known``: a function giving the known-checkpoint table entry for ``model``'s name (or
-    None); called only when no config.json can be read.
-    """
+    None); called only when no config.json can be read."""
     where = hf_config_path or model
     if where is None:
         return ModelFacts(name=None, note="no model given: vLLM serves its default model")

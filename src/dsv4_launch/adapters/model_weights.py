@@ -47,14 +47,9 @@ def _from_table(known: Mapping[str, object] | None, local: bool) -> WeightFacts:
     # A rounded figure published for the checkpoint (a recipe's "~865 GB") is independent of the
     # shapes, so the tensor-class tally may be checked against it; one derived from the shapes is not.
     published = exact or (isinstance(kind, str) and "shapes" not in kind.lower())
-    return WeightFacts(
-        total_bytes=size,
-        source=f"the known-checkpoint table ({known.get('id')})",
-        exact=exact,
-        published=published,
-        replicated_bytes=replicated if isinstance(replicated, int) else None,
-        local=local,
-    )
+    return WeightFacts(total_bytes=size, source=f"the known-checkpoint table ({known.get('id')})", exact=exact,
+                       published=published, replicated_bytes=replicated if isinstance(replicated, int) else None,
+                       local=local)
 
 
 def read_weights(model_dir: str | None, local: bool, known: Mapping[str, object] | None) -> WeightFacts:
@@ -64,8 +59,7 @@ def read_weights(model_dir: str | None, local: bool, known: Mapping[str, object]
     the Hugging Face cache); ``local``: vLLM will not download anything (a local directory, or
     HF_HUB_OFFLINE=1). ``total_bytes`` is the tensors' bytes in the shard files when every
     header could be read (exact), else the index's ``total_size`` (exact as before), else the
-    table; ``shards_missing`` counts only shards vLLM will look for (not when it reads ``*.bin``).
-    """
+    table; ``shards_missing`` counts only shards vLLM will look for (not when it reads ``*.bin``)."""
     table = _from_table(known, local)
     files = read_checkpoint_files(model_dir) if model_dir else None
     return weight_facts(files, table)

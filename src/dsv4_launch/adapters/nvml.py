@@ -26,10 +26,8 @@ from ..core.gpus import GpuInfo, is_ascii_int, parse_capability
 NVIDIA_SMI_QUERY = "index,uuid,name,compute_cap,memory.total"
 
 
-def read_gpus(
-    load_nvml: Callable[[], ModuleType] | None = None,
-    run_smi: Callable[[list[str]], tuple[str | None, str | None]] | None = None,
-) -> GpuReport:
+def read_gpus(load_nvml: Callable[[], ModuleType] | None = None,
+              run_smi: Callable[[list[str]], tuple[str | None, str | None]] | None = None) -> GpuReport:
     """Ask NVML, then nvidia-smi where NVML could not answer. Never raises."""
     nvml_probe = _read_nvml(load_nvml or _import_pynvml)
     missing_cc = [g for g in nvml_probe.gpus if g.capability is None]
@@ -66,11 +64,10 @@ def _reason(exc: BaseException) -> str:
     """A one-line reason for an NVML error, naming the likely cause where it is known."""
     name = type(exc).__name__.replace("NVMLError_", "")
     hints = {
-        "LibraryNotFound": "NVIDIA driver library libnvidia-ml.so.1 not found (no driver, or a "
-        "container started without GPU access)",
+        "LibraryNotFound": "NVIDIA driver library libnvidia-ml.so.1 not found (no driver, or a container started "
+        "without GPU access)",
         "DriverNotLoaded": "NVIDIA driver not loaded",
-        "LibRmVersionMismatch": "NVIDIA driver and library versions differ (driver upgraded; "
-        "reboot needed)",
+        "LibRmVersionMismatch": "NVIDIA driver and library versions differ (driver upgraded; reboot needed)",
         "NoPermission": "no permission to query this GPU",
         "GpuIsLost": "GPU is lost (fell off the bus)",
         "FunctionNotFound": "driver too old for this query",
@@ -102,14 +99,9 @@ def _read_nvml(load_nvml: Callable[[], ModuleType]) -> GpuReport:
         except Exception as exc:
             return GpuReport(error=_reason(exc), driver_version=driver)
         gpus = tuple(_read_device(nvml, i) for i in range(count))
-        errors = [g.error for g in gpus if g.error]
-        return GpuReport(
-            gpus=gpus,
-            source="nvml",
-            error="; ".join(f"GPU {g.index}: {g.error}" for g in gpus if g.error) if errors else None,
-            driver_version=driver,
-            cuda_driver_version=cuda_version,
-        )
+        errors = "; ".join(f"GPU {g.index}: {g.error}" for g in gpus if g.error)
+        return GpuReport(gpus=gpus, source="nvml", error=errors or None, driver_version=driver,
+                         cuda_driver_version=cuda_version)
     finally:
         try:
             nvml.nvmlShutdown()
@@ -154,15 +146,8 @@ def _read_device(nvml, index: int) -> GpuInfo:
         mem = nvml.nvmlDeviceGetMemoryInfo(handle).total
     except Exception:
         pass  # memory is informative only
-    return GpuInfo(
-        index=index,
-        name=_text(name),
-        uuid=_text(uuid),
-        capability=(int(cc[0]), int(cc[1])) if cc else None,
-        memory_total_bytes=mem,
-        mig_uuids=_mig_uuids(nvml, handle),
-        error=errors[0] if errors else None,
-    )
+    return GpuInfo(index=index, name=_text(name), uuid=_text(uuid), capability=(int(cc[0]), int(cc[1])) if cc else None,
+                   memory_total_bytes=mem, mig_uuids=_mig_uuids(nvml, handle), error=errors[0] if errors else None)
 
 
 def _mig_uuids(nvml, handle) -> tuple[str, ...]:
@@ -227,16 +212,9 @@ def _read_smi(run: Callable[[list[str]], tuple[str | None, str | None]]) -> GpuR
         mem = None
         if len(fields) > 4 and is_ascii_int(fields[4]) and len(fields[4]) < 16:
             mem = int(fields[4]) * 1024 * 1024  # MiB with nounits
-        gpus.append(
-            GpuInfo(
-                index=int(fields[0]),
-                uuid=fields[1] or None,
-                name=fields[2] or None,
-                capability=cc,
-                memory_total_bytes=mem,
-                error=None if cc else "nvidia-smi: compute capability not reported",
-            )
-        )
+        why = None if cc else "nvidia-smi: compute capability not reported"
+        gpus.append(GpuInfo(index=int(fields[0]), uuid=fields[1] or None, name=fields[2] or None, capability=cc,
+                            memory_total_bytes=mem, error=why))
     if not gpus:
         return GpuReport(error="nvidia-smi listed no GPU")
     return GpuReport(gpus=tuple(gpus), source="nvidia-smi")

@@ -85,17 +85,12 @@ print(json.dumps(out))
 """.replace("%(group)s", PLUGIN_GROUP)
 
 
-def read_runtime(
-    python: str,
-    sm120_shapes: Sequence[tuple[int, int]] = (),
-    timeout: float = 120,
-    env: Mapping[str, str] | None = None,
-) -> tuple[dict | None, str | None]:
+def read_runtime(python: str, sm120_shapes: Sequence[tuple[int, int]] = (), timeout: float = 120,
+                 env: Mapping[str, str] | None = None) -> tuple[dict | None, str | None]:
     """Run the probe with ``python``; (result, None) or (None, why not).
 
     ``sm120_shapes``: the (query heads, top-k) pairs vLLM will ask FlashInfer's SM120 DSv4
-    decode table for; the answer is ``flashinfer.sm120_dsv4_decode["h,k"]``.
-    """
+    decode table for; the answer is ``flashinfer.sm120_dsv4_decode["h,k"]``."""
     import tempfile
 
     child_env = dict(os.environ if env is None else env)

@@ -33,14 +33,11 @@ def assumed_vllm(version: str) -> VllmInstall:
 
 
 def find_vllm(env: Mapping[str, str]) -> VllmInstall:
-    broken: str | None
+    spec, broken = None, None
     try:
         spec = _find_spec("vllm")
     except Exception as exc:  # a broken ``vllm`` entry on sys.path, or a broken import hook
-        spec = None
         broken = f"vLLM cannot be found in this environment ({type(exc).__name__})"
-    else:
-        broken = None
     if spec is not None:
         version = _version_beside_package(spec) or _version_from_metadata() or _version_file(spec)
         note = None if version else "vLLM is importable but its version could not be read"
@@ -58,11 +55,7 @@ def find_vllm(env: Mapping[str, str]) -> VllmInstall:
             note = broken or "vLLM is not installed here"
         return VllmInstall(version=None, importable=False, note=note)
     version = _version_beside_script(exe)
-    note = (
-        f"vLLM runs from {exe} (another environment)"
-        if version
-        else f"vLLM runs from {exe}; its version could not be read"
-    )
+    note = f"vLLM runs from {exe}" + (" (another environment)" if version else "; its version could not be read")
     return VllmInstall(version=version, importable=False, executable=exe, note=note)
 
 
@@ -120,8 +113,7 @@ def _version_beside_package(spec) -> str | None:
     """``site-packages/vllm-X.dist-info/METADATA`` next to ``site-packages/vllm/``.
 
     The same answer as ``importlib.metadata.version("vllm")`` for a normal install, without
-    importing importlib.metadata (it pulls in email, zipfile, socket…: ~15 ms per start).
-    """
+    importing importlib.metadata (it pulls in email, zipfile, socket…: ~15 ms per start)."""
     for folder in spec.submodule_search_locations or ():
         site = os.path.dirname(os.path.abspath(folder))
         found = _dist_info_metadata(site)
@@ -142,9 +134,7 @@ def _version_from_metadata() -> str | None:
 
 def _version_file(spec) -> str | None:
     """Source checkouts: vllm/_version.py written by setuptools-scm."""
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
+    for folder in spec.submodule_search_locations or ():
         try:
             with open(os.path.join(folder, "_version.py"), encoding="utf-8", errors="replace") as handle:
                 text = handle.read(65536)
@@ -211,12 +201,9 @@ def _version_beside_script(exe: str) -> str | None:
         prefix = os.path.dirname(os.path.dirname(written))
     else:  # `#!/usr/bin/env python3` and the like: the script's own environment
         prefix = os.path.dirname(os.path.dirname(os.path.realpath(exe)))
-    lib = os.path.join(prefix, "lib")
-    try:
-        pythons = sorted(n for n in os.listdir(lib) if n.startswith("python3"))
-    except OSError:
-        pythons = []
-    for metadata in (m for n in pythons for m in _dist_info_metadata(os.path.join(lib, n, "site-packages"))):
+    from .installer import site_dirs_of
+
+    for metadata in (m for site in site_dirs_of(prefix) for m in _dist_info_metadata(site)):
         version = _read_metadata_version(metadata)
         if version:
             return version

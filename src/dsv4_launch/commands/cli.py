@@ -89,13 +89,12 @@ def _run(command: Command, args: list[str], ctx: Context | None) -> int:
     except UsageError as exc:
         return _usage_error(command, str(exc), args, ctx)
     if warnings:  # a near miss of an own option that may be a newer vLLM's: said, and handed over
-        import os
-
         from ..output.lines import Reporter
+        from .context import here
 
-        stderr = ctx.stderr if ctx is not None and ctx.stderr is not None else sys.stderr
-        env = ctx.env if ctx is not None and ctx.env is not None else os.environ
-        say = Reporter(stderr, env, prefix=command.prefix, scrub=_redactor(args, ctx))  # JSON log lines too
+        world = here(ctx)
+        say = Reporter(world.stderr, world.env or {}, prefix=command.prefix,
+                       scrub=_redactor(args, ctx))  # JSON log lines too
         for miss in warnings:
             say.warning(miss.warning)
         own = {**own, NEAR_MISSES: tuple(warnings)}  # and in its --json document (output/documents.near_misses)

@@ -13,10 +13,9 @@ from collections.abc import Callable, Sequence
 import click
 
 from . import exit_codes
-from .own_options import COMMANDS, PROGRAM, VERSION_FLAGS, Command, load
+from .own_options import COMMANDS, HELP_WIDTH, PROGRAM, VERSION_FLAGS, Command, load
 
 Door = Callable[[str, Sequence[str]], int]
-HELP_WIDTH = 100  # every --help stays within this many columns (tests/test_cli.py)
 
 
 class DoorCommand(click.Command):
@@ -72,11 +71,8 @@ def to_click(command: Command, door: Door) -> click.Command:
             params.append(click.Option([option.name], is_flag=True, help=option.help))
     if command.arguments:
         params.append(click.Argument(["arguments"], nargs=-1, metavar=command.arguments))
-    settings: dict[str, object] = {"max_content_width": HELP_WIDTH}
-    if command.name == "serve":  # dsv4-serve: --help is vLLM's (and ours before it)
-        settings["help_option_names"] = []
-    else:
-        settings["help_option_names"] = ["-h", "--help"]
+    help_names = [] if command.name == "serve" else ["-h", "--help"]  # dsv4-serve: --help is vLLM's (and ours first)
+    settings = {"max_content_width": HELP_WIDTH, "help_option_names": help_names}
     return DoorCommand(command.name, params=params, help=command.help, context_settings=settings,
                        add_help_option=command.name != "serve", door=door)
 

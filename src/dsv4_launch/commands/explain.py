@@ -80,10 +80,6 @@ def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = No
             "reference": rule.reference, "level": rule.level, "evidence": rule.evidence}
 
 
-def _in_range(match: Match, version: str | None) -> bool | None:
-    return match.signature.vllm.contains(version)
-
-
 def _logged(values: Mapping[str, object], dest: str):
     """A logged argument by dest; ``a.b`` reads key ``b`` of the dict ``a``. Missing: a marker."""
     value: object = values
@@ -138,7 +134,7 @@ def group_matches(scan: Scan) -> list[list[Match]]:
     any of them is in range), and only those the log's arguments allow (``Signature.args``)."""
     by_line: dict[int, list[Match]] = {}
     for match in scan.matches:
-        if match.signature.release_only and _in_range(match, scan.version) is False:
+        if match.signature.release_only and match.signature.vllm.contains(scan.version) is False:
             continue  # the same text has another cause on the log's release
         majors = match.signature.gpu_majors
         if majors and scan.gpu is not None and scan.gpu.capability[0] not in majors:
@@ -148,7 +144,7 @@ def group_matches(scan: Scan) -> list[list[Match]]:
     groups = []
     for number in sorted(by_line):
         found = by_line[number]
-        in_range = [m for m in found if _in_range(m, scan.version) is not False]
+        in_range = [m for m in found if m.signature.vllm.contains(scan.version) is not False]
         groups.append(in_range or found)
     return groups
 
@@ -331,24 +327,16 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
             if scan.gpu else "unknown (not named in the log)",
         }
     return {
-        "command": "explain",
-        "source": source,
-        "lines_read": scan.lines,
-        "vllm_version": scan.version,
-        "vllm_version_line": scan.version_line,
+        "command": "explain", "source": source, "lines_read": scan.lines,
+        "vllm_version": scan.version, "vllm_version_line": scan.version_line,
         "gpu": {"name": scan.gpu.name, "compute_capability": "{}.{}".format(*scan.gpu.capability),
                 "line": scan.gpu.line} if scan.gpu else None,
         "arguments_line": scan.args.line if scan.args else None,
-        "explained": explained,
-        "root_cause": root,
-        "pointers": pointers,
-        "traceback_cut": scan.traceback_cut,
+        "explained": explained, "root_cause": root, "pointers": pointers, "traceback_cut": scan.traceback_cut,
         "hint": "a port vLLM binds is taken: another vLLM (or a previous one still exiting) holds it; pass another "
                 "--port (VLLM_PORT moves vLLM's internal ports), or stop the process holding it (`ss -ltnp`)"
         if any(p in x.text for x in scan.root_cause for p in _PORT_IN_USE) else None,
-        "corrected": corrected_doc,
-        "exit_status": EXPLAINED if explained else NOT_FOUND,
-        "error": None,
+        "corrected": corrected_doc, "exit_status": EXPLAINED if explained else NOT_FOUND, "error": None,
         "plan_error": plan_error,
     }
 
@@ -374,12 +362,7 @@ def scan_source(path: str, stdin=None) -> Scan:
     LogReadError."""
     from ..adapters.log_reader import LogReadError, open_log, read_lines
 
-    if path == "-" and stdin is not None:
-        stream = getattr(stdin, "buffer", None)
-        if stream is None:
-            raise LogReadError("standard input is closed")
-    else:
-        stream = open_log(path)
+    stream = open_log(path, stdin)
     scanner = Scanner()
     try:
         for text, level in read_lines(stream):
@@ -469,14 +452,10 @@ def run_explain(rest: list[str], *, as_json: bool, ctx: Context | None = None) -
     """``dsv4-launch explain [FILE|-] [--json]``; ``rest``: the operands the door read (a word
     that starts with ``-`` is a file's name here: options are the door's); ``ctx``: the world it
     reads (None: this process's; ``-`` reads ``ctx.stdin``)."""
-    ctx = here(ctx)
-    return render_result(explain_result(rest, ctx), as_json, ctx)
-
-
-def render_result(result, as_json: bool, ctx: Context) -> int:
     from ..output.render import render
 
-    return render(result, as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
+    ctx = here(ctx)
+    return render(explain_result(rest, ctx), as_json=as_json, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
 
 
 def explain_result(rest: list[str], ctx: Context):
@@ -510,12 +489,8 @@ def explain_result(rest: list[str], ctx: Context):
     if scan.command:  # the pasted command's secrets are masked wherever they appear
         scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1])
     data = explain_data(scan, source, env)
-    scrub = _scrubber(scan, env)
-
-    def text(out) -> None:
-        render_text(out.lines, data)
-
-    return Result(data["exit_status"], COMMAND.prefix, "the explanation", None, data, text, scrub)
+    return Result(data["exit_status"], COMMAND.prefix, "the explanation", None, data,
+                  lambda out: render_text(out.lines, data), _scrubber(scan, env))
 
 
 def _is_terminal(stream) -> bool:

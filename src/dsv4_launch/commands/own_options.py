@@ -221,10 +221,7 @@ def _vllm_knows(name: str, table) -> bool:
     ``_`` or ``-``, dotted (``--x.y``) or abbreviated (argparse's allow_abbrev: any option that
     starts with it — an ambiguous abbreviation is vLLM's to refuse)."""
     base = "--" + name[2:].split(".", 1)[0].replace("_", "-")
-    for option in table.option_strings:
-        if option == base or (option.startswith("--") and option.startswith(base)):
-            return True
-    return False
+    return any(option.startswith(base) for option in table.option_strings)
 
 
 def _shown(text: str, limit: int = 60, quote: bool = True) -> str:
@@ -303,6 +300,7 @@ GPU_MEMORY = Option("--gpu-memory", "Memory of one GPU, e.g. 96GiB (default: the
 PLANNING = (JSON, VLLM_VERSION, GPUS, GPU_MEMORY)
 PROGRAM = "dsv4-launch"  # the console script of the commands (pyproject.toml)
 SERVE_PROGRAM = "dsv4-serve"  # the console script of the drop-in (commands/serve.py)
+HELP_WIDTH = 100  # every --help (click's and dsv4-serve's own) stays within this many columns (tests/test_cli.py)
 VERSION_FLAGS = ("--version", "-V")  # dsv4-launch --version and dsv4-serve --version (alone): commands/version.py
 
 # The commands the door knows, and where each is declared (imported only when it runs). serve is
@@ -401,11 +399,9 @@ def _given_gpus(count: int | None, preset, memory: int | None, machine: Callable
             report = GpuReport(gpus=(kind,), source=GIVEN_GPUS)
             notes = (f"GPUs not probed: --gpus {count} of DSV4_LAUNCH_GPU_CAPABILITY's first kind are used instead",)
         else:
-            if machine is None:
-                from ..adapters.nvml import read_gpus as machine_gpus
-            else:
-                machine_gpus = machine
-            report = machine_gpus()
+            from ..adapters.nvml import read_gpus
+
+            report = (machine or read_gpus)()
             if count is not None:
                 one = (f"{report.gpus[0].name or 'GPU 0'} of this machine" if report.gpus
                        else "a GPU of unknown kind (none seen here)")

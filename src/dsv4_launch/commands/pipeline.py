@@ -335,22 +335,14 @@ def _passed_through(argv, vllm, settings: Settings, exc: Exception) -> Prepared:
     secrets = _blind(argv, vllm)
     # masked before it is cut: a cut secret matches no form
     detail = clip(Redactor.for_argv(argv, secrets)(str(exc)), 160)
-    warning = (
-        f"dsv4-launch could not check these arguments (internal error: {type(exc).__name__}: "
-        f"{detail}); handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)"
-    )
+    warning = (f"dsv4-launch could not check these arguments (internal error: {type(exc).__name__}: {detail}); "
+               "handing them to vLLM unchanged (DSV4_LAUNCH_DEBUG=1 shows the traceback)")
     return Prepared(exit_codes.OK, argv, Plan(warnings=(warning,)), secrets, vllm, settings=settings)
 
 
-def prepare_engine(
-    engine: object,
-    model_name: str | None,
-    hf_config: Mapping[str, object] | None,
-    vllm_version: str | None,
-    env: Mapping[str, str],
-    *,
-    read_gpus: Callable[[], GpuReport] | None = None,
-) -> Prepared:
+def prepare_engine(engine: object, model_name: str | None, hf_config: Mapping[str, object] | None,
+                   vllm_version: str | None, env: Mapping[str, str], *,
+                   read_gpus: Callable[[], GpuReport] | None = None) -> Prepared:
     """The same preparation for the vLLM plugin, where vLLM has parsed the arguments already:
     ``engine`` is vLLM's ``EngineArgs`` (its fields are read as the option table names them),
     ``hf_config`` the model config vLLM loaded. ``argv`` stays empty; the plugin applies the

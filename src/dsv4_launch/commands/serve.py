@@ -16,8 +16,8 @@ from ..output.lines import Reporter, make_lenient, safe_write
 from ..output.report import report_plan
 from . import exit_codes
 from .context import Context, here
+from .own_options import HELP_WIDTH, VERSION_FLAGS, Command
 from .own_options import SERVE_PROGRAM as PROGRAM
-from .own_options import VERSION_FLAGS, Command
 from .pipeline import SERVE, prepare_in
 
 USAGE = """\
@@ -40,9 +40,6 @@ https://docs.vllm.ai/en/latest/cli/serve.html
 """
 
 
-HELP_WIDTH = 100  # columns: every --help stays within them (tests/test_cli.py)
-
-
 def usage_text() -> str:
     """Our usage, each variable on its line and its effect wrapped below it, within HELP_WIDTH."""
     import textwrap
@@ -59,8 +56,7 @@ def run_serve(argv: Sequence[str], ctx: Context | None = None) -> int:
     """Everything ``dsv4-serve ARGV`` does; returns the exit status (vLLM's, once it ran).
 
     ``ctx``: the world it reads — environment, streams, GPU reader, vLLM install, the hand-over
-    itself (None: this process's).
-    """
+    itself (None: this process's)."""
     ctx = here(ctx)
     env, stdout, stderr = ctx.env or {}, ctx.stdout, ctx.stderr
     if len(argv) == 1 and argv[0] in VERSION_FLAGS:  # alone: no vLLM release has it on `serve`

@@ -130,8 +130,7 @@ def json_option(args: ServeArgs, dest: str) -> dict | None:
     """A JSON-object option (``--attention-config``, ``--speculative-config``) as a dict.
 
     The replica parser keeps values as text (dotted forms arrive folded into JSON); anything
-    that is not a readable JSON object is None.
-    """
+    that is not a readable JSON object is None."""
     value = args.value(dest)
     if isinstance(value, str):
         try:
@@ -145,8 +144,7 @@ def attention_backend(args: ServeArgs) -> str | None:
     """The forced attention backend, upper case; None when vLLM picks (missing or ``auto``).
 
     ``--attention-backend`` or the ``backend`` key of ``--attention-config`` (JSON, dotted or
-    ``-ac``); vLLM matches the name case-insensitively (``vllm/config/attention.py``).
-    """
+    ``-ac``); vLLM matches the name case-insensitively (``vllm/config/attention.py``)."""
     value = args.value("attention_backend")
     if value is None:
         value = (json_option(args, "attention_config") or {}).get("backend")

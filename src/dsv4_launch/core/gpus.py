@@ -70,8 +70,7 @@ def describe_kinds(gpus: Iterable[GpuInfo]) -> str:
 def is_ascii_int(text: str) -> bool:
     """``"12"`` yes; ``"²"``, ``"１"`` (which ``str.isdigit`` accepts), ``"-1"``, ``""`` no.
 
-    CUDA, nvidia-smi and vLLM read numbers as ASCII digits; so does everything here.
-    """
+    CUDA, nvidia-smi and vLLM read numbers as ASCII digits; so does everything here."""
     return text.isascii() and text.isdigit()
 
 
@@ -123,17 +122,13 @@ def parse_capability(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def select_visible(
-    gpus: Sequence[GpuInfo],
-    cuda_visible_devices: str | None,
-    cuda_device_order: str | None = None,
-) -> GpuSelection:
+def select_visible(gpus: Sequence[GpuInfo], cuda_visible_devices: str | None,
+                   cuda_device_order: str | None = None) -> GpuSelection:
     """Apply ``CUDA_VISIBLE_DEVICES`` (None = unset) to NVML's GPU list."""
     all_gpus = tuple(gpus)
     pci_order = (cuda_device_order or "").strip().upper() == "PCI_BUS_ID"
-    uniform = len({(g.capability, g.memory_total_bytes) for g in all_gpus}) <= 1 and all(
-        g.capability is not None for g in all_gpus
-    )
+    uniform = (len({(g.capability, g.memory_total_bytes) for g in all_gpus}) <= 1
+               and all(g.capability is not None for g in all_gpus))
     if cuda_visible_devices is None:
         # CUDA's default FASTEST_FIRST order puts the fastest GPU first and leaves the rest
         # unspecified: with GPUs that differ, which are devices 0..N-1 is not known.
@@ -152,10 +147,8 @@ def select_visible(
         if gpu is None or gpu.index in seen:
             why = "repeats an earlier device" if gpu is not None else "matches no GPU"
             rest = ",".join(entries[position:])
-            notes.append(
-                f"CUDA_VISIBLE_DEVICES entry {entry!r} {why}; CUDA ignores it and "
-                f"everything after it ({rest!r})"
-            )
+            notes.append(f"CUDA_VISIBLE_DEVICES entry {entry!r} {why}; CUDA ignores it and everything after it "
+                         f"({rest!r})")
             break
         if is_ascii_int(entry):
             used_index = True
@@ -164,11 +157,9 @@ def select_visible(
 
     if used_index and not pci_order and not uniform and len(all_gpus) > 1:
         # CUDA's FASTEST_FIRST order is not NVML's: an index may be any GPU; count them all.
-        notes.append(
-            "CUDA_DEVICE_ORDER is not PCI_BUS_ID and the GPUs differ, so CUDA's device "
-            "numbers cannot be matched to NVML's; every GPU is considered "
-            "(set CUDA_DEVICE_ORDER=PCI_BUS_ID or use GPU UUIDs to be exact)"
-        )
+        notes.append("CUDA_DEVICE_ORDER is not PCI_BUS_ID and the GPUs differ, so CUDA's device numbers cannot be "
+                     "matched to NVML's; every GPU is considered (set CUDA_DEVICE_ORDER=PCI_BUS_ID or use GPU UUIDs "
+                     "to be exact)")
         return GpuSelection(all_gpus, ambiguous=True, notes=tuple(notes), count=len(chosen), order_known=False)
     return GpuSelection(tuple(chosen), notes=tuple(notes))
 

@@ -93,8 +93,7 @@ def main_architecture(architectures: object) -> str | None:
 def apply_overrides(config: Mapping[str, object], overrides: object) -> tuple[dict[str, object], str | None]:
     """``--hf-overrides`` (a JSON object, as vLLM's CLI takes it) applied over config.json.
 
-    Returns the merged config and a note when the overrides could not be read.
-    """
+    Returns the merged config and a note when the overrides could not be read."""
     merged = dict(config)
     if overrides is None:
         return merged, None
@@ -107,38 +106,21 @@ def apply_overrides(config: Mapping[str, object], overrides: object) -> tuple[di
         return merged, "--hf-overrides is not a JSON object; ignored when recognising the model"
     for key, value in overrides.items():
         old = merged.get(key)
-        if isinstance(value, Mapping) and isinstance(old, Mapping):
-            inner = dict(old)
-            inner.update(value)
-            merged[key] = inner
-        else:
-            merged[key] = value
+        merged[key] = {**old, **value} if isinstance(value, Mapping) and isinstance(old, Mapping) else value
     return merged, None
 
 
 def _from_config(name: str | None, merged: Mapping[str, object], source: str, note: str | None,
                  known_id: str | None = None) -> ModelFacts:
     model_type = merged.get("model_type")
-    return ModelFacts(
-        name=name,
-        family=family_of(merged.get("architectures"), model_type),
-        architecture=main_architecture(merged.get("architectures")),
-        model_type=model_type if isinstance(model_type, str) else None,
-        source=source,
-        config=merged,
-        note=note,
-        known_id=known_id,
-    )
+    return ModelFacts(name=name, family=family_of(merged.get("architectures"), model_type),
+                      architecture=main_architecture(merged.get("architectures")),
+                      model_type=model_type if isinstance(model_type, str) else None, source=source, config=merged,
+                      note=note, known_id=known_id)
 
 
-def classify(
-    name: str | None,
-    config: Mapping[str, object] | None,
-    source: str | None,
-    overrides: object = None,
-    missing_reason: str | None = None,
-    known: Mapping[str, object] | None = None,
-) -> ModelFacts:
+def classify(name: str | None, config: Mapping[str, object] | None, source: str | None, overrides: object = None,
+             missing_reason: str | None = None, known: Mapping[str, object] | None = None) -> ModelFacts:
     """Facts about the model from its config.json (``config``); without one, from the
     known-checkpoint entry for its name (``known``: ``{"id": …, "config": {…}}``), the
     ``--hf-overrides`` alone, or the name's pattern, in that order."""
@@ -164,14 +146,9 @@ def classify(
     guessed = {V4: "DeepseekV4ForCausalLM", V41: "DeepseekV41ForCausalLM"}.get(family or "")
     if name is None:
         return ModelFacts(name=None)
-    return ModelFacts(
-        name=name,
-        family=family,
-        architecture=guessed,
-        source="the name" if family else None,
-        note=f"{missing}; "
-        + (f"assumed {guessed} from the name" if family else "not recognisable as DeepSeek-V4 by its name"),
-    )
+    said = f"assumed {guessed} from the name" if family else "not recognisable as DeepSeek-V4 by its name"
+    return ModelFacts(name=name, family=family, architecture=guessed, source="the name" if family else None,
+                      note=f"{missing}; {said}")
 
 
 def family_from_name(name: str | None) -> str | None:

@@ -82,8 +82,7 @@ def parse_size(text: str, unit_required: bool = False) -> int:
 
     GB/G are powers of ten, GiB powers of two (as nvidia-smi's MiB and vLLM's GiB). ValueError
     for anything else — and, with ``unit_required``, for a bare number (``96`` is not 96 bytes
-    of GPU memory anyone means).
-    """
+    of GPU memory anyone means)."""
     m = re.fullmatch(_SIZE, text.strip().lower())
     if m is None or m.group(2) not in _UNITS:
         raise ValueError(f"not a size: {text!r}")
@@ -112,10 +111,8 @@ def read_settings(env: Mapping[str, str]) -> Settings:
         try:
             caps = parse_capabilities(text)
         except ValueError:
-            raise SettingsError(
-                f"{GPU_CAPABILITY}={text!r} is not a compute capability; use e.g. "
-                "12.0 (RTX PRO 6000), 10.0 (B200) or 9.0 (H100/H200), comma-separated per GPU"
-            ) from None
+            raise SettingsError(f"{GPU_CAPABILITY}={text!r} is not a compute capability; use e.g. 12.0 (RTX PRO "
+                                "6000), 10.0 (B200) or 9.0 (H100/H200), comma-separated per GPU") from None
     memory = None
     raw_memory = env.get(GPU_MEMORY)
     if raw_memory is not None and raw_memory.strip():
@@ -127,28 +124,20 @@ def read_settings(env: Mapping[str, str]) -> Settings:
             if "no unit" in str(exc):
                 why = "has no unit"
         if memory <= 0:
-            raise SettingsError(
-                f"{GPU_MEMORY}={raw_memory!r} {why}; use e.g. 96GiB, 80GB or 143771MiB (the memory of one GPU)"
-            )
+            raise SettingsError(f"{GPU_MEMORY}={raw_memory!r} {why}; use e.g. 96GiB, 80GB or 143771MiB (the memory "
+                                "of one GPU)")
     raw_preflight = env.get("DSV4_LAUNCH_PREFLIGHT")
     preflight = (raw_preflight or "refuse").strip().lower()
     if preflight not in PREFLIGHT_MODES:
-        raise SettingsError(
-            f"DSV4_LAUNCH_PREFLIGHT={raw_preflight!r} is not understood; use refuse (default), warn or off"
-        )
+        raise SettingsError(f"DSV4_LAUNCH_PREFLIGHT={raw_preflight!r} is not understood; use refuse (default), warn "
+                            "or off")
     quiet, w1 = read_flag(env, "DSV4_LAUNCH_QUIET")
     debug, w2 = read_flag(env, "DSV4_LAUNCH_DEBUG")
     log_format, w3 = read_log_format(env)
-    return Settings(
-        preflight=preflight,
-        quiet=quiet,
-        debug=debug,
-        log_format=log_format,
-        warnings=tuple(w for w in (w1, w2, w3) if w),
-        gpu_capabilities=caps,
-        gpu_capability_text=text.strip() if caps and text else None,  # caps come from a text
-        gpu_memory_bytes=memory,
-    )
+    return Settings(preflight=preflight, quiet=quiet, debug=debug, log_format=log_format,
+                    warnings=tuple(w for w in (w1, w2, w3) if w), gpu_capabilities=caps,
+                    gpu_capability_text=text.strip() if caps and text else None,  # caps come from a text
+                    gpu_memory_bytes=memory)
 
 
 # Every environment variable dsv4-launch reads, with its effect: `dsv4-serve --help` and README's

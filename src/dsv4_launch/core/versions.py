@@ -62,8 +62,7 @@ def is_older(version: str | None, than: str) -> bool | None:
     """True when ``version`` comes before release ``than``; None when it is unknown/unreadable.
 
     Pre-releases and dev builds of a release come before it (``0.30.0rc1`` < ``0.30``), so a
-    fix that first shipped in ``than`` is not assumed in them.
-    """
+    fix that first shipped in ``than`` is not assumed in them."""
     if version is None:
         return None
     try:
@@ -93,8 +92,7 @@ class VersionRange(Record):
     """The vLLM releases a rule holds for: ``since`` ≤ version < ``before`` (None: open).
 
     Pre-releases of ``before`` are inside (``0.30.0rc1`` < ``0.30.0``): a fix first shipped in a
-    release is not assumed in its release candidates.
-    """
+    release is not assumed in its release candidates."""
 
     since: str | None = None
     before: str | None = None

@@ -46,23 +46,15 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
     model = facts.model if facts else None
     return {
         "argv": list(argv_shown),
-        "changes": [
-            {"option": c.option, "before": c.before, "after": c.after, "reason": c.reason, "reference": c.reference}
-            for c in plan.changes
-        ],
-        "gpus": [
-            {"index": g.index, "name": g.name, "compute_capability": g.capability_str, "uuid": g.uuid,
-             "memory_bytes": g.memory_total_bytes}
-            for g in gpus
-        ],
+        "changes": [{"option": c.option, "before": c.before, "after": c.after, "reason": c.reason,
+                     "reference": c.reference} for c in plan.changes],
+        "gpus": [{"index": g.index, "name": g.name, "compute_capability": g.capability_str, "uuid": g.uuid,
+                  "memory_bytes": g.memory_total_bytes} for g in gpus],
         "gpus_ambiguous": bool(facts and facts.gpus.ambiguous),
         "gpu_source": facts.gpus.source if facts else None,
         "gpu_error": facts.gpus.error if facts else None,
-        "model": {
-            "name": model.name if model else None,
-            "architecture": model.architecture if model else None,
-            "source": model.source if model else None,
-        },
+        "model": {"name": model.name if model else None, "architecture": model.architecture if model else None,
+                  "source": model.source if model else None},
         "vllm_version": vllm_version,
         # DSV4_LAUNCH_PREFLIGHT's mode the plan was made with (refuse, warn, off) — a setting, not the
         # outcome (that is exit_status and refusals). "preflight" is the same value under its old name,
@@ -74,10 +66,8 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
         "refusals": list(plan.refusals),
         "warnings": list(plan.warnings),
         "notes": list(plan.notes),
-        "findings": [
-            {"rule": f.rule, "level": f.level, "evidence": f.evidence, "certain": f.certain, "text": f.text}
-            for f in plan.findings
-        ],
+        "findings": [{"rule": f.rule, "level": f.level, "evidence": f.evidence, "certain": f.certain, "text": f.text}
+                     for f in plan.findings],
         "memory": memory,
     }
 
@@ -88,14 +78,9 @@ def plan_document(prepared, misses: Sequence = ()) -> dict:
     run's redactor shows it, the exit status (``Prepared.plan_status``) and the one error line;
     ``misses``: the door's near misses of the command's own options (``near_misses``)."""
     vllm = prepared.vllm
-    data = plan_data(
-        prepared.plan,
-        prepared.facts,
-        prepared.redact.shown_argv,
-        vllm_version=vllm.version if vllm else None,
-        exit_status=prepared.plan_status,
-        memory=memory_data(prepared),
-    )
+    data = plan_data(prepared.plan, prepared.facts, prepared.redact.shown_argv,
+                     vllm_version=vllm.version if vllm else None, exit_status=prepared.plan_status,
+                     memory=memory_data(prepared))
     data["error"] = prepared.error or prepared.no_vllm
     # New field (schema 1: keys are only added): the installed vLLM's own parser message when it
     # rejects the arguments (exit_status 2; ``refusals`` stays dsv4-serve's, which hands them over).

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from ..core.credentials import mask_url_credentials as mask_url_credentials  # the one URL masker
 
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
 
 def escape(text: str) -> str:
     """``text`` with every non-printable character written as an escape."""
@@ -20,12 +22,8 @@ def escape(text: str) -> str:
             out.append(ch)
             continue
         code = ord(ch)
-        if ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
+        if ch in _NAMED:
+            out.append(_NAMED[ch])
         elif 0xDC80 <= code <= 0xDCFF:  # surrogateescape: an undecodable byte
             out.append(f"\\x{code - 0xDC00:02x}")
         elif code < 0x100:

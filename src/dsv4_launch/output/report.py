@@ -65,17 +65,8 @@ def vllm_line(version: str | None, note: str | None) -> str:
     return f"{text} ({note})" if note else text
 
 
-def report_plan(
-    reporter: Reporter,
-    plan: Plan,
-    facts: Facts | None,
-    argv_shown: Sequence[str],
-    *,
-    with_facts: bool,
-    vllm_version: str | None = None,
-    vllm_note: str | None = None,
-    memory_line: str | None = None,
-) -> None:
+def report_plan(reporter: Reporter, plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, with_facts: bool,
+                vllm_version: str | None = None, vllm_note: str | None = None, memory_line: str | None = None) -> None:
     """Facts (``plan`` only), notes, changes, warnings, refusals, then the command — or, for
     ``dsv4-serve`` with refusals, the line saying vLLM is not started."""
     if with_facts:

@@ -586,11 +586,8 @@ def _collect(value, secrets: list[str]) -> None:
     if isinstance(value, str):
         if value and value != MASK:
             secrets.append(value)
-    elif isinstance(value, list):
-        for v in value:
-            _collect(v, secrets)
-    elif isinstance(value, dict):
-        for v in value.values():
+    elif isinstance(value, (list, dict)):
+        for v in value.values() if isinstance(value, dict) else value:
             _collect(v, secrets)
 
 
