@@ -746,3 +746,19 @@ def test_deep_gemm_not_int_on_sm12_0_24_suggests_only_what_works_there(value):
     for version, gpu in (("0.24.0", gpus(SM90)), ("0.28.0", gpus((12, 0), (12, 0)))):
         other = fix(planned([M, "-tp", "2"], version=version, gpu=gpu, env={"VLLM_USE_DEEP_GEMM": value}))
         assert other.startswith("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off) or 1 (on, the default), or unset it"), other
+
+
+def test_an_unknown_option_before_the_model_is_said_and_refuses_nothing():
+    # 0.32.1 has no recorded table (0.32.0's is used, not exact) and is within the verified releases:
+    # --block-size 64 on SM 12.x refuses there, with the model read for sure.
+    plan, _ = judge(([M, "--block-size", "64"], {"version": "0.32.1"}))
+    assert any("--block-size 64" in r for r in plan.refusals)
+    plan, _ = judge((["--from-the-future", M, "--block-size", "64"], {"version": "0.32.1"}))
+    assert plan.refusals == ()
+    (said,) = [w for w in plan.warnings if w.startswith("model not read for sure")]
+    assert "--from-the-future, unknown to that table, comes right before the word read as the model" in said
+    assert "put the model first, or write --from-the-future=VALUE" in said
+    assert any("--block-size 64" in w and "if --from-the-future takes no value" in w for w in plan.warnings)
+    # the word read as the model is the option's value when it takes one: not silent either
+    plan, _ = judge((["--from-the-future", "4", M], {"version": "0.32.1"}))
+    assert plan.refusals == () and any(w.startswith("model not read for sure") for w in plan.warnings)

@@ -186,6 +186,9 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         # ``before``) carried past it is a guess, and a guess never refuses.
         certain = False
         qualifiers.append(f"verified up to vLLM {NEWEST_VERIFIED}; vLLM {facts.vllm_version} may differ")
+    if rule.level != WARN and facts.args.model_doubt:
+        certain = False  # the word judged as the model may be an unknown option's value
+        qualifiers.append(f"if {facts.args.model_doubt} takes no value: the model is not read for sure")
     fill = dict(values)
     doubt = fill.pop("uncertain", None)  # the check's own reason it may not apply (e.g. an assert under -O)
     if doubt:
