@@ -83,13 +83,61 @@ def test_the_steps_it_runs_for_an_installed_vllm(tmp_path):
     assert done.returncode == 0, done.stderr
     steps = [x for x in done.stdout.splitlines() if x.startswith("new_release: ")]
     assert steps == [
+        "new_release: 1. vLLM 0.34.0: /opt/vllm/bin/python, with this checkout installed in it",
         "new_release: 2. option table: /opt/vllm/bin/python tools/gen_vllm_options.py",
         f"new_release: 3. import set: {sys.executable} tools/record_vllm_imports.py --python /opt/vllm/bin/python --write",
+        "new_release: 4. with DSV4_ORACLE_AS_VERIFIED=0.34.0",
         "new_release: 4. oracle suite: /opt/vllm/bin/python -m pytest -q -p no:cacheprovider -m vllm_real "
-        "tests/vllm_real -W ignore::DeprecationWarning",
+        "tests/vllm_real -W ignore::DeprecationWarning -rfE",
     ]
     done = run("0.34.0", "--dry-run")
     assert "new_release: 1. vLLM 0.34.0 in a cached venv: .ci/vllm-venv.sh 0.34.0" in done.stdout
+    venv = "$(.ci/vllm-venv.sh 0.34.0)/bin/python"
+    assert f"new_release: 1. this checkout into that venv (the plugin oracles load it as vLLM does): {venv} -m pip " \
+        "install -q -e ." in done.stdout
+
+
+# A stand-in for vLLM X's interpreter: this checkout "installed" (the entry-point probe), and a
+# pytest that fails one test and errors in another, saying which release it was told to judge.
+STUB = """#!/bin/sh
+case "$*" in
+  *"-m pytest"*) echo "AS_VERIFIED=$DSV4_ORACLE_AS_VERIFIED"
+                 echo "FAILED tests/vllm_real/test_a.py::test_one[x] - AssertionError: no"
+                 echo "ERROR tests/vllm_real/test_b.py::test_two - RuntimeError: boom"; exit 1;;
+  *) echo "%s";;
+esac
+"""
+
+
+def _main_with_stub(tmp_path, monkeypatch, capsys, releases, installed):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import new_release
+
+    stub = tmp_path / "python"
+    stub.write_text(STUB % (ROOT / "src" / "dsv4_launch" if installed else ""))
+    stub.chmod(0o755)
+    real_step = new_release.step
+    # steps 2 and 3 write into the checkout (the option table, the import set): not run here
+    monkeypatch.setattr(new_release, "step", lambda title, *a, **k: 0 if title[0] in "23" else real_step(title, *a, **k))
+    old, new = releases
+    status = new_release.main(["0.34.0", "--vllm-python", str(stub), "--old-src", str(old), "--new-src", str(new)])
+    return status, capsys.readouterr()
+
+
+def test_a_failing_oracle_suite_still_gives_the_checklist_and_names_the_tests(tmp_path, monkeypatch, capsys, releases):
+    status, out = _main_with_stub(tmp_path, monkeypatch, capsys, releases, installed=True)
+    assert status == 1
+    assert "AS_VERIFIED=0.34.0" in out.out  # the release judged as verified, for the oracle run only
+    assert "new_release: 4. took " in out.out and "(exit 1)" in out.out
+    assert "Checklist for vLLM 0.34.0 (against vLLM 0.33.0)" in out.out  # not stopped half-way
+    assert ("the oracle suite failed on vLLM 0.34.0 (exit 1), 2 test(s):\n  FAILED tests/vllm_real/test_a.py::"
+            "test_one[x]\n  ERROR tests/vllm_real/test_b.py::test_two") in out.err
+
+
+def test_an_installed_vllm_without_this_checkout_is_told_what_to_install(tmp_path, monkeypatch, capsys, releases):
+    status, out = _main_with_stub(tmp_path, monkeypatch, capsys, releases, installed=False)
+    assert status == 1 and "Checklist" not in out.out
+    assert f"-m pip install -e {ROOT}, or --skip-oracles" in out.err
 
 
 @pytest.mark.parametrize("args", [["not-a-version"], ["0.34.0", "--checklist-only"],
