@@ -45,17 +45,28 @@ def speculative(method: str, k: int, nextn: int):
 
     spec = NS(method=method, num_speculative_tokens=k, disable_eagle_block_drop=False,
               disable_lookahead_block_hashes=False, parallel_drafting=False,
-              draft_model_config=NS(hf_config=NS(num_nextn_predict_layers=nextn, model_type="deepseek_v4")))
+              index_share_for_mtp_iteration=None,
+              # n_predict: what SpeculativeConfig.hf_config_override sets for a V4 draft (0.34:
+              # vllm/config/speculative.py:869-873), read by num_mtp_modules
+              draft_model_config=NS(hf_config=NS(num_nextn_predict_layers=nextn, n_predict=nextn,
+                                                 model_type="deepseek_v4")))
     for name, fn in vars(SpeculativeConfig).items():
-        if name.startswith("use_") or name.startswith("needs_") or name == "uses_draft_model":
+        if name.startswith(("use_", "needs_", "num_mtp")) or name == "uses_draft_model":
             if callable(fn):
                 setattr(spec, name, types.MethodType(fn, spec))
+    derived = vars(SpeculativeConfig).get("speculator_config")
+    if isinstance(derived, property):  # 0.34+: what the speculator does is its config class's answer
+        spec.custom_method = None
+        spec.speculator_config = derived.fget(spec)
     return spec
 
 
 def config(max_model_len: int, mnbt: int, in_flight: int, pp: int = 1, spec=None):
     cache = NS(block_size=256, cache_dtype="fp8_ds_mla", num_gpu_blocks_override=None, kv_cache_memory_bytes=None,
-               enable_prefix_caching=True, prefix_cache_retention_interval=None)
+               enable_prefix_caching=True, prefix_cache_retention_interval=None,
+               # 0.34: how the memory handed to the planner is measured; the planner reads it only
+               # for its texts (vllm/v1/core/kv_cache_planning.py:70,1450@0.34.0)
+               enable_extensible_kv_cache=False)
     try:
         from vllm.v1.kv_cache_layout import KVCacheLayout  # 0.29+: resolved by the engine core
 
