@@ -510,10 +510,27 @@ def test_pro_at_tp_8_on_8_h100_is_still_refused():
     assert found["weights-exceed-memory"].level == "refuse"
 
 
-# Flash at TP 2: 72.6 GiB per GPU at the very least. On 76 GiB GPUs that is over 0.92 of the GPU
-# (the default budget of 0.24–0.33) but within the whole GPU; with 10 GiB of --kv-cache-memory-bytes
-# on 80 GiB GPUs it is over the whole GPU only with the KV bytes.
-BUDGET_ONLY = [(["-tp", "2"], 76), (["-tp", "2", "--kv-cache-memory-bytes", str(10 * GiB)], 80)]
+@pytest.mark.parametrize("tokens, expected", [
+    ([], 1.0),  # 0.34: the extensible KV cache, on by default on CUDA, takes the whole GPU
+    (["--enable-extensible-kv-cache"], 1.0),
+    (["--no-enable-extensible-kv-cache"], 0.92),
+    (["--kv-cache-memory-bytes", str(GiB)], 0.92),  # each turns it off (config/vllm.py:3180-3254@0.34)
+    (["--num-gpu-blocks-override", "100"], 0.92),
+    (["--enable-elastic-ep", "--enable-expert-parallel"], 0.92),
+    (["--gpu-memory-utilization", "0.8"], 0.8),  # the user's value, always
+])
+def test_the_default_gpu_memory_utilization_is_the_releases(tokens, expected):
+    from dsv4_launch.core.memory.estimate import gpu_memory_utilization
+
+    assert gpu_memory_utilization(facts(tokens, version="0.34.0")) == expected
+    assert gpu_memory_utilization(facts(version="0.33.0")) == 0.92  # before 0.34: config/cache.py's 0.92
+
+
+# Flash at TP 2: 72.6 GiB per GPU at the very least. On 76 GiB GPUs that is over 0.9 of the GPU
+# (the budget's formula: memory × --gpu-memory-utilization) but within the whole GPU; with 10 GiB
+# of --kv-cache-memory-bytes on 80 GiB GPUs it is over the whole GPU only with the KV bytes.
+BUDGET_ONLY = [(["-tp", "2", "--gpu-memory-utilization", "0.9"], 76),
+               (["-tp", "2", "--kv-cache-memory-bytes", str(10 * GiB)], 80)]
 
 
 @pytest.mark.parametrize("tokens, memory_gib", BUDGET_ONLY)

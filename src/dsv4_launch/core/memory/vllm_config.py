@@ -32,6 +32,9 @@ def concurrency_counted(vllm_version: str | None) -> bool:
     return CONCURRENCY_COUNTED.contains(vllm_version) is not False
 
 
+# The default --gpu-memory-utilization is 1.0 with the extensible KV cache (config/cache.py:496-501@0.34),
+# on by default on CUDA unless --kv-cache-memory-bytes, --num-gpu-blocks-override or elastic EP (config/vllm.py:3180-3254@0.34)
+EXTENSIBLE_KV_CACHE = VersionRange(since="0.34.0")
 IN_FLIGHT_TOKENS = VersionRange(since="0.26.0")  # VllmConfig.max_in_flight_tokens (config/vllm.py:525@0.26)
 # How VllmConfig.__post_init__ resolves async scheduling when --async-scheduling is not given
 # (the `async_scheduling is None` branch: config/vllm.py:1059@0.26, :1185@0.28, :1576@0.31, :1685@0.33):
