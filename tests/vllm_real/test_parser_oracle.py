@@ -200,7 +200,11 @@ def test_every_option_this_release_adds_that_takes_a_value_leaves_the_model_afte
     added = [a for a in serve._actions if a.option_strings and not set(a.option_strings) & before
              and a.nargs not in (0, "?") and type(a).__name__ != "_HelpAction"]
     for action in added:
-        option, value = action.option_strings[0], str(action.choices[0]) if action.choices else "4"
+        option = action.option_strings[0]
+        # a value vLLM takes for it, the model first (a choice, a number, a JSON object, a word)
+        values = [str(c) for c in action.choices or ()] + ["4", "{}", "x"]
+        value = next((v for v in values if real_parse(top, [M, option, v])[0] == "ok"), None)
+        assert value is not None, option
         outcome, namespace = real_parse(top, [option, value, M])
         assert outcome == "ok" and namespace.model_tag == M, (option, namespace)
         ours = read_serve_args([option, value, M], table)
