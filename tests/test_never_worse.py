@@ -318,8 +318,8 @@ def test_environment_values_never_garble_the_output(run_cli, v4_dir, command):
 # A vLLM newer than every verified release (core/vllm_releases.py): each refusal that rests on
 # release code is a warning naming the newest verified release; the same arguments on 0.33.0
 # are refused (the control, so that the test can fail). Faked: NVML, vLLM's entry point and its
-# version (a stand-in 0.34.0 install on PYTHONPATH).
-NEWER = "0.34.0"
+# version (a stand-in 0.35.0 install on PYTHONPATH).
+NEWER = "0.35.0"
 MEGA_ON_SM90 = ["--moe-backend", "deep_gemm_mega_moe", "--enable-expert-parallel"]
 
 
