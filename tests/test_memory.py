@@ -540,6 +540,18 @@ def test_a_refusal_that_rests_on_the_budget_holds_on_a_verified_release(tokens, 
     assert "not verified" not in plan.refusals[0]
 
 
+def test_on_034_nothing_is_refused_that_its_whole_gpu_budget_admits():
+    # Flash at TP 2 on 76 GiB GPUs: 72.6 GiB at the very least, over 0.92 of a GPU (0.33's default
+    # budget) and within the whole GPU (0.34's default with the extensible KV cache).
+    plan, found = findings(facts(["-tp", "2"], gpus=2, memory_gib=76, version="0.33.0"))
+    assert found["weights-exceed-memory"].level == "refuse"
+    plan, found = findings(facts(["-tp", "2"], gpus=2, memory_gib=76, version="0.34.0"))
+    assert plan.refusals == () and "weights-exceed-memory" not in found
+    plan, found = findings(facts(["-tp", "2", "--no-enable-extensible-kv-cache"], gpus=2, memory_gib=76,
+                                 version="0.34.0"))
+    assert found["weights-exceed-memory"].level == "refuse" and "not verified" not in plan.refusals[0]
+
+
 @pytest.mark.parametrize("newer", ["0.35.0", "0.34.1rc1", "1.0.0"])
 @pytest.mark.parametrize("tokens, memory_gib", BUDGET_ONLY)
 def test_on_an_unverified_release_the_budget_of_another_release_never_refuses(tokens, memory_gib, newer):

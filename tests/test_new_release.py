@@ -38,7 +38,7 @@ def releases(tmp_path):
 
 def checklist(releases) -> dict:
     old, new = releases
-    done = run("0.34.0", "--checklist-only", "--old-src", str(old), "--new-src", str(new), "--json")
+    done = run("0.35.0", "--checklist-only", "--old-src", str(old), "--new-src", str(new), "--json")
     assert done.returncode == 0, done.stderr
     return {(e["kind"], e["name"]): e for e in json.loads(done.stdout)["review"]}
 
@@ -71,28 +71,28 @@ def test_a_cited_file_neither_release_has_is_said(releases):
 
 def test_the_text_checklist_and_what_comes_after(releases):
     old, new = releases
-    done = run("0.34.0", "--checklist-only", "--old-src", str(old), "--new-src", str(new))
+    done = run("0.35.0", "--checklist-only", "--old-src", str(old), "--new-src", str(new))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Checklist for vLLM 0.34.0 (against vLLM 0.33.0): ")
+    assert done.stdout.startswith("Checklist for vLLM 0.35.0 (against vLLM 0.34.0): ")
     assert "- row `nvfp4-on-mla` (all; core/rules (kv.py))\n    vllm/config/vllm.py: changed (+2 -1 lines)" in done.stdout
-    assert "add 0.34.0 to VERIFIED_RELEASES" in done.stdout
+    assert "add 0.35.0 to VERIFIED_RELEASES" in done.stdout
 
 
 def test_the_steps_it_runs_for_an_installed_vllm(tmp_path):
-    done = run("0.34.0", "--vllm-python", "/opt/vllm/bin/python", "--dry-run")
+    done = run("0.35.0", "--vllm-python", "/opt/vllm/bin/python", "--dry-run")
     assert done.returncode == 0, done.stderr
     steps = [x for x in done.stdout.splitlines() if x.startswith("new_release: ")]
     assert steps == [
-        "new_release: 1. vLLM 0.34.0: /opt/vllm/bin/python, with this checkout installed in it",
+        "new_release: 1. vLLM 0.35.0: /opt/vllm/bin/python, with this checkout installed in it",
         "new_release: 2. option table: /opt/vllm/bin/python tools/gen_vllm_options.py",
         f"new_release: 3. import set: {sys.executable} tools/record_vllm_imports.py --python /opt/vllm/bin/python --write",
-        "new_release: 4. with DSV4_ORACLE_AS_VERIFIED=0.34.0",
+        "new_release: 4. with DSV4_ORACLE_AS_VERIFIED=0.35.0",
         "new_release: 4. oracle suite: /opt/vllm/bin/python -m pytest -q -p no:cacheprovider -m vllm_real "
         "tests/vllm_real -W ignore::DeprecationWarning -rfE",
     ]
-    done = run("0.34.0", "--dry-run")
-    assert "new_release: 1. vLLM 0.34.0 in a cached venv: .ci/vllm-venv.sh 0.34.0" in done.stdout
-    venv = "$(.ci/vllm-venv.sh 0.34.0)/bin/python"
+    done = run("0.35.0", "--dry-run")
+    assert "new_release: 1. vLLM 0.35.0 in a cached venv: .ci/vllm-venv.sh 0.35.0" in done.stdout
+    venv = "$(.ci/vllm-venv.sh 0.35.0)/bin/python"
     assert f"new_release: 1. this checkout into that venv (the plugin oracles load it as vLLM does): {venv} -m pip " \
         "install -q -e ." in done.stdout
 
@@ -120,17 +120,17 @@ def _main_with_stub(tmp_path, monkeypatch, capsys, releases, installed):
     # steps 2 and 3 write into the checkout (the option table, the import set): not run here
     monkeypatch.setattr(new_release, "step", lambda title, *a, **k: 0 if title[0] in "23" else real_step(title, *a, **k))
     old, new = releases
-    status = new_release.main(["0.34.0", "--vllm-python", str(stub), "--old-src", str(old), "--new-src", str(new)])
+    status = new_release.main(["0.35.0", "--vllm-python", str(stub), "--old-src", str(old), "--new-src", str(new)])
     return status, capsys.readouterr()
 
 
 def test_a_failing_oracle_suite_still_gives_the_checklist_and_names_the_tests(tmp_path, monkeypatch, capsys, releases):
     status, out = _main_with_stub(tmp_path, monkeypatch, capsys, releases, installed=True)
     assert status == 1
-    assert "AS_VERIFIED=0.34.0" in out.out  # the release judged as verified, for the oracle run only
+    assert "AS_VERIFIED=0.35.0" in out.out  # the release judged as verified, for the oracle run only
     assert "new_release: 4. took " in out.out and "(exit 1)" in out.out
-    assert "Checklist for vLLM 0.34.0 (against vLLM 0.33.0)" in out.out  # not stopped half-way
-    assert ("the oracle suite failed on vLLM 0.34.0 (exit 1), 2 test(s):\n  FAILED tests/vllm_real/test_a.py::"
+    assert "Checklist for vLLM 0.35.0 (against vLLM 0.34.0)" in out.out  # not stopped half-way
+    assert ("the oracle suite failed on vLLM 0.35.0 (exit 1), 2 test(s):\n  FAILED tests/vllm_real/test_a.py::"
             "test_one[x]\n  ERROR tests/vllm_real/test_b.py::test_two") in out.err
 
 
@@ -140,8 +140,8 @@ def test_an_installed_vllm_without_this_checkout_is_told_what_to_install(tmp_pat
     assert f"-m pip install -e {ROOT}, or --skip-oracles" in out.err
 
 
-@pytest.mark.parametrize("args", [["not-a-version"], ["0.34.0", "--checklist-only"],
-                                  ["0.34.0", "--checklist-only", "--old-src", "/nonexistent", "--new-src", "/"]])
+@pytest.mark.parametrize("args", [["not-a-version"], ["0.35.0", "--checklist-only"],
+                                  ["0.35.0", "--checklist-only", "--old-src", "/nonexistent", "--new-src", "/"]])
 def test_usage_errors_are_one_line_and_exit_2(args):
     done = run(*args)
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.strip()

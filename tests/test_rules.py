@@ -292,7 +292,7 @@ def test_the_indexer_flag_fix_names_the_replacement_for_this_gpu_and_release():
     assert plan.refusals == ()  # a real option on SM 10.x before 0.30
 
 
-@pytest.mark.parametrize("newer", ["0.34.0", "0.33.1", "0.34.0rc1", "0.33.0.post1", "1.0.0"])
+@pytest.mark.parametrize("newer", ["0.35.0", "0.34.1", "0.35.0rc1", "0.34.0.post1", "1.0.0"])
 def test_no_row_refuses_on_a_release_newer_than_every_verified_one(newer):
     """Each refusing row's trips case, on the newest verified release and on a newer one: the
     refusal that rests on release code becomes a warning naming both releases; a fact that holds
@@ -319,7 +319,7 @@ def test_no_row_refuses_on_a_release_newer_than_every_verified_one(newer):
     assert judged > 20
 
 
-@pytest.mark.parametrize("same", ["0.33.0", "0.33.0+cu130", "0.33"])
+@pytest.mark.parametrize("same", ["0.34.0", "0.34.0+cu130", "0.34"])
 def test_the_newest_verified_release_and_its_builds_still_refuse(same):
     plan, _ = judge(([M, "--block-size", "64"], {"version": same}))
     assert any("--block-size 64" in r for r in plan.refusals) and "may differ" not in " ".join(plan.warnings)
