@@ -24,7 +24,7 @@ from tests.conftest import BIN, clean_env
 from tests.scaling import SCALE, LineCounter, assert_linear_count
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
-NEWER = VllmInstall("0.34.0", True)  # a release the option tables do not record
+NEWER = VllmInstall("0.35.0", True)  # a release the option tables do not record
 
 
 def _streams():
@@ -60,7 +60,7 @@ CREDENTIAL_CASES = [
 
 
 @pytest.mark.parametrize("version", [NEWER, VllmInstall(None, True), VllmInstall("0.33.0", True)],
-                         ids=["0.34.0", "unknown", "0.33.0"])
+                         ids=["0.35.0", "unknown", "0.33.0"])
 @pytest.mark.parametrize("case", CREDENTIAL_CASES, ids=lambda c: c[0][:28])
 def test_credential_named_options_are_masked_everywhere(case, version):
     secret = next(t for t in case if "Zq" in t).split("=", 1)[-1]
@@ -79,7 +79,7 @@ def test_credential_named_options_are_masked_everywhere(case, version):
                                   "--secrets-dir", "--hf-config-path", "--passthrough", "--compass", "--enable-bypass"])
 def test_paths_and_counts_are_not_credentials(name):
     assert not is_credential_name(name)
-    shown = masked_argv([M, name, "/etc/x.pem"], read_serve_args([M, name, "/etc/x.pem"], load_table("0.34.0")).secrets)
+    shown = masked_argv([M, name, "/etc/x.pem"], read_serve_args([M, name, "/etc/x.pem"], load_table("0.35.0")).secrets)
     assert shown[2] == "/etc/x.pem"
 
 
@@ -98,7 +98,7 @@ def test_known_release_keeps_its_table():
 
 def test_serve_with_a_newer_vllm_masks_the_hand_over_line(run_cli, v4_dir):
     done, record = run_cli("dsv4-serve", v4_dir, "--ssl-keyfile-password", "Zqhunter2secret", "--foo-auth-token=Zqtok99",
-                           vllm="0.34.0", env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
+                           vllm="0.35.0", env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
     assert done.returncode == 0, done.stderr
     assert "Zqhunter2" not in done.stderr and "Zqtok99" not in done.stderr, done.stderr
     assert "command: vllm serve" in done.stderr
@@ -504,7 +504,7 @@ def test_offline_weights_are_judged_with_every_spelling(env, monkeypatch):
     assert seen["local"] is False
 
 
-@pytest.mark.parametrize("vllm", [NEWER, VllmInstall("0.33.0", True)], ids=["0.34.0", "0.33.0"])
+@pytest.mark.parametrize("vllm", [NEWER, VllmInstall("0.33.0", True)], ids=["0.35.0", "0.33.0"])
 def test_a_secret_quoted_by_a_warning_is_masked(vllm):
     """The masking reaches every line, not only argv: a warning built from an unknown option's
     spelling (``--Zqsecret…`` right after --api-key, where vLLM's reading makes it an option)."""
@@ -557,7 +557,7 @@ def test_thousands_of_unknown_credential_options_are_linear():
     pays it as well)."""
     import dsv4_launch
 
-    table = load_table("0.34.0")
+    table = load_table("0.35.0")
     args = read_serve_args(_unknown_credentials(3000), table)
     assert len(args.unknown_options) == 3000 and len(args.secrets.spans) == 3000
     assert_linear_count(dsv4_launch, _unknown_credentials, lambda argv: read_serve_args(argv, table), 800 // SCALE)

@@ -63,7 +63,7 @@ def test_the_door_s_warning_is_said_as_the_command_s_other_lines(command, log_fo
     """The near-miss warning (cli._run) is the command's line: its prefix, and a JSON log line
     under DSV4_LAUNCH_LOG_FORMAT=json (it was a plain line written past the reporter)."""
     env = {"DSV4_LAUNCH_LOG_FORMAT": "json"} if log_format == "json" else {}
-    _, _, said = _run(command, [M, "--jsn", "--json"], env, VllmInstall("0.34.0", True))
+    _, _, said = _run(command, [M, "--jsn", "--json"], env, VllmInstall("0.35.0", True))
     warnings = [line for line in said if "did you mean --json?" in line]
     assert len(warnings) == 1, said
     if log_format == "json":

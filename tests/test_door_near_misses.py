@@ -4,7 +4,7 @@ stderr and listed, with the option meant, in the command's ``--json`` document (
 added to schema 1: tests/schemas/plan-v1.json).
 
 Through the door in this process (commands/cli.run_command). Faked: NVML (a GPU reader) and the
-vLLM lookup (``Context.vllm``: an importable 0.34.0, which has no recorded table), and doctor's
+vLLM lookup (``Context.vllm``: an importable 0.35.0, which has no recorded table), and doctor's
 runtime reader (a child process)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ SCHEMAS = Path(__file__).parent / "schemas"
 PLAN = json.loads((SCHEMAS / "plan-v1.json").read_text())
 NEAR_MISSES = {"$defs": PLAN["$defs"], "$ref": "#/$defs/near_misses"}
 H200 = tuple(GpuInfo(i, "NVIDIA H200", f"GPU-{i}", (9, 0), 141 * 2**30) for i in range(8))
-NEWER = VllmInstall("0.34.0", True)
+NEWER = VllmInstall("0.35.0", True)
 NO_RUNTIME = {"read_runtime": lambda *a, **k: (None, "not inspected in this test")}
 COMMANDS = ["plan", "doctor", "fit"]
 
@@ -54,7 +54,7 @@ def test_the_document_lists_the_near_miss_with_the_option_meant(command, typed, 
     assert document["near_misses"] == [{"option": option, "did_you_mean": meant,
                                         "warning": document["near_misses"][0]["warning"]}]
     assert document["near_misses"][0]["warning"].startswith(f"{option}: not an option of {command} "
-                                                            f"(did you mean {meant}?); vLLM 0.34.0 ")
+                                                            f"(did you mean {meant}?); vLLM 0.35.0 ")
     assert meant in {o.name for o in load(command).options}
     jsonschema.validate(document["near_misses"], NEAR_MISSES)
     for plan in _plans(command, document):

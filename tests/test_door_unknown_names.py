@@ -68,7 +68,7 @@ def test_a_secret_is_withheld_as_vllm_spells_it_too(secret):
     from dsv4_launch.vllm_cli.option_table import load_table
 
     args = serve_args.read_serve_args(["deepseek-ai/DeepSeek-V4-Flash", "--other-x", "1", "--my-token", secret],
-                                      load_table("0.34.0"))
+                                      load_table("0.35.0"))
     assert args.rejection is None and "--my-token" in args.unknown_options
     assert not [name for name in args.unknown_options if name.startswith("--Zq")], args.unknown_options
     assert "--other-x" in args.unknown_options  # not a secret: listed

@@ -120,10 +120,10 @@ def test_doctor_fails_on_them_and_dsv4_serve_hands_them_over_unchanged(v4, extra
     assert "error" not in err
 
 
-@pytest.mark.parametrize("vllm", [VllmInstall(version="0.34.0", importable=True),
+@pytest.mark.parametrize("vllm", [VllmInstall(version="0.35.0", importable=True),
                                   VllmInstall(version=None, importable=True)], ids=["newer", "unknown"])
 def test_another_releases_table_only_warns(v4, vllm):
-    """A newer vLLM (0.34.0 stand-in) or an unknown version: the table is not that release's own,
+    """A newer vLLM (0.35.0 stand-in) or an unknown version: the table is not that release's own,
     so an option it lacks may be new — never a refusal."""
     rc, out, _ = plan([v4, "--max-model-lenn", "4096"], vllm=vllm)
     assert rc == 0 and "error:" not in out
@@ -164,8 +164,8 @@ def test_the_command_repeated_as_the_first_word_is_refused(argv, first, version)
 def test_serve_alone_is_a_warning_and_a_newer_vllm_only_warns():
     rc, err, handed = serve(["serve"])  # vLLM would look for a model named 'serve': not certain to fail
     assert rc == 0 and handed == ["serve"] and "already means `vllm serve`" in err
-    rc, err, handed = serve(["serve", M], vllm=VllmInstall(version="0.34.0", importable=True))
-    assert rc == 0 and handed == ["serve", M] and "not verified for vLLM 0.34.0" in err
+    rc, err, handed = serve(["serve", M], vllm=VllmInstall(version="0.35.0", importable=True))
+    assert rc == 0 and handed == ["serve", M] and "not verified for vLLM 0.35.0" in err
 
 
 def test_a_folder_named_serve_is_a_model(tmp_path, monkeypatch):
@@ -240,8 +240,8 @@ def test_a_missing_path_under_an_assumed_release_only_warns(tmp_path, monkeypatc
 
 def test_a_newer_release_only_warns_on_a_missing_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    rc, err, handed = serve(["./nope"], vllm=VllmInstall(version="0.34.0", importable=True))
-    assert rc == 0 and handed == ["./nope"] and "not verified for vLLM 0.34.0" in err
+    rc, err, handed = serve(["./nope"], vllm=VllmInstall(version="0.35.0", importable=True))
+    assert rc == 0 and handed == ["./nope"] and "not verified for vLLM 0.35.0" in err
 
 
 @pytest.mark.parametrize("model,path", [

@@ -880,7 +880,7 @@ def test_sleeping_nvidia_smi(ws):
 
 # --- round three (issue 20): a generator per attack class ----------------------------------
 
-NEWER_RELEASES = [VllmInstall("0.34.0", True), VllmInstall(None, True), VllmInstall("0.99.0+cu130", True),
+NEWER_RELEASES = [VllmInstall("0.35.0", True), VllmInstall(None, True), VllmInstall("0.99.0+cu130", True),
                   VllmInstall("0.33.0", True)]
 
 

@@ -509,6 +509,74 @@ def test_pro_at_tp_8_on_8_h100_is_still_refused():
     assert found["weights-exceed-memory"].level == "refuse"
 
 
+@pytest.mark.parametrize("tokens, expected", [
+    ([], 1.0),  # 0.34: the extensible KV cache, on by default on CUDA, takes the whole GPU
+    (["--enable-extensible-kv-cache"], 1.0),
+    (["--no-enable-extensible-kv-cache"], 0.92),
+    (["--kv-cache-memory-bytes", str(GiB)], 0.92),  # each turns it off (config/vllm.py:3180-3254@0.34)
+    (["--num-gpu-blocks-override", "100"], 0.92),
+    (["--enable-elastic-ep", "--enable-expert-parallel"], 0.92),
+    (["--gpu-memory-utilization", "0.8"], 0.8),  # the user's value, always
+])
+def test_the_default_gpu_memory_utilization_is_the_releases(tokens, expected):
+    from dsv4_launch.core.memory.estimate import gpu_memory_utilization
+
+    assert gpu_memory_utilization(facts(tokens, version="0.34.0")) == expected
+    assert gpu_memory_utilization(facts(version="0.33.0")) == 0.92  # before 0.34: config/cache.py's 0.92
+
+
+# Flash at TP 2: 72.6 GiB per GPU at the very least. On 76 GiB GPUs that is over 0.9 of the GPU
+# (the budget's formula: memory × --gpu-memory-utilization) but within the whole GPU; with 10 GiB
+# of --kv-cache-memory-bytes on 80 GiB GPUs it is over the whole GPU only with the KV bytes.
+BUDGET_ONLY = [(["-tp", "2", "--gpu-memory-utilization", "0.9"], 76),
+               (["-tp", "2", "--kv-cache-memory-bytes", str(10 * GiB)], 80)]
+
+
+@pytest.mark.parametrize("tokens, memory_gib", BUDGET_ONLY)
+def test_a_refusal_that_rests_on_the_budget_holds_on_a_verified_release(tokens, memory_gib):
+    plan, found = findings(facts(tokens, gpus=2, memory_gib=memory_gib, version="0.33.0"))
+    assert found["weights-exceed-memory"].level == "refuse" and found["weights-exceed-memory"].certain
+    assert "not verified" not in plan.refusals[0]
+
+
+def test_on_034_nothing_is_refused_that_its_whole_gpu_budget_admits():
+    # Flash at TP 2 on 76 GiB GPUs: 72.6 GiB at the very least, over 0.92 of a GPU (0.33's default
+    # budget) and within the whole GPU (0.34's default with the extensible KV cache).
+    plan, found = findings(facts(["-tp", "2"], gpus=2, memory_gib=76, version="0.33.0"))
+    assert found["weights-exceed-memory"].level == "refuse"
+    plan, found = findings(facts(["-tp", "2"], gpus=2, memory_gib=76, version="0.34.0"))
+    assert plan.refusals == () and "weights-exceed-memory" not in found
+    plan, found = findings(facts(["-tp", "2", "--no-enable-extensible-kv-cache"], gpus=2, memory_gib=76,
+                                 version="0.34.0"))
+    assert found["weights-exceed-memory"].level == "refuse" and "not verified" not in plan.refusals[0]
+
+
+@pytest.mark.parametrize("newer", ["0.35.0", "0.34.1rc1", "1.0.0"])
+@pytest.mark.parametrize("tokens, memory_gib", BUDGET_ONLY)
+def test_on_an_unverified_release_the_budget_of_another_release_never_refuses(tokens, memory_gib, newer):
+    # The principle (docs/releases.md): the default --gpu-memory-utilization and the budget's formula
+    # are release code; on a release nobody verified they are not read, so the row is a warning.
+    from dsv4_launch.core.vllm.releases import NEWEST_VERIFIED
+
+    plan, found = findings(facts(tokens, gpus=2, memory_gib=memory_gib, version=newer))
+    hit = found["weights-exceed-memory"]
+    assert plan.refusals == () and hit.level == "warn" and not hit.certain
+    assert f"not verified: vLLM {newer}'s budget" in hit.text and f"up to vLLM {NEWEST_VERIFIED} only" in hit.text
+    assert "weights-tight" not in found  # one finding about the weights, not two
+
+
+def test_on_an_unverified_release_weights_over_the_whole_gpu_still_refuse():
+    # No default, budget or formula in it: 145.3 GiB at the very least against a 95.6 GiB GPU.
+    plan, found = findings(facts(version="0.35.0"))
+    (line,) = plan.refusals
+    assert found["weights-exceed-memory"].certain
+    assert "but at most 95.6 GiB may be used of each GPU (the whole GPU; vLLM 0.35.0's own budget is not verified)" \
+        in line and "at least 2 of these" in line
+    plan, found = findings(facts(["--kv-cache-memory-bytes", str(4 * GiB)], version="0.35.0"))
+    (line,) = plan.refusals  # the KV bytes are the release's to count: left out of the certain part
+    assert "plus 4.0 GiB" not in line and "145.3 GiB of weights per GPU" in line
+
+
 @pytest.mark.parametrize("value", ["99999999999999999999999", "1" + "0" * 40])
 def test_a_huge_parallel_size_is_not_tp_1(value):
     e = estimate(facts(["-tp", value]), weights_of(FLASH))

@@ -316,10 +316,10 @@ def test_environment_values_never_garble_the_output(run_cli, v4_dir, command):
 
 
 # A vLLM newer than every verified release (core/vllm/releases.py): each refusal that rests on
-# release code is a warning naming the newest verified release; the same arguments on 0.33.0
+# release code is a warning naming the newest verified release; the same arguments on 0.34.0
 # are refused (the control, so that the test can fail). Faked: NVML, vLLM's entry point and its
-# version (a stand-in 0.34.0 install on PYTHONPATH).
-NEWER = "0.34.0"
+# version (a stand-in 0.35.0 install on PYTHONPATH).
+NEWER = "0.35.0"
 MEGA_ON_SM90 = ["--moe-backend", "deep_gemm_mega_moe", "--enable-expert-parallel"]
 
 
@@ -330,13 +330,13 @@ MEGA_ON_SM90 = ["--moe-backend", "deep_gemm_mega_moe", "--enable-expert-parallel
     (RTX_PRO_6000, ["--kv-cache-dtype", "bfloat16"], "--kv-cache-dtype bfloat16"),
 ])
 def test_a_release_newer_than_every_verified_one_is_warned_about_not_refused(run_cli, v4_dir, gpu, args, said):
-    done, record = run_cli("dsv4-serve", v4_dir, *args, gpus=(gpu,), vllm="0.33.0")
+    done, record = run_cli("dsv4-serve", v4_dir, *args, gpus=(gpu,), vllm="0.34.0")
     assert done.returncode == 2 and record is None and said in done.stderr, done.stderr
     done, record = run_cli("dsv4-serve", v4_dir, *args, gpus=(gpu,), vllm=NEWER)
     assert done.returncode == 0 and record is not None, done.stderr
     assert record["argv"][:3 + len(args)] == ["vllm", "serve", v4_dir, *args]  # the user's values, unchanged
     (line,) = [x for x in done.stderr.splitlines() if said in x and "Fix:" in x]
-    assert f"verified up to vLLM 0.33.0; vLLM {NEWER} may differ" in line
+    assert f"verified up to vLLM 0.34.0; vLLM {NEWER} may differ" in line
     # plan and doctor read the same installed vLLM and judge the same way (--vllm-version takes
     # only releases whose option table is recorded)
     for command in (["plan"], ["doctor"]):
@@ -344,13 +344,13 @@ def test_a_release_newer_than_every_verified_one_is_warned_about_not_refused(run
         out = done.stdout + done.stderr
         assert f"vLLM {NEWER} may differ" in out and said in out, out
         assert done.returncode == 0 or command == ["doctor"], out
-        done, _ = run_cli("dsv4-launch", *command, v4_dir, *args, gpus=(gpu,), vllm="0.33.0")
+        done, _ = run_cli("dsv4-launch", *command, v4_dir, *args, gpus=(gpu,), vllm="0.34.0")
         assert done.returncode != 0 and "may differ" not in done.stdout + done.stderr
 
 
 def test_weights_that_cannot_fit_are_refused_on_any_release(run_cli):
     # Not a fact of vLLM's code: the checkpoint's bytes against one GPU's memory.
-    for version in ("0.33.0", NEWER):
+    for version in ("0.34.0", NEWER):
         done, record = run_cli("dsv4-serve", "deepseek-ai/DeepSeek-V4-Pro", gpus=(RTX_PRO_6000,), vllm=version,
                                env={"HF_HUB_OFFLINE": "1"})
         assert done.returncode == 2 and record is None, (version, done.stderr)

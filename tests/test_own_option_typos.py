@@ -36,7 +36,7 @@ def _installed(monkeypatch, version):
 
 
 @pytest.mark.parametrize("option,meant", FUTURE)
-@pytest.mark.parametrize("version", ["0.34.0", "1.0.0", "0.33.1", None], ids=["newer", "major", "patch", "none"])
+@pytest.mark.parametrize("version", ["0.35.0", "1.0.0", "0.33.1", None], ids=["newer", "major", "patch", "none"])
 def test_a_near_miss_on_a_release_without_a_table_is_handed_over_with_a_warning(monkeypatch, version, option, meant):
     _installed(monkeypatch, version)
     assert not option_table.load_table(version).exact  # no recorded table for exactly this release
@@ -56,7 +56,7 @@ def test_a_near_miss_the_release_s_own_table_does_not_know_is_a_usage_error(monk
     with pytest.raises(UsageError, match=f"no such option: {option} \\(did you mean {meant}\\?\\)"):
         parse(load("plan"), [M, option, "1"], env={}, warnings=[])
     # --vllm-version names a recorded release: its table decides, whatever is installed
-    _installed(monkeypatch, "0.34.0")
+    _installed(monkeypatch, "0.35.0")
     with pytest.raises(UsageError, match="did you mean"):
         parse(load("plan"), ["--vllm-version", version.split("+")[0], M, option, "1"], env={}, warnings=[])
 
@@ -89,13 +89,13 @@ def test_the_door_says_the_warning_and_the_command_runs_with_the_option_handed_o
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     err = io.StringIO()
     ctx = Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"}, stdout=out, stderr=err,
-                  vllm=VllmInstall("0.34.0", True), read_runtime=lambda *a, **k: (None, "not asked"))
+                  vllm=VllmInstall("0.35.0", True), read_runtime=lambda *a, **k: (None, "not asked"))
     status = run_command(command, ["--json", M, "-tp", "2", "--js\x07on"], ctx)
     out.flush()
     document = json.loads(out.buffer.getvalue())
     lines = err.getvalue().splitlines()
     assert lines[0].startswith(f"dsv4-launch {command}: warning: --js\\x07on: not an option of {command} "
-                               "(did you mean --json?); vLLM 0.34.0 has no recorded option table here"), lines
+                               "(did you mean --json?); vLLM 0.35.0 has no recorded option table here"), lines
     assert "\x07" not in err.getvalue()
     assert status == document["exit_status"] != 2
     if command == "plan":

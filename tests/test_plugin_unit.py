@@ -119,7 +119,7 @@ def test_everything_else_is_left_alone(tmp_path):
     assert result["dtypes"] == ["fp8_ds_mla", "fp8", "auto", "auto"] and "changed:" not in log
 
 
-@pytest.mark.parametrize("version", ["0.34.0", "0.30.0rc1", "0.24.0.dev12", "not-a-version"])
+@pytest.mark.parametrize("version", ["0.35.0", "0.30.0rc1", "0.24.0.dev12", "not-a-version"])
 def test_an_unverified_release_is_never_patched_and_said_once(tmp_path, version):
     result, log = run(tmp_path, version, [{"model": V4}], DSV4_LAUNCH_GPU_CAPABILITY="12.0")
     assert result == {"patched": False, "dtypes": ["auto"]}

@@ -393,7 +393,7 @@ def test_the_indexer_flag_fix_names_the_replacement_for_this_gpu_and_release():
     assert plan.refusals == ()  # a real option on SM 10.x before 0.30
 
 
-@pytest.mark.parametrize("newer", ["0.34.0", "0.33.1", "0.34.0rc1", "0.33.0.post1", "1.0.0"])
+@pytest.mark.parametrize("newer", ["0.35.0", "0.34.1", "0.35.0rc1", "0.34.0.post1", "1.0.0"])
 def test_no_row_refuses_on_a_release_newer_than_every_verified_one(newer):
     """Each refusing row's trips case, on the newest verified release and on a newer one: the
     refusal that rests on release code becomes a warning naming both releases; a fact that holds
@@ -430,7 +430,7 @@ def test_no_row_refuses_on_a_release_newer_than_every_verified_one(newer):
     assert judged > 20
 
 
-@pytest.mark.parametrize("same", ["0.33.0", "0.33.0+cu130", "0.33"])
+@pytest.mark.parametrize("same", ["0.34.0", "0.34.0+cu130", "0.34"])
 def test_the_newest_verified_release_and_its_builds_still_refuse(same):
     plan, _ = judge(([M, "--block-size", "64"], {"version": same}))
     assert any("--block-size 64" in r for r in plan.refusals) and "may differ" not in " ".join(plan.warnings)
@@ -905,7 +905,7 @@ def test_release_words_render_as_the_tables_wrote_them():
     by_id = {r.id: r for r in RULES}
     assert words(by_id["fp4-indexer-off-sm10"], "title").endswith("off SM 10.x, vLLM 0.24–0.29")
     assert "(0.24–0.27; a bare assert" in words(by_id["fp4-indexer-off-sm10"], "effect")
-    assert "(--enable-dbo ≥ 0.29.0; --enable-elastic-ep ≥ 0.29.0, < 0.32.0;" in words(by_id["dspark-v2-unsupported"], "title")
+    assert "(--enable-dbo ≥ 0.29.0, < 0.34.0; --enable-elastic-ep ≥ 0.29.0, < 0.32.0;" in words(by_id["dspark-v2-unsupported"], "title")
     # a row re-ranged moves its words with it
     moved = by_id["dspark-pp"]._replace(vllm=VersionRange(since="0.26.0", before="0.31.0"))
     assert words(moved, "title").endswith("vLLM 0.26–0.30")
@@ -966,3 +966,19 @@ def test_a_negative_pp_layer_count_is_refused_from_0_34():
     assert "pp-layer-partition-invalid" not in findings(tokens, env=env, version="0.33.0")[0]
     found = findings(tokens, env=env, version="0.34.0")[0]["pp-layer-partition-invalid"]
     assert "Negative layer count in partition_list_str='44,-1'." in found.text
+
+
+def test_an_unknown_option_before_the_model_is_said_and_refuses_nothing():
+    # 0.32.1 has no recorded table (0.32.0's is used, not exact) and is within the verified releases:
+    # --block-size 64 on SM 12.x refuses there, with the model read for sure.
+    plan, _ = judge(([M, "--block-size", "64"], {"version": "0.32.1"}))
+    assert any("--block-size 64" in r for r in plan.refusals)
+    plan, _ = judge((["--from-the-future", M, "--block-size", "64"], {"version": "0.32.1"}))
+    assert plan.refusals == ()
+    (said,) = [w for w in plan.warnings if w.startswith("model not read for sure")]
+    assert "--from-the-future, unknown to that table, comes right before the word read as the model" in said
+    assert "put the model first, or write --from-the-future=VALUE" in said
+    assert any("--block-size 64" in w and "if --from-the-future takes no value" in w for w in plan.warnings)
+    # the word read as the model is the option's value when it takes one: not silent either
+    plan, _ = judge((["--from-the-future", "4", M], {"version": "0.32.1"}))
+    assert plan.refusals == () and any(w.startswith("model not read for sure") for w in plan.warnings)

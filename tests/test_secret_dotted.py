@@ -32,7 +32,7 @@ from dsv4_launch.vllm_cli.serve_args import read_serve_args
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 ENV = {"DSV4_LAUNCH_GPU_CAPABILITY": "9.0", "HOME": "/nonexistent"}
-RELEASES = ["0.24.0", "0.29.0", "0.33.0", "0.34.0"]  # 0.34.0: a release the tables do not record
+RELEASES = ["0.24.0", "0.29.0", "0.33.0", "0.35.0"]  # 0.35.0: a release the tables do not record
 
 
 def _printed(argv, version):

@@ -230,7 +230,7 @@ def test_the_prepared_argv_masks_by_the_moved_positions(v4_dir, tail):
     from dsv4_launch.commands.pipeline import PLAN, prepare
 
     argv = [v4_dir, "--api-key", S, *tail]
-    prepared = prepare(argv, {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"}, PLAN, vllm=VllmInstall("0.34.0", True))
+    prepared = prepare(argv, {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"}, PLAN, vllm=VllmInstall("0.35.0", True))
     assert "--kv-cache-dtype" in prepared.argv and prepared.argv.index("--kv-cache-dtype") < prepared.argv.index("--")
     out = masked_argv(prepared.argv, prepared.secrets)
     assert not any("Zq81" in t for t in out), out

@@ -372,3 +372,36 @@ def test_two_config_files_under_python_O_start_with_the_first(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode != 0 and "ConfigFileError: --config is given more than once" in run.stderr
+
+
+# --- an option placed before the model -------------------------------------------------------
+
+def _new_value_options(old: str, new: str) -> list[str]:
+    """The options ``new``'s recorded table adds to ``old``'s that take a value (their first spelling)."""
+    before = {o for a in load_table(old).actions for o in a.options}
+    return [a.options[0] for a in load_table(new).actions
+            if a.nargs not in (0, "?") and not set(a.options) & before]
+
+
+def test_every_option_034_adds_that_takes_a_value_leaves_the_model_after_it():
+    added = _new_value_options("0.33.0", "0.34.0")
+    assert "--max-num-inflight-kv-loads" in added and "--cache-aware-admission-window" in added
+    for option in added:
+        args = read_serve_args([option, "4", M], load_table("0.34.0"))
+        assert (args.model, args.value("model_tag"), args.rejection, args.model_doubt) == (M, M, None, ""), option
+        assert read_serve_args([option, "4", M], load_table("0.33.0")).rejection  # 0.33.0 has no such option
+
+
+@pytest.mark.parametrize("tokens, doubt", [
+    (["--from-the-future", "4", M], "--from-the-future"),  # read as model "4": M would be the model
+    (["--from-the-future", M, "-tp", "2"], "--from-the-future"),  # a flag, or M is its value
+    ([M, "--from-the-future", "4"], ""),  # the model first: read for sure
+    (["--from-the-future=4", M], ""),  # the value joined to it
+    (["--model", M, "--from-the-future", "4"], ""),
+])
+def test_an_unknown_option_before_the_model_leaves_the_model_in_doubt(tokens, doubt):
+    # A release newer than every recorded table: the newest table, not exact; an option it lacks
+    # may take a value, and then the word after it is that value, not the model.
+    args = read_serve_args(tokens, load_table("9.0.0"))
+    assert args.rejection is None and args.unknown_options == ("--from-the-future",)
+    assert args.model_doubt == doubt

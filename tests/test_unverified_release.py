@@ -20,6 +20,6 @@ def test_a_doctor_failure_on_a_newer_release_is_a_warning(rule):
     tokens = (M, "-tp", "2")
     mine = [c for c in make(runtime=trips, version=NEWEST_VERIFIED, tokens=tokens).lines if rule.reference in c.detail]
     assert mine and mine[0].status == FAIL and "may differ" not in mine[0].detail
-    mine = [c for c in make(runtime=trips, version="0.34.0", tokens=tokens).lines if rule.reference in c.detail]
+    mine = [c for c in make(runtime=trips, version="0.35.0", tokens=tokens).lines if rule.reference in c.detail]
     assert mine and mine[0].status == WARN, [c.detail for c in mine]
-    assert f"verified up to vLLM {NEWEST_VERIFIED}; vLLM 0.34.0 may differ" in mine[0].detail
+    assert f"verified up to vLLM {NEWEST_VERIFIED}; vLLM 0.35.0 may differ" in mine[0].detail

@@ -146,7 +146,7 @@ def test_assumed_release_wins_over_the_installed_one(run_cli, v4_dir):
 
 
 @pytest.mark.parametrize("command", ["plan", "doctor", "fit"])
-@pytest.mark.parametrize("value", ["0.34.0", "latest", "0.30.1"])
+@pytest.mark.parametrize("value", ["0.35.0", "latest", "0.30.1"])
 def test_a_release_without_a_recorded_table_is_one_line_and_exit_2(run_cli, command, value):
     from dsv4_launch.vllm_cli.option_table import available_versions
 

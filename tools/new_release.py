@@ -9,11 +9,16 @@ real-vLLM oracles against it, and list exactly what a maintainer must review.
 Steps (docs/releases.md says why each one):
 
 1. vLLM X in a virtual environment: ``.ci/vllm-venv.sh X`` (cached outside the checkout, ~9 GB
-   when new), or the interpreter given with ``--vllm-python``.
+   when new; a pin the index lacks is replaced as ``.ci/vllm-overrides/X.txt`` says), and this
+   checkout installed into it (``pip install -e .``: the plugin oracles load dsv4-launch through its
+   entry point, as vLLM does); or the interpreter given with ``--vllm-python``, where this checkout
+   must already be installed (the tool checks, and names the command; it installs nothing there).
 2. Its option table: ``tools/gen_vllm_options.py`` writes ``src/dsv4_launch/data/serve-options-X.json``.
 3. Its import set: ``tools/record_vllm_imports.py --write`` (benchmarks/vllm_imports/vllm-X.json).
 4. The oracle suite: ``pytest -m vllm_real tests/vllm_real`` in that environment, this checkout
-   first on PYTHONPATH.
+   first on PYTHONPATH, with ``DSV4_ORACLE_AS_VERIFIED=X``: the harness judges X as a verified
+   release for this run only (tests/vllm_real/site/oracle_harness.py). A failing suite does not stop
+   the tool: the checklist follows, then the failing tests are named and the exit status is 1.
 5. The checklist, from the fact table (core/vllm/facts.py; no reading of our source): every
    open-ended fact (carried past the newest verified release, ``NEWEST_VERIFIED``) whose
    citations at that release no longer hold in X: the anchor gone (or its file), or the cited
@@ -28,7 +33,8 @@ tests/vllm_real/test_citations.py), add X to ``VERIFIED_RELEASES`` in
 src/dsv4_launch/core/vllm/releases.py (tests/test_vllm_releases.py fails until the recorded option
 tables and the table agree) and run ``tools/oracle_sweep.py --releases X`` for the matrix.
 
-Exit status: 0 done (the checklist may list items: that is the review), 1 a step failed, 2 usage.
+Each step says how long it took. Exit status: 0 done (the checklist may list items: that is the
+review), 1 a step failed, 2 usage.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -184,18 +191,48 @@ def downloaded_source(release: str) -> Path:
 
 # --- the steps --------------------------------------------------------------------------------
 
-def step(title: str, cmd: list[str], env: dict | None = None, dry: bool = False) -> None:
+def step(title: str, cmd: list[str], env: dict | None = None, dry: bool = False, failed: list | None = None) -> int:
+    """Run one step in the checkout, its output shown as it comes, and say how long it took. A
+    failing step stops the tool (exit 1), unless ``failed`` collects the names of the tests it
+    failed (pytest's ``-rfE`` lines) and the tool goes on to the checklist."""
     print(f"new_release: {title}: {' '.join(cmd)}", flush=True)
     if dry:
-        return
-    if subprocess.run(cmd, cwd=ROOT, env={**os.environ, **(env or {})}).returncode != 0:
+        return 0
+    started = time.monotonic()
+    with subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+        for line in proc.stdout or ():
+            print(line, end="", flush=True)
+            if failed is not None and line.startswith(("FAILED ", "ERROR ")):
+                failed.append(line.split(" - ", 1)[0].strip())
+    print(f"new_release: {title.split('.', 1)[0]}. took {time.monotonic() - started:.0f} s (exit {proc.returncode})",
+          flush=True)
+    if proc.returncode != 0 and failed is None:
         raise SystemExit(1)
+    return proc.returncode
+
+
+# What tests/vllm_real needs of the environment besides vLLM: this checkout installed (the plugin
+# oracles load dsv4-launch through its vllm.general_plugins entry point, as vLLM does).
+INSTALLED = ("import os, importlib.metadata as m, importlib.util as u; "
+             "ep = [e for e in m.entry_points(group='vllm.general_plugins') if e.name == 'dsv4_launch']; "
+             "spec = u.find_spec('dsv4_launch'); "
+             "print(os.path.dirname(spec.origin) if ep and spec and spec.origin else '')")
+
+
+def installed_here(python: str) -> bool:
+    """dsv4-launch from this checkout is what ``python`` imports, with its plugin entry point."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([python, "-c", INSTALLED], capture_output=True, text=True, env=env, timeout=120)
+    found = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+    return bool(found) and Path(found[0]).resolve() == (ROOT / "src" / "dsv4_launch").resolve()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("release", help="the new vLLM release, X.Y.Z")
-    parser.add_argument("--vllm-python", help="an interpreter whose environment has vLLM X (else .ci/vllm-venv.sh X)")
+    parser.add_argument("--vllm-python", help="an interpreter whose environment has vLLM X and this checkout installed "
+                        "(pip install -e .); else .ci/vllm-venv.sh X, into which the tool installs it")
     parser.add_argument("--old-src", type=Path, help=f"a directory holding vllm/ of {NEWEST_VERIFIED} (else downloaded)")
     parser.add_argument("--new-src", type=Path, help="a directory holding vllm/ of the new release (else its venv's)")
     parser.add_argument("--checklist-only", action="store_true", help="only step 5 (needs --old-src and --new-src)")
@@ -218,25 +255,42 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{given}: no vllm/ folder in it")
 
     python = opts.vllm_python
+    failed: list[str] = []
+    oracles = 0
     if not opts.checklist_only:
         if python is None:
             print(f"new_release: 1. vLLM {opts.release} in a cached venv: .ci/vllm-venv.sh {opts.release}", flush=True)
             if opts.dry_run:
                 python = f"$(.ci/vllm-venv.sh {opts.release})/bin/python"
             else:
+                started = time.monotonic()
                 made = subprocess.run([str(ROOT / ".ci" / "vllm-venv.sh"), opts.release], cwd=ROOT, stdout=subprocess.PIPE,
                                       text=True)
                 if made.returncode != 0:
                     return 1
                 python = str(Path(made.stdout.strip().splitlines()[-1]) / "bin" / "python")
+                print(f"new_release: 1. took {time.monotonic() - started:.0f} s", flush=True)
+            # as .ci/run does: the plugin oracles need this checkout's entry point in that venv
+            step("1. this checkout into that venv (the plugin oracles load it as vLLM does)",
+                 [python, "-m", "pip", "install", "-q", "-e", "."], {"PIP_CONFIG_FILE": os.devnull}, opts.dry_run)
+        else:
+            print(f"new_release: 1. vLLM {opts.release}: {python}, with this checkout installed in it", flush=True)
+            if not opts.dry_run and not opts.skip_oracles and not installed_here(python):
+                print(f"new_release: 1. dsv4-launch from this checkout is not installed with {python} (the plugin oracles "
+                      f"of step 4 load it through its entry point, as vLLM does): {python} -m pip install -e {ROOT}, "
+                      "or --skip-oracles", file=sys.stderr)
+                return 1
         cpu = {"VLLM_TARGET_DEVICE": "cpu", "PYTHONPATH": str(ROOT / "src")}
         step("2. option table", [python, "tools/gen_vllm_options.py"], cpu, opts.dry_run)
         step("3. import set", [sys.executable, "tools/record_vllm_imports.py", "--python", python, "--write"], None,
              opts.dry_run)
         if not opts.skip_oracles:
-            step("4. oracle suite", [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "vllm_real",
-                                     "tests/vllm_real", "-W", "ignore::DeprecationWarning"],
-                 {**cpu, "DSV4_REQUIRE_VLLM": "1"}, opts.dry_run)
+            # X judged as X (tests/vllm_real/site/oracle_harness.py): verified for this run only
+            print(f"new_release: 4. with DSV4_ORACLE_AS_VERIFIED={opts.release}", flush=True)
+            oracles = step("4. oracle suite", [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "vllm_real",
+                                               "tests/vllm_real", "-W", "ignore::DeprecationWarning", "-rfE"],
+                           {**cpu, "DSV4_REQUIRE_VLLM": "1", "DSV4_ORACLE_AS_VERIFIED": opts.release}, opts.dry_run,
+                           failed)
         if opts.dry_run:
             return 0
     new = opts.new_src or site_of(python)  # type: ignore[arg-type]
@@ -253,6 +307,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nThen: review each item above; add {opts.release} to VERIFIED_RELEASES (and CI_RELEASES when it "
               "becomes the newest pinned) in src/dsv4_launch/core/vllm/releases.py; python3 tools/oracle_sweep.py "
               f"--releases {opts.release}; see docs/releases.md.")
+    if oracles:
+        named = "".join(f"\n  {name}" for name in failed) or " (none named: see pytest's output above)"
+        print(f"new_release: 4. the oracle suite failed on vLLM {opts.release} (exit {oracles}), "
+              f"{len(failed)} test(s):{named}", file=sys.stderr)
+        return 1
     return 0
 
 

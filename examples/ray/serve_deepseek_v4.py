@@ -20,7 +20,7 @@ makes one virtualenv per node from the Python Ray runs in: a system or conda Pyt
 `--system-site-packages` virtualenv, but a Python that is itself a virtualenv is copied whole
 (ray/_private/runtime_env/virtualenv_utils.py) — for vLLM's environment several GB per node,
 once per runtime env. tests/vllm_real/test_ray_example.py runs this runtime env on a local Ray
-cluster with the real vLLM (CI: Ray 2.60.0 next to vLLM 0.33.0).
+cluster with the real vLLM (CI: Ray 2.60.0 next to vLLM 0.34.0).
 """
 
 from __future__ import annotations

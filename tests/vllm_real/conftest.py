@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
+SITE = str(Path(__file__).resolve().parent / "site")
 
 HOW = (
     "needs a real vLLM: venv=$(.ci/vllm-venv.sh 0.24.0) && $venv/bin/pip install -e . && "
@@ -64,6 +65,17 @@ def require_vllm() -> None:
             pytest.fail("DSV4_REQUIRE_VLLM=1 but vLLM is not importable here")
         pytest.skip(HOW)
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    if SITE not in sys.path:
+        # The oracle harness (site/oracle_harness.py: a release judged as verified under
+        # DSV4_ORACLE_AS_VERIFIED, the stand-in for vLLM's triton-cpu check), here and, through
+        # PYTHONPATH's sitecustomize, in every process an oracle starts from now on.
+        sys.path.insert(0, SITE)
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SITE, os.environ.get("PYTHONPATH")) if p)
+        importlib.import_module("oracle_harness").install()
+    as_verified = os.environ.get("DSV4_ORACLE_AS_VERIFIED")
+    installed = importlib.metadata.version("vllm")
+    if as_verified and installed.split("+", 1)[0] != as_verified:
+        pytest.fail(f"DSV4_ORACLE_AS_VERIFIED={as_verified} but vLLM {installed} is installed here")
 
 
 # DeepSeek-V4's compress_ratios (backbone layers), as the KV oracles plan them.

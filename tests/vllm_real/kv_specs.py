@@ -63,7 +63,8 @@ def speculative(method: str, k: int, nextn: int):
 def config(max_model_len: int, mnbt: int, in_flight: int, pp: int = 1, spec=None):
     cache = NS(block_size=256, cache_dtype="fp8_ds_mla", num_gpu_blocks_override=None, kv_cache_memory_bytes=None,
                enable_prefix_caching=True, prefix_cache_retention_interval=None,
-               # 0.34: read for the error hint only (kv_cache_planning.py:70@0.34.0); sizing is the same
+               # 0.34: how the memory handed to the planner is measured; the planner reads it only
+               # for its texts (vllm/v1/core/kv_cache_planning.py:70,1450@0.34.0)
                enable_extensible_kv_cache=False)
     try:
         from vllm.v1.kv_cache_layout import KVCacheLayout  # 0.29+: resolved by the engine core

@@ -306,12 +306,16 @@ def test_free_gpu_memory_at_start(tmp_path, version):
     """``request_memory`` with a GPU that another process holds: 1.54 of 22.05 GiB free, 0.9 asked."""
     request_memory = vllm_symbol("vllm.v1.worker.utils", "request_memory")
     snapshot = SimpleNamespace(free_memory=int(1.54 * 2**30), total_memory=int(22.05 * 2**30), device_="cuda:0")
-    text = raised(lambda: request_memory(snapshot, SimpleNamespace(gpu_memory_utilization=0.9)))
+    # 0.34 reads resolved_gpu_memory_utilization (v1/worker/utils.py:742@0.34.0), the user's value when
+    # set, and enable_extensible_kv_cache
+    asked = SimpleNamespace(gpu_memory_utilization=0.9, resolved_gpu_memory_utilization=0.9,
+                            enable_extensible_kv_cache=False)
+    text = raised(lambda: request_memory(snapshot, asked))
     assert text and "Free memory on device cuda:0" in text
     assert explained(tmp_path, version, text) == ["gpu-memory-not-free"]
     # enough free memory: vLLM raises nothing, and there is nothing to explain
     roomy = SimpleNamespace(free_memory=int(21 * 2**30), total_memory=int(22.05 * 2**30), device_="cuda:0")
-    assert raised(lambda: request_memory(roomy, SimpleNamespace(gpu_memory_utilization=0.9))) is None
+    assert raised(lambda: request_memory(roomy, asked)) is None
 
 
 @pytest.mark.parametrize(("split", "sizes"), [

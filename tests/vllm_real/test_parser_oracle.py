@@ -228,3 +228,30 @@ def test_two_config_files_under_python_O_as_vllm_reads_them(real_vllm, yaml_dir)
         assert any("--config is given more than once" in w and "Python runs with -O" in w for w in got["warnings"])
         top, _, version = real_vllm
         compare(top, version, argv)  # without -O: vLLM's assert, and our refusal
+
+
+def test_every_option_this_release_adds_that_takes_a_value_leaves_the_model_after_it(real_vllm):
+    """``OPT VALUE MODEL`` for each option this release's table adds to the previous recorded one
+    (0.34.0: --max-num-inflight-kv-loads, --cache-aware-admission-window, …): vLLM's parser and
+    ours both read MODEL, not VALUE."""
+    from dsv4_launch.core.versions import parse_version
+    from dsv4_launch.vllm_cli.option_table import available_versions
+
+    top, serve, version = real_vllm
+    table = load_table(version)
+    older = [v for v in available_versions() if parse_version(v) < parse_version(table.vllm_version)]
+    if not table.exact or not older:
+        pytest.skip(f"no recorded table before vLLM {version}'s own")
+    before = {o for a in load_table(older[-1]).actions for o in a.options}
+    added = [a for a in serve._actions if a.option_strings and not set(a.option_strings) & before
+             and a.nargs not in (0, "?") and type(a).__name__ != "_HelpAction"]
+    for action in added:
+        option = action.option_strings[0]
+        # a value vLLM takes for it, the model first (a choice, a number, a JSON object, a word)
+        values = [str(c) for c in action.choices or ()] + ["4", "{}", "x"]
+        value = next((v for v in values if real_parse(top, [M, option, v])[0] == "ok"), None)
+        assert value is not None, option
+        outcome, namespace = real_parse(top, [option, value, M])
+        assert outcome == "ok" and namespace.model_tag == M, (option, namespace)
+        ours = read_serve_args([option, value, M], table)
+        assert (ours.model, ours.model_doubt, ours.rejection) == (M, "", None), option

@@ -19,7 +19,7 @@ no ``.pth`` files of vLLM's environment, so dsv4-launch (installed there editabl
 importable from it: the worker can only have it from the runtime env. The wheel carries a local
 version label (``+shipped``) so pip cannot take the editable install's metadata for it.
 
-Needs ``ray`` importable next to vLLM: .ci/run installs it into the vLLM 0.33.0 environment and
+Needs ``ray`` importable next to vLLM: .ci/run installs it into the vLLM 0.34.0 environment and
 sets DSV4_REQUIRE_RAY=1 there, which turns the skip into a failure.
 """
 
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.vllm_real.conftest import SITE
 from tests.vllm_real.test_plugin import LLAMA_CONFIG, V4_CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,15 +138,17 @@ def thin_python(root: Path) -> Path:
                           capture_output=True, text=True, check=True).stdout.strip()
     import ray
 
+    # (and the site-packages a .pth layers under this environment, e.g. a light venv over a shared vLLM one)
     paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
-                           str(Path(ray.__file__).resolve().parents[1])])
+                           str(Path(ray.__file__).resolve().parents[1]),
+                           *(p for p in sys.path if p.endswith("site-packages"))])
     Path(site, "vllm-env.pth").write_text("".join(f"{p}\n" for p in paths))
     return python
 
 
 def test_the_ray_example_ships_dsv4_launch_and_the_engine_gets_fp8(tmp_path):
     require("vllm", "DSV4_REQUIRE_VLLM", "run this under a real vLLM (see tests/vllm_real/conftest.py)")
-    require("ray", "DSV4_REQUIRE_RAY", "pip install ray next to vLLM (.ci/run does it for vLLM 0.33.0)")
+    require("ray", "DSV4_REQUIRE_RAY", "pip install ray next to vLLM (.ci/run does it for vLLM 0.34.0)")
     models = {}
     for name, config in (("v4", V4_CONFIG), ("llama", LLAMA_CONFIG)):
         (tmp_path / name).mkdir()
@@ -154,7 +157,9 @@ def test_the_ray_example_ships_dsv4_launch_and_the_engine_gets_fp8(tmp_path):
     wheel = build_wheel(tmp_path)
     runtime_env = example_runtime_env(str(wheel))
     assert runtime_env == {"pip": [str(wheel)]}, runtime_env
-    runtime_env["env_vars"] = {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", "VLLM_TARGET_DEVICE": "cpu"}
+    runtime_env["env_vars"] = {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", "VLLM_TARGET_DEVICE": "cpu",
+                               # the oracle harness in the engine's process too (conftest.SITE)
+                               "PYTHONPATH": SITE, **{k: v for k, v in os.environ.items() if k == "DSV4_ORACLE_AS_VERIFIED"}}
     python = thin_python(tmp_path / "driver-venv")
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths live under it
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_LAUNCH_", "PYTHON", "VIRTUAL_ENV"))}

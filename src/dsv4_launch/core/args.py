@@ -28,6 +28,9 @@ class ServeArgs(Record):
     model_source: str | None = None  # "positional", "--model", "config file", "vLLM default", "engine"
     config_path: str | None = None  # the --config file that vLLM reads
     unknown_options: tuple[str, ...] = ()  # option names this vLLM's table does not know
+    # An unknown option right before the word read as the model: if it takes a value, that word
+    # is its value and the model is another (the option, else "").
+    model_doubt: str = ""
     rejection: str | None = None  # why vLLM will refuse these arguments, if it will
     unread: str | None = None  # why some arguments could not be seen (a --config left to vLLM)
     warnings: tuple[str, ...] = ()

@@ -157,7 +157,7 @@ def read_serve_args(
                                 "the others")
             args, config_path = _pull_config(args, load_config, file_secrets, table.option_strings)
             cli_args = _drop_config(cli_args)
-        values, unknown, secret_values = _parse(args, table)
+        values, unknown, secret_values, doubt = _parse(args, table)
         traced = [_origins(v) for v in secret_values]
         file_secrets += _from_the_file(secret_values)
         cli_values = _cli_only(cli_args, table) if config_path else values
@@ -203,6 +203,7 @@ def read_serve_args(
         model_source=model_source,
         config_path=config_path,
         unknown_options=_unknown_names(unknown, (*secret_texts(tokens, conservative), *file_secrets)),
+        model_doubt=doubt if model_source == "positional" else "",
         warnings=tuple(warnings),
         help_requested=values.get("help") is True,
         secrets=secrets,
@@ -563,8 +564,9 @@ class _ReplicaParser(argparse.ArgumentParser):
         return self._formatter
 
 
-def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list[str], list[object]]:
-    """(values, unknown options, the values argparse gave to secret options) of ``args``."""
+def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list[str], list[object], str]:
+    """(values, unknown options, the values argparse gave to secret options, the unknown option
+    right before the word argparse took as the model, else "") of ``args``."""
     processed = _fold_dotted(_normalise(args))
     parser = _replica(table, processed)
     try:
@@ -580,7 +582,10 @@ def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list
         others = len(extras) - len(words)
         words += [f"{others} other word{'s' if others > 1 else ''}"] if others else []
         raise _ParseRejected(f"unrecognized arguments: {', '.join(words)}")
-    return vars(namespace), unknown, parser.secret_values
+    model = getattr(namespace, "model_tag", None)
+    doubt = next((str(a).split("=", 1)[0] for a, b in zip(processed, processed[1:])
+                  if b is model and a in unknown and "=" not in a), "") if unknown and model is not None else ""
+    return vars(namespace), unknown, parser.secret_values, doubt
 
 
 # The replica parser holds only the options that can take part in parsing these tokens: a start

@@ -54,6 +54,7 @@ from .kv_plan import StagePlan, pp_partition, stage_plans
 from .vllm_config import (
     DSPARK_DEFAULT_LAYERS,
     DSV4_MAX_MODEL_LEN,
+    EXTENSIBLE_KV_CACHE,
     MXFP4_INDEXER_STATE,
     RETAINED_FOR_MULTI_MTP,
     UNKNOWN,
@@ -213,11 +214,16 @@ def _number(value) -> float | None:
 
 
 def gpu_memory_utilization(facts: Facts) -> float | None:
-    """``--gpu-memory-utilization`` as vLLM reads it (default 0.92); None when vLLM rejects the
-    value itself (CacheConfig: 0 < x ≤ 1)."""
-    raw = facts.args.value("gpu_memory_utilization")
+    """``--gpu-memory-utilization`` as vLLM reads it (default 0.92; from 0.34 1.0 where the
+    extensible KV cache may be on: the larger, so that no refusal rests on the smaller); None
+    when vLLM rejects the value itself (CacheConfig: 0 < x ≤ 1)."""
+    args = facts.args
+    raw = args.value("gpu_memory_utilization")
     if raw is None:
-        return DEFAULT_GPU_MEMORY_UTILIZATION
+        chosen = args.value("enable_extensible_kv_cache")
+        off = ((chosen is not None and not as_bool(chosen)) or args.value("kv_cache_memory_bytes") is not None
+               or args.value("num_gpu_blocks_override") is not None or as_bool(args.value("enable_elastic_ep")))
+        return 1.0 if EXTENSIBLE_KV_CACHE.contains(facts.vllm_version) and not off else DEFAULT_GPU_MEMORY_UTILIZATION
     n = _number(raw)
     return n if n is not None and 0 < n <= 1 else None
 

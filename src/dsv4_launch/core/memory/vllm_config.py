@@ -32,6 +32,9 @@ def concurrency_counted(vllm_version: str | None) -> bool:
     return CONCURRENCY_COUNTED.contains(vllm_version) is not False
 
 
+# The default --gpu-memory-utilization is 1.0 with the extensible KV cache, on by default on CUDA unless
+# --kv-cache-memory-bytes, --num-gpu-blocks-override or elastic EP turn it off
+EXTENSIBLE_KV_CACHE = fact("extensible-kv-cache").range
 IN_FLIGHT_TOKENS = fact("in-flight-tokens").range  # VllmConfig.max_in_flight_tokens
 # How VllmConfig.__post_init__ resolves async scheduling when --async-scheduling is not given
 # (the `async_scheduling is None` branch: config/vllm.py:1059@0.26, :1185@0.28, :1576@0.31, :1685@0.33):

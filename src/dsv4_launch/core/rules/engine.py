@@ -181,11 +181,10 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         certain = gpu_certain and in_range is True
         if not certain and rule.level == WARN and not real:
             return None  # a warning about GPUs that may not exist here is noise
-    if rule.level != WARN and rule.release_code and unverified(facts.vllm_version):
-        # The row's bounds were read in releases up to NEWEST_VERIFIED; an open-ended one (no
-        # ``before``) carried past it is a guess, and a guess never refuses.
+    doubts = _doubts(rule, facts)
+    if doubts:
         certain = False
-        qualifiers.append(f"verified up to vLLM {NEWEST_VERIFIED}; vLLM {facts.vllm_version} may differ")
+        qualifiers += doubts
     fill = dict(values)
     doubt = fill.pop("uncertain", None)  # the check's own reason it may not apply (e.g. an assert under -O)
     if doubt:
@@ -201,6 +200,20 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         text += f" [{'; '.join(qualifiers)}]"
     level = rule.level if certain else WARN
     return Finding(rule.id, level, text, rule.evidence, certain, rule.section)
+
+
+def _doubts(rule: Rule, facts: Facts) -> list[str]:
+    """Why a refusing row cannot be certain here, whatever its check says."""
+    if rule.level == WARN:
+        return []
+    said = []
+    if rule.release_code and unverified(facts.vllm_version):
+        # The row's bounds were read in releases up to NEWEST_VERIFIED; an open-ended one (no
+        # ``before``) carried past it is a guess, and a guess never refuses.
+        said.append(f"verified up to vLLM {NEWEST_VERIFIED}; vLLM {facts.vllm_version} may differ")
+    if facts.args.model_doubt:  # the word judged as the model may be an unknown option's value
+        said.append(f"if {facts.args.model_doubt} takes no value: the model is not read for sure")
+    return said
 
 
 def unverified(version: str | None) -> bool:

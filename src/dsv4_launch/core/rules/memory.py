@@ -26,7 +26,8 @@ from ..memory.verdicts import (
 )
 from ..memory.vllm_config import max_model_len_tried, speculative_method
 from ..vllm.facts import fact
-from .engine import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row
+from ..vllm.releases import NEWEST_VERIFIED
+from .engine import BOTH, CITED, DERIVED, REFUSE, WARN, Rule, row, unverified
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 # Speculative methods whose draft KV the estimate counts (MTP, DSpark: core/memory/estimate.py draft_kv)
@@ -52,10 +53,25 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
     reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
     "_check_enough_kv_cache_memory",
     models=BOTH,
-    release_code=False,  # the checkpoint's bytes against the GPUs' memory: true whatever the release's code
+    release_code=False,  # the check itself says what of it rests on the release's code (below)
 )
 def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
-    return weights_refusal(facts)
+    values = weights_refusal(facts)
+    if values is None or not unverified(facts.vllm_version):
+        return values
+    # A refusal never rests on a default, a budget or a formula read from another release. On a
+    # release newer than every verified one, the budget (the default --gpu-memory-utilization, what
+    # --kv-cache-memory-bytes replaces, the formula) is code nothing here has read, and none of it
+    # is read before the plan (no vLLM import): only the checkpoint's bytes against the whole
+    # memory of a GPU still refuse; below that, a warning.
+    e = estimate(facts, facts.weights)
+    lower, whole = e.weights_lower_bytes or 0, e.gpu_memory_bytes or 0
+    if whole and lower > whole:
+        return {**values, "plus": "", "limit": gib_text(whole), "more": max(2, -(-e.layout.gpus * lower // whole)),
+                "where": f"the whole GPU; vLLM {facts.vllm_version}'s own budget is not verified"}
+    return {**values, "uncertain": f"not verified: vLLM {facts.vllm_version}'s budget (its default "
+            f"--gpu-memory-utilization, its formula) was read up to vLLM {NEWEST_VERIFIED} only, and the weights "
+            "fit in the whole memory of a GPU"}
 
 
 @row(

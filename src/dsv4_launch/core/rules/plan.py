@@ -58,6 +58,12 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
             f"options unknown to dsv4-launch's table of {facts.vllm_words()} options: "
             f"{', '.join(args.unknown_options)}; passed through unchanged"
         )
+    if args.model_doubt:
+        warnings.append(
+            f"model not read for sure: {args.model_doubt}, unknown to that table, comes right before the word read as "
+            f"the model ({model.name}); if it takes a value, that word is its value and vLLM serves another model: "
+            f"checked as if it takes none, nothing refused. Fix: put the model first, or write {args.model_doubt}=VALUE"
+        )
     if model.note:
         if model.is_dsv4_family:
             warnings.append(f"model {model.name}: {model.note}")

@@ -4,7 +4,7 @@
   has been run against (tools/oracle_sweep.py; docs/release-matrix.md) and whose option table is
   recorded (``data/serve-options-X.json``; tests/test_vllm_releases.py holds the two equal). The
   plugin patches only these; every rule row is judged on them as its evidence says.
-- ``NEWEST_VERIFIED``: the last of them. On a newer release (``0.34.0``, ``0.33.1``, ``0.34.0rc1``)
+- ``NEWEST_VERIFIED``: the last of them. On a newer release (``0.35.0``, ``0.34.1``, ``0.35.0rc1``)
   no refusal rests on code nobody has read: ``core/rules/engine.evaluate`` turns each refusal of a
   row whose condition is release code into a warning that says "verified up to …".
 - ``CI_RELEASES``: the releases CI installs and runs the oracle suite on (``.ci/run`` reads them from
@@ -17,7 +17,7 @@ This module is read by ``.ci/run`` with ``runpy`` (no package import): keep it f
 
 VERIFIED_RELEASES: tuple[str, ...] = (
     "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0",
-    "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+    "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0",
 )
 NEWEST_VERIFIED: str = VERIFIED_RELEASES[-1]
-CI_RELEASES: tuple[str, ...] = ("0.24.0", "0.29.0", "0.33.0")
+CI_RELEASES: tuple[str, ...] = ("0.24.0", "0.29.0", "0.34.0")
