@@ -8,10 +8,18 @@ hand from the cited lines, not read back from the module).
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from dsv4_launch.adapters.checkpoints import known_checkpoint
-from dsv4_launch.core.memory.activation import activation_terms, gather_workspace_bytes, sequence_parallel, shape_of
+from dsv4_launch.core.memory.activation import (
+    IndexerLogits,
+    activation_terms,
+    gather_workspace_bytes,
+    sequence_parallel,
+    shape_of,
+)
 
 FLASH = known_checkpoint("deepseek-ai/DeepSeek-V4-Flash")["config"]
 PRO = known_checkpoint("deepseek-ai/DeepSeek-V4-Pro")["config"]
@@ -145,7 +153,63 @@ def test_a_sliding_window_only_model_has_no_indexer():
 
 @pytest.mark.parametrize("env_mb,expected", [(None, 512), (256, 256), (0, 0)])
 def test_the_indexer_logits_stand_in(env_mb, expected):
-    assert terms(indexer_logits_mb=env_mb).term("indexer logits").low == expected * MiB
+    logits = None if env_mb is None else IndexerLogits(env_mb)
+    assert terms(indexer_logits=logits).term("indexer logits").low == expected * MiB
+
+
+def _vllm_034_logits(prefill_mb, decode_mb, seqs, tokens, k, length, itemsize, sm10, backend="auto", topk=512):
+    """sparse_attn_indexer.py:626-664@0.34.0's arithmetic, written out line by line as vLLM does it
+    (dcp 1, no PCP): the profile run's logits stand-in in bytes."""
+    max_decode_tokens = min(seqs, tokens) * (1 + k)
+    fp32_decode_logits = backend != "deep_select"
+    chunk_decode = decode_mb * 1024 * 1024 > 0 and sm10 and backend in ("auto", "persistent") \
+        and topk in (512, 1024, 2048)
+    split_kv = 384 if sm10 else 256
+    row_align = math.lcm(split_kv, 1024 // itemsize)
+    copy_bytes = 0 if itemsize == 4 else 4
+    decode_copy_bytes = copy_bytes if fp32_decode_logits else 0
+    if chunk_decode:
+        max_decode_tokens = min(max_decode_tokens, decode_mb * 1024 * 1024 // (itemsize * length))
+        decode_copy_bytes = 0
+    prefill_budget = prefill_mb * 1024 * 1024
+    return max(prefill_budget // 4 * (itemsize + copy_bytes),
+               max_decode_tokens * (-(-length // row_align) * row_align) * (itemsize + decode_copy_bytes))
+
+
+@pytest.mark.parametrize("sm10", [True, False])
+@pytest.mark.parametrize("itemsize,backend", [(4, "auto"), (2, "auto"), (2, "deep_select"), (4, "cooperative")])
+@pytest.mark.parametrize("seqs,tokens,k,length", [
+    (256, 8192, 0, 1_048_576), (1024, 16384, 3, 1_048_576), (16, 8192, 1, 65_536), (128, 2048, 0, 4_000),
+    (512, 512, 7, 262_145),
+])
+def test_the_0_34_indexer_logits_follow_vllms_arithmetic(sm10, itemsize, backend, seqs, tokens, k, length):
+    logits = IndexerLogits(512, 2048, rows=min(seqs, tokens) * (1 + k), itemsize=itemsize, topk_backend=backend,
+                           sm10=sm10, chunk_topk=True)
+    expected = _vllm_034_logits(512, 2048, seqs, tokens, k, length, itemsize, sm10, backend)
+    assert logits.at(length) == (expected, expected)
+
+
+def test_the_0_34_indexer_logits_on_an_unknown_gpu_are_a_band_and_grow_with_the_length():
+    unknown = IndexerLogits(512, rows=1024, sm10=None, chunk_topk=True)
+    low, high = unknown.at(1_048_576)
+    assert (low, high) == tuple(sorted((IndexerLogits(512, rows=1024, sm10=s, chunk_topk=True).at(1_048_576)[0]
+                                        for s in (True, False))))
+    # SM 10's decode chunks hold 2 GiB (512 rows at 1M), each row a whole number of 768-wide splits
+    assert high == 1024 * 1_048_576 * 4 > low == 512 * (-(-1_048_576 // 768) * 768) * 4
+    assert IndexerLogits(512, rows=1024, sm10=False).at(4096) == (512 * MiB, 512 * MiB)  # short: the prefill budget
+    assert IndexerLogits(512).at(1_048_576) == (512 * MiB, 512 * MiB)  # before 0.34: flat
+
+
+def test_the_0_34_logits_reach_the_estimate_by_release_and_gpu():
+    """0.33 keeps the flat 512 MiB; 0.34 at 1M tokens on SM 12 (no decode chunks) holds the decode rows."""
+    from dsv4_launch.core.memory.activation import activation_of
+    from tests.planning import facts_for
+
+    for release, expected in (("0.33.0", 512 * MiB), ("0.34.0", 256 * 1_048_576 * 4)):
+        facts = facts_for(["deepseek-ai/DeepSeek-V4-Flash", "--max-num-seqs", "256"], version=release,
+                          config=FLASH, gpu=None)
+        term = activation_of(facts, 1, 8192, 256, capability=SM12, max_model_len=1_048_576).term("indexer logits")
+        assert (term.low, term.high) == (expected, expected), release
 
 
 # --- the sampler ----------------------------------------------------------------------------------
@@ -262,7 +326,9 @@ def test_a_config_without_the_fields_reads_v4_flash():
     dict(tokens=8192, max_num_seqs=256, release="0.29.0", capability=BLACKWELL, tp=1, dp=8, expert_parallel=True),
     dict(tokens=16384, max_num_seqs=None, release=None, capability=None, speculative=True),
     dict(tokens=4096, max_num_seqs=64, release="0.32.0", capability=HOPPER, fp4_indexer=True, indexer_factor=3,
-         indexer_logits_mb=0, mega_moe=True, tp=4, expert_parallel=True),
+         indexer_logits=IndexerLogits(0), mega_moe=True, tp=4, expert_parallel=True),
+    dict(tokens=8192, max_num_seqs=256, release="0.34.0", capability=None,
+         indexer_logits=IndexerLogits(512, rows=256, sm10=None, chunk_topk=True)),
 ])
 def test_the_searchs_peak_is_the_worded_peaks_numbers(config, settings):
     """What estimate's length search reads (peak_at, no words) is activation()'s peak, at lengths

@@ -52,8 +52,8 @@ def test_stub_plus_imports_exactly_the_recorded_set():
     # The stand-in for vLLM's CLI imports what the real one left in sys.modules for the release
     # measured (tools/record_vllm_imports.py), less only what is not installed where it runs.
     bench = _bench()
-    names = bench.vllm_imports("0.33.0")
-    recorded = json.loads((ROOT / "benchmarks" / "vllm_imports" / "vllm-0.33.0.json").read_text(encoding="utf-8"))
+    names = bench.vllm_imports("0.34.0")
+    recorded = json.loads((ROOT / "benchmarks" / "vllm_imports" / "vllm-0.34.0.json").read_text(encoding="utf-8"))
     assert names == [*recorded["stdlib"], *recorded["third_party"]]
     assert {"json", "argparse", "ctypes.util", "typing", "importlib.metadata"} <= set(names) and "torch" in names
     # all but the few names that are attributes, not modules (pyexpat.errors, typing.io, …)

@@ -32,6 +32,8 @@ import pytest
 from dsv4_launch.adapters.checkpoints import known_checkpoint
 from dsv4_launch.core.memory.activation import (
     COMBINED_INDICES,
+    INDEXER_DECODE_LOGITS,
+    INDEXER_DECODE_LOGITS_MB,
     INDEXER_FACTOR,
     INDEXER_LOGITS_MB,
     gather_workspace_bytes,
@@ -154,7 +156,25 @@ def test_the_factor_default_and_the_logits_stand_in_are_the_releases(release, mo
         source = inspect.getsource(importlib.import_module("vllm.config.vllm").VllmConfig)
         assert "5 if self.model_config.max_model_len <= 256 * 1024 else 2" in source
     source = inspect.getsource(importlib.import_module("vllm.model_executor.layers.sparse_attn_indexer"))
-    assert "max_logits_elems = envs.VLLM_SPARSE_INDEXER_MAX_LOGITS_MB * 1024 * 1024" in source
+    if not INDEXER_DECODE_LOGITS.contains(release):
+        assert "max_logits_elems = envs.VLLM_SPARSE_INDEXER_MAX_LOGITS_MB * 1024 * 1024" in source
+        return
+    # from 0.34 the larger of the prefill budget and the decode rows' logits (IndexerLogits.at, whose
+    # arithmetic tests/test_activation.py holds to these lines written out)
+    assert envs.VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB == INDEXER_DECODE_LOGITS_MB
+    for line in ("split_kv = 384 if current_platform.is_device_capability_family(100) else 256",
+                 "row_align = math.lcm(split_kv, 1024 // logits_dtype.itemsize)",
+                 "copy_bytes = 0 if logits_dtype == torch.float32 else torch.float32.itemsize",
+                 "decode_copy_bytes = copy_bytes if fp32_decode_logits else 0",
+                 "decode_budget // (logits_dtype.itemsize * max_model_len),",
+                 "prefill_budget = envs.VLLM_SPARSE_INDEXER_MAX_LOGITS_MB * 1024 * 1024",
+                 "* round_up(max_model_len, row_align)",
+                 "* (logits_dtype.itemsize + decode_copy_bytes),",
+                 'fp32_decode_logits = topk_backend != "deep_select" or dcp_world_size != 1',
+                 'and topk_backend in ("auto", "persistent")',
+                 "and topk_tokens in (512, 1024, 2048)"):
+        assert line in source, line
+    assert 'resolve_indexer_logits_dtype("float32")' in source  # the default dtype
 
 
 def _bytes(shape, dtype) -> int:

@@ -109,6 +109,12 @@ SEQUENCE_PARALLEL = fact("sequence-parallel").range  # sp_shard(hidden_states)
 INDEXER_FACTOR = fact("indexer-factor").range
 RADIX_TOPK_WORKSPACE = 1024 * 1024
 INDEXER_LOGITS_MB = 512
+# From 0.34 the stand-in is the larger of that budget (FP32) and the decode steps' logits: min(max_num_seqs,
+# batched tokens) × (1 + k) rows of round_up(max_model_len, lcm(split-KV, 1024 B / dtype)) (split-KV 384 on
+# SM 10, 256 elsewhere); on SM 10 with the default top-k a decode chunk holds at most
+# VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB (2048) and is read in place (sparse_attn_indexer.py:626-664@0.34)
+INDEXER_DECODE_LOGITS = fact("indexer-decode-logits").range
+INDEXER_DECODE_LOGITS_MB = 2048
 FLASHINFER_BACKENDS = ("FLASHINFER_MLA_SPARSE_DSV4",)
 FLASHMLA_BACKENDS = ("FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4")
 # The MoE backends that shard the tokens under TP + EP even at DP 1: "deep_gemm_mega_moe" from
@@ -310,13 +316,46 @@ def workspace_term(shape: Shape, tokens: int, max_model_len: int | None, release
     return Term(low, high, basis)
 
 
-def indexer_logits_term(shape: Shape, env_mb: int | None) -> Term:
+class IndexerLogits(Record):
+    """What the dummy run allocates for the indexer's logits, as a function of ``--max-model-len``."""
+
+    prefill_mb: int  # VLLM_SPARSE_INDEXER_MAX_LOGITS_MB
+    decode_mb: int = INDEXER_DECODE_LOGITS_MB  # VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB
+    rows: int = 0  # decode rows a step holds, min(max_num_seqs, batched tokens) × (1 + k); 0 before 0.34
+    itemsize: int = 4  # the logits' dtype: float32, or bfloat16 (--attention-config indexer_logits_dtype)
+    topk_backend: str = "auto"  # --kernel-config sparse_indexer_topk_backend
+    sm10: bool | None = None  # None: the GPU is not known (both split-KV widths)
+    chunk_topk: bool = False  # the model's index_topk is one the SM 10 decode chunks take (512, 1024, 2048)
+
+    def at(self, max_model_len: int) -> tuple[int, int]:
+        copy = 0 if self.itemsize == 4 else 4  # an FP32 copy of BF16 logits
+        prefill = self.prefill_mb * MiB // 4 * (self.itemsize + copy)
+        if not self.rows:
+            return prefill, prefill
+        ends = []
+        for sm10 in ((True, False) if self.sm10 is None else (self.sm10,)):
+            rows, decode_copy = self.rows, copy if self.topk_backend != "deep_select" else 0
+            if sm10 and self.decode_mb > 0 and self.topk_backend in ("auto", "persistent") and self.chunk_topk:
+                rows, decode_copy = min(rows, self.decode_mb * MiB // (self.itemsize * max_model_len)), 0
+            align = math.lcm(384 if sm10 else 256, 1024 // self.itemsize)
+            ends.append(max(prefill, rows * -(-max_model_len // align) * align * (self.itemsize + decode_copy)))
+        return min(ends), max(ends)
+
+
+def indexer_logits_term(shape: Shape, logits: IndexerLogits, max_model_len: int) -> Term:
     """The dummy run's stand-in for the indexer's logits, live in each ratio-4 layer's indexer."""
     if 4 not in shape.ratios:
         return Term(0, 0, "no indexer (no ratio-4 layer)")
-    mb = INDEXER_LOGITS_MB if env_mb is None else env_mb
-    return Term(mb * MiB, mb * MiB, f"VLLM_SPARSE_INDEXER_MAX_LOGITS_MB ({mb}) allocated for the indexer's logits "
-                "in the dummy run (model_executor/layers/sparse_attn_indexer.py:117-122@0.24, :501-506@0.33)")
+    low, high = logits.at(max_model_len)
+    basis = (f"VLLM_SPARSE_INDEXER_MAX_LOGITS_MB ({logits.prefill_mb}) allocated for the indexer's logits in the "
+             "dummy run (model_executor/layers/sparse_attn_indexer.py:117-122@0.24, :501-506@0.33)")
+    if logits.rows:
+        basis = (f"the larger of VLLM_SPARSE_INDEXER_MAX_LOGITS_MB ({logits.prefill_mb}) and {logits.rows:,} decode "
+                 f"rows × {max_model_len:,} logits (at most VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB on SM 10), "
+                 "allocated for the indexer's logits in the dummy run (sparse_attn_indexer.py:626-664@0.34)"
+                 + ("; the split-KV width is the GPU's (384 on SM 10, 256 elsewhere): not known here"
+                    if logits.sm10 is None else ""))
+    return Term(low, high, basis)
 
 
 def intermediates_term(shape: Shape, tokens: int, tp: int, ranks: int) -> Term:
@@ -423,7 +462,7 @@ class _DummyRun:
                  dp: int = 1, expert_parallel: bool = False, release: str | None = None,
                  capability: tuple[int, int] | None = None, backend: str | None = None, speculative: bool = False,
                  mega_moe: bool = False, fp4_indexer: bool = False, indexer_factor: int | None = None,
-                 indexer_logits_mb: int | None = None) -> None:
+                 indexer_logits: IndexerLogits | None = None) -> None:
         self.shape = shape = shape_of(config)
         sp = sequence_parallel(tp, pp, dp, expert_parallel, mega_moe, release)
         self.tokens, self.max_num_seqs, self.release, self.capability, self.backend = (
@@ -432,12 +471,12 @@ class _DummyRun:
         self.uses_flashmla = flashmla(capability, backend)
         self.residual = residual_term(shape, tokens, tp, sp)
         self.step = mhc_step_term(shape, tokens, tp, sp)
-        self.logits = indexer_logits_term(shape, indexer_logits_mb)
+        self.logits = indexer_logits or IndexerLogits(INDEXER_LOGITS_MB)
         self.gathered = moe_gather_term(shape, tokens, dp, expert_parallel, mega_moe)
         self.rest = intermediates_term(shape, tokens, tp, tp * (dp if expert_parallel else 1))
         self.sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
 
-    def _ends(self, workspace_low: int, workspace_high: int) -> tuple[int, int, int, int]:
+    def _ends(self, workspace_low: int, workspace_high: int, logits: Term) -> tuple[int, int, int, int]:
         """(forward low, forward high, sampler low, sampler high) beside this workspace.
 
         The forward: the residual held throughout, and at each moment the mHC step, the indexer's
@@ -446,7 +485,7 @@ class _DummyRun:
         fused MoE's workspaces use too (fused_moe/modular_kernel.py:1095@0.24, :1207@0.33): the low
         end counts the larger of it and the band, the high end both, and the logits beside the band.
         The sampler runs after the forward's tensors are freed; the workspace stays."""
-        residual, step, logits, rest = self.residual, self.step, self.logits, self.rest
+        residual, step, rest = self.residual, self.step, self.rest
         forward_low = residual.low + max(step.low + workspace_low, workspace_low + logits.low, rest.low)
         forward_high = residual.high + workspace_high + max(step.high,
                                                             logits.high + rest.high + self.gathered.high)
@@ -457,15 +496,16 @@ class _DummyRun:
         numbers, without the words."""
         low, high, _ = _workspace_bytes(self.shape, self.tokens, max_model_len, self.release, self.uses_flashmla,
                                         self.fp4_indexer, self.indexer_factor)
-        forward_low, forward_high, sampler_low, sampler_high = self._ends(low, high)
+        logits = Term(*self.logits.at(max_model_len), "") if 4 in self.shape.ratios else Term(0, 0, "")
+        forward_low, forward_high, sampler_low, sampler_high = self._ends(low, high, logits)
         return max(forward_low, sampler_low), max(forward_high, sampler_high)
 
     def activation(self, max_model_len: int | None) -> Activation:
         workspace = workspace_term(self.shape, self.tokens, max_model_len, self.release, self.capability,
                                    self.backend, self.fp4_indexer, self.indexer_factor)
-        residual, step, logits, gathered, rest, sampler = (self.residual, self.step, self.logits, self.gathered,
-                                                           self.rest, self.sampler)
-        forward_low, forward_high, sampler_low, sampler_high = self._ends(workspace.low, workspace.high)
+        logits = indexer_logits_term(self.shape, self.logits, max_model_len or DSV4_MAX_MODEL_LEN)
+        residual, step, gathered, rest, sampler = self.residual, self.step, self.gathered, self.rest, self.sampler
+        forward_low, forward_high, sampler_low, sampler_high = self._ends(workspace.low, workspace.high, logits)
         low, high = max(forward_low, sampler_low), max(forward_high, sampler_high)
         at = ("the sampler" if sampler_low > forward_low and sampler_high > forward_high
               else "the forward" if forward_low >= sampler_low and forward_high >= sampler_high
@@ -489,12 +529,12 @@ def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int |
                      release: str | None = None, capability: tuple[int, int] | None = None,
                      backend: str | None = None, speculative: bool = False, mega_moe: bool = False,
                      fp4_indexer: bool = False, indexer_factor: int | None = None,
-                     indexer_logits_mb: int | None = None) -> Activation:
+                     indexer_logits: IndexerLogits | None = None) -> Activation:
     """The profile run's activation peak on the busiest GPU, term by term, and how they coexist."""
     return _DummyRun(config, tokens=tokens, max_num_seqs=max_num_seqs, tp=tp, pp=pp, dp=dp,
                      expert_parallel=expert_parallel, release=release, capability=capability, backend=backend,
                      speculative=speculative, mega_moe=mega_moe, fp4_indexer=fp4_indexer,
-                     indexer_factor=indexer_factor, indexer_logits_mb=indexer_logits_mb).activation(max_model_len)
+                     indexer_factor=indexer_factor, indexer_logits=indexer_logits).activation(max_model_len)
 
 
 def _gib(term: Term) -> str:
@@ -546,16 +586,37 @@ def _dummy_run(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep
     attention = json_option(args, "attention_config") or {}
     fp4 = attention.get("indexer_kv_dtype") == "mxfp4" or as_bool(attention.get("use_fp4_indexer_cache")) is True
     factor = attention.get("sparse_mla_prefill_workspace_factor")
-    try:
-        logits_mb: int | None = int(facts.rule_env.get("VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", ""))
-    except ValueError:
-        logits_mb = None
+    logits = _indexer_logits(facts, mnbt, max_num_seqs, capability, attention, kernel)
     settled = dict(tokens=mnbt, max_num_seqs=max_num_seqs, tp=tp, pp=pp, dp=dp, expert_parallel=expert_parallel,
                    release=facts.vllm_version, capability=capability, backend=attention_backend(args),
                    speculative=speculative_method(facts) is not None, mega_moe=mega, fp4_indexer=fp4,
                    indexer_factor=factor if type(factor) is int and factor >= 2 else None,
-                   indexer_logits_mb=logits_mb if logits_mb is not None and logits_mb >= 0 else None)
+                   indexer_logits=logits)
     return _DummyRun(facts.model.config, **settled), default_length  # type: ignore[arg-type]
+
+
+def _env_mb(facts: Facts, name: str, default: int) -> int:
+    try:
+        value = int(facts.rule_env.get(name, ""))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+def _indexer_logits(facts: Facts, mnbt: int, max_num_seqs: int | None, capability: tuple[int, int] | None,
+                    attention: Mapping, kernel: Mapping) -> IndexerLogits:
+    prefill = _env_mb(facts, "VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", INDEXER_LOGITS_MB)
+    if INDEXER_DECODE_LOGITS.contains(facts.vllm_version) is not True:
+        return IndexerLogits(prefill)
+    spec = json_option(facts.args, "speculative_config") or {}
+    k = spec.get("num_speculative_tokens")
+    drafts = 0 if speculative_method(facts) is None else k if type(k) is int and k > 0 else 1
+    topk = shape_of(facts.model.config).index_topk
+    return IndexerLogits(prefill, _env_mb(facts, "VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB", INDEXER_DECODE_LOGITS_MB),
+                         rows=min(max_num_seqs or mnbt, mnbt) * (1 + drafts),
+                         itemsize=2 if attention.get("indexer_logits_dtype") == "bfloat16" else 4,
+                         topk_backend=str(kernel.get("sparse_indexer_topk_backend") or "auto"),
+                         sm10=None if capability is None else capability[0] == 10, chunk_topk=topk in (512, 1024, 2048))
 
 
 def length_breaks(facts: Facts) -> tuple[int, ...]:

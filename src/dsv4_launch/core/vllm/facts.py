@@ -268,6 +268,11 @@ FACTS: tuple[Fact, ...] = (
        "vllm/models/deepseek_v4/nvidia/model.py:985@0.34.0 hidden_states = sp_shard(hidden_states)"),
     _f("indexer-factor", "0.32.0", None, "vllm/v1/attention/backends/mla/indexer.py:892@0.34.0 "
        "factor = vllm_config.attention_config.sparse_mla_prefill_workspace_factor"),
+    # from 0.34 the indexer's profile logits are the larger of the prefill budget and the decode rows'
+    _f("indexer-decode-logits", "0.34.0", None,
+       "vllm/model_executor/layers/sparse_attn_indexer.py:659@0.34.0 * round_up(max_model_len, row_align)",
+       "vllm/model_executor/layers/sparse_attn_indexer.py:642@0.34.0 "
+       "split_kv = 384 if current_platform.is_device_capability_family(100) else 256"),
     # FlashInfer's EP megakernel MoE backends, per release
     _table("flashinfer-mega-moe-backends", (
         (VersionRange("0.29.0", "0.32.0"), ("flashinfer_moe_ep_mega_deep_gemm", "flashinfer_moe_ep_mega_cutedsl")),
