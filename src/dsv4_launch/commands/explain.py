@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ..core.explain.masking import mask_line, mask_lines
+from ..core.explain.masking import credential_name, mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
 from ..core.explain.signatures import KV_AUTO
 from . import exit_codes
@@ -229,25 +229,71 @@ _ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 _PORT_IN_USE = ("Address already in use", "EADDRINUSE", "address already in use")
 
 
+_DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212"  # the ASCII hyphen and its look-alikes a paste may carry
+
+
+def _unrecognized(message: str) -> list[str]:
+    """The words vLLM's argparse could not place (``unrecognized arguments: …``, as it joined them)."""
+    found = re.search(r"unrecognized arguments: (.+)$", message)
+    return found.group(1).split() if found else []
+
+
 def argument_suggestion(message: str, version: str | None) -> str:
     """What to change for vLLM's argparse ``message``: for each option it does not know, the
-    nearest one of the release's recorded parser (``data/serve-options-X.json``)."""
+    nearest one of the release's recorded parser (``data/serve-options-X.json``; where the log's
+    release has none, the nearest recorded one, named as such)."""
     from ..vllm_cli.option_table import load_table
 
     table = load_table(version)
+    parser = f"vLLM {table.vllm_version}'s parser" if table.exact else (
+        f"the nearest recorded parser (vLLM {table.vllm_version}'s; " +
+        (f"{version}'s is not recorded)" if version else "the log does not name vLLM's release)"))
     known = table.option_strings
-    found = re.search(r"unrecognized arguments: (.+)$", message)
-    if not found:
-        return f"correct the option the message names (vLLM {table.vllm_version}'s parser: `vllm serve --help`)"
+    words = _unrecognized(message)
+    if not words:
+        return f"correct the option the message names ({parser}: `vllm serve --help`)"
     parts = []
-    for word in found.group(1).split():
+    for word in words:  # "NAME: …", never "NAME (…": a credential's name is masked with the word after it
         name = word.split("=", 1)[0]
-        if not name.startswith("-") or name in known:
+        if name[:1] not in _DASHES or not name.lstrip(_DASHES) or name in known:
             continue
-        close = difflib.get_close_matches(name if name.startswith("--") else "-" + name, known, n=1, cutoff=0.8)
-        parts.append(f"{name} (did you mean {close[0]}?)" if close else f"{name} (no such option)")
-    unknown = ", ".join(parts) or "the words after the model (a second positional argument)"
-    return f"vLLM {table.vllm_version}'s parser does not know {unknown}: correct or drop it"
+        close = difflib.get_close_matches("--" + name.lstrip(_DASHES).lower(), known, n=1, cutoff=0.8)
+        parts.append(f"{name}: did you mean {close[0]}?" if close else f"{name}: no such option")
+    parts = list(dict.fromkeys(parts))
+    more = f"; and {len(parts) - _NAMED} more" if len(parts) > _NAMED else ""
+    unknown = "; ".join(parts[:_NAMED]) + more if parts else "the words after the model (a second positional argument)"
+    return f"{parser} does not know {unknown} — correct or drop it"
+
+
+_NAMED = 12  # unknown options named in the suggestion
+_GLUED = 6  # characters glued to a secret option's name that are taken for its value (not a typo's "s")
+
+
+def message_secrets(message: str) -> list[str]:
+    """The words of vLLM's ``unrecognized arguments`` that may be a secret: the value of a word
+    that names a secret option misspelt (``--api-kye K``, ``--apikey=K``), with one dash or a
+    look-alike (``-api-key K``, ``\u2014api-key K``), abbreviated (``--a K``) or glued to it
+    (``--api-keyK``). argparse rejected them, so no parse says whose value they are."""
+    from ..vllm_cli.secrets import SECRET_OPTIONS
+
+    words = _unrecognized(message)
+    found: list[str] = []
+    for i, word in enumerate(words):
+        if not word[:1] or word[0] not in _DASHES:
+            continue
+        name, eq, value = word.lstrip(_DASHES).partition("=")
+        name = name.lower().replace("_", "-")
+        glued = next((name[len(o):] for o in SECRET_OPTIONS if name.startswith(o) and len(name) >= len(o) + _GLUED), None)
+        if glued:
+            found.append(word.lstrip(_DASHES)[len(name) - len(glued):].partition("=")[0])
+        if not (glued or credential_name(name) or (len(name) >= 1 and any(o.startswith(name) for o in SECRET_OPTIONS))
+                or difflib.get_close_matches(name, SECRET_OPTIONS, n=1, cutoff=0.75)):
+            continue
+        if eq:
+            found.append(value)
+        elif i + 1 < len(words) and words[i + 1][:1] not in _DASHES:
+            found.append(words[i + 1])
+    return [f for f in found if f]
 
 
 def _values(match: Match, scan: Scan) -> Mapping[str, str] | None:
@@ -488,6 +534,10 @@ def explain_result(rest: list[str], ctx: Context):
                       document=_error_document(source, "interrupted"))
     if scan.command:  # the pasted command's secrets are masked wherever they appear
         scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1])
+    said = [w for m in scan.matches if m.signature.rule == ARGUMENT_ERROR
+            for w in message_secrets((m.values or {}).get("message", ""))]
+    if said:  # a secret option misspelt in vLLM's argument error: its value, wherever it appears
+        scan = scan._replace(secrets=scan.secrets + tuple(said))
     data = explain_data(scan, source, env)
     return Result(data["exit_status"], COMMAND.prefix, "the explanation", None, data,
                   lambda out: render_text(out.lines, data), _scrubber(scan, env))
