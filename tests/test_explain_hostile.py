@@ -75,3 +75,69 @@ def test_the_did_you_mean_is_bounded_by_the_options_named_not_the_words(tmp_path
                          as_json=True)
     fix = json.loads(out)["explained"][0]["fix"]
     assert len(fix) < 1000 and fix.count("--api-kye") == 1 and "more" in fix, fix[:300]
+
+
+# --- the release and the GPU a gated signature is judged by --------------------------------------
+
+_PREFILL = ("RuntimeError: Assertion error (/workspace/.deps/flashmla-src/csrc/sm90/prefill/sparse/instantiations/"
+            "../phase1.cuh:614): Assertion `res == CUresult::CUDA_SUCCESS` failed.")
+
+
+def _version(v: str) -> str:
+    return f"INFO 12-01 10:00:00 [api_server.py:1] vLLM API server version {v}"
+
+
+@pytest.mark.parametrize(("runs", "named"), [
+    (("0.26.0", "0.29.0"), True),  # the crash in a 0.26.0 run, then an upgrade that started
+    (("0.26.0", "0.25.1"), True),  # ... a downgrade
+    (("0.29.0", "0.26.0"), False),  # the crash in a 0.29.0 run: another cause, though the log ends on 0.26.0
+    (("0.25.1", "0.26.0"), False),
+    (("0.26.0", "0.26.0"), True),
+])
+def test_a_release_gated_signature_is_judged_by_the_release_of_its_own_run(tmp_path, runs, named):
+    """A log of two runs (a restart after an upgrade): the crash belongs to the run it is in, not
+    to the release the log names last (before: judged by the last version line)."""
+    lines = [_version(runs[0]), f"ERROR 12-01 10:00:05 [core.py:1] {_PREFILL}", _version(runs[1]),
+             "INFO 12-01 11:00:09 [api_server.py:1] Started server process"]
+    _, out, _ = _explain(tmp_path, lines, as_json=True)
+    doc = json.loads(out)
+    found = [i for i in doc["explained"] if i["rule"] == "flashmla-sparse-prefill-0.26"]
+    assert bool(found) is named, doc["explained"]
+    if found:
+        assert found[0]["vllm_version"] == runs[0]
+        _, text, _ = _explain(tmp_path, lines, as_json=False)
+        assert (f"in a run of vLLM {runs[0]}" in text) is (runs[0] != runs[1])
+
+
+_SM12_ONLY = "RuntimeError: Sparse Attention Forward Kernel is only supported on SM90a and SM100f architectures"
+
+
+def _found_gpu(number: int, name: str, capability: str) -> str:
+    return f"WARNING Found GPU{number} {name} which is of cuda capability {capability}."
+
+
+@pytest.mark.parametrize(("gpus", "named"), [
+    ((("NVIDIA RTX PRO 6000 Blackwell", "12.0"), ("NVIDIA H100", "9.0")), True),  # before: the last GPU judged alone
+    ((("NVIDIA H100", "9.0"), ("NVIDIA RTX PRO 6000 Blackwell", "12.0")), True),
+    ((("NVIDIA GeForce RTX 5090", "12.0"), ("NVIDIA B200", "10.0")), True),
+    ((("NVIDIA H100", "9.0"), ("NVIDIA B200", "10.0")), False),
+    ((("NVIDIA H100", "9.0"), ("NVIDIA H100", "9.0")), False),
+])
+def test_the_gpu_gate_reads_every_gpu_the_log_names(tmp_path, gpus, named):
+    lines = [*(_found_gpu(i, n, c) for i, (n, c) in enumerate(gpus)), f"ERROR [core.py:1] {_SM12_ONLY}"]
+    _, out, _ = _explain(tmp_path, lines, as_json=True)
+    doc = json.loads(out)
+    assert ("flashmla-on-sm12" in {i["rule"] for i in doc["explained"]}) is named, doc["explained"]
+    assert doc["gpu_capabilities"] == list(dict.fromkeys(c for _, c in gpus))
+
+
+def test_a_log_naming_gpus_of_two_kinds_plans_for_unknown_gpus(tmp_path):
+    """The corrected command is not planned for one of two kinds as if it were every GPU's."""
+    args = "{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'kv_cache_dtype': 'auto'}"
+    lines = [_found_gpu(0, "NVIDIA RTX PRO 6000 Blackwell", "12.0"), _found_gpu(1, "NVIDIA H100", "9.0"),
+             _version("0.29.0"), f"INFO 12-01 10:00:01 [utils.py:1] non-default args: {args}",
+             f"ERROR [core.py:1] {_SM12_ONLY}"]
+    _, out, _ = _explain(tmp_path, lines, as_json=True)
+    doc = json.loads(out)
+    assert doc["explained"] and doc["corrected"] is not None
+    assert doc["corrected"]["gpus"] == "unknown (the log names SM 12.0 and SM 9.0)"

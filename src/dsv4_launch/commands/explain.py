@@ -134,17 +134,17 @@ def group_matches(scan: Scan) -> list[list[Match]]:
     any of them is in range), and only those the log's arguments allow (``Signature.args``)."""
     by_line: dict[int, list[Match]] = {}
     for match in scan.matches:
-        if match.signature.release_only and match.signature.vllm.contains(scan.version) is False:
-            continue  # the same text has another cause on the log's release
+        if match.signature.release_only and match.signature.vllm.contains(match.version) is False:
+            continue  # the same text has another cause on the release of the run the line is in
         majors = match.signature.gpu_majors
-        if majors and scan.gpu is not None and scan.gpu.capability[0] not in majors:
-            continue  # the same text means another thing on the log's GPU
+        if majors and scan.gpu_capabilities and not any(c[0] in majors for c in scan.gpu_capabilities):
+            continue  # the same text means another thing on the log's GPUs (each one it names)
         if _args_fit(match, scan):
             by_line.setdefault(match.line.number, []).append(match)
     groups = []
     for number in sorted(by_line):
         found = by_line[number]
-        in_range = [m for m in found if m.signature.vllm.contains(scan.version) is not False]
+        in_range = [m for m in found if m.signature.vllm.contains(m.version) is not False]
         groups.append(in_range or found)
     return groups
 
@@ -205,7 +205,7 @@ def corrected_plan(scan: Scan, env: Mapping[str, str]):
     table = load_table(scan.version)
     argv, skipped = rebuild_argv(scan.args.values, table)
     run_env = {k: env[k] for k in _PASSED_ENV if env.get(k)}
-    if scan.gpu is not None:
+    if scan.gpu is not None and len(scan.gpu_capabilities) == 1:  # GPUs of two kinds named: unknown
         run_env["DSV4_LAUNCH_GPU_CAPABILITY"] = "{}.{}".format(*scan.gpu.capability)
     note = "the version the log shows" if scan.version else "the log does not show vLLM's version"
     vllm = VllmInstall(version=scan.version, importable=False, note=note)
@@ -299,7 +299,7 @@ def message_secrets(message: str) -> list[str]:
 def _values(match: Match, scan: Scan) -> Mapping[str, str] | None:
     values = dict(match.values or {})
     if match.signature.rule == ARGUMENT_ERROR:
-        values["suggestion"] = argument_suggestion(values.get("message", ""), scan.version)
+        values["suggestion"] = argument_suggestion(values.get("message", ""), match.version)
     return values or None
 
 
@@ -332,6 +332,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                 continue
             item = {"rule": match.signature.rule, "candidates": shown,
                     "line": match.line.number, "text": mask_line(match.line.text), "count": match.count,
+                    "vllm_version": match.version,
                     "exception": match.signature.exception,
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and
@@ -370,13 +371,15 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
             "left_out": skipped + [d for d in scan.args.unread if d not in _SKIPPED_DESTS], "error": prepared.error,
             "vllm_version": scan.version,
             "gpus": "SM {}.{} (line {} of the log)".format(*scan.gpu.capability, scan.gpu.line)
-            if scan.gpu else "unknown (not named in the log)",
+            if scan.gpu and len(scan.gpu_capabilities) == 1 else "unknown (not named in the log)" if not scan.gpu
+            else "unknown (the log names " + " and ".join("SM {}.{}".format(*c) for c in scan.gpu_capabilities) + ")",
         }
     return {
         "command": "explain", "source": source, "lines_read": scan.lines,
         "vllm_version": scan.version, "vllm_version_line": scan.version_line,
         "gpu": {"name": scan.gpu.name, "compute_capability": "{}.{}".format(*scan.gpu.capability),
                 "line": scan.gpu.line} if scan.gpu else None,
+        "gpu_capabilities": ["{}.{}".format(*c) for c in scan.gpu_capabilities],
         "arguments_line": scan.args.line if scan.args else None,
         "explained": explained, "root_cause": root, "pointers": pointers, "traceback_cut": scan.traceback_cut,
         "hint": "a port vLLM binds is taken: another vLLM (or a previous one still exiting) holds it; pass another "
@@ -396,7 +399,7 @@ def _scrubber(scan: Scan | None, env):
 
 def _error_document(source: str, message: str) -> dict:
     return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
-            "gpu": None, "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
+            "gpu": None, "gpu_capabilities": [], "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
             "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT, "error": message,
             "plan_error": None}
 
@@ -429,7 +432,9 @@ def render_text(out, data: dict) -> None:
     facts.append(f"vLLM {data['vllm_version']} (line {data['vllm_version_line']})" if data["vllm_version"]
                  else "vLLM's version not in the log")
     gpu = data["gpu"]
-    facts.append(f"GPU {gpu['name']} (SM {gpu['compute_capability']}, line {gpu['line']})" if gpu
+    kinds = data["gpu_capabilities"]
+    facts.append(f"GPUs of {len(kinds)} kinds (SM {', '.join(kinds)}; the last: {gpu['name']}, line {gpu['line']})"
+                 if len(kinds) > 1 else f"GPU {gpu['name']} (SM {gpu['compute_capability']}, line {gpu['line']})" if gpu
                  else "GPUs not named in the log")
     facts.append(f"vLLM's arguments on line {data['arguments_line']}" if data["arguments_line"]
                  else "no 'non-default args' line")
@@ -438,6 +443,8 @@ def render_text(out, data: dict) -> None:
         others = [r for r in item["candidates"] if r != item["rule"]]
         one_of = f" (or {', '.join(others)}: the log does not tell them apart)" if others else ""
         repeat = f", {item['count']} lines alike" if item["count"] > 1 else ""
+        if item["vllm_version"] != data["vllm_version"]:  # a run before the log's last release line
+            repeat += f", in a run of vLLM {item['vllm_version'] or '(release not in the log)'}"
         out.info(f"{item['rule']}{one_of} — line {item['line']}{repeat}: {item['text']}", label="known failure")
         out.info(f"  what vLLM does: {item['effect']}")
         if item["plan_text"]:
