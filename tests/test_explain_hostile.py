@@ -141,3 +141,21 @@ def test_a_log_naming_gpus_of_two_kinds_plans_for_unknown_gpus(tmp_path):
     doc = json.loads(out)
     assert doc["explained"] and doc["corrected"] is not None
     assert doc["corrected"]["gpus"] == "unknown (the log names SM 12.0 and SM 9.0)"
+
+
+# --- a pasted command ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("paste", [
+    f"vllm serve deepseek-ai/DeepSeek-V4-Flash --api-kye {S} --max-model-len 4096",
+    f"$ HF_HOME=/data vllm serve deepseek-ai/DeepSeek-V4-Flash -api-key {S}",
+    f"vllm serve deepseek-ai/DeepSeek-V4-Flash \u2014hf-token={S} -tp 8",
+    f"vllm serve deepseek-ai/DeepSeek-V4-Flash --api-key{S}",
+    f"vllm serve deepseek-ai/DeepSeek-V4-Flash --hf-tokn '{S}'",
+])
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_misspelt_secret_option_in_a_pasted_command_is_a_secret_wherever_quoted(tmp_path, paste, as_json):
+    """vLLM rejects the paste, so no parse places the key: the word after a secret option's
+    misspelt name is one all the same (before: printed where a later line quoted it)."""
+    lines = [paste, _version("0.33.0"), f"RuntimeError: could not open {S} (no such file)"]
+    status, out, err = _explain(tmp_path, lines, as_json=as_json)
+    assert "could not open" in out and S not in out and S not in err

@@ -269,14 +269,14 @@ _NAMED = 12  # unknown options named in the suggestion
 _GLUED = 6  # characters glued to a secret option's name that are taken for its value (not a typo's "s")
 
 
-def message_secrets(message: str) -> list[str]:
-    """The words of vLLM's ``unrecognized arguments`` that may be a secret: the value of a word
-    that names a secret option misspelt (``--api-kye K``, ``--apikey=K``), with one dash or a
-    look-alike (``-api-key K``, ``\u2014api-key K``), abbreviated (``--a K``) or glued to it
-    (``--api-keyK``). argparse rejected them, so no parse says whose value they are."""
+def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
+    """The words that may be a secret among argv ``words`` argparse rejects (vLLM's ``unrecognized
+    arguments``, a pasted command): the value of a word that names a secret option misspelt
+    (``--api-kye K``, ``--apikey=K``), with one dash or a look-alike (``-api-key K``,
+    ``\u2014api-key K``), abbreviated (``--a K``) or glued to it (``--api-keyK``). No parse says
+    whose value they are."""
     from ..vllm_cli.secrets import SECRET_OPTIONS
 
-    words = _unrecognized(message)
     found: list[str] = []
     for i, word in enumerate(words):
         if not word[:1] or word[0] not in _DASHES:
@@ -540,9 +540,10 @@ def explain_result(rest: list[str], ctx: Context):
         return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None, env),
                       document=_error_document(source, "interrupted"))
     if scan.command:  # the pasted command's secrets are masked wherever they appear
-        scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1])
+        scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1]
+                             + tuple(misspelt_secrets(scan.command)))
     said = [w for m in scan.matches if m.signature.rule == ARGUMENT_ERROR
-            for w in message_secrets((m.values or {}).get("message", ""))]
+            for w in misspelt_secrets(_unrecognized((m.values or {}).get("message", "")))]
     if said:  # a secret option misspelt in vLLM's argument error: its value, wherever it appears
         scan = scan._replace(secrets=scan.secrets + tuple(said))
     data = explain_data(scan, source, env)
