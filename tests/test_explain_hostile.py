@@ -159,3 +159,21 @@ def test_a_misspelt_secret_option_in_a_pasted_command_is_a_secret_wherever_quote
     lines = [paste, _version("0.33.0"), f"RuntimeError: could not open {S} (no such file)"]
     status, out, err = _explain(tmp_path, lines, as_json=as_json)
     assert "could not open" in out and S not in out and S not in err
+
+
+def test_a_pasted_command_of_thousands_of_options_is_read_in_linear_time():
+    """argparse's parse is quadratic in the options it is given (13,000 unknown ones: 5 s, twice
+    as many: 14 s; a log's paste may hold 400 lines of 64 KiB): a paste longer than any command
+    is not parsed; its secrets are still found (as without a parse)."""
+    from dsv4_launch.commands.explain import PARSED_WORDS, _read_command
+    from tests.scaling import assert_linear
+
+    def make(n: int) -> tuple[str, ...]:
+        return ("deepseek-ai/DeepSeek-V4-Flash", *(["--xpi-kqe"] * n), "--api-key", S, f"--n{n}")
+
+    def work(words: tuple[str, ...]) -> object:
+        _read_command.cache_clear()
+        return _read_command(words, "0.33.0")
+
+    assert_linear(make, work, PARSED_WORDS)  # both past the bound: the cost of the reading without a parse
+    assert S in work(make(PARSED_WORDS * 2))[1]

@@ -93,14 +93,20 @@ def _logged(values: Mapping[str, object], dest: str):
 _ABSENT = object()
 
 
+PARSED_WORDS = 2_000  # words of a pasted command read with the release's parser (argparse's cost is quadratic)
+
+
 @lru_cache(maxsize=4)
 def _read_command(command: tuple[str, ...], version: str | None):
     from ..vllm_cli.option_table import load_table
-    from ..vllm_cli.secrets import secret_texts
+    from ..vllm_cli.secrets import conservative_spans, secret_texts
     from ..vllm_cli.serve_args import read_serve_args
 
+    table = load_table(version)
+    if len(command) > PARSED_WORDS:  # no command vLLM is given: its secrets as without a parse, no values
+        return None, tuple(secret_texts(command, conservative_spans(command, table.option_strings, exact=False)))
     try:
-        parsed = read_serve_args(command, load_table(version))
+        parsed = read_serve_args(command, table)
     except Exception:  # a --config file or any paste vLLM cannot read: no values
         return None, ()
     values = parsed.values if parsed.values and not parsed.rejection else None
