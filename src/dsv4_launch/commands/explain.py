@@ -271,6 +271,17 @@ def argument_suggestion(message: str, version: str | None) -> str:
     return f"{parser} does not know {unknown} — correct or drop it"
 
 
+@lru_cache(maxsize=4096)
+def _secret_name(name: str) -> tuple[bool, int]:
+    """(whether ``name`` may name a secret option: a credential's name, a near miss, an
+    abbreviation or a secret option with something glued on; the length of what is glued on)."""
+    from ..vllm_cli.secrets import SECRET_OPTIONS
+
+    glued = next((len(name) - len(o) for o in SECRET_OPTIONS if name.startswith(o) and len(name) >= len(o) + _GLUED), 0)
+    return bool(glued or credential_name(name) or any(o.startswith(name) for o in SECRET_OPTIONS if name)
+                or difflib.get_close_matches(name, SECRET_OPTIONS, n=1, cutoff=0.75)), glued
+
+
 _NAMED = 12  # unknown options named in the suggestion
 _GLUED = 6  # characters glued to a secret option's name that are taken for its value (not a typo's "s")
 
@@ -281,19 +292,15 @@ def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
     (``--api-kye K``, ``--apikey=K``), with one dash or a look-alike (``-api-key K``,
     ``\u2014api-key K``), abbreviated (``--a K``) or glued to it (``--api-keyK``). No parse says
     whose value they are."""
-    from ..vllm_cli.secrets import SECRET_OPTIONS
-
     found: list[str] = []
     for i, word in enumerate(words):
         if not word[:1] or word[0] not in _DASHES:
             continue
         name, eq, value = word.lstrip(_DASHES).partition("=")
-        name = name.lower().replace("_", "-")
-        glued = next((name[len(o):] for o in SECRET_OPTIONS if name.startswith(o) and len(name) >= len(o) + _GLUED), None)
+        named, glued = _secret_name(name.lower().replace("_", "-"))
         if glued:
-            found.append(word.lstrip(_DASHES)[len(name) - len(glued):].partition("=")[0])
-        if not (glued or credential_name(name) or (len(name) >= 1 and any(o.startswith(name) for o in SECRET_OPTIONS))
-                or difflib.get_close_matches(name, SECRET_OPTIONS, n=1, cutoff=0.75)):
+            found.append(name[len(name) - glued:])
+        if not named:
             continue
         if eq:
             found.append(value)
