@@ -177,3 +177,11 @@ def test_a_pasted_command_of_thousands_of_options_is_read_in_linear_time():
 
     assert_linear(make, work, PARSED_WORDS)  # both past the bound: the cost of the reading without a parse
     assert S in work(make(PARSED_WORDS * 2))[1]
+
+
+def test_an_argument_error_before_the_logs_only_release_line_is_answered_with_that_release(tmp_path):
+    """argparse refuses before vLLM logs its release: a refused run has no version line of its
+    own; the release the log names for its other run is the guess, not "not named"."""
+    lines = [*_argument_error("--enable-expert-paralel", None), _version("0.29.0")]
+    _, out, _ = _explain(tmp_path, lines, as_json=True)
+    assert json.loads(out)["explained"][0]["fix"].startswith("vLLM 0.29.0's parser does not know")

@@ -312,7 +312,8 @@ def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
 def _values(match: Match, scan: Scan) -> Mapping[str, str] | None:
     values = dict(match.values or {})
     if match.signature.rule == ARGUMENT_ERROR:
-        values["suggestion"] = argument_suggestion(values.get("message", ""), match.version)
+        # vLLM logs its release after parsing: a run refused by argparse has none; the log's other run's is the guess
+        values["suggestion"] = argument_suggestion(values.get("message", ""), match.version or scan.version)
     return values or None
 
 
