@@ -413,8 +413,8 @@ def _scrubber(scan: Scan | None, env):
 
 def _error_document(source: str, message: str) -> dict:
     return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
-            "gpu": None, "gpu_capabilities": [], "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
-            "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT, "error": message,
+            "gpu": None, "gpu_capabilities": [], "arguments_line": None, "explained": [], "root_cause": [],
+            "pointers": [], "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT, "error": message,
             "plan_error": None}
 
 
