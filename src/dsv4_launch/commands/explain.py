@@ -414,8 +414,8 @@ def _scrubber(scan: Scan | None, env):
 def _error_document(source: str, message: str) -> dict:
     return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
             "gpu": None, "gpu_capabilities": [], "arguments_line": None, "explained": [], "root_cause": [],
-            "pointers": [], "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT, "error": message,
-            "plan_error": None}
+            "pointers": [], "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT,
+            "error": message, "plan_error": None}
 
 
 # --- reading and rendering -----------------------------------------------------------------------
