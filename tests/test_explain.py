@@ -1121,7 +1121,7 @@ def test_the_026_prefill_crash_is_named_only_on_its_release(tmp_path, version, n
     ("0.33.0", "vllm: error: unrecognized arguments: --enable-expert-paralel", "did you mean --enable-expert-parallel?"),
     ("0.24.0", "api_server.py: error: unrecognized arguments: -tensor-parallel-size 2",
      "did you mean --tensor-parallel-size?"),
-    ("0.33.0", "vllm: error: unrecognized arguments: --no-such-thing-at-all", "--no-such-thing-at-all (no such option)"),
+    ("0.33.0", "vllm: error: unrecognized arguments: --no-such-thing-at-all", "--no-such-thing-at-all: no such option"),
 ])
 def test_an_argument_error_is_answered_with_vllms_message_and_the_nearest_option(tmp_path, version, line, wanted):
     status, doc, _ = explain(tmp_path, [version_line(version), line])

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ..core.explain.masking import mask_line, mask_lines
+from ..core.explain.masking import credential_name, mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
 from ..core.explain.signatures import KV_AUTO
 from . import exit_codes
@@ -93,14 +93,20 @@ def _logged(values: Mapping[str, object], dest: str):
 _ABSENT = object()
 
 
+PARSED_WORDS = 2_000  # words of a pasted command read with the release's parser (argparse's cost is quadratic)
+
+
 @lru_cache(maxsize=4)
 def _read_command(command: tuple[str, ...], version: str | None):
     from ..vllm_cli.option_table import load_table
-    from ..vllm_cli.secrets import secret_texts
+    from ..vllm_cli.secrets import conservative_spans, secret_texts
     from ..vllm_cli.serve_args import read_serve_args
 
+    table = load_table(version)
+    if len(command) > PARSED_WORDS:  # no command vLLM is given: its secrets as without a parse, no values
+        return None, tuple(secret_texts(command, conservative_spans(command, table.option_strings, exact=False)))
     try:
-        parsed = read_serve_args(command, load_table(version))
+        parsed = read_serve_args(command, table)
     except Exception:  # a --config file or any paste vLLM cannot read: no values
         return None, ()
     values = parsed.values if parsed.values and not parsed.rejection else None
@@ -134,17 +140,17 @@ def group_matches(scan: Scan) -> list[list[Match]]:
     any of them is in range), and only those the log's arguments allow (``Signature.args``)."""
     by_line: dict[int, list[Match]] = {}
     for match in scan.matches:
-        if match.signature.release_only and match.signature.vllm.contains(scan.version) is False:
-            continue  # the same text has another cause on the log's release
+        if match.signature.release_only and match.signature.vllm.contains(match.version) is False:
+            continue  # the same text has another cause on the release of the run the line is in
         majors = match.signature.gpu_majors
-        if majors and scan.gpu is not None and scan.gpu.capability[0] not in majors:
-            continue  # the same text means another thing on the log's GPU
+        if majors and scan.gpu_capabilities and not any(c[0] in majors for c in scan.gpu_capabilities):
+            continue  # the same text means another thing on the log's GPUs (each one it names)
         if _args_fit(match, scan):
             by_line.setdefault(match.line.number, []).append(match)
     groups = []
     for number in sorted(by_line):
         found = by_line[number]
-        in_range = [m for m in found if m.signature.vllm.contains(scan.version) is not False]
+        in_range = [m for m in found if m.signature.vllm.contains(m.version) is not False]
         groups.append(in_range or found)
     return groups
 
@@ -205,7 +211,7 @@ def corrected_plan(scan: Scan, env: Mapping[str, str]):
     table = load_table(scan.version)
     argv, skipped = rebuild_argv(scan.args.values, table)
     run_env = {k: env[k] for k in _PASSED_ENV if env.get(k)}
-    if scan.gpu is not None:
+    if scan.gpu is not None and len(scan.gpu_capabilities) == 1:  # GPUs of two kinds named: unknown
         run_env["DSV4_LAUNCH_GPU_CAPABILITY"] = "{}.{}".format(*scan.gpu.capability)
     note = "the version the log shows" if scan.version else "the log does not show vLLM's version"
     vllm = VllmInstall(version=scan.version, importable=False, note=note)
@@ -229,31 +235,85 @@ _ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 _PORT_IN_USE = ("Address already in use", "EADDRINUSE", "address already in use")
 
 
+_DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212"  # the ASCII hyphen and its look-alikes a paste may carry
+
+
+def _unrecognized(message: str) -> list[str]:
+    """The words vLLM's argparse could not place (``unrecognized arguments: …``, as it joined them)."""
+    found = re.search(r"unrecognized arguments: (.+)$", message)
+    return found.group(1).split() if found else []
+
+
 def argument_suggestion(message: str, version: str | None) -> str:
     """What to change for vLLM's argparse ``message``: for each option it does not know, the
-    nearest one of the release's recorded parser (``data/serve-options-X.json``)."""
+    nearest one of the release's recorded parser (``data/serve-options-X.json``; where the log's
+    release has none, the nearest recorded one, named as such)."""
     from ..vllm_cli.option_table import load_table
 
     table = load_table(version)
+    parser = f"vLLM {table.vllm_version}'s parser" if table.exact else (
+        f"the nearest recorded parser (vLLM {table.vllm_version}'s; " +
+        (f"{version}'s is not recorded)" if version else "the log does not name vLLM's release)"))
     known = table.option_strings
-    found = re.search(r"unrecognized arguments: (.+)$", message)
-    if not found:
-        return f"correct the option the message names (vLLM {table.vllm_version}'s parser: `vllm serve --help`)"
+    words = _unrecognized(message)
+    if not words:
+        return f"correct the option the message names ({parser}: `vllm serve --help`)"
     parts = []
-    for word in found.group(1).split():
+    for word in words:  # "NAME: …", never "NAME (…": a credential's name is masked with the word after it
         name = word.split("=", 1)[0]
-        if not name.startswith("-") or name in known:
+        if name[:1] not in _DASHES or not name.lstrip(_DASHES) or name in known:
             continue
-        close = difflib.get_close_matches(name if name.startswith("--") else "-" + name, known, n=1, cutoff=0.8)
-        parts.append(f"{name} (did you mean {close[0]}?)" if close else f"{name} (no such option)")
-    unknown = ", ".join(parts) or "the words after the model (a second positional argument)"
-    return f"vLLM {table.vllm_version}'s parser does not know {unknown}: correct or drop it"
+        close = difflib.get_close_matches("--" + name.lstrip(_DASHES).lower(), known, n=1, cutoff=0.8)
+        parts.append(f"{name}: did you mean {close[0]}?" if close else f"{name}: no such option")
+    parts = list(dict.fromkeys(parts))
+    more = f"; and {len(parts) - _NAMED} more" if len(parts) > _NAMED else ""
+    unknown = "; ".join(parts[:_NAMED]) + more if parts else "the words after the model (a second positional argument)"
+    return f"{parser} does not know {unknown} — correct or drop it"
+
+
+@lru_cache(maxsize=4096)
+def _secret_name(name: str) -> tuple[bool, int]:
+    """(whether ``name`` may name a secret option: a credential's name, a near miss, an
+    abbreviation or a secret option with something glued on; the length of what is glued on)."""
+    from ..vllm_cli.secrets import SECRET_OPTIONS
+
+    glued = next((len(name) - len(o) for o in SECRET_OPTIONS if name.startswith(o) and len(name) >= len(o) + _GLUED), 0)
+    return bool(glued or credential_name(name) or any(o.startswith(name) for o in SECRET_OPTIONS if name)
+                or difflib.get_close_matches(name, SECRET_OPTIONS, n=1, cutoff=0.75)), glued
+
+
+_NAMED = 12  # unknown options named in the suggestion
+_GLUED = 6  # characters glued to a secret option's name that are taken for its value (not a typo's "s")
+
+
+def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
+    """The words that may be a secret among argv ``words`` argparse rejects (vLLM's ``unrecognized
+    arguments``, a pasted command): the value of a word that names a secret option misspelt
+    (``--api-kye K``, ``--apikey=K``), with one dash or a look-alike (``-api-key K``,
+    ``\u2014api-key K``), abbreviated (``--a K``) or glued to it (``--api-keyK``). No parse says
+    whose value they are."""
+    found: list[str] = []
+    for i, word in enumerate(words):
+        if not word[:1] or word[0] not in _DASHES:
+            continue
+        name, eq, value = word.lstrip(_DASHES).partition("=")
+        named, glued = _secret_name(name.lower().replace("_", "-"))
+        if glued:
+            found.append(name[len(name) - glued:])
+        if not named:
+            continue
+        if eq:
+            found.append(value)
+        elif i + 1 < len(words) and words[i + 1][:1] not in _DASHES:
+            found.append(words[i + 1])
+    return [f for f in found if f]
 
 
 def _values(match: Match, scan: Scan) -> Mapping[str, str] | None:
     values = dict(match.values or {})
     if match.signature.rule == ARGUMENT_ERROR:
-        values["suggestion"] = argument_suggestion(values.get("message", ""), scan.version)
+        # vLLM logs its release after parsing: a run refused by argparse has none; the log's other run's is the guess
+        values["suggestion"] = argument_suggestion(values.get("message", ""), match.version or scan.version)
     return values or None
 
 
@@ -286,6 +346,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                 continue
             item = {"rule": match.signature.rule, "candidates": shown,
                     "line": match.line.number, "text": mask_line(match.line.text), "count": match.count,
+                    "vllm_version": match.version,
                     "exception": match.signature.exception,
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and
@@ -324,13 +385,15 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
             "left_out": skipped + [d for d in scan.args.unread if d not in _SKIPPED_DESTS], "error": prepared.error,
             "vllm_version": scan.version,
             "gpus": "SM {}.{} (line {} of the log)".format(*scan.gpu.capability, scan.gpu.line)
-            if scan.gpu else "unknown (not named in the log)",
+            if scan.gpu and len(scan.gpu_capabilities) == 1 else "unknown (not named in the log)" if not scan.gpu
+            else "unknown (the log names " + " and ".join("SM {}.{}".format(*c) for c in scan.gpu_capabilities) + ")",
         }
     return {
         "command": "explain", "source": source, "lines_read": scan.lines,
         "vllm_version": scan.version, "vllm_version_line": scan.version_line,
         "gpu": {"name": scan.gpu.name, "compute_capability": "{}.{}".format(*scan.gpu.capability),
                 "line": scan.gpu.line} if scan.gpu else None,
+        "gpu_capabilities": ["{}.{}".format(*c) for c in scan.gpu_capabilities],
         "arguments_line": scan.args.line if scan.args else None,
         "explained": explained, "root_cause": root, "pointers": pointers, "traceback_cut": scan.traceback_cut,
         "hint": "a port vLLM binds is taken: another vLLM (or a previous one still exiting) holds it; pass another "
@@ -350,9 +413,9 @@ def _scrubber(scan: Scan | None, env):
 
 def _error_document(source: str, message: str) -> dict:
     return {"command": "explain", "source": source, "lines_read": 0, "vllm_version": None, "vllm_version_line": None,
-            "gpu": None, "arguments_line": None, "explained": [], "root_cause": [], "pointers": [],
-            "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT, "error": message,
-            "plan_error": None}
+            "gpu": None, "gpu_capabilities": [], "arguments_line": None, "explained": [], "root_cause": [],
+            "pointers": [], "traceback_cut": None, "hint": None, "corrected": None, "exit_status": BAD_INPUT,
+            "error": message, "plan_error": None}
 
 
 # --- reading and rendering -----------------------------------------------------------------------
@@ -383,7 +446,9 @@ def render_text(out, data: dict) -> None:
     facts.append(f"vLLM {data['vllm_version']} (line {data['vllm_version_line']})" if data["vllm_version"]
                  else "vLLM's version not in the log")
     gpu = data["gpu"]
-    facts.append(f"GPU {gpu['name']} (SM {gpu['compute_capability']}, line {gpu['line']})" if gpu
+    kinds = data["gpu_capabilities"]
+    facts.append(f"GPUs of {len(kinds)} kinds (SM {', '.join(kinds)}; the last: {gpu['name']}, line {gpu['line']})"
+                 if len(kinds) > 1 else f"GPU {gpu['name']} (SM {gpu['compute_capability']}, line {gpu['line']})" if gpu
                  else "GPUs not named in the log")
     facts.append(f"vLLM's arguments on line {data['arguments_line']}" if data["arguments_line"]
                  else "no 'non-default args' line")
@@ -392,6 +457,8 @@ def render_text(out, data: dict) -> None:
         others = [r for r in item["candidates"] if r != item["rule"]]
         one_of = f" (or {', '.join(others)}: the log does not tell them apart)" if others else ""
         repeat = f", {item['count']} lines alike" if item["count"] > 1 else ""
+        if item["vllm_version"] != data["vllm_version"]:  # a run before the log's last release line
+            repeat += f", in a run of vLLM {item['vllm_version'] or '(release not in the log)'}"
         out.info(f"{item['rule']}{one_of} — line {item['line']}{repeat}: {item['text']}", label="known failure")
         out.info(f"  what vLLM does: {item['effect']}")
         if item["plan_text"]:
@@ -487,7 +554,12 @@ def explain_result(rest: list[str], ctx: Context):
         return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None, env),
                       document=_error_document(source, "interrupted"))
     if scan.command:  # the pasted command's secrets are masked wherever they appear
-        scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1])
+        scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1]
+                             + tuple(misspelt_secrets(scan.command)))
+    said = [w for m in scan.matches if m.signature.rule == ARGUMENT_ERROR
+            for w in misspelt_secrets(_unrecognized((m.values or {}).get("message", "")))]
+    if said:  # a secret option misspelt in vLLM's argument error: its value, wherever it appears
+        scan = scan._replace(secrets=scan.secrets + tuple(said))
     data = explain_data(scan, source, env)
     return Result(data["exit_status"], COMMAND.prefix, "the explanation", None, data,
                   lambda out: render_text(out.lines, data), _scrubber(scan, env))

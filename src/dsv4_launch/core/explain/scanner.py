@@ -105,6 +105,7 @@ class Match(Record):
     line: LogLine
     count: int = 1  # how many lines had the same text
     values: Mapping[str, str] | None = None  # the pattern's named groups: the log's own values
+    version: str | None = None  # the release of the run the line is in (its last version line before it)
 
 
 class LogGpu(Record):
@@ -135,6 +136,7 @@ class Scan(Record):
     # continuations and one-option-per-line pastes joined) and its first line.
     command: tuple[str, ...] = ()
     command_line: int | None = None
+    gpu_capabilities: tuple[tuple[int, int], ...] = ()  # every distinct one the log names (``gpu``: the last)
 
 def _top_level_alternatives(pattern: str) -> list[str]:
     parts, depth, start, i = [], 0, 0, 0
@@ -271,6 +273,7 @@ class Scanner:
         self._args_secrets: dict[str, tuple[str, ...]] = {}  # secrets by args text (memo)
         self._secrets: dict[str, None] = {}
         self.gpu: LogGpu | None = None
+        self._capabilities: dict[tuple[int, int], None] = {}
         self._version_res = [re.compile(p) for p in _VERSION_PATTERNS]
         self._gpu_res = [re.compile(p) for p in _GPU_PATTERNS]
         self._exception_re = re.compile(_EXCEPTION)
@@ -399,11 +402,12 @@ class Scanner:
                 if not_context is not None and any(not_context.search(line) for line in recent):
                     continue
             key = (index, text)
-            if key in self._matches:
-                self._matches[key] = self._matches[key]._replace(count=self._matches[key].count + 1)
+            if key in self._matches:  # the release of its last occurrence's run
+                self._matches[key] = self._matches[key]._replace(count=self._matches[key].count + 1,
+                                                                 version=self.version)
             elif len(self._order) < MAX_MATCHES:
                 values = {k: v for k, v in found.groupdict().items() if v is not None} or None
-                self._matches[key] = Match(sig, LogLine(number, text), values=values)
+                self._matches[key] = Match(sig, LogLine(number, text), values=values, version=self.version)
                 self._order.append(key)
 
     def _read_version(self, number: int, text: str) -> None:
@@ -447,6 +451,8 @@ class Scanner:
             found = pattern.search(text)
             if found:
                 self.gpu = LogGpu(found.group(1).strip(), (int(found.group(2)), int(found.group(3))), number)
+                if len(self._capabilities) < 16:
+                    self._capabilities[self.gpu.capability] = None
                 return
 
     @property
@@ -468,6 +474,7 @@ class Scanner:
             pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
             command=command_words(self._commands[0]) if self._commands else (),
             command_line=self._commands[1] if self._commands else None,
+            gpu_capabilities=tuple(self._capabilities),
         )
 
 
