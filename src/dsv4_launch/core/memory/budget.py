@@ -1,27 +1,13 @@
 """vLLM's memory budget before the KV cache, term by term, per release and runner (pure).
 
-What the worker subtracts from ``requested = ceil(total × gpu_memory_utilization)`` before the
-KV cache (``Worker.determine_available_memory``):
-
-* **0.24–0.26**: ``non_kv_cache_memory = non_torch_increase + torch_peak_increase +
-  weights_memory`` (``v1/worker/gpu_worker.py:459-463@0.24``), then the CUDA-graph estimate
-  (``:467-471,489-493@0.24``);
-* **0.27–0.33**: ``non_kv_cache_memory = total_consumed + transient_peak_headroom`` — what the
-  free memory fell by since the worker started (weights, buffers, non-torch memory) plus the
-  profile run's transient peak (``utils/mem_utils.py:323-326@0.27``, ``:318-321@0.33``), then the
-  CUDA-graph estimate (``gpu_worker.py:535-563@0.28``, ``:719-757@0.33``).
-
-Either way the same four terms: the weights with what the model allocates as it loads
-(``core/memory/weights.py``), the **activation peak** of the profile run, the **non-torch
-memory** (NCCL and all-reduce buffers, cuBLAS workspaces) and the **CUDA-graph estimate**.
-
-The CUDA-graph estimate is exactly zero where vLLM does not take it (each cited in
-``graph_term``); where it does, it is profiled on the GPU and can only be carried as a band.
-The activation peak is derived term by term from the model and the layout where the code says
-the size, with a band for the rest (``core/memory/activation.py``); the non-torch memory cannot
-be derived: a band (low–high) whose ends say what they rest on. Every answer about the KV cache is judged at
-both ends (``core/memory/estimate.py``): *fits* only at the pessimistic end, *does not fit*
-never from a band.
+What the worker subtracts from ``requested = ceil(total × gpu_memory_utilization)`` before the KV
+cache (``Worker.determine_available_memory``; per release: docs/memory.md "What is left for the KV
+cache"): the weights with what the model allocates as it loads (``core/memory/weights.py``), the
+**activation peak** of the profile run (``core/memory/activation.py``), the **non-torch memory**
+(NCCL and all-reduce buffers, cuBLAS workspaces: a band whose ends say what they rest on) and the
+**CUDA-graph estimate** (exactly zero where vLLM does not take it, each cited in ``graph_term``;
+else profiled on the GPU, a band). Every answer about the KV cache is judged at both ends
+(``core/memory/estimate.py``): *fits* only at the pessimistic end, *does not fit* never from a band.
 """
 
 from __future__ import annotations

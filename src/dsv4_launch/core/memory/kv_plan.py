@@ -2,42 +2,11 @@
 
 vLLM starts only if *one* request of ``max_model_len`` fits in the KV memory left on every
 worker. What that request needs is not a per-token constant: it is what vLLM's own planner
-charges, and this module reproduces the planner for the caches DeepSeek-V4 declares.
-
-The caches (``get_kv_cache_spec`` of ``models/deepseek_v4/attention.py``, ``compressor.py`` and
-``v1/attention/backends/mla/sparse_swa.py``, same in 0.24–0.33), per backbone layer, in the
-order the layers register them:
-
-* CSA layers (``compress_ratio`` 4): the indexer's K cache (a full-attention cache, 132-byte
-  FP8 states per 4 tokens, 68 bytes MXFP4 from 0.27), the indexer compressor's fp32 state (a
-  window of 8 tokens, block 4), the sliding-window cache, the compressed KV (584-byte states per
-  4 tokens), the compressor's fp32 state (window 8, block 4);
-* HCA layers (ratio 128): the sliding-window cache, the compressed KV (one state per 128
-  tokens), the compressor's state (window 128, block 8);
-* sliding-window-only layers (ratio 0/1): the sliding-window cache (128 tokens, block 64).
-
-Every page of the fp8_ds_mla layout is padded to a multiple of 576 bytes. Every TP rank holds
-all of it (``max_tp_shards=1``); a pipeline stage holds its own layers, grouped as the whole
-model is grouped and then projected to the stage (``_project_kv_cache_groups_to_worker``).
-
-How a request is charged, by release family:
-
-* ``TUPLES`` (0.24–0.28, ``group_and_unify_kv_cache_specs`` + ``_get_kv_cache_groups_uniform_
-  groups`` in ``v1/core/kv_cache_utils.py``): one group of all full caches, one group per
-  (block size, window) of the window caches, split into "layer tuples" of an approximate gcd;
-  a request needs ``num_layer_tuples × layer_tuple_bytes × Σ pages``. ``TUPLES_SLAB`` (0.27–0.28)
-  is the same grouping and the same charge; only what vLLM's "Maximum concurrency" counts differs
-  (``StagePlan.concurrency_blocks``).
-* ``PACKED`` (0.29–0.33, ``_get_packed_kv_cache_groups``, block-outermost layout): buckets of
-  one type (block size, window) split by repeats of the layer pattern; every group's block is
-  as wide as the widest group's, so a request needs ``bytes_per_block × Σ blocks``; the check
-  first sets aside one block (the null block, ``get_kv_cache_configs``).
-
-A window cache holds ``cdiv(min(window − 1 + in_flight, length), block) + 1`` blocks; a full
-cache ``cdiv(length, block)``. ``in_flight`` is ``max_num_batched_tokens`` before 0.26, and
-``max_concurrent_batches × max_num_batched_tokens`` from 0.26 (``VllmConfig.max_in_flight_
-tokens``). tests/vllm_real/test_kv_oracle.py compares all of this with the installed vLLM's
-own planner, called on the CPU with the caches its DeepSeek-V4 classes build.
+charges, and this module reproduces the planner for the caches DeepSeek-V4 declares, per release
+family (``TUPLES`` 0.24–0.26, ``TUPLES_SLAB`` 0.27–0.28, ``PACKED`` 0.29–0.33). The caches, the
+grouping and the charge of each family: docs/memory.md "KV cache: what one request needs".
+tests/vllm_real/test_kv_oracle.py compares all of this with the installed vLLM's own planner,
+called on the CPU with the caches its DeepSeek-V4 classes build.
 """
 
 from __future__ import annotations

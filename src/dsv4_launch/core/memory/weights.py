@@ -453,15 +453,17 @@ def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert
                        basis, checked, deviation, tuple(notes))
 
 
+def _draft_layer(t: _Tally, q: _Dtypes) -> tuple[int, ...]:
+    """A draft module's decoder layer (ratio 1): its checkpoint, scale and per-GPU bytes summed over classes."""
+    return tuple(sum(column) for column in zip(*t.layer(1, False, q.experts).values()))
+
+
 def _mtp(t: _Tally, s: _Shapes, q: _Dtypes, hc_head: int) -> tuple[int, int, int]:
     """The MTP layers (nvidia/mtp.py): a decoder layer each (ratio 1: layer ids past
     num_hidden_layers get no compressor), e_proj/h_proj replicated, three norms, an hc_head."""
     if not s.nextn:
         return 0, 0, 0
-    acc = t.layer(1, False, q.experts)
-    ck = sum(v[0] for v in acc.values())
-    sc = sum(v[1] for v in acc.values())
-    gpu = sum(v[2] for v in acc.values())
+    ck, sc, gpu = _draft_layer(t, q)
     proj, proj_sc = q.linear(s.D, s.D)
     extra = 2 * proj + 3 * _bf16(s.D) + hc_head
     return s.nextn * (ck + extra), s.nextn * (sc + 2 * proj_sc), s.nextn * (gpu + extra)
@@ -472,10 +474,7 @@ def _dspark(t: _Tally, s: _Shapes, q: _Dtypes, hc_head: int) -> tuple[int, int, 
     main_proj and context_wkv_proj replicated, norms, hc_head, the Markov and confidence heads."""
     if not s.dspark_targets:
         return 0, 0, 0
-    acc = t.layer(1, False, q.experts)
-    ck = sum(v[0] for v in acc.values())
-    sc = sum(v[1] for v in acc.values())
-    gpu = sum(v[2] for v in acc.values())
+    ck, sc, gpu = _draft_layer(t, q)
     main, main_sc = q.linear(s.D, s.D * s.dspark_targets)
     ctx, ctx_sc = q.linear(s.hd * s.dspark_layers, s.D)
     extra = main + ctx + 2 * _bf16(s.D) + hc_head
