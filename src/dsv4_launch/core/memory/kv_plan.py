@@ -11,8 +11,10 @@ called on the CPU with the caches its DeepSeek-V4 classes build.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import accumulate
 
 from ..records import Record
 
@@ -94,11 +96,7 @@ def pp_stages(layers: int, pp: int, partition: Sequence[int] | None = None) -> l
         parts[-i] += 1
     if partition is not None and len(partition) == pp and sum(partition) == layers:
         parts = list(partition)
-    out, start = [], 0
-    for n in parts:
-        out.append(range(start, start + n))
-        start += n
-    return out
+    return [range(end - n, end) for n, end in zip(parts, accumulate(parts))]
 
 
 class Group(Record):
@@ -128,10 +126,7 @@ def approximate_gcd(values: Sequence[int], lower_bound: int) -> int:
 
 
 def _most_common_count(caches: Sequence[Cache]) -> int:
-    counts: dict[int, int] = {}
-    for c in caches:
-        counts[c.page] = counts.get(c.page, 0) + 1
-    return max(counts.values(), default=0)
+    return max(Counter(c.page for c in caches).values(), default=0)
 
 
 def _by_page(caches: Sequence[Cache]) -> dict[int, list[Cache]]:
@@ -319,10 +314,7 @@ def _tuple_pool(groups: Sequence[Sequence[Cache]], full_pages: Sequence[int],
     slots: dict[int, int] = {}
     group_pages = []
     for g in groups:
-        counts: dict[int, int] = {}
-        for c in g:
-            counts[padded(c)] = counts.get(padded(c), 0) + 1
-        for page, n in counts.items():
+        for page, n in Counter(padded(c) for c in g).items():
             slots[page] = max(slots.get(page, 0), n)
         window = g[0].window + retained if g[0].window else 0
         group_pages.append((window, g[0].block, sum(padded(c) for c in g)))
