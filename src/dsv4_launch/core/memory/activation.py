@@ -250,7 +250,7 @@ def indexer_logits_term(shape: Shape, env_mb: int | None) -> Term:
 
 
 def intermediates_term(shape: Shape, tokens: int, tp: int, ranks: int) -> Term:
-    """The band: the layer's intermediates and kernel workspaces (see the module's docstring):
+    """The band: the layer's intermediates and kernel workspaces (docs/memory.md "The activation peak"):
     ``ranks`` is what the work is spread over at the optimistic end (TP; TP × DP under EP)."""
     wider = max(shape.hidden / FLASH_HIDDEN, 1.0)
     split = 1 / max(ranks, 1)
