@@ -12,10 +12,12 @@ read only up to the layers they describe, so a 7 MB ``compress_ratios`` costs no
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from ..records import Record
 from ..vllm.facts import fact
+from .kv_plan import cdiv as _cdiv
 
 MAX_LAYERS = 1024  # a config naming more layers is not a DeepSeek-V4 we can tally
 MAX_DIM = 1 << 24  # any size past this is not a real checkpoint's
@@ -98,10 +100,6 @@ def _int(config: Mapping, key: str, default: int | None = None, low: int = 1) ->
     return value
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 class _Dtypes:
     """Bytes of one linear / one expert projection as the checkpoint stores it."""
 
@@ -153,10 +151,7 @@ class _Dtypes:
 
 
 def _bf16(*dims: int) -> int:
-    n = 2
-    for d in dims:
-        n *= d
-    return n
+    return 2 * math.prod(dims)
 
 
 class _Shapes:
