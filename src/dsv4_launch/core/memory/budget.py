@@ -18,16 +18,15 @@ from ..facts import Facts, json_option
 from ..gpus import GpuInfo
 from ..records import Record
 from ..vllm.facts import fact
-from .presets import PRESETS
+from .presets import PRESETS, preset_key
 from .vllm_config import speculative_method
 from .weights import expert_padding
 
 GiB = 2**30
 MiB = 2**20
 
-# The V2 model runner's profile_cudagraph_memory returns 0 before 0.29
-# (v1/worker/gpu/model_runner.py:684-686@0.24, :843-845@0.28); from 0.29 it profiles
-# (:896-898@0.29 → cudagraph_utils._profile_cudagraph_memory, :1069@0.33).
+# The V2 model runner's profile_cudagraph_memory profiles from 0.29 (:896-898@0.29 →
+# cudagraph_utils._profile_cudagraph_memory); before, it returns 0 (graph_term says where).
 V2_PROFILES_GRAPHS = fact("v2-profiles-graphs").range
 
 # Evidence bands (docs/memory.md "What is left for the KV cache"); the activation peak is
@@ -140,22 +139,17 @@ def moe_padding_term(facts: Facts, tp: int, pp: int, dp: int, expert_parallel: b
     found = expert_padding(config, tp, pp, dp, expert_parallel, capability, facts.vllm_version, draft)
     if found is None:
         return _zero("the experts' shapes are not read here: no rounding counted")
-    low, high, basis = found
-    return Term(low, high, basis)
+    return Term(*found)
 
 
-def _kind_key(text: str) -> str:
-    return "".join(ch for ch in text.upper() if ch not in " -_")
-
-
-_PRESET_KEYS = tuple(sorted({_kind_key(p.key) for p in PRESETS}, key=len, reverse=True))
+_PRESET_KEYS = tuple(sorted({preset_key(p.key) for p in PRESETS}, key=len, reverse=True))
 UNKNOWN_KIND_HIGH = NON_TORCH_HIGH_PARALLEL + GRAPH_HIGH  # as much again as the measured-kind bands
 
 
 def known_kind(gpu: GpuInfo) -> bool:
     """A GPU whose kind a preset names (``NVIDIA H100 PCIe`` is an H100; ``AMD Instinct MI300X``,
     ``NVIDIA L40S`` or a count without a name are not), with a known compute capability."""
-    return gpu.capability is not None and bool(gpu.name) and any(k in _kind_key(gpu.name or "") for k in _PRESET_KEYS)
+    return gpu.capability is not None and bool(gpu.name) and any(k in preset_key(gpu.name or "") for k in _PRESET_KEYS)
 
 
 def unknown_kind_term(gpus: Iterable[GpuInfo]) -> Term:
