@@ -30,12 +30,8 @@ INT32 = 4
 PREFILL_CHUNK_SIZE = 4  # DeepseekV4Attention.PREFILL_CHUNK_SIZE (attention.py:119@0.24, :156@0.33)
 COMBINED_INDICES = fact("combined-indices").range
 SEQUENCE_PARALLEL = fact("sequence-parallel").range  # sp_shard(hidden_states)
-# The indexer's dummy-run reservations (sparse_attn_indexer.py:106-122@0.24, :481-506@0.33): the
-# K-gather workspace over get_max_prefill_buffer_size // 4 entries (max_model_len × 40 before 0.32,
-# v1/attention/backends/mla/indexer.py:219-229@0.24; × 8 × sparse_mla_prefill_workspace_factor from
-# 0.32, :916-927@0.33, the factor 5 up to 256K and 2 above, config/vllm.py:1866-1874@0.33), each entry
-# index_head_dim fp8 + 4 scale bytes (MXFP4: half + 1/32), + the radix top-k workspace; and a
-# transient VLLM_SPARSE_INDEXER_MAX_LOGITS_MB (default 512: envs.py) for the logits.
+# The indexer's dummy-run reservations, their sizes and vLLM's lines: docs/memory.md "The activation
+# peak" (the gather workspace and the indexer's logits rows).
 INDEXER_FACTOR = fact("indexer-factor").range
 RADIX_TOPK_WORKSPACE = 1024 * 1024
 INDEXER_LOGITS_MB = 512
