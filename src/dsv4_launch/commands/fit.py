@@ -66,10 +66,6 @@ def _count_band(low, high) -> str:
     return str(low) if low == high else f"{low}–{high}"
 
 
-def _verdict(row) -> str:
-    return SHORT_VERDICT.get(row.verdict, row.verdict)
-
-
 def _row_data(r) -> dict:
     e = r.estimate
     return {"layout": e.layout.words(), "tp": e.layout.tp, "pp": e.layout.pp, "dp": e.layout.dp,
@@ -215,7 +211,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
            [_band(r.estimate.kv_available_low, r.estimate.kv_available_high, _gib_short),
             _band(r.estimate.max_model_len_fits_low, r.estimate.max_model_len_fits_high, _tokens)]),
          _count_band(r.total_concurrency, r.total_concurrency_high),
-         _verdict(r)]
+         SHORT_VERDICT.get(r.verdict, r.verdict)]
         for r in rows
     ]
     footer = [
