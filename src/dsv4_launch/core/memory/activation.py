@@ -364,14 +364,8 @@ class _DummyRun:
         self.sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
 
     def _ends(self, workspace_low: int, workspace_high: int) -> tuple[int, int, int, int]:
-        """(forward low, forward high, sampler low, sampler high) beside this workspace.
-
-        The forward: the residual held throughout, and at each moment the mHC step, the indexer's
-        logits stand-in, or a sublayer's intermediates. The workspace (FlashMLA's or the indexer's
-        gather) is held from the first layer on, in the workspace manager's one buffer, which the
-        fused MoE's workspaces use too (fused_moe/modular_kernel.py:1095@0.24, :1207@0.33): the low
-        end counts the larger of it and the band, the high end both, and the logits beside the band.
-        The sampler runs after the forward's tensors are freed; the workspace stays."""
+        """(forward low, forward high, sampler low, sampler high) beside this workspace, as the terms
+        coexist (docs/memory.md "The activation peak", **How they coexist**: the same formulas)."""
         residual, step, logits, rest = self.residual, self.step, self.logits, self.rest
         forward_low = residual.low + max(step.low + workspace_low, workspace_low + logits.low, rest.low)
         forward_high = residual.high + workspace_high + max(step.high,
