@@ -261,12 +261,8 @@ MEGA_MOE_BUFFER_PER_VALUE = 16  # bytes per batched token × hidden: fitted on v
 
 
 def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool, mega: bool = False) -> Term:
-    """Under DP + EP the default all2all (``allgather_reducescatter``: prepare_finalize/naive_dp_ep.py)
-    hands every rank all DP ranks' tokens, and a modular MoE kernel sizes its workspaces by them
-    (``_allocate_buffers(M_full)``, fused_moe/modular_kernel.py:1340-1366@0.33): Marlin's — SM 9.0's
-    MXFP4 backend in 0.33 — are ``M·topk·max(N, K)`` and ``M·topk·max(2N, K)`` bf16
-    (experts/marlin_moe.py:691-719@0.33), N = w1's 2 × intermediate. The band was fitted at M =
-    tokens; this is the rest, at the high end only (other kernels and all2all backends differ)."""
+    """DP + EP's all-gathered tokens in a modular MoE kernel's workspaces (Marlin's shape), beyond the
+    band's, at the high end only; or MegaMoE's dispatch buffer (docs/memory.md, their two rows)."""
     if mega and expert_parallel:
         # A MegaMoE backend dispatches the tokens itself through a symmetric buffer sized by
         # max_num_batched_tokens (DeepGemmMegaMoEExperts.get_symm_buffer,
