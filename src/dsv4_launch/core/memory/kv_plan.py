@@ -253,32 +253,14 @@ class StagePlan(Record):
     def concurrency_blocks(self, length: int, in_flight: int) -> tuple[int, int]:
         """(bytes per block of the pool, blocks per request) as vLLM's "Maximum concurrency" counts
         them: it prints ``(available // the first) / the second`` (``get_max_concurrency_for_kv_cache_
-        config``; "GPU KV cache size" is that × max_model_len), ``available // the first`` the
-        fewest of any pipeline stage (``get_kv_cache_configs`` gives every worker the smallest).
-
-        0.29–0.33 (``PACKED``): Σ over groups of ``cdiv(max memory, page)`` — the blocks ``need``
-        charges (kv_cache_utils.py:937@0.29), so available / need.
-
-        0.27–0.28 (``TUPLES_SLAB``): the same text (kv_cache_utils.py:937-959@0.27.0, :917@0.28.0)
-        over the tuple planner's groups — per group ``cdiv(max_memory_usage_bytes, page_size_bytes)``
-        of its ``UniformTypeKVCacheSpecs`` (kv_cache_interface.py:851-856@0.27.0): the most pages any
-        of its layers needs, i.e. the blocks its (window, block) needs. The pool's block is the
-        densest group's bytes, Σ of its layers' unpadded pages (``_get_packed_kv_cache_layout``,
-        kv_cache_utils.py:1283-1305@0.27.0; ``num_blocks = available // block_stride``, :1342;
-        the window pages are no longer padded to the full group's since 0.27). Every stage counts
-        every group of the whole model: ``_project_kv_cache_groups_to_worker`` keeps a group with
-        none of its layers there, with the whole model's spec (:2052-2091@0.27.0). This is not the
-        charge the start check makes (``need``, unchanged since 0.24): the concurrency is above
-        available / need (V4-Flash 4.9 %, V4-Pro 3.2 %).
-
-        0.24–0.26 (``TUPLES``; the same text in all three, kv_cache_utils.py:937-955@0.26.0):
-        ``cdiv(n × Σ_g pages_g × P_g, n × P_0)`` with ``n`` the largest group's layer count and
-        ``P_g`` the sum of the page sizes of group g's layers (its
-        ``UniformTypeKVCacheSpecs.page_size_bytes``, kv_cache_interface.py:828@0.26.0) — not the
-        need's per-tuple charge: groups with fewer layers than the first count less, so vLLM's
-        concurrency is above available / need. The pool's block is Σ over page sizes of the size
-        × the most layers of that size in one group (``_bucket_layers_by_page_size``,
-        kv_cache_utils.py:1259@0.26.0)."""
+        config``), ``available // the first`` the fewest of any pipeline stage. Per release family and
+        why: docs/memory.md's bullet *vLLM's "Maximum concurrency" is not available / need before 0.29*. The
+        lines that section does not name: ``PACKED``, the blocks ``need`` charges (kv_cache_utils.py:
+        937@0.29); ``TUPLES_SLAB``, ``UniformTypeKVCacheSpecs`` (kv_cache_interface.py:851-856@0.27.0),
+        the slab's block (kv_cache_utils.py:1283-1305@0.27.0), every group on every stage
+        (:2052-2091@0.27.0); ``TUPLES``, ``P_g`` (kv_cache_interface.py:828@0.26.0) and the pool's
+        block, Σ over page sizes of the size × the most layers of that size in one group
+        (``_bucket_layers_by_page_size``, kv_cache_utils.py:1259@0.26.0)."""
         if self.family not in TUPLE_FAMILIES or not self.group_pages:
             return self.unit, self.need(length, in_flight) // self.unit
         if self.family == TUPLES_SLAB:
