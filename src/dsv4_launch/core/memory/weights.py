@@ -26,12 +26,10 @@ VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of th
 CHECK_TOLERANCE = 0.005  # a tally within 0.5 % of an exact total counts as checked
 # Sequence parallelism replicates the shared experts from 0.27.0 (_use_sequence_parallel).
 SEQUENCE_PARALLEL_SHARED = fact("sequence-parallel-shared").range
-# The target's _mtp_hidden_buffer: on the last stage whatever the method before 0.27
-# (nvidia/model.py:1008@0.24), from 0.27 only for these methods (use_eagle() or draft_model).
+# The target's _mtp_hidden_buffer: before 0.27 whatever the method, from 0.27 for these (load_buffers).
 HIDDEN_BUFFER_ALWAYS = fact("hidden-buffer-always").range
 HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "draft_model"})
-# DSpark's own top-k buffer: DSparkDeepseekV4Model allocates one from 0.27 (nvidia/dspark.py:98@0.27,
-# :125@0.33); 0.25-0.26 build its layers with topk_indices_buffer None (dspark.py:91@0.25).
+# DSpark's own top-k buffer, from 0.27 (load_buffers).
 DSPARK_TOPK_BUFFER = fact("dspark-topk-buffer").range
 # The MXFP4 MoE kernels round each rank's expert slice up (Mxfp4MoEMethod.maybe_roundup_sizes): FlashInfer's
 # TRTLLM to 256 rows before 0.27, 128 from 0.27, as DeepGEMM, Marlin and CUTLASS; b12x (SM 12, 0.29+) not at
