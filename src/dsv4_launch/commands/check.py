@@ -156,14 +156,10 @@ def _masked_json(text: str, scrub: Redactor) -> str:
         doc = json.loads(text)
     except (ValueError, RecursionError):
         return text
-    changed = False
 
     def walk(value):
-        nonlocal changed
         if isinstance(value, str):
-            shown = scrub.secrets_only(value)
-            changed = changed or shown != value
-            return shown
+            return scrub.secrets_only(value)
         if isinstance(value, dict):
             return {walk(k): walk(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -172,9 +168,9 @@ def _masked_json(text: str, scrub: Redactor) -> str:
 
     try:
         out = walk(doc)
+        return text if out == doc else json.dumps(out)
     except RecursionError:
         return text
-    return json.dumps(out) if changed else text
 
 
 def _stop(findings: list[sc.Finding]) -> bool:
