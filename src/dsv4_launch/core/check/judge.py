@@ -140,15 +140,10 @@ def parse_base_url(text: str) -> BaseUrl:
     stripped = False
     if path.endswith("/v1"):
         path, stripped = path[:-3], True
-    return BaseUrl(
-        scheme=scheme,
-        host=parts.hostname,
-        port=port if port is not None else (443 if scheme == "https" else 80),
-        path=path,
-        username=unquote(parts.username) if parts.username is not None else None,
-        password=unquote(parts.password) if parts.password is not None else None,
-        stripped_v1=stripped,
-    )
+    return BaseUrl(scheme=scheme, host=parts.hostname,
+                   port=port if port is not None else (443 if scheme == "https" else 80), path=path,
+                   username=unquote(parts.username) if parts.username is not None else None,
+                   password=unquote(parts.password) if parts.password is not None else None, stripped_v1=stripped)
 
 
 class Exchange(Record):
@@ -392,16 +387,10 @@ def summarize(doc, elapsed: float) -> ChatSummary | None:
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
             calls.append({"name": _text(fn.get("name")), "arguments": _text(fn.get("arguments"))})
-    return ChatSummary(
-        content=_text(message.get("content")),
-        reasoning=_text(message.get(reasoning_field)) if reasoning_field else None,
-        reasoning_field=reasoning_field,
-        finish_reason=_text(choice.get("finish_reason")),
-        completion_tokens=tokens,
-        elapsed=elapsed,
-        tokens_per_second=rate,
-        tool_calls=tuple(calls),
-    )
+    return ChatSummary(content=_text(message.get("content")),
+                       reasoning=_text(message.get(reasoning_field)) if reasoning_field else None,
+                       reasoning_field=reasoning_field, finish_reason=_text(choice.get("finish_reason")),
+                       completion_tokens=tokens, elapsed=elapsed, tokens_per_second=rate, tool_calls=tuple(calls))
 
 
 def _ids(doc) -> list[int] | None:
