@@ -25,12 +25,8 @@ from ..vllm_cli.serve_args import ConfigFileError, ConfigNotRead
 MAX_BYTES = 64 * 2**20
 EXPANDED_LIMIT = 4 * 2**20  # values + string characters, as the aliases expand
 
-_KINDS = {
-    stat.S_IFIFO: "FIFO (named pipe)",
-    stat.S_IFCHR: "character device",
-    stat.S_IFBLK: "block device",
-    stat.S_IFSOCK: "socket",
-}
+_KINDS = {stat.S_IFIFO: "FIFO (named pipe)", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
+          stat.S_IFSOCK: "socket"}
 
 
 def load_config_file(path: str) -> dict[str, object]:
@@ -50,10 +46,8 @@ def load_config_file(path: str) -> dict[str, object]:
         raise ConfigFileError(f"--config {path}: is a directory, not a YAML file")
     if not stat.S_ISREG(st.st_mode):
         kind = _KINDS.get(stat.S_IFMT(st.st_mode), "special file")
-        raise ConfigNotRead(
-            f"--config {path} is a {kind}, not a regular file: dsv4-launch leaves it to vLLM unread, "
-            "so the options in it are unknown here"
-        )
+        raise ConfigNotRead(f"--config {path} is a {kind}, not a regular file: dsv4-launch leaves it to vLLM "
+                            "unread, so the options in it are unknown here")
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read(MAX_BYTES + 1)
@@ -61,9 +55,8 @@ def load_config_file(path: str) -> dict[str, object]:
         reason = getattr(exc, "strerror", None) or excerpt(str(exc), 120)
         raise ConfigFileError(f"--config {path}: cannot read it ({reason})") from None
     if len(text) > MAX_BYTES:
-        raise ConfigNotRead(
-            f"--config {path} is larger than {MAX_BYTES // 2**20} MiB: dsv4-launch leaves it to vLLM unread"
-        )
+        raise ConfigNotRead(f"--config {path} is larger than {MAX_BYTES // 2**20} MiB: dsv4-launch leaves it to vLLM "
+                            "unread")
 
     import yaml
 
@@ -77,10 +70,8 @@ def load_config_file(path: str) -> dict[str, object]:
         raise ConfigFileError(f"--config {path}: vLLM needs a mapping of option: value, but the file is {kind}")
     limit = max(EXPANDED_LIMIT, 2 * len(text))
     if expanded_size(data, limit) > limit:
-        raise ConfigNotRead(
-            f"--config {path}: its YAML aliases expand to more than {limit:,} values and characters: "
-            "dsv4-launch leaves it to vLLM unread, so the options in it are unknown here"
-        )
+        raise ConfigNotRead(f"--config {path}: its YAML aliases expand to more than {limit:,} values and characters: "
+                            "dsv4-launch leaves it to vLLM unread, so the options in it are unknown here")
     return data
 
 
@@ -149,11 +140,16 @@ def _after_the_c_loader(yaml, path: str, text: str, exc: Exception):
     if "maximum nesting depth" in str(exc):
         raise ConfigFileError(f"--config {path}: nested too deeply for vLLM's YAML reader") from None
     if len(text) > PURE_LOADER_BYTES:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "malformed YAML"
-        raise ConfigFileError(f"--config {path}: not valid YAML{where} ({problem})") from None
+        raise _not_yaml(path, exc) from None
     return _load_like_vllm(yaml, path, text)
+
+
+def _not_yaml(path: str, exc: Exception) -> ConfigFileError:
+    """A YAML parser's error as one line: where and what, no value quoted."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or "malformed YAML"
+    return ConfigFileError(f"--config {path}: not valid YAML{where} ({problem})")
 
 
 def _load_like_vllm(yaml, path: str, text: str):
@@ -161,10 +157,7 @@ def _load_like_vllm(yaml, path: str, text: str):
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "malformed YAML"
-        raise ConfigFileError(f"--config {path}: not valid YAML{where} ({problem})") from None
+        raise _not_yaml(path, exc) from None
     except RecursionError:
         raise ConfigFileError(f"--config {path}: nested too deeply for vLLM's YAML reader") from None
     except (ValueError, OverflowError, TypeError) as exc:  # e.g. a 5000-digit integer, `api_key: !!int x`

@@ -70,15 +70,9 @@ def _model(args: ServeArgs, env: Mapping[str, str]) -> ModelFacts:
         return known_checkpoint(args.model) if args.model else None
 
     try:
-        return model_facts(
-            args.model,
-            env,
-            hf_config_path=_text(args.value("hf_config_path")),
-            revision=_text(args.value("revision")),
-            download_dir=_text(args.value("download_dir")),
-            hf_overrides=args.value("hf_overrides"),
-            known=known,
-        )
+        return model_facts(args.model, env, hf_config_path=_text(args.value("hf_config_path")),
+                           revision=_text(args.value("revision")), download_dir=_text(args.value("download_dir")),
+                           hf_overrides=args.value("hf_overrides"), known=known)
     except Exception as exc:  # a model file we did not foresee: unknown, and said
         return ModelFacts(name=args.model,
                           note=f"could not read its files ({type(exc).__name__}: {clip(str(exc), 120)})")
@@ -88,18 +82,10 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def gather(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    settings: Settings,
-    *,
-    read_gpus_when: str = READ_GPUS_WHEN_DSV4,
-    read_gpus: Callable[[], GpuReport] = read_gpus,
-    vllm: VllmInstall | None = None,
-    default_model: str | None = None,
-    read_host: Callable[[str], HostFacts] | None = None,
-    layout_for_visible: bool = False,
-) -> Gathered:
+def gather(argv: Sequence[str], env: Mapping[str, str], settings: Settings, *,
+           read_gpus_when: str = READ_GPUS_WHEN_DSV4, read_gpus: Callable[[], GpuReport] = read_gpus,
+           vllm: VllmInstall | None = None, default_model: str | None = None,
+           read_host: Callable[[str], HostFacts] | None = None, layout_for_visible: bool = False) -> Gathered:
     """Read everything the plan depends on from ``vllm serve``'s arguments. Raises
     ConfigFileError for a bad --config file.
 
@@ -125,16 +111,9 @@ def gather(
     return gathered
 
 
-def gather_engine(
-    engine: object,
-    env: Mapping[str, str],
-    settings: Settings,
-    vllm_version: str | None,
-    *,
-    model: str | None = None,
-    hf_config: Mapping[str, object] | None = None,
-    read_gpus: Callable[[], GpuReport] = read_gpus,
-) -> Gathered:
+def gather_engine(engine: object, env: Mapping[str, str], settings: Settings, vllm_version: str | None, *,
+                  model: str | None = None, hf_config: Mapping[str, object] | None = None,
+                  read_gpus: Callable[[], GpuReport] = read_gpus) -> Gathered:
     """The same facts from vLLM's own ``EngineArgs`` (the plugin): every field the release's
     option table names, read by ``vllm_cli/engine_args``, then the same model files, weights
     and GPUs as ``gather``. ``hf_config``: the model config vLLM loaded, used only when no
@@ -148,18 +127,10 @@ def gather_engine(
                         hf_config=hf_config)
 
 
-def gather_facts(
-    args: ServeArgs,
-    env: Mapping[str, str],
-    settings: Settings,
-    table: OptionTable,
-    vllm: VllmInstall,
-    *,
-    read_gpus_when: str = READ_GPUS_WHEN_DSV4,
-    read_gpus: Callable[[], GpuReport] = read_gpus,
-    hf_config: Mapping[str, object] | None = None,
-    read_host: Callable[[str], HostFacts] | None = None,
-) -> Gathered:
+def gather_facts(args: ServeArgs, env: Mapping[str, str], settings: Settings, table: OptionTable, vllm: VllmInstall,
+                 *, read_gpus_when: str = READ_GPUS_WHEN_DSV4, read_gpus: Callable[[], GpuReport] = read_gpus,
+                 hf_config: Mapping[str, object] | None = None,
+                 read_host: Callable[[str], HostFacts] | None = None) -> Gathered:
     """Facts from arguments however they were read: model files, weights, GPUs, and for
     DeepSeek-V4 this host's memory and the free space where vLLM downloads (``read_host``; None:
     adapters/host.read_host)."""
@@ -176,18 +147,10 @@ def gather_facts(
             except Exception:  # never stops a start: unknown, said "not checked"
                 host = HostFacts()
     facts = Facts(
-        args=args,
-        model=model,
-        gpus=gpus,
-        vllm_version=vllm.version,
+        args=args, model=model, gpus=gpus, vllm_version=vllm.version,
         rule_env={k: env[k] for k in RULE_ENV if k in env},  # set but empty too: vLLM reads "" (int("") raises)
-        interpreter_optimized=sys.flags.optimize > 0,
-        accepted_values=table.accepted_values,
-        accepted_values_exact=table.exact,
-        weights=weights,
-        newest_release=available_versions()[-1],
-        host=host,
-    )
+        interpreter_optimized=sys.flags.optimize > 0, accepted_values=table.accepted_values,
+        accepted_values_exact=table.exact, weights=weights, newest_release=available_versions()[-1], host=host)
     return Gathered(facts, table)
 
 
@@ -204,14 +167,8 @@ def _weights(args: ServeArgs, model: ModelFacts, env: Mapping[str, str]):
         return None
 
 
-def gather_gpus(
-    settings: Settings,
-    env: Mapping[str, str],
-    model: ModelFacts,
-    *,
-    read_gpus_when: str = READ_GPUS_WHEN_DSV4,
-    read_gpus: Callable[[], GpuReport] = read_gpus,
-) -> GpuFacts:
+def gather_gpus(settings: Settings, env: Mapping[str, str], model: ModelFacts, *,
+                read_gpus_when: str = READ_GPUS_WHEN_DSV4, read_gpus: Callable[[], GpuReport] = read_gpus) -> GpuFacts:
     """The GPUs vLLM will use: NVML (nvidia-smi as a fallback) mapped through
     CUDA_VISIBLE_DEVICES, asked by policy; DSV4_LAUNCH_GPU_CAPABILITY replaces the capability
     only — the memory stays NVML's where NVML can be read (``_capability_override``)."""
@@ -280,21 +237,15 @@ class Machine(Record):
     failure: Exception | None = None  # a failure inside dsv4-launch while reading: doctor says it as FAIL
 
 
-def gather_machine(
-    facts: Facts | None,
-    vllm: VllmInstall,
-    env: Mapping[str, str],
-    *,
-    read_gpus: Callable[[], GpuReport] = read_gpus,
-    read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None,
-) -> Machine:
+def gather_machine(facts: Facts | None, vllm: VllmInstall, env: Mapping[str, str], *,
+                   read_gpus: Callable[[], GpuReport] = read_gpus,
+                   read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None) -> Machine:
     """Doctor's reading of this machine: the Python that runs vLLM (the installed vLLM's, even when
     ``--vllm-version`` planned for another) and its runtime report (torch, FlashInfer, plugins;
     ``read_runtime``, None: ``adapters/runtime_probe``), the GPU report (the one the facts were made
     from, ``GpuFacts.report``; read here when the facts were not: off switch, arguments vLLM rejects),
     and the install hints. Each part degrades to unknown with a reason on its own."""
     import platform
-    import sys
 
     from ..core.rules.doctor import VllmRuntime
     from ..core.rules.doctor_rows import sm120_decode_shapes

@@ -150,8 +150,9 @@ def _follow(method, base, path, headers, body, deadline, client, max_bytes, cloc
     url = base.url(path)
     origin = base.origin
     for _ in range(MAX_REDIRECTS + 1):
+        once = _once_httpx if client == "httpx" else _once_stdlib
         try:
-            status, data, truncated, location = _once(client, method, url, headers, body, deadline, max_bytes, clock)
+            status, data, truncated, location = once(method, url, headers, body, deadline, max_bytes, clock)
         except _Failed as exc:
             return Exchange(None, elapsed=clock() - start, error=exc.text, kind=exc.kind)
         if status in (301, 302, 303, 307, 308) and location:
@@ -183,12 +184,6 @@ def _shown(url: str) -> str:
     if "@" in parts.netloc:
         url = url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
     return excerpt(url, 200)
-
-
-def _once(client, method, url, headers, body, deadline, max_bytes, clock):
-    if client == "httpx":
-        return _once_httpx(method, url, headers, body, deadline, max_bytes, clock)
-    return _once_stdlib(method, url, headers, body, deadline, max_bytes, clock)
 
 
 def _left(deadline, clock) -> float:

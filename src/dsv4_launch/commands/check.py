@@ -1,14 +1,11 @@
 """``dsv4-launch check [URL] [--model NAME] [--json] [--timeout S] [--api-key-env NAME]``:
 is the server at URL (default http://127.0.0.1:8000) serving DeepSeek-V4 correctly?
 
-``GET /health``, ``GET /v1/models``, one short deterministic chat completion and one tool-call
-request, judged by ``core/check/judge.py``. Exit 0 healthy, 1 a problem found, 2 bad input,
-3 not reachable / not ready / no answer within ``--timeout`` — so it works as a Kubernetes
-startupProbe/readinessProbe exec command and a CI smoke test. The API key comes from the
-environment variable named by ``--api-key-env`` (never from the command line) and is never
-printed; server text is printed escaped (``output/``).
+What it asks and its exit statuses (a Kubernetes probe, a CI smoke test): ``COMMAND``'s help
+below; what the answers show: ``core/check/judge.py``. The API key comes from the environment
+variable named by ``--api-key-env`` (never from the command line) and is never printed; server
+text is printed escaped (``output/``).
 """
-
 from __future__ import annotations
 
 import json
@@ -159,14 +156,10 @@ def _masked_json(text: str, scrub: Redactor) -> str:
         doc = json.loads(text)
     except (ValueError, RecursionError):
         return text
-    changed = False
 
     def walk(value):
-        nonlocal changed
         if isinstance(value, str):
-            shown = scrub.secrets_only(value)
-            changed = changed or shown != value
-            return shown
+            return scrub.secrets_only(value)
         if isinstance(value, dict):
             return {walk(k): walk(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -175,9 +168,9 @@ def _masked_json(text: str, scrub: Redactor) -> str:
 
     try:
         out = walk(doc)
+        return text if out == doc else json.dumps(out)
     except RecursionError:
         return text
-    return json.dumps(out) if changed else text
 
 
 def _stop(findings: list[sc.Finding]) -> bool:

@@ -8,15 +8,8 @@ options from the recorded option table (``data/serve-options-*.json``) of the in
 (found as the hand-over finds it, not imported), the nearest recorded one when that release has
 none, or the release given with ``--vllm-version``; values where the table knows them (argparse
 choices, and the values recorded for the settings the rules read, such as
-``--kv-cache-dtype``). Install, per shell:
-
-* bash: ``dsv4-launch completion bash > ~/.local/share/bash-completion/completions/dsv4-launch``
-  and the same file as ``.../completions/dsv4-serve`` (bash-completion loads one file per
-  command), or ``eval "$(dsv4-launch completion bash)"`` in ``~/.bashrc``;
-* zsh: ``dsv4-launch completion zsh > "${fpath[1]}/_dsv4-launch"`` (a folder on ``$fpath``, then a
-  new shell), or ``eval "$(dsv4-launch completion zsh)"`` in ``~/.zshrc`` after ``compinit``;
-* fish: ``dsv4-launch completion fish > ~/.config/fish/completions/dsv4-launch.fish`` and the same
-  as ``dsv4-serve.fish``, or ``dsv4-launch completion fish | source`` in ``config.fish``.
+``--kv-cache-dtype``). How to install each shell's script: ``COMMAND``'s help and the script's
+own header.
 """
 
 from __future__ import annotations
@@ -267,7 +260,6 @@ def run_completion(args: Sequence[str], ctx=None) -> int:
         script = SCRIPTS[args[0]]
         result = Result(exit_codes.OK, prefix, "the script", text=lambda out: out.verbatim(script))
     return render(result, as_json=False, stdout=ctx.stdout, stderr=ctx.stderr, env=ctx.env or {})
-
 
 
 def _run(own: dict, rest: list[str], ctx=None) -> int:

@@ -1,14 +1,9 @@
 """``dsv4-launch fit [MODEL] [--gpus N|NxGPU] [--gpu-memory SIZE] [VLLM ARGS]``: will it fit?
 
-Every layout of the model on these GPUs (and the one the arguments give, marked), with the
-weights per GPU, the KV cache left and the longest single request as bands (pessimistic to
-optimistic: core/memory/budget.py), vLLM's "Maximum concurrency" at ``--max-model-len``
-(65,536 when not given) for the whole deployment, the verdict (core/memory/estimate.py
-``verdict``), and the fewest of these GPUs that fit. The same pipeline as dsv4-serve gathers
-the facts (model, GPUs, vLLM); without GPUs it works from ``--gpus 8xH200`` (a preset:
-core/memory/presets.py), or ``--gpus`` and ``--gpu-memory`` (or ``DSV4_LAUNCH_GPU_MEMORY``).
+What it shows: ``COMMAND``'s help below. The layouts and verdicts come from core/memory/fit.py,
+the bands from core/memory/budget.py; the same pipeline as dsv4-serve gathers the facts. Without
+GPUs it works from a preset (core/memory/presets.py) or ``--gpus`` and ``--gpu-memory``.
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -49,11 +44,11 @@ def _gib_short(n: int) -> str:
     return f"{x:.1f}" if x < 10 else f"{x:.0f}"
 
 
-def _gib_band(low, high) -> str:
-    """``2.1–6.3``, ``14–25``: the table's KV band in GiB (JSON has the bytes)."""
+def _band(low, high, words) -> str:
+    """``2.1–6.3`` GiB, ``361k–1M`` tokens: a band as the table writes it (JSON has the numbers)."""
     if low is None or high is None:
         return "?"
-    a, b = _gib_short(low), _gib_short(high)
+    a, b = words(low), words(high)
     return a if a == b else f"{a}–{b}"
 
 
@@ -65,21 +60,10 @@ def _tokens(n: int) -> str:
     return f"{n // 1000}k" if n >= 1000 else str(n)
 
 
-def _length_band(low, high) -> str:
-    if low is None or high is None:
-        return "?"
-    a, b = _tokens(low), _tokens(high)
-    return a if a == b else f"{a}–{b}"
-
-
 def _count_band(low, high) -> str:
     if low is None or high is None:
         return "-"
     return str(low) if low == high else f"{low}–{high}"
-
-
-def _verdict(row) -> str:
-    return SHORT_VERDICT.get(row.verdict, row.verdict)
 
 
 def _row_data(r) -> dict:
@@ -224,10 +208,10 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     table_rows = [
         [("* " if r.yours else "") + r.flags, _gib(r.estimate.weights_bytes_per_gpu),
          *(["-", "-"] if r.verdict == DOES_NOT_FIT else
-           [_gib_band(r.estimate.kv_available_low, r.estimate.kv_available_high),
-            _length_band(r.estimate.max_model_len_fits_low, r.estimate.max_model_len_fits_high)]),
+           [_band(r.estimate.kv_available_low, r.estimate.kv_available_high, _gib_short),
+            _band(r.estimate.max_model_len_fits_low, r.estimate.max_model_len_fits_high, _tokens)]),
          _count_band(r.total_concurrency, r.total_concurrency_high),
-         _verdict(r)]
+         SHORT_VERDICT.get(r.verdict, r.verdict)]
         for r in rows
     ]
     footer = [

@@ -15,22 +15,18 @@ split at camelCase humps and at every character that is not a letter or a digit,
 * **A word followed by a measure** is that measure, not a credential: ``prompt_token_ids``,
   ``eos_token_id``, ``max_token_num``, ``key_fp8``, ``key_cache``, ``token_type`` (``_MEASURES``).
 * **Otherwise** a word makes the name a credential's when it is
-  - a credential word whole (``_WHOLE``): key, token, secret, password, passwd, pwd, passphrase,
-    credential, auth, authorization, bearer, cookie, signature, sig, jwt, apikey, and the short
-    ones that count only whole and as the name's last word — pass, pw, psk, otp, pat (``DB_PASS``,
-    ``GITHUB_PAT``, ``redis_pw``; not ``passthrough``, ``patch``, ``compass``, ``pass_config``,
-    ``pw_conv``, nor random text split at its humps, ``Zq0PwA00``); ``pass`` after a kind of pass
-    is a compiler pass (``FusionPass``, ``forward_pass``: ``_PASS_KINDS``), ``pat`` after
+  - a credential word whole (``_WHOLE``), the short ones (``_SHORT_WORDS``) only whole and as the
+    name's last word (``DB_PASS``, ``GITHUB_PAT``, ``redis_pw``; not ``passthrough``, ``patch``,
+    ``pass_config``, ``pw_conv``, nor random text split at its humps, ``Zq0PwA00``); ``pass``
+    after a kind of pass is a compiler pass (``FusionPass``: ``_PASS_KINDS``), ``pat`` after
     ``header``/``regex``… a pattern;
   - ``key`` in a pair after a measure is the key a value was read under, not a credential
     (vLLM's ``derived_max_model_len_and_key``);
   - a plural that names a list of credentials (``api_keys``, ``passwords``, ``hf_tokens``; not the
     bare ``keys``/``tokens``, nor ``missing_keys``, ``max_tokens``);
-  - a fused word that contains a credential stem (``_STEMS``: key, token, secret, passw,
-    passphrase, pwd, credential, auth, cookie, bearer — typos and fusions count: ``keyy``,
-    ``apikey``, ``authtoken``, ``oauth``, ``pgpassword``) unless it is an ordinary word that merely
-    contains one (``_ORDINARY``: counts ``…tokens``, ``tokenizer``, ``detokenize``, ``author``,
-    ``keyword``, ``keyboard``, ``keypoints``, ``monkey``, ``hotkeys``, ``keys`` …).
+  - a fused word that contains a credential stem (``_STEMS``; typos and fusions count: ``keyy``,
+    ``authtoken``, ``oauth``, ``pgpassword``) unless it is an ordinary word that merely contains
+    one (``_ORDINARY``: ``max_tokens``, ``tokenizer``, ``author``, ``keyword``, ``monkey`` …).
 
 Masking too much only hides a value from our own output (vLLM always gets it unchanged); masking
 too little prints a secret, so the rule leans to masking where a name is unclear.

@@ -20,16 +20,11 @@ before the ``=`` of one that looks like an option, the value after it (of three 
 a shorter one only in argparse's own messages, which quote it alone), a value glued to a short
 option, the part before the first ``.`` of one that vLLM reads as a dotted option).
 
-Short secrets: a secret (or one of its forms) of three characters or more is masked wherever it
-occurs in a line. A 1- or 2-character one is masked only where it stands as its own word —
-between blanks, quotes, brackets, ``,;:=`` or the ends of the text (``unrecognized arguments:
--k``, ``'ab'``, ``--api-key=ab``) — never inside a longer word: masking every ``a`` or ``8``
-of every line would mangle the output, and a character inside another word gives nothing away.
-In the argv shown it is masked by position, as every secret is.
-
-A secret cut short (an excerpt ending in ``…``): the start of a secret of 8 characters or more
-right before the ``…`` is masked too. Text is masked before it is cut wherever dsv4-launch cuts
-it, so this only catches a cut made elsewhere.
+Short secrets: a 1- or 2-character one is masked only where it stands as its own word, never
+inside a longer word (``secrets.mask_secrets`` says why); in the argv shown, by position, as every
+secret is. A secret cut short (an excerpt ending in ``…``): its start right before the ``…`` is
+masked too (``Redactor._cut_short``); text is masked before dsv4-launch cuts it, so this only
+catches a cut made elsewhere.
 
 The environment: its credentials (``HF_TOKEN``, ``VLLM_API_KEY``: ``credentials.env_credentials``)
 and the credentials of the URLs in its values (``HTTPS_PROXY=http://user:PASS@…``) are masked

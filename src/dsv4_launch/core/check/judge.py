@@ -103,8 +103,7 @@ class BaseUrl(Record):
     def shown(self) -> str:
         """The base URL for messages: credentials as ``***``."""
         cred = "***@" if self.username is not None or self.password is not None else ""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{cred}{host}:{self.port}{self.path}"
+        return f"{self.scheme}://{cred}{self.netloc}{self.path}"
 
     def basic_auth(self) -> str | None:
         """``Basic …`` for credentials in the URL (as curl and httpx send them), else None."""
@@ -141,15 +140,10 @@ def parse_base_url(text: str) -> BaseUrl:
     stripped = False
     if path.endswith("/v1"):
         path, stripped = path[:-3], True
-    return BaseUrl(
-        scheme=scheme,
-        host=parts.hostname,
-        port=port if port is not None else (443 if scheme == "https" else 80),
-        path=path,
-        username=unquote(parts.username) if parts.username is not None else None,
-        password=unquote(parts.password) if parts.password is not None else None,
-        stripped_v1=stripped,
-    )
+    return BaseUrl(scheme=scheme, host=parts.hostname,
+                   port=port if port is not None else (443 if scheme == "https" else 80), path=path,
+                   username=unquote(parts.username) if parts.username is not None else None,
+                   password=unquote(parts.password) if parts.password is not None else None, stripped_v1=stripped)
 
 
 class Exchange(Record):
@@ -171,37 +165,22 @@ class Finding(Record):
     reference: str | None = None
 
 
+def _probe(model: str, prompt: str, max_tokens: int) -> dict:
+    """A greedy chat completion of a handful of tokens, thinking off."""
+    return {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
+            "max_tokens": max_tokens, "stream": False, "chat_template_kwargs": {"thinking": False}}
+
+
 def chat_request(model: str) -> dict:
-    """The deterministic probe: greedy, a handful of tokens, thinking off, token ids back."""
-    return {
-        "model": model,
-        "messages": [{"role": "user", "content": PROMPT}],
-        "temperature": 0,
-        "max_tokens": MAX_TOKENS,
-        "stream": False,
-        "return_token_ids": True,
-        "chat_template_kwargs": {"thinking": False},
-    }
+    """The deterministic probe, its token ids back."""
+    return {**_probe(model, PROMPT, MAX_TOKENS), "return_token_ids": True}
 
 
 def tool_request(model: str) -> dict:
-    return {
-        "model": model,
-        "messages": [{"role": "user", "content": TOOL_PROMPT}],
-        "temperature": 0,
-        "max_tokens": TOOL_MAX_TOKENS,
-        "stream": False,
-        "tools": [{
-            "type": "function",
-            "function": {
-                "name": TOOL_NAME,
-                "description": "Get the current weather in a city.",
-                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-            },
-        }],
-        "tool_choice": "auto",
-        "chat_template_kwargs": {"thinking": False},
-    }
+    tool = {"name": TOOL_NAME, "description": "Get the current weather in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    return {**_probe(model, TOOL_PROMPT, TOOL_MAX_TOKENS), "tools": [{"type": "function", "function": tool}],
+            "tool_choice": "auto"}
 
 
 # --- reading answers -------------------------------------------------------------------------
@@ -268,14 +247,9 @@ def error_message(ex: Exchange) -> str:
     doc = json_body(ex)
     if isinstance(doc, dict):
         err = doc.get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return excerpt(err["message"], 300)
-        if isinstance(err, str):
-            return excerpt(err, 300)
-        if isinstance(doc.get("message"), str):
-            return excerpt(doc["message"], 300)
-        if isinstance(doc.get("detail"), str):
-            return excerpt(doc["detail"], 300)
+        for said in (err.get("message") if isinstance(err, dict) else err, doc.get("message"), doc.get("detail")):
+            if isinstance(said, str):
+                return excerpt(said, 300)
     text = ex.body[:300].decode("utf-8", "replace").strip()
     return excerpt(text, 300) if text else "(empty body)"
 
@@ -413,16 +387,10 @@ def summarize(doc, elapsed: float) -> ChatSummary | None:
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
             calls.append({"name": _text(fn.get("name")), "arguments": _text(fn.get("arguments"))})
-    return ChatSummary(
-        content=_text(message.get("content")),
-        reasoning=_text(message.get(reasoning_field)) if reasoning_field else None,
-        reasoning_field=reasoning_field,
-        finish_reason=_text(choice.get("finish_reason")),
-        completion_tokens=tokens,
-        elapsed=elapsed,
-        tokens_per_second=rate,
-        tool_calls=tuple(calls),
-    )
+    return ChatSummary(content=_text(message.get("content")),
+                       reasoning=_text(message.get(reasoning_field)) if reasoning_field else None,
+                       reasoning_field=reasoning_field, finish_reason=_text(choice.get("finish_reason")),
+                       completion_tokens=tokens, elapsed=elapsed, tokens_per_second=rate, tool_calls=tuple(calls))
 
 
 def _ids(doc) -> list[int] | None:

@@ -122,9 +122,6 @@ def credential_name(name: str) -> bool:
     return is_credential_name(name) and not re.search(_EXCEPTION_NAME, name)
 
 
-_credential_name = credential_name
-
-
 _KEEP = ("None", "True", "False", "null", "true", "false", MASK, f"'{MASK}'", f'"{MASK}"', f"['{MASK}']",
          "|", ">", "|-", ">-", "|+", ">+")  # the last: YAML's block indicators (the value is on the lines below)
 
@@ -137,7 +134,7 @@ def _named_spans(text: str) -> list[tuple[int, int]]:
     spans, pos = [], 0
     while (m := compiled.search(text, pos)) is not None:
         name, pos = m.group(2), m.start(3)  # not a credential's name: the search resumes inside its value
-        if _credential_name(name):
+        if credential_name(name):
             # an opening bracket: to its closing one (looked for only here, so the scan stays linear)
             bracket = m.group(3)[-1] in "[{("
             end = closing(text, m.end(3) - 1) if bracket else m.end(3)
@@ -173,7 +170,7 @@ def _option_of(name: str) -> str:
         return _MULTI_VALUED
     if "hf-token".startswith(norm):
         return "hf-token"
-    return "secret" if _credential_name(name) else ""
+    return "secret" if credential_name(name) else ""
 
 
 def _option_spans(text: str) -> list[tuple[int, int]]:
@@ -252,7 +249,7 @@ def _pair_spans(text: str) -> list[tuple[int, int]]:
 
 def _config_line_spans(text: str) -> list[tuple[int, int]]:
     m = re.compile(_CONFIG_LINE).match(text)
-    if m is None or not _credential_name(m.group(2)):
+    if m is None or not credential_name(m.group(2)):
         return []
     value = text[m.end():].partition("\n")[0].rstrip()  # one line (a caller may pass several)
     words = value.split()

@@ -1,82 +1,12 @@
 """The profile run's activation peak, from the model and the layout (pure).
 
-vLLM measures the peak on the GPU (``torch_peak_increase`` before 0.27, ``transient_peak_headroom``
-from 0.27) while ``profile_run`` runs ``_dummy_run(max_num_batched_tokens, is_profile=True)`` and
-then ``_dummy_sampler_run`` on one hidden state per dummy request
-(``v1/worker/gpu_model_runner.py:6072@0.33``; the V2 runner's ``profile_run``,
-``v1/worker/gpu/model_runner.py:1022@0.33``, does the same). The dummy run splits the batched
-tokens over ``min(tokens, max_num_seqs)`` requests (``gpu_model_runner.py:5545@0.33``,
-``v1/worker/gpu/model_runner.py:862@0.33``) and has no attention metadata, so DeepSeek-V4's
-sparse attention and indexer kernels are skipped; what they reserve for the real run instead is
-what counts.
-
-Each term is (low, high, basis). Derived exactly from the config, the layout and the release:
-
-* **the residual streams**: DeepSeek-V4's mHC keeps ``hc_mult`` residual streams
-  ``[tokens, hc_mult, hidden]`` in bf16 through every layer (``nvidia/model.py:1073@0.25``: the
-  embedding repeated ``hc_mult`` times).
-* **the mHC step**: ``mhc_fused_post_pre`` writes the next residual into a new tensor while it
-  reads the last (``residual_cur = torch.empty_like(residual)``, ``kernels/mhc/tilelang.py:440@0.25``,
-  ``:386@0.33``), beside the sublayer's output and the next layer input ``[tokens, hidden]`` bf16
-  and the fp32 mixes ``[tokens, hc_mult]``, ``[tokens, hc_mult, hc_mult]`` (``:882-898@0.33``).
-  Under sequence parallelism (TP > 1 with EP and DP > 1 or a MegaMoE backend, PP 1; from 0.27:
-  ``nvidia/model.py:804-812@0.28``, ``:571-582@0.33``) a rank holds the streams of 1/TP of the tokens.
-* **the gather workspace**: the workspace manager's one buffer grows to the largest request
-  (``v1/worker/workspace.py``) and is held for the life of the worker. In the dummy run every
-  ratio-4 layer's indexer asks for its K-gather workspace, ``get_max_prefill_buffer_size // 4``
-  rows of ``index_head_dim`` fp8 + 4 scale bytes (MXFP4: half + 1/32) and the radix top-k's 1 MiB
-  (``model_executor/layers/sparse_attn_indexer.py:106-115@0.24``, ``:481-499@0.33``), where the
-  buffer size is ``max_model_len × 40`` before 0.32 (``v1/attention/backends/mla/indexer.py:
-  219-229@0.24``) and ``max_model_len × 8 × sparse_mla_prefill_workspace_factor`` from 0.32
-  (``:916-927@0.33``; the factor 5 up to 256K, else 2: ``config/vllm.py:1866-1874@0.33``); and
-  each compressed layer of the FlashMLA backend asks for the bf16 workspace ``_forward_prefill``
-  gathers the KV into, ``[PREFILL_CHUNK_SIZE = 4, ceil(max_model_len / ratio) + window +
-  max_num_batched_tokens, head_dim]`` (``nvidia/flashmla.py:86-100@0.24``), from 0.27 with the
-  combined top-k indices (``:101-106@0.27``, ``:106-131@0.33``). FlashInfer's sparse backend (SM
-  12's default, or ``FLASHINFER_MLA_SPARSE_DSV4``) asks for none
-  (``nvidia/flashinfer_sparse.py:310-318@0.33``; ``nvidia/model.py:537-567@0.33``).
-* **the indexer's logits**: the dummy run allocates ``VLLM_SPARSE_INDEXER_MAX_LOGITS_MB`` (512 by
-  default) in each ratio-4 layer's indexer as the stand-in for the real run's logits
-  (``sparse_attn_indexer.py:117-122@0.24``, ``:501-506@0.33``).
-* **the sampler's logits**: ``[min(tokens, max_num_seqs), vocab]`` (the LM head gathers the whole
-  vocabulary on every TP rank): at least the LM head's bf16 logits and the sampler's fp32 copy
-  (V1: ``logits.to(torch.float32)``, ``v1/sample/sampler.py:96@0.24``; V2:
-  ``v1/worker/gpu/sample/sampler.py:242@0.33``), up to six fp32 copies (V1's softmax
-  probabilities, ``v1/sample/ops/topk_topp_sampler.py:309@0.33``, PyTorch's sort path's values and
-  int64 indices, ``:545-565@0.33``); with speculative decoding up to four more (the rejection
-  sampler's draft probabilities and ``[2 × requests, vocab]`` logits,
-  ``gpu_model_runner.py:5949-5961@0.33``).
-
-A band, where the code does not say the size: **the layer's intermediates and kernel
-workspaces** — the attention's projections, q and output, the indexer's and compressor's inputs,
-the fused-MoE workspaces (which MXFP4 MoE kernel each release picks per GPU, what it allocates,
-the all-gather of DP + EP), torch.compile's buffers and the allocator's rounding. Per batched
-token on the rank: 0.58 MiB ± 10 %, fitted on the one measurement there is — V4-Flash at TP 1 on
-one GB10 (MiaAI-Lab/DeepSeek-v4-Flash-One-DGX-Spark#4: 5.30 GiB at 8,224 batched tokens, 1.39 GiB
-at 2,048, ``max_model_len`` 262,144, one sequence) less the derived terms, with the band's middle
-on the 8,224 point (5.32 of 4.44–6.20 GiB; the 2,048 point lies inside, below the middle). The pessimistic end splits
-none of it and scales it by the hidden size; the optimistic end spreads all of it over the ranks
-that share the layer's work (TP; TP × DP under EP, whose experts are spread over them) — no
-measurement bounds it from below more tightly. The field cases lie inside (docs/memory.md "Field
-evidence", tests/test_memory_field.py): V4-Pro-DSpark at TP 8 + EP on H20-3e
-(vllm-project/recipes#617, 0.25): 7.1–8.7 GiB at 16,384 batched tokens and ≥ 16.9 GiB at 32,768;
-V4-Flash at TP 2 + EP on GH200 (vllm#44376): 8.1–11.4 GiB at 16,384 — per batched token about
-GB10's figure at TP 1, so TP divides little of it, which is why the high end splits nothing.
-
-Under DP + EP the high end adds what a modular MoE kernel allocates for the other DP ranks'
-all-gathered tokens (``moe_gather_term``: the default ``allgather_reducescatter`` hands every rank
-T × DP tokens, Marlin's workspaces are sized by them) — not derivable without the release's
-backend choice per GPU, so 0 at the low end.
-
-How they coexist (the peak): the forward holds the residual streams and, at each moment, the mHC
-step, the indexer's logits or a sublayer's intermediates; the gather workspace is held from the
-first layer on, in the buffer the fused MoE's workspaces use too
-(``fused_moe/modular_kernel.py:1095@0.24``, ``:1207@0.33``), so the low end counts only the larger
-of the workspace and the band, the high end both (and the logits beside the band). The forward's
-tensors are freed before the sampler runs beside the workspace:
-
-    low  = max(residual + max(step + workspace, workspace + logits, band), workspace + sampler)
-    high = max(residual + workspace + max(step, logits + band + DP + EP all-gather), workspace + sampler)
+vLLM measures the peak on the GPU while ``profile_run`` runs the dummy forward and sampler. Each
+term is (low, high, basis): derived exactly from the config, the layout and the release where vLLM's
+code says the size (the residual streams, the mHC step, the gather workspace, the indexer's and
+the sampler's logits), a band where it does not (the layer's intermediates and kernel workspaces,
+fitted on one GB10 measurement; MegaMoE's dispatch buffer; DP + EP's all-gather). The terms, the
+vLLM lines each rests on, the fit, the field cases and how the terms coexist in the peak:
+docs/memory.md "The activation peak".
 """
 
 from __future__ import annotations
@@ -100,12 +30,8 @@ INT32 = 4
 PREFILL_CHUNK_SIZE = 4  # DeepseekV4Attention.PREFILL_CHUNK_SIZE (attention.py:119@0.24, :156@0.33)
 COMBINED_INDICES = fact("combined-indices").range
 SEQUENCE_PARALLEL = fact("sequence-parallel").range  # sp_shard(hidden_states)
-# The indexer's dummy-run reservations (sparse_attn_indexer.py:106-122@0.24, :481-506@0.33): the
-# K-gather workspace over get_max_prefill_buffer_size // 4 entries (max_model_len × 40 before 0.32,
-# v1/attention/backends/mla/indexer.py:219-229@0.24; × 8 × sparse_mla_prefill_workspace_factor from
-# 0.32, :916-927@0.33, the factor 5 up to 256K and 2 above, config/vllm.py:1866-1874@0.33), each entry
-# index_head_dim fp8 + 4 scale bytes (MXFP4: half + 1/32), + the radix top-k workspace; and a
-# transient VLLM_SPARSE_INDEXER_MAX_LOGITS_MB (default 512: envs.py) for the logits.
+# The indexer's dummy-run reservations, their sizes and vLLM's lines: docs/memory.md "The activation
+# peak" (the gather workspace and the indexer's logits rows).
 INDEXER_FACTOR = fact("indexer-factor").range
 RADIX_TOPK_WORKSPACE = 1024 * 1024
 INDEXER_LOGITS_MB = 512
@@ -359,7 +285,7 @@ def indexer_logits_term(shape: Shape, logits: IndexerLogits, max_model_len: int)
 
 
 def intermediates_term(shape: Shape, tokens: int, tp: int, ranks: int) -> Term:
-    """The band: the layer's intermediates and kernel workspaces (see the module's docstring):
+    """The band: the layer's intermediates and kernel workspaces (docs/memory.md "The activation peak"):
     ``ranks`` is what the work is spread over at the optimistic end (TP; TP × DP under EP)."""
     wider = max(shape.hidden / FLASH_HIDDEN, 1.0)
     split = 1 / max(ranks, 1)
@@ -374,12 +300,8 @@ MEGA_MOE_BUFFER_PER_VALUE = 16  # bytes per batched token × hidden: fitted on v
 
 
 def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool, mega: bool = False) -> Term:
-    """Under DP + EP the default all2all (``allgather_reducescatter``: prepare_finalize/naive_dp_ep.py)
-    hands every rank all DP ranks' tokens, and a modular MoE kernel sizes its workspaces by them
-    (``_allocate_buffers(M_full)``, fused_moe/modular_kernel.py:1340-1366@0.33): Marlin's — SM 9.0's
-    MXFP4 backend in 0.33 — are ``M·topk·max(N, K)`` and ``M·topk·max(2N, K)`` bf16
-    (experts/marlin_moe.py:691-719@0.33), N = w1's 2 × intermediate. The band was fitted at M =
-    tokens; this is the rest, at the high end only (other kernels and all2all backends differ)."""
+    """DP + EP's all-gathered tokens in a modular MoE kernel's workspaces (Marlin's shape), beyond the
+    band's, at the high end only; or MegaMoE's dispatch buffer (docs/memory.md, their two rows)."""
     if mega and expert_parallel:
         # A MegaMoE backend dispatches the tokens itself through a symmetric buffer sized by
         # max_num_batched_tokens (DeepGemmMegaMoEExperts.get_symm_buffer,
@@ -477,14 +399,8 @@ class _DummyRun:
         self.sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
 
     def _ends(self, workspace_low: int, workspace_high: int, logits: Term) -> tuple[int, int, int, int]:
-        """(forward low, forward high, sampler low, sampler high) beside this workspace.
-
-        The forward: the residual held throughout, and at each moment the mHC step, the indexer's
-        logits stand-in, or a sublayer's intermediates. The workspace (FlashMLA's or the indexer's
-        gather) is held from the first layer on, in the workspace manager's one buffer, which the
-        fused MoE's workspaces use too (fused_moe/modular_kernel.py:1095@0.24, :1207@0.33): the low
-        end counts the larger of it and the band, the high end both, and the logits beside the band.
-        The sampler runs after the forward's tensors are freed; the workspace stays."""
+        """(forward low, forward high, sampler low, sampler high) beside this workspace, as the terms
+        coexist (docs/memory.md "The activation peak", **How they coexist**: the same formulas)."""
         residual, step, rest = self.residual, self.step, self.rest
         forward_low = residual.low + max(step.low + workspace_low, workspace_low + logits.low, rest.low)
         forward_high = residual.high + workspace_high + max(step.high,

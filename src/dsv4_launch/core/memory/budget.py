@@ -1,27 +1,13 @@
 """vLLM's memory budget before the KV cache, term by term, per release and runner (pure).
 
-What the worker subtracts from ``requested = ceil(total × gpu_memory_utilization)`` before the
-KV cache (``Worker.determine_available_memory``):
-
-* **0.24–0.26**: ``non_kv_cache_memory = non_torch_increase + torch_peak_increase +
-  weights_memory`` (``v1/worker/gpu_worker.py:459-463@0.24``), then the CUDA-graph estimate
-  (``:467-471,489-493@0.24``);
-* **0.27–0.33**: ``non_kv_cache_memory = total_consumed + transient_peak_headroom`` — what the
-  free memory fell by since the worker started (weights, buffers, non-torch memory) plus the
-  profile run's transient peak (``utils/mem_utils.py:323-326@0.27``, ``:318-321@0.33``), then the
-  CUDA-graph estimate (``gpu_worker.py:535-563@0.28``, ``:719-757@0.33``).
-
-Either way the same four terms: the weights with what the model allocates as it loads
-(``core/memory/weights.py``), the **activation peak** of the profile run, the **non-torch
-memory** (NCCL and all-reduce buffers, cuBLAS workspaces) and the **CUDA-graph estimate**.
-
-The CUDA-graph estimate is exactly zero where vLLM does not take it (each cited in
-``graph_term``); where it does, it is profiled on the GPU and can only be carried as a band.
-The activation peak is derived term by term from the model and the layout where the code says
-the size, with a band for the rest (``core/memory/activation.py``); the non-torch memory cannot
-be derived: a band (low–high) whose ends say what they rest on. Every answer about the KV cache is judged at
-both ends (``core/memory/estimate.py``): *fits* only at the pessimistic end, *does not fit*
-never from a band.
+What the worker subtracts from ``requested = ceil(total × gpu_memory_utilization)`` before the KV
+cache (``Worker.determine_available_memory``; per release: docs/memory.md "What is left for the KV
+cache"): the weights with what the model allocates as it loads (``core/memory/weights.py``), the
+**activation peak** of the profile run (``core/memory/activation.py``), the **non-torch memory**
+(NCCL and all-reduce buffers, cuBLAS workspaces: a band whose ends say what they rest on) and the
+**CUDA-graph estimate** (exactly zero where vLLM does not take it, each cited in ``graph_term``;
+else profiled on the GPU, a band). Every answer about the KV cache is judged at both ends
+(``core/memory/estimate.py``): *fits* only at the pessimistic end, *does not fit* never from a band.
 """
 
 from __future__ import annotations
@@ -32,16 +18,15 @@ from ..facts import Facts, json_option
 from ..gpus import GpuInfo
 from ..records import Record
 from ..vllm.facts import fact
-from .presets import PRESETS
+from .presets import PRESETS, preset_key
 from .vllm_config import speculative_method
 from .weights import expert_padding
 
 GiB = 2**30
 MiB = 2**20
 
-# The V2 model runner's profile_cudagraph_memory returns 0 before 0.29
-# (v1/worker/gpu/model_runner.py:684-686@0.24, :843-845@0.28); from 0.29 it profiles
-# (:896-898@0.29 → cudagraph_utils._profile_cudagraph_memory, :1069@0.33).
+# The V2 model runner's profile_cudagraph_memory profiles from 0.29 (:896-898@0.29 →
+# cudagraph_utils._profile_cudagraph_memory); before, it returns 0 (graph_term says where).
 V2_PROFILES_GRAPHS = fact("v2-profiles-graphs").range
 
 # Evidence bands (docs/memory.md "What is left for the KV cache"); the activation peak is
@@ -154,22 +139,17 @@ def moe_padding_term(facts: Facts, tp: int, pp: int, dp: int, expert_parallel: b
     found = expert_padding(config, tp, pp, dp, expert_parallel, capability, facts.vllm_version, draft)
     if found is None:
         return _zero("the experts' shapes are not read here: no rounding counted")
-    low, high, basis = found
-    return Term(low, high, basis)
+    return Term(*found)
 
 
-def _kind_key(text: str) -> str:
-    return "".join(ch for ch in text.upper() if ch not in " -_")
-
-
-_PRESET_KEYS = tuple(sorted({_kind_key(p.key) for p in PRESETS}, key=len, reverse=True))
+_PRESET_KEYS = tuple(sorted({preset_key(p.key) for p in PRESETS}, key=len, reverse=True))
 UNKNOWN_KIND_HIGH = NON_TORCH_HIGH_PARALLEL + GRAPH_HIGH  # as much again as the measured-kind bands
 
 
 def known_kind(gpu: GpuInfo) -> bool:
     """A GPU whose kind a preset names (``NVIDIA H100 PCIe`` is an H100; ``AMD Instinct MI300X``,
     ``NVIDIA L40S`` or a count without a name are not), with a known compute capability."""
-    return gpu.capability is not None and bool(gpu.name) and any(k in _kind_key(gpu.name or "") for k in _PRESET_KEYS)
+    return gpu.capability is not None and bool(gpu.name) and any(k in preset_key(gpu.name or "") for k in _PRESET_KEYS)
 
 
 def unknown_kind_term(gpus: Iterable[GpuInfo]) -> Term:

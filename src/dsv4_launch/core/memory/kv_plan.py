@@ -2,48 +2,19 @@
 
 vLLM starts only if *one* request of ``max_model_len`` fits in the KV memory left on every
 worker. What that request needs is not a per-token constant: it is what vLLM's own planner
-charges, and this module reproduces the planner for the caches DeepSeek-V4 declares.
-
-The caches (``get_kv_cache_spec`` of ``models/deepseek_v4/attention.py``, ``compressor.py`` and
-``v1/attention/backends/mla/sparse_swa.py``, same in 0.24–0.33), per backbone layer, in the
-order the layers register them:
-
-* CSA layers (``compress_ratio`` 4): the indexer's K cache (a full-attention cache, 132-byte
-  FP8 states per 4 tokens, 68 bytes MXFP4 from 0.27), the indexer compressor's fp32 state (a
-  window of 8 tokens, block 4), the sliding-window cache, the compressed KV (584-byte states per
-  4 tokens), the compressor's fp32 state (window 8, block 4);
-* HCA layers (ratio 128): the sliding-window cache, the compressed KV (one state per 128
-  tokens), the compressor's state (window 128, block 8);
-* sliding-window-only layers (ratio 0/1): the sliding-window cache (128 tokens, block 64).
-
-Every page of the fp8_ds_mla layout is padded to a multiple of 576 bytes. Every TP rank holds
-all of it (``max_tp_shards=1``); a pipeline stage holds its own layers, grouped as the whole
-model is grouped and then projected to the stage (``_project_kv_cache_groups_to_worker``).
-
-How a request is charged, by release family:
-
-* ``TUPLES`` (0.24–0.28, ``group_and_unify_kv_cache_specs`` + ``_get_kv_cache_groups_uniform_
-  groups`` in ``v1/core/kv_cache_utils.py``): one group of all full caches, one group per
-  (block size, window) of the window caches, split into "layer tuples" of an approximate gcd;
-  a request needs ``num_layer_tuples × layer_tuple_bytes × Σ pages``. ``TUPLES_SLAB`` (0.27–0.28)
-  is the same grouping and the same charge; only what vLLM's "Maximum concurrency" counts differs
-  (``StagePlan.concurrency_blocks``).
-* ``PACKED`` (0.29–0.33, ``_get_packed_kv_cache_groups``, block-outermost layout): buckets of
-  one type (block size, window) split by repeats of the layer pattern; every group's block is
-  as wide as the widest group's, so a request needs ``bytes_per_block × Σ blocks``; the check
-  first sets aside one block (the null block, ``get_kv_cache_configs``).
-
-A window cache holds ``cdiv(min(window − 1 + in_flight, length), block) + 1`` blocks; a full
-cache ``cdiv(length, block)``. ``in_flight`` is ``max_num_batched_tokens`` before 0.26, and
-``max_concurrent_batches × max_num_batched_tokens`` from 0.26 (``VllmConfig.max_in_flight_
-tokens``). tests/vllm_real/test_kv_oracle.py compares all of this with the installed vLLM's
-own planner, called on the CPU with the caches its DeepSeek-V4 classes build.
+charges, and this module reproduces the planner for the caches DeepSeek-V4 declares, per release
+family (``TUPLES`` 0.24–0.26, ``TUPLES_SLAB`` 0.27–0.28, ``PACKED`` 0.29–0.33). The caches, the
+grouping and the charge of each family: docs/memory.md "KV cache: what one request needs".
+tests/vllm_real/test_kv_oracle.py compares all of this with the installed vLLM's own planner,
+called on the CPU with the caches its DeepSeek-V4 classes build.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import accumulate
 
 from ..records import Record
 
@@ -125,11 +96,7 @@ def pp_stages(layers: int, pp: int, partition: Sequence[int] | None = None) -> l
         parts[-i] += 1
     if partition is not None and len(partition) == pp and sum(partition) == layers:
         parts = list(partition)
-    out, start = [], 0
-    for n in parts:
-        out.append(range(start, start + n))
-        start += n
-    return out
+    return [range(end - n, end) for n, end in zip(parts, accumulate(parts))]
 
 
 class Group(Record):
@@ -159,10 +126,7 @@ def approximate_gcd(values: Sequence[int], lower_bound: int) -> int:
 
 
 def _most_common_count(caches: Sequence[Cache]) -> int:
-    counts: dict[int, int] = {}
-    for c in caches:
-        counts[c.page] = counts.get(c.page, 0) + 1
-    return max(counts.values(), default=0)
+    return max(Counter(c.page for c in caches).values(), default=0)
 
 
 def _by_page(caches: Sequence[Cache]) -> dict[int, list[Cache]]:
@@ -289,32 +253,14 @@ class StagePlan(Record):
     def concurrency_blocks(self, length: int, in_flight: int) -> tuple[int, int]:
         """(bytes per block of the pool, blocks per request) as vLLM's "Maximum concurrency" counts
         them: it prints ``(available // the first) / the second`` (``get_max_concurrency_for_kv_cache_
-        config``; "GPU KV cache size" is that × max_model_len), ``available // the first`` the
-        fewest of any pipeline stage (``get_kv_cache_configs`` gives every worker the smallest).
-
-        0.29–0.33 (``PACKED``): Σ over groups of ``cdiv(max memory, page)`` — the blocks ``need``
-        charges (kv_cache_utils.py:937@0.29), so available / need.
-
-        0.27–0.28 (``TUPLES_SLAB``): the same text (kv_cache_utils.py:937-959@0.27.0, :917@0.28.0)
-        over the tuple planner's groups — per group ``cdiv(max_memory_usage_bytes, page_size_bytes)``
-        of its ``UniformTypeKVCacheSpecs`` (kv_cache_interface.py:851-856@0.27.0): the most pages any
-        of its layers needs, i.e. the blocks its (window, block) needs. The pool's block is the
-        densest group's bytes, Σ of its layers' unpadded pages (``_get_packed_kv_cache_layout``,
-        kv_cache_utils.py:1283-1305@0.27.0; ``num_blocks = available // block_stride``, :1342;
-        the window pages are no longer padded to the full group's since 0.27). Every stage counts
-        every group of the whole model: ``_project_kv_cache_groups_to_worker`` keeps a group with
-        none of its layers there, with the whole model's spec (:2052-2091@0.27.0). This is not the
-        charge the start check makes (``need``, unchanged since 0.24): the concurrency is above
-        available / need (V4-Flash 4.9 %, V4-Pro 3.2 %).
-
-        0.24–0.26 (``TUPLES``; the same text in all three, kv_cache_utils.py:937-955@0.26.0):
-        ``cdiv(n × Σ_g pages_g × P_g, n × P_0)`` with ``n`` the largest group's layer count and
-        ``P_g`` the sum of the page sizes of group g's layers (its
-        ``UniformTypeKVCacheSpecs.page_size_bytes``, kv_cache_interface.py:828@0.26.0) — not the
-        need's per-tuple charge: groups with fewer layers than the first count less, so vLLM's
-        concurrency is above available / need. The pool's block is Σ over page sizes of the size
-        × the most layers of that size in one group (``_bucket_layers_by_page_size``,
-        kv_cache_utils.py:1259@0.26.0)."""
+        config``), ``available // the first`` the fewest of any pipeline stage. Per release family and
+        why: docs/memory.md's bullet *vLLM's "Maximum concurrency" is not available / need before 0.29*. The
+        lines that section does not name: ``PACKED``, the blocks ``need`` charges (kv_cache_utils.py:
+        937@0.29); ``TUPLES_SLAB``, ``UniformTypeKVCacheSpecs`` (kv_cache_interface.py:851-856@0.27.0),
+        the slab's block (kv_cache_utils.py:1283-1305@0.27.0), every group on every stage
+        (:2052-2091@0.27.0); ``TUPLES``, ``P_g`` (kv_cache_interface.py:828@0.26.0) and the pool's
+        block, Σ over page sizes of the size × the most layers of that size in one group
+        (``_bucket_layers_by_page_size``, kv_cache_utils.py:1259@0.26.0)."""
         if self.family not in TUPLE_FAMILIES or not self.group_pages:
             return self.unit, self.need(length, in_flight) // self.unit
         if self.family == TUPLES_SLAB:
@@ -350,10 +296,7 @@ def _tuple_pool(groups: Sequence[Sequence[Cache]], full_pages: Sequence[int],
     slots: dict[int, int] = {}
     group_pages = []
     for g in groups:
-        counts: dict[int, int] = {}
-        for c in g:
-            counts[padded(c)] = counts.get(padded(c), 0) + 1
-        for page, n in counts.items():
+        for page, n in Counter(padded(c) for c in g).items():
             slots[page] = max(slots.get(page, 0), n)
         window = g[0].window + retained if g[0].window else 0
         group_pages.append((window, g[0].block, sum(padded(c) for c in g)))

@@ -58,7 +58,7 @@ _ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 _SEPARATORS = ("x", "X", "×", "*")
 
 
-def _key(text: str) -> str:
+def preset_key(text: str) -> str:
     """Upper case without blanks, ``-`` and ``_`` (``rtx pro-6000`` → ``RTXPRO6000``); a ``×`` or
     ``*`` inside a name stays, so the name is unknown."""
     return "".join(ch for ch in text.upper() if ch not in " -_")
@@ -95,7 +95,7 @@ def _count(text: str) -> int:
 def _preset(name: str) -> Preset:
     if not name.strip(" "):
         raise ValueError(f"no GPU name after the count; {_KNOWN}")
-    key = _key(name)
+    key = preset_key(name)
     key = ALIASES.get(key, key)
     if key in _BY_KEY:
         return _BY_KEY[key]

@@ -2,39 +2,9 @@
 
 Every tensor of the checkpoint is counted from the config the way vLLM builds it
 (``models/deepseek_v4/nvidia/model.py``, ``attention.py``, ``compressor.py``, ``nvidia/mtp.py``,
-``nvidia/dspark.py`` @0.33.0; the same layout in 0.24.0) and split the way vLLM splits it:
-
-- **Attention** (``DeepseekV4Attention``): ``fused_wqa_wkv`` is replicated (``disable_tp=True``,
-  attention.py:252-259@0.33), ``wq_b``/``wo_a`` are column-parallel and ``wo_b`` row-parallel
-  (÷ TP). The compressor (``fused_wkv_wgate``, ``disable_tp=True``, bf16, compressor.py:271-279)
-  and the CSA layers' indexer (``ReplicatedLinear`` ``wq_b``/``weights_proj``, attention.py:
-  990-1002, plus its own compressor) are replicated.
-- **MoE** (``DeepseekV4MoE``): the gate (``GateLinear``, a ``ReplicatedLinear``) is replicated.
-  The routed experts follow ``FusedMoEParallelConfig.make`` (fused_moe/config.py:1117-1233@0.33):
-  with ``--enable-expert-parallel`` and TP × DP > 1 each GPU holds whole experts, E / (TP × DP);
-  without it the experts are tensor-parallel over TP × DP (``flatten_tp_across_dp_and_pcp``).
-  The shared experts (``DeepseekV4MLP``) are TP-sharded, the intermediate size rounded up to
-  whole 128-blocks per rank (``cdiv``, nvidia/model.py:149-152), and replicated under sequence
-  parallelism (``_use_sequence_parallel``: PP 1, EP, TP > 1 and DP > 1, model.py:571-582@0.33;
-  from 0.27.0 — 0.24.0–0.26.0 build ``DeepseekV4MLP`` without it, model.py:568@0.24.0).
-- **Embeddings / LM head**: ``VocabParallelEmbedding``/``ParallelLMHead`` (÷ TP, vocab padded to
-  64), embeddings on the first pipeline stage, head and final norm on the last.
-- **Norms, gates, mHC** (``hc_attn_fn``, ``hc_ffn_fn`` [(2+hc)·hc, hc·D] fp32 per layer,
-  ``hc_head_*`` on every stage) are replicated. DeepSeek-V4 has no dense FFN layers: every
-  layer is MoE (the first ``num_hash_layers`` route by a token hash, ``tid2eid``).
-- **Pipeline stages** hold the layers ``get_pp_indices`` gives them (distributed/utils.py:198
-  @0.33, the same in 0.24.0; ``VLLM_PP_LAYER_PARTITION`` as ``pp_partition``).
-- **Draft modules** (MTP layers, the DSpark module) are loaded only with speculative decoding:
-  the target model maps ``mtp.`` to None (model.py:1257-1267@0.33; ``skip_substrs=["mtp."]``
-  @0.24.0); the drafter's layers sit on the last stage.
-
-Dtypes (``quantization_config``): ``quant_method: fp8`` linears are FP8 e4m3 with one scale per
-``weight_block_size`` block (1 byte for ``scale_fmt: ue8m0``, else 4); routed experts are
-``expert_dtype`` ``fp4`` (MXFP4: e2m1 packed two per byte + one UE8M0 byte per 32) or ``fp8``;
-``moe_quant_algo: NVFP4`` makes the backbone's experts e2m1 + an FP8 scale per 16 + two fp32
-scalars per projection (the draft's experts keep ``expert_dtype``, as nvidia's checkpoints store
-them). No ``quantization_config``: bf16. Checked against every exact total there is
-(tests/test_weights.py): V4-Flash 159,609,485,896 B and its NVFP4 168,266,793,544 B.
+``nvidia/dspark.py`` @0.33.0; the same layout in 0.24.0) and split the way vLLM splits it, with
+each checkpoint's dtypes: per class, the vLLM lines it rests on, in docs/memory.md "Weights per
+GPU". Checked against every exact total there is (tests/test_weights.py).
 
 Cost: one pass over at most ``MAX_LAYERS`` layers with a per-layer-kind cache; list fields are
 read only up to the layers they describe, so a 7 MB ``compress_ratios`` costs nothing extra.
@@ -42,10 +12,12 @@ read only up to the layers they describe, so a 7 MB ``compress_ratios`` costs no
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from ..records import Record
 from ..vllm.facts import fact
+from .kv_plan import cdiv as _cdiv
 
 MAX_LAYERS = 1024  # a config naming more layers is not a DeepSeek-V4 we can tally
 MAX_DIM = 1 << 24  # any size past this is not a real checkpoint's
@@ -54,21 +26,14 @@ VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of th
 CHECK_TOLERANCE = 0.005  # a tally within 0.5 % of an exact total counts as checked
 # Sequence parallelism replicates the shared experts from 0.27.0 (_use_sequence_parallel).
 SEQUENCE_PARALLEL_SHARED = fact("sequence-parallel-shared").range
-# The target's _mtp_hidden_buffer: on the last stage whatever the method before 0.27
-# (nvidia/model.py:1008@0.24), from 0.27 only for these methods (use_eagle() or draft_model).
+# The target's _mtp_hidden_buffer: before 0.27 whatever the method, from 0.27 for these (load_buffers).
 HIDDEN_BUFFER_ALWAYS = fact("hidden-buffer-always").range
 HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "draft_model"})
-# DSpark's own top-k buffer: DSparkDeepseekV4Model allocates one from 0.27 (nvidia/dspark.py:98@0.27,
-# :125@0.33); 0.25-0.26 build its layers with topk_indices_buffer None (dspark.py:91@0.25).
+# DSpark's own top-k buffer, from 0.27 (load_buffers).
 DSPARK_TOPK_BUFFER = fact("dspark-topk-buffer").range
-# The MXFP4 MoE backend rounds each rank's expert slice up when it creates the weights
-# (Mxfp4MoEMethod.maybe_roundup_sizes → mxfp4_round_up_hidden_size_and_intermediate_size): FlashInfer's
-# TRTLLM kernels — first in SM 10's priority list (_get_priority_backends, oracle/mxfp4.py:330-349@0.26),
-# run where is_device_capability_family(100) and FlashInfer is there — to 256 rows before 0.27
-# (oracle/mxfp4.py:647-649@0.24, :655-657@0.26; 128 from 0.27: :656-658@0.27, :740-742@0.29,
-# :856-858@0.33); DeepGEMM, Marlin and CUTLASS to 128 (:637-655@0.24, :730-748@0.29, :857-876@0.33);
-# b12x (SM 12) not at all, from 0.29 (:720-723@0.29); ROCm's to 256 (AITER's BF16 kernel with SiLU 128
-# from 0.29: :749-761@0.29).
+# The MXFP4 MoE kernels round each rank's expert slice up (Mxfp4MoEMethod.maybe_roundup_sizes): FlashInfer's
+# TRTLLM to 256 rows before 0.27, 128 from 0.27, as DeepGEMM, Marlin and CUTLASS; b12x (SM 12, 0.29+) not at
+# all; ROCm's to 256. Per release and the lines: docs/memory.md "The MoE kernel's rounding".
 TRTLLM_ROWS_256 = fact("mxfp4-trtllm-rows-256").range
 B12X_MOE = fact("b12x-moe-exact-dimensions").range  # oracle/mxfp4.py:157,720-723@0.29
 
@@ -133,10 +98,6 @@ def _int(config: Mapping, key: str, default: int | None = None, low: int = 1) ->
     return value
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 class _Dtypes:
     """Bytes of one linear / one expert projection as the checkpoint stores it."""
 
@@ -188,10 +149,7 @@ class _Dtypes:
 
 
 def _bf16(*dims: int) -> int:
-    n = 2
-    for d in dims:
-        n *= d
-    return n
+    return 2 * math.prod(dims)
 
 
 class _Shapes:
@@ -453,15 +411,17 @@ def split_weights(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert
                        basis, checked, deviation, tuple(notes))
 
 
+def _draft_layer(t: _Tally, q: _Dtypes) -> tuple[int, ...]:
+    """A draft module's decoder layer (ratio 1): its checkpoint, scale and per-GPU bytes summed over classes."""
+    return tuple(sum(column) for column in zip(*t.layer(1, False, q.experts).values()))
+
+
 def _mtp(t: _Tally, s: _Shapes, q: _Dtypes, hc_head: int) -> tuple[int, int, int]:
     """The MTP layers (nvidia/mtp.py): a decoder layer each (ratio 1: layer ids past
     num_hidden_layers get no compressor), e_proj/h_proj replicated, three norms, an hc_head."""
     if not s.nextn:
         return 0, 0, 0
-    acc = t.layer(1, False, q.experts)
-    ck = sum(v[0] for v in acc.values())
-    sc = sum(v[1] for v in acc.values())
-    gpu = sum(v[2] for v in acc.values())
+    ck, sc, gpu = _draft_layer(t, q)
     proj, proj_sc = q.linear(s.D, s.D)
     extra = 2 * proj + 3 * _bf16(s.D) + hc_head
     return s.nextn * (ck + extra), s.nextn * (sc + 2 * proj_sc), s.nextn * (gpu + extra)
@@ -472,10 +432,7 @@ def _dspark(t: _Tally, s: _Shapes, q: _Dtypes, hc_head: int) -> tuple[int, int, 
     main_proj and context_wkv_proj replicated, norms, hc_head, the Markov and confidence heads."""
     if not s.dspark_targets:
         return 0, 0, 0
-    acc = t.layer(1, False, q.experts)
-    ck = sum(v[0] for v in acc.values())
-    sc = sum(v[1] for v in acc.values())
-    gpu = sum(v[2] for v in acc.values())
+    ck, sc, gpu = _draft_layer(t, q)
     main, main_sc = q.linear(s.D, s.D * s.dspark_targets)
     ctx, ctx_sc = q.linear(s.hd * s.dspark_layers, s.D)
     extra = main + ctx + 2 * _bf16(s.D) + hc_head
