@@ -415,7 +415,8 @@ def _engram_table_bytes(facts: Facts) -> int | None:
     return sum(rows) * (dim + dim // 32)
 
 
-def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout, mnbt: int | None = None) -> int | None:
+def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout,
+                        mnbt: int | None = None) -> int | None:
     """The fewest bytes of weights the busiest GPU can hold, for certain, or None.
 
     With the checkpoint's exact size: those bytes less the draft module vLLM does not build
@@ -604,7 +605,8 @@ TERMS: tuple[BudgetTerm, ...] = (
                "--max-model-len, the attention/MoE backends and the release (activation.py's ranges)",
                "the profile run's peak, term by term where the code sizes it, a band for the rest",
                "v1/worker/gpu_worker.py determine_available_memory (torch_peak_increase / transient_peak_headroom)",
-               "tests/test_activation.py::test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held", _activations),
+               "tests/test_activation.py::test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held",
+               _activations),
     BudgetTerm("cuda graphs", "--enforce-eager, cudagraph_mode, -O0, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
                "the runner (V2 profiles graphs from 0.29: V2_PROFILES_GRAPHS)",
                f"0 where vLLM takes none, else profiled on the GPU: {GRAPH_LOW / GiB:.1f}–{GRAPH_HIGH / GiB:.1f} GiB",
@@ -612,7 +614,8 @@ TERMS: tuple[BudgetTerm, ...] = (
                "tests/test_memory_budget.py::test_no_graph_term_where_vllm_subtracts_none",
                lambda facts, s: graph_term(facts, s.v2)),
     BudgetTerm("non-torch", "TP × PP (communicators)",
-               f"not derivable: 0–{NON_TORCH_HIGH / GiB:.1f} GiB, 0–{NON_TORCH_HIGH_PARALLEL / GiB:.1f} GiB with TP/PP",
+               f"not derivable: 0–{NON_TORCH_HIGH / GiB:.1f} GiB, "
+               f"0–{NON_TORCH_HIGH_PARALLEL / GiB:.1f} GiB with TP/PP",
                "utils/mem_utils.py non_torch_increase (inside total_consumed from 0.27)",
                "tests/test_memory_terms.py::test_the_non_torch_band_is_wider_with_communicators",
                lambda facts, s: non_torch_term(s.layout.tp, s.layout.pp)),
@@ -742,7 +745,8 @@ def _longest(facts: Facts, e: Estimate, setting: Setting, cap: int) -> Estimate:
 
     ends = {"mid": at(e.kv_available_bytes), "low": at(e.kv_available_low), "high": at(e.kv_available_high)}
     args = facts.args
-    fixed = (as_int(args.value("num_gpu_blocks_override")) or 0) > 0 or as_human_int(args.value("kv_cache_memory_bytes"))
+    fixed = ((as_int(args.value("num_gpu_blocks_override")) or 0) > 0
+             or as_human_int(args.value("kv_cache_memory_bytes")))
     if e.terms and e.max_model_len is not None and not fixed and e.budget_bytes is not None:
         # The activation peak reserves workspaces sized by --max-model-len (core/memory/activation.py):
         # a shorter length leaves more for the KV cache. What vLLM admits at a length L is judged
@@ -750,20 +754,23 @@ def _longest(facts: Facts, e: Estimate, setting: Setting, cap: int) -> Estimate:
         per_gpu, lower = e.weights_bytes_per_gpu or 0, e.weights_lower_bytes
         lay = setting.layout
         peak_at = peak_by_length(facts, lay.tp, setting.mnbt, setting.seqs, lay.dp > 1 and lay.expert_parallel,
-                                 pp=lay.pp, dp=lay.dp, expert_parallel=lay.expert_parallel, capability=setting.capability)
+                                 pp=lay.pp, dp=lay.dp, expert_parallel=lay.expert_parallel,
+                                 capability=setting.capability)
         others = [t for n, t in e.terms if n != "activations"]
         # What each end spends besides the peak, and the peak's share: the low end counts the
         # terms' high ends, the high end their low ends (and the least weights).
         besides = {"low": per_gpu + sum(t.high for t in others), "mid": per_gpu + sum(t.mid for t in others),
                    "high": (min(per_gpu, lower) if lower is not None else per_gpu) + sum(t.low for t in others)}
-        share = {"low": lambda low, high: high, "mid": lambda low, high: (low + high) // 2, "high": lambda low, high: low}
+        share = {"low": lambda low, high: high, "mid": lambda low, high: (low + high) // 2,
+                 "high": lambda low, high: low}
         budget, breaks = e.budget_bytes, length_breaks(facts)
 
         def admitted(end: str) -> int:
             def left(n: int) -> int:
                 return max(budget - besides[end] - share[end](*peak_at(n)), 0)
 
-            return _longest_at_own_length(cap, lambda n: min(s.longest(left(n), in_flight, cap) for s in stages), breaks)
+            return _longest_at_own_length(cap, lambda n: min(s.longest(left(n), in_flight, cap) for s in stages),
+                                          breaks)
 
         ends = {end: None if found is None else admitted(end) for end, found in ends.items()}
     return e._replace(max_model_len_fits=ends["mid"], max_model_len_fits_low=ends["low"],
