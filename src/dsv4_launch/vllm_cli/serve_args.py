@@ -114,13 +114,8 @@ def _origins(value: object) -> tuple[tuple[int, str], ...] | None:
     return tuple(spans)
 
 
-def read_serve_args(
-    tokens: Sequence[str],
-    table: OptionTable,
-    load_config: ConfigLoader | None = None,
-    *,
-    optimized: str | None = None,
-) -> ServeArgs:
+def read_serve_args(tokens: Sequence[str], table: OptionTable, load_config: ConfigLoader | None = None, *,
+                    optimized: str | None = None) -> ServeArgs:
     """Parse the arguments given after ``vllm serve``.
 
     Raises ConfigFileError for a ``--config`` file vLLM cannot use. Every other problem vLLM
@@ -133,13 +128,9 @@ def read_serve_args(
     warnings: list[str] = []
     if any(t in ("-h", "--help") or t.startswith("--help=") for t in tokens):
         return ServeArgs(tokens=tokens, help_requested=True, secrets=conservative)
-    for t in tokens:
-        if t.startswith("--config="):
-            warnings.append(
-                "'--config=…' is accepted by vLLM but the file is never read; write "
-                "'--config FILE' (two words) for vLLM to use it"
-            )
-            break
+    if any(t.startswith("--config=") for t in tokens):
+        warnings.append("'--config=…' is accepted by vLLM but the file is never read; write "
+                        "'--config FILE' (two words) for vLLM to use it")
 
     tagged: list[str] = [_Tok(t, ((i, WHOLE),)) for i, t in enumerate(tokens)]
     file_secrets: list[str] = []  # values of secret keys in the --config file, never to be quoted
@@ -196,19 +187,11 @@ def read_serve_args(
         model_source = None
     plain = {k: _plain(v) for k, v in values.items() if v is not None}  # an option not given: absent
     return ServeArgs(
-        tokens=tokens,
-        values=plain,
+        tokens=tokens, values=plain, model=_plain(model), model_source=model_source, config_path=config_path,
         cli_values=plain if cli_values is values else {k: _plain(v) for k, v in cli_values.items() if v is not None},
-        model=_plain(model),
-        model_source=model_source,
-        config_path=config_path,
         unknown_options=_unknown_names(unknown, (*secret_texts(tokens, conservative), *file_secrets)),
-        model_doubt=doubt if model_source == "positional" else "",
-        warnings=tuple(warnings),
-        help_requested=values.get("help") is True,
-        secrets=secrets,
-        file_secrets=tuple(file_secrets),
-    )
+        model_doubt=doubt if model_source == "positional" else "", warnings=tuple(warnings),
+        help_requested=values.get("help") is True, secrets=secrets, file_secrets=tuple(file_secrets))
 
 
 def _from_the_file(secret_values: Sequence[object]) -> list[str]:
@@ -350,16 +333,10 @@ def _move_model_option(args: list[str]) -> tuple[list[str], bool]:
 
 
 def _check_served_model_name(args: list[str]) -> None:
-    if (
-        args
-        and args[0].startswith("-")
-        and not any(map(re.compile(_CONFIG_RE).match, args))
-        and any(map(re.compile(_SERVED_NAME_RE).match, args))
-    ):
-        raise _ParseRejected(
-            "with --served-model-name, vLLM needs the model as the first positional "
-            "argument (vllm serve <model> --served-model-name …)"
-        )
+    if (args and args[0].startswith("-") and not any(map(re.compile(_CONFIG_RE).match, args))
+            and any(map(re.compile(_SERVED_NAME_RE).match, args))):
+        raise _ParseRejected("with --served-model-name, vLLM needs the model as the first positional "
+                             "argument (vllm serve <model> --served-model-name …)")
 
 
 def config_secrets(config: Mapping[str, object], options: Sequence[str] | None = None) -> list[str]:
@@ -392,10 +369,8 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None,
     path = str(args[index + 1])
     extension = path.split(".")[-1]
     if extension not in ("yaml", "yml"):
-        raise ConfigFileError(
-            f"--config {path}: vLLM reads only .yaml/.yml files; rename it or pass the "
-            "options on the command line"
-        )
+        raise ConfigFileError(f"--config {path}: vLLM reads only .yaml/.yml files; rename it or pass the "
+                              "options on the command line")
     if load_config is None:
         raise ConfigFileError(f"--config {path}: no reader for config files")
     config = load_config(path)
@@ -409,14 +384,11 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None,
     except (TypeError, ValueError, RecursionError) as exc:
         # the message may quote the file's values: its credentials masked before the cut
         detail = excerpt(mask_secrets(str(exc), *masks_of(file_secrets or ())), 120)
-        raise ConfigFileError(
-            f"--config {path}: vLLM cannot turn it into options ({type(exc).__name__}: {detail})"
-        ) from None
+        raise ConfigFileError(f"--config {path}: vLLM cannot turn it into options ({type(exc).__name__}: {detail})"
+                              ) from None
     model_in_cli = bool(args) and not args[0].startswith("-")
     if not model_in_cli and "--model" not in config_args:
-        raise _ParseRejected(
-            "no model: give it as the first positional argument or as 'model:' in the --config file"
-        )
+        raise _ParseRejected("no model: give it as the first positional argument or as 'model:' in the --config file")
     if model_in_cli:
         return [args[0], *config_args, *args[1:index], *args[index + 2 :]], path
     return [*config_args, *args[:index], *args[index + 2 :]], path
@@ -676,22 +648,12 @@ def _build_replica(table: OptionTable, wanted: Sequence[int] | None = None) -> _
     actions = table.actions if wanted is None else [table.actions[at] for at in wanted]
     for action in actions:
         if action.nargs == 0:
-            parser.add_argument(
-                *action.options,
-                dest=action.dest,
-                action=_StoreFlag,
-                values_by_option=dict(action.flag_values or {}),
-                default=None,
-            )
-        else:
-            parser.add_argument(
-                *action.options,
-                dest=action.dest,
-                nargs=None if action.nargs == 1 else action.nargs,
-                choices=action.choices,
-                default=None,
-                action=_StoreSecret if _secret_action(action, table.exact) else "store",  # argparse's default
-            )
+            parser.add_argument(*action.options, dest=action.dest, action=_StoreFlag, default=None,
+                                values_by_option=dict(action.flag_values or {}))
+        else:  # "store": argparse's default
+            parser.add_argument(*action.options, dest=action.dest, nargs=None if action.nargs == 1 else action.nargs,
+                                choices=action.choices, default=None,
+                                action=_StoreSecret if _secret_action(action, table.exact) else "store")
     return parser
 
 
