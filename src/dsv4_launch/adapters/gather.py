@@ -265,11 +265,8 @@ def gather_machine(facts: Facts | None, vllm: VllmInstall, env: Mapping[str, str
     version = result.get("python") if isinstance(result, dict) and isinstance(result.get("python"), str) else None
     runtime = VllmRuntime(
         python=f"{version} ({python})" if version and python else f"{platform.python_version()} ({sys.executable})",
-        vllm_version=install.version,
-        vllm_where="this environment" if install.importable else install.executable,
-        report=result,
-        report_error=why,
-    )
+        vllm_version=install.version, vllm_where="this environment" if install.importable else install.executable,
+        report=result, report_error=why)
     return Machine(runtime, gpus, install_hint(), plugin_command(python) if python else None)
 
 

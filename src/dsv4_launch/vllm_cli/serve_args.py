@@ -384,8 +384,8 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None,
     except (TypeError, ValueError, RecursionError) as exc:
         # the message may quote the file's values: its credentials masked before the cut
         detail = excerpt(mask_secrets(str(exc), *masks_of(file_secrets or ())), 120)
-        raise ConfigFileError(f"--config {path}: vLLM cannot turn it into options ({type(exc).__name__}: {detail})"
-                              ) from None
+        raise ConfigFileError(f"--config {path}: vLLM cannot turn it into options "
+                              f"({type(exc).__name__}: {detail})") from None
     model_in_cli = bool(args) and not args[0].startswith("-")
     if not model_in_cli and "--model" not in config_args:
         raise _ParseRejected("no model: give it as the first positional argument or as 'model:' in the --config file")

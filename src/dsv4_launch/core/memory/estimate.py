@@ -1,32 +1,13 @@
 """Will it fit? DeepSeek-V4's weights and KV cache against the GPUs vLLM will use (pure).
 
-Two questions, answered with different certainty:
-
-* **Do the weights fit?** A *lower bound* of the weights one GPU must hold — the checkpoint's
-  exact bytes (``model.safetensors.index.json``'s ``metadata.total_size``, or the exact figure of
-  the known-checkpoint table), less the draft module vLLM does not build (the MTP layers or the
-  DSpark module without speculative decoding, or with a drafter of another kind), spread over
-  every GPU of the layout as if nothing were replicated — against the memory of the GPUs vLLM
-  will use × ``--gpu-memory-utilization``. Only this can refuse: if even
-  the lower bound does not fit, no split vLLM can make fits. The estimate beside it (the
-  per-class split of ``core/memory/weights.py`` where it is known, the replicated tensors and the load's
-  overhead) only warns.
-* **Does one request of ``max_model_len`` fit in the KV cache left?** vLLM checks exactly that
-  after the weights load (``get_kv_cache_configs``). What one request needs is vLLM's own
-  accounting, reproduced for DeepSeek-V4's caches in ``core/memory/kv_plan.py`` (per release family,
-  per pipeline stage, with the in-flight tokens of async scheduling, as ``vllm_config.py`` says the
-  release settles them); what is *left* for the KV cache is vLLM's budget term by term
-  (``budget.py``: nothing where vLLM subtracts nothing, a band where a term is estimated), so
-  everything here but the weights' lower bound is a warning, and
-  every suggested ``--max-model-len`` is a length vLLM's rule admits on the estimate.
-
-The GPUs that count are the first TP × PP × DP devices of the visible set in CUDA's order;
-where CUDA's order over GPUs that differ is unknown (FASTEST_FIRST), the refusal is judged on
-the most favourable of them and the estimate says the rest is uncertain.
-
-Constants fitted to logs are named below; tests/test_memory.py checks the estimate against every
-logged data point, and tests/vllm_real/test_kv_oracle.py the KV accounting against vLLM's own
-planner on every release CI pins. docs/memory.md says what comes from which vLLM code.
+Two questions, with different certainty (docs/memory.md says what comes from which vLLM code):
+do the weights fit — a certain *lower bound* against the budget, the only thing here that can
+refuse (``weights_lower_bound``) — and does one request of ``max_model_len`` fit in the KV
+cache left: vLLM's own accounting (``kv_plan.py``, settled per release by ``vllm_config.py``)
+against its budget term by term (``budget.py``), so a warning, never a refusal. The GPUs that
+count are the first TP × PP × DP of the visible set in CUDA's order (``used_gpus``).
+tests/test_memory.py checks the estimate against every logged data point,
+tests/vllm_real/test_kv_oracle.py the KV accounting against vLLM's planner on every CI release.
 """
 
 from __future__ import annotations
@@ -254,14 +235,9 @@ def backbone_ratios(config) -> list[int] | None:
 
 def draft_kv(facts: Facts) -> tuple[int, int]:
     """(the speculative draft's layers that get KV caches, the ``extra_retained_tokens`` of every
-    sliding-window cache). MTP builds ``num_nextn_predict_layers`` DeepSeek-V4 decoder layers
-    (models/deepseek_v4/nvidia/mtp.py:175@0.24, :218@0.33), DSpark ``n_mtp_layers`` of the draft's
-    config or 3; each holds one sliding-window cache (core/memory/kv_plan.py ``draft_caches``). Multi-
-    module MTP (``min(num_nextn_predict_layers, num_speculative_tokens) > 1``,
-    config/speculative.py:2188@0.33) retains ``num_speculative_tokens − 1`` tokens more in every
-    window from 0.28 (kv_cache_utils.py:2269@0.29; ``num_prefill_lookahead_tokens − 1``,
-    kv_cache_planning.py:1636@0.33). Other methods: (0, 0) — an EAGLE or draft model's own
-    layers are not modelled."""
+    sliding-window cache): MTP's ``num_nextn_predict_layers``, DSpark's ``n_mtp_layers`` or 3;
+    multi-module MTP retains ``num_speculative_tokens − 1`` more from 0.28 (docs/memory.md, the
+    draft's caches). Other methods: (0, 0) — an EAGLE or draft model's layers are not modelled."""
     method = speculative_method(facts)
     if method not in ("mtp", "dspark"):
         return 0, 0
@@ -334,19 +310,10 @@ MTP_SHARE_MARGIN = 1.02  # without shapes: a draft module is taken as its layers
 
 def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> int | None:
     """At most what the checkpoint's own draft module weighs when vLLM does not build it, or 0
-    when it does; None where that cannot be bounded.
-
-    The target maps every ``mtp.`` tensor to None (nvidia/model.py:1257-1267@0.33;
-    ``skip_substrs=["mtp."]``, :1400@0.24) — the MTP layers and the DSpark module alike (dspark.py's
-    weights are ``mtp.{0,1,2}.*``, dspark.py:445@0.33). A drafter of another kind than the
-    checkpoint's (MTP on a DSpark checkpoint, vllm#51041) is not the module: what it allocates
-    (it may read some of ``mtp.0.*``) is not what the bound counts, so all of the module counts as
-    skipped — the bound only gets lower. With the shapes (core/memory/weights.py, checked
-    within 0.5 % of the exact size) the module's own bytes, plus whatever of the exact size the
-    tally does not explain; without them, the module's layers (MTP ``num_nextn_predict_layers``,
-    DSpark ``n_mtp_layers`` or 3) at their share of the layers + 2 %: V4-Pro's MTP layer is 0.07 %
-    over its share, V4-Flash-0731's DSpark module (10.86 GB, tallied to the byte) 0.19 % under its
-    three layers' — one layer's share would have overstated the bound by 7.3 GB."""
+    when it does; None where that cannot be bounded. The target maps every ``mtp.`` tensor to
+    None, the DSpark module's too (dspark.py:445@0.33); a drafter of another kind is not the
+    module, so all of it counts as skipped. With checked shapes the module's own bytes plus what
+    the tally does not explain, else its layers' share + 2 % (docs/memory.md, the lower bound)."""
     own = _unbuilt_draft(facts)
     if own is None:
         return 0
@@ -381,14 +348,10 @@ def _draft_share(facts: Facts, total: int) -> int:
 
 
 def engram_tables_off_the_gpu(facts: Facts) -> bool:
-    """DeepSeek-V4.1's Engram tables (``engram_layer_ids``: ~189 GiB for V4.1-Flash) may be kept in
-    pinned host memory, not on the GPUs: vLLM's default since the release that runs V4.1
-    (``EngramConfig.cpu_offload``: ``VLLM_PLE_CPU_OFFLOAD``, default 1, config/engram.py:26-44 and
-    envs.py:2047@0.30.0; True, config/engram.py:37@0.33.0; the tables allocated with
-    ``pin_memory=True`` on the CPU, models/deepseek_v41/nvidia/engram.py:279-297@0.30.0). Only
-    ``--engram-config`` with ``"cpu_offload": false`` puts them on the GPUs for certain. A V4.1
-    whose config.json does not say (a table entry that did not record the field) is taken to have
-    them, as every V4.1 checkpoint does."""
+    """DeepSeek-V4.1's Engram tables (``engram_layer_ids``) may be in pinned host memory, vLLM's
+    default (docs/memory.md; pinned: models/deepseek_v41/nvidia/engram.py:279-297@0.30.0); only
+    ``--engram-config '{"cpu_offload": false}'`` puts them on the GPUs for certain. A V4.1 whose
+    config.json does not say is taken to have them, as every V4.1 checkpoint does."""
     layers = facts.model.field("engram_layer_ids")
     if layers is None and facts.model.family == V41:
         layers = ["unknown"]
@@ -417,17 +380,10 @@ def _engram_table_bytes(facts: Facts) -> int | None:
 
 def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout,
                         mnbt: int | None = None) -> int | None:
-    """The fewest bytes of weights the busiest GPU can hold, for certain, or None.
-
-    With the checkpoint's exact size: those bytes less the draft module vLLM does not build
-    (``_skipped_draft_bytes``: the MTP layers or the DSpark module without speculative decoding,
-    or with a drafter of another kind), spread over every GPU as if nothing were replicated.
-    Where the tensor-class tally agrees with a published size (exact, or a recipe's rounded
-    figure) within its tolerance, the tally's busiest GPU: each pipeline stage less that
-    tolerance, plus the buffers that stage allocates as it loads (``_busiest``). Offloading is
-    subtracted. None while DeepSeek-V4.1's Engram tables may be in host memory
-    (``engram_tables_off_the_gpu``): the checkpoint's size counts them, and how they are stored
-    in it is not known here for certain."""
+    """The fewest bytes of weights the busiest GPU can hold, for certain, or None (docs/memory.md,
+    "The refusal's lower bound"): the exact size less the unbuilt draft (``_skipped_draft_bytes``)
+    over every GPU, or a checked tally's busiest GPU (``_busiest``), less offloading; None while
+    V4.1's Engram tables may be in host memory (the checkpoint's size counts them)."""
     if not weights or not weights.total_bytes or engram_tables_off_the_gpu(facts):
         return None
     found = None
