@@ -14,16 +14,9 @@ first rewrites the argument list, then hands it to the stdlib's argparse:
 5. dotted options (``--speculative-config.kv_cache_dtype fp8``) are folded into one JSON value
    per root option and appended at the end.
 
-Steps 1–5 are reproduced here token for token. The final parse is done by argparse itself, on a
-replica parser that has vLLM's option strings, arities and string choices (recorded from the
-real parser by ``tools/gen_vllm_options.py``) — so positional/option splitting, greedy
-``nargs='+'``, abbreviations and "ambiguous option" errors are argparse's own, not imitations.
-
-Every token carries the positions of the user's argv it came from through all five steps, so
-the parse also tells exactly which tokens argparse gave to a secret option (``SecretSpans``):
-secrets are masked by position, never by searching printed text.
-
-This module is pure: the YAML file is read by a loader passed in by the caller.
+Steps 1–5 are reproduced here token for token; the parse is argparse's own, on a replica parser
+of the recorded options, and every token carries its argv positions, so secrets are masked by
+position (docs/DESIGN.md, "Reading vLLM's arguments"). Pure: the caller passes the YAML loader.
 """
 
 from __future__ import annotations
@@ -560,19 +553,9 @@ def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list
     return vars(namespace), unknown, parser.secret_values, doubt
 
 
-# The replica parser holds only the options that can take part in parsing these tokens: a start
-# passes a handful of vLLM's ~300 options, and adding all of them to argparse costs ~2 ms a
-# start (the parse itself ~0.2 ms). argparse takes an option-like token whose text (or text
-# before ``=``) is an option string as that option, looking at no other; any other token it
-# matches by prefix against every option string (``--max-model`` → ``--max-model-len``;
-# "ambiguous" when several start with it), a single-dash one also as a two-character option and
-# its value (``-q5``, ``-qn`` as ``-q -n``); and its negative-number check reads the options
-# that look like negative numbers. So a parser keeps the option a token names exactly, every
-# option a token that names none is a prefix of, every two-character option and every
-# negative-number-like one: argparse cannot reach any other option from these tokens. Options
-# keep the table's order, so argparse's messages ("could match …") list them as the full parser
-# does. tests/test_serve_args.py parses fixed and generated argvs with this parser and the full
-# one: the same outcome.
+# The replica parser holds only the options a parse of these tokens can reach, in the table's
+# order (docs/DESIGN.md says why that is argparse's whole parse; all ~300 options cost ~2 ms a
+# start): a single-dash token is also read as a two-character option and its value (``-q5``).
 _REPLICAS: dict[tuple[int, tuple[int, ...]], tuple[OptionTable, _ReplicaParser]] = {}
 _REPLICAS_KEPT = 8  # a process parses a few argvs (serve, the --config split, doctor's retry)
 _INDEXES: dict[int, tuple[OptionTable, dict[str, int], frozenset[int], list[str]]] = {}
