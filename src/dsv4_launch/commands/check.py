@@ -328,19 +328,11 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     status = EXIT[state]
     elapsed = clock() - start
     data = {
-        "command": "check",
-        "url": base.shown,
-        "client": client,
-        "timeout_s": timeout,
-        "model": run.model,
-        "status": state,
-        "exit_status": status,
-        "elapsed_s": round(elapsed, 3),
-        "steps": run.steps,
+        "command": "check", "url": base.shown, "client": client, "timeout_s": timeout, "model": run.model,
+        "status": state, "exit_status": status, "elapsed_s": round(elapsed, 3), "steps": run.steps,
         "findings": [{"step": f.step, "level": f.level, "code": f.code, "text": f.text,
                       "reference": f.reference} for f in run.findings],
-        "notes": notes,
-        "chat": run.chat.data() if run.chat else None,
+        "notes": notes, "chat": run.chat.data() if run.chat else None,
         "tool_call": run.tools.data() if run.tools else None,
     }
 
