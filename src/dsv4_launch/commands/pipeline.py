@@ -234,14 +234,10 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
 def _gate(plan: Plan, facts: Facts, env: Mapping[str, str], purpose: str, preflight: str,
           vllm: VllmInstall) -> tuple[Plan, str | None]:
     """What vLLM certainly fails on before it reads a rule's setting: arguments its own parser
-    rejects (plan and doctor say so and fail; dsv4-serve hands them over, vLLM prints its own
-    error), the command repeated as the first word (``dsv4-serve serve MODEL``) and a local
-    model path that does not exist (refused like a rule's finding, in every command).
-
-    Certain only with the installed release's own option table (``accepted_values_exact``):
-    with another release's table, or an unknown vLLM, each is a warning; so is a missing path
-    when the plan is for another machine's vLLM (``--vllm-version``, explain's log of one) or
-    there is no vLLM here."""
+    rejects (plan and doctor fail; dsv4-serve hands them over), the command repeated as the first
+    word (``dsv4-serve serve MODEL``), a local model path that does not exist (refused like a
+    rule's finding). Certain only with the installed release's own table (``accepted_values_exact``),
+    else a warning; so is a missing path when the plan is for another machine's vLLM."""
     args = facts.args
     verified = facts.accepted_values_exact
     repeated = repeated_command(args.tokens)

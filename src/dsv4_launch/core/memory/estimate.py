@@ -735,18 +735,12 @@ def _longest(facts: Facts, e: Estimate, setting: Setting, cap: int) -> Estimate:
 
 def _longest_at_own_length(cap: int, longest_at, breaks: tuple[int, ...] = ()) -> int:
     """The longest length L ≤ ``cap`` with L ≤ ``longest_at(L)``: what is admitted when the budget
-    itself depends on L. Within each segment between ``breaks`` the budget shrinks as L grows (so
-    ``longest_at`` does not grow); across a break it may jump (the indexer's factor, 5 up to 256K
-    and 2 above from 0.32: core/memory/activation.py), so each segment is searched on its own,
-    the highest first (a lower one cannot beat an answer found above it).
-
-    Within a segment [a, b] every probe's value narrows both ends, because ``longest_at`` does
-    not grow: where ``longest_at(m) ≥ m`` no L above ``longest_at(m)`` is admitted; where it is
-    below m, every L up to ``longest_at(m)`` is (L ≤ longest_at(m) ≤ longest_at(L)). The peak
-    barely moves with the length, so the top of the bracket is tried first, and the bracket
-    collapses in a few probes where a bisection took ~15–20; after that first probe each one at
-    least halves it, so it takes at most two probes more than a bisection (the top's, and the
-    one a bisection's luckier path saves)."""
+    itself depends on L. ``longest_at`` does not grow within a segment between ``breaks`` (across
+    one it may jump: the indexer's factor, core/memory/activation.py), so each segment is searched
+    on its own, the highest first. In a segment every probe narrows both ends: where
+    ``longest_at(m) ≥ m`` nothing above ``longest_at(m)`` is admitted, else everything up to it
+    is. The peak barely moves with the length, so the top is tried first: a few probes where a
+    bisection took ~15–20, and at most two more than a bisection after that."""
     seen: dict[int, int] = {}
 
     def at(n: int) -> int:

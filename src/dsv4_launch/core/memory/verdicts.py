@@ -40,14 +40,9 @@ def weights_certainly_over(facts: Facts, e: Estimate) -> bool:
 
 
 def verdict(facts: Facts, e: Estimate, length: int | None = None) -> str:
-    """One of the four verdicts (or why none can be given) for one request of ``length``
-    (default: the ``--max-model-len`` vLLM will try; None for auto: ``MIN_USEFUL_LENGTH``).
-
-    *does not fit* only where the weights' lower bound alone is over the budget; *fits* only
-    where the weights' estimate is within the budget and one request fits at the pessimistic
-    end of every band; *short at every end we estimate* where even the optimistic end admits
-    less (a warning: the bands are estimates, vLLM's own profile still decides); otherwise the
-    bands straddle the need and vLLM's own profile at start decides."""
+    """One of the four verdicts (their meanings: the constants above), or why none can be given,
+    for one request of ``length`` (default: the ``--max-model-len`` vLLM will try; None for auto:
+    ``MIN_USEFUL_LENGTH``)."""
     if e.gpu_memory_bytes is None:
         return NOT_CHECKED
     if weights_certainly_over(facts, e):
