@@ -86,14 +86,10 @@ def gather(argv: Sequence[str], env: Mapping[str, str], settings: Settings, *,
            read_gpus_when: str = READ_GPUS_WHEN_DSV4, read_gpus: Callable[[], GpuReport] = read_gpus,
            vllm: VllmInstall | None = None, default_model: str | None = None,
            read_host: Callable[[str], HostFacts] | None = None, layout_for_visible: bool = False) -> Gathered:
-    """Read everything the plan depends on from ``vllm serve``'s arguments. Raises
-    ConfigFileError for a bad --config file.
-
-    The GPUs are read by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
-    big machines, and nothing else depends on it), always (doctor, fit) or never.
-    ``layout_for_visible`` (doctor): with no arguments at all, the layout of the visible GPUs
-    that plans best (``core/memory/fit.visible_layout``) instead of vLLM's default TP 1.
-    """
+    """Read everything the plan depends on from ``vllm serve``'s arguments (ConfigFileError for a
+    bad --config file). GPUs by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
+    big machines), always (doctor, fit) or never. ``layout_for_visible`` (doctor): with no arguments,
+    the visible GPUs' best layout (``core/memory/fit.visible_layout``) instead of vLLM's TP 1."""
     vllm = vllm or find_vllm(env)
     table = load_table(vllm.version)
     args = read_args(argv, table, env)

@@ -17,11 +17,8 @@ def set_option(argv: Sequence[str], option: str, value: str, replaces: str = "au
     """``option`` set to ``value``: the last command-line occurrence rewritten in place, in the
     user's own spelling, when its value is ``replaces``; otherwise ``option value`` appended —
     before a bare ``--`` if there is one (after it, everything is a positional to argparse).
-
-    Never inserted right after ``serve``: vLLM's positional-model checks would then fail. The
-    pipeline re-reads the result and hands the arguments over unchanged if vLLM would not read
-    the value from it (``commands/pipeline.py``).
-    """
+    Never inserted right after ``serve`` (vLLM's positional-model checks would fail); the pipeline
+    re-reads the result (``pipeline._verified``)."""
     out = list(argv)
     name = option[2:]
     last = None
