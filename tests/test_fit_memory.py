@@ -347,3 +347,9 @@ def test_a_count_no_usual_layout_uses_is_tried_only_when_asked(tmp_path):
 
     assert counts_to_try(64)[:5] == [1, 2, 4, 8, 16] and 3 not in counts_to_try(64) and 24 in counts_to_try(64)
     assert 6 in counts_to_try(64, asked=6) and 5 not in counts_to_try(64, asked=6)
+
+
+def test_fewest_names_the_users_own_layout_where_it_fits_tp_8_with_ep_too(tmp_path):
+    code, data, line = preset_fit(tmp_path, "8xH200", [PRO, "-tp", "8", "--enable-expert-parallel"])
+    assert data["fewest_gpus"]["yours"] and data["fewest_gpus"]["layout"] == "TP 8 + EP", data["fewest_gpus"]
+    assert line.endswith(": 8 (-tp 8 -ep, the most headroom)"), line

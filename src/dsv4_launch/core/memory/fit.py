@@ -134,8 +134,9 @@ def fewest_gpus(facts: Facts, weights: WeightFacts | None, gpu_memory: int | Non
     ``context`` even at the pessimistic end; of those layouts, the one with the most headroom."""
     mine = user_layout(facts)
     for n in counts_to_try(limit, asked or (mine.gpus if mine else None)):
-        rows = [fit_row(facts, weights, layout, gpu_memory, context, yours=layout == mine)
-                for layout in layouts(facts, n) if layout.tp in USUAL_TP or layout == mine]
+        found = [lay for lay in layouts(facts, n) if lay.tp in USUAL_TP and lay != mine]
+        found += [mine] if mine is not None and mine.gpus == n else []  # TP 8 + EP too, where it is the user's
+        rows = [fit_row(facts, weights, layout, gpu_memory, context, yours=layout == mine) for layout in found]
         fitting = [r for r in rows if r.verdict == FITS]
         if fitting:
             return max(fitting, key=lambda r: (r.estimate.layout.pp == 1 or r.yours, *headroom(r)))
