@@ -353,3 +353,9 @@ def test_fewest_names_the_users_own_layout_where_it_fits_tp_8_with_ep_too(tmp_pa
     code, data, line = preset_fit(tmp_path, "8xH200", [PRO, "-tp", "8", "--enable-expert-parallel"])
     assert data["fewest_gpus"]["yours"] and data["fewest_gpus"]["layout"] == "TP 8 + EP", data["fewest_gpus"]
     assert line.endswith(": 8 (-tp 8 -ep, the most headroom)"), line
+
+
+def test_where_no_count_fits_the_line_names_the_counts_tried(tmp_path):
+    code, out, _ = fit(tmp_path, [PRO], gpus=8, gpu_memory=8 * GiB)
+    assert ("no layout of up to 64 of these GPUs (1, 2, 4, 8, then whole nodes) fits 65,536 tokens at the "
+            "pessimistic end") in out and code == 1

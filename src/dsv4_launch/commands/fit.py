@@ -182,7 +182,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         fewest_line = (f"no layout can be judged to fit {context:,} tokens: this model's KV cache is not modelled, "
                        "so no length is judged (vLLM decides at start)")
     else:
-        fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (whole nodes of 8 above 8) fits {context:,} "
+        fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (1, 2, 4, 8, then whole nodes) fits {context:,} "
                        "tokens at the pessimistic end")
     fix_line = None if fix is None or yours else (
         f"on these {count} GPUs: {fix[0].flags} with {fix[1]} fits {context:,} tokens at the "
