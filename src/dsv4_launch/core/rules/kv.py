@@ -14,18 +14,7 @@ from ..model import V41
 from ..records import Record
 from ..versions import VersionRange
 from ..vllm.facts import fact
-from .engine import (
-    BOTH,
-    CITED,
-    CONFIRMED,
-    DERIVED,
-    NOT_SM10,
-    REFUSE,
-    WARN,
-    Rule,
-    row,
-    setting,
-)
+from .engine import BOTH, CITED, CONFIRMED, DERIVED, NOT_SM10, REFUSE, WARN, Rule, row, setting
 from .kv_paths import (
     AUTO_VALUES,
     DSV4_BACKEND_NAMES,

@@ -7,14 +7,7 @@ from __future__ import annotations
 from ..facts import Facts, as_int
 from ..gpus import GpuInfo
 from ..vllm.facts import fact
-from .engine import (
-    BOTH,
-    CITED,
-    REFUSE,
-    Rule,
-    row,
-    setting,
-)
+from .engine import BOTH, CITED, REFUSE, Rule, row, setting
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 

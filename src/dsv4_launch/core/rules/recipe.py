@@ -10,19 +10,7 @@ from ..gpus import GpuInfo, in_families
 from ..memory.vllm_config import max_model_len_tried
 from ..model import V41
 from ..vllm.facts import fact
-from .engine import (
-    BOTH,
-    CITED,
-    NOT_SM10,
-    RECIPES,
-    REFUSE,
-    REPORTED,
-    WARN,
-    Rule,
-    row,
-    setting,
-    v2_runner_env,
-)
+from .engine import BOTH, CITED, NOT_SM10, RECIPES, REFUSE, REPORTED, WARN, Rule, row, setting, v2_runner_env
 from .releases import SM12_DEEPGEMM_FAMILIES, SM12_DEEPGEMM_WARMUP_FAILS
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order

@@ -10,18 +10,7 @@ import re
 from ..facts import Facts, vllm_env_bool
 from ..gpus import GpuInfo, describe_kinds
 from ..vllm.facts import fact
-from .engine import (
-    BOTH,
-    CITED,
-    DERIVED,
-    RECIPES,
-    REFUSE,
-    REPORTED,
-    WARN,
-    Rule,
-    row,
-    v2_runner_env,
-)
+from .engine import BOTH, CITED, DERIVED, RECIPES, REFUSE, REPORTED, WARN, Rule, row, v2_runner_env
 from .kv import ASSERTS_UNTIL
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order

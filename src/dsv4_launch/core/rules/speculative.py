@@ -7,16 +7,7 @@ from __future__ import annotations
 from ..facts import Facts, as_int, json_option
 from ..gpus import DSV4_FAMILIES, GpuInfo
 from ..vllm.facts import fact
-from .engine import (
-    CITED,
-    DERIVED,
-    REFUSE,
-    REPORTED,
-    WARN,
-    Rule,
-    row,
-    v2_runner_env,
-)
+from .engine import CITED, DERIVED, REFUSE, REPORTED, WARN, Rule, row, v2_runner_env
 from .kv import ASSERTS_UNTIL, effective_transfer_config, is_nvfp4_on_mla
 from .kv_paths import FP8_DS_MLA, dsv4_backend, kv_path
 
