@@ -122,8 +122,7 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     "variant; {vllm} fails when it builds the attention layers (AssertionError before {asserts_before:minor}, "
     "ValueError from {asserts_before:minor})",
     fix="--kv-cache-dtype fp8, or drop the option",
-    reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174",
-    families=DSV4_FAMILIES,
+    reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174", families=DSV4_FAMILIES,
 )
 def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
@@ -676,8 +675,7 @@ def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     fix="a connector with hybrid support (NixlConnector, MooncakeConnector), or no KV connector",
     reference="vllm/config/vllm.py _post_init_kv_transfer_config, (Turning off hybrid kv cache manager …); "
     "vllm/distributed/kv_transfer/kv_connector/factory.py supports_hma_config; "
-    "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH,
-    vllm=HMA_PROMOTION_RAISES,
+    "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH, vllm=HMA_PROMOTION_RAISES,
 )
 def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     connector = _no_hma_connector(facts)

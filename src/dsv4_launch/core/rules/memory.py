@@ -38,9 +38,7 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
 
 @row(
     ROWS,
-    id="weights-exceed-memory", topic="memory",
-    level=REFUSE,
-    evidence=CITED,
+    id="weights-exceed-memory", topic="memory", level=REFUSE, evidence=CITED,
     title="the weights per GPU certainly above what vLLM may use of one GPU (a lower bound from the "
     "checkpoint's exact or published size, offloading counted)",
     effect="out of memory at the weight load, or `No available memory for the cache blocks` right after it",
@@ -51,8 +49,7 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
     "--data-parallel-size, --cpu-offload-gb, or a smaller (quantised) checkpoint; `dsv4-launch fit` lists the "
     "layouts that fit",
     reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
-    "_check_enough_kv_cache_memory",
-    models=BOTH,
+    "_check_enough_kv_cache_memory", models=BOTH,
     release_code=False,  # the check itself says what of it rests on the release's code (below)
 )
 def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
@@ -76,9 +73,7 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="memory-not-checked", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    id="memory-not-checked", topic="memory", level=WARN, evidence=DERIVED,
     title="the memory of the GPUs vLLM will use is not known here (no GPU read, NVML unreadable, or "
     "DSV4_LAUNCH_GPU_CAPABILITY without NVML)",
     effect="nothing about memory is checked, the certain refusal included: vLLM finds out at the weight load or "
@@ -86,8 +81,7 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
     message="memory not checked: {why}",
     fix="set DSV4_LAUNCH_GPU_MEMORY to the memory of one GPU (e.g. 141GiB), or give plan/fit --gpu-memory "
     "(fit also takes a preset: --gpus 8xH200)",
-    reference="docs/memory.md",
-    models=BOTH,
+    reference="docs/memory.md", models=BOTH,
 )
 def memory_not_known(facts: Facts, gpu: GpuInfo | None):
     if not facts.model.is_dsv4_family:
@@ -100,16 +94,13 @@ def memory_not_known(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="weights-tight", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    id="weights-tight", topic="memory", level=WARN, evidence=DERIVED,
     title="the weights per GPU at (or just over) the memory vLLM may use, by the estimate",
     effect="may run out of memory at the weight load; vLLM decides at start",
     message="{layout}: about {weights} of weights per GPU against a budget of {budget} (at least {lower} for "
     "certain): vLLM decides at start whether they fit ({why})",
     fix="to be sure of it, a layout with more headroom (`dsv4-launch fit` lists them){gmu}",
-    reference="dsv4-launch's memory estimate (docs/memory.md)",
-    models=BOTH, reads_gpus=True,
+    reference="dsv4-launch's memory estimate (docs/memory.md)", models=BOTH, reads_gpus=True,
 )
 def weights_tight(facts: Facts, gpu: GpuInfo | None):
     weights = facts.weights
@@ -135,9 +126,7 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="host-memory-short", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    id="host-memory-short", topic="memory", level=WARN, evidence=DERIVED,
     title="DeepSeek-V4.1's Engram tables, which vLLM keeps in pinned host memory, larger than the memory this "
     "host has available (/proc/meminfo)",
     effect="the pinned allocation fails, or the host swaps or kills a process, while vLLM loads the weights",
@@ -146,8 +135,7 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
     fix="a host with more memory, fewer other processes, or --engram-config with cpu_offload false where the GPUs "
     "can hold the tables",
     reference="vllm/config/engram.py EngramConfig.cpu_offload; vllm/model_executor/models/deepseek_v41/nvidia/"
-    "engram.py (the tables allocated with pin_memory=True)",
-    models=BOTH,
+    "engram.py (the tables allocated with pin_memory=True)", models=BOTH,
     release_code=False,  # the tables' bytes against this host's memory
 )
 def host_memory_short(facts: Facts, gpu: GpuInfo | None):
@@ -160,18 +148,14 @@ def host_memory_short(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="download-space-short", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    id="download-space-short", topic="memory", level=WARN, evidence=DERIVED,
     title="the shards vLLM will download larger than the free space of the filesystem it downloads into "
     "(the Hugging Face cache, or --download-dir)",
     effect="the download stops with `No space left on device` part way through, before vLLM starts",
     message="vLLM will download about {size} first, into {where}, whose filesystem has {free} free",
     fix="free space there, or point HF_HUB_CACHE/HF_HOME (or --download-dir) at a filesystem with room",
     reference="huggingface_hub constants.HF_HUB_CACHE; vllm/model_executor/model_loader/weight_utils.py "
-    "download_weights_from_hf",
-    models=BOTH,
-    release_code=False,  # the missing shards' bytes against the free space
+    "download_weights_from_hf", models=BOTH, release_code=False,  # the missing shards' bytes against the free space
 )
 def download_space_short(facts: Facts, gpu: GpuInfo | None):
     weights, host = facts.weights, facts.host
@@ -245,9 +229,7 @@ def _term_text(e, name: str) -> str:
 
 @row(
     ROWS,
-    id="max-model-len-too-long", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    id="max-model-len-too-long", topic="memory", level=WARN, evidence=DERIVED,
     title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) not certain to fit the KV cache "
     "left, by vLLM's own accounting at the pessimistic end of the estimated terms",
     effect="vLLM decides at start: `ValueError: To serve at least one request with the model's max seq len …` "
@@ -258,8 +240,7 @@ def _term_text(e, name: str) -> str:
     "non-torch memory ({non_torch}) — bands, not measurements: {short}; {fits}",
     fix="{fix}",
     reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
-    "get_kv_cache_configs; docs/memory.md", reads_gpus=True,
-    models=BOTH,
+    "get_kv_cache_configs; docs/memory.md", reads_gpus=True, models=BOTH,
 )
 def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     if facts.weights is None or not facts.weights.total_bytes:
@@ -301,16 +282,13 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="gpu-memory-utilization-invalid", topic="memory",
-    level=WARN,
-    evidence=CITED,
+    id="gpu-memory-utilization-invalid", topic="memory", level=WARN, evidence=CITED,
     title="`--gpu-memory-utilization` outside (0, 1]",
     effect="vLLM rejects it itself when it builds its config (a pydantic ValidationError), before loading",
     message="--gpu-memory-utilization {value}: vLLM accepts a fraction greater than 0 and at most 1, and "
     "rejects this value itself",
     fix="a fraction such as 0.92 (vLLM's default) or 0.95",
-    reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)",
-    models=BOTH,
+    reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)", models=BOTH,
 )
 def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("gpu_memory_utilization")
@@ -321,9 +299,7 @@ def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="max-model-len-invalid", topic="memory",
-    level=WARN,
-    evidence=CITED,
+    id="max-model-len-invalid", topic="memory", level=WARN, evidence=CITED,
     title="`--max-model-len` that is not a positive length, `auto` or -1",
     effect="vLLM rejects it itself (argparse's human_readable_int, or ModelConfig's ge=-1)",
     message="--max-model-len {value}: vLLM accepts a positive length (128k, 1m), or auto/-1 to fit it to the "
@@ -349,17 +325,14 @@ MISSING_SHARDS_RAISE = fact("missing-shards-raise").range
 
 @row(
     ROWS,
-    id="shards-missing", topic="memory",
-    level=REFUSE,
-    evidence=CITED,
+    id="shards-missing", topic="memory", level=REFUSE, evidence=CITED,
     title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
     effect="`FileNotFoundError: Weight files referenced in index but missing` when the weights load",
     message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
     "{where}{size}; {vllm} stops with FileNotFoundError when it starts loading the weights",
     fix="finish the download of the checkpoint into {where}, or point at a complete copy",
     reference="vllm/model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files "
-    "(raises for files the index names that are missing, from 0.26.0)",
-    models=BOTH, vllm=MISSING_SHARDS_RAISE,
+    "(raises for files the index names that are missing, from 0.26.0)", models=BOTH, vllm=MISSING_SHARDS_RAISE,
 )
 def shards_missing(facts: Facts, gpu: GpuInfo | None):
     weights = facts.weights
@@ -374,9 +347,7 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="shards-missing-silent", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    id="shards-missing-silent", topic="memory", level=WARN, evidence=DERIVED,
     title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there, on a vLLM "
     "that loads what is there",
     effect="DeepSeek-V4 is quantised, so vLLM does not check that every weight was loaded: the missing tensors "

@@ -97,8 +97,7 @@ def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
     "the weights",
     fix="--moe-backend auto (the recipe's own SM 12.x setting)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _check_runtime_supported (≤ 0.31), "
-    "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760",
-    families=NOT_SM10,
+    "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760", families=NOT_SM10,
 )
 def mega_moe_off_sm100(facts: Facts, gpu: GpuInfo | None):
     return {} if _moe_backend(facts) == MEGA_MOE else None

@@ -147,8 +147,7 @@ SM12_DEEPGEMM_FAMILIES = frozenset({"12"})  # … on these GPU families (the row
     effect="`Assertion error (…layout.hpp:76): Unknown recipe` in the FP8 warm-up",
     message="{gpus} with {vllm}: DeepGEMM's FP8 warm-up fails on SM 12.x in {since} ('Unknown recipe')",
     fix="VLLM_USE_DEEP_GEMM=0 (about 4–6 % slower decoding), or a later vLLM",
-    reference="vLLM #47130, #47266", families=SM12_DEEPGEMM_FAMILIES,
-    vllm=SM12_DEEPGEMM_WARMUP_FAILS,
+    reference="vLLM #47130, #47266", families=SM12_DEEPGEMM_FAMILIES, vllm=SM12_DEEPGEMM_WARMUP_FAILS,
 )
 def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
     # envs.py: bool(int(os.getenv("VLLM_USE_DEEP_GEMM", "1"))) — off only where int() reads 0; text
