@@ -92,8 +92,7 @@ def _v41_plain_rows(facts: Facts, gpu: GpuInfo | None) -> bool:
 
 @row(
     ROWS,
-    id="kv-invalid", topic="kv", level=WARN, evidence=CONFIRMED,
-    releases={"pydantic": KV_DTYPE_BY_PYDANTIC},
+    id="kv-invalid", topic="kv", level=WARN, evidence=CONFIRMED, releases={"pydantic": KV_DTYPE_BY_PYDANTIC},
     title="`--kv-cache-dtype` set to a value the installed vLLM does not have (`fp9`, `Auto`)",
     effect="rejected by vLLM itself at once with its own error (argparse exit 2 before {pydantic_since:minor}, "
     "pydantic after)",
@@ -112,8 +111,7 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="kv-not-fp8", topic="kv", level=REFUSE, evidence=CONFIRMED,
-    releases={"asserts": ASSERTS_UNTIL},
+    id="kv-not-fp8", topic="kv", level=REFUSE, evidence=CONFIRMED, releases={"asserts": ASSERTS_UNTIL},
     title="explicit non-fp8 `--kv-cache-dtype` (`bfloat16`, `float16`, `nvfp4_ds_mla`, …) for DeepSeek-V4 on an "
     "fp8_ds_mla path",
     effect="AssertionError (< {asserts_before:minor}; a bare assert, so only a warning under PYTHONOPTIMIZE) / "
@@ -156,8 +154,7 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="v41-kv", topic="kv", level=REFUSE, evidence=CONFIRMED,
-    releases={"strict": V41_PACKED_STRICT},
+    id="v41-kv", topic="kv", level=REFUSE, evidence=CONFIRMED, releases={"strict": V41_PACKED_STRICT},
     title="DeepSeek-V4.1 on its packed KV path with a `--kv-cache-dtype` its resolver rejects (`bfloat16`, "
     "`float16`; from {strict_since} also `fp8_e4m3`, `fp8_e5m2`, `fp8_inc`, `fp8_per_token_head`)",
     effect="`ValueError: DeepseekV4 … only support(s) fp8 kv-cache, got …` when the attention layers are built",
@@ -303,8 +300,7 @@ def flashmla_forced(facts: Facts, gpu: GpuInfo | None):
     message="--attention-backend {backend} on {gpus}: vLLM picks the SM 10.x FlashInfer plain-row attention, "
     "whose TRTLLM-gen kernels do not run on SM 9.x",
     fix="drop the option (SM 9.x uses FlashMLA by default)",
-    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls",
-    families=frozenset({"9"}),
+    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", families=frozenset({"9"}),
 )
 def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
     return {"backend": FLASHINFER_DSV4} if dsv4_backend(facts.args) == FLASHINFER_DSV4 else None
@@ -322,8 +318,7 @@ def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
     "mismatch",
     fix="--kv-cache-dtype fp8 (or auto for bf16 rows)",
     reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; "
-    "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py",
-    models=BOTH, families=frozenset({"10"}),
+    "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py", models=BOTH, families=frozenset({"10"}),
 )
 def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     kv = facts.args.value("kv_cache_dtype")
@@ -390,8 +385,7 @@ def block_size_v4(facts: Facts, gpu: GpuInfo | None):
     "'No common block size' after loading the weights",
     fix="--block-size {suggested}, or drop the option",
     reference="vllm/models/deepseek_v41/sparse_mla.py, nvidia/flashinfer_sparse.py", models=frozenset({V41}),
-    families=DSV4_FAMILIES,
-    vllm=fact("block-size-v41").range,
+    families=DSV4_FAMILIES, vllm=fact("block-size-v41").range,
 )
 def block_size_v41(facts: Facts, gpu: GpuInfo | None):
     # 64 on the SM 9.x family, 128 elsewhere (deepseek_v41/sparse_mla.py, 0.30+); the FlashInfer

@@ -356,8 +356,7 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
     "{where}{size}; {vllm} loads the rest without an error and leaves those weights uninitialised",
     fix="finish the download of the checkpoint into {where}, or point at a complete copy",
     reference="vllm/model_executor/model_loader/default_loader.py load_weights (weights_not_loaded is "
-    "checked only when model_config.quantization is None)",
-    models=BOTH, vllm=fact("shards-missing-silent").range,
+    "checked only when model_config.quantization is None)", models=BOTH, vllm=fact("shards-missing-silent").range,
 )
 def shards_missing_loaded_anyway(facts: Facts, gpu: GpuInfo | None):
     return shards_missing(facts, gpu)  # the same condition; the row says what vLLM does with it

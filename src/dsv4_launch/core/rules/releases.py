@@ -23,8 +23,7 @@ OLD_GPUS = frozenset({"3", "5", "6", "7", "8"})  # below SM 9.0: no DeepSeek-V4 
 
 @row(
     ROWS,
-    id="sm11-thor", topic="gpus", level=WARN, evidence=DERIVED,
-    releases={"asserts": ASSERTS_UNTIL},
+    id="sm11-thor", topic="gpus", level=WARN, evidence=DERIVED, releases={"asserts": ASSERTS_UNTIL},
     title="SM 11.x (Jetson Thor)", effect="vLLM takes the FlashMLA / fp8_ds_mla path, which ships no sm_110 "
     "kernels; dsv4-launch has no KV-cache row for it",
     message="{gpus}: vLLM's DeepSeek-V4 attention selector falls through to FlashMLA (fp8_ds_mla) on SM 11.x, "
@@ -32,8 +31,7 @@ OLD_GPUS = frozenset({"3", "5", "6", "7", "8"})  # below SM 9.0: no DeepSeek-V4 
     "dsv4-launch knows no KV-cache path for SM 11.x and leaves --kv-cache-dtype as it is",
     fix="run on SM 9.x, 10.x or 12.x GPUs; to try anyway set --kv-cache-dtype fp8 yourself (vLLM before "
     "{asserts_before} fails on auto on that path)",
-    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", models=BOTH,
-    families=frozenset({"11"}),
+    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", models=BOTH, families=frozenset({"11"}),
 )
 def on_sm11(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family is the whole condition
@@ -105,15 +103,13 @@ def sm12_before_path(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="sm12-0.27", topic="gpus", level=WARN, evidence=REPORTED,
-    releases={"degenerate": SM12_DEGENERATE},
+    id="sm12-0.27", topic="gpus", level=WARN, evidence=REPORTED, releases={"degenerate": SM12_DEGENERATE},
     title="SM 12.x with vLLM {since:minor}.x", effect="fails to boot (DeepGEMM FP8 layout assertion, mHC pre-norm)",
     message="{gpus} with {vllm}: DeepSeek-V4 fails to boot on SM 12.x in {since:minor}.x (DeepGEMM 'Unknown SF "
     "transformation' in process_weights_after_loading; tf32_hc_prenorm_gemm), with no setting to avoid it",
     fix="vLLM {before} or later ({degenerate_since:minor}.x boots but has open reports of degenerate output on "
     "SM 12.x: vLLM #52938)",
-    reference="vLLM #51758, #50796, #47436",
-    families=frozenset({"12"}), vllm=SM12_BOOT_FAILS,
+    reference="vLLM #51758, #50796, #47436", families=frozenset({"12"}), vllm=SM12_BOOT_FAILS,
 )
 def sm12_boot_failure(facts: Facts, gpu: GpuInfo | None):
     return {}  # the GPU family and the release range are the whole condition
@@ -121,8 +117,7 @@ def sm12_boot_failure(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="sm12-0.26-garbage", topic="gpus", level=WARN, evidence=REPORTED,
-    releases={"boot_fails": SM12_BOOT_FAILS},
+    id="sm12-0.26-garbage", topic="gpus", level=WARN, evidence=REPORTED, releases={"boot_fails": SM12_BOOT_FAILS},
     title="SM 12.x with vLLM {since:minor}.x", effect="boots, then degenerate output: the same token at every position "
     "(RTX PRO 6000), garbled text with the default fuse_norm_quant/fuse_act_quant fusions (GB10)",
     message="{gpus} with {vllm}: DeepSeek-V4 on SM 12.x has open reports of degenerate output in {since:minor}.x "

@@ -79,8 +79,7 @@ def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
     message="--speculative-config method dspark with --pipeline-parallel-size {pp}: {vllm} raises "
     "NotImplementedError ('DSpark does not support pipeline parallelism.') after loading the weights",
     fix="--pipeline-parallel-size 1 (tensor or data parallel instead), or vLLM {before} and later",
-    reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py",
-    vllm=fact("dspark-pp").range,
+    reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py", vllm=fact("dspark-pp").range,
 )
 def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1
@@ -151,8 +150,7 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
 
 @row(
     ROWS,
-    id="draft-kv-not-fp8", topic="speculative", level=WARN, evidence=DERIVED,
-    releases={"asserts": ASSERTS_UNTIL},
+    id="draft-kv-not-fp8", topic="speculative", level=WARN, evidence=DERIVED, releases={"asserts": ASSERTS_UNTIL},
     title="`method dspark` with a non-fp8 `kv_cache_dtype` in `--speculative-config` (`auto` too before "
     "{asserts_before})",
     effect="the draft's DeepSeek-V4 attention goes through the same KV resolver: AssertionError / ValueError "
