@@ -76,8 +76,9 @@ _FLASHINFER_SM120_TEXT = {
     "effect": "FlashInfer's SM120/SM121 sparse-MLA kernels exist for a fixed set of (heads per GPU, top-k); the DSpark "
               "draft asks top-k 192 or 256, other tensor-parallel sizes other head counts, DeepSeek-V4.1 top-k 1152, "
               "and such a call has no kernel",
-    "fix": "a FlashInfer with the missing instance (top-k 256: flashinfer#3817 and #3834; 192 and 256: flashinfer#4380); "
-           "which vLLM release pins one is not verified here; until then run without the DSpark --speculative-config, "
+    "fix": "a FlashInfer with the missing instance (top-k 256: flashinfer#3817 and #3834; 192 and 256: "
+           "flashinfer#4380); which vLLM release pins one is not verified here; until then run without the DSpark "
+           "--speculative-config, "
            "or with another --tensor-parallel-size",
     "reference": "flashinfer#3828, flashinfer#4336, flashinfer#4380, vllm#50720, vllm#56837",
     "evidence": "reported",
@@ -240,7 +241,8 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         rule="fp4-indexer-removed", exception="pydantic ValidationError (extra forbidden)",
-        pattern=r"Unexpected keyword argument|Extra inputs are not permitted|unexpected_keyword_argument|extra_forbidden",
+        pattern=r"Unexpected keyword argument|Extra inputs are not permitted"
+        r"|unexpected_keyword_argument|extra_forbidden",
         context=r"\buse_fp4_indexer_cache\b", context_lines=3,
         source="vllm/config/attention.py AttentionConfig@0.30.0–0.33.0 (no use_fp4_indexer_cache field; "
         "@config: extra='forbid', vllm/config/utils.py)",
@@ -426,7 +428,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # tokens the KV cache holds, without an estimate.
     Signature(
         rule="max-model-len-too-long", exception="ValueError",
-        pattern=r"The model's max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache",
+        pattern=r"The model's max seq len \(\d+\) is larger than the maximum number of tokens that can be "
+        r"stored in KV cache",
         source="vllm/v1/core/kv_cache_utils.py and vllm/worker/ before 0.24 (the older wording; field corpus: "
         "opea-project/GenAIExamples#1762)",
         vllm=fact("max-model-len-old-wording").range,
@@ -508,7 +511,8 @@ SIGNATURES: tuple[Signature, ...] = (
         source="FlashMLA's sparse decode check; vllm#47648 (nightly 0.23.1rc1.dev803, 8 × H200, DSpark); fixed by "
         "vllm#47716: vllm/v1/attention/backends/mla/sparse_swa.py:96@0.25.0 passes kv_quant_mode (absent in 0.24.0)",
         vllm=fact("dspark-kv-shape").range,
-        text={"title": "DeepSeek-V4 DSpark: the sliding-window KV cache reshaped with the wrong width (fixed in vLLM 0.25.0)",
+        text={"title": "DeepSeek-V4 DSpark: the sliding-window KV cache reshaped with the wrong width "
+                       "(fixed in vLLM 0.25.0)",
               "effect": "nightlies before 0.25.0 built the DSpark sliding-window cache with 512 instead of 584 bytes "
                         "per token (no kv_quant_mode for fp8_ds_mla), and FlashMLA rejects it at the first decode",
               "fix": "vLLM 0.25.0 or later, the first release with DSpark (it has the fix, vllm#47716); on 0.25.0 or "
@@ -523,7 +527,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "vllm#47429 before 0.25.0 (vllm/models/deepseek_v4/nvidia/dspark.py:273@0.25.0), on ROCm by vllm#51145 "
         "(vllm/models/deepseek_v4/amd/dspark.py:294@0.28.0; absent in 0.26.0)",
         vllm=fact("dspark-no-d2t").range,
-        text={"title": "DeepSeek-V4 DSpark draft model without draft_id_to_target_id (fixed in vLLM 0.25.0, ROCm 0.28.0)",
+        text={"title": "DeepSeek-V4 DSpark draft model without draft_id_to_target_id "
+                       "(fixed in vLLM 0.25.0, ROCm 0.28.0)",
               "effect": "the DSpark speculator reads draft_id_to_target_id, which the DeepSeek-V4 DSpark draft class "
                         "did not define (CUDA: nightlies before 0.25.0; ROCm: 0.25.0–0.26.0, 0.27 not checked)",
               "fix": "vLLM 0.28.0 or later on ROCm, 0.25.0 or later on CUDA (no setting avoids it)",
@@ -558,7 +563,8 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="cuda-oom", exception="torch.OutOfMemoryError",
         pattern=r"OutOfMemoryError: CUDA out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]?i?B)\. GPU "
-        r"(?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+ [KMGT]?i?B) of which (?P<free>[\d.]+ [KMGT]?i?B) is free",
+        r"(?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+ [KMGT]?i?B) of which "
+        r"(?P<free>[\d.]+ [KMGT]?i?B) is free",
         not_context=r"load_weights|load_model|model_loader|weight_loader", context_lines=60,
         source="torch's CUDA caching allocator, anywhere in vLLM's start-up (field corpus: sglang#23602, "
         "kvcache-ai/ktransformers#1998) "
@@ -664,12 +670,14 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="flashmla-sparse-prefill-0.26", exception="RuntimeError (FlashMLA assertion)", pattern=pattern,
         source="FlashMLA csrc/sm90/prefill/sparse/instantiations/../phase1.cuh:614 via "
         "vllm/third_party/flashmla/flash_mla_interface.py:217 (sparse_prefill_fwd) from "
-        "vllm/models/deepseek_v4/nvidia/flashmla.py:339@0.26.0 (_forward_prefill); vllm#49883, #49922, #52339, #54179, #51486",
+        "vllm/models/deepseek_v4/nvidia/flashmla.py:339@0.26.0 (_forward_prefill); "
+        "vllm#49883, #49922, #52339, #54179, #51486",
         vllm=fact("flashmla-sparse-prefill-empty-chunk").range, release_only=True,
         text={"title": "FlashMLA's sparse prefill crashes on vLLM 0.26.0 (an empty prefill chunk)",
-              "effect": "vLLM 0.26.0 hands FlashMLA's SM 9.0 sparse prefill an empty chunk (long prompts, chunked prefill, "
-                        "DSpark, KV connectors) and its TMA descriptor cannot be built: every worker asserts",
-              "fix": "vLLM 0.25.x (the reports: the same setup works there); on 0.26.0 no setting is confirmed to avoid it",
+              "effect": "vLLM 0.26.0 hands FlashMLA's SM 9.0 sparse prefill an empty chunk (long prompts, chunked "
+                        "prefill, DSpark, KV connectors) and its TMA descriptor cannot be built: every worker asserts",
+              "fix": "vLLM 0.25.x (the reports: the same setup works there); on 0.26.0 no setting is confirmed to "
+                     "avoid it",
               "reference": "vllm#49883, vllm#49922, vllm#52339, vllm#54179", "evidence": "reported"},
     ) for pattern in (
         r"phase1\.cuh:\d+\): Assertion `res == CUresult::CUDA_SUCCESS` failed",

@@ -65,7 +65,8 @@ DERIVED = "derived"  # worked out from vLLM's code, not observed: a warning only
 EVIDENCE = (CONFIRMED, CITED, REPORTED, DERIVED)
 REFUSAL_EVIDENCE = frozenset({CONFIRMED, CITED})
 
-Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]  # values may hold "uncertain": why it may not apply
+# Check's values may hold "uncertain": why it may not apply.
+Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]
 TYPE_CHECKING = False  # typing is not imported at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any

@@ -105,7 +105,9 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or _kv_is_valid(facts, kv):
         return None
-    which = facts.vllm_words() if facts.accepted_values_exact else f"{facts.vllm_words()} (judged by the nearest release dsv4-launch knows)"
+    which = facts.vllm_words()
+    if not facts.accepted_values_exact:
+        which += " (judged by the nearest release dsv4-launch knows)"
     return {"kv": kv, "which": which, "valid": ", ".join(facts.accepted_values["kv_cache_dtype"])}
 
 
@@ -166,11 +168,13 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
 )
 def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
-    if kv is None or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version) or _v41_plain_rows(facts, gpu):
+    if (kv is None or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version)
+            or _v41_plain_rows(facts, gpu)):
         return None  # plain rows: v41-ds-mla-on-plain-rows
     strict = V41_PACKED_STRICT.contains(facts.vllm_version)
     if strict is True:
-        rejected, accepted = kv not in DSV41_PACKED_OK and not kv.endswith("_ds_mla"), "auto, fp8 and the *_ds_mla records"
+        rejected = kv not in DSV41_PACKED_OK and not kv.endswith("_ds_mla")
+        accepted = "auto, fp8 and the *_ds_mla records"
         error = f"DeepseekV4 packed KV layouts only support fp8 kv-cache, got {kv}"
     elif strict is False:
         rejected, accepted = not kv.startswith("fp8"), "auto and the fp8 values"

@@ -120,8 +120,9 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
                 "why": "only if CUDA's device numbers name those GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to know",
                 "gmu": _higher_gmu(facts)}
     why = e.uncertain or "the estimate's replicated tensors and load overhead"
-    return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu), "budget": gib_text(e.budget_bytes),
-            "lower": gib_text(e.weights_lower_bytes), "why": why, "gmu": _higher_gmu(facts)}
+    return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu),
+            "budget": gib_text(e.budget_bytes), "lower": gib_text(e.weights_lower_bytes), "why": why,
+            "gmu": _higher_gmu(facts)}
 
 
 @row(
@@ -259,7 +260,9 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
         short = f"short by up to {gib_text(max(need - low, 0))} at the pessimistic end"
     fitting = _fitting_length(facts, e.max_model_len_fits_low)
     longest = length_band_text(e.max_model_len_fits_low, e.max_model_len_fits_high)
-    fits = f"up to {longest} tokens fit" + ("" if fitting is not None else ": no useful length is certain at these settings")
+    fits = f"up to {longest} tokens fit"
+    if fitting is None:
+        fits += ": no useful length is certain at these settings"
     fix = _fix(facts, e, fitting)
     if facts.args.value("speculative_config") and speculative_method(facts) not in DRAFT_KV_COUNTED:
         fits += "; the draft model's own KV cache comes on top (not counted)"

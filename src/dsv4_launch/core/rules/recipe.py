@@ -93,8 +93,8 @@ def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
     effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before "
     "{at_build_since:minor}",
     message="--moe-backend deep_gemm_mega_moe on {gpus}: DeepGEMM MegaMoE runs only on SM 10.x; {vllm} raises "
-    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before {at_build_since:minor} only after loading all "
-    "the weights",
+    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before {at_build_since:minor} only after loading "
+    "all the weights",
     fix="--moe-backend auto (the recipe's own SM 12.x setting)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _check_runtime_supported (≤ 0.31), "
     "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760", families=NOT_SM10,
@@ -258,7 +258,8 @@ def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
     at_warmup = DEEP_GEMM_READ_AT_WARMUP.contains(facts.vllm_version)
     where = ("the kernel warm-up reads it on every start, after the weight load" if at_warmup
              else "DeepGEMM's support check, is_deep_gemm_supported" if at_warmup is False
-             else f"the kernel warm-up before {DEEP_GEMM_READ_AT_WARMUP.before} on every start; DeepGEMM's support check")
+             else f"the kernel warm-up before {DEEP_GEMM_READ_AT_WARMUP.before} on every start; "
+                  "DeepGEMM's support check")
     # Where DeepGEMM on fails the FP8 warm-up (sm12-0.24-deepgemm), 1 or unset is no fix: only 0.
     sm12 = any(g.capability and in_families(g.capability, SM12_DEEPGEMM_FAMILIES) for g in facts.all_gpus)
     fix = ("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off: with it on, the FP8 warm-up fails on SM 12.x in this release)"

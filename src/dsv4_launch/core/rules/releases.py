@@ -174,7 +174,8 @@ def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
     reference="vLLM #53320", families=frozenset({"9"}), vllm=fact("h20-0.27.1").range,
 )
 def h20_0271(facts: Facts, gpu: GpuInfo | None):
-    if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or (facts.rule_env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1":
+    multicast_off = (facts.rule_env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1"
+    if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or multicast_off:
         return None
     return {}
 

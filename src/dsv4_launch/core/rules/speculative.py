@@ -34,7 +34,8 @@ def _has_dspark(facts: Facts) -> bool:
 V2_UNSUPPORTED = (
     ("enable_dbo", "--enable-dbo (dual batch overlap)", fact("v2-unsupported-dbo").range),
     ("enable_elastic_ep", "--enable-elastic-ep (elastic expert parallelism)", fact("v2-unsupported-elastic-ep").range),
-    ("logits_processors", "--logits-processors (custom logits processors)", fact("v2-unsupported-logits-processors").range),
+    ("logits_processors", "--logits-processors (custom logits processors)",
+     fact("v2-unsupported-logits-processors").range),
     ("kv_sharing_fast_prefill", "--kv-sharing-fast-prefill (KV sharing fast prefill)",
      fact("v2-unsupported-kv-sharing-fast-prefill").range),
 )
@@ -66,7 +67,8 @@ def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     vllm=fact("dspark-without-module").range,
 )
 def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
-    if spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None or _has_dspark(facts):
+    if (spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None
+            or _has_dspark(facts)):
         return None
     return {"arch": facts.model.architecture or "the model"}
 
@@ -138,7 +140,8 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is False or isinstance(v2_runner_env(facts), str):
         return None  # V1 forced: dspark-v1-runner; unreadable: v2-runner-env-not-int
     used = [words for dest, words, releases in V2_UNSUPPORTED
-            if facts.args.value(dest) not in (None, False, [], "") and releases.contains(facts.vllm_version) is not False]
+            if facts.args.value(dest) not in (None, False, [], "")
+            and releases.contains(facts.vllm_version) is not False]
     if not used:
         return None
     forced = v2_runner_env(facts) is True
