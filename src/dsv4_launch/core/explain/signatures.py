@@ -110,8 +110,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="kv-not-fp8", exception="ValueError",
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
-        source=f"{_ATT}:112@0.30.0, :111@0.31.0–0.32.0, :112@0.33.0",
-        vllm=fact("dsv4-kv-check-raises").range,
+        source=f"{_ATT}:112@0.30.0, :111@0.31.0–0.32.0, :112@0.33.0", vllm=fact("dsv4-kv-check-raises").range,
     ),
     Signature(
         rule="kv-invalid", exception="argparse error (exit 2)",
@@ -122,8 +121,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="kv-invalid", exception="pydantic ValidationError",
         pattern=r"Invalid kv_cache_dtype: '[^']*'\. Valid values are",
-        source="vllm/config/cache.py:473@0.33.0",
-        vllm=fact("kv-dtype-by-pydantic").range,
+        source="vllm/config/cache.py:473@0.33.0", vllm=fact("kv-dtype-by-pydantic").range,
     ),
     Signature(
         rule="nvfp4-on-mla", exception="pydantic ValidationError (ValueError)",
@@ -137,8 +135,7 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="v41-kv", exception="ValueError",
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
         context=r"deepseek_v41", context_lines=40,
-        source="vllm/models/deepseek_v41/attention.py:141@0.30.0",
-        vllm=fact("v41-kv-as-v4").range,
+        source="vllm/models/deepseek_v41/attention.py:141@0.30.0", vllm=fact("v41-kv-as-v4").range,
     ),
     Signature(
         rule="v41-kv", exception="ValueError",
@@ -164,8 +161,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="v41-pcp-not-flashmla", exception="NotImplementedError",
         pattern=r"DeepSeek-V4\.1 PCP requires FlashMLA sparse attention",
-        source="vllm/models/deepseek_v41/nvidia/model.py:218@0.33.0",
-        vllm=fact("v41-pcp-not-flashmla").range,
+        source="vllm/models/deepseek_v41/nvidia/model.py:218@0.33.0", vllm=fact("v41-pcp-not-flashmla").range,
         fill={"pcp": "> 1", "backend": "(not FlashMLA sparse)"},
     ),
     Signature(
@@ -191,8 +187,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"DeepSeek V4 MegaMoE currently requires expert parallel",
         source=f"{_NV}:506@0.24.0, :527@0.25.0–0.25.1, :528@0.26.0, :537@0.27.0–0.27.1, :545@0.28.0, "
         ":765@0.29.0 (raised for the draft model: vllm/config/speculative.py create_draft_parallel_config "
-        "copies enable_expert_parallel from :1757@0.30.0); vllm#55914",
-        vllm=fact("mega-moe-draft-without-ep").range,
+        "copies enable_expert_parallel from :1757@0.30.0); vllm#55914", vllm=fact("mega-moe-draft-without-ep").range,
         args={"enable_expert_parallel": True, "speculative_config": ...},
         text={"title": "MegaMoE with --enable-expert-parallel and a speculative draft model before vLLM 0.30.0",
               "effect": "--enable-expert-parallel is set (the log's arguments), but before 0.30.0 vLLM builds the "
@@ -229,8 +224,7 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="fp4-indexer-off-sm10", exception="ValueError",
         pattern=r"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs",
         source=f"{_IDX}:58@0.28.0–0.29.0 (use_fp4_indexer_cache=True sets indexer_kv_dtype='mxfp4': "
-        "vllm/config/attention.py:125@0.28.0, :121@0.29.0)",
-        vllm=fact("fp4-indexer-off-sm10-raises").range,
+        "vllm/config/attention.py:125@0.28.0, :121@0.29.0)", vllm=fact("fp4-indexer-off-sm10-raises").range,
         fill={"fix": "drop --attention_config.use_fp4_indexer_cache (an SM 10.x-only option)"},
     ),
     Signature(
@@ -242,11 +236,9 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="fp4-indexer-removed", exception="pydantic ValidationError (extra forbidden)",
         pattern=r"Unexpected keyword argument|Extra inputs are not permitted"
-        r"|unexpected_keyword_argument|extra_forbidden",
-        context=r"\buse_fp4_indexer_cache\b", context_lines=3,
+        r"|unexpected_keyword_argument|extra_forbidden", context=r"\buse_fp4_indexer_cache\b", context_lines=3,
         source="vllm/config/attention.py AttentionConfig@0.30.0–0.33.0 (no use_fp4_indexer_cache field; "
-        "@config: extra='forbid', vllm/config/utils.py)",
-        vllm=fact("fp4-indexer-removed").range,
+        "@config: extra='forbid', vllm/config/utils.py)", vllm=fact("fp4-indexer-removed").range,
         fill={"fix": "drop use_fp4_indexer_cache from --attention-config (on SM 10.x with vLLM ≥ 0.28: "
               "--attention-config.indexer_kv_dtype mxfp4 turns the FP4 indexer cache on)"},
     ),
@@ -307,22 +299,19 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="block-size", exception="ValueError",
         pattern=r"No common block size for \d+",
         source="vllm/v1/worker/utils.py:328@0.24.0–0.25.1, :348@0.26.0, :332@0.27.0–0.27.1, :367@0.28.0, "
-        ":376@0.29.0, :386@0.30.0–0.31.0, :554@0.32.0–0.33.0",
-        fill={"suggested": "a multiple of 256 (256)"},
+        ":376@0.29.0, :386@0.30.0–0.31.0, :554@0.32.0–0.33.0", fill={"suggested": "a multiple of 256 (256)"},
     ),
     Signature(
         rule="block-size-v41", exception="ValueError",
         pattern=r"No common block size for \d+",
         source="vllm/v1/worker/utils.py:386@0.30.0–0.31.0, :554@0.32.0–0.33.0 (vllm/models/deepseek_v41/"
-        "sparse_mla.py:90@0.30.0)",
-        vllm=fact("block-size-v41").range,
+        "sparse_mla.py:90@0.30.0)", vllm=fact("block-size-v41").range,
         fill={"suggested": "a multiple of 128 (64 on SM 9.x)"},
     ),
     # --- speculative decoding --------------------------------------------------------------------
     Signature(
         rule="dspark-before-0.25", exception="pydantic ValidationError (literal_error)",
-        pattern=r"input_value='dspark'",
-        context=r"SpeculativeConfig|literal_error|Input should be", context_lines=3,
+        pattern=r"input_value='dspark'", context=r"SpeculativeConfig|literal_error|Input should be", context_lines=3,
         source="vllm/config/speculative.py SpeculativeMethod@0.24.0 (no 'dspark')",
         vllm=fact("dspark-before-0.25").range,
     ),
@@ -336,8 +325,7 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="dspark-pp", exception="NotImplementedError",
         pattern=r"DSpark does not support pipeline parallelism",
         source="vllm/v1/worker/gpu/spec_decode/dspark/utils.py:36@0.25.0–0.25.1, :46@0.26.0, "
-        ":50@0.27.0–0.27.1, :56@0.28.0, :80@0.29.0",
-        vllm=fact("dspark-pp").range,
+        ":50@0.27.0–0.27.1, :56@0.28.0, :80@0.29.0", vllm=fact("dspark-pp").range,
     ),
     # The same refusal in the model-config words when the DSpark draft is checked first (vllm#52761:
     # 0.27.1, PP 3): a message any model without SupportsPP prints, so only with the log's
@@ -346,23 +334,20 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="dspark-pp", exception="ValueError",
         pattern=r"Pipeline parallelism is not supported for this model",
         source="vllm/config/model.py:1227@0.25.0, :1245@0.26.0, :1330@0.27.0, :1382@0.28.0, :1428@0.29.0 "
-        "(verify_with_parallel_config, for the DSpark draft); vllm#52761",
-        vllm=fact("dspark-pp").range,
+        "(verify_with_parallel_config, for the DSpark draft); vllm#52761", vllm=fact("dspark-pp").range,
         args={"pipeline_parallel_size": ..., "speculative_config.method": "dspark"},
     ),
     Signature(
         rule="dspark-k-below-block", exception="ValueError",
         pattern=r"DSpark requires num_speculative_tokens >= dspark_block_size",
-        source="vllm/config/speculative.py:1020@0.26.0, :1051@0.27.0–0.27.1",
-        vllm=fact("dspark-k-below-block").range,
+        source="vllm/config/speculative.py:1020@0.26.0, :1051@0.27.0–0.27.1", vllm=fact("dspark-k-below-block").range,
         fill={"block": "the checkpoint's dspark_block_size"},
     ),
     Signature(
         rule="dspark-v1-runner", exception="ValueError",
         pattern=r"Model Runner V1 does not support: .*dspark speculative decoding",
         source="vllm/config/vllm.py:2738@0.29.0 (:2624 adds 'dspark speculative decoding'), :3093@0.30.0, "
-        ":3329@0.31.0, :3201@0.32.0, :3335@0.33.0",
-        vllm=fact("dspark-v1-runner").range,
+        ":3329@0.31.0, :3201@0.32.0, :3335@0.33.0", vllm=fact("dspark-v1-runner").range,
     ),
     # The same refusal when a setting the V2 runner does not support makes vLLM fall back to V1.
     Signature(
@@ -377,8 +362,7 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="vision-before-0.30", exception="ValueError",
         pattern=r"There is no module or parameter named '[^']*vision",
         source="vllm/model_executor/models/utils.py:341@0.24.0, :387@0.25.0–0.25.1, :390@0.26.0–0.27.1, "
-        ":389@0.28.0, :412@0.29.0",
-        vllm=fact("vision-before-0.30").range,
+        ":389@0.28.0, :412@0.29.0", vllm=fact("vision-before-0.30").range,
     ),
     Signature(
         rule="hma-disabled", exception="TypeError",
@@ -406,8 +390,7 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="weights-exceed-memory", exception="ValueError",
         pattern=r"No available memory for the cache blocks",
         source=f"{_KVU}:740@0.24.0–0.25.1, :758@0.26.0–0.27.1, :738@0.28.0, :859@0.29.0, :879@0.30.0, "
-        ":905@0.31.0, :1010@0.32.0, vllm/v1/core/kv_cache_planning.py:57@0.33.0",
-        fill={"more": "enough"},
+        ":905@0.31.0, :1010@0.32.0, vllm/v1/core/kv_cache_planning.py:57@0.33.0", fill={"more": "enough"},
     ),
     Signature(
         rule="weights-exceed-memory", exception="torch.OutOfMemoryError",
@@ -431,8 +414,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"The model's max seq len \(\d+\) is larger than the maximum number of tokens that can be "
         r"stored in KV cache",
         source="vllm/v1/core/kv_cache_utils.py and vllm/worker/ before 0.24 (the older wording; field corpus: "
-        "opea-project/GenAIExamples#1762)",
-        vllm=fact("max-model-len-old-wording").range,
+        "opea-project/GenAIExamples#1762)", vllm=fact("max-model-len-old-wording").range,
         fill={"fix": "--max-model-len at most the KV-cache tokens the message names, --max-model-len auto, or more "
               "memory for the KV cache (--gpu-memory-utilization, more GPUs)"},
     ),
@@ -440,16 +422,14 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="shards-missing", exception="ValueError",
         pattern=r"Following weights were not initialized from checkpoint",
         source="vllm/model_executor/model_loader/default_loader.py:467@0.24.0–0.30.0, :521@0.31.0, "
-        ":564@0.32.0, :569@0.33.0",
-        fill={"where": "the model's directory (or the Hugging Face cache)"},
+        ":564@0.32.0, :569@0.33.0", fill={"where": "the model's directory (or the Hugging Face cache)"},
     ),
     # --- doctor rows (this machine's FlashInfer) -----------------------------------------------
     Signature(
         rule="flashinfer-missing", exception="RuntimeError",
         pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
         source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1 (has_flashinfer_sparse_mla_sm120() "
-        "is False without FlashInfer)",
-        vllm=fact("flashinfer-sm120-decode-api").range,
+        "is False without FlashInfer)", vllm=fact("flashinfer-sm120-decode-api").range,
     ),
     Signature(
         rule="flashinfer-sm120-api", exception="RuntimeError",
@@ -474,8 +454,7 @@ SIGNATURES: tuple[Signature, ...] = (
         rule="sm12-0.27", exception="RuntimeError (DeepGEMM assertion)",
         pattern=r"Unknown SF transformation",
         source="DeepGEMM, from process_weights_after_loading in vLLM 0.27.x (vLLM #51758)",
-        vllm=fact("sm12-0.27").range,
-        fill={"before": "0.28.0"},
+        vllm=fact("sm12-0.27").range, fill={"before": "0.28.0"},
     ),
     # --- failures no rule row decides: the signature's own words (``text``) ---------------------
     # The field corpus (tests/fixtures/logs/field/MANIFEST.json) holds a real log of each.
@@ -525,8 +504,7 @@ SIGNATURES: tuple[Signature, ...] = (
         source="vllm/v1/worker/gpu/spec_decode/dspark/speculator.py:86@0.25.0, :84@0.26.0, :85@0.27.0 reads it "
         "(vllm#47418); set on CUDA by "
         "vllm#47429 before 0.25.0 (vllm/models/deepseek_v4/nvidia/dspark.py:273@0.25.0), on ROCm by vllm#51145 "
-        "(vllm/models/deepseek_v4/amd/dspark.py:294@0.28.0; absent in 0.26.0)",
-        vllm=fact("dspark-no-d2t").range,
+        "(vllm/models/deepseek_v4/amd/dspark.py:294@0.28.0; absent in 0.26.0)", vllm=fact("dspark-no-d2t").range,
         text={"title": "DeepSeek-V4 DSpark draft model without draft_id_to_target_id "
                        "(fixed in vLLM 0.25.0, ROCm 0.28.0)",
               "effect": "the DSpark speculator reads draft_id_to_target_id, which the DeepSeek-V4 DSpark draft class "
@@ -646,8 +624,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         rule="v1-runner-removed", exception="ValueError",
         pattern=r"VLLM_USE_V2_MODEL_RUNNER=(?P<value>.*) is no longer supported: Model Runner V1 has been removed",
-        source="vllm/platforms/interface.py:1483@0.34.0 (validate_environ)",
-        vllm=fact("v1-runner-removed").range,
+        source="vllm/platforms/interface.py:1483@0.34.0 (validate_environ)", vllm=fact("v1-runner-removed").range,
     ),
     *(Signature(
         rule="vllm-too-old-for-dsv4", exception=exception, pattern=pattern, source=source, text=_TOO_OLD_TEXT,
