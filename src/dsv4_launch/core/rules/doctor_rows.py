@@ -52,8 +52,7 @@ def sm120_decode_shapes(facts: Facts) -> list[tuple[int, int]]:
 
 
 @row(
-    ROWS,
-    id="flashinfer-missing", level=FAIL, evidence=CITED,
+    ROWS, id="flashinfer-missing", level=FAIL, evidence=CITED,
     title="SM 12.x without FlashInfer in vLLM's environment",
     effect="DeepSeek-V4's SM 12.x attention is FlashInfer's: the model cannot be built",
     message="FlashInfer is not installed where vLLM runs, and DeepSeek-V4 on {gpus} runs on FlashInfer's SM120 kernels",
@@ -67,8 +66,7 @@ def flashinfer_missing(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashinfer-sm120-api", level=FAIL, evidence=CITED,
+    ROWS, id="flashinfer-sm120-api", level=FAIL, evidence=CITED,
     title="SM 12.x with a FlashInfer lacking the sparse-MLA SM120 decode API",
     effect="`RuntimeError: FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires …` when the model is built",
     message="FlashInfer {version} lacks the SM120 sparse-MLA decode API (trtllm_batch_decode_sparse_mla_dsv4) "
@@ -85,8 +83,7 @@ def sm120_api_missing(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashinfer-sm120-shape", level=FAIL, evidence=CITED,
+    ROWS, id="flashinfer-sm120-shape", level=FAIL, evidence=CITED,
     title="SM 12.x with a FlashInfer lacking the DSv4 decode shape (heads, top-k) this model needs (DSpark: 192/256)",
     effect="`RuntimeError: … requires a FlashInfer DSV4 sparse MLA decode specialization` when the model is built",
     message="FlashInfer {version} has no SM120 DeepSeek-V4 decode kernel for {shapes}; {vllm} raises "
@@ -108,8 +105,7 @@ def sm120_shape_missing(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashinfer-pin", level=WARN, evidence=CITED,
+    ROWS, id="flashinfer-pin", level=WARN, evidence=CITED,
     title="FlashInfer other than the version the installed vLLM pins",
     effect="kernels vLLM was not built or tested against (pip only warns)",
     message="FlashInfer {found} is installed, but vLLM {vllm_version} pins flashinfer-python=={pinned}",

@@ -91,8 +91,7 @@ def _v41_plain_rows(facts: Facts, gpu: GpuInfo | None) -> bool:
 
 
 @row(
-    ROWS,
-    id="kv-invalid", topic="kv", level=WARN, evidence=CONFIRMED, releases={"pydantic": KV_DTYPE_BY_PYDANTIC},
+    ROWS, id="kv-invalid", topic="kv", level=WARN, evidence=CONFIRMED, releases={"pydantic": KV_DTYPE_BY_PYDANTIC},
     title="`--kv-cache-dtype` set to a value the installed vLLM does not have (`fp9`, `Auto`)",
     effect="rejected by vLLM itself at once with its own error (argparse exit 2 before {pydantic_since:minor}, "
     "pydantic after)",
@@ -112,8 +111,7 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="kv-not-fp8", topic="kv", level=REFUSE, evidence=CONFIRMED, releases={"asserts": ASSERTS_UNTIL},
+    ROWS, id="kv-not-fp8", topic="kv", level=REFUSE, evidence=CONFIRMED, releases={"asserts": ASSERTS_UNTIL},
     title="explicit non-fp8 `--kv-cache-dtype` (`bfloat16`, `float16`, `nvfp4_ds_mla`, …) for DeepSeek-V4 on an "
     "fp8_ds_mla path",
     effect="AssertionError (< {asserts_before:minor}; a bare assert, so only a warning under PYTHONOPTIMIZE) / "
@@ -138,8 +136,7 @@ def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="nvfp4-on-mla", topic="kv", level=REFUSE, evidence=CITED,
+    ROWS, id="nvfp4-on-mla", topic="kv", level=REFUSE, evidence=CITED,
     title="`--kv-cache-dtype nvfp4` (or `nvfp4_4over6`) on an MLA model",
     effect="`nvfp4 KV cache is not supported with MLA` when the engine config is made",
     message="{setting}: DeepSeek-V4 uses MLA attention, and {vllm} rejects an nvfp4 KV cache on MLA when it "
@@ -155,8 +152,7 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="v41-kv", topic="kv", level=REFUSE, evidence=CONFIRMED, releases={"strict": V41_PACKED_STRICT},
+    ROWS, id="v41-kv", topic="kv", level=REFUSE, evidence=CONFIRMED, releases={"strict": V41_PACKED_STRICT},
     title="DeepSeek-V4.1 on its packed KV path with a `--kv-cache-dtype` its resolver rejects (`bfloat16`, "
     "`float16`; from {strict_since} also `fp8_e4m3`, `fp8_e5m2`, `fp8_inc`, `fp8_per_token_head`)",
     effect="`ValueError: DeepseekV4 … only support(s) fp8 kv-cache, got …` when the attention layers are built",
@@ -189,8 +185,7 @@ def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="v41-ds-mla-on-plain-rows", topic="kv", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="v41-ds-mla-on-plain-rows", topic="kv", level=REFUSE, evidence=CONFIRMED,
     title="DeepSeek-V4.1 with `--attention-backend FLASHINFER_MLA_SPARSE_DSV4`/`_DSV41` off SM 12.x and "
     "`--kv-cache-dtype fp8_ds_mla` or `nvfp4_ds_mla`",
     effect="`ValueError: … is a packed FlashMLA DeepSeek V4.1 KV cache format; the selected backend stores plain "
@@ -215,8 +210,7 @@ def v41_ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="backend-not-dsv4", topic="kv", level=REFUSE, evidence=CITED,
+    ROWS, id="backend-not-dsv4", topic="kv", level=REFUSE, evidence=CITED,
     title="`--attention-backend FLASHINFER_MLA_SPARSE` or `…_SM120`",
     effect="`ValueError: … is not a DeepSeek V4 (V4.1) attention backend` when the model is built",
     message="--attention-backend {backend}: not a {name} attention backend; {vllm} raises ValueError when "
@@ -240,8 +234,7 @@ PCP_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4", "FLASHMLA_S
 
 
 @row(
-    ROWS,
-    id="v41-pcp-not-flashmla", topic="kv", level=REFUSE, evidence=CITED,
+    ROWS, id="v41-pcp-not-flashmla", topic="kv", level=REFUSE, evidence=CITED,
     title="DeepSeek-V4.1 with `--prefill-context-parallel-size` > 1 and an attention backend other than FlashMLA "
     "sparse (FlashInfer, MegaAttn, …)",
     effect="`NotImplementedError: DeepSeek-V4.1 PCP requires FlashMLA sparse attention.` when the model is built",
@@ -261,8 +254,7 @@ def v41_pcp_not_flashmla(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="backend-ignored", topic="kv", level=WARN, evidence=CITED,
+    ROWS, id="backend-ignored", topic="kv", level=WARN, evidence=CITED,
     title="`--attention-backend` naming a backend DeepSeek-V4 does not use (`TRITON_MLA`, `FLASH_ATTN`, …)",
     effect="silently ignored: the default DeepSeek-V4 attention is used",
     message="--attention-backend {backend}: DeepSeek-V4's attention selector ignores it and uses its default "
@@ -281,8 +273,7 @@ def backend_ignored(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashmla-on-sm12", topic="kv", level=WARN, evidence=DERIVED,
+    ROWS, id="flashmla-on-sm12", topic="kv", level=WARN, evidence=DERIVED,
     title="SM 12.x with `--attention-backend FLASHMLA_SPARSE[_DSV4]`",
     effect="the FlashMLA class is built, but FlashMLA ships no sm_120 kernels",
     message="--attention-backend {backend} on {gpus}: FlashMLA has no sm_120 kernels, so the model is expected "
@@ -297,8 +288,7 @@ def flashmla_forced(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashinfer-dsv4-on-sm9", topic="kv", level=WARN, evidence=DERIVED,
+    ROWS, id="flashinfer-dsv4-on-sm9", topic="kv", level=WARN, evidence=DERIVED,
     title=f"SM 9.x with `--attention-backend {FLASHINFER_DSV4}`",
     effect="selects the SM 10.x TRTLLM-gen plain-row class, whose kernels are SM 10.x only",
     message="--attention-backend {backend} on {gpus}: vLLM picks the SM 10.x FlashInfer plain-row attention, "
@@ -311,8 +301,7 @@ def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="fp8-ds-mla-on-plain-rows", topic="kv", level=WARN, evidence=DERIVED,
+    ROWS, id="fp8-ds-mla-on-plain-rows", topic="kv", level=WARN, evidence=DERIVED,
     releases={"v41_checked": V41_PLAIN_ROWS_CHECKED},
     title=f"SM 10.x + `{FLASHINFER_DSV4}` + `--kv-cache-dtype fp8_ds_mla` or `nvfp4_ds_mla` (DeepSeek-V4; "
     "V4.1 before {v41_checked_since})",
@@ -338,8 +327,7 @@ def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="attention-env-ignored", topic="kv", level=WARN, evidence=CITED,
+    ROWS, id="attention-env-ignored", topic="kv", level=WARN, evidence=CITED,
     title="`VLLM_ATTENTION_BACKEND` set",
     effect="read nowhere by any vLLM release dsv4-launch knows (the default backend is used)",
     message="VLLM_ATTENTION_BACKEND={value} is not read by {vllm}",
@@ -367,8 +355,7 @@ def _block(facts: Facts, multiple: int, name: str):
 
 
 @row(
-    ROWS,
-    id="block-size", topic="parallel", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="block-size", topic="parallel", level=REFUSE, evidence=CONFIRMED,
     title="`--block-size` not a multiple of 256 (DeepSeek-V4)",
     effect="`No common block size` after the weights load",
     message="{setting}: {name}'s sparse attention needs a multiple of {multiple}; {vllm} fails with 'No common "
@@ -381,8 +368,7 @@ def block_size_v4(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="block-size-v41", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="block-size-v41", topic="parallel", level=REFUSE, evidence=CITED,
     title="`--block-size` not a multiple of 128 (DeepSeek-V4.1; 64 on SM 9.x with FlashMLA)",
     effect="`No common block size` after the weights load",
     message="{setting}: {name}'s sparse attention on {gpus} needs a multiple of {multiple}; {vllm} fails with "
@@ -425,8 +411,7 @@ def _fp4_indexer_fix(facts: Facts) -> str:
 
 
 @row(
-    ROWS,
-    id="fp4-indexer-off-sm10", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="fp4-indexer-off-sm10", topic="recipe", level=REFUSE, evidence=CITED,
     releases={"asserts": INDEXER_ASSERTS_UNTIL},
     title="`--attention_config.use_fp4_indexer_cache=True` off SM 10.x, vLLM {since:minor}–{before:last}",
     effect="AssertionError in the indexer metadata builder ({since:minor}–{asserts_before:last}; a bare assert, "
@@ -445,8 +430,7 @@ def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="fp4-indexer-removed", topic="recipe", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="fp4-indexer-removed", topic="recipe", level=REFUSE, evidence=CONFIRMED,
     title="`use_fp4_indexer_cache` in `--attention-config` (any spelling) on vLLM ≥ {since:minor}",
     effect="exit 2 at once: 'Unexpected keyword argument' (the option was removed, on every GPU)",
     message="use_fp4_indexer_cache in --attention-config: {vllm} no longer has this option (removed in {since:minor}) "
@@ -464,8 +448,7 @@ def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mxfp4-indexer-off-sm10", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="mxfp4-indexer-off-sm10", topic="recipe", level=REFUSE, evidence=CITED,
     title="`--attention-config.indexer_kv_dtype mxfp4` off SM 10.x, vLLM ≥ {since:minor}",
     effect="`ValueError: indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs` when the model is built",
     message="--attention-config.indexer_kv_dtype mxfp4 on {gpus}: {vllm} raises ValueError "
@@ -480,8 +463,7 @@ def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="indexer-dtype-unsupported", topic="recipe", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="indexer-dtype-unsupported", topic="recipe", level=REFUSE, evidence=CONFIRMED,
     title="`--attention-config.indexer_kv_dtype bf16` or `nvfp4`",
     effect="`ValueError: indexer_kv_dtype='bf16' is not supported by the DeepSeek sparse indexer` when the model "
     "is built, on every GPU",
@@ -498,8 +480,7 @@ def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="indexer-dtype-ignored", topic="recipe", level=WARN, evidence=CITED,
+    ROWS, id="indexer-dtype-ignored", topic="recipe", level=WARN, evidence=CITED,
     title="`--attention-config.indexer_kv_dtype` on vLLM {since:minor}–{before:last}",
     effect="ignored by DeepSeek-V4 (it reads only use_fp4_indexer_cache)",
     message="--attention-config.indexer_kv_dtype {value}: {vllm}'s DeepSeek-V4 does not read it (only "
@@ -642,8 +623,7 @@ HMA_PROMOTION_RAISES = fact("hma-promotion-raises").range
 
 
 @row(
-    ROWS,
-    id="hma-disabled", topic="serving", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="hma-disabled", topic="serving", level=REFUSE, evidence=CONFIRMED,
     title="`--disable-hybrid-kv-cache-manager` for DeepSeek-V4",
     effect="`TypeError: MLAAttentionSpec.__init__() got an unexpected keyword argument 'bounded_replay'` when "
     "the KV-cache groups are planned, after the weight load, on every GPU",
@@ -660,8 +640,7 @@ def hma_disabled(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="connector-turns-hma-off", topic="serving", level=REFUSE, evidence=CITED,
+    ROWS, id="connector-turns-hma-off", topic="serving", level=REFUSE, evidence=CITED,
     title="a KV connector without hybrid-manager support, as vLLM builds it (LMCacheConnectorV1, FlexKV, HF3FS, "
     "Example, a MultiConnector with one of them; `--kv-offloading-size` with `--kv-offloading-backend lmcache` "
     "only warns: the lmcache package decides)",
@@ -685,8 +664,7 @@ def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="hma-off-full-attention", topic="serving", level=WARN, evidence=DERIVED,
+    ROWS, id="hma-off-full-attention", topic="serving", level=WARN, evidence=DERIVED,
     title="the hybrid KV-cache manager off (`--disable-hybrid-kv-cache-manager`, or a connector without "
     "hybrid support)",
     effect="sliding-window and compressor caches are promoted to full attention (vLLM before {raises_since:minor} "
@@ -713,8 +691,7 @@ def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="connector-hma-forced", topic="serving", level=REFUSE, evidence=CITED,
+    ROWS, id="connector-hma-forced", topic="serving", level=REFUSE, evidence=CITED,
     title="the hybrid KV-cache manager forced on with a connector that does not support it",
     effect="`ValueError: Connector … does not support HMA but HMA is enabled` when the connector is made",
     message="the hybrid KV-cache manager is forced on, and {connector} does not support it: {vllm} raises "
@@ -733,8 +710,7 @@ def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="vision-no-compress-ratios", topic="serving", level=WARN, evidence=DERIVED,
+    ROWS, id="vision-no-compress-ratios", topic="serving", level=WARN, evidence=DERIVED,
     title="DeepSeek-V4-Flash-Vision-Exp (`vision_n_layers` > 0) whose config facts have no `compress_ratios`",
     effect="dsv4-launch cannot size the KV cache per token, so its max-model-len check is skipped (vLLM checks "
     "after the weight load)",

@@ -37,8 +37,7 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
 
 
 @row(
-    ROWS,
-    id="weights-exceed-memory", topic="memory", level=REFUSE, evidence=CITED,
+    ROWS, id="weights-exceed-memory", topic="memory", level=REFUSE, evidence=CITED,
     title="the weights per GPU certainly above what vLLM may use of one GPU (a lower bound from the "
     "checkpoint's exact or published size, offloading counted)",
     effect="out of memory at the weight load, or `No available memory for the cache blocks` right after it",
@@ -72,8 +71,7 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="memory-not-checked", topic="memory", level=WARN, evidence=DERIVED,
+    ROWS, id="memory-not-checked", topic="memory", level=WARN, evidence=DERIVED,
     title="the memory of the GPUs vLLM will use is not known here (no GPU read, NVML unreadable, or "
     "DSV4_LAUNCH_GPU_CAPABILITY without NVML)",
     effect="nothing about memory is checked, the certain refusal included: vLLM finds out at the weight load or "
@@ -93,8 +91,7 @@ def memory_not_known(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="weights-tight", topic="memory", level=WARN, evidence=DERIVED,
+    ROWS, id="weights-tight", topic="memory", level=WARN, evidence=DERIVED,
     title="the weights per GPU at (or just over) the memory vLLM may use, by the estimate",
     effect="may run out of memory at the weight load; vLLM decides at start",
     message="{layout}: about {weights} of weights per GPU against a budget of {budget} (at least {lower} for "
@@ -126,8 +123,7 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="host-memory-short", topic="memory", level=WARN, evidence=DERIVED,
+    ROWS, id="host-memory-short", topic="memory", level=WARN, evidence=DERIVED,
     title="DeepSeek-V4.1's Engram tables, which vLLM keeps in pinned host memory, larger than the memory this "
     "host has available (/proc/meminfo)",
     effect="the pinned allocation fails, or the host swaps or kills a process, while vLLM loads the weights",
@@ -148,8 +144,7 @@ def host_memory_short(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="download-space-short", topic="memory", level=WARN, evidence=DERIVED,
+    ROWS, id="download-space-short", topic="memory", level=WARN, evidence=DERIVED,
     title="the shards vLLM will download larger than the free space of the filesystem it downloads into "
     "(the Hugging Face cache, or --download-dir)",
     effect="the download stops with `No space left on device` part way through, before vLLM starts",
@@ -229,8 +224,7 @@ def _term_text(e, name: str) -> str:
 
 
 @row(
-    ROWS,
-    id="max-model-len-too-long", topic="memory", level=WARN, evidence=DERIVED,
+    ROWS, id="max-model-len-too-long", topic="memory", level=WARN, evidence=DERIVED,
     title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) not certain to fit the KV cache "
     "left, by vLLM's own accounting at the pessimistic end of the estimated terms",
     effect="vLLM decides at start: `ValueError: To serve at least one request with the model's max seq len …` "
@@ -284,8 +278,7 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="gpu-memory-utilization-invalid", topic="memory", level=WARN, evidence=CITED,
+    ROWS, id="gpu-memory-utilization-invalid", topic="memory", level=WARN, evidence=CITED,
     title="`--gpu-memory-utilization` outside (0, 1]",
     effect="vLLM rejects it itself when it builds its config (a pydantic ValidationError), before loading",
     message="--gpu-memory-utilization {value}: vLLM accepts a fraction greater than 0 and at most 1, and "
@@ -301,8 +294,7 @@ def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="max-model-len-invalid", topic="memory", level=WARN, evidence=CITED,
+    ROWS, id="max-model-len-invalid", topic="memory", level=WARN, evidence=CITED,
     title="`--max-model-len` that is not a positive length, `auto` or -1",
     effect="vLLM rejects it itself (argparse's human_readable_int, or ModelConfig's ge=-1)",
     message="--max-model-len {value}: vLLM accepts a positive length (128k, 1m), or auto/-1 to fit it to the "
@@ -327,8 +319,7 @@ MISSING_SHARDS_RAISE = fact("missing-shards-raise").range
 
 
 @row(
-    ROWS,
-    id="shards-missing", topic="memory", level=REFUSE, evidence=CITED,
+    ROWS, id="shards-missing", topic="memory", level=REFUSE, evidence=CITED,
     title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
     effect="`FileNotFoundError: Weight files referenced in index but missing` when the weights load",
     message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
@@ -349,8 +340,7 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="shards-missing-silent", topic="memory", level=WARN, evidence=DERIVED,
+    ROWS, id="shards-missing-silent", topic="memory", level=WARN, evidence=DERIVED,
     title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there, on a vLLM "
     "that loads what is there",
     effect="DeepSeek-V4 is quantised, so vLLM does not check that every weight was loaded: the missing tensors "

@@ -22,8 +22,7 @@ def _tp_sizes(facts: Facts) -> str:
 
 
 @row(
-    ROWS,
-    id="tp-heads", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="tp-heads", topic="parallel", level=REFUSE, evidence=CITED,
     title="`--tensor-parallel-size` not dividing `num_attention_heads`",
     effect="ValueError when the engine config is made",
     message="{setting}: {arch} has {heads} attention heads, which {tp} GPUs cannot split evenly; {vllm} refuses "
@@ -46,8 +45,7 @@ WO_A_DIVIDES = fact("wo-a-divides").range
 
 
 @row(
-    ROWS,
-    id="tp-o-groups", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="tp-o-groups", topic="parallel", level=REFUSE, evidence=CITED,
     title="`--tensor-parallel-size` larger than `o_groups` (DeepSeek-V4-Flash: 8; Pro: 16)",
     releases={"divide": WO_A_DIVIDES},
     effect="ZeroDivisionError after the weights load (n_local_groups = o_groups // TP = 0); from {divide_since:minor} "
@@ -74,8 +72,7 @@ def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="tp-pp-gpus", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="tp-pp-gpus", topic="parallel", level=REFUSE, evidence=CITED,
     title="TP × PP (above 1) larger than the GPUs visible here, one node, no executor backend given",
     effect="`World size (N) is larger than the number of available GPUs` when the engine config is made",
     message="{sizes} needs {needed} on this node, but {visible} visible here; {vllm} refuses it ('World size "

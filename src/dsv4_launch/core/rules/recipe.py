@@ -30,8 +30,7 @@ def _moe_backend(facts: Facts) -> str | None:
 
 
 @row(
-    ROWS,
-    id="mega-moe-needs-ep", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="mega-moe-needs-ep", topic="recipe", level=REFUSE, evidence=CITED,
     title="`--moe-backend deep_gemm_mega_moe` without `--enable-expert-parallel`",
     effect="`NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel` when the model is built",
     message="--moe-backend deep_gemm_mega_moe without --enable-expert-parallel: {vllm} raises "
@@ -46,8 +45,7 @@ def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mega-moe-fp4", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="mega-moe-fp4", topic="recipe", level=REFUSE, evidence=CITED,
     title="`--moe-backend deep_gemm_mega_moe` on a checkpoint whose experts are not FP4 (`expert_dtype`)",
     effect="`NotImplementedError: DeepSeek V4 MegaMoE only supports fp4 experts` when the model is built",
     message="--moe-backend deep_gemm_mega_moe: this checkpoint's experts are {dtype}, and {vllm} raises "
@@ -62,8 +60,7 @@ def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mega-moe-nvfp4", topic="recipe", level=WARN, evidence=REPORTED,
+    ROWS, id="mega-moe-nvfp4", topic="recipe", level=WARN, evidence=REPORTED,
     title="`--moe-backend deep_gemm_mega_moe` on an NVFP4 checkpoint (`moe_quant_algo` NVFP4)",
     effect="passes vLLM's fp4-experts check, but MegaMoE does not run NVFP4 experts (DeepSeek-V4 builds its "
     "MegaMoE experts as MXFP4)",
@@ -86,8 +83,7 @@ def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mega-moe-not-sm100", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="mega-moe-not-sm100", topic="recipe", level=REFUSE, evidence=CITED,
     releases={"at_build": MEGA_MOE_SM_CHECKED_AT_BUILD},
     title="`--moe-backend deep_gemm_mega_moe` off SM 10.x (RTX PRO 6000, H100/H200, …)",
     effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before "
@@ -113,8 +109,7 @@ THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-mo
 
 
 @row(
-    ROWS,
-    id="tokenizer-without-template", topic="serving", level=WARN, evidence=REPORTED,
+    ROWS, id="tokenizer-without-template", topic="serving", level=WARN, evidence=REPORTED,
     title="`--tokenizer-mode hf` or `slow` for DeepSeek-V4",
     effect="no chat template: every chat request fails ('default chat template is no longer allowed')",
     message="--tokenizer-mode {mode}: DeepSeek-V4 ships no Jinja chat template, so every chat request fails "
@@ -127,8 +122,7 @@ def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="v4-parsers-on-v41", topic="serving", level=WARN, evidence=REPORTED,
+    ROWS, id="v4-parsers-on-v41", topic="serving", level=WARN, evidence=REPORTED,
     title="DeepSeek-V4.1 with the V4 tool-call or reasoning parser",
     effect="tool calls silently unparsed (V4.1 uses spaced DSML tags)",
     message="{used} on DeepSeek-V4.1: the V4 parsers treat V4.1's spaced DSML tags as plain text, so tool calls "
@@ -144,8 +138,7 @@ def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="v4-wrong-parsers", topic="serving", level=WARN, evidence=REPORTED,
+    ROWS, id="v4-wrong-parsers", topic="serving", level=WARN, evidence=REPORTED,
     title="DeepSeek-V4 with a tool-call or reasoning parser other than `deepseek_v4` (`hermes`, `deepseek_v3`, "
     "`deepseek_v31`, `deepseek_r1`, `deepseek_v41`, …)",
     effect="starts, then tool calls leak into the answer text and reasoning is misrouted (V4 writes DSML)",
@@ -169,8 +162,7 @@ def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="think-max-short", topic="serving", level=WARN, evidence=REPORTED,
+    ROWS, id="think-max-short", topic="serving", level=WARN, evidence=REPORTED,
     title="\"Think Max\" (`reasoning_effort: max`) with `--max-model-len` < 393,216",
     effect="the reasoning is cut short",
     message="reasoning_effort max with --max-model-len {length}: DeepSeek-V4's Think Max mode needs at least "
@@ -204,8 +196,7 @@ def shown_env(value: str) -> str:
 
 
 @row(
-    ROWS,
-    id="v2-runner-env-not-int", topic="gpus", level=WARN, evidence=CITED,
+    ROWS, id="v2-runner-env-not-int", topic="gpus", level=WARN, evidence=CITED,
     title="`VLLM_USE_V2_MODEL_RUNNER` set to something other than an integer (`false`, `true`, `yes`)",
     effect="`ValueError: invalid literal for int() with base 10` when vLLM reads it (it parses `bool(int(v))`)",
     message="VLLM_USE_V2_MODEL_RUNNER={value}: vLLM reads this variable as bool(int(value)), so this value "
@@ -220,8 +211,7 @@ def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="v1-runner-removed", topic="gpus", level=REFUSE, evidence=CITED,
+    ROWS, id="v1-runner-removed", topic="gpus", level=REFUSE, evidence=CITED,
     title="`VLLM_USE_V2_MODEL_RUNNER` set to anything but `1` (`0`, `false`, empty), vLLM ≥ {since:minor}",
     effect="`ValueError: VLLM_USE_V2_MODEL_RUNNER=… is no longer supported: Model Runner V1 has been removed.` "
     "when the engine config is made",
@@ -240,8 +230,7 @@ DEEP_GEMM_READ_AT_WARMUP = fact("deep-gemm-read-at-warmup").range  # kernel_warm
 
 
 @row(
-    ROWS,
-    id="deep-gemm-env-not-int", topic="gpus", level=WARN, evidence=CITED,
+    ROWS, id="deep-gemm-env-not-int", topic="gpus", level=WARN, evidence=CITED,
     title="`VLLM_USE_DEEP_GEMM` set to something other than an integer (`false`, `yes`, empty)",
     effect="`ValueError: invalid literal for int() with base 10` where vLLM reads it (it parses `bool(int(v))`): "
     "the kernel warm-up of every start before {warmup_before}, DeepGEMM's support check",
@@ -308,8 +297,7 @@ def _even_partition(layers: int, pp: int) -> str:
 
 
 @row(
-    ROWS,
-    id="pp-layer-partition-invalid", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="pp-layer-partition-invalid", topic="parallel", level=REFUSE, evidence=CITED,
     title="`VLLM_PP_LAYER_PARTITION` that is not one layer count per pipeline stage adding up to "
     "`num_hidden_layers` (also with `--pipeline-parallel-size 1`; set but empty too; DeepSeek-V4.1 from {v41_since}; "
     "from {negative_since} also a negative count)",

@@ -22,8 +22,7 @@ OLD_GPUS = frozenset({"3", "5", "6", "7", "8"})  # below SM 9.0: no DeepSeek-V4 
 
 
 @row(
-    ROWS,
-    id="sm11-thor", topic="gpus", level=WARN, evidence=DERIVED, releases={"asserts": ASSERTS_UNTIL},
+    ROWS, id="sm11-thor", topic="gpus", level=WARN, evidence=DERIVED, releases={"asserts": ASSERTS_UNTIL},
     title="SM 11.x (Jetson Thor)", effect="vLLM takes the FlashMLA / fp8_ds_mla path, which ships no sm_110 "
     "kernels; dsv4-launch has no KV-cache row for it",
     message="{gpus}: vLLM's DeepSeek-V4 attention selector falls through to FlashMLA (fp8_ds_mla) on SM 11.x, "
@@ -38,8 +37,7 @@ def on_sm11(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="gpu-too-old", topic="gpus", level=WARN, evidence=REPORTED,
+    ROWS, id="gpu-too-old", topic="gpus", level=WARN, evidence=REPORTED,
     title="compute capability below 9.0", effect="no DeepSeek-V4 attention kernels (FlashMLA: sm_90a/sm_100f)",
     message="{gpus}: stock vLLM has no DeepSeek-V4 attention kernels below compute capability 9.0 (SM 9.x, "
     "10.x and 12.x only); the model is expected to fail when it first runs",
@@ -51,8 +49,7 @@ def below_sm9(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="gb10-stock", topic="gpus", level=WARN, evidence=REPORTED,
+    ROWS, id="gb10-stock", topic="gpus", level=WARN, evidence=REPORTED,
     title="GB10 / DGX Spark (SM 12.1) with a stock vLLM release",
     effect="unverified: the recipes use a community image with b12x kernels",
     message="{gpus}: DeepSeek-V4 on GB10 is not verified with stock vLLM releases; the recipes run the "
@@ -65,8 +62,7 @@ def on_gb10(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mixed-gpus", topic="gpus", level=WARN, evidence=DERIVED,
+    ROWS, id="mixed-gpus", topic="gpus", level=WARN, evidence=DERIVED,
     title="GPUs of different compute capability in one server",
     effect="one attention path is picked for all of them",
     message="GPUs of different compute capability in one run ({kinds}): vLLM picks one attention path for all",
@@ -88,8 +84,7 @@ SM12_BOOT_FAILS = fact("sm12-0.27").range
 
 
 @row(
-    ROWS,
-    id="sm12-before-0.24", topic="gpus", level=WARN, evidence=DERIVED,
+    ROWS, id="sm12-before-0.24", topic="gpus", level=WARN, evidence=DERIVED,
     title="SM 12.x with vLLM < {before:minor}",
     effect="no SM 12.x DeepSeek-V4 path: FlashMLA is selected, without sm_120 kernels",
     message="{gpus} with {vllm}: vLLM has no DeepSeek-V4 path for SM 12.x before {before}",
@@ -102,8 +97,7 @@ def sm12_before_path(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="sm12-0.27", topic="gpus", level=WARN, evidence=REPORTED, releases={"degenerate": SM12_DEGENERATE},
+    ROWS, id="sm12-0.27", topic="gpus", level=WARN, evidence=REPORTED, releases={"degenerate": SM12_DEGENERATE},
     title="SM 12.x with vLLM {since:minor}.x", effect="fails to boot (DeepGEMM FP8 layout assertion, mHC pre-norm)",
     message="{gpus} with {vllm}: DeepSeek-V4 fails to boot on SM 12.x in {since:minor}.x (DeepGEMM 'Unknown SF "
     "transformation' in process_weights_after_loading; tf32_hc_prenorm_gemm), with no setting to avoid it",
@@ -116,8 +110,7 @@ def sm12_boot_failure(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="sm12-0.26-garbage", topic="gpus", level=WARN, evidence=REPORTED, releases={"boot_fails": SM12_BOOT_FAILS},
+    ROWS, id="sm12-0.26-garbage", topic="gpus", level=WARN, evidence=REPORTED, releases={"boot_fails": SM12_BOOT_FAILS},
     title="SM 12.x with vLLM {since:minor}.x", effect="boots, then degenerate output: the same token at every position "
     "(RTX PRO 6000), garbled text with the default fuse_norm_quant/fuse_act_quant fusions (GB10)",
     message="{gpus} with {vllm}: DeepSeek-V4 on SM 12.x has open reports of degenerate output in {since:minor}.x "
@@ -136,8 +129,7 @@ SM12_DEEPGEMM_FAMILIES = frozenset({"12"})  # … on these GPU families (the row
 
 
 @row(
-    ROWS,
-    id="sm12-0.24-deepgemm", topic="gpus", level=WARN, evidence=REPORTED,
+    ROWS, id="sm12-0.24-deepgemm", topic="gpus", level=WARN, evidence=REPORTED,
     title="SM 12.x with vLLM {since} and DeepGEMM on",
     effect="`Assertion error (…layout.hpp:76): Unknown recipe` in the FP8 warm-up",
     message="{gpus} with {vllm}: DeepGEMM's FP8 warm-up fails on SM 12.x in {since} ('Unknown recipe')",
@@ -151,8 +143,7 @@ def deep_gemm_on(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="sm10-0.28-v2-runner", topic="gpus", level=WARN, evidence=REPORTED,
+    ROWS, id="sm10-0.28-v2-runner", topic="gpus", level=WARN, evidence=REPORTED,
     title="SM 10.x with vLLM {since} on the V2 model runner", effect="generates only BOS tokens",
     message="{gpus} with {vllm}: DeepSeek-V4 on the V2 model runner ({since}'s default for it) generates only "
     "BOS tokens on SM 10.x",
@@ -165,8 +156,7 @@ def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="h20-0.27.1", topic="gpus", level=WARN, evidence=REPORTED,
+    ROWS, id="h20-0.27.1", topic="gpus", level=WARN, evidence=REPORTED,
     title="H20 with vLLM {since}", effect="CUDASymmetricMemory, then an illegal address in graph capture",
     message="{gpus} with {vllm}: start-up crashes on H20 (CUDASymmetricMemory, then CUDA_ERROR_ILLEGAL_ADDRESS "
     "during CUDA graph capture)",
@@ -181,8 +171,7 @@ def h20_0271(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="vision-before-0.30", topic="serving", level=REFUSE, evidence=CITED,
+    ROWS, id="vision-before-0.30", topic="serving", level=REFUSE, evidence=CITED,
     title="DeepSeek-V4-Flash-Vision-Exp (`vision_n_layers` > 0) on vLLM < {before:minor}",
     effect="loaded as the text-only model: `There is no module or parameter named 'vision…'` at weight load",
     message="{arch_words}vision_n_layers {layers}: {vllm} has no DeepSeek-V4 vision model (added in {before}), "
@@ -199,8 +188,7 @@ def vision_before_030(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="compressed-tensors-scale-names", topic="gpus", level=WARN, evidence=REPORTED,
+    ROWS, id="compressed-tensors-scale-names", topic="gpus", level=WARN, evidence=REPORTED,
     title="a compressed-tensors DeepSeek-V4 checkpoint on vLLM < {before:minor}",
     effect="`AttributeError: … has no attribute 'weight_scale_inv'` in the attention output projection, at the "
     "first forward pass after the weight load",

@@ -42,8 +42,7 @@ V2_UNSUPPORTED = (
 
 
 @row(
-    ROWS,
-    id="dspark-before-0.25", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-before-0.25", topic="speculative", level=REFUSE, evidence=CITED,
     title="`--speculative-config.method dspark` on vLLM < {before:minor}",
     effect="ValidationError: no such method, when the engine config is made",
     message="--speculative-config method dspark: {vllm} has no DSpark (added in {before}) and rejects the method",
@@ -55,8 +54,7 @@ def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="dspark-without-module", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-without-module", topic="speculative", level=REFUSE, evidence=CITED,
     title="`method dspark` on a checkpoint without a DSpark module (no `dspark_target_layer_ids`: preview, "
     "NVFP4, Vision-Exp)",
     effect="AttributeError ('dspark_target_layer_ids') when the draft is built, after the weights load",
@@ -74,8 +72,7 @@ def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="dspark-pp", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-pp", topic="speculative", level=REFUSE, evidence=CITED,
     title="`method dspark` with `--pipeline-parallel-size` > 1, vLLM {since:minor}–{before:last}",
     effect="`NotImplementedError: DSpark does not support pipeline parallelism.` after the weights load",
     message="--speculative-config method dspark with --pipeline-parallel-size {pp}: {vllm} raises "
@@ -89,8 +86,7 @@ def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="dspark-k-below-block", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-k-below-block", topic="speculative", level=REFUSE, evidence=CITED,
     title="`method dspark` with `num_speculative_tokens` below the checkpoint's `dspark_block_size`, "
     "vLLM {since:minor}–{before:last}",
     effect="ValueError when the engine config is made",
@@ -108,8 +104,7 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="dspark-v1-runner", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-v1-runner", topic="speculative", level=REFUSE, evidence=CITED,
     title="`method dspark` with `VLLM_USE_V2_MODEL_RUNNER=0`, vLLM ≥ {since:minor}",
     effect="`Model Runner V1 does not support: dspark speculative decoding` when the engine config is made",
     message="VLLM_USE_V2_MODEL_RUNNER=0 with DSpark: {vllm}'s V1 model runner does not support DSpark and "
@@ -123,8 +118,7 @@ def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="dspark-v2-unsupported", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-v2-unsupported", topic="speculative", level=REFUSE, evidence=CITED,
     releases={dest: releases for dest, _, releases in V2_UNSUPPORTED},
     title="`method dspark` with a feature the V2 model runner lacks ("
     + "; ".join(f"{words.split(' ')[0]} {{{dest}}}" for dest, words, _ in V2_UNSUPPORTED) + ")",
@@ -152,8 +146,7 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="draft-kv-not-fp8", topic="speculative", level=WARN, evidence=DERIVED, releases={"asserts": ASSERTS_UNTIL},
+    ROWS, id="draft-kv-not-fp8", topic="speculative", level=WARN, evidence=DERIVED, releases={"asserts": ASSERTS_UNTIL},
     title="`method dspark` with a non-fp8 `kv_cache_dtype` in `--speculative-config` (`auto` too before "
     "{asserts_before})",
     effect="the draft's DeepSeek-V4 attention goes through the same KV resolver: AssertionError / ValueError "
@@ -182,8 +175,7 @@ def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mtp-on-dspark-checkpoint", topic="speculative", level=WARN, evidence=REPORTED,
+    ROWS, id="mtp-on-dspark-checkpoint", topic="speculative", level=WARN, evidence=REPORTED,
     title="`method mtp` on a DSpark checkpoint (-0731, -0813)",
     effect="boots, with about 8× the per-token KV of the preview",
     message="--speculative-config method mtp on {arch}: this checkpoint ships a DSpark module, not an MTP head; "
@@ -202,8 +194,7 @@ OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector", "SimpleCPUOffloadConne
 
 
 @row(
-    ROWS,
-    id="dspark-kv-offload", topic="speculative", level=WARN, evidence=REPORTED,
+    ROWS, id="dspark-kv-offload", topic="speculative", level=WARN, evidence=REPORTED,
     title="`method dspark` with native KV offloading (`OffloadingConnector`, `SimpleCPUOffloadConnector`)",
     effect="starts and serves, then reported to die after days: `AssertionError: Block … not found in cache` in "
     "the offloading load path (EngineDeadError)",
