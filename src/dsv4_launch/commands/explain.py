@@ -1,18 +1,8 @@
 """``dsv4-launch explain [FILE|-] [--json]``: which known failure a vLLM log shows, and the fix.
 
-The log (a file, or standard input: a terminal's scrollback, ``journalctl -u vllm``, ``kubectl
-logs``) is streamed line by line (``adapters/log_reader``) through the signature table
-(``core/signatures``). For each known failure: the rule, what vLLM did (the row's effect), the
-fix and the reference (the row's own text), the matching lines. Where the log shows vLLM's
-version and its ``non-default args``, the same pipeline as ``plan`` runs on those arguments
-(GPUs as the log names them, else unknown; never this machine's) and prints the command
-dsv4-serve would run. Unknown failure: the root cause (the first real error line of the last
-failure, with the lines its message wraps onto), vLLM's line pointing at it, and ``doctor``.
-
-Only those few lines of the log are printed, never a region of it; each is masked on its own
-(``core/explain/masking.mask_lines``) and for the secrets of vLLM's logged arguments, then
-escaped. Exit 0: a known failure is explained; 1: none found; 2: bad input (one line); 74: the
-report could not be written.
+What it prints, reads and masks, and its exit statuses: docs/commands.md, "After a crash". The
+log is streamed through ``core/explain/scanner``; each line printed is masked on its own
+(``core/explain/masking.mask_lines``) and for the secrets of vLLM's logged arguments, then escaped.
 """
 
 from __future__ import annotations

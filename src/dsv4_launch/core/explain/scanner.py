@@ -1,23 +1,15 @@
 """How a log is read for the signatures: ``Scanner`` reads a log line by line (the reader strips the journald,
 kubectl and vLLM prefixes first) and keeps only a bounded window, so any log is read in linear
-time and bounded memory: the signatures that match, the vLLM version, the ``non-default
-args`` vLLM logs at start, the GPU where the log names it, and the root cause of the last
-failure (for failures no signature knows).
+time and bounded memory: the signatures that match, the vLLM version, the ``non-default args``
+vLLM logs at start, the GPU where the log names it, a pasted ``vllm serve`` command, and the root
+cause of the last failure (what counts as one: docs/commands.md, "After a crash").
 
-The root cause is the *first* real error line of the last failure: where several processes
-print tracebacks (the worker's, then the engine's "EngineCore failed to start", then the API
-server's "Engine core initialization failed. See root cause above"), the first is the cause and
-the later ones point at it. A real error line is an exception line (indented, under a worker
-or Ray prefix, ``RayTaskError(RuntimeError):``), the line a traceback ends with whatever its
-name, or a native error from an extension (``Check failed:``, ``CUDA error: …``, ``terminate
-called after throwing …``, a device-side ``Assertion … failed``); a message wrapped over the
-next lines (a line that does not end a sentence, ``what():``) keeps up to two of them. vLLM's
-lines that point above them are kept apart (``pointers``), never taken for the cause. A failure
-is a cluster of error lines: a new run (vLLM's version line) or ``CLUSTER_GAP`` lines without
-one starts the next, and the last cluster with a cause gives it. Lines are kept as read; they
-are masked when printed (``commands/explain.py``).
-
-Pure: no I/O; the reading is ``adapters/log_reader.py``'s, the printing ``commands/explain.py``'s.
+Where several processes print tracebacks, the first real error line is the cause and the later
+ones (vLLM's "See root cause above" and the like) are kept apart as ``pointers``, never taken for
+it. A failure is a cluster of error lines: a new run (vLLM's version line) or ``CLUSTER_GAP``
+lines without one starts the next, and the last cluster with a cause gives it. Lines are kept as
+read and masked when printed (``commands/explain.py``). Pure: no I/O (``adapters/log_reader.py``
+reads).
 """
 
 from __future__ import annotations
