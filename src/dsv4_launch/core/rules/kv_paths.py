@@ -55,42 +55,18 @@ DSV4_BACKEND_NAMES = FLASHMLA_BACKENDS | {FLASHINFER_DSV4, "FLASHINFER_MLA_SPARS
 CRASHES_BEFORE_FIX = fact("dsv4-kv-auto-crash").range
 
 KV_PATHS: tuple[KvPath, ...] = (
-    KvPath(
-        name="FlashMLA sparse",
-        families=frozenset({"9", "10"}),
-        backends=DEFAULT_BACKENDS,
-        layout=FP8_DS_MLA,
-        auto_crashes=CRASHES_BEFORE_FIX,
-        always_rewrite=False,
-        reference=f"{CRASH_REFERENCE}; {FIX_REFERENCE} made vLLM 0.30.0 resolve auto itself",
-    ),
-    KvPath(
-        name="FlashInfer sparse MLA (plain rows)",
-        families=frozenset({"9", "10"}),
-        backends=frozenset({"FLASHINFER_MLA_SPARSE_DSV4"}),
-        layout=PLAIN_ROWS,
-        auto_crashes=None,  # auto = bf16 rows; fp8 would mean per-tensor FP8 instead
-        always_rewrite=False,
-        reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py",
-    ),
-    KvPath(
-        name="FlashInfer SM120 sparse MLA",
-        families=frozenset({"12"}),
-        backends=frozenset({None, "FLASHINFER_MLA_SPARSE_DSV4"}),
-        layout=FP8_DS_MLA,
-        auto_crashes=CRASHES_BEFORE_FIX,
-        always_rewrite=True,
-        reference=CRASH_REFERENCE,
-    ),
-    KvPath(
-        name="FlashMLA sparse forced on SM 12.x",
-        families=frozenset({"12"}),
-        backends=FLASHMLA_BACKENDS,
-        layout=FP8_DS_MLA,
-        auto_crashes=CRASHES_BEFORE_FIX,
-        always_rewrite=False,
-        reference=CRASH_REFERENCE,
-    ),
+    KvPath(name="FlashMLA sparse", families=frozenset({"9", "10"}), backends=DEFAULT_BACKENDS, layout=FP8_DS_MLA,
+           auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=False,
+           reference=f"{CRASH_REFERENCE}; {FIX_REFERENCE} made vLLM 0.30.0 resolve auto itself"),
+    KvPath(name="FlashInfer sparse MLA (plain rows)", families=frozenset({"9", "10"}),
+           backends=frozenset({"FLASHINFER_MLA_SPARSE_DSV4"}), layout=PLAIN_ROWS,
+           auto_crashes=None,  # auto = bf16 rows; fp8 would mean per-tensor FP8 instead
+           always_rewrite=False, reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py"),
+    KvPath(name="FlashInfer SM120 sparse MLA", families=frozenset({"12"}),
+           backends=frozenset({None, "FLASHINFER_MLA_SPARSE_DSV4"}), layout=FP8_DS_MLA,
+           auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=True, reference=CRASH_REFERENCE),
+    KvPath(name="FlashMLA sparse forced on SM 12.x", families=frozenset({"12"}), backends=FLASHMLA_BACKENDS,
+           layout=FP8_DS_MLA, auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=False, reference=CRASH_REFERENCE),
 )
 
 

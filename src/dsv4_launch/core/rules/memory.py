@@ -260,21 +260,12 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     fix = _fix(facts, e, fitting)
     if facts.args.value("speculative_config") and speculative_method(facts) not in DRAFT_KV_COUNTED:
         fits += "; the draft model's own KV cache comes on top (not counted)"
-    return {
-        "verdict": said if said == SHORT else DECIDES,
-        "length": f"{e.max_model_len:,}",
-        "needed": gib_text(e.need_bytes),
-        "left": band_text(e.kv_available_low, e.kv_available_high),
-        "short": short,
-        "fits": fits,
-        "fix": fix,
-        "mnbt": e.max_num_batched_tokens,
-        "in_flight": f"{e.in_flight_tokens:,}" if e.in_flight_tokens else "?",
-        "weights": gib_text(e.weights_bytes_per_gpu),
-        "activations": _term_text(e, "activations"),
-        "graphs": _term_text(e, "cuda graphs"),
-        "non_torch": _term_text(e, "non-torch"),
-    }
+    return {"verdict": said if said == SHORT else DECIDES, "length": f"{e.max_model_len:,}",
+            "needed": gib_text(e.need_bytes), "left": band_text(e.kv_available_low, e.kv_available_high),
+            "short": short, "fits": fits, "fix": fix, "mnbt": e.max_num_batched_tokens,
+            "in_flight": f"{e.in_flight_tokens:,}" if e.in_flight_tokens else "?",
+            "weights": gib_text(e.weights_bytes_per_gpu), "activations": _term_text(e, "activations"),
+            "graphs": _term_text(e, "cuda graphs"), "non_torch": _term_text(e, "non-torch")}
 
 
 @row(
