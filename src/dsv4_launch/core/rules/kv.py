@@ -98,8 +98,7 @@ def _v41_plain_rows(facts: Facts, gpu: GpuInfo | None) -> bool:
     message="--kv-cache-dtype {kv}: not a value {which} accepts (it takes {valid}); vLLM rejects it "
     "itself before loading anything and prints its own error",
     fix="--kv-cache-dtype fp8, or drop the option",
-    reference="vllm/config/cache.py CacheDType", models=BOTH,
-)
+    reference="vllm/config/cache.py CacheDType", models=BOTH)
 def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or _kv_is_valid(facts, kv):
@@ -120,8 +119,7 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     "variant; {vllm} fails when it builds the attention layers (AssertionError before {asserts_before:minor}, "
     "ValueError from {asserts_before:minor})",
     fix="--kv-cache-dtype fp8, or drop the option",
-    reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174", families=DSV4_FAMILIES,
-)
+    reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174", families=DSV4_FAMILIES)
 def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or kv.startswith("fp8") or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version):
@@ -142,8 +140,7 @@ def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
     message="{setting}: DeepSeek-V4 uses MLA attention, and {vllm} rejects an nvfp4 KV cache on MLA when it "
     "makes the engine configuration",
     fix="--kv-cache-dtype fp8, or drop the option",
-    reference="vllm/config/vllm.py (nvfp4 KV cache is not supported with MLA)", models=BOTH,
-)
+    reference="vllm/config/vllm.py (nvfp4 KV cache is not supported with MLA)", models=BOTH)
 def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or not _kv_is_valid(facts, kv) or not is_nvfp4_on_mla(kv, facts.vllm_version):
@@ -160,8 +157,7 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
     "takes only {accepted} there; it raises ValueError ('{error}') when it builds the attention layers",
     fix="--kv-cache-dtype fp8, or drop the option (auto selects V4.1's packed format)",
     reference="vllm/models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype",
-    models=frozenset({V41}), families=DSV4_FAMILIES, vllm=fact("v41-kv").range,
-)
+    models=frozenset({V41}), families=DSV4_FAMILIES, vllm=fact("v41-kv").range)
 def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if (kv is None or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version)
@@ -196,8 +192,7 @@ def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
     fix="--kv-cache-dtype fp8 (per-tensor FP8 rows) or auto (bf16 rows) with this backend, or drop "
     "--attention-backend for the packed record",
     reference="vllm/models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype",
-    models=frozenset({V41}), families=frozenset({"9", "10"}), vllm=V41_PLAIN_ROWS_CHECKED,
-)
+    models=frozenset({V41}), families=frozenset({"9", "10"}), vllm=V41_PLAIN_ROWS_CHECKED)
 def v41_ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or not kv.endswith("_ds_mla") or not _kv_is_valid(facts, kv) or not _v41_plain_rows(facts, gpu):
@@ -217,8 +212,7 @@ def v41_ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     "it builds the model",
     fix="--attention-backend {use}, or drop the option",
     reference="vllm/models/deepseek_v4/nvidia/model.py, vllm/models/deepseek_v41/nvidia/model.py "
-    "_select_dsv4_attn_cls", models=BOTH,
-)
+    "_select_dsv4_attn_cls", models=BOTH)
 def backend_not_dsv4(facts: Facts, gpu: GpuInfo | None):
     backend = attention_backend(facts.args)
     if backend not in NOT_DSV4_BACKENDS:
@@ -243,8 +237,7 @@ PCP_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4", "FLASHMLA_S
     "when it builds the model",
     fix="--attention-backend FLASHMLA_SPARSE_DSV41 (or drop the option), or --prefill-context-parallel-size 1",
     reference="vllm/models/deepseek_v41/nvidia/model.py _select_dsv4_attn_cls (PCP branch)",
-    models=frozenset({V41}), vllm=fact("v41-pcp-not-flashmla").range,
-)
+    models=frozenset({V41}), vllm=fact("v41-pcp-not-flashmla").range)
 def v41_pcp_not_flashmla(facts: Facts, gpu: GpuInfo | None):
     pcp = as_int(facts.args.value("prefill_context_parallel_size")) or 1
     backend = attention_backend(facts.args)
@@ -260,8 +253,7 @@ def v41_pcp_not_flashmla(facts: Facts, gpu: GpuInfo | None):
     message="--attention-backend {backend}: DeepSeek-V4's attention selector ignores it and uses its default "
     "backend",
     fix=f"drop the option, or use FLASHMLA_SPARSE_DSV4 / {FLASHINFER_DSV4}",
-    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls",
-)
+    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls")
 def backend_ignored(facts: Facts, gpu: GpuInfo | None):
     backend = attention_backend(facts.args)
     if backend is None or dsv4_backend(facts.args) is not None:
@@ -280,8 +272,7 @@ def backend_ignored(facts: Facts, gpu: GpuInfo | None):
     "to fail when it first runs",
     fix=f"drop the option (SM 12.x uses FlashInfer SM120 by default) or use {FLASHINFER_DSV4}",
     reference="vllm/models/deepseek_v4/nvidia/model.py; FlashMLA builds sm_90a/sm_100f only",
-    families=frozenset({"12"}),
-)
+    families=frozenset({"12"}))
 def flashmla_forced(facts: Facts, gpu: GpuInfo | None):
     backend = dsv4_backend(facts.args)
     return {"backend": backend} if backend in FLASHMLA_BACKENDS else None
@@ -294,8 +285,7 @@ def flashmla_forced(facts: Facts, gpu: GpuInfo | None):
     message="--attention-backend {backend} on {gpus}: vLLM picks the SM 10.x FlashInfer plain-row attention, "
     "whose TRTLLM-gen kernels do not run on SM 9.x",
     fix="drop the option (SM 9.x uses FlashMLA by default)",
-    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", families=frozenset({"9"}),
-)
+    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", families=frozenset({"9"}))
 def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
     return {"backend": FLASHINFER_DSV4} if dsv4_backend(facts.args) == FLASHINFER_DSV4 else None
 
@@ -311,8 +301,7 @@ def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
     "mismatch",
     fix="--kv-cache-dtype fp8 (or auto for bf16 rows)",
     reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; "
-    "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py", models=BOTH, families=frozenset({"10"}),
-)
+    "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py", models=BOTH, families=frozenset({"10"}))
 def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     kv = facts.args.value("kv_cache_dtype")
     if kv not in ("fp8_ds_mla", "nvfp4_ds_mla") or not _kv_is_valid(facts, kv):
@@ -331,8 +320,7 @@ def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     title="`VLLM_ATTENTION_BACKEND` set",
     effect="read nowhere by any vLLM release dsv4-launch knows (the default backend is used)",
     message="VLLM_ATTENTION_BACKEND={value} is not read by {vllm}",
-    fix="{fix}", reference="vLLM #50292; vllm/envs.py", models=BOTH,
-)
+    fix="{fix}", reference="vLLM #50292; vllm/envs.py", models=BOTH)
 def attention_env_ignored(facts: Facts, gpu: GpuInfo | None):
     value = facts.rule_env.get("VLLM_ATTENTION_BACKEND")
     if not value:
@@ -361,8 +349,7 @@ def _block(facts: Facts, multiple: int, name: str):
     message="{setting}: {name}'s sparse attention needs a multiple of {multiple}; {vllm} fails with 'No common "
     "block size' after loading the weights",
     fix="--block-size {suggested}, or drop the option",
-    reference="vllm/models/deepseek_v4/sparse_mla.py get_supported_kernel_block_sizes; vllm/v1/worker/utils.py",
-)
+    reference="vllm/models/deepseek_v4/sparse_mla.py get_supported_kernel_block_sizes; vllm/v1/worker/utils.py")
 def block_size_v4(facts: Facts, gpu: GpuInfo | None):
     return _block(facts, 256, "DeepSeek-V4")
 
@@ -375,8 +362,7 @@ def block_size_v4(facts: Facts, gpu: GpuInfo | None):
     "'No common block size' after loading the weights",
     fix="--block-size {suggested}, or drop the option",
     reference="vllm/models/deepseek_v41/sparse_mla.py, nvidia/flashinfer_sparse.py", models=frozenset({V41}),
-    families=DSV4_FAMILIES, vllm=fact("block-size-v41").range,
-)
+    families=DSV4_FAMILIES, vllm=fact("block-size-v41").range)
 def block_size_v41(facts: Facts, gpu: GpuInfo | None):
     # 64 on the SM 9.x family, 128 elsewhere (deepseek_v41/sparse_mla.py, 0.30+); the FlashInfer
     # plain-row backend takes 128 on every GPU (deepseek_v41/nvidia/flashinfer_sparse.py)
@@ -420,8 +406,7 @@ def _fp4_indexer_fix(facts: Facts) -> str:
     "data-centre GPUs; {vllm} fails with 'use_fp4_indexer_cache requires Blackwell datacenter GPUs (sm_10x…)'",
     fix="{fix}",
     reference="vllm/v1/attention/backends/mla/indexer.py; vllm#52550; recipes#760",
-    families=NOT_SM10, vllm=fact("fp4-indexer-off-sm10").range,
-)
+    families=NOT_SM10, vllm=fact("fp4-indexer-off-sm10").range)
 def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     if not _fp4_indexer_flag(facts):
         return None
@@ -436,8 +421,7 @@ def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     message="use_fp4_indexer_cache in --attention-config: {vllm} no longer has this option (removed in {since:minor}) "
     "and rejects the arguments with 'Unexpected keyword argument', on every GPU",
     fix="{fix}",
-    reference="vllm/config/attention.py; vllm#52550", vllm=fact("fp4-indexer-removed").range,
-)
+    reference="vllm/config/attention.py; vllm#52550", vllm=fact("fp4-indexer-removed").range)
 def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
     config = _attention_config(facts)
     if "use_fp4_indexer_cache" not in config:
@@ -454,8 +438,7 @@ def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
     message="--attention-config.indexer_kv_dtype mxfp4 on {gpus}: {vllm} raises ValueError "
     "(\"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs\") when it builds the model",
     fix="drop it (vLLM picks the indexer cache itself)",
-    reference="vllm/v1/attention/backends/mla/indexer.py", families=NOT_SM10, vllm=fact("mxfp4-indexer-off-sm10").range,
-)
+    reference="vllm/v1/attention/backends/mla/indexer.py", families=NOT_SM10, vllm=fact("mxfp4-indexer-off-sm10").range)
 def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     if _attention_config(facts).get("indexer_kv_dtype") != "mxfp4" or _fp4_indexer_flag(facts):
         return None
@@ -472,8 +455,7 @@ def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     "indexer\") when it builds the model",
     fix="drop it (fp8, the default), or --attention-config.indexer_kv_dtype mxfp4 on SM 10.x",
     reference="vllm/v1/attention/backends/mla/indexer.py dsa_indexer_uses_fp4", models=BOTH,
-    vllm=fact("indexer-dtype-unsupported").range,
-)
+    vllm=fact("indexer-dtype-unsupported").range)
 def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
     value = _attention_config(facts).get("indexer_kv_dtype")
     return {"value": value} if value in INDEXER_REJECTED else None
@@ -486,8 +468,7 @@ def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
     message="--attention-config.indexer_kv_dtype {value}: {vllm}'s DeepSeek-V4 does not read it (only "
     "use_fp4_indexer_cache, on SM 10.x)",
     fix="drop it; on SM 10.x use --attention_config.use_fp4_indexer_cache=True before {before:minor}",
-    reference="vllm/models/deepseek_v4/attention.py", vllm=fact("indexer-dtype-ignored").range,
-)
+    reference="vllm/models/deepseek_v4/attention.py", vllm=fact("indexer-dtype-ignored").range)
 def indexer_dtype_ignored(facts: Facts, gpu: GpuInfo | None):
     value = _attention_config(facts).get("indexer_kv_dtype")
     return {"value": value} if value not in (None, "bf16") else None
@@ -633,8 +614,7 @@ HMA_PROMOTION_RAISES = fact("hma-promotion-raises").range
     fix="drop it (with a KV connector, use one with hybrid support: NixlConnector, MooncakeConnector)",
     reference="vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs (kv_cache_utils.py before 0.33); "
     "vllm/v1/kv_cache_interface.py replace_as, SlidingWindowMLASpec.bounded_replay", models=BOTH,
-    vllm=HMA_PROMOTION_RAISES,
-)
+    vllm=HMA_PROMOTION_RAISES)
 def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     return _dcp_doubt(facts) if facts.args.value("disable_hybrid_kv_cache_manager") is True else None
 
@@ -652,8 +632,7 @@ def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     fix="a connector with hybrid support (NixlConnector, MooncakeConnector), or no KV connector",
     reference="vllm/config/vllm.py _post_init_kv_transfer_config, (Turning off hybrid kv cache manager …); "
     "vllm/distributed/kv_transfer/kv_connector/factory.py supports_hma_config; "
-    "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH, vllm=HMA_PROMOTION_RAISES,
-)
+    "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH, vllm=HMA_PROMOTION_RAISES)
 def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     connector = _no_hma_connector(facts)
     if connector is None or facts.args.value("disable_hybrid_kv_cache_manager") is not None \
@@ -676,8 +655,7 @@ def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     fix="keep the hybrid KV-cache manager on (drop the flag; with a KV connector, use NixlConnector or "
     "MooncakeConnector)",
     reference="vllm/v1/core/kv_cache_planning.py unify_hybrid_kv_cache_specs (kv_cache_utils.py before 0.33); "
-    "vllm-ascend#9975", models=BOTH, releases={"raises": HMA_PROMOTION_RAISES},
-)
+    "vllm-ascend#9975", models=BOTH, releases={"raises": HMA_PROMOTION_RAISES})
 def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     if HMA_PROMOTION_RAISES.contains(facts.vllm_version) is not False:
         return None  # the promotion raises there (hma-disabled, connector-turns-hma-off), or unknown
@@ -697,8 +675,7 @@ def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     message="the hybrid KV-cache manager is forced on, and {connector} does not support it: {vllm} raises "
     "ValueError when the engine creates the connector",
     fix="a connector with hybrid support (NixlConnector, MooncakeConnector)",
-    reference="vllm/distributed/kv_transfer/kv_connector/factory.py", models=BOTH,
-)
+    reference="vllm/distributed/kv_transfer/kv_connector/factory.py", models=BOTH)
 def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
     connector = _no_hma_connector(facts)
     if connector is None or not _hma_explicitly_on(facts):
@@ -720,8 +697,7 @@ def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
     fix="give the checkpoint's own config.json (a local model directory), or set --max-model-len to a length "
     "you know fits",
     reference="vllm/v1/core/kv_cache_planning.py (max-model-len check); recipes DeepSeek-V4-Flash-Vision",
-    vllm=fact("vision-no-compress-ratios").range,
-)
+    vllm=fact("vision-no-compress-ratios").range)
 def vision_without_ratios(facts: Facts, gpu: GpuInfo | None):
     layers = facts.model.number("vision_n_layers")
     ratios = (facts.model.config or {}).get("compress_ratios")

@@ -66,8 +66,7 @@ KV_PATHS: tuple[KvPath, ...] = (
            backends=frozenset({None, "FLASHINFER_MLA_SPARSE_DSV4"}), layout=FP8_DS_MLA,
            auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=True, reference=CRASH_REFERENCE),
     KvPath(name="FlashMLA sparse forced on SM 12.x", families=frozenset({"12"}), backends=FLASHMLA_BACKENDS,
-           layout=FP8_DS_MLA, auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=False, reference=CRASH_REFERENCE),
-)
+           layout=FP8_DS_MLA, auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=False, reference=CRASH_REFERENCE))
 
 
 def dsv4_backend(args) -> str | None:

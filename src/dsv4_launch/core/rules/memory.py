@@ -79,8 +79,7 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
     message="memory not checked: {why}",
     fix="set DSV4_LAUNCH_GPU_MEMORY to the memory of one GPU (e.g. 141GiB), or give plan/fit --gpu-memory "
     "(fit also takes a preset: --gpus 8xH200)",
-    reference="docs/memory.md", models=BOTH,
-)
+    reference="docs/memory.md", models=BOTH)
 def memory_not_known(facts: Facts, gpu: GpuInfo | None):
     if not facts.model.is_dsv4_family:
         return None
@@ -97,8 +96,7 @@ def memory_not_known(facts: Facts, gpu: GpuInfo | None):
     message="{layout}: about {weights} of weights per GPU against a budget of {budget} (at least {lower} for "
     "certain): vLLM decides at start whether they fit ({why})",
     fix="to be sure of it, a layout with more headroom (`dsv4-launch fit` lists them){gmu}",
-    reference="dsv4-launch's memory estimate (docs/memory.md)", models=BOTH, reads_gpus=True,
-)
+    reference="dsv4-launch's memory estimate (docs/memory.md)", models=BOTH, reads_gpus=True)
 def weights_tight(facts: Facts, gpu: GpuInfo | None):
     weights = facts.weights
     if weights is None or not weights.total_bytes:
@@ -235,8 +233,7 @@ def _term_text(e, name: str) -> str:
     "non-torch memory ({non_torch}) — bands, not measurements: {short}; {fits}",
     fix="{fix}",
     reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
-    "get_kv_cache_configs; docs/memory.md", reads_gpus=True, models=BOTH,
-)
+    "get_kv_cache_configs; docs/memory.md", reads_gpus=True, models=BOTH)
 def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     if facts.weights is None or not facts.weights.total_bytes:
         return None
@@ -275,8 +272,7 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     message="--gpu-memory-utilization {value}: vLLM accepts a fraction greater than 0 and at most 1, and "
     "rejects this value itself",
     fix="a fraction such as 0.92 (vLLM's default) or 0.95",
-    reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)", models=BOTH,
-)
+    reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)", models=BOTH)
 def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("gpu_memory_utilization")
     if raw is None or gpu_memory_utilization(facts) is not None:
@@ -292,8 +288,7 @@ def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
     "memory, and rejects this value itself",
     fix="a length such as 65536 or 128k, or --max-model-len auto",
     reference="vllm/config/model.py max_model_len Field(ge=-1); vllm/engine/arg_utils.py human_readable_int",
-    models=BOTH,
-)
+    models=BOTH)
 def max_model_len_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("max_model_len")
     if raw is None or max_model_len_tried(facts) is None:
@@ -317,8 +312,7 @@ MISSING_SHARDS_RAISE = fact("missing-shards-raise").range
     "{where}{size}; {vllm} stops with FileNotFoundError when it starts loading the weights",
     fix="finish the download of the checkpoint into {where}, or point at a complete copy",
     reference="vllm/model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files "
-    "(raises for files the index names that are missing, from 0.26.0)", models=BOTH, vllm=MISSING_SHARDS_RAISE,
-)
+    "(raises for files the index names that are missing, from 0.26.0)", models=BOTH, vllm=MISSING_SHARDS_RAISE)
 def shards_missing(facts: Facts, gpu: GpuInfo | None):
     weights = facts.weights
     if weights is None or not weights.local or not weights.shards_missing:
@@ -340,7 +334,6 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
     "{where}{size}; {vllm} loads the rest without an error and leaves those weights uninitialised",
     fix="finish the download of the checkpoint into {where}, or point at a complete copy",
     reference="vllm/model_executor/model_loader/default_loader.py load_weights (weights_not_loaded is "
-    "checked only when model_config.quantization is None)", models=BOTH, vllm=fact("shards-missing-silent").range,
-)
+    "checked only when model_config.quantization is None)", models=BOTH, vllm=fact("shards-missing-silent").range)
 def shards_missing_loaded_anyway(facts: Facts, gpu: GpuInfo | None):
     return shards_missing(facts, gpu)  # the same condition; the row says what vLLM does with it

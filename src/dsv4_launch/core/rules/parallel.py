@@ -28,8 +28,7 @@ def _tp_sizes(facts: Facts) -> str:
     message="{setting}: {arch} has {heads} attention heads, which {tp} GPUs cannot split evenly; {vllm} refuses "
     "it when it makes the engine configuration",
     fix="a tensor-parallel size in {sizes}",
-    reference="vllm/config/model.py verify_with_parallel_config", models=BOTH,
-)
+    reference="vllm/config/model.py verify_with_parallel_config", models=BOTH)
 def tp_vs_heads(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     heads = facts.model.number("num_attention_heads")
@@ -56,8 +55,7 @@ WO_A_DIVIDES = fact("wo-a-divides").range
     fix="{dp} (data parallel for the other GPUs), or a tensor-parallel size in {sizes}",
     reference="vllm/models/deepseek_v4/attention.py, vllm/models/deepseek_v41/attention.py n_local_groups; "
     "quantization/utils/fp8_utils.py deepgemm_post_process_fp8_weight_block; "
-    "vllm/models/deepseek_v4/common/grouped_wo_a.py (0.34+)", models=BOTH,
-)
+    "vllm/models/deepseek_v4/common/grouped_wo_a.py (0.34+)", models=BOTH)
 def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     groups = facts.model.number("o_groups")
@@ -79,8 +77,7 @@ def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
     "is larger than the number of available GPUs')",
     fix="lower the sizes, expose more GPUs (CUDA_VISIBLE_DEVICES), or run multi-node (--nnodes, or "
     "--distributed-executor-backend ray)",
-    reference="vllm/config/parallel.py", models=BOTH,
-)
+    reference="vllm/config/parallel.py", models=BOTH)
 def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1

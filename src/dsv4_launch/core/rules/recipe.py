@@ -36,8 +36,7 @@ def _moe_backend(facts: Facts) -> str | None:
     message="--moe-backend deep_gemm_mega_moe without --enable-expert-parallel: {vllm} raises "
     "NotImplementedError ('DeepSeek V4 MegaMoE currently requires expert parallel') when it builds the model",
     fix="add --enable-expert-parallel on SM 10.x, or --moe-backend auto",
-    reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4Model.__init__); recipes#760",
-)
+    reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4Model.__init__); recipes#760")
 def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE or facts.args.value("enable_expert_parallel") is True:
         return None
@@ -50,8 +49,7 @@ def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
     effect="`NotImplementedError: DeepSeek V4 MegaMoE only supports fp4 experts` when the model is built",
     message="--moe-backend deep_gemm_mega_moe: this checkpoint's experts are {dtype}, and {vllm} raises "
     "NotImplementedError ('MegaMoE only supports fp4 experts') when it builds the model",
-    fix="--moe-backend auto", reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4MoE); recipes#656",
-)
+    fix="--moe-backend auto", reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4MoE); recipes#656")
 def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE:
         return None
@@ -69,8 +67,7 @@ def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
     "MegaMoE does not support NVFP4 experts",
     fix="--moe-backend flashinfer_cutedsl on SM 10.x (the NVFP4 recipe's setting), or --moe-backend auto",
     reference="vllm/models/deepseek_v4/nvidia/model.py _init_mega_moe_experts; recipes#656; recipes "
-    "DeepSeek-V4-Flash.yaml (NVFP4 notes)",
-)
+    "DeepSeek-V4-Flash.yaml (NVFP4 notes)")
 def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE:
         return None
@@ -93,8 +90,7 @@ def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
     "all the weights",
     fix="--moe-backend auto (the recipe's own SM 12.x setting)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _check_runtime_supported (≤ 0.31), "
-    "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760", families=NOT_SM10,
-)
+    "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760", families=NOT_SM10)
 def mega_moe_off_sm100(facts: Facts, gpu: GpuInfo | None):
     return {} if _moe_backend(facts) == MEGA_MOE else None
 
@@ -114,8 +110,7 @@ THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-mo
     effect="no chat template: every chat request fails ('default chat template is no longer allowed')",
     message="--tokenizer-mode {mode}: DeepSeek-V4 ships no Jinja chat template, so every chat request fails "
     "('default chat template is no longer allowed'); vLLM picks its deepseek_v4 tokenizer mode by itself",
-    fix="drop the option", reference="vllm/config/model.py; modelscope/evalscope#1548",
-)
+    fix="drop the option", reference="vllm/config/model.py; modelscope/evalscope#1548")
 def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
     mode = facts.args.value("tokenizer_mode")
     return {"mode": mode} if mode in ("hf", "slow") else None
@@ -129,8 +124,7 @@ def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
     "are silently not parsed",
     fix=f"--tool-call-parser {V41_PARSER} --reasoning-parser {V41_PARSER}",
     reference="vllm/tool_parsers/__init__.py; smg-project/smg#2525", models=frozenset({V41}),
-    vllm=fact("v4-parsers-on-v41").range,
-)
+    vllm=fact("v4-parsers-on-v41").range)
 def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
     used = [f"--{name.replace('_', '-')} {facts.args.value(name)}" for name in ("tool_call_parser", "reasoning_parser")
             if facts.args.value(name) == "deepseek_v4"]
@@ -146,8 +140,7 @@ def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
     "vLLM's deepseek_v4 parsers read; with this parser tool calls leak into the answer text or the reasoning "
     "is misrouted, silently",
     fix=f"--tool-call-parser {V4_PARSER} --reasoning-parser {V4_PARSER}",
-    reference="vllm/tool_parsers/__init__.py, vllm/reasoning/__init__.py; vLLM #42265, #40801, #54686",
-)
+    reference="vllm/tool_parsers/__init__.py, vllm/reasoning/__init__.py; vLLM #42265, #40801, #54686")
 def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
     used = []
     for dest, plugin in (("tool_call_parser", "tool_parser_plugin"), ("reasoning_parser", "reasoning_parser_plugin")):
@@ -168,8 +161,7 @@ def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
     message="reasoning_effort max with --max-model-len {length}: DeepSeek-V4's Think Max mode needs at least "
     "393,216 tokens of context",
     fix="--max-model-len 393216 or more (or a lower reasoning_effort)",
-    reference=f"{RECIPES} DeepSeek-V4 guide", models=BOTH,
-)
+    reference=f"{RECIPES} DeepSeek-V4 guide", models=BOTH)
 def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
     kwargs = json_option(facts.args, "default_chat_template_kwargs") or {}
     if str(kwargs.get("reasoning_effort", "")).lower() != "max":
@@ -203,8 +195,7 @@ def shown_env(value: str) -> str:
     "raises ValueError ('invalid literal for int()') when the engine configuration reads it",
     fix="VLLM_USE_V2_MODEL_RUNNER=0 (V1 model runner) or 1 (V2), or unset it",
     reference="vllm/envs.py maybe_convert_bool; vllm/config/vllm.py use_v2_model_runner", models=BOTH,
-    vllm=V1_RUNNER_EXISTS,
-)
+    vllm=V1_RUNNER_EXISTS)
 def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     value = v2_runner_env(facts)
     return {"value": shown_env(value)} if isinstance(value, str) else None
@@ -219,8 +210,7 @@ def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     "this variable but 1 before it builds the engine configuration",
     fix="unset VLLM_USE_V2_MODEL_RUNNER",
     reference="vllm/platforms/interface.py validate_environ (from vllm/engine/arg_utils.py create_engine_config)",
-    models=BOTH, vllm=fact("v1-runner-removed").range,
-)
+    models=BOTH, vllm=fact("v1-runner-removed").range)
 def v1_runner_removed(facts: Facts, gpu: GpuInfo | None):
     value = facts.rule_env.get("VLLM_USE_V2_MODEL_RUNNER")
     return {"value": shown_env(value)} if value is not None and value != "1" else None
@@ -238,8 +228,7 @@ DEEP_GEMM_READ_AT_WARMUP = fact("deep-gemm-read-at-warmup").range  # kernel_warm
     "ValueError ('invalid literal for int()') where it is read ({where})",
     fix="{fix}",
     reference="vllm/envs.py VLLM_USE_DEEP_GEMM; vllm/utils/deep_gemm.py is_deep_gemm_supported; "
-    "vllm/model_executor/warmup/kernel_warmup.py", models=BOTH, releases={"warmup": DEEP_GEMM_READ_AT_WARMUP},
-)
+    "vllm/model_executor/warmup/kernel_warmup.py", models=BOTH, releases={"warmup": DEEP_GEMM_READ_AT_WARMUP})
 def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
     text = facts.rule_env.get("VLLM_USE_DEEP_GEMM")
     if not isinstance(vllm_env_bool(text), str):
@@ -308,8 +297,7 @@ def _even_partition(layers: int, pp: int) -> str:
     "when DeepSeek-V4 builds its layers (make_layers, on every pipeline stage)",
     fix="{fix}",
     reference="vllm/distributed/utils.py get_pp_indices; vllm/model_executor/models/utils.py make_layers",
-    models=BOTH, releases={"v41": PP_PARTITION_V41, "negative": PP_PARTITION_NEGATIVE},
-)
+    models=BOTH, releases={"v41": PP_PARTITION_V41, "negative": PP_PARTITION_NEGATIVE})
 def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
     text = facts.rule_env.get("VLLM_PP_LAYER_PARTITION")
     if text is None or (facts.model.family == V41 and PP_PARTITION_V41.contains(facts.vllm_version) is False):

@@ -37,8 +37,7 @@ V2_UNSUPPORTED = (
     ("logits_processors", "--logits-processors (custom logits processors)",
      fact("v2-unsupported-logits-processors").range),
     ("kv_sharing_fast_prefill", "--kv-sharing-fast-prefill (KV sharing fast prefill)",
-     fact("v2-unsupported-kv-sharing-fast-prefill").range),
-)
+     fact("v2-unsupported-kv-sharing-fast-prefill").range))
 
 
 @row(
@@ -47,8 +46,7 @@ V2_UNSUPPORTED = (
     effect="ValidationError: no such method, when the engine config is made",
     message="--speculative-config method dspark: {vllm} has no DSpark (added in {before}) and rejects the method",
     fix="vLLM {before} or later, or method mtp on a checkpoint with an MTP head",
-    reference="vllm/config/speculative.py", vllm=fact("dspark-before-0.25").range,
-)
+    reference="vllm/config/speculative.py", vllm=fact("dspark-before-0.25").range)
 def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     return {} if spec_method(facts) == "dspark" else None
 
@@ -62,8 +60,7 @@ def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     "checkpoint ships no DSpark module), so {vllm} fails when it builds the draft, after loading the weights",
     fix="method mtp (the preview and NVFP4 checkpoints carry an MTP head), or a DSpark checkpoint (-0731, -0813)",
     reference="vllm/models/deepseek_v4/nvidia/dspark.py; recipes DeepSeek-V4-Flash.yaml",
-    vllm=fact("dspark-without-module").range,
-)
+    vllm=fact("dspark-without-module").range)
 def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
     if (spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None
             or _has_dspark(facts)):
@@ -78,8 +75,7 @@ def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
     message="--speculative-config method dspark with --pipeline-parallel-size {pp}: {vllm} raises "
     "NotImplementedError ('DSpark does not support pipeline parallelism.') after loading the weights",
     fix="--pipeline-parallel-size 1 (tensor or data parallel instead), or vLLM {before} and later",
-    reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py", vllm=fact("dspark-pp").range,
-)
+    reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py", vllm=fact("dspark-pp").range)
 def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1
     return {"pp": pp} if spec_method(facts) == "dspark" and pp > 1 else None
@@ -93,8 +89,7 @@ def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
     message="--speculative-config num_speculative_tokens {k}: {vllm} requires at least dspark_block_size ({block}) "
     "for DSpark",
     fix="--speculative-config.num_speculative_tokens {block}",
-    reference="vllm/config/speculative.py", vllm=fact("dspark-k-below-block").range,
-)
+    reference="vllm/config/speculative.py", vllm=fact("dspark-k-below-block").range)
 def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     block = facts.model.number("dspark_block_size")
     k = as_int(spec_config(facts).get("num_speculative_tokens"))
@@ -109,8 +104,7 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     effect="`Model Runner V1 does not support: dspark speculative decoding` when the engine config is made",
     message="VLLM_USE_V2_MODEL_RUNNER=0 with DSpark: {vllm}'s V1 model runner does not support DSpark and "
     "refuses the configuration",
-    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=fact("dspark-v1-runner").range,
-)
+    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=fact("dspark-v1-runner").range)
 def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is not False:
         return None
@@ -128,8 +122,7 @@ def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     "ValueError ({error})",
     fix="drop {used} (DSpark runs only on the V2 model runner), or method mtp on a checkpoint with an MTP head",
     reference="vllm/config/vllm.py _get_v2_model_runner_unsupported_features, "
-    "_get_v1_model_runner_unsupported_features", vllm=fact("dspark-v2-unsupported").range,
-)
+    "_get_v1_model_runner_unsupported_features", vllm=fact("dspark-v2-unsupported").range)
 def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is False or isinstance(v2_runner_env(facts), str):
         return None  # V1 forced: dspark-v1-runner; unreadable: v2-runner-env-not-int
@@ -156,8 +149,7 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     "expected to fail when it builds the draft, after loading the weights",
     fix="drop kv_cache_dtype from --speculative-config (the draft then uses the target's), or set it to fp8",
     reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py; vllm/models/deepseek_v4/attention.py "
-    "_resolve_dsv4_kv_cache_dtype", families=DSV4_FAMILIES, vllm=fact("draft-kv-not-fp8").range,
-)
+    "_resolve_dsv4_kv_cache_dtype", families=DSV4_FAMILIES, vllm=fact("draft-kv-not-fp8").range)
 def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark":
         return None
@@ -181,8 +173,7 @@ def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
     message="--speculative-config method mtp on {arch}: this checkpoint ships a DSpark module, not an MTP head; "
     "vLLM boots but with about 8× the KV cache per token",
     fix="method dspark (the recipes' default for these checkpoints)",
-    reference="vllm#51041; recipes DeepSeek-V4-Flash.yaml", vllm=fact("mtp-on-dspark-checkpoint").range,
-)
+    reference="vllm#51041; recipes DeepSeek-V4-Flash.yaml", vllm=fact("mtp-on-dspark-checkpoint").range)
 def mtp_on_dspark_checkpoint(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) not in ("mtp", "deepseek_mtp") or not _has_dspark(facts):
         return None
@@ -203,8 +194,7 @@ OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector", "SimpleCPUOffloadConne
     "the CPU offloading path; {vllm} is not known to have fixed it",
     fix="watch for EngineDeadError and restart (a supervisor), or serve DSpark without KV offloading",
     reference="vLLM #54914; vllm/v1/kv_offload/", vllm=fact("dspark-kv-offload").range,
-    releases={"reported": fact("dspark-kv-offload-reported").range},
-)
+    releases={"reported": fact("dspark-kv-offload-reported").range})
 def dspark_kv_offload(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark":
         return None
