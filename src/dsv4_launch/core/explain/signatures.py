@@ -166,10 +166,8 @@ SIGNATURES: tuple[Signature, ...] = (
         ":765@0.29.0, :798@0.30.0, :814@0.31.0, :688@0.32.0, :232@0.33.0",
         not_args={"enable_expert_parallel": True},  # the row's fix is already there: see the next one
     ),
-    # The same refusal with --enable-expert-parallel set: before 0.30.0 a speculative draft model's
-    # parallel config does not copy enable_expert_parallel (vllm/config/speculative.py
-    # create_draft_parallel_config@0.29.0; copied from :1757@0.30.0), so the draft's MegaMoE layer
-    # refuses (vllm#55914: DeepSeek-V4-Pro-0813, TP8 + EP, MegaMoE, DSpark).
+    # The same refusal with --enable-expert-parallel set, raised for the draft model (source, text;
+    # vllm#55914: DeepSeek-V4-Pro-0813, TP8 + EP, MegaMoE, DSpark).
     Signature(
         rule="mega-moe-draft-without-ep", exception="NotImplementedError",
         pattern=r"DeepSeek V4 MegaMoE currently requires expert parallel",

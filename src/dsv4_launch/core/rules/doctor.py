@@ -1,13 +1,10 @@
 """``dsv4-launch doctor``, pure part: the pipeline's plan + machine checks → OK / WARN / FAIL.
 
-``diagnose()`` turns the facts (GPUs, driver, Python, vLLM, the runtime report of the Python
-that runs vLLM, the model) and the plan ``prepare`` made — the very plan ``plan`` and
-``dsv4-serve`` act on — into report lines. Its verdict on anything a rule row covers is that
-row's: the pre-flight rows through the plan (a refusal is FAIL, a warning WARN), the runtime
-rows (``doctor_rows.py``) through the same ``rules.evaluate``; the machine lines themselves
-(GPU list, driver, Python, vLLM, torch) only describe, or fail where nothing can run (no GPU,
-no vLLM, no torch kernels). Every section works when its subject is missing and says so. The
-shell is ``commands/doctor.py``.
+``diagnose()`` turns the facts and the plan ``prepare`` made (the very plan ``plan`` and
+``dsv4-serve`` act on) into report lines; what they say and how a row's verdict becomes doctor's:
+docs/commands.md, "Doctor". The runtime rows (``doctor_rows.py``) go through the same
+``rules.evaluate``. Every section works when its subject is missing and says so. The shell is
+``commands/doctor.py``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The KV cache and attention, as rows: the KV-cache dtype, attention backends, the block size,
-the sparse indexer's cache and the hybrid KV-cache manager (DeepSeek-V4 and V4.1).
-
-Each check sits under its row (``@row``); ``core/rules/engine.py`` explains the fields and how a row is
-judged, docs/rules-evidence.md has the reading per release, ``plan.RULES`` the order findings
-are shown in.
+the sparse indexer's cache and the hybrid KV-cache manager (DeepSeek-V4 and V4.1). Each check sits
+under its row (``@row``; ``core/rules/engine.py``); docs/rules-evidence.md has the reading per release.
 """
 
 from __future__ import annotations
