@@ -56,8 +56,7 @@ def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = No
             "effect": f"AssertionError when the attention layers are built: vLLM before {CRASHES_BEFORE_FIX.before} "
             f"does not resolve auto on the fp8_ds_mla layout ({FIX_REFERENCE} made it do so)",
             "fix": f"{KV_OPTION} {KV_FIX_VALUE}", "reference": CRASH_REFERENCE, "level": "changed",
-            "evidence": "confirmed",
-        }
+            "evidence": "confirmed"}
     from ..core.rules.engine import version_words, words
 
     rule = _rules()[rule_id]
@@ -334,9 +333,8 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         for match in group:
             if match.signature.rule not in chosen:
                 continue
-            item = {"rule": match.signature.rule, "candidates": shown,
-                    "line": match.line.number, "text": mask_line(match.line.text), "count": match.count,
-                    "vllm_version": match.version,
+            item = {"rule": match.signature.rule, "candidates": shown, "line": match.line.number,
+                    "text": mask_line(match.line.text), "count": match.count, "vllm_version": match.version,
                     "exception": match.signature.exception,
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and

@@ -74,8 +74,8 @@ _TERMINAL = r"^(?=[\w.:<>]*(?:[A-Z]|\.\w|::))[A-Za-z_][\w.:<>]{0,200}(?:\([\w.]+
 _FRAME = r'^[ \t]*(?:\|[ \t]*)?(?:Traceback \(most recent call last\)|File "|[~^]+$|\.\.\.)'
 # What follows an error line without being its message (torch's CUDA advice).
 _NOISE = ("CUDA kernel errors might be", "For debugging consider passing", "Compile with `TORCH_USE_CUDA_DSA`",
-          "Search for `cuda",
-          "The above exception was", "During handling of the above exception", "[...", "Traceback (most recent")
+          "Search for `cuda", "The above exception was", "During handling of the above exception", "[...",
+          "Traceback (most recent")
 _ENDS_SENTENCE = ".!?)]}'\"`"
 _QUIET_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "WARN"})
 
@@ -465,9 +465,7 @@ class Scanner:
             version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
             pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
             command=command_words(self._commands[0]) if self._commands else (),
-            command_line=self._commands[1] if self._commands else None,
-            gpu_capabilities=tuple(self._capabilities),
-        )
+            command_line=self._commands[1] if self._commands else None, gpu_capabilities=tuple(self._capabilities))
 
 
 def command_words(lines: list[str]) -> tuple[str, ...]:

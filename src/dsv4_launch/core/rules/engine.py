@@ -151,13 +151,11 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         gpu_certain = exact or (bool(real) and not ambiguous) or len(hits) == len(candidates)
         if not gpu_certain:
             if ambiguous and real:
-                qualifiers.append(
-                    "only if CUDA's device numbers name that GPU: set CUDA_DEVICE_ORDER=PCI_BUS_ID to know"
-                )
+                qualifiers.append("only if CUDA's device numbers name that GPU: "
+                                  "set CUDA_DEVICE_ORDER=PCI_BUS_ID to know")
             else:
-                qualifiers.append(
-                    f"if the GPUs are {family_words({_family(g) for g in hits})}: their type is unknown here"
-                )
+                qualifiers.append(f"if the GPUs are {family_words({_family(g) for g in hits})}: "
+                                  "their type is unknown here")
         hit_gpus = real
         certain = gpu_certain and in_range is True
         if not certain and rule.level == WARN and not real:
