@@ -69,8 +69,7 @@ _DEEPGEMM_TEXT = {
            "(vllm/utils/deep_gemm.py is_deep_gemm_supported reads it: :110@0.29.0, :118@0.33.0); on SM 12.x use vLLM "
            "0.24.0 or later, which has an SM 12.x DeepSeek-V4 path",
     "reference": "DeepGEMM#317, DeepGEMM#305, timothystewart6/vllm-gb10#27, vllm#40778",
-    "evidence": "reported",
-}
+    "evidence": "reported"}
 _FLASHINFER_SM120_TEXT = {
     "title": "FlashInfer has no SM 12.x sparse-MLA kernel for this shape",
     "effect": "FlashInfer's SM120/SM121 sparse-MLA kernels exist for a fixed set of (heads per GPU, top-k); the DSpark "
@@ -81,8 +80,7 @@ _FLASHINFER_SM120_TEXT = {
            "--speculative-config, "
            "or with another --tensor-parallel-size",
     "reference": "flashinfer#3828, flashinfer#4336, flashinfer#4380, vllm#50720, vllm#56837",
-    "evidence": "reported",
-}
+    "evidence": "reported"}
 _TOO_OLD_TEXT = {
     "title": "a vLLM without DeepSeek-V4",
     "effect": "this vLLM (or the transformers it reads the config with) does not know deepseek_v4: no architecture, "
@@ -90,8 +88,7 @@ _TOO_OLD_TEXT = {
     "fix": "vLLM 0.24.0 or later (it registers DeepSeek-V4's architectures, config and deepseek_v4 parsers; earlier "
            "releases are not checked here, and 0.19.1 has none: vllm#40954)",
     "reference": "vllm/transformers_utils/config.py@0.24.0, vllm#40954",
-    "evidence": "cited",
-}
+    "evidence": "cited"}
 
 SIGNATURES: tuple[Signature, ...] = (
     # --- the KV cache ------------------------------------------------------------------------
@@ -110,8 +107,7 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
         source=f"{_ATT}:112@0.30.0, :111@0.31.0–0.32.0, :112@0.33.0", vllm=fact("dsv4-kv-check-raises").range),
     Signature(
-        rule="kv-invalid", exception="argparse error (exit 2)",
-        pattern=r"argument --kv-cache-dtype: invalid choice: ",
+        rule="kv-invalid", exception="argparse error (exit 2)", pattern=r"argument --kv-cache-dtype: invalid choice: ",
         source="vllm/config/cache.py CacheDType (argparse choices)@0.24.0–0.32.0",
         vllm=fact("kv-dtype-by-argparse").range),
     Signature(
@@ -137,14 +133,12 @@ SIGNATURES: tuple[Signature, ...] = (
         vllm=fact("v41-packed-strict").range),
     # --- attention backends --------------------------------------------------------------------
     Signature(
-        rule="backend-not-dsv4", exception="ValueError",
-        pattern=r"\S+ is not a DeepSeek V4 attention backend",
+        rule="backend-not-dsv4", exception="ValueError", pattern=r"\S+ is not a DeepSeek V4 attention backend",
         fill={"use": "FLASHINFER_MLA_SPARSE_DSV4 (what the message names)", "name": "DeepSeek-V4"},
         source=f"{_NV}:752@0.24.0, :773@0.25.0–0.25.1, :774@0.26.0, :785@0.27.0–0.27.1, :784@0.28.0, "
         ":1035@0.29.0, :1100@0.30.0, :1160@0.31.0, :1027@0.32.0, :551@0.33.0"),
     Signature(
-        rule="backend-not-dsv4", exception="ValueError",
-        pattern=r"\S+ is not a DeepSeek V4\.1 attention backend",
+        rule="backend-not-dsv4", exception="ValueError", pattern=r"\S+ is not a DeepSeek V4\.1 attention backend",
         source="vllm/models/deepseek_v41/nvidia/model.py:131@0.30.0, :205@0.31.0, :212@0.32.0, :227@0.33.0",
         vllm=fact("v41-model").range,
         fill={"use": "FLASHINFER_MLA_SPARSE_DSV41 (what the message names)", "name": "DeepSeek-V4.1"}),
@@ -184,13 +178,11 @@ SIGNATURES: tuple[Signature, ...] = (
               "reference": "vllm#55914; vllm/config/speculative.py create_draft_parallel_config@0.30.0",
               "evidence": "cited"}),
     Signature(
-        rule="mega-moe-fp4", exception="NotImplementedError",
-        pattern=r"DeepSeek V4 MegaMoE only supports fp4 experts",
+        rule="mega-moe-fp4", exception="NotImplementedError", pattern=r"DeepSeek V4 MegaMoE only supports fp4 experts",
         source=f"{_NV}:526@0.24.0, :547@0.25.0–0.25.1, :548@0.26.0, :557@0.27.0–0.27.1, :565@0.28.0, "
         ":785@0.29.0, :824@0.30.0, :844@0.31.0, :718@0.32.0, :262@0.33.0"),
     Signature(
-        rule="mega-moe-not-sm100", exception="NotImplementedError",
-        pattern=r"DeepGEMM MegaMoE requires SM100 GPUs",
+        rule="mega-moe-not-sm100", exception="NotImplementedError", pattern=r"DeepGEMM MegaMoE requires SM100 GPUs",
         source=f"{_NV}:301@0.24.0, :309@0.25.0–0.25.1, :310@0.26.0, :317@0.27.0–0.27.1, :318@0.28.0, "
         ":335@0.29.0, :338@0.30.0, :369@0.31.0, vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
         ":460@0.32.0, :201@0.33.0"),
@@ -234,8 +226,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ":1368@0.28.0, :1414@0.29.0, :1427@0.30.0, :1505@0.31.0, :1547@0.32.0, :1560@0.33.0",
         fill={"sizes": "one that divides the model's attention heads"}),
     Signature(
-        rule="tp-o-groups", exception="ZeroDivisionError",
-        pattern=r"^ZeroDivisionError\b",
+        rule="tp-o-groups", exception="ZeroDivisionError", pattern=r"^ZeroDivisionError\b",
         context=r"deepgemm_post_process_fp8_weight_block|r = wq\.size\(0\) // g|_o_proj|n_local_groups",
         context_lines=40,
         source="vllm/model_executor/layers/quantization/utils/fp8_utils.py:1120@0.24.0–0.25.1, :1121@0.26.0, "
@@ -245,8 +236,7 @@ SIGNATURES: tuple[Signature, ...] = (
         fill={"dp": "a tensor-parallel size no larger than the model's o_groups",
               "sizes": "1, 2, 4, 8 for DeepSeek-V4-Flash"}),
     Signature(
-        rule="tp-o-groups", exception="AssertionError",
-        pattern=r"(?P<groups>\d+) is not divisible by (?P<tp>\d+)",
+        rule="tp-o-groups", exception="AssertionError", pattern=r"(?P<groups>\d+) is not divisible by (?P<tp>\d+)",
         context=r"grouped_wo_a\.py|n_local_groups = divide\(n_groups", context_lines=12,
         source="vllm/distributed/utils.py:54@0.34.0 (ensure_divisibility, from "
         "vllm/models/deepseek_v4/common/grouped_wo_a.py:26@0.34.0, DeepseekV4GroupedWoA.__init__)",
@@ -269,13 +259,11 @@ SIGNATURES: tuple[Signature, ...] = (
         fill={"fix": "unset VLLM_PP_LAYER_PARTITION, or give one comma-separated layer count per pipeline stage "
                      "adding up to the model's num_hidden_layers (43 for DeepSeek-V4-Flash, 61 for DeepSeek-V4-Pro)"}),
     Signature(
-        rule="block-size", exception="ValueError",
-        pattern=r"No common block size for \d+",
+        rule="block-size", exception="ValueError", pattern=r"No common block size for \d+",
         source="vllm/v1/worker/utils.py:328@0.24.0–0.25.1, :348@0.26.0, :332@0.27.0–0.27.1, :367@0.28.0, "
         ":376@0.29.0, :386@0.30.0–0.31.0, :554@0.32.0–0.33.0", fill={"suggested": "a multiple of 256 (256)"}),
     Signature(
-        rule="block-size-v41", exception="ValueError",
-        pattern=r"No common block size for \d+",
+        rule="block-size-v41", exception="ValueError", pattern=r"No common block size for \d+",
         source="vllm/v1/worker/utils.py:386@0.30.0–0.31.0, :554@0.32.0–0.33.0 (vllm/models/deepseek_v41/"
         "sparse_mla.py:90@0.30.0)", vllm=fact("block-size-v41").range,
         fill={"suggested": "a multiple of 128 (64 on SM 9.x)"}),
@@ -286,21 +274,18 @@ SIGNATURES: tuple[Signature, ...] = (
         source="vllm/config/speculative.py SpeculativeMethod@0.24.0 (no 'dspark')",
         vllm=fact("dspark-before-0.25").range),
     Signature(
-        rule="dspark-without-module", exception="AttributeError",
-        pattern=r"has no attribute 'dspark_target_layer_ids'",
+        rule="dspark-without-module", exception="AttributeError", pattern=r"has no attribute 'dspark_target_layer_ids'",
         source="vllm/models/deepseek_v4/nvidia/dspark.py:67@0.25.0, :100@0.33.0",
         vllm=fact("dspark-without-module").range),
     Signature(
-        rule="dspark-pp", exception="NotImplementedError",
-        pattern=r"DSpark does not support pipeline parallelism",
+        rule="dspark-pp", exception="NotImplementedError", pattern=r"DSpark does not support pipeline parallelism",
         source="vllm/v1/worker/gpu/spec_decode/dspark/utils.py:36@0.25.0–0.25.1, :46@0.26.0, "
         ":50@0.27.0–0.27.1, :56@0.28.0, :80@0.29.0", vllm=fact("dspark-pp").range),
     # The same refusal in the model-config words when the DSpark draft is checked first (vllm#52761:
     # 0.27.1, PP 3): a message any model without SupportsPP prints, so only with the log's
     # arguments showing DSpark and a pipeline-parallel size (non-default args lists it only when > 1).
     Signature(
-        rule="dspark-pp", exception="ValueError",
-        pattern=r"Pipeline parallelism is not supported for this model",
+        rule="dspark-pp", exception="ValueError", pattern=r"Pipeline parallelism is not supported for this model",
         source="vllm/config/model.py:1227@0.25.0, :1245@0.26.0, :1330@0.27.0, :1382@0.28.0, :1428@0.29.0 "
         "(verify_with_parallel_config, for the DSpark draft); vllm#52761", vllm=fact("dspark-pp").range,
         args={"pipeline_parallel_size": ..., "speculative_config.method": "dspark"}),
@@ -347,8 +332,7 @@ SIGNATURES: tuple[Signature, ...] = (
         source="vllm/distributed/kv_transfer/kv_connector/factory.py:57@0.24.0–0.33.0"),
     # --- memory ----------------------------------------------------------------------------------
     Signature(
-        rule="weights-exceed-memory", exception="ValueError",
-        pattern=r"No available memory for the cache blocks",
+        rule="weights-exceed-memory", exception="ValueError", pattern=r"No available memory for the cache blocks",
         source=f"{_KVU}:740@0.24.0–0.25.1, :758@0.26.0–0.27.1, :738@0.28.0, :859@0.29.0, :879@0.30.0, "
         ":905@0.31.0, :1010@0.32.0, vllm/v1/core/kv_cache_planning.py:57@0.33.0", fill={"more": "enough"}),
     Signature(
@@ -402,16 +386,14 @@ SIGNATURES: tuple[Signature, ...] = (
         source="DeepGEMM csrc layout.hpp:76 via vLLM 0.24.0's FP8 warm-up (vLLM #47130, #47266)",
         vllm=fact("sm12-deepgemm-warmup").range),
     Signature(
-        rule="sm12-0.27", exception="RuntimeError (DeepGEMM assertion)",
-        pattern=r"Unknown SF transformation",
+        rule="sm12-0.27", exception="RuntimeError (DeepGEMM assertion)", pattern=r"Unknown SF transformation",
         source="DeepGEMM, from process_weights_after_loading in vLLM 0.27.x (vLLM #51758)",
         vllm=fact("sm12-0.27").range, fill={"before": "0.28.0"}),
     # --- failures no rule row decides: the signature's own words (``text``) ---------------------
     # The field corpus (tests/fixtures/logs/field/MANIFEST.json) holds a real log of each.
     *(Signature(
         rule="deepgemm-not-for-this-gpu", exception="RuntimeError (DeepGEMM assertion / CUDA driver error)",
-        pattern=pattern, source=source, text=_DEEPGEMM_TEXT,
-    ) for pattern, source in (
+        pattern=pattern, source=source, text=_DEEPGEMM_TEXT) for pattern, source in (
         (r"Assertion error \([^)]*csrc/apis/[\w./]+\.hpp:\d+\): Unsupported architecture",
          "DeepGEMM csrc/apis/hyperconnection.hpp:56 (tf32_hc_prenorm_gemm), csrc/apis/attention.hpp:211 "
          "(paged_mqa_logits): DeepGEMM#317; vllm#40778 (vLLM), sglang#25877"),
@@ -422,8 +404,7 @@ SIGNATURES: tuple[Signature, ...] = (
     )),
     *(Signature(
         rule="flashinfer-sm120-no-kernel", exception=exception, pattern=pattern, source=source,
-        text=_FLASHINFER_SM120_TEXT,
-    ) for exception, pattern, source in (
+        text=_FLASHINFER_SM120_TEXT) for exception, pattern, source in (
         ("tvm.error.InternalError (FlashInfer check)",
          r"Decode \(num_tokens <= 64\) must go through\b",
          "FlashInfer csrc/sparse_mla_sm120.cu:261 (TVM_FFI_ICHECK_GT(num_tokens, 64)): flashinfer#3828, #3817, "
@@ -568,8 +549,7 @@ SIGNATURES: tuple[Signature, ...] = (
         source="vllm/platforms/interface.py:1483@0.34.0 (validate_environ)", vllm=fact("v1-runner-removed").range),
     *(Signature(
         rule="vllm-too-old-for-dsv4", exception=exception, pattern=pattern, source=source, text=_TOO_OLD_TEXT,
-        vllm=fact("vllm-too-old-for-dsv4").range,
-    ) for exception, pattern, source in (
+        vllm=fact("vllm-too-old-for-dsv4").range) for exception, pattern, source in (
         ("KeyError", r"invalid tool call parser: deepseek_v4\b",
          "vllm/entrypoints/openai/api_server.py:505@0.24.0 (the check; 0.24.0 and later register deepseek_v4); "
          "vllm-project/vllm-ascend#8997"),
@@ -595,8 +575,7 @@ SIGNATURES: tuple[Signature, ...] = (
                         "prefill, DSpark, KV connectors) and its TMA descriptor cannot be built: every worker asserts",
               "fix": "vLLM 0.25.x (the reports: the same setup works there); on 0.26.0 no setting is confirmed to "
                      "avoid it",
-              "reference": "vllm#49883, vllm#49922, vllm#52339, vllm#54179", "evidence": "reported"},
-    ) for pattern in (
+              "reference": "vllm#49883, vllm#49922, vllm#52339, vllm#54179", "evidence": "reported"}) for pattern in (
         r"phase1\.cuh:\d+\): Assertion `res == CUresult::CUDA_SUCCESS` failed",
         r"Assertion `res == CUresult::CUDA_SUCCESS` failed \([^)]*phase1\.cuh:\d+\)",
     )),
@@ -624,8 +603,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # message), and the frame of the check where an excerpt ends on it
     *(Signature(
         rule="flashinfer-sm120-no-kernel", exception="tvm.error.InternalError (FlashInfer check)", pattern=pattern,
-        source=source, text=_FLASHINFER_SM120_TEXT,
-    ) for pattern, source in (
+        source=source, text=_FLASHINFER_SM120_TEXT) for pattern, source in (
         (r"Check failed: num_tokens > 64 \(\d+ vs\. 64\)",
          "FlashInfer csrc/sparse_mla_sm120.cu:261 (TVM_FFI_ICHECK_GT(num_tokens, 64)): vllm#50720 (0.26.0, GB10)"),
         (r'sparse_mla_sm120\.cu", line \d+, in void flashinfer::sparse_mla_sm120::SparseMlaSm120PagedAttention\b',
@@ -685,6 +663,5 @@ NO_SIGNATURE = {
     "v4-parsers-on-v41": "silent: tool calls are not parsed",
     "think-max-short": "silent: the reasoning is cut short",
     "weights-tight": "an estimate: the failure, if any, is weights-exceed-memory's",
-    "flashinfer-pin": "pip only warns; any failure is a kernel's",
-}
+    "flashinfer-pin": "pip only warns; any failure is a kernel's"}
 
