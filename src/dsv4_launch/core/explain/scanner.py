@@ -32,8 +32,7 @@ _VERSION_PATTERNS = (
     r"vLLM server version (\S+?),? serving model",
     r"vLLM API server version (\S+)",
     r"Initializing a V1 LLM engine \(v([^)\s]+)\) with config",
-    r"█\s+version\s+(\S+)",
-)
+    r"█\s+version\s+(\S+)")
 _VERSION_TEXT = r"\d+\.\d+(?:\.\d+)?[\w.+\-]{0,30}"
 _ARGS = r"non-default args: (\{.*)$"
 # GPUs where a log names them with their compute capability: dsv4-launch's own lines
@@ -41,8 +40,7 @@ _ARGS = r"non-default args: (\{.*)$"
 _GPU_PATTERNS = (
     r"\bon ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",  # \bon: not "Editi|on (SM …)"
     r"Found GPU\d+ (.+?) which is of cuda capability (\d+)\.(\d+)",
-    r"^dsv4-(?:launch|serve): [\w\-]+: (?:[\w\-]+: )?((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",
-)
+    r"^dsv4-(?:launch|serve): [\w\-]+: (?:[\w\-]+: )?((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)")
 # An exception line: indented too (a quoted log, an exception group's "  | "), a wrapped
 # exception's name in brackets (Ray's "RayTaskError(RuntimeError):"), after a launcher's "Error: ".
 _EXCEPTION = (r"^[ \t]*(?:\|[ \t]*)?(?:Error:[ \t]+)?(?:[A-Za-z_]\w*\.)*"

@@ -200,7 +200,6 @@ def v41_ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
 
 # --- attention backends -----------------------------------------------------------------------
 
-
 @row(
     ROWS, id="backend-not-dsv4", topic="kv", level=REFUSE, evidence=CITED,
     title="`--attention-backend FLASHINFER_MLA_SPARSE` or `…_SM120`",
@@ -329,7 +328,6 @@ def attention_env_ignored(facts: Facts, gpu: GpuInfo | None):
 
 
 # --- the block size ---------------------------------------------------------------------------
-
 
 def _block(facts: Facts, multiple: int, name: str):
     size = as_int(facts.args.value("block_size"))
@@ -681,7 +679,6 @@ def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
 
 
 # --- sizing the KV cache ----------------------------------------------------------------------
-
 
 @row(
     ROWS, id="vision-no-compress-ratios", topic="serving", level=WARN, evidence=DERIVED,

@@ -175,7 +175,6 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
 
 # --- the environment --------------------------------------------------------------------------
 
-
 # Model Runner V1 is removed in 0.34.0: VLLM_USE_V2_MODEL_RUNNER leaves envs.py, and any value but "1"
 # raises ValueError in validate_environ.
 V1_RUNNER_EXISTS = fact("v1-runner-exists").range

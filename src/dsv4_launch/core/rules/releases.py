@@ -78,7 +78,6 @@ SM12_DEGENERATE = fact("sm12-0.26-garbage").range
 SM12_BOOT_FAILS = fact("sm12-0.27").range
 
 
-
 @row(
     ROWS, id="sm12-before-0.24", topic="gpus", level=WARN, evidence=DERIVED,
     title="SM 12.x with vLLM < {before:minor}",
