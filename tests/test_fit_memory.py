@@ -139,7 +139,7 @@ def test_fit_shows_the_band_and_names_vllms_maximum_concurrency(tmp_path):
     assert "more GPUs" not in out and table
 
 
-@pytest.mark.parametrize("model,memory_gib,expected", [(PRO, 79.6, 16), (FLASH, 20, 16), (FLASH, 95.6, 3)])
+@pytest.mark.parametrize("model,memory_gib,expected", [(PRO, 79.6, 16), (FLASH, 20, 16), (FLASH, 95.6, 4)])
 def test_fewest_gpus_count_whole_nodes_above_8(tmp_path, model, memory_gib, expected):
     code, data, _ = fit(tmp_path, [model], as_json=True, gpus=8, gpu_memory=int(memory_gib * GiB))
     fewest = data["fewest_gpus"]
@@ -153,6 +153,7 @@ def test_fewest_gpus_prefers_the_most_headroom_among_those_that_fit(tmp_path):
     code, data, _ = fit(tmp_path, [PRO], as_json=True, gpus=8, gpu_memory=141 * GiB)
     fewest = data["fewest_gpus"]
     fitting = [r for r in data["rows"] if r["verdict"] == "fits"]
+    fitting = [r for r in fitting if r["pp"] == 1] or fitting  # PP only where nothing else fits
     assert fewest["kv_available_bytes_low"] == max(r["kv_available_bytes_low"] for r in fitting)
     assert layouts and fit_row  # the same functions fit's rows come from
 
@@ -292,3 +293,69 @@ def test_the_gb300_preset_is_nvmls_capture():
     # nvidia-smi memory.total on a DGX Station GB300 (presets.py cites it): 256,703 MiB, not the 288 GB data sheet
     count, preset = parse_gpus("4xGB300")
     assert (count, preset.name, preset.capability, preset.memory) == (4, "NVIDIA GB300", (10, 3), 256_703 * 2**20)
+
+
+# --- "fewest GPUs": layouts people run, and the user's own count where a lever makes it fit ----------
+
+def preset_fit(tmp_path, gpus, args=()):
+    from dsv4_launch.core.memory.presets import parse_gpus as parse
+
+    count, preset = parse(gpus)
+    code, data, _ = fit(tmp_path, list(args), as_json=True, gpus=count, preset=preset)
+    _, text, _ = fit(tmp_path, list(args), gpus=count, preset=preset)
+    assert text.count("--max-num-batched-tokens 4096") <= 1  # a lever is said once
+    return code, data, next(line for line in text.splitlines() if line.startswith(("fewest", "no layout")))
+
+
+def test_fewest_on_two_rtx_pro_6000_is_yours_with_the_lever_not_three(tmp_path):
+    # the two-GPU user was told "3 (-tp 1 -pp 3)"; -tp 2 with 4,096 batched tokens re-plans as fitting
+    code, data, line = preset_fit(tmp_path, "2xRTXPRO6000")
+    assert data["fix"] == {"flags": "-tp 2", "change": "--max-num-batched-tokens 4096", "end": "pessimistic"}
+    assert line.endswith(": 2 (yours: -tp 2 with --max-num-batched-tokens 4096, re-planned)"), line
+    assert data["fewest_gpus_with_change"] == {"gpus": 2, "flags": "-tp 2", "change": "--max-num-batched-tokens 4096"}
+    # fewest_gpus keeps its meaning: the fewest on which a layout fits unchanged, a count people run
+    assert data["fewest_gpus"]["gpus"] == 4 and data["fewest_gpus"]["verdict"] == "fits"
+    assert data["fewest_gpus"]["pp"] == 1 and data["fewest_gpus"]["tp"] in (1, 2, 4)
+
+
+def test_fewest_with_a_layout_that_fits_unchanged_names_no_change(tmp_path):
+    code, data, line = preset_fit(tmp_path, "4xRTXPRO6000")  # was "3 (-tp 1 -pp 3)"
+    fewest = data["fewest_gpus"]
+    assert fewest["gpus"] == 4 and fewest["pp"] == 1 and data["fewest_gpus_with_change"] is None
+    assert line.endswith(f": 4 ({fewest['flags']}, the most headroom)"), line
+
+
+def test_fewest_on_8_h200_pro_prefers_a_layout_without_pp(tmp_path):
+    code, data, line = preset_fit(tmp_path, "8xH200", [PRO])
+    fewest = data["fewest_gpus"]
+    assert fewest["gpus"] == 8 and fewest["pp"] == 1 and fewest["verdict"] == "fits"
+    assert any(r["pp"] > 1 and r["verdict"] == "fits" for r in data["rows"])  # PP fits too, and is not named
+    assert data["fewest_gpus_with_change"] is None and "-pp" not in line
+
+
+@pytest.mark.parametrize("gpus", ["1xRTXPRO6000", "2xH100"])
+def test_where_nothing_fits_here_fewest_is_a_count_people_run(tmp_path, gpus):
+    code, data, line = preset_fit(tmp_path, gpus)
+    assert not any(r["verdict"] == "fits" for r in data["rows"]) and data["fix"] is None
+    fewest = data["fewest_gpus"]
+    assert fewest["gpus"] in (2, 4, 8) and fewest["gpus"] > data["gpus"] and fewest["tp"] in (1, 2, 4, 8)
+    assert data["fewest_gpus_with_change"] is None and "yours" not in line
+
+
+def test_a_count_no_usual_layout_uses_is_tried_only_when_asked(tmp_path):
+    from dsv4_launch.core.memory.fit import counts_to_try
+
+    assert counts_to_try(64)[:5] == [1, 2, 4, 8, 16] and 3 not in counts_to_try(64) and 24 in counts_to_try(64)
+    assert 6 in counts_to_try(64, asked=6) and 5 not in counts_to_try(64, asked=6)
+
+
+def test_fewest_names_the_users_own_layout_where_it_fits_tp_8_with_ep_too(tmp_path):
+    code, data, line = preset_fit(tmp_path, "8xH200", [PRO, "-tp", "8", "--enable-expert-parallel"])
+    assert data["fewest_gpus"]["yours"] and data["fewest_gpus"]["layout"] == "TP 8 + EP", data["fewest_gpus"]
+    assert line.endswith(": 8 (-tp 8 -ep, the most headroom)"), line
+
+
+def test_where_no_count_fits_the_line_names_the_counts_tried(tmp_path):
+    code, out, _ = fit(tmp_path, [PRO], gpus=8, gpu_memory=8 * GiB)
+    assert ("no layout of up to 64 of these GPUs (1, 2, 4, 8, then whole nodes) fits 65,536 tokens at the "
+            "pessimistic end") in out and code == 1

@@ -128,7 +128,8 @@ def render(release: str, found: list[dict], total: int, old_label: str) -> str:
     lines = [f"Checklist for vLLM {release} (against {old_label}): {len(review)} of {total} open-ended facts "
              "to review (core/vllm/facts.py)"]
     for entry in review:
-        lines.append(f"- `{entry['fact']}` ({entry['releases']}{'; oracle ' + entry['oracle'] if entry['oracle'] else ''})")
+        oracle = f"; oracle {entry['oracle']}" if entry["oracle"] else ""
+        lines.append(f"- `{entry['fact']}` ({entry['releases']}{oracle})")
         for c in entry["cites"]:
             lines.append(f"    {c['cite'] + ' — ' if c['cite'] else ''}{c['state']}")
             lines += [f"      {d}" for d in c["diff"]]
@@ -175,8 +176,8 @@ def downloaded_source(release: str) -> Path:
     if (dest / ".complete").exists():
         return dest
     with tempfile.TemporaryDirectory() as tmp:
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"vllm=={release}", "-d", tmp],
-                              capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"vllm=={release}",
+                               "-d", tmp], capture_output=True, text=True)
         wheels = list(Path(tmp).glob("*.whl"))
         if done.returncode != 0 or not wheels:
             raise SystemExit(f"new_release: cannot download vLLM {release}: {done.stderr.strip()[-300:]}")
@@ -233,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("release", help="the new vLLM release, X.Y.Z")
     parser.add_argument("--vllm-python", help="an interpreter whose environment has vLLM X and this checkout installed "
                         "(pip install -e .); else .ci/vllm-venv.sh X, into which the tool installs it")
-    parser.add_argument("--old-src", type=Path, help=f"a directory holding vllm/ of {NEWEST_VERIFIED} (else downloaded)")
+    parser.add_argument("--old-src", type=Path,
+                        help=f"a directory holding vllm/ of {NEWEST_VERIFIED} (else downloaded)")
     parser.add_argument("--new-src", type=Path, help="a directory holding vllm/ of the new release (else its venv's)")
     parser.add_argument("--checklist-only", action="store_true", help="only step 5 (needs --old-src and --new-src)")
     parser.add_argument("--skip-oracles", action="store_true", help="leave out step 4")
@@ -264,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
                 python = f"$(.ci/vllm-venv.sh {opts.release})/bin/python"
             else:
                 started = time.monotonic()
-                made = subprocess.run([str(ROOT / ".ci" / "vllm-venv.sh"), opts.release], cwd=ROOT, stdout=subprocess.PIPE,
-                                      text=True)
+                made = subprocess.run([str(ROOT / ".ci" / "vllm-venv.sh"), opts.release], cwd=ROOT,
+                                      stdout=subprocess.PIPE, text=True)
                 if made.returncode != 0:
                     return 1
                 python = str(Path(made.stdout.strip().splitlines()[-1]) / "bin" / "python")
@@ -276,9 +278,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"new_release: 1. vLLM {opts.release}: {python}, with this checkout installed in it", flush=True)
             if not opts.dry_run and not opts.skip_oracles and not installed_here(python):
-                print(f"new_release: 1. dsv4-launch from this checkout is not installed with {python} (the plugin oracles "
-                      f"of step 4 load it through its entry point, as vLLM does): {python} -m pip install -e {ROOT}, "
-                      "or --skip-oracles", file=sys.stderr)
+                print(f"new_release: 1. dsv4-launch from this checkout is not installed with {python} (the plugin "
+                      f"oracles of step 4 load it through its entry point, as vLLM does): {python} -m pip install -e "
+                      f"{ROOT}, or --skip-oracles", file=sys.stderr)
                 return 1
         cpu = {"VLLM_TARGET_DEVICE": "cpu", "PYTHONPATH": str(ROOT / "src")}
         step("2. option table", [python, "tools/gen_vllm_options.py"], cpu, opts.dry_run)
@@ -287,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         if not opts.skip_oracles:
             # X judged as X (tests/vllm_real/site/oracle_harness.py): verified for this run only
             print(f"new_release: 4. with DSV4_ORACLE_AS_VERIFIED={opts.release}", flush=True)
-            oracles = step("4. oracle suite", [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "vllm_real",
-                                               "tests/vllm_real", "-W", "ignore::DeprecationWarning", "-rfE"],
+            oracles = step("4. oracle suite", [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
+                                               "vllm_real", "tests/vllm_real", "-W", "ignore::DeprecationWarning",
+                                               "-rfE"],
                            {**cpu, "DSV4_REQUIRE_VLLM": "1", "DSV4_ORACLE_AS_VERIFIED": opts.release}, opts.dry_run,
                            failed)
         if opts.dry_run:

@@ -1,18 +1,8 @@
 """``dsv4-launch explain [FILE|-] [--json]``: which known failure a vLLM log shows, and the fix.
 
-The log (a file, or standard input: a terminal's scrollback, ``journalctl -u vllm``, ``kubectl
-logs``) is streamed line by line (``adapters/log_reader``) through the signature table
-(``core/signatures``). For each known failure: the rule, what vLLM did (the row's effect), the
-fix and the reference (the row's own text), the matching lines. Where the log shows vLLM's
-version and its ``non-default args``, the same pipeline as ``plan`` runs on those arguments
-(GPUs as the log names them, else unknown; never this machine's) and prints the command
-dsv4-serve would run. Unknown failure: the root cause (the first real error line of the last
-failure, with the lines its message wraps onto), vLLM's line pointing at it, and ``doctor``.
-
-Only those few lines of the log are printed, never a region of it; each is masked on its own
-(``core/explain/masking.mask_lines``) and for the secrets of vLLM's logged arguments, then
-escaped. Exit 0: a known failure is explained; 1: none found; 2: bad input (one line); 74: the
-report could not be written.
+What it prints, reads and masks, and its exit statuses: docs/commands.md, "After a crash". The
+log is streamed through ``core/explain/scanner``; each line printed is masked on its own
+(``core/explain/masking.mask_lines``) and for the secrets of vLLM's logged arguments, then escaped.
 """
 
 from __future__ import annotations
@@ -66,8 +56,7 @@ def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = No
             "effect": f"AssertionError when the attention layers are built: vLLM before {CRASHES_BEFORE_FIX.before} "
             f"does not resolve auto on the fp8_ds_mla layout ({FIX_REFERENCE} made it do so)",
             "fix": f"{KV_OPTION} {KV_FIX_VALUE}", "reference": CRASH_REFERENCE, "level": "changed",
-            "evidence": "confirmed",
-        }
+            "evidence": "confirmed"}
     from ..core.rules.engine import version_words, words
 
     rule = _rules()[rule_id]
@@ -344,9 +333,8 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         for match in group:
             if match.signature.rule not in chosen:
                 continue
-            item = {"rule": match.signature.rule, "candidates": shown,
-                    "line": match.line.number, "text": mask_line(match.line.text), "count": match.count,
-                    "vllm_version": match.version,
+            item = {"rule": match.signature.rule, "candidates": shown, "line": match.line.number,
+                    "text": mask_line(match.line.text), "count": match.count, "vllm_version": match.version,
                     "exception": match.signature.exception,
                     "signature": {"releases": match.signature.vllm.short(), "source": match.signature.source},
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and

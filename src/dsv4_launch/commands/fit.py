@@ -154,7 +154,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         context = DEFAULT_CONTEXT  # -1/auto: vLLM fits the length itself; concurrency at the default
     weights = facts.weights
     rows = fit_rows(facts, weights, count, memory, context)
-    fewest = fewest_gpus(facts, weights, memory, context)
+    fewest = fewest_gpus(facts, weights, memory, context, asked=count)
     e0 = rows[0].estimate if rows else None
     gpu_memory_used = e0.gpu_memory_bytes if e0 and e0.gpu_memory_bytes else memory
     source = weights.source if weights and weights.total_bytes else "checkpoint size unknown"
@@ -167,7 +167,13 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
                  else f"{count} × {_gib(gpu_memory_used)} GiB GPUs")
     title = (f"{facts.model.name} on {gpu_words} (gpu-memory-utilization "
              f"{gmu}, max-num-batched-tokens {mnbt or '?'}; vLLM {release} accounting ({how}); weights: {source})")
-    if fewest is not None:
+    fix = fix_on_these(facts, rows, context)
+    # the user's own GPUs fit with a lever the fix found: say so instead of asking for more GPUs
+    yours = fix if fix and fix[2] and (fewest is None or fewest.estimate.layout.gpus > count) else None
+    if yours is not None:
+        fewest_line = (f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: {count} "
+                       f"(yours: {yours[0].flags} with {yours[1]}, re-planned)")
+    elif fewest is not None:
         fewest_line = (f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: "
                        f"{fewest.estimate.layout.gpus} ({fewest.flags}, the most headroom)")
     elif rows and all(r.estimate.weights_bytes_per_gpu is None for r in rows):
@@ -176,10 +182,9 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         fewest_line = (f"no layout can be judged to fit {context:,} tokens: this model's KV cache is not modelled, "
                        "so no length is judged (vLLM decides at start)")
     else:
-        fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (whole nodes of 8 above 8) fits {context:,} "
+        fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (1, 2, 4, 8, then whole nodes) fits {context:,} "
                        "tokens at the pessimistic end")
-    fix = fix_on_these(facts, rows, context)
-    fix_line = None if fix is None else (
+    fix_line = None if fix is None or yours else (
         f"on these {count} GPUs: {fix[0].flags} with {fix[1]} fits {context:,} tokens at the "
         + ("pessimistic end (re-planned)" if fix[2] else "optimistic end only (re-planned)"))
     # 1 only when every layout certainly does not fit (the weights alone): vLLM deciding is not "no"
@@ -193,6 +198,8 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         "concurrency_note": note,  # None: "concurrency" is vLLM's own "Maximum concurrency" count, verified
         "rows": [_row_data(r) for r in rows],
         "fewest_gpus": None if fewest is None else {"gpus": fewest.estimate.layout.gpus, **_row_data(fewest)},
+        "fewest_gpus_with_change": None if yours is None else {"gpus": count, "flags": yours[0].flags,
+                                                               "change": yours[1]},
         "fits": True if any_fits else (False if none_fits else None),
         # where no layout here fits at the pessimistic end: the smallest change that does (or the optimistic end)
         "fix": None if fix is None else {"flags": fix[0].flags, "change": fix[1],

@@ -1,23 +1,15 @@
 """How a log is read for the signatures: ``Scanner`` reads a log line by line (the reader strips the journald,
 kubectl and vLLM prefixes first) and keeps only a bounded window, so any log is read in linear
-time and bounded memory: the signatures that match, the vLLM version, the ``non-default
-args`` vLLM logs at start, the GPU where the log names it, and the root cause of the last
-failure (for failures no signature knows).
+time and bounded memory: the signatures that match, the vLLM version, the ``non-default args``
+vLLM logs at start, the GPU where the log names it, a pasted ``vllm serve`` command, and the root
+cause of the last failure (what counts as one: docs/commands.md, "After a crash").
 
-The root cause is the *first* real error line of the last failure: where several processes
-print tracebacks (the worker's, then the engine's "EngineCore failed to start", then the API
-server's "Engine core initialization failed. See root cause above"), the first is the cause and
-the later ones point at it. A real error line is an exception line (indented, under a worker
-or Ray prefix, ``RayTaskError(RuntimeError):``), the line a traceback ends with whatever its
-name, or a native error from an extension (``Check failed:``, ``CUDA error: …``, ``terminate
-called after throwing …``, a device-side ``Assertion … failed``); a message wrapped over the
-next lines (a line that does not end a sentence, ``what():``) keeps up to two of them. vLLM's
-lines that point above them are kept apart (``pointers``), never taken for the cause. A failure
-is a cluster of error lines: a new run (vLLM's version line) or ``CLUSTER_GAP`` lines without
-one starts the next, and the last cluster with a cause gives it. Lines are kept as read; they
-are masked when printed (``commands/explain.py``).
-
-Pure: no I/O; the reading is ``adapters/log_reader.py``'s, the printing ``commands/explain.py``'s.
+Where several processes print tracebacks, the first real error line is the cause and the later
+ones (vLLM's "See root cause above" and the like) are kept apart as ``pointers``, never taken for
+it. A failure is a cluster of error lines: a new run (vLLM's version line) or ``CLUSTER_GAP``
+lines without one starts the next, and the last cluster with a cause gives it. Lines are kept as
+read and masked when printed (``commands/explain.py``). Pure: no I/O (``adapters/log_reader.py``
+reads).
 """
 
 from __future__ import annotations
@@ -40,8 +32,7 @@ _VERSION_PATTERNS = (
     r"vLLM server version (\S+?),? serving model",
     r"vLLM API server version (\S+)",
     r"Initializing a V1 LLM engine \(v([^)\s]+)\) with config",
-    r"█\s+version\s+(\S+)",
-)
+    r"█\s+version\s+(\S+)")
 _VERSION_TEXT = r"\d+\.\d+(?:\.\d+)?[\w.+\-]{0,30}"
 _ARGS = r"non-default args: (\{.*)$"
 # GPUs where a log names them with their compute capability: dsv4-launch's own lines
@@ -49,8 +40,7 @@ _ARGS = r"non-default args: (\{.*)$"
 _GPU_PATTERNS = (
     r"\bon ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",  # \bon: not "Editi|on (SM …)"
     r"Found GPU\d+ (.+?) which is of cuda capability (\d+)\.(\d+)",
-    r"^dsv4-(?:launch|serve): [\w\-]+: (?:[\w\-]+: )?((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",
-)
+    r"^dsv4-(?:launch|serve): [\w\-]+: (?:[\w\-]+: )?((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)")
 # An exception line: indented too (a quoted log, an exception group's "  | "), a wrapped
 # exception's name in brackets (Ray's "RayTaskError(RuntimeError):"), after a launcher's "Error: ".
 _EXCEPTION = (r"^[ \t]*(?:\|[ \t]*)?(?:Error:[ \t]+)?(?:[A-Za-z_]\w*\.)*"
@@ -82,8 +72,8 @@ _TERMINAL = r"^(?=[\w.:<>]*(?:[A-Z]|\.\w|::))[A-Za-z_][\w.:<>]{0,200}(?:\([\w.]+
 _FRAME = r'^[ \t]*(?:\|[ \t]*)?(?:Traceback \(most recent call last\)|File "|[~^]+$|\.\.\.)'
 # What follows an error line without being its message (torch's CUDA advice).
 _NOISE = ("CUDA kernel errors might be", "For debugging consider passing", "Compile with `TORCH_USE_CUDA_DSA`",
-          "Search for `cuda",
-          "The above exception was", "During handling of the above exception", "[...", "Traceback (most recent")
+          "Search for `cuda", "The above exception was", "During handling of the above exception", "[...",
+          "Traceback (most recent")
 _ENDS_SENTENCE = ".!?)]}'\"`"
 _QUIET_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "WARN"})
 
@@ -473,9 +463,7 @@ class Scanner:
             version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
             pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
             command=command_words(self._commands[0]) if self._commands else (),
-            command_line=self._commands[1] if self._commands else None,
-            gpu_capabilities=tuple(self._capabilities),
-        )
+            command_line=self._commands[1] if self._commands else None, gpu_capabilities=tuple(self._capabilities))
 
 
 def command_words(lines: list[str]) -> tuple[str, ...]:

@@ -110,10 +110,14 @@ def fit_rows(facts: Facts, weights: WeightFacts | None, gpus: int, gpu_memory: i
     return rows
 
 
-def counts_to_try(limit: int = MAX_FEWEST) -> list[int]:
-    """1 to 8 GPUs, then whole nodes of 8 (16, 24, … up to ``limit``): 14 GPUs at PP 7 is not a
-    deployment anyone buys."""
-    return [n for n in range(1, limit + 1) if n <= NODE or n % NODE == 0]
+USUAL_TP = (1, 2, 4, 8, 16)  # the tensor-parallel sizes DeepSeek-V4 is run at
+
+
+def counts_to_try(limit: int = MAX_FEWEST, asked: int | None = None) -> list[int]:
+    """The GPU counts the layouts people run use: 1, 2, 4, 8, then whole nodes of 8 (16, 24, …
+    up to ``limit``), and ``asked`` (the user's own count) whatever it is: 3 GPUs at PP 3 or 14 at
+    PP 7 is not a deployment anyone buys."""
+    return [n for n in range(1, limit + 1) if n in (1, 2, 4) or n % NODE == 0 or n == asked]
 
 
 def headroom(row: FitRow) -> tuple[int, int, int]:
@@ -124,16 +128,18 @@ def headroom(row: FitRow) -> tuple[int, int, int]:
 
 
 def fewest_gpus(facts: Facts, weights: WeightFacts | None, gpu_memory: int | None, context: int,
-                limit: int = MAX_FEWEST) -> FitRow | None:
-    """The fewest of these GPUs (in whole nodes above 8) on which some layout fits one request
-    of ``context`` even at the pessimistic end; of those layouts, the one with the most headroom."""
+                limit: int = MAX_FEWEST, asked: int | None = None) -> FitRow | None:
+    """The fewest of these GPUs (``counts_to_try``) on which a layout people run (TP of
+    ``USUAL_TP``, with DP + EP; PP only where nothing else fits on as many) fits one request of
+    ``context`` even at the pessimistic end; of those layouts, the one with the most headroom."""
     mine = user_layout(facts)
-    for n in counts_to_try(limit):
-        rows = [fit_row(facts, weights, layout, gpu_memory, context, yours=layout == mine)
-                for layout in layouts(facts, n)]
+    for n in counts_to_try(limit, asked or (mine.gpus if mine else None)):
+        found = [lay for lay in layouts(facts, n) if lay.tp in USUAL_TP and lay != mine]
+        found += [mine] if mine is not None and mine.gpus == n else []  # TP 8 + EP too, where it is the user's
+        rows = [fit_row(facts, weights, layout, gpu_memory, context, yours=layout == mine) for layout in found]
         fitting = [r for r in rows if r.verdict == FITS]
         if fitting:
-            return max(fitting, key=headroom)
+            return max(fitting, key=lambda r: (r.estimate.layout.pp == 1 or r.yours, *headroom(r)))
     return None
 
 

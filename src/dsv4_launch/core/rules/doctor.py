@@ -1,13 +1,10 @@
 """``dsv4-launch doctor``, pure part: the pipeline's plan + machine checks → OK / WARN / FAIL.
 
-``diagnose()`` turns the facts (GPUs, driver, Python, vLLM, the runtime report of the Python
-that runs vLLM, the model) and the plan ``prepare`` made — the very plan ``plan`` and
-``dsv4-serve`` act on — into report lines. Its verdict on anything a rule row covers is that
-row's: the pre-flight rows through the plan (a refusal is FAIL, a warning WARN), the runtime
-rows (``doctor_rows.py``) through the same ``rules.evaluate``; the machine lines themselves
-(GPU list, driver, Python, vLLM, torch) only describe, or fail where nothing can run (no GPU,
-no vLLM, no torch kernels). Every section works when its subject is missing and says so. The
-shell is ``commands/doctor.py``.
+``diagnose()`` turns the facts and the plan ``prepare`` made (the very plan ``plan`` and
+``dsv4-serve`` act on) into report lines; what they say and how a row's verdict becomes doctor's:
+docs/commands.md, "Doctor". The runtime rows (``doctor_rows.py``) go through the same
+``rules.evaluate``. Every section works when its subject is missing and says so. The shell is
+``commands/doctor.py``.
 """
 
 from __future__ import annotations
@@ -89,7 +86,8 @@ def gpu_lines(report: GpuReport | None, visible: set[int], source: str | None) -
         if report.source == GIVEN_GPUS:  # planned for, not seen: no UUID, no CUDA_VISIBLE_DEVICES to say
             line += "as --gpus names it"
         else:
-            line += f"{g.uuid or 'UUID unknown'}, {'visible to CUDA' if g.index in visible else 'hidden by CUDA_VISIBLE_DEVICES'}"
+            seen = "visible to CUDA" if g.index in visible else "hidden by CUDA_VISIBLE_DEVICES"
+            line += f"{g.uuid or 'UUID unknown'}, {seen}"
         if g.capability is None:
             lines.append(DoctorLine("gpu", WARN, f"{line}: {g.error or 'compute capability unknown'}"))
         else:  # what a GPU can run is the rows' to say (gpu-too-old, …): in the plan's lines
@@ -111,7 +109,8 @@ def vllm_lines(runtime: VllmRuntime, install_hint: str, dsv4: bool = True) -> li
     if CRASHES_BEFORE_FIX.contains(runtime.vllm_version):
         return [DoctorLine("vllm", WARN, f"{runtime.vllm_version}{where}: has the `auto` KV-cache crash on "
                       f"fp8_ds_mla paths ({CRASH_REFERENCE}); dsv4-serve rewrites it")]
-    return [DoctorLine("vllm", OK, f"{runtime.vllm_version}{where}: resolves `auto` on fp8_ds_mla itself ({FIX_REFERENCE})")]
+    return [DoctorLine("vllm", OK, f"{runtime.vllm_version}{where}: resolves `auto` on fp8_ds_mla itself "
+                                   f"({FIX_REFERENCE})")]
 
 
 def arch_coverage(cc: tuple[int, int], arch_flags: list[str]) -> str:
@@ -196,12 +195,14 @@ def plugin_line(runtime: VllmRuntime, env: Mapping[str, str], our_entry: str,
     allowed = env.get("VLLM_PLUGINS")
     if allowed is not None and our_entry not in allowed.split(","):
         shown = repr(allowed) if not allowed.strip() else allowed
-        return DoctorLine("plugin", WARN, f"installed, but VLLM_PLUGINS={shown} does not list {our_entry}: vLLM will not load it")
+        return DoctorLine("plugin", WARN,
+                          f"installed, but VLLM_PLUGINS={shown} does not list {our_entry}: vLLM will not load it")
     from ..settings import is_disabled
 
     if is_disabled(env):
         return DoctorLine("plugin", WARN, "installed, but DSV4_LAUNCH_DISABLE is set: it does nothing")
-    return DoctorLine("plugin", OK, "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
+    return DoctorLine("plugin", OK,
+                      "installed in vLLM's environment: `vllm serve`, LLM() and Ray workers get the KV fix too")
 
 
 # The plan's notes that say checks were not made (core/rules/plan.py): WARN in doctor, not OK.
@@ -211,7 +212,8 @@ _SKIPPED = ("were skipped", "checks are off")
 def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
     lines = []
     if facts is not None and (facts.args.rejection or facts.args.unread):
-        why = "vLLM rejects these arguments" if facts.args.rejection else "some of vLLM's arguments are not visible here"
+        why = ("vLLM rejects these arguments" if facts.args.rejection
+               else "some of vLLM's arguments are not visible here")
         lines.append(DoctorLine("model", WARN, f"not read ({why})"))
     elif facts is not None:
         m = facts.model
@@ -221,9 +223,11 @@ def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
             status = WARN if m.source == "the name" else OK
             lines.append(DoctorLine("model", status, f"{m.name}: {what}{source}"))
         else:
-            lines.append(DoctorLine("model", OK, f"{m.name or 'vLLM default'}: {what}{source}; not DeepSeek-V4, passed through"))
+            lines.append(DoctorLine("model", OK,
+                                    f"{m.name or 'vLLM default'}: {what}{source}; not DeepSeek-V4, passed through"))
     for change in plan.changes:
-        lines.append(DoctorLine("plan", OK, f"will set {change.option} {change.after}: {change.reason} ({change.reference})"))
+        lines.append(DoctorLine("plan", OK,
+                                f"will set {change.option} {change.after}: {change.reason} ({change.reference})"))
     for note in plan.notes:  # a note that checks were skipped is no all-clear: the pre-flight's WARN
         skipped = any(w in note for w in _SKIPPED)
         lines.append(DoctorLine("preflight" if skipped else "plan", WARN if skipped else OK, note))
@@ -239,8 +243,9 @@ def plan_lines(plan: Plan, facts: Facts | None) -> list[DoctorLine]:
     return lines
 
 
-def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runtime: VllmRuntime, env: Mapping[str, str],
-             *, install_hint: str, plugin_entry: str, plugin_hint: str | None = None) -> Diagnosis:
+def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runtime: VllmRuntime,
+             env: Mapping[str, str], *, install_hint: str, plugin_entry: str,
+             plugin_hint: str | None = None) -> Diagnosis:
     from .registry import DOCTOR_RULES
 
     used = list(facts.all_gpus) if facts else []  # every candidate when the mapping is ambiguous

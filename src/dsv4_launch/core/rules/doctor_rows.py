@@ -52,18 +52,12 @@ def sm120_decode_shapes(facts: Facts) -> list[tuple[int, int]]:
 
 
 @row(
-    ROWS,
-    id="flashinfer-missing",
-    level=FAIL,
-    evidence=CITED,
+    ROWS, id="flashinfer-missing", level=FAIL, evidence=CITED,
     title="SM 12.x without FlashInfer in vLLM's environment",
     effect="DeepSeek-V4's SM 12.x attention is FlashInfer's: the model cannot be built",
     message="FlashInfer is not installed where vLLM runs, and DeepSeek-V4 on {gpus} runs on FlashInfer's SM120 kernels",
     fix="install the flashinfer-python version vLLM pins (pip install vllm pulls it in)",
-    reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py",
-    families=frozenset({"12"}),
-    section="flashinfer",
-)
+    reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py", families=frozenset({"12"}), section="flashinfer")
 def flashinfer_missing(facts: Facts, gpu: GpuInfo | None):
     if not _on_sm120_path(facts) or _flashinfer(facts) is not None:
         return None
@@ -71,19 +65,14 @@ def flashinfer_missing(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashinfer-sm120-api",
-    level=FAIL,
-    evidence=CITED,
+    ROWS, id="flashinfer-sm120-api", level=FAIL, evidence=CITED,
     title="SM 12.x with a FlashInfer lacking the sparse-MLA SM120 decode API",
     effect="`RuntimeError: FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires …` when the model is built",
     message="FlashInfer {version} lacks the SM120 sparse-MLA decode API (trtllm_batch_decode_sparse_mla_dsv4) "
     "that DeepSeek-V4 on {gpus} needs; vLLM raises RuntimeError when it builds the model",
     fix="install the flashinfer-python version vLLM pins",
-    reference="vllm/utils/flashinfer.py has_flashinfer_sparse_mla_sm120",
-    families=frozenset({"12"}),
-    section="flashinfer",
-)
+    reference="vllm/utils/flashinfer.py has_flashinfer_sparse_mla_sm120", families=frozenset({"12"}),
+    section="flashinfer")
 def sm120_api_missing(facts: Facts, gpu: GpuInfo | None):
     fi = _flashinfer(facts)
     if fi is None or not _on_sm120_path(facts) or fi.get("sm120_sparse_mla"):
@@ -92,20 +81,14 @@ def sm120_api_missing(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashinfer-sm120-shape",
-    level=FAIL,
-    evidence=CITED,
+    ROWS, id="flashinfer-sm120-shape", level=FAIL, evidence=CITED,
     title="SM 12.x with a FlashInfer lacking the DSv4 decode shape (heads, top-k) this model needs (DSpark: 192/256)",
     effect="`RuntimeError: … requires a FlashInfer DSV4 sparse MLA decode specialization` when the model is built",
     message="FlashInfer {version} has no SM120 DeepSeek-V4 decode kernel for {shapes}; {vllm} raises "
     "RuntimeError when it builds the attention layers",
     fix="install a FlashInfer build containing flashinfer-ai/flashinfer#4380 (DSpark on SM 12.x needs top-k 192/256)",
     reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py _required_sm120_sparse_topk; recipes#818",
-    families=frozenset({"12"}),
-    vllm=fact("flashinfer-sm120-shape").range,
-    section="flashinfer",
-)
+    families=frozenset({"12"}), vllm=fact("flashinfer-sm120-shape").range, section="flashinfer")
 def sm120_shape_missing(facts: Facts, gpu: GpuInfo | None):
     fi = _flashinfer(facts)
     answers = fi.get("sm120_dsv4_decode") if fi else None
@@ -119,18 +102,12 @@ def sm120_shape_missing(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashinfer-pin",
-    level=WARN,
-    evidence=CITED,
+    ROWS, id="flashinfer-pin", level=WARN, evidence=CITED,
     title="FlashInfer other than the version the installed vLLM pins",
     effect="kernels vLLM was not built or tested against (pip only warns)",
     message="FlashInfer {found} is installed, but vLLM {vllm_version} pins flashinfer-python=={pinned}",
     fix="pip install 'flashinfer-python=={pinned}' in vLLM's environment",
-    reference="vLLM's package metadata (Requires-Dist)",
-    models=frozenset({V4, "deepseek_v41"}),
-    section="flashinfer",
-)
+    reference="vLLM's package metadata (Requires-Dist)", models=frozenset({V4, "deepseek_v41"}), section="flashinfer")
 def flashinfer_off_pin(facts: Facts, gpu: GpuInfo | None):
     fi = _flashinfer(facts)
     vllm = (facts.runtime or {}).get("vllm")

@@ -1,33 +1,13 @@
 """Rules as rows: the record every pre-flight rule and doctor check is, and how one is judged.
 
-A ``Rule`` holds everything about one known failure: the models and GPU families it concerns
-(families are sets of compute capabilities, never numeric floors), the vLLM releases it holds
-for, a ``check`` for the rest of its condition (arguments, config.json, environment), its
-message and fix as templates, the evidence behind it and the upstream reference. Plan, doctor,
-``plan --json`` and docs/rules.md's tables all read these rows; ``evaluate`` is the only interpreter.
-
-Certainty decides the level. A row says what it does when it certainly applies (``level``:
-refuse or warn); when the GPU type or the vLLM version is unknown, or CUDA's numbering may
-name another GPU, a refusal becomes a warning that says what would make it apply. Only rows
-whose evidence is the installed vLLM's own code (``CONFIRMED`` by an oracle test that calls it,
-or ``CITED`` file:line for every release in range) may refuse — tests/test_rules.py holds the
-table to that. Code is read only up to the newest verified release (core/vllm/releases.py): on a
-newer vLLM every refusal resting on release code is a warning that says "verified up to …", in
-this one place for plan, dsv4-serve, doctor and the plugin alike.
-
-Version facts live only in a row's fields: ``vllm`` (the releases it holds for) and ``releases``
-(other bounds its text names, e.g. the release a bare ``assert`` became a ``ValueError``). Its
-texts name them as ``{since}``/``{before}`` and ``{NAME_since}``/``{NAME_before}``/``{NAME}``
-(the short form), with ``:minor`` (``0.30``) and ``:last`` (the release line before: ``0.29``);
-``evaluate`` fills the message and fix, ``words`` the title and effect (docs/rules.md, explain).
-tests/test_rules.py fails on a release number written into a row's text.
-
-The topic modules hold the rows, each check under its row: ``kv`` (the KV cache and
-attention), ``parallel``, ``speculative``, ``recipe`` (the recipes' flags and environment),
-``releases`` (GPU families and single releases), ``memory``; doctor's are ``doctor_rows``.
-``registry.RULES`` collects them once, in the order findings are shown (each row's ``topic``,
-in ``TOPICS``' order; within a topic, the rows' own order). The helpers at the end of this
-module are the few that several topics share.
+docs/DESIGN.md ("Rules are rows") explains the fields, the topic modules that hold the rows
+(each check under its row; ``registry`` collects them once, in ``TOPICS``' order), how
+``evaluate`` — the only interpreter — decides certainty, and the version words the texts name
+(``{since}``, ``{NAME_before:minor}``, …; tests/test_rules.py fails on a release number written
+into a row's text). Only ``CONFIRMED`` or ``CITED`` rows may refuse; code is read only up to the
+newest verified release (core/vllm/releases.py): on a newer vLLM every refusal resting on release
+code is a warning that says "verified up to …", in this one place for plan, dsv4-serve, doctor and
+the plugin alike. The helpers at the end of this module are the few that several topics share.
 """
 
 from __future__ import annotations
@@ -65,7 +45,8 @@ DERIVED = "derived"  # worked out from vLLM's code, not observed: a warning only
 EVIDENCE = (CONFIRMED, CITED, REPORTED, DERIVED)
 REFUSAL_EVIDENCE = frozenset({CONFIRMED, CITED})
 
-Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]  # values may hold "uncertain": why it may not apply
+# Check's values may hold "uncertain": why it may not apply.
+Check = Callable[[Facts, "GpuInfo | None"], "Mapping[str, object] | None"]
 TYPE_CHECKING = False  # typing is not imported at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any
@@ -170,13 +151,11 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
         gpu_certain = exact or (bool(real) and not ambiguous) or len(hits) == len(candidates)
         if not gpu_certain:
             if ambiguous and real:
-                qualifiers.append(
-                    "only if CUDA's device numbers name that GPU: set CUDA_DEVICE_ORDER=PCI_BUS_ID to know"
-                )
+                qualifiers.append("only if CUDA's device numbers name that GPU: "
+                                  "set CUDA_DEVICE_ORDER=PCI_BUS_ID to know")
             else:
-                qualifiers.append(
-                    f"if the GPUs are {family_words({_family(g) for g in hits})}: their type is unknown here"
-                )
+                qualifiers.append(f"if the GPUs are {family_words({_family(g) for g in hits})}: "
+                                  "their type is unknown here")
         hit_gpus = real
         certain = gpu_certain and in_range is True
         if not certain and rule.level == WARN and not real:

@@ -1,9 +1,6 @@
 """The KV cache and attention, as rows: the KV-cache dtype, attention backends, the block size,
-the sparse indexer's cache and the hybrid KV-cache manager (DeepSeek-V4 and V4.1).
-
-Each check sits under its row (``@row``); ``core/rules/engine.py`` explains the fields and how a row is
-judged, docs/rules-evidence.md has the reading per release, ``plan.RULES`` the order findings
-are shown in.
+the sparse indexer's cache and the hybrid KV-cache manager (DeepSeek-V4 and V4.1). Each check sits
+under its row (``@row``; ``core/rules/engine.py``); docs/rules-evidence.md has the reading per release.
 """
 
 from __future__ import annotations
@@ -14,18 +11,7 @@ from ..model import V41
 from ..records import Record
 from ..versions import VersionRange
 from ..vllm.facts import fact
-from .engine import (
-    BOTH,
-    CITED,
-    CONFIRMED,
-    DERIVED,
-    NOT_SM10,
-    REFUSE,
-    WARN,
-    Rule,
-    row,
-    setting,
-)
+from .engine import BOTH, CITED, CONFIRMED, DERIVED, NOT_SM10, REFUSE, WARN, Rule, row, setting
 from .kv_paths import (
     AUTO_VALUES,
     DSV4_BACKEND_NAMES,
@@ -102,29 +88,26 @@ def _v41_plain_rows(facts: Facts, gpu: GpuInfo | None) -> bool:
 
 
 @row(
-    ROWS,
-    id="kv-invalid", topic="kv", level=WARN, evidence=CONFIRMED,
-    releases={"pydantic": KV_DTYPE_BY_PYDANTIC},
+    ROWS, id="kv-invalid", topic="kv", level=WARN, evidence=CONFIRMED, releases={"pydantic": KV_DTYPE_BY_PYDANTIC},
     title="`--kv-cache-dtype` set to a value the installed vLLM does not have (`fp9`, `Auto`)",
     effect="rejected by vLLM itself at once with its own error (argparse exit 2 before {pydantic_since:minor}, "
     "pydantic after)",
     message="--kv-cache-dtype {kv}: not a value {which} accepts (it takes {valid}); vLLM rejects it "
     "itself before loading anything and prints its own error",
     fix="--kv-cache-dtype fp8, or drop the option",
-    reference="vllm/config/cache.py CacheDType", models=BOTH,
-)
+    reference="vllm/config/cache.py CacheDType", models=BOTH)
 def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or _kv_is_valid(facts, kv):
         return None
-    which = facts.vllm_words() if facts.accepted_values_exact else f"{facts.vllm_words()} (judged by the nearest release dsv4-launch knows)"
+    which = facts.vllm_words()
+    if not facts.accepted_values_exact:
+        which += " (judged by the nearest release dsv4-launch knows)"
     return {"kv": kv, "which": which, "valid": ", ".join(facts.accepted_values["kv_cache_dtype"])}
 
 
 @row(
-    ROWS,
-    id="kv-not-fp8", topic="kv", level=REFUSE, evidence=CONFIRMED,
-    releases={"asserts": ASSERTS_UNTIL},
+    ROWS, id="kv-not-fp8", topic="kv", level=REFUSE, evidence=CONFIRMED, releases={"asserts": ASSERTS_UNTIL},
     title="explicit non-fp8 `--kv-cache-dtype` (`bfloat16`, `float16`, `nvfp4_ds_mla`, …) for DeepSeek-V4 on an "
     "fp8_ds_mla path",
     effect="AssertionError (< {asserts_before:minor}; a bare assert, so only a warning under PYTHONOPTIMIZE) / "
@@ -133,9 +116,7 @@ def kv_invalid(facts: Facts, gpu: GpuInfo | None):
     "variant; {vllm} fails when it builds the attention layers (AssertionError before {asserts_before:minor}, "
     "ValueError from {asserts_before:minor})",
     fix="--kv-cache-dtype fp8, or drop the option",
-    reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174",
-    families=DSV4_FAMILIES,
-)
+    reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; vLLM #47174", families=DSV4_FAMILIES)
 def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or kv.startswith("fp8") or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version):
@@ -150,15 +131,13 @@ def kv_not_fp8_on_ds_mla(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="nvfp4-on-mla", topic="kv", level=REFUSE, evidence=CITED,
+    ROWS, id="nvfp4-on-mla", topic="kv", level=REFUSE, evidence=CITED,
     title="`--kv-cache-dtype nvfp4` (or `nvfp4_4over6`) on an MLA model",
     effect="`nvfp4 KV cache is not supported with MLA` when the engine config is made",
     message="{setting}: DeepSeek-V4 uses MLA attention, and {vllm} rejects an nvfp4 KV cache on MLA when it "
     "makes the engine configuration",
     fix="--kv-cache-dtype fp8, or drop the option",
-    reference="vllm/config/vllm.py (nvfp4 KV cache is not supported with MLA)", models=BOTH,
-)
+    reference="vllm/config/vllm.py (nvfp4 KV cache is not supported with MLA)", models=BOTH)
 def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or not _kv_is_valid(facts, kv) or not is_nvfp4_on_mla(kv, facts.vllm_version):
@@ -167,9 +146,7 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="v41-kv", topic="kv", level=REFUSE, evidence=CONFIRMED,
-    releases={"strict": V41_PACKED_STRICT},
+    ROWS, id="v41-kv", topic="kv", level=REFUSE, evidence=CONFIRMED, releases={"strict": V41_PACKED_STRICT},
     title="DeepSeek-V4.1 on its packed KV path with a `--kv-cache-dtype` its resolver rejects (`bfloat16`, "
     "`float16`; from {strict_since} also `fp8_e4m3`, `fp8_e5m2`, `fp8_inc`, `fp8_per_token_head`)",
     effect="`ValueError: DeepseekV4 … only support(s) fp8 kv-cache, got …` when the attention layers are built",
@@ -177,15 +154,16 @@ def nvfp4_on_mla(facts: Facts, gpu: GpuInfo | None):
     "takes only {accepted} there; it raises ValueError ('{error}') when it builds the attention layers",
     fix="--kv-cache-dtype fp8, or drop the option (auto selects V4.1's packed format)",
     reference="vllm/models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype",
-    models=frozenset({V41}), families=DSV4_FAMILIES, vllm=fact("v41-kv").range,
-)
+    models=frozenset({V41}), families=DSV4_FAMILIES, vllm=fact("v41-kv").range)
 def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
-    if kv is None or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version) or _v41_plain_rows(facts, gpu):
+    if (kv is None or not _kv_is_valid(facts, kv) or is_nvfp4_on_mla(kv, facts.vllm_version)
+            or _v41_plain_rows(facts, gpu)):
         return None  # plain rows: v41-ds-mla-on-plain-rows
     strict = V41_PACKED_STRICT.contains(facts.vllm_version)
     if strict is True:
-        rejected, accepted = kv not in DSV41_PACKED_OK and not kv.endswith("_ds_mla"), "auto, fp8 and the *_ds_mla records"
+        rejected = kv not in DSV41_PACKED_OK and not kv.endswith("_ds_mla")
+        accepted = "auto, fp8 and the *_ds_mla records"
         error = f"DeepseekV4 packed KV layouts only support fp8 kv-cache, got {kv}"
     elif strict is False:
         rejected, accepted = not kv.startswith("fp8"), "auto and the fp8 values"
@@ -200,8 +178,7 @@ def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="v41-ds-mla-on-plain-rows", topic="kv", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="v41-ds-mla-on-plain-rows", topic="kv", level=REFUSE, evidence=CONFIRMED,
     title="DeepSeek-V4.1 with `--attention-backend FLASHINFER_MLA_SPARSE_DSV4`/`_DSV41` off SM 12.x and "
     "`--kv-cache-dtype fp8_ds_mla` or `nvfp4_ds_mla`",
     effect="`ValueError: … is a packed FlashMLA DeepSeek V4.1 KV cache format; the selected backend stores plain "
@@ -212,8 +189,7 @@ def kv_rejected_by_v41(facts: Facts, gpu: GpuInfo | None):
     fix="--kv-cache-dtype fp8 (per-tensor FP8 rows) or auto (bf16 rows) with this backend, or drop "
     "--attention-backend for the packed record",
     reference="vllm/models/deepseek_v41/attention.py _resolve_dsv4_kv_cache_dtype",
-    models=frozenset({V41}), families=frozenset({"9", "10"}), vllm=V41_PLAIN_ROWS_CHECKED,
-)
+    models=frozenset({V41}), families=frozenset({"9", "10"}), vllm=V41_PLAIN_ROWS_CHECKED)
 def v41_ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     kv = _kv_value(facts)
     if kv is None or not kv.endswith("_ds_mla") or not _kv_is_valid(facts, kv) or not _v41_plain_rows(facts, gpu):
@@ -224,18 +200,15 @@ def v41_ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
 
 # --- attention backends -----------------------------------------------------------------------
 
-
 @row(
-    ROWS,
-    id="backend-not-dsv4", topic="kv", level=REFUSE, evidence=CITED,
+    ROWS, id="backend-not-dsv4", topic="kv", level=REFUSE, evidence=CITED,
     title="`--attention-backend FLASHINFER_MLA_SPARSE` or `…_SM120`",
     effect="`ValueError: … is not a DeepSeek V4 (V4.1) attention backend` when the model is built",
     message="--attention-backend {backend}: not a {name} attention backend; {vllm} raises ValueError when "
     "it builds the model",
     fix="--attention-backend {use}, or drop the option",
     reference="vllm/models/deepseek_v4/nvidia/model.py, vllm/models/deepseek_v41/nvidia/model.py "
-    "_select_dsv4_attn_cls", models=BOTH,
-)
+    "_select_dsv4_attn_cls", models=BOTH)
 def backend_not_dsv4(facts: Facts, gpu: GpuInfo | None):
     backend = attention_backend(facts.args)
     if backend not in NOT_DSV4_BACKENDS:
@@ -251,8 +224,7 @@ PCP_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4", "FLASHMLA_S
 
 
 @row(
-    ROWS,
-    id="v41-pcp-not-flashmla", topic="kv", level=REFUSE, evidence=CITED,
+    ROWS, id="v41-pcp-not-flashmla", topic="kv", level=REFUSE, evidence=CITED,
     title="DeepSeek-V4.1 with `--prefill-context-parallel-size` > 1 and an attention backend other than FlashMLA "
     "sparse (FlashInfer, MegaAttn, …)",
     effect="`NotImplementedError: DeepSeek-V4.1 PCP requires FlashMLA sparse attention.` when the model is built",
@@ -261,8 +233,7 @@ PCP_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4", "FLASHMLA_S
     "when it builds the model",
     fix="--attention-backend FLASHMLA_SPARSE_DSV41 (or drop the option), or --prefill-context-parallel-size 1",
     reference="vllm/models/deepseek_v41/nvidia/model.py _select_dsv4_attn_cls (PCP branch)",
-    models=frozenset({V41}), vllm=fact("v41-pcp-not-flashmla").range,
-)
+    models=frozenset({V41}), vllm=fact("v41-pcp-not-flashmla").range)
 def v41_pcp_not_flashmla(facts: Facts, gpu: GpuInfo | None):
     pcp = as_int(facts.args.value("prefill_context_parallel_size")) or 1
     backend = attention_backend(facts.args)
@@ -272,15 +243,13 @@ def v41_pcp_not_flashmla(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="backend-ignored", topic="kv", level=WARN, evidence=CITED,
+    ROWS, id="backend-ignored", topic="kv", level=WARN, evidence=CITED,
     title="`--attention-backend` naming a backend DeepSeek-V4 does not use (`TRITON_MLA`, `FLASH_ATTN`, …)",
     effect="silently ignored: the default DeepSeek-V4 attention is used",
     message="--attention-backend {backend}: DeepSeek-V4's attention selector ignores it and uses its default "
     "backend",
     fix=f"drop the option, or use FLASHMLA_SPARSE_DSV4 / {FLASHINFER_DSV4}",
-    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls",
-)
+    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls")
 def backend_ignored(facts: Facts, gpu: GpuInfo | None):
     backend = attention_backend(facts.args)
     if backend is None or dsv4_backend(facts.args) is not None:
@@ -292,39 +261,33 @@ def backend_ignored(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="flashmla-on-sm12", topic="kv", level=WARN, evidence=DERIVED,
+    ROWS, id="flashmla-on-sm12", topic="kv", level=WARN, evidence=DERIVED,
     title="SM 12.x with `--attention-backend FLASHMLA_SPARSE[_DSV4]`",
     effect="the FlashMLA class is built, but FlashMLA ships no sm_120 kernels",
     message="--attention-backend {backend} on {gpus}: FlashMLA has no sm_120 kernels, so the model is expected "
     "to fail when it first runs",
     fix=f"drop the option (SM 12.x uses FlashInfer SM120 by default) or use {FLASHINFER_DSV4}",
     reference="vllm/models/deepseek_v4/nvidia/model.py; FlashMLA builds sm_90a/sm_100f only",
-    families=frozenset({"12"}),
-)
+    families=frozenset({"12"}))
 def flashmla_forced(facts: Facts, gpu: GpuInfo | None):
     backend = dsv4_backend(facts.args)
     return {"backend": backend} if backend in FLASHMLA_BACKENDS else None
 
 
 @row(
-    ROWS,
-    id="flashinfer-dsv4-on-sm9", topic="kv", level=WARN, evidence=DERIVED,
+    ROWS, id="flashinfer-dsv4-on-sm9", topic="kv", level=WARN, evidence=DERIVED,
     title=f"SM 9.x with `--attention-backend {FLASHINFER_DSV4}`",
     effect="selects the SM 10.x TRTLLM-gen plain-row class, whose kernels are SM 10.x only",
     message="--attention-backend {backend} on {gpus}: vLLM picks the SM 10.x FlashInfer plain-row attention, "
     "whose TRTLLM-gen kernels do not run on SM 9.x",
     fix="drop the option (SM 9.x uses FlashMLA by default)",
-    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls",
-    families=frozenset({"9"}),
-)
+    reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", families=frozenset({"9"}))
 def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
     return {"backend": FLASHINFER_DSV4} if dsv4_backend(facts.args) == FLASHINFER_DSV4 else None
 
 
 @row(
-    ROWS,
-    id="fp8-ds-mla-on-plain-rows", topic="kv", level=WARN, evidence=DERIVED,
+    ROWS, id="fp8-ds-mla-on-plain-rows", topic="kv", level=WARN, evidence=DERIVED,
     releases={"v41_checked": V41_PLAIN_ROWS_CHECKED},
     title=f"SM 10.x + `{FLASHINFER_DSV4}` + `--kv-cache-dtype fp8_ds_mla` or `nvfp4_ds_mla` (DeepSeek-V4; "
     "V4.1 before {v41_checked_since})",
@@ -334,9 +297,7 @@ def flashinfer_dsv4_on_hopper(facts: Facts, gpu: GpuInfo | None):
     "mismatch",
     fix="--kv-cache-dtype fp8 (or auto for bf16 rows)",
     reference="vllm/models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype; "
-    "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py",
-    models=BOTH, families=frozenset({"10"}),
-)
+    "vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py", models=BOTH, families=frozenset({"10"}))
 def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
     kv = facts.args.value("kv_cache_dtype")
     if kv not in ("fp8_ds_mla", "nvfp4_ds_mla") or not _kv_is_valid(facts, kv):
@@ -351,13 +312,11 @@ def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="attention-env-ignored", topic="kv", level=WARN, evidence=CITED,
+    ROWS, id="attention-env-ignored", topic="kv", level=WARN, evidence=CITED,
     title="`VLLM_ATTENTION_BACKEND` set",
     effect="read nowhere by any vLLM release dsv4-launch knows (the default backend is used)",
     message="VLLM_ATTENTION_BACKEND={value} is not read by {vllm}",
-    fix="{fix}", reference="vLLM #50292; vllm/envs.py", models=BOTH,
-)
+    fix="{fix}", reference="vLLM #50292; vllm/envs.py", models=BOTH)
 def attention_env_ignored(facts: Facts, gpu: GpuInfo | None):
     value = facts.rule_env.get("VLLM_ATTENTION_BACKEND")
     if not value:
@@ -370,7 +329,6 @@ def attention_env_ignored(facts: Facts, gpu: GpuInfo | None):
 
 # --- the block size ---------------------------------------------------------------------------
 
-
 def _block(facts: Facts, multiple: int, name: str):
     size = as_int(facts.args.value("block_size"))
     if size is None or size <= 0 or size % multiple == 0:
@@ -380,31 +338,26 @@ def _block(facts: Facts, multiple: int, name: str):
 
 
 @row(
-    ROWS,
-    id="block-size", topic="parallel", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="block-size", topic="parallel", level=REFUSE, evidence=CONFIRMED,
     title="`--block-size` not a multiple of 256 (DeepSeek-V4)",
     effect="`No common block size` after the weights load",
     message="{setting}: {name}'s sparse attention needs a multiple of {multiple}; {vllm} fails with 'No common "
     "block size' after loading the weights",
     fix="--block-size {suggested}, or drop the option",
-    reference="vllm/models/deepseek_v4/sparse_mla.py get_supported_kernel_block_sizes; vllm/v1/worker/utils.py",
-)
+    reference="vllm/models/deepseek_v4/sparse_mla.py get_supported_kernel_block_sizes; vllm/v1/worker/utils.py")
 def block_size_v4(facts: Facts, gpu: GpuInfo | None):
     return _block(facts, 256, "DeepSeek-V4")
 
 
 @row(
-    ROWS,
-    id="block-size-v41", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="block-size-v41", topic="parallel", level=REFUSE, evidence=CITED,
     title="`--block-size` not a multiple of 128 (DeepSeek-V4.1; 64 on SM 9.x with FlashMLA)",
     effect="`No common block size` after the weights load",
     message="{setting}: {name}'s sparse attention on {gpus} needs a multiple of {multiple}; {vllm} fails with "
     "'No common block size' after loading the weights",
     fix="--block-size {suggested}, or drop the option",
     reference="vllm/models/deepseek_v41/sparse_mla.py, nvidia/flashinfer_sparse.py", models=frozenset({V41}),
-    families=DSV4_FAMILIES,
-    vllm=fact("block-size-v41").range,
-)
+    families=DSV4_FAMILIES, vllm=fact("block-size-v41").range)
 def block_size_v41(facts: Facts, gpu: GpuInfo | None):
     # 64 on the SM 9.x family, 128 elsewhere (deepseek_v41/sparse_mla.py, 0.30+); the FlashInfer
     # plain-row backend takes 128 on every GPU (deepseek_v41/nvidia/flashinfer_sparse.py)
@@ -439,8 +392,7 @@ def _fp4_indexer_fix(facts: Facts) -> str:
 
 
 @row(
-    ROWS,
-    id="fp4-indexer-off-sm10", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="fp4-indexer-off-sm10", topic="recipe", level=REFUSE, evidence=CITED,
     releases={"asserts": INDEXER_ASSERTS_UNTIL},
     title="`--attention_config.use_fp4_indexer_cache=True` off SM 10.x, vLLM {since:minor}–{before:last}",
     effect="AssertionError in the indexer metadata builder ({since:minor}–{asserts_before:last}; a bare assert, "
@@ -449,8 +401,7 @@ def _fp4_indexer_fix(facts: Facts) -> str:
     "data-centre GPUs; {vllm} fails with 'use_fp4_indexer_cache requires Blackwell datacenter GPUs (sm_10x…)'",
     fix="{fix}",
     reference="vllm/v1/attention/backends/mla/indexer.py; vllm#52550; recipes#760",
-    families=NOT_SM10, vllm=fact("fp4-indexer-off-sm10").range,
-)
+    families=NOT_SM10, vllm=fact("fp4-indexer-off-sm10").range)
 def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     if not _fp4_indexer_flag(facts):
         return None
@@ -459,15 +410,13 @@ def fp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="fp4-indexer-removed", topic="recipe", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="fp4-indexer-removed", topic="recipe", level=REFUSE, evidence=CONFIRMED,
     title="`use_fp4_indexer_cache` in `--attention-config` (any spelling) on vLLM ≥ {since:minor}",
     effect="exit 2 at once: 'Unexpected keyword argument' (the option was removed, on every GPU)",
     message="use_fp4_indexer_cache in --attention-config: {vllm} no longer has this option (removed in {since:minor}) "
     "and rejects the arguments with 'Unexpected keyword argument', on every GPU",
     fix="{fix}",
-    reference="vllm/config/attention.py; vllm#52550", vllm=fact("fp4-indexer-removed").range,
-)
+    reference="vllm/config/attention.py; vllm#52550", vllm=fact("fp4-indexer-removed").range)
 def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
     config = _attention_config(facts)
     if "use_fp4_indexer_cache" not in config:
@@ -478,15 +427,13 @@ def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mxfp4-indexer-off-sm10", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="mxfp4-indexer-off-sm10", topic="recipe", level=REFUSE, evidence=CITED,
     title="`--attention-config.indexer_kv_dtype mxfp4` off SM 10.x, vLLM ≥ {since:minor}",
     effect="`ValueError: indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs` when the model is built",
     message="--attention-config.indexer_kv_dtype mxfp4 on {gpus}: {vllm} raises ValueError "
     "(\"indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs\") when it builds the model",
     fix="drop it (vLLM picks the indexer cache itself)",
-    reference="vllm/v1/attention/backends/mla/indexer.py", families=NOT_SM10, vllm=fact("mxfp4-indexer-off-sm10").range,
-)
+    reference="vllm/v1/attention/backends/mla/indexer.py", families=NOT_SM10, vllm=fact("mxfp4-indexer-off-sm10").range)
 def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     if _attention_config(facts).get("indexer_kv_dtype") != "mxfp4" or _fp4_indexer_flag(facts):
         return None
@@ -494,8 +441,7 @@ def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="indexer-dtype-unsupported", topic="recipe", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="indexer-dtype-unsupported", topic="recipe", level=REFUSE, evidence=CONFIRMED,
     title="`--attention-config.indexer_kv_dtype bf16` or `nvfp4`",
     effect="`ValueError: indexer_kv_dtype='bf16' is not supported by the DeepSeek sparse indexer` when the model "
     "is built, on every GPU",
@@ -504,23 +450,20 @@ def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
     "indexer\") when it builds the model",
     fix="drop it (fp8, the default), or --attention-config.indexer_kv_dtype mxfp4 on SM 10.x",
     reference="vllm/v1/attention/backends/mla/indexer.py dsa_indexer_uses_fp4", models=BOTH,
-    vllm=fact("indexer-dtype-unsupported").range,
-)
+    vllm=fact("indexer-dtype-unsupported").range)
 def indexer_dtype_unsupported(facts: Facts, gpu: GpuInfo | None):
     value = _attention_config(facts).get("indexer_kv_dtype")
     return {"value": value} if value in INDEXER_REJECTED else None
 
 
 @row(
-    ROWS,
-    id="indexer-dtype-ignored", topic="recipe", level=WARN, evidence=CITED,
+    ROWS, id="indexer-dtype-ignored", topic="recipe", level=WARN, evidence=CITED,
     title="`--attention-config.indexer_kv_dtype` on vLLM {since:minor}–{before:last}",
     effect="ignored by DeepSeek-V4 (it reads only use_fp4_indexer_cache)",
     message="--attention-config.indexer_kv_dtype {value}: {vllm}'s DeepSeek-V4 does not read it (only "
     "use_fp4_indexer_cache, on SM 10.x)",
     fix="drop it; on SM 10.x use --attention_config.use_fp4_indexer_cache=True before {before:minor}",
-    reference="vllm/models/deepseek_v4/attention.py", vllm=fact("indexer-dtype-ignored").range,
-)
+    reference="vllm/models/deepseek_v4/attention.py", vllm=fact("indexer-dtype-ignored").range)
 def indexer_dtype_ignored(facts: Facts, gpu: GpuInfo | None):
     value = _attention_config(facts).get("indexer_kv_dtype")
     return {"value": value} if value not in (None, "bf16") else None
@@ -656,8 +599,7 @@ HMA_PROMOTION_RAISES = fact("hma-promotion-raises").range
 
 
 @row(
-    ROWS,
-    id="hma-disabled", topic="serving", level=REFUSE, evidence=CONFIRMED,
+    ROWS, id="hma-disabled", topic="serving", level=REFUSE, evidence=CONFIRMED,
     title="`--disable-hybrid-kv-cache-manager` for DeepSeek-V4",
     effect="`TypeError: MLAAttentionSpec.__init__() got an unexpected keyword argument 'bounded_replay'` when "
     "the KV-cache groups are planned, after the weight load, on every GPU",
@@ -667,15 +609,13 @@ HMA_PROMOTION_RAISES = fact("hma-promotion-raises").range
     fix="drop it (with a KV connector, use one with hybrid support: NixlConnector, MooncakeConnector)",
     reference="vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs (kv_cache_utils.py before 0.33); "
     "vllm/v1/kv_cache_interface.py replace_as, SlidingWindowMLASpec.bounded_replay", models=BOTH,
-    vllm=HMA_PROMOTION_RAISES,
-)
+    vllm=HMA_PROMOTION_RAISES)
 def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     return _dcp_doubt(facts) if facts.args.value("disable_hybrid_kv_cache_manager") is True else None
 
 
 @row(
-    ROWS,
-    id="connector-turns-hma-off", topic="serving", level=REFUSE, evidence=CITED,
+    ROWS, id="connector-turns-hma-off", topic="serving", level=REFUSE, evidence=CITED,
     title="a KV connector without hybrid-manager support, as vLLM builds it (LMCacheConnectorV1, FlexKV, HF3FS, "
     "Example, a MultiConnector with one of them; `--kv-offloading-size` with `--kv-offloading-backend lmcache` "
     "only warns: the lmcache package decides)",
@@ -687,9 +627,7 @@ def hma_disabled(facts: Facts, gpu: GpuInfo | None):
     fix="a connector with hybrid support (NixlConnector, MooncakeConnector), or no KV connector",
     reference="vllm/config/vllm.py _post_init_kv_transfer_config, (Turning off hybrid kv cache manager …); "
     "vllm/distributed/kv_transfer/kv_connector/factory.py supports_hma_config; "
-    "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH,
-    vllm=HMA_PROMOTION_RAISES,
-)
+    "vllm/v1/core/kv_cache_planning.py _promote_local_kv_cache_specs", models=BOTH, vllm=HMA_PROMOTION_RAISES)
 def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     connector = _no_hma_connector(facts)
     if connector is None or facts.args.value("disable_hybrid_kv_cache_manager") is not None \
@@ -700,8 +638,7 @@ def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="hma-off-full-attention", topic="serving", level=WARN, evidence=DERIVED,
+    ROWS, id="hma-off-full-attention", topic="serving", level=WARN, evidence=DERIVED,
     title="the hybrid KV-cache manager off (`--disable-hybrid-kv-cache-manager`, or a connector without "
     "hybrid support)",
     effect="sliding-window and compressor caches are promoted to full attention (vLLM before {raises_since:minor} "
@@ -713,8 +650,7 @@ def connector_turns_hma_off(facts: Facts, gpu: GpuInfo | None):
     fix="keep the hybrid KV-cache manager on (drop the flag; with a KV connector, use NixlConnector or "
     "MooncakeConnector)",
     reference="vllm/v1/core/kv_cache_planning.py unify_hybrid_kv_cache_specs (kv_cache_utils.py before 0.33); "
-    "vllm-ascend#9975", models=BOTH, releases={"raises": HMA_PROMOTION_RAISES},
-)
+    "vllm-ascend#9975", models=BOTH, releases={"raises": HMA_PROMOTION_RAISES})
 def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
     if HMA_PROMOTION_RAISES.contains(facts.vllm_version) is not False:
         return None  # the promotion raises there (hma-disabled, connector-turns-hma-off), or unknown
@@ -728,15 +664,13 @@ def hma_off_promoted(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="connector-hma-forced", topic="serving", level=REFUSE, evidence=CITED,
+    ROWS, id="connector-hma-forced", topic="serving", level=REFUSE, evidence=CITED,
     title="the hybrid KV-cache manager forced on with a connector that does not support it",
     effect="`ValueError: Connector … does not support HMA but HMA is enabled` when the connector is made",
     message="the hybrid KV-cache manager is forced on, and {connector} does not support it: {vllm} raises "
     "ValueError when the engine creates the connector",
     fix="a connector with hybrid support (NixlConnector, MooncakeConnector)",
-    reference="vllm/distributed/kv_transfer/kv_connector/factory.py", models=BOTH,
-)
+    reference="vllm/distributed/kv_transfer/kv_connector/factory.py", models=BOTH)
 def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
     connector = _no_hma_connector(facts)
     if connector is None or not _hma_explicitly_on(facts):
@@ -746,10 +680,8 @@ def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
 
 # --- sizing the KV cache ----------------------------------------------------------------------
 
-
 @row(
-    ROWS,
-    id="vision-no-compress-ratios", topic="serving", level=WARN, evidence=DERIVED,
+    ROWS, id="vision-no-compress-ratios", topic="serving", level=WARN, evidence=DERIVED,
     title="DeepSeek-V4-Flash-Vision-Exp (`vision_n_layers` > 0) whose config facts have no `compress_ratios`",
     effect="dsv4-launch cannot size the KV cache per token, so its max-model-len check is skipped (vLLM checks "
     "after the weight load)",
@@ -759,8 +691,7 @@ def connector_with_hma_forced(facts: Facts, gpu: GpuInfo | None):
     fix="give the checkpoint's own config.json (a local model directory), or set --max-model-len to a length "
     "you know fits",
     reference="vllm/v1/core/kv_cache_planning.py (max-model-len check); recipes DeepSeek-V4-Flash-Vision",
-    vllm=fact("vision-no-compress-ratios").range,
-)
+    vllm=fact("vision-no-compress-ratios").range)
 def vision_without_ratios(facts: Facts, gpu: GpuInfo | None):
     layers = facts.model.number("vision_n_layers")
     ratios = (facts.model.config or {}).get("compress_ratios")

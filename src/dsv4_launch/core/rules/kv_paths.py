@@ -55,43 +55,18 @@ DSV4_BACKEND_NAMES = FLASHMLA_BACKENDS | {FLASHINFER_DSV4, "FLASHINFER_MLA_SPARS
 CRASHES_BEFORE_FIX = fact("dsv4-kv-auto-crash").range
 
 KV_PATHS: tuple[KvPath, ...] = (
-    KvPath(
-        name="FlashMLA sparse",
-        families=frozenset({"9", "10"}),
-        backends=DEFAULT_BACKENDS,
-        layout=FP8_DS_MLA,
-        auto_crashes=CRASHES_BEFORE_FIX,
-        always_rewrite=False,
-        reference=f"{CRASH_REFERENCE}; {FIX_REFERENCE} made vLLM 0.30.0 resolve auto itself",
-    ),
-    KvPath(
-        name="FlashInfer sparse MLA (plain rows)",
-        families=frozenset({"9", "10"}),
-        backends=frozenset({"FLASHINFER_MLA_SPARSE_DSV4"}),
-        layout=PLAIN_ROWS,
-        auto_crashes=None,  # auto = bf16 rows; fp8 would mean per-tensor FP8 instead
-        always_rewrite=False,
-        reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py",
-    ),
-    KvPath(
-        name="FlashInfer SM120 sparse MLA",
-        families=frozenset({"12"}),
-        backends=frozenset({None, "FLASHINFER_MLA_SPARSE_DSV4"}),
-        layout=FP8_DS_MLA,
-        auto_crashes=CRASHES_BEFORE_FIX,
-        always_rewrite=True,
-        reference=CRASH_REFERENCE,
-    ),
-    KvPath(
-        name="FlashMLA sparse forced on SM 12.x",
-        families=frozenset({"12"}),
-        backends=FLASHMLA_BACKENDS,
-        layout=FP8_DS_MLA,
-        auto_crashes=CRASHES_BEFORE_FIX,
-        always_rewrite=False,
-        reference=CRASH_REFERENCE,
-    ),
-)
+    KvPath(name="FlashMLA sparse", families=frozenset({"9", "10"}), backends=DEFAULT_BACKENDS, layout=FP8_DS_MLA,
+           auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=False,
+           reference=f"{CRASH_REFERENCE}; {FIX_REFERENCE} made vLLM 0.30.0 resolve auto itself"),
+    KvPath(name="FlashInfer sparse MLA (plain rows)", families=frozenset({"9", "10"}),
+           backends=frozenset({"FLASHINFER_MLA_SPARSE_DSV4"}), layout=PLAIN_ROWS,
+           auto_crashes=None,  # auto = bf16 rows; fp8 would mean per-tensor FP8 instead
+           always_rewrite=False, reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py"),
+    KvPath(name="FlashInfer SM120 sparse MLA", families=frozenset({"12"}),
+           backends=frozenset({None, "FLASHINFER_MLA_SPARSE_DSV4"}), layout=FP8_DS_MLA,
+           auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=True, reference=CRASH_REFERENCE),
+    KvPath(name="FlashMLA sparse forced on SM 12.x", families=frozenset({"12"}), backends=FLASHMLA_BACKENDS,
+           layout=FP8_DS_MLA, auto_crashes=CRASHES_BEFORE_FIX, always_rewrite=False, reference=CRASH_REFERENCE))
 
 
 def dsv4_backend(args) -> str | None:
@@ -178,10 +153,9 @@ def kv_decision(facts: Facts) -> KvDecision:
         unknown = any(v.gpu is None for v in (*needing, *plain))
         advice = (f"set DSV4_LAUNCH_GPU_CAPABILITY or {KV_OPTION} yourself" if unknown
                   else f"run one GPU kind per server, or set {KV_OPTION} yourself")
-        return KvDecision(warnings=(
-            f"{KV_OPTION} left {shown}: with --attention-backend {backend}, {_gpu_words(plain)} stores "
-            f"plain KV rows (auto is right) but {_gpu_words(needing)} needs fp8; {advice}",
-        ))
+        return KvDecision(warnings=(f"{KV_OPTION} left {shown}: with --attention-backend {backend}, "
+                                    f"{_gpu_words(plain)} stores plain KV rows (auto is right) but "
+                                    f"{_gpu_words(needing)} needs fp8; {advice}",))
     if needing:
         path = needing[0].path
         if path is None:  # never: a verdict rewrites only on a path
@@ -193,27 +167,20 @@ def kv_decision(facts: Facts) -> KvDecision:
             where = f"{arch} with {backend_words} on any GPU it runs on (GPU type unknown)"
         fixed_in = path.auto_crashes.before if path.auto_crashes else None
         if crashes is False:
-            cause = (
-                f"{where} stores the KV cache as fp8_ds_mla, whose only dtype is fp8 "
-                f"({facts.vllm_words()} picks it too; vLLM before {fixed_in} crashes on 'auto')"
-            )
+            cause = (f"{where} stores the KV cache as fp8_ds_mla, whose only dtype is fp8 "
+                     f"({facts.vllm_words()} picks it too; vLLM before {fixed_in} crashes on 'auto')")
         elif crashes is None:
-            cause = (
-                f"{where} stores the KV cache as fp8_ds_mla, and vLLM before {fixed_in} crashes on "
-                "'auto' there (installed version unknown)"
-            )
+            cause = (f"{where} stores the KV cache as fp8_ds_mla, and vLLM before {fixed_in} crashes on "
+                     "'auto' there (installed version unknown)")
         else:
             cause = f"{where} stores the KV cache as fp8_ds_mla, and {facts.vllm_words()} crashes on 'auto' there"
         return KvDecision(change=Change(KV_OPTION, current, KV_FIX_VALUE, cause, CRASH_REFERENCE))
     fine = [v for v in verdicts if v.path is not None]
     if plain and len(plain) == len(fine):
-        return KvDecision(notes=(
-            f"{KV_OPTION} left {shown}: {_gpu_words(plain)} with --attention-backend {backend} stores "
-            "plain KV rows, where auto means bf16 and fp8 would mean per-tensor FP8",
-        ))
+        return KvDecision(notes=(f"{KV_OPTION} left {shown}: {_gpu_words(plain)} with --attention-backend "
+                                 f"{backend} stores plain KV rows, where auto means bf16 and fp8 would mean "
+                                 "per-tensor FP8",))
     if fine:
-        return KvDecision(notes=(
-            f"{KV_OPTION} left {shown}: {facts.vllm_words()} resolves auto to fp8_ds_mla itself on "
-            f"{_gpu_words(fine)} ({FIX_REFERENCE}, vLLM 0.30.0)",
-        ))
+        return KvDecision(notes=(f"{KV_OPTION} left {shown}: {facts.vllm_words()} resolves auto to fp8_ds_mla "
+                                 f"itself on {_gpu_words(fine)} ({FIX_REFERENCE}, vLLM 0.30.0)",))
     return KvDecision()

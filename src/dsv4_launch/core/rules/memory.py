@@ -37,10 +37,7 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
 
 
 @row(
-    ROWS,
-    id="weights-exceed-memory", topic="memory",
-    level=REFUSE,
-    evidence=CITED,
+    ROWS, id="weights-exceed-memory", topic="memory", level=REFUSE, evidence=CITED,
     title="the weights per GPU certainly above what vLLM may use of one GPU (a lower bound from the "
     "checkpoint's exact or published size, offloading counted)",
     effect="out of memory at the weight load, or `No available memory for the cache blocks` right after it",
@@ -51,8 +48,7 @@ USEFUL_LENGTH = 4096  # below this, a shorter --max-model-len is not worth sugge
     "--data-parallel-size, --cpu-offload-gb, or a smaller (quantised) checkpoint; `dsv4-launch fit` lists the "
     "layouts that fit",
     reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
-    "_check_enough_kv_cache_memory",
-    models=BOTH,
+    "_check_enough_kv_cache_memory", models=BOTH,
     release_code=False,  # the check itself says what of it rests on the release's code (below)
 )
 def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
@@ -75,10 +71,7 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="memory-not-checked", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    ROWS, id="memory-not-checked", topic="memory", level=WARN, evidence=DERIVED,
     title="the memory of the GPUs vLLM will use is not known here (no GPU read, NVML unreadable, or "
     "DSV4_LAUNCH_GPU_CAPABILITY without NVML)",
     effect="nothing about memory is checked, the certain refusal included: vLLM finds out at the weight load or "
@@ -86,9 +79,7 @@ def weights_exceed_budget(facts: Facts, gpu: GpuInfo | None):
     message="memory not checked: {why}",
     fix="set DSV4_LAUNCH_GPU_MEMORY to the memory of one GPU (e.g. 141GiB), or give plan/fit --gpu-memory "
     "(fit also takes a preset: --gpus 8xH200)",
-    reference="docs/memory.md",
-    models=BOTH,
-)
+    reference="docs/memory.md", models=BOTH)
 def memory_not_known(facts: Facts, gpu: GpuInfo | None):
     if not facts.model.is_dsv4_family:
         return None
@@ -99,18 +90,13 @@ def memory_not_known(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="weights-tight", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    ROWS, id="weights-tight", topic="memory", level=WARN, evidence=DERIVED,
     title="the weights per GPU at (or just over) the memory vLLM may use, by the estimate",
     effect="may run out of memory at the weight load; vLLM decides at start",
     message="{layout}: about {weights} of weights per GPU against a budget of {budget} (at least {lower} for "
     "certain): vLLM decides at start whether they fit ({why})",
     fix="to be sure of it, a layout with more headroom (`dsv4-launch fit` lists them){gmu}",
-    reference="dsv4-launch's memory estimate (docs/memory.md)",
-    models=BOTH, reads_gpus=True,
-)
+    reference="dsv4-launch's memory estimate (docs/memory.md)", models=BOTH, reads_gpus=True)
 def weights_tight(facts: Facts, gpu: GpuInfo | None):
     weights = facts.weights
     if weights is None or not weights.total_bytes:
@@ -129,15 +115,13 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
                 "why": "only if CUDA's device numbers name those GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to know",
                 "gmu": _higher_gmu(facts)}
     why = e.uncertain or "the estimate's replicated tensors and load overhead"
-    return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu), "budget": gib_text(e.budget_bytes),
-            "lower": gib_text(e.weights_lower_bytes), "why": why, "gmu": _higher_gmu(facts)}
+    return {"layout": e.layout.words(), "weights": gib_text(e.weights_bytes_per_gpu),
+            "budget": gib_text(e.budget_bytes), "lower": gib_text(e.weights_lower_bytes), "why": why,
+            "gmu": _higher_gmu(facts)}
 
 
 @row(
-    ROWS,
-    id="host-memory-short", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    ROWS, id="host-memory-short", topic="memory", level=WARN, evidence=DERIVED,
     title="DeepSeek-V4.1's Engram tables, which vLLM keeps in pinned host memory, larger than the memory this "
     "host has available (/proc/meminfo)",
     effect="the pinned allocation fails, or the host swaps or kills a process, while vLLM loads the weights",
@@ -146,8 +130,7 @@ def weights_tight(facts: Facts, gpu: GpuInfo | None):
     fix="a host with more memory, fewer other processes, or --engram-config with cpu_offload false where the GPUs "
     "can hold the tables",
     reference="vllm/config/engram.py EngramConfig.cpu_offload; vllm/model_executor/models/deepseek_v41/nvidia/"
-    "engram.py (the tables allocated with pin_memory=True)",
-    models=BOTH,
+    "engram.py (the tables allocated with pin_memory=True)", models=BOTH,
     release_code=False,  # the tables' bytes against this host's memory
 )
 def host_memory_short(facts: Facts, gpu: GpuInfo | None):
@@ -159,19 +142,14 @@ def host_memory_short(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="download-space-short", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    ROWS, id="download-space-short", topic="memory", level=WARN, evidence=DERIVED,
     title="the shards vLLM will download larger than the free space of the filesystem it downloads into "
     "(the Hugging Face cache, or --download-dir)",
     effect="the download stops with `No space left on device` part way through, before vLLM starts",
     message="vLLM will download about {size} first, into {where}, whose filesystem has {free} free",
     fix="free space there, or point HF_HUB_CACHE/HF_HOME (or --download-dir) at a filesystem with room",
     reference="huggingface_hub constants.HF_HUB_CACHE; vllm/model_executor/model_loader/weight_utils.py "
-    "download_weights_from_hf",
-    models=BOTH,
-    release_code=False,  # the missing shards' bytes against the free space
+    "download_weights_from_hf", models=BOTH, release_code=False,  # the missing shards' bytes against the free space
 )
 def download_space_short(facts: Facts, gpu: GpuInfo | None):
     weights, host = facts.weights, facts.host
@@ -244,10 +222,7 @@ def _term_text(e, name: str) -> str:
 
 
 @row(
-    ROWS,
-    id="max-model-len-too-long", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    ROWS, id="max-model-len-too-long", topic="memory", level=WARN, evidence=DERIVED,
     title="one request of `--max-model-len` (default 1,048,576 for DeepSeek-V4) not certain to fit the KV cache "
     "left, by vLLM's own accounting at the pessimistic end of the estimated terms",
     effect="vLLM decides at start: `ValueError: To serve at least one request with the model's max seq len …` "
@@ -258,9 +233,7 @@ def _term_text(e, name: str) -> str:
     "non-torch memory ({non_torch}) — bands, not measurements: {short}; {fits}",
     fix="{fix}",
     reference="vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/v1/core/kv_cache_planning.py "
-    "get_kv_cache_configs; docs/memory.md", reads_gpus=True,
-    models=BOTH,
-)
+    "get_kv_cache_configs; docs/memory.md", reads_gpus=True, models=BOTH)
 def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     if facts.weights is None or not facts.weights.total_bytes:
         return None
@@ -278,40 +251,28 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
         short = f"short by up to {gib_text(max(need - low, 0))} at the pessimistic end"
     fitting = _fitting_length(facts, e.max_model_len_fits_low)
     longest = length_band_text(e.max_model_len_fits_low, e.max_model_len_fits_high)
-    fits = f"up to {longest} tokens fit" + ("" if fitting is not None else ": no useful length is certain at these settings")
+    fits = f"up to {longest} tokens fit"
+    if fitting is None:
+        fits += ": no useful length is certain at these settings"
     fix = _fix(facts, e, fitting)
     if facts.args.value("speculative_config") and speculative_method(facts) not in DRAFT_KV_COUNTED:
         fits += "; the draft model's own KV cache comes on top (not counted)"
-    return {
-        "verdict": said if said == SHORT else DECIDES,
-        "length": f"{e.max_model_len:,}",
-        "needed": gib_text(e.need_bytes),
-        "left": band_text(e.kv_available_low, e.kv_available_high),
-        "short": short,
-        "fits": fits,
-        "fix": fix,
-        "mnbt": e.max_num_batched_tokens,
-        "in_flight": f"{e.in_flight_tokens:,}" if e.in_flight_tokens else "?",
-        "weights": gib_text(e.weights_bytes_per_gpu),
-        "activations": _term_text(e, "activations"),
-        "graphs": _term_text(e, "cuda graphs"),
-        "non_torch": _term_text(e, "non-torch"),
-    }
+    return {"verdict": said if said == SHORT else DECIDES, "length": f"{e.max_model_len:,}",
+            "needed": gib_text(e.need_bytes), "left": band_text(e.kv_available_low, e.kv_available_high),
+            "short": short, "fits": fits, "fix": fix, "mnbt": e.max_num_batched_tokens,
+            "in_flight": f"{e.in_flight_tokens:,}" if e.in_flight_tokens else "?",
+            "weights": gib_text(e.weights_bytes_per_gpu), "activations": _term_text(e, "activations"),
+            "graphs": _term_text(e, "cuda graphs"), "non_torch": _term_text(e, "non-torch")}
 
 
 @row(
-    ROWS,
-    id="gpu-memory-utilization-invalid", topic="memory",
-    level=WARN,
-    evidence=CITED,
+    ROWS, id="gpu-memory-utilization-invalid", topic="memory", level=WARN, evidence=CITED,
     title="`--gpu-memory-utilization` outside (0, 1]",
     effect="vLLM rejects it itself when it builds its config (a pydantic ValidationError), before loading",
     message="--gpu-memory-utilization {value}: vLLM accepts a fraction greater than 0 and at most 1, and "
     "rejects this value itself",
     fix="a fraction such as 0.92 (vLLM's default) or 0.95",
-    reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)",
-    models=BOTH,
-)
+    reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)", models=BOTH)
 def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("gpu_memory_utilization")
     if raw is None or gpu_memory_utilization(facts) is not None:
@@ -320,18 +281,14 @@ def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="max-model-len-invalid", topic="memory",
-    level=WARN,
-    evidence=CITED,
+    ROWS, id="max-model-len-invalid", topic="memory", level=WARN, evidence=CITED,
     title="`--max-model-len` that is not a positive length, `auto` or -1",
     effect="vLLM rejects it itself (argparse's human_readable_int, or ModelConfig's ge=-1)",
     message="--max-model-len {value}: vLLM accepts a positive length (128k, 1m), or auto/-1 to fit it to the "
     "memory, and rejects this value itself",
     fix="a length such as 65536 or 128k, or --max-model-len auto",
     reference="vllm/config/model.py max_model_len Field(ge=-1); vllm/engine/arg_utils.py human_readable_int",
-    models=BOTH,
-)
+    models=BOTH)
 def max_model_len_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("max_model_len")
     if raw is None or max_model_len_tried(facts) is None:
@@ -348,19 +305,14 @@ MISSING_SHARDS_RAISE = fact("missing-shards-raise").range
 
 
 @row(
-    ROWS,
-    id="shards-missing", topic="memory",
-    level=REFUSE,
-    evidence=CITED,
+    ROWS, id="shards-missing", topic="memory", level=REFUSE, evidence=CITED,
     title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there",
     effect="`FileNotFoundError: Weight files referenced in index but missing` when the weights load",
     message="{missing} of the {total} shards that model.safetensors.index.json names are missing or empty in "
     "{where}{size}; {vllm} stops with FileNotFoundError when it starts loading the weights",
     fix="finish the download of the checkpoint into {where}, or point at a complete copy",
     reference="vllm/model_executor/model_loader/weight_utils.py filter_duplicate_safetensors_files "
-    "(raises for files the index names that are missing, from 0.26.0)",
-    models=BOTH, vllm=MISSING_SHARDS_RAISE,
-)
+    "(raises for files the index names that are missing, from 0.26.0)", models=BOTH, vllm=MISSING_SHARDS_RAISE)
 def shards_missing(facts: Facts, gpu: GpuInfo | None):
     weights = facts.weights
     if weights is None or not weights.local or not weights.shards_missing:
@@ -373,10 +325,7 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="shards-missing-silent", topic="memory",
-    level=WARN,
-    evidence=DERIVED,
+    ROWS, id="shards-missing-silent", topic="memory", level=WARN, evidence=DERIVED,
     title="a local checkpoint (or HF_HUB_OFFLINE=1) whose index names shards that are not there, on a vLLM "
     "that loads what is there",
     effect="DeepSeek-V4 is quantised, so vLLM does not check that every weight was loaded: the missing tensors "
@@ -385,8 +334,6 @@ def shards_missing(facts: Facts, gpu: GpuInfo | None):
     "{where}{size}; {vllm} loads the rest without an error and leaves those weights uninitialised",
     fix="finish the download of the checkpoint into {where}, or point at a complete copy",
     reference="vllm/model_executor/model_loader/default_loader.py load_weights (weights_not_loaded is "
-    "checked only when model_config.quantization is None)",
-    models=BOTH, vllm=fact("shards-missing-silent").range,
-)
+    "checked only when model_config.quantization is None)", models=BOTH, vllm=fact("shards-missing-silent").range)
 def shards_missing_loaded_anyway(facts: Facts, gpu: GpuInfo | None):
     return shards_missing(facts, gpu)  # the same condition; the row says what vLLM does with it

@@ -7,14 +7,7 @@ from __future__ import annotations
 from ..facts import Facts, as_int
 from ..gpus import GpuInfo
 from ..vllm.facts import fact
-from .engine import (
-    BOTH,
-    CITED,
-    REFUSE,
-    Rule,
-    row,
-    setting,
-)
+from .engine import BOTH, CITED, REFUSE, Rule, row, setting
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
 
@@ -29,15 +22,13 @@ def _tp_sizes(facts: Facts) -> str:
 
 
 @row(
-    ROWS,
-    id="tp-heads", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="tp-heads", topic="parallel", level=REFUSE, evidence=CITED,
     title="`--tensor-parallel-size` not dividing `num_attention_heads`",
     effect="ValueError when the engine config is made",
     message="{setting}: {arch} has {heads} attention heads, which {tp} GPUs cannot split evenly; {vllm} refuses "
     "it when it makes the engine configuration",
     fix="a tensor-parallel size in {sizes}",
-    reference="vllm/config/model.py verify_with_parallel_config", models=BOTH,
-)
+    reference="vllm/config/model.py verify_with_parallel_config", models=BOTH)
 def tp_vs_heads(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     heads = facts.model.number("num_attention_heads")
@@ -53,8 +44,7 @@ WO_A_DIVIDES = fact("wo-a-divides").range
 
 
 @row(
-    ROWS,
-    id="tp-o-groups", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="tp-o-groups", topic="parallel", level=REFUSE, evidence=CITED,
     title="`--tensor-parallel-size` larger than `o_groups` (DeepSeek-V4-Flash: 8; Pro: 16)",
     releases={"divide": WO_A_DIVIDES},
     effect="ZeroDivisionError after the weights load (n_local_groups = o_groups // TP = 0); from {divide_since:minor} "
@@ -65,8 +55,7 @@ WO_A_DIVIDES = fact("wo-a-divides").range
     fix="{dp} (data parallel for the other GPUs), or a tensor-parallel size in {sizes}",
     reference="vllm/models/deepseek_v4/attention.py, vllm/models/deepseek_v41/attention.py n_local_groups; "
     "quantization/utils/fp8_utils.py deepgemm_post_process_fp8_weight_block; "
-    "vllm/models/deepseek_v4/common/grouped_wo_a.py (0.34+)", models=BOTH,
-)
+    "vllm/models/deepseek_v4/common/grouped_wo_a.py (0.34+)", models=BOTH)
 def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     groups = facts.model.number("o_groups")
@@ -81,16 +70,14 @@ def tp_vs_o_groups(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="tp-pp-gpus", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="tp-pp-gpus", topic="parallel", level=REFUSE, evidence=CITED,
     title="TP × PP (above 1) larger than the GPUs visible here, one node, no executor backend given",
     effect="`World size (N) is larger than the number of available GPUs` when the engine config is made",
     message="{sizes} needs {needed} on this node, but {visible} visible here; {vllm} refuses it ('World size "
     "is larger than the number of available GPUs')",
     fix="lower the sizes, expose more GPUs (CUDA_VISIBLE_DEVICES), or run multi-node (--nnodes, or "
     "--distributed-executor-backend ray)",
-    reference="vllm/config/parallel.py", models=BOTH,
-)
+    reference="vllm/config/parallel.py", models=BOTH)
 def tp_pp_vs_visible_gpus(facts: Facts, gpu: GpuInfo | None):
     tp = _tp(facts)
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1

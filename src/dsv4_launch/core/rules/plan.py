@@ -54,16 +54,13 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
         warnings.append(f"{args.unread}; handing the arguments over unchanged")
         return Plan(warnings=tuple(warnings), preflight=preflight)
     if args.unknown_options:
-        warnings.append(
-            f"options unknown to dsv4-launch's table of {facts.vllm_words()} options: "
-            f"{', '.join(args.unknown_options)}; passed through unchanged"
-        )
+        warnings.append(f"options unknown to dsv4-launch's table of {facts.vllm_words()} options: "
+                        f"{', '.join(args.unknown_options)}; passed through unchanged")
     if args.model_doubt:
-        warnings.append(
-            f"model not read for sure: {args.model_doubt}, unknown to that table, comes right before the word read as "
-            f"the model ({model.name}); if it takes a value, that word is its value and vLLM serves another model: "
-            f"checked as if it takes none, nothing refused. Fix: put the model first, or write {args.model_doubt}=VALUE"
-        )
+        warnings.append(f"model not read for sure: {args.model_doubt}, unknown to that table, comes right before "
+                        f"the word read as the model ({model.name}); if it takes a value, that word is its value and "
+                        "vLLM serves another model: checked as if it takes none, nothing refused. Fix: put the model "
+                        f"first, or write {args.model_doubt}=VALUE")
     if model.note:
         if model.is_dsv4_family:
             warnings.append(f"model {model.name}: {model.note}")
@@ -75,18 +72,11 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
     notes.extend(facts.gpus.notes)
     if facts.gpus.selection is not None:
         notes.extend(facts.gpus.selection.notes)
-    if (
-        model.is_dsv4_family
-        and args.value("distributed_executor_backend") == "ray"
-        and facts.gpus.source != "DSV4_LAUNCH_GPU_CAPABILITY"
-        and not facts.known_gpus
-    ):
-        warnings.append(
-            "--distributed-executor-backend ray on a host that sees no GPU: this process decides "
-            "the KV-cache dtype for every Ray worker without knowing their GPUs; set "
-            "DSV4_LAUNCH_GPU_CAPABILITY to the workers' compute capability (e.g. 12.0)"
-        )
-
+    if (model.is_dsv4_family and args.value("distributed_executor_backend") == "ray"
+            and facts.gpus.source != "DSV4_LAUNCH_GPU_CAPABILITY" and not facts.known_gpus):
+        warnings.append("--distributed-executor-backend ray on a host that sees no GPU: this process decides "
+                        "the KV-cache dtype for every Ray worker without knowing their GPUs; set "
+                        "DSV4_LAUNCH_GPU_CAPABILITY to the workers' compute capability (e.g. 12.0)")
     if model.is_dsv4_family and facts.vllm_version is None and facts.newest_release:
         notes.append(f"vLLM's version is unknown here: checks that concern only releases before "
                      f"{facts.newest_release} were skipped")
@@ -114,12 +104,5 @@ def make_plan(facts: Facts, preflight: str = "refuse") -> Plan:
                 warnings.append(f"{finding.text} [DSV4_LAUNCH_PREFLIGHT=warn: starting anyway]")
             else:
                 refusals.append(finding.text)
-    return Plan(
-        changes=(kv.change,) if kv.change else (),
-        notes=tuple(notes),
-        warnings=tuple(warnings),
-        refusals=tuple(refusals),
-        findings=findings,
-        preflight=preflight,
-        memory=picture,
-    )
+    return Plan(changes=(kv.change,) if kv.change else (), notes=tuple(notes), warnings=tuple(warnings),
+                refusals=tuple(refusals), findings=findings, preflight=preflight, memory=picture)

@@ -10,19 +10,7 @@ from ..gpus import GpuInfo, in_families
 from ..memory.vllm_config import max_model_len_tried
 from ..model import V41
 from ..vllm.facts import fact
-from .engine import (
-    BOTH,
-    CITED,
-    NOT_SM10,
-    RECIPES,
-    REFUSE,
-    REPORTED,
-    WARN,
-    Rule,
-    row,
-    setting,
-    v2_runner_env,
-)
+from .engine import BOTH, CITED, NOT_SM10, RECIPES, REFUSE, REPORTED, WARN, Rule, row, setting, v2_runner_env
 from .releases import SM12_DEEPGEMM_FAMILIES, SM12_DEEPGEMM_WARMUP_FAILS
 
 ROWS: list[Rule] = []  # filled by @row, in this module's order
@@ -42,15 +30,13 @@ def _moe_backend(facts: Facts) -> str | None:
 
 
 @row(
-    ROWS,
-    id="mega-moe-needs-ep", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="mega-moe-needs-ep", topic="recipe", level=REFUSE, evidence=CITED,
     title="`--moe-backend deep_gemm_mega_moe` without `--enable-expert-parallel`",
     effect="`NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel` when the model is built",
     message="--moe-backend deep_gemm_mega_moe without --enable-expert-parallel: {vllm} raises "
     "NotImplementedError ('DeepSeek V4 MegaMoE currently requires expert parallel') when it builds the model",
     fix="add --enable-expert-parallel on SM 10.x, or --moe-backend auto",
-    reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4Model.__init__); recipes#760",
-)
+    reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4Model.__init__); recipes#760")
 def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE or facts.args.value("enable_expert_parallel") is True:
         return None
@@ -58,14 +44,12 @@ def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mega-moe-fp4", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="mega-moe-fp4", topic="recipe", level=REFUSE, evidence=CITED,
     title="`--moe-backend deep_gemm_mega_moe` on a checkpoint whose experts are not FP4 (`expert_dtype`)",
     effect="`NotImplementedError: DeepSeek V4 MegaMoE only supports fp4 experts` when the model is built",
     message="--moe-backend deep_gemm_mega_moe: this checkpoint's experts are {dtype}, and {vllm} raises "
     "NotImplementedError ('MegaMoE only supports fp4 experts') when it builds the model",
-    fix="--moe-backend auto", reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4MoE); recipes#656",
-)
+    fix="--moe-backend auto", reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4MoE); recipes#656")
 def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE:
         return None
@@ -74,8 +58,7 @@ def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mega-moe-nvfp4", topic="recipe", level=WARN, evidence=REPORTED,
+    ROWS, id="mega-moe-nvfp4", topic="recipe", level=WARN, evidence=REPORTED,
     title="`--moe-backend deep_gemm_mega_moe` on an NVFP4 checkpoint (`moe_quant_algo` NVFP4)",
     effect="passes vLLM's fp4-experts check, but MegaMoE does not run NVFP4 experts (DeepSeek-V4 builds its "
     "MegaMoE experts as MXFP4)",
@@ -84,8 +67,7 @@ def mega_moe_not_fp4(facts: Facts, gpu: GpuInfo | None):
     "MegaMoE does not support NVFP4 experts",
     fix="--moe-backend flashinfer_cutedsl on SM 10.x (the NVFP4 recipe's setting), or --moe-backend auto",
     reference="vllm/models/deepseek_v4/nvidia/model.py _init_mega_moe_experts; recipes#656; recipes "
-    "DeepSeek-V4-Flash.yaml (NVFP4 notes)",
-)
+    "DeepSeek-V4-Flash.yaml (NVFP4 notes)")
 def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
     if _moe_backend(facts) != MEGA_MOE:
         return None
@@ -98,20 +80,17 @@ def mega_moe_nvfp4(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mega-moe-not-sm100", topic="recipe", level=REFUSE, evidence=CITED,
+    ROWS, id="mega-moe-not-sm100", topic="recipe", level=REFUSE, evidence=CITED,
     releases={"at_build": MEGA_MOE_SM_CHECKED_AT_BUILD},
     title="`--moe-backend deep_gemm_mega_moe` off SM 10.x (RTX PRO 6000, H100/H200, …)",
     effect="`NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.` — after the full weight load before "
     "{at_build_since:minor}",
     message="--moe-backend deep_gemm_mega_moe on {gpus}: DeepGEMM MegaMoE runs only on SM 10.x; {vllm} raises "
-    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before {at_build_since:minor} only after loading all "
-    "the weights",
+    "NotImplementedError ('DeepGEMM MegaMoE requires SM100 GPUs.'), before {at_build_since:minor} only after loading "
+    "all the weights",
     fix="--moe-backend auto (the recipe's own SM 12.x setting)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _check_runtime_supported (≤ 0.31), "
-    "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760",
-    families=NOT_SM10,
-)
+    "fused_moe/deep_gemm_mega_moe.py (0.32+); recipes#760", families=NOT_SM10)
 def mega_moe_off_sm100(facts: Facts, gpu: GpuInfo | None):
     return {} if _moe_backend(facts) == MEGA_MOE else None
 
@@ -126,30 +105,26 @@ THINK_MAX_MIN_LEN = 393_216  # recipes: "Think Max" needs at least this --max-mo
 
 
 @row(
-    ROWS,
-    id="tokenizer-without-template", topic="serving", level=WARN, evidence=REPORTED,
+    ROWS, id="tokenizer-without-template", topic="serving", level=WARN, evidence=REPORTED,
     title="`--tokenizer-mode hf` or `slow` for DeepSeek-V4",
     effect="no chat template: every chat request fails ('default chat template is no longer allowed')",
     message="--tokenizer-mode {mode}: DeepSeek-V4 ships no Jinja chat template, so every chat request fails "
     "('default chat template is no longer allowed'); vLLM picks its deepseek_v4 tokenizer mode by itself",
-    fix="drop the option", reference="vllm/config/model.py; modelscope/evalscope#1548",
-)
+    fix="drop the option", reference="vllm/config/model.py; modelscope/evalscope#1548")
 def tokenizer_without_template(facts: Facts, gpu: GpuInfo | None):
     mode = facts.args.value("tokenizer_mode")
     return {"mode": mode} if mode in ("hf", "slow") else None
 
 
 @row(
-    ROWS,
-    id="v4-parsers-on-v41", topic="serving", level=WARN, evidence=REPORTED,
+    ROWS, id="v4-parsers-on-v41", topic="serving", level=WARN, evidence=REPORTED,
     title="DeepSeek-V4.1 with the V4 tool-call or reasoning parser",
     effect="tool calls silently unparsed (V4.1 uses spaced DSML tags)",
     message="{used} on DeepSeek-V4.1: the V4 parsers treat V4.1's spaced DSML tags as plain text, so tool calls "
     "are silently not parsed",
     fix=f"--tool-call-parser {V41_PARSER} --reasoning-parser {V41_PARSER}",
     reference="vllm/tool_parsers/__init__.py; smg-project/smg#2525", models=frozenset({V41}),
-    vllm=fact("v4-parsers-on-v41").range,
-)
+    vllm=fact("v4-parsers-on-v41").range)
 def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
     used = [f"--{name.replace('_', '-')} {facts.args.value(name)}" for name in ("tool_call_parser", "reasoning_parser")
             if facts.args.value(name) == "deepseek_v4"]
@@ -157,8 +132,7 @@ def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="v4-wrong-parsers", topic="serving", level=WARN, evidence=REPORTED,
+    ROWS, id="v4-wrong-parsers", topic="serving", level=WARN, evidence=REPORTED,
     title="DeepSeek-V4 with a tool-call or reasoning parser other than `deepseek_v4` (`hermes`, `deepseek_v3`, "
     "`deepseek_v31`, `deepseek_r1`, `deepseek_v41`, …)",
     effect="starts, then tool calls leak into the answer text and reasoning is misrouted (V4 writes DSML)",
@@ -166,8 +140,7 @@ def v4_parsers_on_v41(facts: Facts, gpu: GpuInfo | None):
     "vLLM's deepseek_v4 parsers read; with this parser tool calls leak into the answer text or the reasoning "
     "is misrouted, silently",
     fix=f"--tool-call-parser {V4_PARSER} --reasoning-parser {V4_PARSER}",
-    reference="vllm/tool_parsers/__init__.py, vllm/reasoning/__init__.py; vLLM #42265, #40801, #54686",
-)
+    reference="vllm/tool_parsers/__init__.py, vllm/reasoning/__init__.py; vLLM #42265, #40801, #54686")
 def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
     used = []
     for dest, plugin in (("tool_call_parser", "tool_parser_plugin"), ("reasoning_parser", "reasoning_parser_plugin")):
@@ -182,15 +155,13 @@ def v4_wrong_parsers(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="think-max-short", topic="serving", level=WARN, evidence=REPORTED,
+    ROWS, id="think-max-short", topic="serving", level=WARN, evidence=REPORTED,
     title="\"Think Max\" (`reasoning_effort: max`) with `--max-model-len` < 393,216",
     effect="the reasoning is cut short",
     message="reasoning_effort max with --max-model-len {length}: DeepSeek-V4's Think Max mode needs at least "
     "393,216 tokens of context",
     fix="--max-model-len 393216 or more (or a lower reasoning_effort)",
-    reference=f"{RECIPES} DeepSeek-V4 guide", models=BOTH,
-)
+    reference=f"{RECIPES} DeepSeek-V4 guide", models=BOTH)
 def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
     kwargs = json_option(facts.args, "default_chat_template_kwargs") or {}
     if str(kwargs.get("reasoning_effort", "")).lower() != "max":
@@ -204,7 +175,6 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
 
 # --- the environment --------------------------------------------------------------------------
 
-
 # Model Runner V1 is removed in 0.34.0: VLLM_USE_V2_MODEL_RUNNER leaves envs.py, and any value but "1"
 # raises ValueError in validate_environ.
 V1_RUNNER_EXISTS = fact("v1-runner-exists").range
@@ -217,24 +187,21 @@ def shown_env(value: str) -> str:
 
 
 @row(
-    ROWS,
-    id="v2-runner-env-not-int", topic="gpus", level=WARN, evidence=CITED,
+    ROWS, id="v2-runner-env-not-int", topic="gpus", level=WARN, evidence=CITED,
     title="`VLLM_USE_V2_MODEL_RUNNER` set to something other than an integer (`false`, `true`, `yes`)",
     effect="`ValueError: invalid literal for int() with base 10` when vLLM reads it (it parses `bool(int(v))`)",
     message="VLLM_USE_V2_MODEL_RUNNER={value}: vLLM reads this variable as bool(int(value)), so this value "
     "raises ValueError ('invalid literal for int()') when the engine configuration reads it",
     fix="VLLM_USE_V2_MODEL_RUNNER=0 (V1 model runner) or 1 (V2), or unset it",
     reference="vllm/envs.py maybe_convert_bool; vllm/config/vllm.py use_v2_model_runner", models=BOTH,
-    vllm=V1_RUNNER_EXISTS,
-)
+    vllm=V1_RUNNER_EXISTS)
 def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     value = v2_runner_env(facts)
     return {"value": shown_env(value)} if isinstance(value, str) else None
 
 
 @row(
-    ROWS,
-    id="v1-runner-removed", topic="gpus", level=REFUSE, evidence=CITED,
+    ROWS, id="v1-runner-removed", topic="gpus", level=REFUSE, evidence=CITED,
     title="`VLLM_USE_V2_MODEL_RUNNER` set to anything but `1` (`0`, `false`, empty), vLLM ≥ {since:minor}",
     effect="`ValueError: VLLM_USE_V2_MODEL_RUNNER=… is no longer supported: Model Runner V1 has been removed.` "
     "when the engine config is made",
@@ -242,8 +209,7 @@ def v2_runner_env_not_int(facts: Facts, gpu: GpuInfo | None):
     "this variable but 1 before it builds the engine configuration",
     fix="unset VLLM_USE_V2_MODEL_RUNNER",
     reference="vllm/platforms/interface.py validate_environ (from vllm/engine/arg_utils.py create_engine_config)",
-    models=BOTH, vllm=fact("v1-runner-removed").range,
-)
+    models=BOTH, vllm=fact("v1-runner-removed").range)
 def v1_runner_removed(facts: Facts, gpu: GpuInfo | None):
     value = facts.rule_env.get("VLLM_USE_V2_MODEL_RUNNER")
     return {"value": shown_env(value)} if value is not None and value != "1" else None
@@ -253,8 +219,7 @@ DEEP_GEMM_READ_AT_WARMUP = fact("deep-gemm-read-at-warmup").range  # kernel_warm
 
 
 @row(
-    ROWS,
-    id="deep-gemm-env-not-int", topic="gpus", level=WARN, evidence=CITED,
+    ROWS, id="deep-gemm-env-not-int", topic="gpus", level=WARN, evidence=CITED,
     title="`VLLM_USE_DEEP_GEMM` set to something other than an integer (`false`, `yes`, empty)",
     effect="`ValueError: invalid literal for int() with base 10` where vLLM reads it (it parses `bool(int(v))`): "
     "the kernel warm-up of every start before {warmup_before}, DeepGEMM's support check",
@@ -262,8 +227,7 @@ DEEP_GEMM_READ_AT_WARMUP = fact("deep-gemm-read-at-warmup").range  # kernel_warm
     "ValueError ('invalid literal for int()') where it is read ({where})",
     fix="{fix}",
     reference="vllm/envs.py VLLM_USE_DEEP_GEMM; vllm/utils/deep_gemm.py is_deep_gemm_supported; "
-    "vllm/model_executor/warmup/kernel_warmup.py", models=BOTH, releases={"warmup": DEEP_GEMM_READ_AT_WARMUP},
-)
+    "vllm/model_executor/warmup/kernel_warmup.py", models=BOTH, releases={"warmup": DEEP_GEMM_READ_AT_WARMUP})
 def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
     text = facts.rule_env.get("VLLM_USE_DEEP_GEMM")
     if not isinstance(vllm_env_bool(text), str):
@@ -271,7 +235,8 @@ def deep_gemm_env_not_int(facts: Facts, gpu: GpuInfo | None):
     at_warmup = DEEP_GEMM_READ_AT_WARMUP.contains(facts.vllm_version)
     where = ("the kernel warm-up reads it on every start, after the weight load" if at_warmup
              else "DeepGEMM's support check, is_deep_gemm_supported" if at_warmup is False
-             else f"the kernel warm-up before {DEEP_GEMM_READ_AT_WARMUP.before} on every start; DeepGEMM's support check")
+             else f"the kernel warm-up before {DEEP_GEMM_READ_AT_WARMUP.before} on every start; "
+                  "DeepGEMM's support check")
     # Where DeepGEMM on fails the FP8 warm-up (sm12-0.24-deepgemm), 1 or unset is no fix: only 0.
     sm12 = any(g.capability and in_families(g.capability, SM12_DEEPGEMM_FAMILIES) for g in facts.all_gpus)
     fix = ("VLLM_USE_DEEP_GEMM=0 (DeepGEMM off: with it on, the FP8 warm-up fails on SM 12.x in this release)"
@@ -320,8 +285,7 @@ def _even_partition(layers: int, pp: int) -> str:
 
 
 @row(
-    ROWS,
-    id="pp-layer-partition-invalid", topic="parallel", level=REFUSE, evidence=CITED,
+    ROWS, id="pp-layer-partition-invalid", topic="parallel", level=REFUSE, evidence=CITED,
     title="`VLLM_PP_LAYER_PARTITION` that is not one layer count per pipeline stage adding up to "
     "`num_hidden_layers` (also with `--pipeline-parallel-size 1`; set but empty too; DeepSeek-V4.1 from {v41_since}; "
     "from {negative_since} also a negative count)",
@@ -332,8 +296,7 @@ def _even_partition(layers: int, pp: int) -> str:
     "when DeepSeek-V4 builds its layers (make_layers, on every pipeline stage)",
     fix="{fix}",
     reference="vllm/distributed/utils.py get_pp_indices; vllm/model_executor/models/utils.py make_layers",
-    models=BOTH, releases={"v41": PP_PARTITION_V41, "negative": PP_PARTITION_NEGATIVE},
-)
+    models=BOTH, releases={"v41": PP_PARTITION_V41, "negative": PP_PARTITION_NEGATIVE})
 def pp_layer_partition_invalid(facts: Facts, gpu: GpuInfo | None):
     text = facts.rule_env.get("VLLM_PP_LAYER_PARTITION")
     if text is None or (facts.model.family == V41 and PP_PARTITION_V41.contains(facts.vllm_version) is False):

@@ -7,16 +7,7 @@ from __future__ import annotations
 from ..facts import Facts, as_int, json_option
 from ..gpus import DSV4_FAMILIES, GpuInfo
 from ..vllm.facts import fact
-from .engine import (
-    CITED,
-    DERIVED,
-    REFUSE,
-    REPORTED,
-    WARN,
-    Rule,
-    row,
-    v2_runner_env,
-)
+from .engine import CITED, DERIVED, REFUSE, REPORTED, WARN, Rule, row, v2_runner_env
 from .kv import ASSERTS_UNTIL, effective_transfer_config, is_nvfp4_on_mla
 from .kv_paths import FP8_DS_MLA, dsv4_backend, kv_path
 
@@ -43,28 +34,25 @@ def _has_dspark(facts: Facts) -> bool:
 V2_UNSUPPORTED = (
     ("enable_dbo", "--enable-dbo (dual batch overlap)", fact("v2-unsupported-dbo").range),
     ("enable_elastic_ep", "--enable-elastic-ep (elastic expert parallelism)", fact("v2-unsupported-elastic-ep").range),
-    ("logits_processors", "--logits-processors (custom logits processors)", fact("v2-unsupported-logits-processors").range),
+    ("logits_processors", "--logits-processors (custom logits processors)",
+     fact("v2-unsupported-logits-processors").range),
     ("kv_sharing_fast_prefill", "--kv-sharing-fast-prefill (KV sharing fast prefill)",
-     fact("v2-unsupported-kv-sharing-fast-prefill").range),
-)
+     fact("v2-unsupported-kv-sharing-fast-prefill").range))
 
 
 @row(
-    ROWS,
-    id="dspark-before-0.25", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-before-0.25", topic="speculative", level=REFUSE, evidence=CITED,
     title="`--speculative-config.method dspark` on vLLM < {before:minor}",
     effect="ValidationError: no such method, when the engine config is made",
     message="--speculative-config method dspark: {vllm} has no DSpark (added in {before}) and rejects the method",
     fix="vLLM {before} or later, or method mtp on a checkpoint with an MTP head",
-    reference="vllm/config/speculative.py", vllm=fact("dspark-before-0.25").range,
-)
+    reference="vllm/config/speculative.py", vllm=fact("dspark-before-0.25").range)
 def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     return {} if spec_method(facts) == "dspark" else None
 
 
 @row(
-    ROWS,
-    id="dspark-without-module", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-without-module", topic="speculative", level=REFUSE, evidence=CITED,
     title="`method dspark` on a checkpoint without a DSpark module (no `dspark_target_layer_ids`: preview, "
     "NVFP4, Vision-Exp)",
     effect="AttributeError ('dspark_target_layer_ids') when the draft is built, after the weights load",
@@ -72,41 +60,36 @@ def dspark_too_old(facts: Facts, gpu: GpuInfo | None):
     "checkpoint ships no DSpark module), so {vllm} fails when it builds the draft, after loading the weights",
     fix="method mtp (the preview and NVFP4 checkpoints carry an MTP head), or a DSpark checkpoint (-0731, -0813)",
     reference="vllm/models/deepseek_v4/nvidia/dspark.py; recipes DeepSeek-V4-Flash.yaml",
-    vllm=fact("dspark-without-module").range,
-)
+    vllm=fact("dspark-without-module").range)
 def dspark_without_module(facts: Facts, gpu: GpuInfo | None):
-    if spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None or _has_dspark(facts):
+    if (spec_method(facts) != "dspark" or spec_config(facts).get("model") or facts.model.config is None
+            or _has_dspark(facts)):
         return None
     return {"arch": facts.model.architecture or "the model"}
 
 
 @row(
-    ROWS,
-    id="dspark-pp", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-pp", topic="speculative", level=REFUSE, evidence=CITED,
     title="`method dspark` with `--pipeline-parallel-size` > 1, vLLM {since:minor}–{before:last}",
     effect="`NotImplementedError: DSpark does not support pipeline parallelism.` after the weights load",
     message="--speculative-config method dspark with --pipeline-parallel-size {pp}: {vllm} raises "
     "NotImplementedError ('DSpark does not support pipeline parallelism.') after loading the weights",
     fix="--pipeline-parallel-size 1 (tensor or data parallel instead), or vLLM {before} and later",
-    reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py",
-    vllm=fact("dspark-pp").range,
-)
+    reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py", vllm=fact("dspark-pp").range)
 def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
     pp = as_int(facts.args.value("pipeline_parallel_size")) or 1
     return {"pp": pp} if spec_method(facts) == "dspark" and pp > 1 else None
 
 
 @row(
-    ROWS,
-    id="dspark-k-below-block", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-k-below-block", topic="speculative", level=REFUSE, evidence=CITED,
     title="`method dspark` with `num_speculative_tokens` below the checkpoint's `dspark_block_size`, "
     "vLLM {since:minor}–{before:last}",
     effect="ValueError when the engine config is made",
     message="--speculative-config num_speculative_tokens {k}: {vllm} requires at least dspark_block_size ({block}) "
     "for DSpark",
     fix="--speculative-config.num_speculative_tokens {block}",
-    reference="vllm/config/speculative.py", vllm=fact("dspark-k-below-block").range,
-)
+    reference="vllm/config/speculative.py", vllm=fact("dspark-k-below-block").range)
 def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     block = facts.model.number("dspark_block_size")
     k = as_int(spec_config(facts).get("num_speculative_tokens"))
@@ -116,14 +99,12 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="dspark-v1-runner", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-v1-runner", topic="speculative", level=REFUSE, evidence=CITED,
     title="`method dspark` with `VLLM_USE_V2_MODEL_RUNNER=0`, vLLM ≥ {since:minor}",
     effect="`Model Runner V1 does not support: dspark speculative decoding` when the engine config is made",
     message="VLLM_USE_V2_MODEL_RUNNER=0 with DSpark: {vllm}'s V1 model runner does not support DSpark and "
     "refuses the configuration",
-    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=fact("dspark-v1-runner").range,
-)
+    fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=fact("dspark-v1-runner").range)
 def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is not False:
         return None
@@ -131,8 +112,7 @@ def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="dspark-v2-unsupported", topic="speculative", level=REFUSE, evidence=CITED,
+    ROWS, id="dspark-v2-unsupported", topic="speculative", level=REFUSE, evidence=CITED,
     releases={dest: releases for dest, _, releases in V2_UNSUPPORTED},
     title="`method dspark` with a feature the V2 model runner lacks ("
     + "; ".join(f"{words.split(' ')[0]} {{{dest}}}" for dest, words, _ in V2_UNSUPPORTED) + ")",
@@ -142,13 +122,13 @@ def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
     "ValueError ({error})",
     fix="drop {used} (DSpark runs only on the V2 model runner), or method mtp on a checkpoint with an MTP head",
     reference="vllm/config/vllm.py _get_v2_model_runner_unsupported_features, "
-    "_get_v1_model_runner_unsupported_features", vllm=fact("dspark-v2-unsupported").range,
-)
+    "_get_v1_model_runner_unsupported_features", vllm=fact("dspark-v2-unsupported").range)
 def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark" or v2_runner_env(facts) is False or isinstance(v2_runner_env(facts), str):
         return None  # V1 forced: dspark-v1-runner; unreadable: v2-runner-env-not-int
     used = [words for dest, words, releases in V2_UNSUPPORTED
-            if facts.args.value(dest) not in (None, False, [], "") and releases.contains(facts.vllm_version) is not False]
+            if facts.args.value(dest) not in (None, False, [], "")
+            and releases.contains(facts.vllm_version) is not False]
     if not used:
         return None
     forced = v2_runner_env(facts) is True
@@ -159,9 +139,7 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="draft-kv-not-fp8", topic="speculative", level=WARN, evidence=DERIVED,
-    releases={"asserts": ASSERTS_UNTIL},
+    ROWS, id="draft-kv-not-fp8", topic="speculative", level=WARN, evidence=DERIVED, releases={"asserts": ASSERTS_UNTIL},
     title="`method dspark` with a non-fp8 `kv_cache_dtype` in `--speculative-config` (`auto` too before "
     "{asserts_before})",
     effect="the draft's DeepSeek-V4 attention goes through the same KV resolver: AssertionError / ValueError "
@@ -171,8 +149,7 @@ def dspark_v2_unsupported(facts: Facts, gpu: GpuInfo | None):
     "expected to fail when it builds the draft, after loading the weights",
     fix="drop kv_cache_dtype from --speculative-config (the draft then uses the target's), or set it to fp8",
     reference="vllm/v1/worker/gpu/spec_decode/dspark/utils.py; vllm/models/deepseek_v4/attention.py "
-    "_resolve_dsv4_kv_cache_dtype", families=DSV4_FAMILIES, vllm=fact("draft-kv-not-fp8").range,
-)
+    "_resolve_dsv4_kv_cache_dtype", families=DSV4_FAMILIES, vllm=fact("draft-kv-not-fp8").range)
 def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark":
         return None
@@ -190,15 +167,13 @@ def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
 
 
 @row(
-    ROWS,
-    id="mtp-on-dspark-checkpoint", topic="speculative", level=WARN, evidence=REPORTED,
+    ROWS, id="mtp-on-dspark-checkpoint", topic="speculative", level=WARN, evidence=REPORTED,
     title="`method mtp` on a DSpark checkpoint (-0731, -0813)",
     effect="boots, with about 8× the per-token KV of the preview",
     message="--speculative-config method mtp on {arch}: this checkpoint ships a DSpark module, not an MTP head; "
     "vLLM boots but with about 8× the KV cache per token",
     fix="method dspark (the recipes' default for these checkpoints)",
-    reference="vllm#51041; recipes DeepSeek-V4-Flash.yaml", vllm=fact("mtp-on-dspark-checkpoint").range,
-)
+    reference="vllm#51041; recipes DeepSeek-V4-Flash.yaml", vllm=fact("mtp-on-dspark-checkpoint").range)
 def mtp_on_dspark_checkpoint(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) not in ("mtp", "deepseek_mtp") or not _has_dspark(facts):
         return None
@@ -210,8 +185,7 @@ OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector", "SimpleCPUOffloadConne
 
 
 @row(
-    ROWS,
-    id="dspark-kv-offload", topic="speculative", level=WARN, evidence=REPORTED,
+    ROWS, id="dspark-kv-offload", topic="speculative", level=WARN, evidence=REPORTED,
     title="`method dspark` with native KV offloading (`OffloadingConnector`, `SimpleCPUOffloadConnector`)",
     effect="starts and serves, then reported to die after days: `AssertionError: Block … not found in cache` in "
     "the offloading load path (EngineDeadError)",
@@ -220,8 +194,7 @@ OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector", "SimpleCPUOffloadConne
     "the CPU offloading path; {vllm} is not known to have fixed it",
     fix="watch for EngineDeadError and restart (a supervisor), or serve DSpark without KV offloading",
     reference="vLLM #54914; vllm/v1/kv_offload/", vllm=fact("dspark-kv-offload").range,
-    releases={"reported": fact("dspark-kv-offload-reported").range},
-)
+    releases={"reported": fact("dspark-kv-offload-reported").range})
 def dspark_kv_offload(facts: Facts, gpu: GpuInfo | None):
     if spec_method(facts) != "dspark":
         return None
