@@ -54,10 +54,8 @@ def _from_table(known: Mapping[str, object] | None, local: bool) -> WeightFacts:
 
 def read_weights(model_dir: str | None, local: bool, known: Mapping[str, object] | None) -> WeightFacts:
     """The checkpoint's bytes and shards as vLLM will read them, else the known-checkpoint table.
-
-    ``model_dir``: the directory config.json was found in (a local directory, or a snapshot in
-    the Hugging Face cache); ``local``: vLLM will not download anything (a local directory, or
-    HF_HUB_OFFLINE=1). ``total_bytes`` is the tensors' bytes in the shard files when every
+    ``model_dir``: where config.json was found; ``local``: vLLM will not download anything.
+    ``total_bytes`` is the tensors' bytes in the shard files when every
     header could be read (exact), else the index's ``total_size`` (exact as before), else the
     table; ``shards_missing`` counts only shards vLLM will look for (not when it reads ``*.bin``)."""
     table = _from_table(known, local)

@@ -287,15 +287,8 @@ VERSION_FLAGS = ("--version", "-V")  # dsv4-launch --version and dsv4-serve --ve
 
 # The commands the door knows, and where each is declared (imported only when it runs). serve is
 # dsv4-serve's fast path (commands/serve.py), declared here for the help only.
-COMMANDS = {
-    "serve": "dsv4_launch.commands.serve",
-    "plan": "dsv4_launch.commands.plan",
-    "doctor": "dsv4_launch.commands.doctor",
-    "fit": "dsv4_launch.commands.fit",
-    "explain": "dsv4_launch.commands.explain",
-    "check": "dsv4_launch.commands.check",
-    "completion": "dsv4_launch.commands.completion",
-}
+COMMANDS = {name: f"dsv4_launch.commands.{name}"
+            for name in ("serve", "plan", "doctor", "fit", "explain", "check", "completion")}
 
 
 def load(name: str) -> Command:

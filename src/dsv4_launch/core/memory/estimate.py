@@ -132,12 +132,10 @@ class Estimate(Record):
 
     def concurrency(self, length: int, available: int | None = None) -> int | None:
         """Requests of ``length`` tokens that fit at once in one engine: vLLM's "Maximum
-        concurrency" rounded down, at the middle of the bands unless ``available`` is given.
-
-        Counted as the release counts it where that is modelled (``concurrency_counted``, 0.24 on:
-        the pool's blocks over the blocks one request is counted, kv_plan.StagePlan.concurrency_blocks
-        — on 0.24–0.26 up to ~12 % above available / need, on 0.27–0.28 3–5 %); else (before 0.24)
-        available / need."""
+        concurrency" rounded down, at the middle of the bands unless ``available`` is given; counted
+        as the release counts it where modelled (``concurrency_counted``: the pool's blocks over a
+        request's, kv_plan.StagePlan.concurrency_blocks — up to ~12 % above available / need on
+        0.24–0.26), else available / need."""
         per = self.request_bytes(length)
         available = self.kv_available_bytes if available is None else available
         if available is None or not per:
