@@ -36,15 +36,10 @@ def install_hint(env=None) -> str:
 
 
 def run_vllm_in_process(argv: Sequence[str]) -> int:
-    """Run ``vllm serve ARGV`` here; vLLM's own exit status (``None`` → 0).
-
-    First the heap is frozen as vLLM freezes its own once the server is up
-    (``vllm/utils/gc_utils.py`` ``freeze_gc_heap``: collect, then ``gc.freeze()``; called from
-    the API server's start-up in 0.24–0.33): what exists now — this package's modules, the plan,
-    the tables, all alive until the process ends — would otherwise be traversed again by every
-    full collection while vLLM imports and starts (~7 ms in benchmarks/bench.py), and vLLM
-    freezes it later anyway. Collected first, so no garbage is kept; no object of vLLM's exists
-    yet."""
+    """Run ``vllm serve ARGV`` here; vLLM's own exit status (``None`` → 0). First the heap is
+    collected and frozen as vLLM freezes its own once up (``vllm/utils/gc_utils.py``
+    ``freeze_gc_heap``, 0.24–0.33): what lives until the exit (our modules, the plan) would be
+    traversed by every full collection while vLLM starts (~7 ms, benchmarks/bench.py)."""
     sys.argv = ["vllm", "serve", *argv]
     gc.collect()
     gc.freeze()
