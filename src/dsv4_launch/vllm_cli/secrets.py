@@ -26,12 +26,9 @@ WHOLE, AFTER_EQ = "whole", "after="  # a span is a whole token, or the part afte
 
 
 def option_name(token: str) -> str | None:
-    """The option a ``--name``/``--name=value`` token names, normalised as vLLM does.
-
-    ``--kv_cache_dtype=auto`` → ``kv-cache-dtype``; ``--speculative_config.kv_cache_dtype`` →
-    ``speculative-config.kv_cache_dtype`` (only the part before the first ``.`` is normalised).
-    Returns None for anything that is not a long option.
-    """
+    """The option a ``--name``/``--name=value`` token names, normalised as vLLM does up to the
+    first ``.`` (``--speculative_config.kv_cache_dtype`` → ``speculative-config.kv_cache_dtype``);
+    None for anything that is not a long option."""
     if not token.startswith("--") or token == "--":
         return None
     name = token[2:].split("=", 1)[0]
@@ -214,11 +211,9 @@ def _names_short(token: str, short: frozenset[str], *, glued: bool) -> bool:
 
 
 def follow_edit(spans: SecretSpans, before: Sequence[str], after: Sequence[str]) -> SecretSpans:
-    """``spans`` of ``before`` moved onto ``after``, the same arguments edited the way
-    ``argv_edit.set_option`` edits them: a token rewritten in place (``auto`` → ``fp8``: the
-    positions stay) or a block inserted (``--kv-cache-dtype fp8`` before a bare ``--``: every
-    position after it moves by the block's length). Any other difference: both positions of
-    each span, so that nothing that was masked is shown."""
+    """``spans`` of ``before`` moved onto ``after`` as ``argv_edit.set_option`` edits: a token
+    rewritten in place (positions stay) or a block inserted (later positions move by its length);
+    any other difference: both positions of each span, so that nothing masked is shown."""
     grown = len(after) - len(before)
     if grown == 0 or not spans.spans:
         return spans
@@ -262,11 +257,9 @@ _LOOSE_PAIR = (r"""(["']?)([^"'{}\[\],:\s]{1,200})\1\s*:\s*"""
 
 
 def json_secrets(token: str) -> list[str]:
-    """The values of credential-named keys (``credentials.is_credential_name``), at any depth,
-    in a token that holds a JSON object (``'{"hf_token": "x"}'``, ``--hf-overrides={"a":
-    {"api_key": ["k1", "k2"]}}``): the strings, and the numbers as written; a key's object or
-    list gives all its leaves. Text that json cannot read is searched for ``"key": value`` pairs
-    of a credential's name instead."""
+    """The values of credential-named keys, at any depth, in a token that holds a JSON object
+    (``--hf-overrides={"a": {"api_key": ["k1"]}}``): strings, numbers as written, all the leaves of
+    a key's object or list; text json cannot read is searched for ``"key": value`` pairs instead."""
     text = token[token.index("{"):]  # "--name={...}": the value after the option's "="
     try:
         value = json.loads(text)

@@ -67,12 +67,9 @@ _VLLM_FAILURES = (ValueError, RecursionError, OverflowError, TypeError, IndexErr
 
 
 class _Tok(str):
-    """An argument that remembers which parts of the user's argv it came from.
-
-    ``origins`` holds ``(index, WHOLE | AFTER_EQ)`` pairs. argparse splits ``--opt=value`` with
-    ``str.split``/``str.partition``; both keep the origin here, so a value argparse hands to an
-    action still says where it came from.
-    """
+    """An argument that remembers which parts of the user's argv it came from: ``origins``,
+    ``(index, WHOLE | AFTER_EQ)`` pairs, kept by the ``split``/``partition`` argparse splits
+    ``--opt=value`` with, so a value argparse hands to an action still says where it came from."""
 
     origins: tuple[tuple[int, str], ...]
 
@@ -202,12 +199,9 @@ def _from_the_file(secret_values: Sequence[object]) -> list[str]:
 
 
 def _unknown_names(unknown: Sequence[str], secrets: Sequence[str]) -> tuple[str, ...]:
-    """The unknown options' names, without any that is part of a secret value (a secret that
-    looks like an option), as written or as vLLM's pre-processing spells it. Linear in the names
-    and the secrets: up to ``FEW_NAMES`` names (or ``CHEAP_SEARCH`` characters searched in all),
-    each is looked for in the secrets joined (C's search, linear in the secrets for a bounded
-    number of names); past both, one pass over the secrets finds them all (``_occurring``): a
-    search per name would cost names × secrets."""
+    """The unknown options' names, without any that is part of a secret value, as written or as
+    vLLM spells it. Linear: up to ``FEW_NAMES`` names (or ``CHEAP_SEARCH`` characters) each is
+    searched in the secrets joined; past both, one pass finds them all (``_occurring``)."""
     names = tuple(dict.fromkeys(u.split("=", 1)[0] for u in unknown))
     if not names or not secrets:
         return names
@@ -393,12 +387,8 @@ def _drop_config(args: list[str]) -> list[str]:
 
 
 def config_to_args(config: Mapping[str, object]) -> list[str]:
-    """A ``--config`` YAML mapping as the option tokens vLLM inserts (``load_config_file``).
-
-    The same expressions as vLLM's, so the same inputs fail: a key that is not a string
-    (``"--" + key``), a value JSON cannot hold (``json.dumps``), nesting deeper than Python's
-    recursion limit.
-    """
+    """A ``--config`` YAML mapping as the option tokens vLLM inserts (``load_config_file``), with
+    vLLM's expressions, so the same inputs fail (a key not a string, a value JSON cannot hold)."""
     out: list[str] = []
     for key, value in config.items():
         if isinstance(value, bool):
