@@ -1,13 +1,9 @@
 """Gather the facts a plan needs (adapter): vLLM install, arguments, model files, GPUs.
 
-The arguments come from one of two sources — ``vllm serve``'s argv (``gather``: dsv4-serve,
-plan, doctor, fit) or vLLM's own ``EngineArgs`` (``gather_engine``: the plugin) — and then go
-through the same ``gather_facts``: the same model files, weights and GPUs, one ``Facts``.
-Doctor reads this machine besides (``gather_machine``: the Python that runs vLLM and what it
-has, the GPU report, the install hints), called by the same pipeline (``commands/pipeline.py``).
-
-Every source degrades to "unknown, with a reason" on its own; only a ``--config`` file vLLM
-cannot use (ConfigFileError) stops here, because vLLM would die on it too.
+The arguments come from ``vllm serve``'s argv (``gather``) or vLLM's own ``EngineArgs``
+(``gather_engine``: the plugin), then go through the same ``gather_facts``: one ``Facts``. Doctor
+reads this machine besides (``gather_machine``). Every source degrades to "unknown, with a reason"
+on its own; only a ``--config`` file vLLM cannot use (ConfigFileError) stops here: vLLM would die too.
 """
 
 from __future__ import annotations

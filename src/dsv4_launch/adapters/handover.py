@@ -1,10 +1,9 @@
 """Hand over to vLLM (adapter): its own CLI, in this process, so the process is vLLM's.
 
-``sys.argv`` is set before any vLLM module is imported (vLLM's ``main()`` reads it), and no
-signal handler is installed here: vLLM installs its own. When vLLM is not importable in this
-environment, the ``vllm`` on PATH replaces this process (``os.execve``: same PID, same
-signals). Nothing here runs at import time: vLLM's spawned workers re-import the console
-script that started them.
+``sys.argv`` is set before any vLLM module is imported (vLLM's ``main()`` reads it); no signal
+handler is installed here (vLLM installs its own). Not importable here: the ``vllm`` on PATH
+replaces this process (``os.execve``: same PID, signals). Nothing runs at import time: vLLM's
+spawned workers re-import the console script that started them.
 """
 
 from __future__ import annotations

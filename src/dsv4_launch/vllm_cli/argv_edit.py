@@ -1,9 +1,7 @@
-"""Write a planned change into the user's argv so that vLLM reads it, touching nothing else.
-
-Edits only ever replace a value in place or insert two tokens at the end of the options (before
-a bare ``--``, if any), so every other token keeps its bytes, and every token before the
-insertion point its position: the secret positions found by the parse stay valid, as argparse
-gives no option a value after a bare ``--``.
+"""Write a planned change into the user's argv so that vLLM reads it, touching nothing else: a
+value replaced in place or two tokens inserted before a bare ``--`` (if any), so every other token
+keeps its bytes and every token before the insertion its position — the secret positions found by
+the parse stay valid, as argparse gives no option a value after a bare ``--``.
 """
 
 from __future__ import annotations
