@@ -128,11 +128,9 @@ class Run:
 
 
 def _masking(fetch, scrub: Redactor):
-    """``fetch`` whose answers arrive masked: a server may echo the key (or the URL's password)
-    back, and the judge cuts what it quotes (160, 300 characters …) — a key cut in half matches no
-    form of it, so the whole answer is masked before anything is cut. A body the client cut at
-    its size limit may end in the start of a key: masked as an excerpt's end is. A JSON answer is
-    masked in its values too (a key written with ``\\u`` escapes is the key once read)."""
+    """``fetch`` whose answers arrive masked, whole, before the judge cuts what it quotes (a key
+    cut in half matches no form of it); a body cut at the size limit may end in a key's start; a
+    JSON answer is masked in its values too (a key written with ``\\u`` escapes)."""
 
     def masked(*args, **kwargs) -> sc.Exchange:
         ex = fetch(*args, **kwargs)

@@ -165,11 +165,9 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
 
 
 def _misspelt_secret(token: str, known: frozenset[str], short: frozenset[str]) -> bool:
-    """``token`` is no long option to argparse (one ASCII dash, or look-alike dashes:
-    ``-api-key``, ``—hf-token=…``, ``−−a``), but read with two dashes it names a secret option
-    (any abbreviation, ``_resolves_to_secret``) or, unknown to the table, a credential's name —
-    unless it names a known short option (``-tp``, ``-q3``, ``-O3``, or an abbreviation argparse
-    gives to one alone: ``-e`` is ``-ep``)."""
+    """``token`` is no long option to argparse (``-api-key``, ``—hf-token=…``), but read with two
+    dashes names a secret option or, unknown to the table, a credential's name — unless it names
+    a known short option (``-tp``, ``-q3``, ``-O3``, ``-e`` for ``-ep``)."""
     body = token.lstrip(DASHES)
     if token.startswith("--") or token[:1] not in DASHES or not body or _names_short(token, short, glued=True) \
             or len(_starting_with(token.split("=", 1)[0], short)) == 1:

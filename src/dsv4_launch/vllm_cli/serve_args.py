@@ -327,12 +327,9 @@ def _check_served_model_name(args: list[str]) -> None:
 
 
 def config_secrets(config: Mapping[str, object], options: Sequence[str] | None = None) -> list[str]:
-    """The secrets of a ``--config`` file's mapping, as vLLM would pass them: the values of its
-    keys that name a secret option as the command line's would (``secrets.key_is_secret``
-    against ``options``, a table's option strings — None: the newest recorded table —: any
-    spelling, an abbreviation, a credential's name), the values of credential keys at any depth
-    (``hf_overrides: {hf_token: …}``) and the credentials of the URLs among its strings
-    (``model: https://user:PASS@host/m``)."""
+    """The secrets of a ``--config`` file's mapping: the values of its keys that name a secret
+    option (``secrets.key_is_secret`` against ``options``, None: the newest table), of credential
+    keys at any depth (``hf_overrides: {hf_token: …}``) and the credentials of its URLs."""
     if options is None:
         from .option_table import load_table
 
