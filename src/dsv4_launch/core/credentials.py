@@ -143,8 +143,7 @@ def _credential_word(before2: str, before: str, word: str, after: str) -> bool:
 
 
 def is_credential_name(name: str) -> bool:
-    """Whether a value under ``name`` (an option, a config or JSON key, an environment name, a
-    log's key) holds a credential. See the module's doc for the words."""
+    """Whether a value under ``name`` (an option, a key, an environment name) holds a credential."""
     words = name_words(name)
     if not words or re.fullmatch(_LAST_NOT_SECRET, words[-1]):
         return False

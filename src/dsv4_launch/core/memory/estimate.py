@@ -288,17 +288,14 @@ def _own_draft(facts: Facts) -> str | None:
 
 
 def _unbuilt_draft(facts: Facts) -> str | None:
-    """The checkpoint's own draft module (``_own_draft``) when vLLM does not build it, or None.
-    vLLM builds ``mtp`` (every ``*_mtp`` name) or ``dspark`` from the checkpoint; no speculative
-    decoding, or a method whose draft is not this checkpoint's (ngram, suffix, EAGLE's own model,
-    …), builds neither."""
+    """The checkpoint's own draft module (``_own_draft``) when vLLM does not build it, or None:
+    vLLM builds it only for its own method (``mtp``: every ``*_mtp`` name, or ``dspark``)."""
     own = _own_draft(facts)
     return None if own is None or own == speculative_method(facts) else own
 
 
 def _known_method(facts: Facts) -> str | None:
-    """``speculative_method``, None where only the draft's own config.json can name it (a draft
-    only its config can name builds nothing of this checkpoint's)."""
+    """``speculative_method``, None where only the draft's config.json can name it (no draft of ours)."""
     method = speculative_method(facts)
     return None if method == UNKNOWN else method
 
@@ -328,15 +325,13 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
 
 
 def _draft_layers(facts: Facts, own: str) -> int:
-    """The decoder layers of the checkpoint's own draft module: MTP ``num_nextn_predict_layers``,
-    DSpark ``n_mtp_layers`` or 3 (DSparkDeepseekV4Model, nvidia/dspark.py:106@0.33)."""
+    """The decoder layers of the checkpoint's own draft module (MTP's or DSpark's: ``draft_kv``)."""
     return _nextn(facts) if own == "mtp" else (facts.model.number("n_mtp_layers") or DSPARK_DEFAULT_LAYERS)
 
 
 def _draft_share(facts: Facts, total: int) -> int:
-    """The estimate without a tally: the checkpoint's own draft module vLLM does not build
-    (``_skipped_draft_bytes``' cases) at its layers' share of the checkpoint — MTP
-    ``num_nextn_predict_layers``, DSpark ``n_mtp_layers`` or 3 — taken off what is spread."""
+    """The estimate without a tally: the unbuilt draft module (``_unbuilt_draft``) at its layers'
+    share of the checkpoint (``_draft_layers``), taken off what is spread."""
     own = _unbuilt_draft(facts)
     if own is None:
         return 0
@@ -359,8 +354,7 @@ def engram_tables_off_the_gpu(facts: Facts) -> bool:
 
 
 def host_tables_bytes(facts: Facts) -> int | None:
-    """What of the checkpoint vLLM keeps in host memory, all GPUs together: the Engram tables
-    where they stay off the GPUs (``engram_tables_off_the_gpu``), None otherwise or unknown."""
+    """The Engram tables' bytes vLLM keeps in host memory (``engram_tables_off_the_gpu``), or None."""
     return _engram_table_bytes(facts) if engram_tables_off_the_gpu(facts) else None
 
 
