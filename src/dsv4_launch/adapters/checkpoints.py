@@ -1,18 +1,12 @@
 """The known-checkpoint table: facts about published DeepSeek-V4 / V4.1 checkpoints, used when
-a hub name is not downloaded yet (the first ``dsv4-serve deepseek-ai/DeepSeek-V4-Flash`` on a
-new machine). A local config.json always wins.
-
-One file per checkpoint, ``data/checkpoints/<org>--<name>.json`` (the Hugging Face repo id in
-lower case, ``/`` as ``--``), so a start reads the one entry it asks for (~3 KB) rather than
-the whole table. Each entry: ``id`` (the repo id as Hugging Face spells it); ``config``, the
-config.json keys with the values the real file has, nested exactly like the file (V4.1 nests
-``text_config``/``vision_config``; for V4 ``expert_dtype`` is a top-level key, for V4.1 it is
-inside ``quantization_config``); ``weights_bytes``, the checkpoint's byte size
-(``weights_bytes_kind``: exact or approximate); ``replicated_bytes``, the derived per-TP-rank
-replicated part (tensors vLLM builds with ReplicatedLinear/disable_tp, plus mHC/gate/norm
-parameters), MTP/DSpark drafts excluded; ``derived``, the values inferred rather than copied
-from a real config; ``sources``. Provenance for every number: docs/checkpoints-sources.md
-(researched 2026-09/10 from stored public copies, not fetched live from huggingface.co).
+a hub name is not downloaded yet; a local config.json always wins. One file per checkpoint,
+``data/checkpoints/<org>--<name>.json`` (the repo id lower-cased, ``/`` as ``--``: a start reads
+its one ~3 KB entry): ``id``; ``config``, config.json's keys nested exactly as the real file (V4.1:
+``text_config``/``vision_config``; V4's ``expert_dtype`` top-level, V4.1's in
+``quantization_config``); ``weights_bytes`` (``weights_bytes_kind``: exact or approximate);
+``replicated_bytes``, the derived per-TP-rank replicated part (ReplicatedLinear/disable_tp
+tensors, mHC/gate/norm; drafts excluded); ``derived``; ``sources``. Provenance for every number:
+docs/checkpoints-sources.md.
 """
 
 from __future__ import annotations

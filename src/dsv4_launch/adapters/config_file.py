@@ -1,17 +1,11 @@
 """Read vLLM's ``--config`` YAML file (adapter). PyYAML is imported only when one is given.
 
-Only a regular file is read: vLLM reads the file again after us, and a FIFO or ``/dev/stdin``
-read here would be consumed before vLLM sees it. Such a file is left to vLLM (ConfigNotRead).
-
-**Cost is bounded.** YAML aliases let 300 bytes stand for hundreds of millions of values
-(``a: &a [x,x,…]``, ``b: &b [*a,*a,…]``, …): PyYAML builds them cheaply, as shared objects,
-but everything that turns them into options (``str``, ``json.dumps``, as vLLM does) expands
-every alias. So after loading, the size of the mapping *as expanded* is counted — one per
-value and one per character of a string, each shared object counted once and then reused, so
-the count is linear in the file — and a file that expands past ``max(EXPANDED_LIMIT, 2 × its
-length)`` is left to vLLM unread (ConfigNotRead: a warning, the arguments handed over
-unchanged; vLLM parses the file itself). A file without aliases never counts above twice its
-length, so it is always read.
+Only a regular file is read: vLLM reads it again after us, and a FIFO or ``/dev/stdin`` read
+here would be consumed first; such a file is left to vLLM (ConfigNotRead). **Cost is bounded**:
+YAML aliases let 300 bytes stand for hundreds of millions of values, which turning them into
+options (``str``, ``json.dumps``, as vLLM does) expands; so the mapping's size *as expanded* is
+counted (``expanded_size``, linear in the file) and a file past ``max(EXPANDED_LIMIT, 2 × its
+length)`` is left to vLLM unread. A file without aliases never counts above twice its length.
 """
 
 from __future__ import annotations
@@ -77,11 +71,8 @@ def load_config_file(path: str) -> dict[str, object]:
 
 def expanded_size(data: object, limit: int) -> int:
     """The size of ``data`` with every shared object (a YAML alias) written out in full: one per
-    value, plus the characters of each string. Each distinct container is walked once (its size
-    is remembered), so this costs time linear in the loaded objects and their references; no
-    recursion (any depth), and it stops once past ``limit``. A container that contains itself
-    (``a: &a [*a]``) counts its cycle once; vLLM fails on it later (json.dumps: circular
-    reference), as before."""
+    value, plus the characters of each string. Each container is walked once, without recursion,
+    stopping past ``limit``; a cycle (``a: &a [*a]``) counts once (vLLM's json.dumps fails on it)."""
     sizes: dict[int, int] = {}
     keep = [data]  # the containers whose id() is in ``sizes``, alive for the whole count
 
@@ -123,7 +114,6 @@ def expanded_size(data: object, limit: int) -> int:
             if stack:  # add it to its parent
                 parent, parent_items, parent_total = stack.pop()
                 stack.append((parent, parent_items, parent_total + total))
-            continue
     return sizes[id(data)]
 
 

@@ -1,13 +1,9 @@
 """Gather the facts a plan needs (adapter): vLLM install, arguments, model files, GPUs.
 
-The arguments come from one of two sources — ``vllm serve``'s argv (``gather``: dsv4-serve,
-plan, doctor, fit) or vLLM's own ``EngineArgs`` (``gather_engine``: the plugin) — and then go
-through the same ``gather_facts``: the same model files, weights and GPUs, one ``Facts``.
-Doctor reads this machine besides (``gather_machine``: the Python that runs vLLM and what it
-has, the GPU report, the install hints), called by the same pipeline (``commands/pipeline.py``).
-
-Every source degrades to "unknown, with a reason" on its own; only a ``--config`` file vLLM
-cannot use (ConfigFileError) stops here, because vLLM would die on it too.
+The arguments come from ``vllm serve``'s argv (``gather``) or vLLM's own ``EngineArgs``
+(``gather_engine``: the plugin), then go through the same ``gather_facts``: one ``Facts``. Doctor
+reads this machine besides (``gather_machine``). Every source degrades to "unknown, with a reason"
+on its own; only a ``--config`` file vLLM cannot use (ConfigFileError) stops here: vLLM would die too.
 """
 
 from __future__ import annotations
@@ -86,14 +82,10 @@ def gather(argv: Sequence[str], env: Mapping[str, str], settings: Settings, *,
            read_gpus_when: str = READ_GPUS_WHEN_DSV4, read_gpus: Callable[[], GpuReport] = read_gpus,
            vllm: VllmInstall | None = None, default_model: str | None = None,
            read_host: Callable[[str], HostFacts] | None = None, layout_for_visible: bool = False) -> Gathered:
-    """Read everything the plan depends on from ``vllm serve``'s arguments. Raises
-    ConfigFileError for a bad --config file.
-
-    The GPUs are read by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
-    big machines, and nothing else depends on it), always (doctor, fit) or never.
-    ``layout_for_visible`` (doctor): with no arguments at all, the layout of the visible GPUs
-    that plans best (``core/memory/fit.visible_layout``) instead of vLLM's default TP 1.
-    """
+    """Read everything the plan depends on from ``vllm serve``'s arguments (ConfigFileError for a
+    bad --config file). GPUs by policy: when the model is DeepSeek-V4 (NVML start-up costs time on
+    big machines), always (doctor, fit) or never. ``layout_for_visible`` (doctor): with no arguments,
+    the visible GPUs' best layout (``core/memory/fit.visible_layout``) instead of vLLM's TP 1."""
     vllm = vllm or find_vllm(env)
     table = load_table(vllm.version)
     args = read_args(argv, table, env)
@@ -265,11 +257,8 @@ def gather_machine(facts: Facts | None, vllm: VllmInstall, env: Mapping[str, str
     version = result.get("python") if isinstance(result, dict) and isinstance(result.get("python"), str) else None
     runtime = VllmRuntime(
         python=f"{version} ({python})" if version and python else f"{platform.python_version()} ({sys.executable})",
-        vllm_version=install.version,
-        vllm_where="this environment" if install.importable else install.executable,
-        report=result,
-        report_error=why,
-    )
+        vllm_version=install.version, vllm_where="this environment" if install.importable else install.executable,
+        report=result, report_error=why)
     return Machine(runtime, gpus, install_hint(), plugin_command(python) if python else None)
 
 

@@ -1,10 +1,9 @@
 """Hand over to vLLM (adapter): its own CLI, in this process, so the process is vLLM's.
 
-``sys.argv`` is set before any vLLM module is imported (vLLM's ``main()`` reads it), and no
-signal handler is installed here: vLLM installs its own. When vLLM is not importable in this
-environment, the ``vllm`` on PATH replaces this process (``os.execve``: same PID, same
-signals). Nothing here runs at import time: vLLM's spawned workers re-import the console
-script that started them.
+``sys.argv`` is set before any vLLM module is imported (vLLM's ``main()`` reads it); no signal
+handler is installed here (vLLM installs its own). Not importable here: the ``vllm`` on PATH
+replaces this process (``os.execve``: same PID, signals). Nothing runs at import time: vLLM's
+spawned workers re-import the console script that started them.
 """
 
 from __future__ import annotations
@@ -36,15 +35,10 @@ def install_hint(env=None) -> str:
 
 
 def run_vllm_in_process(argv: Sequence[str]) -> int:
-    """Run ``vllm serve ARGV`` here; vLLM's own exit status (``None`` → 0).
-
-    First the heap is frozen as vLLM freezes its own once the server is up
-    (``vllm/utils/gc_utils.py`` ``freeze_gc_heap``: collect, then ``gc.freeze()``; called from
-    the API server's start-up in 0.24–0.33): what exists now — this package's modules, the plan,
-    the tables, all alive until the process ends — would otherwise be traversed again by every
-    full collection while vLLM imports and starts (~7 ms in benchmarks/bench.py), and vLLM
-    freezes it later anyway. Collected first, so no garbage is kept; no object of vLLM's exists
-    yet."""
+    """Run ``vllm serve ARGV`` here; vLLM's own exit status (``None`` → 0). First the heap is
+    collected and frozen as vLLM freezes its own once up (``vllm/utils/gc_utils.py``
+    ``freeze_gc_heap``, 0.24–0.33): what lives until the exit (our modules, the plan) would be
+    traversed by every full collection while vLLM starts (~7 ms, benchmarks/bench.py)."""
     sys.argv = ["vllm", "serve", *argv]
     gc.collect()
     gc.freeze()

@@ -1,23 +1,14 @@
 """HTTP requests for ``dsv4-launch check``: bounded in time and in size, no secret leaked.
 
 httpx where it is importable (vLLM installs it), else the standard library's ``http.client``
-(what ``urllib.request`` uses underneath; used directly so that no redirect is followed
-behind our back and every socket read has the time that is left). Both behave alike:
-
-- **time**: each request runs in a daemon thread that the caller waits for at most
-  ``timeout`` seconds — connecting, name resolution and a server that accepts and never
-  answers included; inside it, every connect/read/write is bounded by the time left too;
-- **size**: the body is read raw (as sent, before any decoding) in chunks and cut at
-  ``max_bytes``; one layer of ``Content-Encoding`` (gzip or deflate; the check asks for
-  ``identity``) is decoded here, incrementally, with the output cut at ``max_bytes`` too
-  (``truncated``), so a small body that inflates to gigabytes costs at most ``max_bytes``;
-  nested encodings (``gzip, gzip``) or others are a bad answer, not decoded;
-- **redirects**: followed only to the same scheme, host and port (at most
-  ``MAX_REDIRECTS``; for POST only 307/308, which keep the method), so the API key in the
-  ``Authorization`` header is never sent to another host; any other is not followed and said;
-- **no environment**: no proxy variables, no ``.netrc`` — the check talks to the URL given;
-- **errors**: every failure becomes an ``Exchange`` with a ``kind`` and one line; no
-  exception of ours escapes (Ctrl-C excepted), and no header is ever part of a message.
+(used directly so that no redirect is followed behind our back and every socket read has the
+time that is left); both alike, as docs/commands.md ("Client", "The API key") says: each request
+in a daemon thread waited for at most ``timeout`` (every connect/read/write bounded by the time
+left), the raw body cut at ``max_bytes`` and one ``Content-Encoding`` layer decoded incrementally
+under the same cut (``truncated``), redirects only to the same scheme, host and port (POST: only
+307/308; at most ``MAX_REDIRECTS``), no proxy variables or ``.netrc``. Every failure becomes an
+``Exchange`` with a ``kind`` and one line: no exception of ours escapes (Ctrl-C excepted), and no
+header is ever part of a message.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""How an environment was made, for install hints that work as written (adapter, error paths only).
-
-An environment is told by what its installer leaves in it:
-
-* pipx: ``pipx_metadata.json`` in the venv (``$PIPX_HOME/venvs/NAME``) → ``pipx inject NAME PKG``
-  (pipx may use uv underneath: the metadata file decides, not ``INSTALLER``);
-* uv tool: ``uv-receipt.toml`` in the tool's venv (``$UV_TOOL_DIR/NAME``) → ``uv tool install
-  SOURCE --with PKG`` (uv re-creates the tool's environment; there is no pip in it);
-* conda: a ``conda-meta/`` folder in the prefix → pip of that environment (vLLM's docs install
-  vLLM with pip inside conda environments);
-* otherwise the ``INSTALLER`` file of the package's ``.dist-info`` (``pip``, ``uv``): a venv made
-  by uv has no pip, so ``uv pip install --python PY PKG``; anything else gets pip.
+"""How an environment was made, for install hints that work as written (adapter, error paths only),
+told by what its installer leaves in it: pipx's ``pipx_metadata.json`` (even over uv) → ``pipx
+inject NAME PKG``; uv tool's ``uv-receipt.toml`` → ``uv tool install SOURCE --with PKG`` (no pip in
+it); conda's ``conda-meta/`` → that environment's pip (as vLLM's docs install it); else the
+package's ``.dist-info/INSTALLER``: ``uv`` → ``uv pip install --python PY PKG``, anything else pip.
 """
 
 from __future__ import annotations

@@ -2,25 +2,13 @@
 
 Streaming and bounded: a line is read with a length limit (an overlong line keeps its first
 ``LINE_LIMIT`` bytes, the rest is skipped), nothing else is kept, so a log of any size is read
-in linear time and constant memory. Undecodable bytes become U+FFFD (binary garbage is read
-leniently, never refused). What surrounds vLLM's message is taken off, in any combination:
-
-* ANSI colour and other terminal sequences (colour also in caret notation, ``^[[0;36m``), and a
-  carriage return's overwritten text (what a terminal shows is what is kept; vLLM's own multi-line
-  records end in ``\\r\\n``);
-* kubectl ``--timestamps`` (``2026-12-01T08:00:00.123456789Z``) and ``--prefix``
-  (``[pod/NAME/CONTAINER]``); ``docker logs --timestamps`` (the same RFC 3339 stamp);
-* Docker Compose's ``SERVICE-1  | `` (v2; v1 wrote ``SERVICE_1  | ``): the container's name,
-  padded to the longest, then `` | `` — taken off only as the outermost prefix, so a message
-  of vLLM's own that starts ``word | …`` keeps it;
-* journald's ``Dec 01 08:00:00 host unit[pid]:`` (short and ISO timestamps); a CI runner's
-  ``[2026-02-24T20:21:58Z]`` (GitHub Actions, Buildkite);
-* vLLM's process prefix ``(EngineCore_DP0 pid=…)``, ``(APIServer pid=…)``, ``(Worker pid=…)``,
-  ``(Worker_TP1 pid=…)``, ``(VllmWorker rank=0 pid=…)`` (0.8–0.10), Ray's
-  ``(RayWorkerWrapper pid=…, ip=…)``; torch.distributed's ``[rank0]:``;
-* vLLM's record header ``INFO 12-01 08:00:00 [file.py:123]`` (before 0.6:
-  ``INFO 12-01 08:00:00 file.py:123]``; its level is kept apart);
-* a line quoted whole in Markdown's backticks (a log pasted into an issue: `` `ValueError: …` ``).
+in linear time and constant memory; undecodable bytes become U+FFFD. What surrounds vLLM's
+message is taken off, in any combination (docs/commands.md, explain's "What it reads"; each
+pattern below names its source): terminal sequences and a carriage return's overwritten text
+(vLLM's own multi-line records end in ``\r\n``); kubectl, docker, journald and CI prefixes;
+Docker Compose's ``SERVICE-1  | `` only as the outermost prefix (vLLM's own ``word | …`` keeps it);
+vLLM's process prefixes and record header (its level kept apart); a line quoted whole in
+Markdown's backticks.
 """
 
 from __future__ import annotations

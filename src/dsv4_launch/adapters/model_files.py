@@ -1,22 +1,12 @@
 """Find and read a model's config.json offline: a local directory or the Hugging Face cache.
 
-Adapter: file reads only, never the network. Where vLLM would look:
-
-* ``--hf-config-path`` when given (vLLM loads the config from there), else the model;
-* a local directory holding config.json;
-* the Hugging Face hub cache: ``--download-dir`` (vLLM downloads there), then the cache
-  huggingface_hub itself uses (``hub_cache``: ``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``,
-  ``$HF_HOME/hub``, ``$XDG_CACHE_HOME/huggingface/hub``, ``~/.cache/huggingface/hub``, with
-  ``~`` and ``$VAR`` expanded exactly as it expands them); inside it
-  ``models--ORG--NAME/snapshots/<commit>/config.json``, the commit taken from
-  ``refs/<revision>`` (``--revision``, default ``main``) or given as the revision itself.
-
-Offline mode (``hf_offline``) is read here only, the way huggingface_hub reads it.
-
-Only regular files are opened, and never in a way that can block (``open_regular``: a FIFO named
-config.json, or a cache blob that is one), and every problem —
-an incomplete download, a ref that names a missing snapshot, bytes that are not JSON — becomes
-a one-line reason.
+Adapter: file reads only, never the network. Where vLLM would look: ``--hf-config-path`` when
+given, else the model; a local directory holding config.json; the hub cache (``--download-dir``,
+then huggingface_hub's own: ``hub_cache``), ``models--ORG--NAME/snapshots/<commit>/config.json``
+with the commit from ``refs/<revision>`` (default ``main``) or the revision itself. Offline mode
+(``hf_offline``) is read here only. Only regular files are opened, never in a way that can block
+(``open_regular``: a FIFO named config.json), and every problem — an incomplete download, a ref
+that names a missing snapshot, bytes that are not JSON — becomes a one-line reason.
 """
 
 from __future__ import annotations

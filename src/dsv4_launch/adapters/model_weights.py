@@ -1,14 +1,11 @@
 """How big the checkpoint is and whether all of it is on disk (adapter, files only).
 
 Judged as vLLM's loader judges it (``core.weights.CheckpointFiles``): the files ``--load-format
-auto`` will read, which of the shards ``model.safetensors.index.json`` names are missing, and
-the bytes of tensors they hold (each file's size less its safetensors header, 9 bytes read per
-shard). Fast on the path users take: the index's ``metadata.total_size`` comes from its first
-64 KiB (Hugging Face writes the index with ``sort_keys``, so ``metadata`` comes first), and the
-shards are checked by listing the directory once — ``model-NNNNN-of-MMMMM.safetensors`` names
-give the expected count. Only when that listing leaves a doubt (a shard missing, names of
-another pattern, a head that names other files) is the whole index parsed, with ``json.loads``
-and set operations: linear in its size (capped at 64 MiB) and in its shards.
+auto`` will read, the shards the index names that are missing, the bytes of tensors they hold
+(each file's size less its safetensors header, 9 bytes read a shard). Fast on the common path: the
+index's ``metadata.total_size`` from its first 64 KiB (written with ``sort_keys``), the shards by one
+directory listing (``model-NNNNN-of-MMMMM`` names give the count); only a doubt parses the whole
+index (``json.loads``, capped at 64 MiB), linear in its size and its shards.
 """
 
 from __future__ import annotations
@@ -54,10 +51,8 @@ def _from_table(known: Mapping[str, object] | None, local: bool) -> WeightFacts:
 
 def read_weights(model_dir: str | None, local: bool, known: Mapping[str, object] | None) -> WeightFacts:
     """The checkpoint's bytes and shards as vLLM will read them, else the known-checkpoint table.
-
-    ``model_dir``: the directory config.json was found in (a local directory, or a snapshot in
-    the Hugging Face cache); ``local``: vLLM will not download anything (a local directory, or
-    HF_HUB_OFFLINE=1). ``total_bytes`` is the tensors' bytes in the shard files when every
+    ``model_dir``: where config.json was found; ``local``: vLLM will not download anything.
+    ``total_bytes`` is the tensors' bytes in the shard files when every
     header could be read (exact), else the index's ``total_size`` (exact as before), else the
     table; ``shards_missing`` counts only shards vLLM will look for (not when it reads ``*.bin``)."""
     table = _from_table(known, local)

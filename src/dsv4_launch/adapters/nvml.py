@@ -1,17 +1,10 @@
 """Read the GPUs through NVML (``nvidia-ml-py``), falling back to ``nvidia-smi``.
 
-This is an adapter: it only gathers facts. Every NVML failure degrades to "unknown" with a
-one-line reason; nothing here raises. NVML is always shut down before returning, and CUDA is
-never touched (no torch, no CUDA driver API), so vLLM starts with a clean process.
-
-Failure modes and what they become:
-
-* library missing / driver not loaded / driver-library mismatch / any init failure: no GPU
-  list from NVML, the reason is kept, and ``nvidia-smi`` is tried;
-* no permission on one device, GPU lost, unknown error: that device stays in the list (so
-  indices keep their meaning) with unknown fields and the reason;
-* old driver without ``nvmlDeviceGetCudaComputeCapability`` (FunctionNotFound): the
-  capability is unknown, and ``nvidia-smi --query-gpu=compute_cap`` is asked for it.
+An adapter: every NVML failure degrades to "unknown" with a one-line reason; nothing here
+raises. NVML is always shut down before returning, and CUDA is never touched, so vLLM starts
+with a clean process. A failed init: ``nvidia-smi`` is tried; one device that fails stays in the
+list (indices keep their meaning) with unknown fields and the reason; an old driver without
+``nvmlDeviceGetCudaComputeCapability``: ``nvidia-smi --query-gpu=compute_cap`` is asked.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """What the Python that runs vLLM has: torch and its CUDA architectures, FlashInfer and its
 SM120 DeepSeek-V4 kernels, vLLM's own requirements, the vLLM plugins installed (adapter).
 
-The probe runs in a child process of *that* interpreter (verified to be a Python first:
-``vllm_install.interpreter_of``), so importing torch and FlashInfer costs this process nothing.
-It never touches a GPU: torch's arch list is a build-time string, and the child runs with
-``CUDA_VISIBLE_DEVICES=""``.
-
-**Isolation.** The child never imports code from the current directory or the model's folder
-(a downloaded model repository may hold a ``json.py`` or ``torch.py``): it runs in a fresh,
-empty temporary directory, with ``PYTHONSAFEPATH=1`` (3.11+) and the probe's first statement
-removing the script directory entry (``''``) from ``sys.path`` (3.10 has no ``-P``), with stdin
-closed and ``PYTHONINSPECT``/``PYTHONSTARTUP`` dropped. It is deliberately *not* ``-I``:
-``-I`` also ignores ``PYTHONPATH`` and the user's site-packages, which some users need to find
-vLLM, and the probe must see the packages vLLM itself will see when it runs with this
-environment. A relative ``PYTHONPATH`` entry (``.``, or an empty one) then names the empty
-directory. What the interpreter's own installation runs at start-up (``sitecustomize``,
-``.pth`` files) is part of the environment vLLM runs in and is not avoided.
+The probe runs in a child process of *that* interpreter (verified a Python first:
+``vllm_install.interpreter_of``), so importing torch costs this process nothing; it never touches
+a GPU (``CUDA_VISIBLE_DEVICES=""``; the arch list is a build-time string). **Isolation**: the child
+never imports code from the current directory or the model's folder (a ``json.py`` there): a fresh
+empty temporary directory, ``PYTHONSAFEPATH=1`` and ``''`` removed from ``sys.path`` first (3.10
+has no ``-P``), stdin closed, ``PYTHONINSPECT``/``PYTHONSTARTUP`` dropped. Not ``-I``: that also
+ignores ``PYTHONPATH`` and the user's site-packages, which vLLM itself will see. What the
+installation runs at start-up (``sitecustomize``, ``.pth``) is vLLM's environment too.
 """
 
 from __future__ import annotations

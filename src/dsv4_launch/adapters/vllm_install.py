@@ -1,8 +1,7 @@
-"""Find the vLLM that will run, and its version, without importing it (adapter).
-
-``import vllm`` costs seconds and must happen only at the hand-over. The version comes from
-the package metadata; when vLLM is not importable here (dsv4-launch installed with pipx, say),
-from the metadata next to the interpreter of the ``vllm`` script on PATH.
+"""Find the vLLM that will run, and its version, without importing it (adapter): ``import vllm``
+costs seconds and happens only at the hand-over. The version comes from the package metadata, or,
+vLLM not importable here (dsv4-launch installed with pipx), from the metadata beside the
+interpreter of the ``vllm`` script on PATH.
 """
 
 from __future__ import annotations

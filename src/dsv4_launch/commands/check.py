@@ -128,11 +128,9 @@ class Run:
 
 
 def _masking(fetch, scrub: Redactor):
-    """``fetch`` whose answers arrive masked: a server may echo the key (or the URL's password)
-    back, and the judge cuts what it quotes (160, 300 characters …) — a key cut in half matches no
-    form of it, so the whole answer is masked before anything is cut. A body the client cut at
-    its size limit may end in the start of a key: masked as an excerpt's end is. A JSON answer is
-    masked in its values too (a key written with ``\\u`` escapes is the key once read)."""
+    """``fetch`` whose answers arrive masked, whole, before the judge cuts what it quotes (a key
+    cut in half matches no form of it); a body cut at the size limit may end in a key's start; a
+    JSON answer is masked in its values too (a key written with ``\\u`` escapes)."""
 
     def masked(*args, **kwargs) -> sc.Exchange:
         ex = fetch(*args, **kwargs)
@@ -328,19 +326,11 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     status = EXIT[state]
     elapsed = clock() - start
     data = {
-        "command": "check",
-        "url": base.shown,
-        "client": client,
-        "timeout_s": timeout,
-        "model": run.model,
-        "status": state,
-        "exit_status": status,
-        "elapsed_s": round(elapsed, 3),
-        "steps": run.steps,
+        "command": "check", "url": base.shown, "client": client, "timeout_s": timeout, "model": run.model,
+        "status": state, "exit_status": status, "elapsed_s": round(elapsed, 3), "steps": run.steps,
         "findings": [{"step": f.step, "level": f.level, "code": f.code, "text": f.text,
                       "reference": f.reference} for f in run.findings],
-        "notes": notes,
-        "chat": run.chat.data() if run.chat else None,
+        "notes": notes, "chat": run.chat.data() if run.chat else None,
         "tool_call": run.tools.data() if run.tools else None,
     }
 

@@ -1,12 +1,10 @@
 """``dsv4-launch`` and ``python -m dsv4_launch``: the one door to every command.
 
-One table (``own_options.COMMANDS``) names the module of each command; the module declares the
-command once (``own_options.Command``: its options, help and entry). ``main`` imports only the
-command that runs, reads its arguments against that declaration (``own_options.parse``) and runs
-its entry: no click on this path, so ``plan`` keeps its start-up budget. click, built from the
-same declarations (``click_app.py``), prints the help (``--help``, no command) and the errors for
-an unknown command; a command it is asked to run goes through this door too (``run_command``).
-``serve`` is dsv4-serve (``commands/serve.py``): its arguments reach vLLM untouched.
+``main`` imports only the command that runs (``own_options.COMMANDS``), reads its arguments
+against its declaration (``own_options.parse``) and runs its entry: no click on this path, so
+``plan`` keeps its start-up budget; click (``click_app.py``) prints the help and the errors for an
+unknown command (docs/DESIGN.md, "The command door"). ``serve`` is dsv4-serve (``serve.py``): its
+arguments reach vLLM untouched.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The command surface as click shows it, built from each command's one declaration
-(``own_options.Command``): the help (``--help``, no command), ``--version``, the errors for an
-unknown command. A lazily loading group (click's documented ``LazyGroup`` pattern): a command's
-module is imported only when click needs that command. A command click is asked to run goes
-through the same door as everywhere else (``cli.run_command``, handed in): its arguments are
-never re-parsed by click, so vLLM's reach it as they were written."""
+(``own_options.Command``): the help, ``--version``, the errors for an unknown command. A lazily
+loading group (click's ``LazyGroup`` pattern); a command it is asked to run goes through the door
+(``cli.run_command``, handed in), so click never re-parses vLLM's arguments."""
 
 from __future__ import annotations
 

@@ -31,7 +31,8 @@ BASH = r"""# dsv4-launch and dsv4-serve completion for bash (dsv4-launch complet
 _dsv4_launch_complete() {
     local prog="${COMP_WORDS[0]##*/}"
     COMPREPLY=()
-    mapfile -t COMPREPLY < <(command dsv4-launch completion --complete "$prog" -- "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
+    mapfile -t COMPREPLY < <(command dsv4-launch completion --complete "$prog" -- \
+        "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
 }
 complete -o default -F _dsv4_launch_complete dsv4-launch dsv4-serve
 """
@@ -42,7 +43,8 @@ ZSH = r"""#compdef dsv4-launch dsv4-serve
 #          or in ~/.zshrc after compinit: eval "$(dsv4-launch completion zsh)"
 _dsv4_launch() {
     local -a candidates
-    candidates=("${(@f)$(command dsv4-launch completion --complete "${words[1]:t}" -- "${(@)words[2,CURRENT]}" 2>/dev/null)}")
+    candidates=("${(@f)$(command dsv4-launch completion --complete "${words[1]:t}" -- \
+        "${(@)words[2,CURRENT]}" 2>/dev/null)}")
     candidates=("${(@)candidates:#}")
     if (( ${#candidates} )); then
         compadd -Q -- "${candidates[@]}"
@@ -137,10 +139,10 @@ def model_ids(env: Mapping[str, str]) -> list[str]:
 
 
 # A folder name is offered only where it is a repo id huggingface_hub accepts (utils/_validators.py
-# validate_repo_id: ASCII letters, digits, "_", "-", "." — no "--" or "..", no "-" or "." at either end): none of those is
-# special to bash, zsh or fish, so the word is inserted as it is, unquoted, in each. Anything else
-# ($(…), ;, backticks, blanks, quotes, newlines, globs: a shared cache can hold any name) is no
-# model vLLM could load, and would put a command on the user's line: not offered.
+# validate_repo_id: ASCII letters, digits, "_", "-", "." — no "--" or "..", no "-" or "." at either
+# end): none of those is special to bash, zsh or fish, so the word is inserted as it is, unquoted,
+# in each. Anything else ($(…), ;, backticks, blanks, quotes, newlines, globs: a shared cache can
+# hold any name) is no model vLLM could load, and would put a command on the user's line: not offered.
 _REPO_PART = r"(?![-.])(?!.*\.\.)[A-Za-z0-9_.-]{1,96}(?<![-.])"
 
 

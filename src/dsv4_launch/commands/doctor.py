@@ -80,9 +80,7 @@ def _document(prepared, diagnosis: Diagnosis, status: int, error: str | None, mi
     """doctor --json: plan's error shape (``exit_status``, ``error``: null or the one line said
     on stderr) plus the checks, the door's near misses, and the plan itself (output/documents.py)."""
     return {
-        "ok": error is None and not diagnosis.failed,
-        "exit_status": status,
-        "error": error,
+        "ok": error is None and not diagnosis.failed, "exit_status": status, "error": error,
         "checks": [{"section": c.section, "status": c.status, "detail": c.detail} for c in diagnosis.lines],
         "near_misses": near_misses(misses),  # new in schema 1; the plan below lists them too, as plan --json does
         "plan": plan_document(prepared, misses),

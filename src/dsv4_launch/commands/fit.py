@@ -191,14 +191,9 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     none_fits = bool(rows) and all(r.verdict == DOES_NOT_FIT for r in rows)
     any_fits = any(r.verdict == FITS for r in rows)
     data = {
-        "model": facts.model.name,
-        "gpus": count,
-        "gpu": preset.key if preset is not None else None,
-        "gpu_memory_bytes": gpu_memory_used,
-        "context": context,
-        "accounting_release": release,
-        "accounting_release_from": how,
-        "weights_source": weights.source if weights else None,
+        "model": facts.model.name, "gpus": count, "gpu": preset.key if preset is not None else None,
+        "gpu_memory_bytes": gpu_memory_used, "context": context, "accounting_release": release,
+        "accounting_release_from": how, "weights_source": weights.source if weights else None,
         "concurrency_counted": concurrency_counted(facts.vllm_version),  # else KV left / one request
         "concurrency_note": note,  # None: "concurrency" is vLLM's own "Maximum concurrency" count, verified
         "rows": [_row_data(r) for r in rows],
@@ -209,8 +204,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         # where no layout here fits at the pessimistic end: the smallest change that does (or the optimistic end)
         "fix": None if fix is None else {"flags": fix[0].flags, "change": fix[1],
                                          "end": "pessimistic" if fix[2] else "optimistic"},
-        "estimate": True,
-        **vllm,  # the release planned for; assumed: --vllm-version's, not the installed vLLM's
+        "estimate": True, **vllm,  # the release planned for; assumed: --vllm-version's, not the installed vLLM's
     }
     table_rows = [
         [("* " if r.yours else "") + r.flags, _gib(r.estimate.weights_bytes_per_gpu),
@@ -222,8 +216,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
         for r in rows
     ]
     footer = [
-        fewest_line,
-        *([fix_line] if fix_line else []),
+        fewest_line, *([fix_line] if fix_line else []),
         f"max conc: {what} at {context:,} tokens, all DP replicas together; KV left, "
         "longest (one request alone) and max conc run from the pessimistic to the optimistic end of the "
         f"estimated terms ({', '.join(t.name for t in TERMS)}); weights and KV in GiB per GPU.",

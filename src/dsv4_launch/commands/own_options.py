@@ -1,24 +1,10 @@
 """Each command's options, declared once, and the one reading of an argument list against them.
 
-A command module declares ``COMMAND = Command(name, help, options, run, ...)``: its options
-(``Option``: name, help, value and its conversion), its help text and its entry ``run(own,
-rest, ctx)``. ``commands/cli.py`` (the door) finds the module by name and reads the arguments
-with ``parse``; ``commands/click_app.py`` builds click's help from the same declaration;
-``commands/completion.py`` completes from it. Nothing here imports click: ``plan`` must answer
-within its start-up budget.
-
-``dsv4-launch plan MODEL --json -tp 2`` means ``--json`` for plan and ``MODEL -tp 2`` for vLLM:
-a command that takes vLLM's arguments (``vllm_args``) recognises its own options anywhere
-before a ``--`` (vLLM's ``serve`` has none of these names), everything after ``--`` is vLLM's,
-and an option it does not declare is vLLM's — unless it is a near miss of its own options that
-the release's vLLM does not know either (``--jsn``, ``--vllm-versoin``): that is a usage error
-with the option meant, never handed to vLLM's parser as an "unknown vLLM option". Commands
-that take no vLLM arguments (check, explain, completion) refuse every option they do not
-declare.
-
-The options ``plan``, ``doctor`` and ``fit`` share (``--json``, ``--vllm-version``, ``--gpus``,
-``--gpu-memory``) are declared here once (``PLANNING``); ``planning_context`` turns their values
-into the ``Context`` the pipeline reads (the release's recorded table, the GPUs to plan for).
+A command module declares ``COMMAND = Command(name, help, options, run, ...)``; the door
+(``cli.py``) reads the arguments with ``parse``, click's help (``click_app.py``) and completion
+read the same declaration; nothing here imports click (``plan``'s start-up budget). How a
+command that takes vLLM's arguments tells its own options, vLLM's and a near miss of its own
+apart, and ``PLANNING``/``planning_context``: docs/DESIGN.md, "The command door".
 """
 
 from __future__ import annotations
@@ -97,14 +83,10 @@ def parse(command: Command, tokens: Sequence[str], env: Mapping[str, str] | None
           warnings: list[NearMiss] | None = None,
           vllm: VllmInstall | None = None) -> tuple[dict[str, object], list[str]]:
     """(the command's own option values by ``Option.key``, the rest: vLLM's arguments or the
-    operands — after ``--`` every word, whatever it looks like). Raises HelpRequested or
-    UsageError (the line without the command's name). ``env``: where the installed vLLM is looked
-    up, only to tell a near miss of an own option from an option of vLLM's (None: this process's
-    environment; ``vllm``: the install found already, if any). A near miss is a usage error
-    only where the release has its own recorded
-    table and that table does not know it; for a release without one (newer, unknown, or no vLLM
-    found) it may be a vLLM option dsv4-launch does not know yet: it stays vLLM's, and the line
-    that says so is appended to ``warnings`` (a ``NearMiss``)."""
+    operands — after ``--`` every word). Raises HelpRequested or UsageError (the line without the
+    command's name). ``env``/``vllm``: where the installed vLLM is looked up (None: this process's),
+    only to judge a near miss: a usage error where the release's own recorded table does not know
+    it, else it stays vLLM's and a ``NearMiss`` is appended to ``warnings``."""
     by_name = {o.name: o for o in command.options}
     own: dict[str, object] = {}
     rest: list[str] = []
@@ -305,15 +287,8 @@ VERSION_FLAGS = ("--version", "-V")  # dsv4-launch --version and dsv4-serve --ve
 
 # The commands the door knows, and where each is declared (imported only when it runs). serve is
 # dsv4-serve's fast path (commands/serve.py), declared here for the help only.
-COMMANDS = {
-    "serve": "dsv4_launch.commands.serve",
-    "plan": "dsv4_launch.commands.plan",
-    "doctor": "dsv4_launch.commands.doctor",
-    "fit": "dsv4_launch.commands.fit",
-    "explain": "dsv4_launch.commands.explain",
-    "check": "dsv4_launch.commands.check",
-    "completion": "dsv4_launch.commands.completion",
-}
+COMMANDS = {name: f"dsv4_launch.commands.{name}"
+            for name in ("serve", "plan", "doctor", "fit", "explain", "check", "completion")}
 
 
 def load(name: str) -> Command:

@@ -88,23 +88,14 @@ class Prepared(Record):
         return self.status
 
 
-def prepare(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    purpose: str,
-    *,
-    read_gpus: Callable[[], GpuReport] | None = None,
-    vllm: VllmInstall | None = None,
-    default_model: str | None = None,
-    read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None,
-    read_host: Callable[[str], HostFacts] | None = None,
-) -> Prepared:
-    """``read_gpus``/``vllm``/``read_runtime``/``read_host``: the GPU reader, the vLLM install,
-    doctor's runtime reader and the host's memory and disk reader (a ``Context``'s; None: the real
+def prepare(argv: Sequence[str], env: Mapping[str, str], purpose: str, *,
+            read_gpus: Callable[[], GpuReport] | None = None, vllm: VllmInstall | None = None,
+            default_model: str | None = None, read_runtime: Callable[..., tuple[dict | None, str | None]] | None = None,
+            read_host: Callable[[str], HostFacts] | None = None) -> Prepared:
+    """``read_gpus``/``vllm``/``read_runtime``/``read_host``: a ``Context``'s readers (None: the real
     ones). ``default_model``: the model to plan for when the arguments name none (doctor and fit
-    check DeepSeek-V4, not vLLM's default model); the plan's argv then starts with it. Doctor's reading of the machine
-    (``Prepared.machine``) and plan's and doctor's no-vLLM line are gathered here too, so no
-    command reads the machine on its own."""
+    check DeepSeek-V4, not vLLM's default); the plan's argv then starts with it. Doctor's reading of
+    the machine and plan's and doctor's no-vLLM line are gathered here too."""
     argv = tuple(argv)
     read_gpus = read_gpus or read_machine_gpus
     try:
@@ -158,20 +149,16 @@ def _no_vllm(prepared: Prepared) -> str | None:
 
 
 def _with_redactor(prepared: Prepared, env: Mapping[str, str]) -> Prepared:
-    """``prepared`` with the run's redactor: the secrets at its spans of the argv handed over (the
-    spans follow the edit), the credential values inside its JSON values and its URLs, and the
-    ``--config`` file's credential values, and the environment's credentials (``HF_TOKEN``)."""
+    """``prepared`` with the run's redactor (``Redactor.for_argv``: the spans follow the edit)."""
     facts = prepared.facts
     more = facts.args.file_secrets if facts is not None else ()
     return prepared._replace(redact=Redactor.for_argv(prepared.argv, prepared.secrets, more, env))
 
 
 def usage_redactor(words: Sequence[str], env: Mapping[str, str]) -> Redactor:
-    """The run's masks for a line printed before the pipeline has read ``words`` (a usage error,
-    a near miss's warning, a command's bad input): ``Redactor.for_words`` — the words that may be
-    secrets, ``env``'s credentials and the secrets of the ``--config FILE`` the words name, read
-    here only because a line is to be printed (a file that cannot be read gives none: vLLM would
-    refuse it anyway)."""
+    """``Redactor.for_words`` for a line printed before the pipeline has read ``words`` (a usage
+    error, a near miss's warning, bad input), with the secrets of the ``--config FILE`` they name
+    (a file that cannot be read gives none: vLLM would refuse it anyway)."""
     words = list(words)
     head = words[: words.index("--")] if "--" in words else words
     more: list[str] = []
@@ -247,14 +234,10 @@ def _through_the_pipeline(argv, env, purpose, vllm, source: Callable[[Settings],
 def _gate(plan: Plan, facts: Facts, env: Mapping[str, str], purpose: str, preflight: str,
           vllm: VllmInstall) -> tuple[Plan, str | None]:
     """What vLLM certainly fails on before it reads a rule's setting: arguments its own parser
-    rejects (plan and doctor say so and fail; dsv4-serve hands them over, vLLM prints its own
-    error), the command repeated as the first word (``dsv4-serve serve MODEL``) and a local
-    model path that does not exist (refused like a rule's finding, in every command).
-
-    Certain only with the installed release's own option table (``accepted_values_exact``):
-    with another release's table, or an unknown vLLM, each is a warning; so is a missing path
-    when the plan is for another machine's vLLM (``--vllm-version``, explain's log of one) or
-    there is no vLLM here."""
+    rejects (plan and doctor fail; dsv4-serve hands them over), the command repeated as the first
+    word (``dsv4-serve serve MODEL``), a local model path that does not exist (refused like a
+    rule's finding). Certain only with the installed release's own table (``accepted_values_exact``),
+    else a warning; so is a missing path when the plan is for another machine's vLLM."""
     args = facts.args
     verified = facts.accepted_values_exact
     repeated = repeated_command(args.tokens)

@@ -1,16 +1,10 @@
 """``dsv4-launch plan``: everything dsv4-serve does except running vLLM.
 
-Exits with the status dsv4-serve would have before the hand-over (0, or 2 when it would
-refuse or the input is bad, 127 when there is no vLLM to hand over to) — and 2 as well when the
-installed vLLM's own option parser certainly rejects the arguments (an unknown option, an
-invalid choice, a missing value: dsv4-serve hands those to vLLM unchanged, and vLLM exits 2
-with its own message) — so it serves as a gate; with ``--json`` the object is printed in
-every case, and is always valid JSON.
-
-A reader that closes the pipe once it has what it wants (``plan | head -1``, ``plan | grep -q``)
-is not an error: plan stops writing, says nothing and exits with the plan's own status, as if
-the whole report had been read — so ``set -o pipefail`` gates still see 0, 2 or 127. Any
-other failure to write (a full disk, a closed stdout) is one line and exit 74.
+Exits with the status dsv4-serve would have before the hand-over (0; 2 when it would refuse or
+the input is bad; 127 without a vLLM to hand over to), and 2 as well when the installed vLLM's
+own parser certainly rejects the arguments — so it serves as a gate; ``--json`` prints the object
+in every case. A closed pipe (``plan | head -1``) is no error; another failure to write is exit
+74 (docs/output.md, "Reporting never stops vLLM").
 """
 
 from __future__ import annotations

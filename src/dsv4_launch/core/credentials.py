@@ -1,41 +1,18 @@
 """The one credential vocabulary: which *names* hold a credential, and which *values* are shaped
-like one. Every place that decides whether to hide a value asks here — argv option names
-(``--api-keyy``, ``--speculative-config.hf_token``), a ``--config`` file's keys, the keys inside
-a JSON option's value, environment names, the keys of a log line (``'hf_token': …``,
-``DB_PASS=…``).
+like one. Every place that decides whether to hide a value asks here — argv option names, a
+``--config`` file's keys, the keys inside a JSON value, environment names, a log line's keys
+(docs/output.md lists the words and their exceptions).
 
-``is_credential_name(name)`` works on words: the name, without its quotes and leading dashes,
-split at camelCase humps and at every character that is not a letter or a digit, lower-cased
-(``--ssl_keyfile-Password`` → ``ssl keyfile password``; ``apiKey`` → ``api key``).
+``is_credential_name(name)`` works on words (``name_words``: ``--ssl_keyfile-Password`` → ``ssl
+keyfile password``): a location or quantity last is no credential (``_LAST_NOT_SECRET``), nor a
+word followed by a measure (``_MEASURES``); else a credential word whole (``_WHOLE``; the short
+ones only last, ``_SHORT_WORDS``), a plural of credentials (``_plural_secret``) or a fused word with
+a credential stem (``_STEMS``) that is no ordinary word (``_ORDINARY``) makes it one. Masking too
+much only hides a value from our own output (vLLM always gets it unchanged); masking too little
+prints a secret, so the rule leans to masking where a name is unclear.
 
-* **A location or a quantity last** is not a credential: the value is a path to one, or a number
-  (``--ssl-keyfile``, ``--api-key-file``, ``HF_TOKEN_PATH``, ``--secrets-dir``,
-  ``--long-prefill-token-threshold``: ``_LAST_NOT_SECRET``). ``--ssl-keyfile-password`` ends in
-  ``password``: a credential.
-* **A word followed by a measure** is that measure, not a credential: ``prompt_token_ids``,
-  ``eos_token_id``, ``max_token_num``, ``key_fp8``, ``key_cache``, ``token_type`` (``_MEASURES``).
-* **Otherwise** a word makes the name a credential's when it is
-  - a credential word whole (``_WHOLE``), the short ones (``_SHORT_WORDS``) only whole and as the
-    name's last word (``DB_PASS``, ``GITHUB_PAT``, ``redis_pw``; not ``passthrough``, ``patch``,
-    ``pass_config``, ``pw_conv``, nor random text split at its humps, ``Zq0PwA00``); ``pass``
-    after a kind of pass is a compiler pass (``FusionPass``: ``_PASS_KINDS``), ``pat`` after
-    ``header``/``regex``… a pattern;
-  - ``key`` in a pair after a measure is the key a value was read under, not a credential
-    (vLLM's ``derived_max_model_len_and_key``);
-  - a plural that names a list of credentials (``api_keys``, ``passwords``, ``hf_tokens``; not the
-    bare ``keys``/``tokens``, nor ``missing_keys``, ``max_tokens``);
-  - a fused word that contains a credential stem (``_STEMS``; typos and fusions count: ``keyy``,
-    ``authtoken``, ``oauth``, ``pgpassword``) unless it is an ordinary word that merely contains
-    one (``_ORDINARY``: ``max_tokens``, ``tokenizer``, ``author``, ``keyword``, ``monkey`` …).
-
-Masking too much only hides a value from our own output (vLLM always gets it unchanged); masking
-too little prints a secret, so the rule leans to masking where a name is unclear.
-
-``looks_like_credential_value(value)``: a word shaped like a generated credential (8 characters or
-more of a token's alphabet, mixing letters and digits or both cases) — used where only the shape
-can say (the word after the bare "token" in a log line).
-
-Pure: no I/O, nothing imported but ``re``.
+``looks_like_credential_value(value)``: a word shaped like a generated credential — where only the
+shape can say (the word after the bare "token" in a log line). Pure: nothing imported but ``re``.
 """
 
 from __future__ import annotations
@@ -166,8 +143,7 @@ def _credential_word(before2: str, before: str, word: str, after: str) -> bool:
 
 
 def is_credential_name(name: str) -> bool:
-    """Whether a value under ``name`` (an option, a config or JSON key, an environment name, a
-    log's key) holds a credential. See the module's doc for the words."""
+    """Whether a value under ``name`` (an option, a key, an environment name) holds a credential."""
     words = name_words(name)
     if not words or re.fullmatch(_LAST_NOT_SECRET, words[-1]):
         return False
@@ -188,14 +164,11 @@ STRONG_MIN = 4  # a value found by its key's name shorter than this is masked on
 
 
 def masked_everywhere(value: str) -> bool:
-    """Whether a value found only by the *name* of its key — a credential-named key in a JSON
-    option or the ``--config`` file, a credential-named environment variable — is masked
-    wherever a line quotes it (a global mask), or only in its key's place (``password: true``).
-    Not global: a value shorter than ``STRONG_MIN`` characters, a boolean or "no value" word
-    (``true``, ``none``, ``disabled``), a number (``8``, ``0.5``, ``12345678``): as a global mask
-    it would hide every ``true`` and every such number of every line, and it is a setting rather
-    than a secret. The values of vLLM's own credential options (``--api-key``, ``--hf-token``)
-    are masked everywhere whatever they are: there the position says it is a secret."""
+    """Whether a value found only by the *name* of its key (a JSON option's, the ``--config``
+    file's, an environment variable's) is masked wherever a line quotes it, or only in its key's
+    place (``password: true``): not a value shorter than ``STRONG_MIN``, a boolean or "no value"
+    word, a number — a setting rather than a secret, which as a global mask would hide every
+    ``true`` and ``8`` of every line. (``--api-key``'s values: everywhere, by position.)"""
     text = value.strip()
     if len(text) < STRONG_MIN or text.lower() in _NO_SECRET:
         return False
@@ -259,11 +232,9 @@ def clip(text: str, limit: int) -> str:
 
 
 def excerpt(text: str, limit: int) -> str:
-    """Outside text (an exception's message, a child's last line) cut for a message where the
-    run's secrets are not known (an adapter, the plugin): what can be masked here is masked
-    first — the credentials of URLs, which a cut would leave without their ``@`` — then it is
-    cut with ``clip``, whose mark lets the run's redactor mask the start of a secret of the run
-    that the cut left behind. Never ``text[:limit]``: a secret straddling the cut would escape."""
+    """Outside text cut for a message where the run's secrets are not known (an adapter, the
+    plugin): URL credentials masked first (a cut would leave them without their ``@``), then
+    ``clip``. Never ``text[:limit]``: a secret straddling the cut would escape."""
     return clip(mask_url_credentials(text), limit)
 
 

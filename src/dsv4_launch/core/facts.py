@@ -20,12 +20,8 @@ from .settings import TRUE
 # Environment variables the rules read (gather copies just these into Facts.rule_env, set-but-empty ones
 # too: vLLM reads "" as the text it is, e.g. int("") raises; each reader treats "" as its reader does).
 RULE_ENV = (
-    "VLLM_ATTENTION_BACKEND",
-    "VLLM_USE_DEEP_GEMM",
-    "VLLM_USE_V2_MODEL_RUNNER",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-    "HF_HUB_OFFLINE",
-    "VLLM_PLUGINS",
+    "VLLM_ATTENTION_BACKEND", "VLLM_USE_DEEP_GEMM", "VLLM_USE_V2_MODEL_RUNNER", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "HF_HUB_OFFLINE", "VLLM_PLUGINS",
     "PYTHONOPTIMIZE",  # vLLM's bare asserts are skipped under -O
     "VLLM_PP_LAYER_PARTITION",  # the layers of each pipeline stage (get_pp_indices)
     "VLLM_USE_RAY_V2_EXECUTOR_BACKEND",  # Ray's V1/V2 executor (core/memory/estimate.py, in-flight batches)

@@ -1,20 +1,13 @@
 """Which GPUs a CUDA process will use: pure data and CUDA's ``CUDA_VISIBLE_DEVICES`` rules.
 
 NVML numbers GPUs in PCI bus order and ignores ``CUDA_VISIBLE_DEVICES``; CUDA applies that
-variable to its own enumeration. This module maps one onto the other, following CUDA's
-documented semantics:
-
-* unset: every GPU; set but empty (or only blanks): no GPU;
-* a comma-separated list whose entries are integer indices, full or unique-prefix ``GPU-``
-  UUIDs, or ``MIG-`` UUIDs (a MIG instance runs with its parent GPU's compute capability);
-* the list stops at the first entry that is invalid, unknown, ambiguous or repeated
-  (``0,2,-1,1`` means GPUs 0 and 2).
-
-Integer indices count in CUDA's order: ``PCI_BUS_ID`` (NVML's order) when
-``CUDA_DEVICE_ORDER=PCI_BUS_ID``, otherwise ``FASTEST_FIRST``, which NVML cannot reproduce.
-When the GPUs differ and the order is FASTEST_FIRST, an index may name any of them: the
-selection then says so (``ambiguous``) and lists every GPU it could be, so that a rule applied
-to it holds for whichever GPU CUDA really picks. Nothing here touches NVML or CUDA.
+variable to its own enumeration. This module maps one onto the other as CUDA documents it
+(docs/rules.md, "GPUs"): unset is every GPU, set but blank none; integer indices, full or
+unique-prefix ``GPU-`` UUIDs, ``MIG-`` UUIDs (its parent GPU's capability); the list stops at the
+first invalid, unknown, ambiguous or repeated entry (``0,2,-1,1``: GPUs 0 and 2). Integer indices
+count in CUDA's order; with FASTEST_FIRST over GPUs that differ, which NVML cannot reproduce, the
+selection says so (``ambiguous``) and lists every GPU an index could be, so that a rule holds for
+whichever CUDA picks. Nothing here touches NVML or CUDA.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Which model is being served: pure classification of a config.json (or, failing that, a name).
 
-Rules key on ``architectures`` / ``model_type`` from config.json, never on repository names:
-fine-tunes and local copies are renamed. Without a readable config.json, a hub name found in
-the known-checkpoint table (``data/checkpoints/``) supplies the facts, and only then is the
-bare name pattern used; the result always says where its facts came from.
+Rules key on ``architectures`` / ``model_type``, never on repository names (fine-tunes and local
+copies are renamed). Without a readable config.json the known-checkpoint table supplies the facts,
+and only then is the bare name pattern used; the result always says where its facts came from.
 """
 
 from __future__ import annotations

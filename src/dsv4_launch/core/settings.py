@@ -78,11 +78,9 @@ _SIZE = r"(?a)(\d{1,15}(?:\.\d{1,6})?)\s*([a-z]{0,3})"  # compiled on first use
 
 
 def parse_size(text: str, unit_required: bool = False) -> int:
-    """``96GiB`` → 103079215104; ``80GB``, ``81920MiB``, ``1e9``-free plain bytes too.
-
-    GB/G are powers of ten, GiB powers of two (as nvidia-smi's MiB and vLLM's GiB). ValueError
-    for anything else — and, with ``unit_required``, for a bare number (``96`` is not 96 bytes
-    of GPU memory anyone means)."""
+    """``96GiB`` → 103079215104; ``80GB``, ``81920MiB``, plain bytes too (GB/G powers of ten, GiB
+    of two). ValueError for anything else, and with ``unit_required`` for a bare number (``96`` is
+    not 96 bytes of GPU memory anyone means)."""
     m = re.fullmatch(_SIZE, text.strip().lower())
     if m is None or m.group(2) not in _UNITS:
         raise ValueError(f"not a size: {text!r}")

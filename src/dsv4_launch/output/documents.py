@@ -2,29 +2,15 @@ r"""The versioned JSON documents (``plan --json``, ``doctor --json``, ``fit --js
 ``check`` write theirs through ``dump`` too).
 
 **One error shape** (every command; ``render.render`` sets the two keys, tests/schemas/envelope-v1.json):
-every document has ``schema_version``, ``exit_status`` (the command's exit status) and
-``error`` — null, or the one line the command also says on stderr (bad input, an interrupt, no
-vLLM to hand over to). On an error ``plan --json`` is the plan document with ``error`` set;
-``doctor --json`` is ``{"ok": false, "exit_status", "error", "checks": [], "plan"}`` with that
-same plan document; ``fit --json`` is ``{"error", "rows": [], "vllm_version", ...}``. (Keys were
-added, never changed: schema_version stays 1. The plan's ``preflight_mode`` is the
-DSV4_LAUNCH_PREFLIGHT mode — refuse, warn, off —, never the outcome; ``preflight`` is the same value
-under its first name, kept so that schema-1 readers keep working.)
+every document has ``schema_version``, ``exit_status`` and ``error`` — null, or the one line the
+command also says on stderr. On an error ``plan --json`` is the plan document with ``error`` set;
+``doctor --json`` is ``{"ok": false, "exit_status", "error", "checks": [], "plan"}``; ``fit --json``
+is ``{"error", "rows": [], "vllm_version", ...}``. Keys are added, never changed (schema 1).
 
-Secrets are masked in the data *before* it is serialised (argv by position, URL credentials
-in every string), so no escaping can let one through and the output is always valid JSON.
-
-**ASCII-safe.** Documents are written with ``ensure_ascii=True``: every character outside
-printable ASCII — C1 controls (U+0085, U+009B), bidirectional marks (U+202E), every non-ASCII
-letter — is a ``\uXXXX`` escape, so the document is valid whatever the consumer, the
-terminal or the output encoding (``PYTHONIOENCODING=ascii``). A string that is not valid
-Unicode text — an undecodable byte in argv or a path (Python's surrogateescape turns byte
-0xff into U+DCFF) or a lone surrogate from a ``config.json`` — would become a lone ``\udcff``
-escape that strict JSON parsers reject; instead such code points are written as the text
-``\xff`` (surrogateescape bytes, as in the plain-text output) or ``\ud800`` (other lone
-surrogates) — a literal backslash in the string — and the document's ``not_utf8`` field lists
-where (JSON-pointer paths such as ``/argv/3``, ``/model/name``). ``not_utf8`` is empty for
-ordinary input.
+Secrets are masked in the data *before* it is serialised. Documents are ASCII (``ensure_ascii``);
+a code point that is not valid Unicode text (a surrogateescape byte, a lone surrogate) is written
+as the text ``\xff``/``\ud800``, which strict parsers accept, and listed in ``not_utf8``
+(JSON pointers) — docs/output.md, "Outside text is escaped".
 """
 
 from __future__ import annotations
@@ -50,21 +36,14 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
                      "reference": c.reference} for c in plan.changes],
         "gpus": [{"index": g.index, "name": g.name, "compute_capability": g.capability_str, "uuid": g.uuid,
                   "memory_bytes": g.memory_total_bytes} for g in gpus],
-        "gpus_ambiguous": bool(facts and facts.gpus.ambiguous),
-        "gpu_source": facts.gpus.source if facts else None,
+        "gpus_ambiguous": bool(facts and facts.gpus.ambiguous), "gpu_source": facts.gpus.source if facts else None,
         "gpu_error": facts.gpus.error if facts else None,
         "model": {"name": model.name if model else None, "architecture": model.architecture if model else None,
                   "source": model.source if model else None},
         "vllm_version": vllm_version,
-        # DSV4_LAUNCH_PREFLIGHT's mode the plan was made with (refuse, warn, off) — a setting, not the
-        # outcome (that is exit_status and refusals). "preflight" is the same value under its old name,
-        # kept for readers of schema 1 (keys are only ever added).
-        "preflight_mode": plan.preflight,
-        "preflight": plan.preflight,
-        "disabled": plan.disabled,
-        "exit_status": exit_status,
-        "refusals": list(plan.refusals),
-        "warnings": list(plan.warnings),
+        # DSV4_LAUNCH_PREFLIGHT's mode, not the outcome; "preflight": its old name, kept for schema 1
+        "preflight_mode": plan.preflight, "preflight": plan.preflight, "disabled": plan.disabled,
+        "exit_status": exit_status, "refusals": list(plan.refusals), "warnings": list(plan.warnings),
         "notes": list(plan.notes),
         "findings": [{"rule": f.rule, "level": f.level, "evidence": f.evidence, "certain": f.certain, "text": f.text}
                      for f in plan.findings],

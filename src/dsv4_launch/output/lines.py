@@ -1,23 +1,13 @@
 """One-line messages: plain greppable lines, Rich styling on a terminal, or JSON lines.
 
-Styling follows the usual precedence, as Rich's own Console decides it (rich/console.py:
-``no_color``, ``is_dumb_terminal``, ``is_terminal``): ``NO_COLOR`` set to anything non-empty
-(no-color.org) or ``TERM=dumb``/``unknown`` → plain lines; else ``TTY_COMPATIBLE=0``/``1``; else
-``FORCE_COLOR`` set to anything non-empty, ``0`` included (force-color.org) → styled even into a
-pipe (CI logs); else styled only on a terminal. Rich is imported only when it will style
-something, and is given ``Text`` objects, never markup. Every message is escaped
-(``escape.py``) as a whole: nothing from outside can start a new line or send a terminal
-sequence.
-
-``DSV4_LAUNCH_LOG_FORMAT=json``: the log reporters (those with a prefix: stderr) write one JSON
-object per line instead: ``time`` (UTC, ISO 8601), ``level`` (info, warning, error),
-``logger`` (``dsv4-serve``, ``dsv4-launch plan``, ...), ``message``, and ``kind``
-(``changed``, ``command``, ``model``, ...), ``rule`` and ``option`` where there is one. The
-message is masked and escaped like a plain line, and the object is ASCII (``ensure_ascii``).
-
-Writing never raises: a full disk (``2>/dev/full``), a dead log pipe or a closed stream
-(``2>&-``, where Python's stream is None) silences the reporter, and the caller goes on —
-reporting must never stop vLLM from starting.
+Styling follows Rich's own Console precedence (rich/console.py: ``no_color``,
+``is_dumb_terminal``, ``is_terminal``): ``NO_COLOR`` non-empty or ``TERM=dumb``/``unknown`` → plain;
+else ``TTY_COMPATIBLE=0``/``1``; else ``FORCE_COLOR`` non-empty (``0`` included) → styled even into
+a pipe; else styled only on a terminal. Rich is imported only when it styles something, and is
+given ``Text``, never markup; every message is escaped whole (``escape.py``).
+``DSV4_LAUNCH_LOG_FORMAT=json``: the log reporters (stderr) write one JSON object a line instead
+(docs/output.md, "JSON logs"). Writing never raises: a full disk, a dead pipe or a closed stream
+silences the reporter — reporting must never stop vLLM from starting.
 """
 
 from __future__ import annotations

@@ -1,35 +1,10 @@
 """Secrets out of everything printed: one ``Redactor`` per run, built where the arguments are
 read (``commands/pipeline.prepare``: ``Prepared.redact``), applied by ``render`` to the
 document's values and the error line and by the command's text through its reporter or table —
-no command builds its own.
-
-Secret values are found by position: the parse of the arguments records exactly which tokens
-vLLM's parser gives to ``--api-key``, ``--hf-token``, ``--watermark-config`` and the JSON
-options that may carry credentials, in every spelling (``vllm_cli/secrets.py``) — and, where
-the recorded tables cannot say (an option they do not know, a vLLM release they do not
-record), to every option whose name looks like a credential (``core/credentials.is_credential_name``).
-Those spans become ``***`` whatever their length. Inside a JSON value of any other option, the
-values of credential-named keys, at any depth (``--speculative-config '{"hf_token": …}'``,
-``--hf-overrides``), are masked in the argv shown and wherever a line quotes them, as are the
-values of the ``--config`` file's credential keys. Credentials in URLs
-(``https://user:PASS@host``, ``?access_token=…``: ``credentials.mask_url_credentials``) are masked
-in every string, and the ``Redactor`` masks the secret
-values wherever a line quotes them, in every form a message may quote one (``secrets.secret_forms``:
-as written, as ``%r`` and JSON quote it; ``secrets.secret_words``, as whole words only: the name
-before the ``=`` of one that looks like an option, the value after it (of three characters or more:
-a shorter one only in argparse's own messages, which quote it alone), a value glued to a short
-option, the part before the first ``.`` of one that vLLM reads as a dotted option).
-
-Short secrets: a 1- or 2-character one is masked only where it stands as its own word, never
-inside a longer word (``secrets.mask_secrets`` says why); in the argv shown, by position, as every
-secret is. A secret cut short (an excerpt ending in ``…``): its start right before the ``…`` is
-masked too (``Redactor._cut_short``); text is masked before dsv4-launch cuts it, so this only
-catches a cut made elsewhere.
-
-The environment: its credentials (``HF_TOKEN``, ``VLLM_API_KEY``: ``credentials.env_credentials``)
-and the credentials of the URLs in its values (``HTTPS_PROXY=http://user:PASS@…``) are masked
-wherever a line quotes them — a usage error too, read before the pipeline
-(``for_words``, with the environment and the ``--config`` file's secrets, as ``prepare`` builds it).
+no command builds its own. What is masked, and where, is docs/output.md's "Secrets never
+appear": secret values by position (``vllm_cli/secrets.py``), in every form a message may quote
+them (``secrets.secret_forms``/``secret_words``), URL credentials in every string, the
+environment's credentials, and the start of a secret cut short before a ``…`` (``_cut_short``).
 """
 
 from __future__ import annotations
@@ -109,12 +84,9 @@ class Redactor:
     def for_argv(cls, argv: Sequence[str], spans: SecretSpans = SecretSpans(), more: Iterable[str] = (),
                  env: Mapping[str, str] | None = None) -> "Redactor":
         """The run's redactor: the secret values at ``spans`` of ``argv``, the values of
-        credential-named keys in its JSON values, ``more`` (a ``--config`` file's), the
-        credentials of its URLs, the values of ``env``'s credentials (``HF_TOKEN``:
-        ``credentials.env_credential``) — masked in every line, so that a warning or an error
-        line that quotes one (an exception's message, another option's value) shows ``***`` too.
-        A value found only by its key's name that is too weak to mask everywhere (``true``, a
-        number, under 4 characters: ``credentials.masked_everywhere``) is masked in its key's place."""
+        credential-named keys in its JSON values, ``more`` (a ``--config`` file's), its URLs' and
+        ``env``'s credentials — masked in every line; a value found only by its key's name that is
+        too weak to mask everywhere (``credentials.masked_everywhere``) in its key's place."""
         found = url_credentials(argv)  # with the password alone, which a message may quote
         placed, named = secret_texts_by_kind(argv, spans)
         found += placed
@@ -155,12 +127,9 @@ class Redactor:
     @classmethod
     def for_words(cls, words: Sequence[str], env: Mapping[str, str] | None = None,
                   more: Iterable[str] = ()) -> "Redactor":
-        """The run's redactor (``for_argv``) for arguments no parse has read (a usage error of our
-        own options, a command's bad input): every word that may be a secret by the option before
-        it (``conservative_spans`` against the newest recorded table, any credential-named option
-        judged by its name), the credentials in its URLs and JSON values, ``more`` (the
-        ``--config`` file's secrets: ``commands/pipeline.usage_redactor`` reads them) and ``env``'s
-        credentials — the same masks as the pipeline's."""
+        """``for_argv`` for arguments no parse has read (a usage error, a command's bad input): the
+        words ``conservative_spans`` finds against the newest recorded table (any credential-named
+        option judged by its name), ``more`` (the ``--config`` file's: ``pipeline.usage_redactor``)."""
         from ..vllm_cli.option_table import load_table
         from ..vllm_cli.secrets import conservative_spans
 

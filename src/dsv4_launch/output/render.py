@@ -4,9 +4,7 @@ document), the one error line on standard error, and the exit status.
 Every command (plan, doctor, fit, explain, check, ``--version``, completion's script) computes
 a ``Result`` and hands it here, so what each of them used to repeat is decided once:
 
-* **one JSON shape**: every ``--json`` document has ``schema_version`` (``documents.dump``),
-  ``exit_status`` (the command's exit status) and ``error`` — null, or the one line also said on
-  standard error; a command's own keys come in between (``documents.py``);
+* **one JSON shape**: ``schema_version``, ``exit_status``, ``error`` (``documents.py``);
 * **one redactor applied to everything printed**: the run's ``Redactor`` (``Result.scrub``: built
   once in ``commands/pipeline.prepare`` for plan, doctor and fit; from the key and URL for check,
   from the log's arguments for explain) masks the document's values, the error line and the text.

@@ -2,24 +2,11 @@
 
 vLLM loads every ``vllm.general_plugins`` entry point in each of its processes
 (``load_general_plugins()``: ``EngineArgs.__post_init__``, the engine core, the workers), so
-once dsv4-launch is installed in vLLM's environment, plain ``vllm serve``, ``LLM(...)`` and
-Ray Serve's engines get the same KV rule as ``dsv4-serve``: where vLLM resolves the KV-cache
-dtype (``resolve_kv_cache_dtype_string`` in ``vllm/engine/arg_utils.py``), an ``auto`` that
-would crash on the fp8_ds_mla layout becomes ``fp8``, with the same reason, in one line
-through vLLM's logger.
-
-Safe by construction: it acts only where ``auto`` resolves to ``auto`` and dsv4-serve's plan
-would set fp8 — the same pipeline, rows and facts, from vLLM's own ``EngineArgs`` instead of
-argv (``commands/pipeline.prepare_engine``; the API server's own options, such as
-``--tool-call-parser``, never reach an engine, so rows on them are dsv4-serve's alone); an
-explicit value, another model, the plain-row backend and releases that resolve ``auto``
-themselves are left alone. Its findings go to vLLM's log as warnings, what dsv4-serve would
-refuse included (it cannot stop vLLM). It patches
-nothing on a vLLM release it was not verified against (it says so once), nothing with
-``DSV4_LAUNCH_DISABLE=1`` (vLLM's ``VLLM_PLUGINS`` allow-list can leave it unloaded), and
-loading it twice is harmless; if anything in it fails, it does nothing and says so once (vLLM
-does not catch a plugin's exception). Importing this module imports nothing heavy: the facts are
-gathered only when vLLM resolves the dtype.
+plain ``vllm serve``, ``LLM(...)`` and Ray Serve's engines get dsv4-serve's KV rule where vLLM
+resolves the dtype: the same pipeline from vLLM's ``EngineArgs`` (``pipeline.prepare_engine``;
+the API server's own options never reach an engine, so rows on them are dsv4-serve's alone).
+What it changes, logs and leaves alone (an explicit value, unverified releases,
+``DSV4_LAUNCH_DISABLE=1``; twice loaded is harmless): docs/DESIGN.md, "The vLLM plugin".
 """
 
 from __future__ import annotations
@@ -34,11 +21,8 @@ _failed: list[str] = []  # why register() did nothing, once said
 
 
 def register() -> None:
-    """The ``vllm.general_plugins`` entry point: patch vLLM's KV-dtype resolution (once).
-
-    vLLM does not catch a plugin's exception (``load_general_plugins`` calls ``func()`` bare), so
-    anything raised here would stop every vLLM process: whatever fails, the plugin does nothing
-    and says why, once, through vLLM's logger."""
+    """The ``vllm.general_plugins`` entry point: patch vLLM's KV-dtype resolution (once). vLLM
+    calls it bare (``load_general_plugins``): whatever fails, it does nothing and says why, once."""
     try:
         from ..core.settings import is_disabled
 

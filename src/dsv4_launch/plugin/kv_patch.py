@@ -1,12 +1,9 @@
 """The patch itself: wrap ``resolve_kv_cache_dtype_string`` as ``vllm.engine.arg_utils`` calls it,
-and remember which ``EngineArgs`` is being turned into a config: that object is the plugin's
-source of arguments for the same pipeline as dsv4-serve (``commands/pipeline.prepare_engine``:
-every field the release's option table names, the same model files, weights, GPUs and rows).
-Only vLLM modules that are already imported when plugins load are touched.
-
-It logs through ``vllm.dsv4_launch``, a child of the ``vllm`` logger that vLLM's logging config
-gives its handler and format (``vllm/logger.py`` DEFAULT_LOGGING_CONFIG, 0.24–0.33), at the
-levels vLLM shows by default: the change at INFO, findings at WARNING."""
+and remember which ``EngineArgs`` is being turned into a config — the plugin's source of arguments
+for dsv4-serve's pipeline (``commands/pipeline.prepare_engine``). Only vLLM modules already
+imported when plugins load are touched; it logs through ``vllm.dsv4_launch`` (docs/DESIGN.md,
+"The vLLM plugin").
+"""
 
 from __future__ import annotations
 

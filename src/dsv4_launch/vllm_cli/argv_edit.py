@@ -1,9 +1,7 @@
-"""Write a planned change into the user's argv so that vLLM reads it, touching nothing else.
-
-Edits only ever replace a value in place or insert two tokens at the end of the options (before
-a bare ``--``, if any), so every other token keeps its bytes, and every token before the
-insertion point its position: the secret positions found by the parse stay valid, as argparse
-gives no option a value after a bare ``--``.
+"""Write a planned change into the user's argv so that vLLM reads it, touching nothing else: a
+value replaced in place or two tokens inserted before a bare ``--`` (if any), so every other token
+keeps its bytes and every token before the insertion its position — the secret positions found by
+the parse stay valid, as argparse gives no option a value after a bare ``--``.
 """
 
 from __future__ import annotations
@@ -17,11 +15,8 @@ def set_option(argv: Sequence[str], option: str, value: str, replaces: str = "au
     """``option`` set to ``value``: the last command-line occurrence rewritten in place, in the
     user's own spelling, when its value is ``replaces``; otherwise ``option value`` appended —
     before a bare ``--`` if there is one (after it, everything is a positional to argparse).
-
-    Never inserted right after ``serve``: vLLM's positional-model checks would then fail. The
-    pipeline re-reads the result and hands the arguments over unchanged if vLLM would not read
-    the value from it (``commands/pipeline.py``).
-    """
+    Never inserted right after ``serve`` (vLLM's positional-model checks would fail); the pipeline
+    re-reads the result (``pipeline._verified``)."""
     out = list(argv)
     name = option[2:]
     last = None

@@ -1,16 +1,10 @@
-"""vLLM's own ``EngineArgs`` read into the same ``ServeArgs`` the replica parser gives.
-
-The vLLM plugin meets the arguments after vLLM has parsed them: an ``EngineArgs`` dataclass.
-Every field whose name is a dest of the release's option table is read — no list of names
-here, so a rule that reads a new option gets it from both sources. A field equal to its
-dataclass default is left out, as the replica leaves out an option the command line does not
-give (vLLM's CLI defaults are these very field defaults); inside a config object only the keys
-that differ from the default object's are kept, the way a dotted ``--x.key value`` reads.
-
-Values arrive typed (``2``, a dict, an enum) where the replica gives text (``"2"``, JSON);
-the core's value readers (``core/facts.as_int``, ``json_option``, …) read both alike.
-
-Pure: attribute reads on the object passed in; vLLM is never imported here.
+"""vLLM's own ``EngineArgs`` read into the same ``ServeArgs`` the replica parser gives (the
+plugin's source: docs/DESIGN.md, "The vLLM plugin"). Every field whose name is a dest of the
+release's option table is read; one equal to its dataclass default is left out (vLLM's CLI
+defaults are these very defaults), and inside a config object only the keys that differ from the
+default object's, as a dotted ``--x.key value`` reads. Values arrive typed (``2``, a dict, an enum);
+the core's readers (``core/facts.as_int``, ``json_option``) read both alike. Pure: vLLM is never
+imported here.
 """
 
 from __future__ import annotations

@@ -73,16 +73,10 @@ def load_table(vllm_version: str | None) -> OptionTable:
         chosen = older[-1] if older else versions[0]
     with open(os.path.join(DATA, f"serve-options-{chosen}.json"), encoding="utf-8") as handle:
         raw = json.load(handle)
-    actions = tuple(  # positional: ~270 rows, the fast way to build a record
-        OptionAction(a["dest"], tuple(a["options"]), a["nargs"],
-                     tuple(a["choices"]) if "choices" in a else None, a.get("flag_values"))
-        for a in raw["actions"]
-    )
-    return OptionTable(
-        vllm_version=chosen,
-        positionals=tuple(raw["positionals"]),
-        actions=actions,
-        defaults=raw.get("defaults", {}),
-        accepted_values={k: tuple(v) for k, v in raw.get("values", {}).items()},
-        exact=vllm_version is not None and same_release(vllm_version, chosen),
-    )
+    actions = tuple(OptionAction(a["dest"], tuple(a["options"]), a["nargs"],  # positional: ~270 rows, the fast way
+                                 tuple(a["choices"]) if "choices" in a else None, a.get("flag_values"))
+                    for a in raw["actions"])
+    return OptionTable(vllm_version=chosen, positionals=tuple(raw["positionals"]), actions=actions,
+                       defaults=raw.get("defaults", {}),
+                       accepted_values={k: tuple(v) for k, v in raw.get("values", {}).items()},
+                       exact=vllm_version is not None and same_release(vllm_version, chosen))

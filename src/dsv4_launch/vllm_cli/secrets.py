@@ -26,12 +26,9 @@ WHOLE, AFTER_EQ = "whole", "after="  # a span is a whole token, or the part afte
 
 
 def option_name(token: str) -> str | None:
-    """The option a ``--name``/``--name=value`` token names, normalised as vLLM does.
-
-    ``--kv_cache_dtype=auto`` → ``kv-cache-dtype``; ``--speculative_config.kv_cache_dtype`` →
-    ``speculative-config.kv_cache_dtype`` (only the part before the first ``.`` is normalised).
-    Returns None for anything that is not a long option.
-    """
+    """The option a ``--name``/``--name=value`` token names, normalised as vLLM does up to the
+    first ``.`` (``--speculative_config.kv_cache_dtype`` → ``speculative-config.kv_cache_dtype``);
+    None for anything that is not a long option."""
     if not token.startswith("--") or token == "--":
         return None
     name = token[2:].split("=", 1)[0]
@@ -40,14 +37,10 @@ def option_name(token: str) -> str | None:
 
 
 def _resolves_to_secret(root: str, known: frozenset[str]) -> bool | None:
-    """True: names a secret option; False: names another known option; None: unknown.
-
-    An abbreviation argparse resolves (one option starts with it) is that option. One it
-    refuses as ambiguous names no option: when none of its candidates is a secret option it is
-    unknown, judged by its name like any unknown option (``--token``, which could match
-    ``--tokenizer`` and ``--tokens-only``, is a credential's name); when one is, it may be
-    the secret option misspelt — at any length: ``--a`` and ``--h`` are refused as ambiguous,
-    and the word after them is the key the user meant for ``--api-key``/``--hf-token``."""
+    """True: names a secret option; False: names another known option; None: unknown. An
+    abbreviation argparse resolves is that option; an ambiguous one is unknown (judged by its
+    name: ``--token``) unless one of its candidates is a secret option (``--a``, ``--h``: the
+    word after them is the key the user meant for ``--api-key``/``--hf-token``)."""
     root = root.translate(_HYPHEN)  # --api‐key (U+2010): the option the user meant
     if root in SECRET_OPTIONS:
         return True
@@ -101,24 +94,11 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
     """Every span that may hold a secret when there is no parse to ask (vLLM rejects the
     arguments): after a secret option (or one whose name looks like a credential, where the
     table cannot say: an unknown option, a dotted sub-key, any option when the table is not
-    ``exact`` for the installed release), the words that may be its values.
-
-    Those are, conservatively, the word right after it, whatever it looks like (``--api-key
-    --Zq…``: the value the user meant, though argparse rejects it) but a known option or an
-    unknown ``--lower-case-name=value``, and every later word up to the next one that is an
-    option of its own. argparse ends an option's values (any arity) at
-    the next word it reads as an option, so no word after such an option can be a value of the
-    earlier one (``--my-secret-thing S3 --vllm-version 0.33.0 MODEL``: S3 is masked, the rest
-    shown). What counts as an option of its own here:
-
-    * a known one (any spelling or abbreviation; a short one, also glued: ``-tp=2``, ``-q3``;
-      ``-O3``, which vLLM's pre-processing makes ``--optimization-level 3``) — its words are
-      its own, exactly; a secret one masks its own values in turn;
-    * an unknown ``--lower-case-name`` that does not look like a credential's — the shape of
-      an option, not of a key.
-
-    Any other word starting with ``-`` among the values (``--Zq81x``, ``-Abc_9``, a dotted
-    ``-sk.live``) may be one more secret value: masked, and masking goes on.
+    ``exact``), the word right after it, whatever it looks like, but a known option or an
+    unknown ``--lower-case-name=value``, and every later word up to the next option of its own
+    (argparse ends any arity there): a known one (any spelling, a short one also glued: ``-tp=2``,
+    ``-q3``, ``-O3``), or an unknown ``--lower-case-name`` that does not look like a credential's.
+    Any other word starting with ``-`` (``--Zq81x``, ``-sk.live``) may be one more secret value.
 
     ``guessed_only``: only the options judged by their name start masking (the parse already
     placed the recorded secret options' values exactly: ``placed``); used after a successful
@@ -185,11 +165,9 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
 
 
 def _misspelt_secret(token: str, known: frozenset[str], short: frozenset[str]) -> bool:
-    """``token`` is no long option to argparse (one ASCII dash, or look-alike dashes:
-    ``-api-key``, ``—hf-token=…``, ``−−a``), but read with two dashes it names a secret option
-    (any abbreviation, ``_resolves_to_secret``) or, unknown to the table, a credential's name —
-    unless it names a known short option (``-tp``, ``-q3``, ``-O3``, or an abbreviation argparse
-    gives to one alone: ``-e`` is ``-ep``)."""
+    """``token`` is no long option to argparse (``-api-key``, ``—hf-token=…``), but read with two
+    dashes names a secret option or, unknown to the table, a credential's name — unless it names
+    a known short option (``-tp``, ``-q3``, ``-O3``, ``-e`` for ``-ep``)."""
     body = token.lstrip(DASHES)
     if token.startswith("--") or token[:1] not in DASHES or not body or _names_short(token, short, glued=True) \
             or len(_starting_with(token.split("=", 1)[0], short)) == 1:
@@ -231,11 +209,9 @@ def _names_short(token: str, short: frozenset[str], *, glued: bool) -> bool:
 
 
 def follow_edit(spans: SecretSpans, before: Sequence[str], after: Sequence[str]) -> SecretSpans:
-    """``spans`` of ``before`` moved onto ``after``, the same arguments edited the way
-    ``argv_edit.set_option`` edits them: a token rewritten in place (``auto`` → ``fp8``: the
-    positions stay) or a block inserted (``--kv-cache-dtype fp8`` before a bare ``--``: every
-    position after it moves by the block's length). Any other difference: both positions of
-    each span, so that nothing that was masked is shown."""
+    """``spans`` of ``before`` moved onto ``after`` as ``argv_edit.set_option`` edits: a token
+    rewritten in place (positions stay) or a block inserted (later positions move by its length);
+    any other difference: both positions of each span, so that nothing masked is shown."""
     grown = len(after) - len(before)
     if grown == 0 or not spans.spans:
         return spans
@@ -279,11 +255,9 @@ _LOOSE_PAIR = (r"""(["']?)([^"'{}\[\],:\s]{1,200})\1\s*:\s*"""
 
 
 def json_secrets(token: str) -> list[str]:
-    """The values of credential-named keys (``credentials.is_credential_name``), at any depth,
-    in a token that holds a JSON object (``'{"hf_token": "x"}'``, ``--hf-overrides={"a":
-    {"api_key": ["k1", "k2"]}}``): the strings, and the numbers as written; a key's object or
-    list gives all its leaves. Text that json cannot read is searched for ``"key": value`` pairs
-    of a credential's name instead."""
+    """The values of credential-named keys, at any depth, in a token that holds a JSON object
+    (``--hf-overrides={"a": {"api_key": ["k1"]}}``): strings, numbers as written, all the leaves of
+    a key's object or list; text json cannot read is searched for ``"key": value`` pairs instead."""
     text = token[token.index("{"):]  # "--name={...}": the value after the option's "="
     try:
         value = json.loads(text)
@@ -366,17 +340,11 @@ def secret_forms(secret: str) -> tuple[str, ...]:
 
 def secret_words(secret: str, short_value: bool = True) -> tuple[str, ...]:
     """The parts of a secret that looks like an option which argparse and our messages quote
-    as words of their own: the name before its ``=`` (``-Zq01=`` is quoted as ``-Zq01`` in
-    "unrecognized arguments"; ``--po=x`` as ``--po`` in "ambiguous option"), with vLLM's
-    ``_`` → ``-`` in a ``--`` name up to its first ``.``; the value after that ``=``; and the
-    value glued to a two-character option (``-qZq01``: argparse reads ``-q Zq01``). Masked only
-    as whole words (``mask_secrets``): ``--po`` inside ``--port`` gives nothing away.
-
-    ``short_value`` False leaves out a value after the ``=`` shorter than ``SHORT``: argparse
-    quotes it alone (``invalid int value: '1'``), and its messages are masked with it
-    (serve_args._scrubbed), but as a word in every line it would mask every ``1`` of a plan
-    (``--api-key=--Zq.x=1`` made "GPU 1" and "1,048,576" ``***``), for one or two characters of
-    a secret that is masked whole wherever it stands."""
+    as words of their own, masked only as whole words (``--po`` inside ``--port`` gives nothing
+    away): the name before its ``=`` (also with vLLM's ``_`` → ``-``), the value after it, the
+    value glued to a two-character option (``-qZq01``: ``-q Zq01``). ``short_value`` False leaves
+    out a value shorter than ``SHORT`` (argparse's messages are masked with it: serve_args._scrubbed;
+    in every line ``--api-key=--Zq.x=1`` made "GPU 1" ``***``)."""
     if not secret.startswith("-") or secret == "-":
         return ()
     head, eq, value = secret.partition("=")
@@ -410,14 +378,10 @@ def masks_of(secrets: Iterable[str], short_values: bool = True) -> tuple[tuple[s
 
 
 def mask_secrets(text: str, forms: Iterable[str], words: Iterable[str] = ()) -> str:
-    """``text`` with every one of ``forms`` and ``words`` present in it as ``***``.
-
-    A form of ``SHORT`` characters or more is masked wherever it occurs (inside a URL, a JSON
-    value, a longer word). A shorter one (a 1- or 2-character secret), and each of ``words``,
-    only where it stands as its own word — between blanks, quotes, brackets, ``,;:=`` or the
-    ends of the text, as argv words and "unrecognized arguments: …" show them: masking every
-    ``a`` or ``8`` of every line would mangle the output, and inside a longer word it gives
-    nothing away."""
+    """``text`` with every one of ``forms`` and ``words`` present in it as ``***``: a form of
+    ``SHORT`` characters or more wherever it occurs; a shorter one, and each of ``words``, only
+    as its own word (between blanks, quotes, brackets, ``,;:=``): masking every ``a`` or ``8``
+    would mangle the output, and inside a longer word it gives nothing away."""
     whole = {w for w in words if w and w in text}
     present = sorted({f for f in forms if f and f in text} | whole, key=len, reverse=True)
     if not present:

@@ -14,16 +14,9 @@ first rewrites the argument list, then hands it to the stdlib's argparse:
 5. dotted options (``--speculative-config.kv_cache_dtype fp8``) are folded into one JSON value
    per root option and appended at the end.
 
-Steps 1–5 are reproduced here token for token. The final parse is done by argparse itself, on a
-replica parser that has vLLM's option strings, arities and string choices (recorded from the
-real parser by ``tools/gen_vllm_options.py``) — so positional/option splitting, greedy
-``nargs='+'``, abbreviations and "ambiguous option" errors are argparse's own, not imitations.
-
-Every token carries the positions of the user's argv it came from through all five steps, so
-the parse also tells exactly which tokens argparse gave to a secret option (``SecretSpans``):
-secrets are masked by position, never by searching printed text.
-
-This module is pure: the YAML file is read by a loader passed in by the caller.
+Steps 1–5 are reproduced here token for token; the parse is argparse's own, on a replica parser
+of the recorded options, and every token carries its argv positions, so secrets are masked by
+position (docs/DESIGN.md, "Reading vLLM's arguments"). Pure: the caller passes the YAML loader.
 """
 
 from __future__ import annotations
@@ -74,12 +67,9 @@ _VLLM_FAILURES = (ValueError, RecursionError, OverflowError, TypeError, IndexErr
 
 
 class _Tok(str):
-    """An argument that remembers which parts of the user's argv it came from.
-
-    ``origins`` holds ``(index, WHOLE | AFTER_EQ)`` pairs. argparse splits ``--opt=value`` with
-    ``str.split``/``str.partition``; both keep the origin here, so a value argparse hands to an
-    action still says where it came from.
-    """
+    """An argument that remembers which parts of the user's argv it came from: ``origins``,
+    ``(index, WHOLE | AFTER_EQ)`` pairs, kept by the ``split``/``partition`` argparse splits
+    ``--opt=value`` with, so a value argparse hands to an action still says where it came from."""
 
     origins: tuple[tuple[int, str], ...]
 
@@ -114,13 +104,8 @@ def _origins(value: object) -> tuple[tuple[int, str], ...] | None:
     return tuple(spans)
 
 
-def read_serve_args(
-    tokens: Sequence[str],
-    table: OptionTable,
-    load_config: ConfigLoader | None = None,
-    *,
-    optimized: str | None = None,
-) -> ServeArgs:
+def read_serve_args(tokens: Sequence[str], table: OptionTable, load_config: ConfigLoader | None = None, *,
+                    optimized: str | None = None) -> ServeArgs:
     """Parse the arguments given after ``vllm serve``.
 
     Raises ConfigFileError for a ``--config`` file vLLM cannot use. Every other problem vLLM
@@ -133,13 +118,9 @@ def read_serve_args(
     warnings: list[str] = []
     if any(t in ("-h", "--help") or t.startswith("--help=") for t in tokens):
         return ServeArgs(tokens=tokens, help_requested=True, secrets=conservative)
-    for t in tokens:
-        if t.startswith("--config="):
-            warnings.append(
-                "'--config=…' is accepted by vLLM but the file is never read; write "
-                "'--config FILE' (two words) for vLLM to use it"
-            )
-            break
+    if any(t.startswith("--config=") for t in tokens):
+        warnings.append("'--config=…' is accepted by vLLM but the file is never read; write "
+                        "'--config FILE' (two words) for vLLM to use it")
 
     tagged: list[str] = [_Tok(t, ((i, WHOLE),)) for i, t in enumerate(tokens)]
     file_secrets: list[str] = []  # values of secret keys in the --config file, never to be quoted
@@ -196,19 +177,11 @@ def read_serve_args(
         model_source = None
     plain = {k: _plain(v) for k, v in values.items() if v is not None}  # an option not given: absent
     return ServeArgs(
-        tokens=tokens,
-        values=plain,
+        tokens=tokens, values=plain, model=_plain(model), model_source=model_source, config_path=config_path,
         cli_values=plain if cli_values is values else {k: _plain(v) for k, v in cli_values.items() if v is not None},
-        model=_plain(model),
-        model_source=model_source,
-        config_path=config_path,
         unknown_options=_unknown_names(unknown, (*secret_texts(tokens, conservative), *file_secrets)),
-        model_doubt=doubt if model_source == "positional" else "",
-        warnings=tuple(warnings),
-        help_requested=values.get("help") is True,
-        secrets=secrets,
-        file_secrets=tuple(file_secrets),
-    )
+        model_doubt=doubt if model_source == "positional" else "", warnings=tuple(warnings),
+        help_requested=values.get("help") is True, secrets=secrets, file_secrets=tuple(file_secrets))
 
 
 def _from_the_file(secret_values: Sequence[object]) -> list[str]:
@@ -226,12 +199,9 @@ def _from_the_file(secret_values: Sequence[object]) -> list[str]:
 
 
 def _unknown_names(unknown: Sequence[str], secrets: Sequence[str]) -> tuple[str, ...]:
-    """The unknown options' names, without any that is part of a secret value (a secret that
-    looks like an option), as written or as vLLM's pre-processing spells it. Linear in the names
-    and the secrets: up to ``FEW_NAMES`` names (or ``CHEAP_SEARCH`` characters searched in all),
-    each is looked for in the secrets joined (C's search, linear in the secrets for a bounded
-    number of names); past both, one pass over the secrets finds them all (``_occurring``): a
-    search per name would cost names × secrets."""
+    """The unknown options' names, without any that is part of a secret value, as written or as
+    vLLM spells it. Linear: up to ``FEW_NAMES`` names (or ``CHEAP_SEARCH`` characters) each is
+    searched in the secrets joined; past both, one pass finds them all (``_occurring``)."""
     names = tuple(dict.fromkeys(u.split("=", 1)[0] for u in unknown))
     if not names or not secrets:
         return names
@@ -350,25 +320,16 @@ def _move_model_option(args: list[str]) -> tuple[list[str], bool]:
 
 
 def _check_served_model_name(args: list[str]) -> None:
-    if (
-        args
-        and args[0].startswith("-")
-        and not any(map(re.compile(_CONFIG_RE).match, args))
-        and any(map(re.compile(_SERVED_NAME_RE).match, args))
-    ):
-        raise _ParseRejected(
-            "with --served-model-name, vLLM needs the model as the first positional "
-            "argument (vllm serve <model> --served-model-name …)"
-        )
+    if (args and args[0].startswith("-") and not any(map(re.compile(_CONFIG_RE).match, args))
+            and any(map(re.compile(_SERVED_NAME_RE).match, args))):
+        raise _ParseRejected("with --served-model-name, vLLM needs the model as the first positional "
+                             "argument (vllm serve <model> --served-model-name …)")
 
 
 def config_secrets(config: Mapping[str, object], options: Sequence[str] | None = None) -> list[str]:
-    """The secrets of a ``--config`` file's mapping, as vLLM would pass them: the values of its
-    keys that name a secret option as the command line's would (``secrets.key_is_secret``
-    against ``options``, a table's option strings — None: the newest recorded table —: any
-    spelling, an abbreviation, a credential's name), the values of credential keys at any depth
-    (``hf_overrides: {hf_token: …}``) and the credentials of the URLs among its strings
-    (``model: https://user:PASS@host/m``)."""
+    """The secrets of a ``--config`` file's mapping: the values of its keys that name a secret
+    option (``secrets.key_is_secret`` against ``options``, None: the newest table), of credential
+    keys at any depth (``hf_overrides: {hf_token: …}``) and the credentials of its URLs."""
     if options is None:
         from .option_table import load_table
 
@@ -392,10 +353,8 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None,
     path = str(args[index + 1])
     extension = path.split(".")[-1]
     if extension not in ("yaml", "yml"):
-        raise ConfigFileError(
-            f"--config {path}: vLLM reads only .yaml/.yml files; rename it or pass the "
-            "options on the command line"
-        )
+        raise ConfigFileError(f"--config {path}: vLLM reads only .yaml/.yml files; rename it or pass the "
+                              "options on the command line")
     if load_config is None:
         raise ConfigFileError(f"--config {path}: no reader for config files")
     config = load_config(path)
@@ -409,14 +368,11 @@ def _pull_config(args: list[str], load_config: ConfigLoader | None,
     except (TypeError, ValueError, RecursionError) as exc:
         # the message may quote the file's values: its credentials masked before the cut
         detail = excerpt(mask_secrets(str(exc), *masks_of(file_secrets or ())), 120)
-        raise ConfigFileError(
-            f"--config {path}: vLLM cannot turn it into options ({type(exc).__name__}: {detail})"
-        ) from None
+        raise ConfigFileError(f"--config {path}: vLLM cannot turn it into options "
+                              f"({type(exc).__name__}: {detail})") from None
     model_in_cli = bool(args) and not args[0].startswith("-")
     if not model_in_cli and "--model" not in config_args:
-        raise _ParseRejected(
-            "no model: give it as the first positional argument or as 'model:' in the --config file"
-        )
+        raise _ParseRejected("no model: give it as the first positional argument or as 'model:' in the --config file")
     if model_in_cli:
         return [args[0], *config_args, *args[1:index], *args[index + 2 :]], path
     return [*config_args, *args[:index], *args[index + 2 :]], path
@@ -428,12 +384,8 @@ def _drop_config(args: list[str]) -> list[str]:
 
 
 def config_to_args(config: Mapping[str, object]) -> list[str]:
-    """A ``--config`` YAML mapping as the option tokens vLLM inserts (``load_config_file``).
-
-    The same expressions as vLLM's, so the same inputs fail: a key that is not a string
-    (``"--" + key``), a value JSON cannot hold (``json.dumps``), nesting deeper than Python's
-    recursion limit.
-    """
+    """A ``--config`` YAML mapping as the option tokens vLLM inserts (``load_config_file``), with
+    vLLM's expressions, so the same inputs fail (a key not a string, a value JSON cannot hold)."""
     out: list[str] = []
     for key, value in config.items():
         if isinstance(value, bool):
@@ -588,19 +540,9 @@ def _parse(args: list[str], table: OptionTable) -> tuple[dict[str, object], list
     return vars(namespace), unknown, parser.secret_values, doubt
 
 
-# The replica parser holds only the options that can take part in parsing these tokens: a start
-# passes a handful of vLLM's ~300 options, and adding all of them to argparse costs ~2 ms a
-# start (the parse itself ~0.2 ms). argparse takes an option-like token whose text (or text
-# before ``=``) is an option string as that option, looking at no other; any other token it
-# matches by prefix against every option string (``--max-model`` → ``--max-model-len``;
-# "ambiguous" when several start with it), a single-dash one also as a two-character option and
-# its value (``-q5``, ``-qn`` as ``-q -n``); and its negative-number check reads the options
-# that look like negative numbers. So a parser keeps the option a token names exactly, every
-# option a token that names none is a prefix of, every two-character option and every
-# negative-number-like one: argparse cannot reach any other option from these tokens. Options
-# keep the table's order, so argparse's messages ("could match …") list them as the full parser
-# does. tests/test_serve_args.py parses fixed and generated argvs with this parser and the full
-# one: the same outcome.
+# The replica parser holds only the options a parse of these tokens can reach, in the table's
+# order (docs/DESIGN.md says why that is argparse's whole parse; all ~300 options cost ~2 ms a
+# start): a single-dash token is also read as a two-character option and its value (``-q5``).
 _REPLICAS: dict[tuple[int, tuple[int, ...]], tuple[OptionTable, _ReplicaParser]] = {}
 _REPLICAS_KEPT = 8  # a process parses a few argvs (serve, the --config split, doctor's retry)
 _INDEXES: dict[int, tuple[OptionTable, dict[str, int], frozenset[int], list[str]]] = {}
@@ -676,22 +618,12 @@ def _build_replica(table: OptionTable, wanted: Sequence[int] | None = None) -> _
     actions = table.actions if wanted is None else [table.actions[at] for at in wanted]
     for action in actions:
         if action.nargs == 0:
-            parser.add_argument(
-                *action.options,
-                dest=action.dest,
-                action=_StoreFlag,
-                values_by_option=dict(action.flag_values or {}),
-                default=None,
-            )
-        else:
-            parser.add_argument(
-                *action.options,
-                dest=action.dest,
-                nargs=None if action.nargs == 1 else action.nargs,
-                choices=action.choices,
-                default=None,
-                action=_StoreSecret if _secret_action(action, table.exact) else "store",  # argparse's default
-            )
+            parser.add_argument(*action.options, dest=action.dest, action=_StoreFlag, default=None,
+                                values_by_option=dict(action.flag_values or {}))
+        else:  # "store": argparse's default
+            parser.add_argument(*action.options, dest=action.dest, nargs=None if action.nargs == 1 else action.nargs,
+                                choices=action.choices, default=None,
+                                action=_StoreSecret if _secret_action(action, table.exact) else "store")
     return parser
 
 

@@ -94,7 +94,8 @@ def shape_of(config: Mapping | None) -> Shape:
     return Shape(number("hidden_size", d.hidden), number("hc_mult", d.hc_mult), number("head_dim", d.head_dim),
                  number("sliding_window", d.window), number("index_topk", d.index_topk),
                  number("vocab_size", d.vocab), ratios, number("index_head_dim", d.index_head_dim),
-                 number("moe_intermediate_size", d.moe_intermediate), number("num_experts_per_tok", d.experts_per_token))
+                 number("moe_intermediate_size", d.moe_intermediate),
+                 number("num_experts_per_tok", d.experts_per_token))
 
 
 class Activation(Record):
@@ -318,9 +319,9 @@ def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool, m
     n = 2 * shape.moe_intermediate  # EP: the experts are whole on their rank
     per_token = shape.experts_per_token * (max(n, shape.hidden) + max(2 * n, shape.hidden)) * BF16
     extra = (dp - 1) * tokens * per_token
-    return Term(0, extra, f"0 … a modular MoE kernel's workspaces over the {dp} DP ranks' {dp * tokens:,} all-gathered "
-                "tokens (Marlin's: experts/marlin_moe.py:691-719@0.33, modular_kernel.py:1340-1366@0.33), beyond "
-                f"the band's {tokens:,}")
+    return Term(0, extra, f"0 … a modular MoE kernel's workspaces over the {dp} DP ranks' {dp * tokens:,} "
+                "all-gathered tokens (Marlin's: experts/marlin_moe.py:691-719@0.33, "
+                f"modular_kernel.py:1340-1366@0.33), beyond the band's {tokens:,}")
 
 
 def sampler_term(shape: Shape, tokens: int, max_num_seqs: int | None, speculative: bool) -> Term:
@@ -371,8 +372,8 @@ def spec_scratch_term(facts: Facts, tokens: int, max_num_seqs: int | None, v2: b
     total = min(sizes)
     headroom = total - math.ceil(total * utilization)  # requested = ceil(total × utilization)
     return Term(max(scratch.low - headroom, 0), max(scratch.high - headroom, 0),
-                f"{scratch.basis}; {scratch.low / GiB:.2f}–{scratch.high / GiB:.2f} GiB allocated after the KV cache, "
-                f"counted beyond the {headroom / GiB:.2f} GiB vLLM leaves outside its budget")
+                f"{scratch.basis}; {scratch.low / GiB:.2f}–{scratch.high / GiB:.2f} GiB allocated after the KV "
+                f"cache, counted beyond the {headroom / GiB:.2f} GiB vLLM leaves outside its budget")
 
 
 class _DummyRun:

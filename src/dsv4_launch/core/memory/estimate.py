@@ -1,32 +1,13 @@
 """Will it fit? DeepSeek-V4's weights and KV cache against the GPUs vLLM will use (pure).
 
-Two questions, answered with different certainty:
-
-* **Do the weights fit?** A *lower bound* of the weights one GPU must hold — the checkpoint's
-  exact bytes (``model.safetensors.index.json``'s ``metadata.total_size``, or the exact figure of
-  the known-checkpoint table), less the draft module vLLM does not build (the MTP layers or the
-  DSpark module without speculative decoding, or with a drafter of another kind), spread over
-  every GPU of the layout as if nothing were replicated — against the memory of the GPUs vLLM
-  will use × ``--gpu-memory-utilization``. Only this can refuse: if even
-  the lower bound does not fit, no split vLLM can make fits. The estimate beside it (the
-  per-class split of ``core/memory/weights.py`` where it is known, the replicated tensors and the load's
-  overhead) only warns.
-* **Does one request of ``max_model_len`` fit in the KV cache left?** vLLM checks exactly that
-  after the weights load (``get_kv_cache_configs``). What one request needs is vLLM's own
-  accounting, reproduced for DeepSeek-V4's caches in ``core/memory/kv_plan.py`` (per release family,
-  per pipeline stage, with the in-flight tokens of async scheduling, as ``vllm_config.py`` says the
-  release settles them); what is *left* for the KV cache is vLLM's budget term by term
-  (``budget.py``: nothing where vLLM subtracts nothing, a band where a term is estimated), so
-  everything here but the weights' lower bound is a warning, and
-  every suggested ``--max-model-len`` is a length vLLM's rule admits on the estimate.
-
-The GPUs that count are the first TP × PP × DP devices of the visible set in CUDA's order;
-where CUDA's order over GPUs that differ is unknown (FASTEST_FIRST), the refusal is judged on
-the most favourable of them and the estimate says the rest is uncertain.
-
-Constants fitted to logs are named below; tests/test_memory.py checks the estimate against every
-logged data point, and tests/vllm_real/test_kv_oracle.py the KV accounting against vLLM's own
-planner on every release CI pins. docs/memory.md says what comes from which vLLM code.
+Two questions, with different certainty (docs/memory.md says what comes from which vLLM code):
+do the weights fit — a certain *lower bound* against the budget, the only thing here that can
+refuse (``weights_lower_bound``) — and does one request of ``max_model_len`` fit in the KV
+cache left: vLLM's own accounting (``kv_plan.py``, settled per release by ``vllm_config.py``)
+against its budget term by term (``budget.py``), so a warning, never a refusal. The GPUs that
+count are the first TP × PP × DP of the visible set in CUDA's order (``used_gpus``).
+tests/test_memory.py checks the estimate against every logged data point,
+tests/vllm_real/test_kv_oracle.py the KV accounting against vLLM's planner on every CI release.
 """
 
 from __future__ import annotations
@@ -151,12 +132,10 @@ class Estimate(Record):
 
     def concurrency(self, length: int, available: int | None = None) -> int | None:
         """Requests of ``length`` tokens that fit at once in one engine: vLLM's "Maximum
-        concurrency" rounded down, at the middle of the bands unless ``available`` is given.
-
-        Counted as the release counts it where that is modelled (``concurrency_counted``, 0.24 on:
-        the pool's blocks over the blocks one request is counted, kv_plan.StagePlan.concurrency_blocks
-        — on 0.24–0.26 up to ~12 % above available / need, on 0.27–0.28 3–5 %); else (before 0.24)
-        available / need."""
+        concurrency" rounded down, at the middle of the bands unless ``available`` is given; counted
+        as the release counts it where modelled (``concurrency_counted``: the pool's blocks over a
+        request's, kv_plan.StagePlan.concurrency_blocks — up to ~12 % above available / need on
+        0.24–0.26), else available / need."""
         per = self.request_bytes(length)
         available = self.kv_available_bytes if available is None else available
         if available is None or not per:
@@ -254,14 +233,9 @@ def backbone_ratios(config) -> list[int] | None:
 
 def draft_kv(facts: Facts) -> tuple[int, int]:
     """(the speculative draft's layers that get KV caches, the ``extra_retained_tokens`` of every
-    sliding-window cache). MTP builds ``num_nextn_predict_layers`` DeepSeek-V4 decoder layers
-    (models/deepseek_v4/nvidia/mtp.py:175@0.24, :218@0.33), DSpark ``n_mtp_layers`` of the draft's
-    config or 3; each holds one sliding-window cache (core/memory/kv_plan.py ``draft_caches``). Multi-
-    module MTP (``min(num_nextn_predict_layers, num_speculative_tokens) > 1``,
-    config/speculative.py:2188@0.33) retains ``num_speculative_tokens − 1`` tokens more in every
-    window from 0.28 (kv_cache_utils.py:2269@0.29; ``num_prefill_lookahead_tokens − 1``,
-    kv_cache_planning.py:1636@0.33). Other methods: (0, 0) — an EAGLE or draft model's own
-    layers are not modelled."""
+    sliding-window cache): MTP's ``num_nextn_predict_layers``, DSpark's ``n_mtp_layers`` or 3;
+    multi-module MTP retains ``num_speculative_tokens − 1`` more from 0.28 (docs/memory.md, the
+    draft's caches). Other methods: (0, 0) — an EAGLE or draft model's layers are not modelled."""
     method = speculative_method(facts)
     if method not in ("mtp", "dspark"):
         return 0, 0
@@ -314,17 +288,14 @@ def _own_draft(facts: Facts) -> str | None:
 
 
 def _unbuilt_draft(facts: Facts) -> str | None:
-    """The checkpoint's own draft module (``_own_draft``) when vLLM does not build it, or None.
-    vLLM builds ``mtp`` (every ``*_mtp`` name) or ``dspark`` from the checkpoint; no speculative
-    decoding, or a method whose draft is not this checkpoint's (ngram, suffix, EAGLE's own model,
-    …), builds neither."""
+    """The checkpoint's own draft module (``_own_draft``) when vLLM does not build it, or None:
+    vLLM builds it only for its own method (``mtp``: every ``*_mtp`` name, or ``dspark``)."""
     own = _own_draft(facts)
     return None if own is None or own == speculative_method(facts) else own
 
 
 def _known_method(facts: Facts) -> str | None:
-    """``speculative_method``, None where only the draft's own config.json can name it (a draft
-    only its config can name builds nothing of this checkpoint's)."""
+    """``speculative_method``, None where only the draft's config.json can name it (no draft of ours)."""
     method = speculative_method(facts)
     return None if method == UNKNOWN else method
 
@@ -334,19 +305,10 @@ MTP_SHARE_MARGIN = 1.02  # without shapes: a draft module is taken as its layers
 
 def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> int | None:
     """At most what the checkpoint's own draft module weighs when vLLM does not build it, or 0
-    when it does; None where that cannot be bounded.
-
-    The target maps every ``mtp.`` tensor to None (nvidia/model.py:1257-1267@0.33;
-    ``skip_substrs=["mtp."]``, :1400@0.24) — the MTP layers and the DSpark module alike (dspark.py's
-    weights are ``mtp.{0,1,2}.*``, dspark.py:445@0.33). A drafter of another kind than the
-    checkpoint's (MTP on a DSpark checkpoint, vllm#51041) is not the module: what it allocates
-    (it may read some of ``mtp.0.*``) is not what the bound counts, so all of the module counts as
-    skipped — the bound only gets lower. With the shapes (core/memory/weights.py, checked
-    within 0.5 % of the exact size) the module's own bytes, plus whatever of the exact size the
-    tally does not explain; without them, the module's layers (MTP ``num_nextn_predict_layers``,
-    DSpark ``n_mtp_layers`` or 3) at their share of the layers + 2 %: V4-Pro's MTP layer is 0.07 %
-    over its share, V4-Flash-0731's DSpark module (10.86 GB, tallied to the byte) 0.19 % under its
-    three layers' — one layer's share would have overstated the bound by 7.3 GB."""
+    when it does; None where that cannot be bounded. The target maps every ``mtp.`` tensor to
+    None, the DSpark module's too (dspark.py:445@0.33); a drafter of another kind is not the
+    module, so all of it counts as skipped. With checked shapes the module's own bytes plus what
+    the tally does not explain, else its layers' share + 2 % (docs/memory.md, the lower bound)."""
     own = _unbuilt_draft(facts)
     if own is None:
         return 0
@@ -363,15 +325,13 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
 
 
 def _draft_layers(facts: Facts, own: str) -> int:
-    """The decoder layers of the checkpoint's own draft module: MTP ``num_nextn_predict_layers``,
-    DSpark ``n_mtp_layers`` or 3 (DSparkDeepseekV4Model, nvidia/dspark.py:106@0.33)."""
+    """The decoder layers of the checkpoint's own draft module (MTP's or DSpark's: ``draft_kv``)."""
     return _nextn(facts) if own == "mtp" else (facts.model.number("n_mtp_layers") or DSPARK_DEFAULT_LAYERS)
 
 
 def _draft_share(facts: Facts, total: int) -> int:
-    """The estimate without a tally: the checkpoint's own draft module vLLM does not build
-    (``_skipped_draft_bytes``' cases) at its layers' share of the checkpoint — MTP
-    ``num_nextn_predict_layers``, DSpark ``n_mtp_layers`` or 3 — taken off what is spread."""
+    """The estimate without a tally: the unbuilt draft module (``_unbuilt_draft``) at its layers'
+    share of the checkpoint (``_draft_layers``), taken off what is spread."""
     own = _unbuilt_draft(facts)
     if own is None:
         return 0
@@ -381,14 +341,10 @@ def _draft_share(facts: Facts, total: int) -> int:
 
 
 def engram_tables_off_the_gpu(facts: Facts) -> bool:
-    """DeepSeek-V4.1's Engram tables (``engram_layer_ids``: ~189 GiB for V4.1-Flash) may be kept in
-    pinned host memory, not on the GPUs: vLLM's default since the release that runs V4.1
-    (``EngramConfig.cpu_offload``: ``VLLM_PLE_CPU_OFFLOAD``, default 1, config/engram.py:26-44 and
-    envs.py:2047@0.30.0; True, config/engram.py:37@0.33.0; the tables allocated with
-    ``pin_memory=True`` on the CPU, models/deepseek_v41/nvidia/engram.py:279-297@0.30.0). Only
-    ``--engram-config`` with ``"cpu_offload": false`` puts them on the GPUs for certain. A V4.1
-    whose config.json does not say (a table entry that did not record the field) is taken to have
-    them, as every V4.1 checkpoint does."""
+    """DeepSeek-V4.1's Engram tables (``engram_layer_ids``) may be in pinned host memory, vLLM's
+    default (docs/memory.md; pinned: models/deepseek_v41/nvidia/engram.py:279-297@0.30.0); only
+    ``--engram-config '{"cpu_offload": false}'`` puts them on the GPUs for certain. A V4.1 whose
+    config.json does not say is taken to have them, as every V4.1 checkpoint does."""
     layers = facts.model.field("engram_layer_ids")
     if layers is None and facts.model.family == V41:
         layers = ["unknown"]
@@ -398,8 +354,7 @@ def engram_tables_off_the_gpu(facts: Facts) -> bool:
 
 
 def host_tables_bytes(facts: Facts) -> int | None:
-    """What of the checkpoint vLLM keeps in host memory, all GPUs together: the Engram tables
-    where they stay off the GPUs (``engram_tables_off_the_gpu``), None otherwise or unknown."""
+    """The Engram tables' bytes vLLM keeps in host memory (``engram_tables_off_the_gpu``), or None."""
     return _engram_table_bytes(facts) if engram_tables_off_the_gpu(facts) else None
 
 
@@ -415,18 +370,12 @@ def _engram_table_bytes(facts: Facts) -> int | None:
     return sum(rows) * (dim + dim // 32)
 
 
-def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout, mnbt: int | None = None) -> int | None:
-    """The fewest bytes of weights the busiest GPU can hold, for certain, or None.
-
-    With the checkpoint's exact size: those bytes less the draft module vLLM does not build
-    (``_skipped_draft_bytes``: the MTP layers or the DSpark module without speculative decoding,
-    or with a drafter of another kind), spread over every GPU as if nothing were replicated.
-    Where the tensor-class tally agrees with a published size (exact, or a recipe's rounded
-    figure) within its tolerance, the tally's busiest GPU: each pipeline stage less that
-    tolerance, plus the buffers that stage allocates as it loads (``_busiest``). Offloading is
-    subtracted. None while DeepSeek-V4.1's Engram tables may be in host memory
-    (``engram_tables_off_the_gpu``): the checkpoint's size counts them, and how they are stored
-    in it is not known here for certain."""
+def weights_lower_bound(facts: Facts, weights: WeightFacts | None, layout: Layout,
+                        mnbt: int | None = None) -> int | None:
+    """The fewest bytes of weights the busiest GPU can hold, for certain, or None (docs/memory.md,
+    "The refusal's lower bound"): the exact size less the unbuilt draft (``_skipped_draft_bytes``)
+    over every GPU, or a checked tally's busiest GPU (``_busiest``), less offloading; None while
+    V4.1's Engram tables may be in host memory (the checkpoint's size counts them)."""
     if not weights or not weights.total_bytes or engram_tables_off_the_gpu(facts):
         return None
     found = None
@@ -604,7 +553,8 @@ TERMS: tuple[BudgetTerm, ...] = (
                "--max-model-len, the attention/MoE backends and the release (activation.py's ranges)",
                "the profile run's peak, term by term where the code sizes it, a band for the rest",
                "v1/worker/gpu_worker.py determine_available_memory (torch_peak_increase / transient_peak_headroom)",
-               "tests/test_activation.py::test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held", _activations),
+               "tests/test_activation.py::test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held",
+               _activations),
     BudgetTerm("cuda graphs", "--enforce-eager, cudagraph_mode, -O0, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
                "the runner (V2 profiles graphs from 0.29: V2_PROFILES_GRAPHS)",
                f"0 where vLLM takes none, else profiled on the GPU: {GRAPH_LOW / GiB:.1f}–{GRAPH_HIGH / GiB:.1f} GiB",
@@ -612,7 +562,8 @@ TERMS: tuple[BudgetTerm, ...] = (
                "tests/test_memory_budget.py::test_no_graph_term_where_vllm_subtracts_none",
                lambda facts, s: graph_term(facts, s.v2)),
     BudgetTerm("non-torch", "TP × PP (communicators)",
-               f"not derivable: 0–{NON_TORCH_HIGH / GiB:.1f} GiB, 0–{NON_TORCH_HIGH_PARALLEL / GiB:.1f} GiB with TP/PP",
+               f"not derivable: 0–{NON_TORCH_HIGH / GiB:.1f} GiB, "
+               f"0–{NON_TORCH_HIGH_PARALLEL / GiB:.1f} GiB with TP/PP",
                "utils/mem_utils.py non_torch_increase (inside total_consumed from 0.27)",
                "tests/test_memory_terms.py::test_the_non_torch_band_is_wider_with_communicators",
                lambda facts, s: non_torch_term(s.layout.tp, s.layout.pp)),
@@ -742,7 +693,8 @@ def _longest(facts: Facts, e: Estimate, setting: Setting, cap: int) -> Estimate:
 
     ends = {"mid": at(e.kv_available_bytes), "low": at(e.kv_available_low), "high": at(e.kv_available_high)}
     args = facts.args
-    fixed = (as_int(args.value("num_gpu_blocks_override")) or 0) > 0 or as_human_int(args.value("kv_cache_memory_bytes"))
+    fixed = ((as_int(args.value("num_gpu_blocks_override")) or 0) > 0
+             or as_human_int(args.value("kv_cache_memory_bytes")))
     if e.terms and e.max_model_len is not None and not fixed and e.budget_bytes is not None:
         # The activation peak reserves workspaces sized by --max-model-len (core/memory/activation.py):
         # a shorter length leaves more for the KV cache. What vLLM admits at a length L is judged
@@ -750,20 +702,23 @@ def _longest(facts: Facts, e: Estimate, setting: Setting, cap: int) -> Estimate:
         per_gpu, lower = e.weights_bytes_per_gpu or 0, e.weights_lower_bytes
         lay = setting.layout
         peak_at = peak_by_length(facts, lay.tp, setting.mnbt, setting.seqs, lay.dp > 1 and lay.expert_parallel,
-                                 pp=lay.pp, dp=lay.dp, expert_parallel=lay.expert_parallel, capability=setting.capability)
+                                 pp=lay.pp, dp=lay.dp, expert_parallel=lay.expert_parallel,
+                                 capability=setting.capability)
         others = [t for n, t in e.terms if n != "activations"]
         # What each end spends besides the peak, and the peak's share: the low end counts the
         # terms' high ends, the high end their low ends (and the least weights).
         besides = {"low": per_gpu + sum(t.high for t in others), "mid": per_gpu + sum(t.mid for t in others),
                    "high": (min(per_gpu, lower) if lower is not None else per_gpu) + sum(t.low for t in others)}
-        share = {"low": lambda low, high: high, "mid": lambda low, high: (low + high) // 2, "high": lambda low, high: low}
+        share = {"low": lambda low, high: high, "mid": lambda low, high: (low + high) // 2,
+                 "high": lambda low, high: low}
         budget, breaks = e.budget_bytes, length_breaks(facts)
 
         def admitted(end: str) -> int:
             def left(n: int) -> int:
                 return max(budget - besides[end] - share[end](*peak_at(n)), 0)
 
-            return _longest_at_own_length(cap, lambda n: min(s.longest(left(n), in_flight, cap) for s in stages), breaks)
+            return _longest_at_own_length(cap, lambda n: min(s.longest(left(n), in_flight, cap) for s in stages),
+                                          breaks)
 
         ends = {end: None if found is None else admitted(end) for end, found in ends.items()}
     return e._replace(max_model_len_fits=ends["mid"], max_model_len_fits_low=ends["low"],
@@ -772,18 +727,12 @@ def _longest(facts: Facts, e: Estimate, setting: Setting, cap: int) -> Estimate:
 
 def _longest_at_own_length(cap: int, longest_at, breaks: tuple[int, ...] = ()) -> int:
     """The longest length L ≤ ``cap`` with L ≤ ``longest_at(L)``: what is admitted when the budget
-    itself depends on L. Within each segment between ``breaks`` the budget shrinks as L grows (so
-    ``longest_at`` does not grow); across a break it may jump (the indexer's factor, 5 up to 256K
-    and 2 above from 0.32: core/memory/activation.py), so each segment is searched on its own,
-    the highest first (a lower one cannot beat an answer found above it).
-
-    Within a segment [a, b] every probe's value narrows both ends, because ``longest_at`` does
-    not grow: where ``longest_at(m) ≥ m`` no L above ``longest_at(m)`` is admitted; where it is
-    below m, every L up to ``longest_at(m)`` is (L ≤ longest_at(m) ≤ longest_at(L)). The peak
-    barely moves with the length, so the top of the bracket is tried first, and the bracket
-    collapses in a few probes where a bisection took ~15–20; after that first probe each one at
-    least halves it, so it takes at most two probes more than a bisection (the top's, and the
-    one a bisection's luckier path saves)."""
+    itself depends on L. ``longest_at`` does not grow within a segment between ``breaks`` (across
+    one it may jump: the indexer's factor, core/memory/activation.py), so each segment is searched
+    on its own, the highest first. In a segment every probe narrows both ends: where
+    ``longest_at(m) ≥ m`` nothing above ``longest_at(m)`` is admitted, else everything up to it
+    is. The peak barely moves with the length, so the top is tried first: a few probes where a
+    bisection took ~15–20, and at most two more than a bisection after that."""
     seen: dict[int, int] = {}
 
     def at(n: int) -> int:

@@ -185,7 +185,8 @@ def levers(facts: Facts, e: Estimate) -> Iterator[tuple[str, Estimate]]:
     args, weights = facts.args, facts.weights
     batched: list[dict] = []
     if args.value("max_num_batched_tokens") is None and args.value("enable_chunked_prefill") is not False:
-        batched = [{"max_num_batched_tokens": str(n)} for n in BATCHED_TOKENS_TRIED if n < (e.max_num_batched_tokens or 0)]
+        batched = [{"max_num_batched_tokens": str(n)} for n in BATCHED_TOKENS_TRIED
+                   if n < (e.max_num_batched_tokens or 0)]
     seqs = [{"max_num_seqs": str(n)} for n in SEQS_TRIED if n < (e.max_num_seqs or 0)]
     for values in batched + (seqs if args.value("max_num_seqs") is None else []):
         yield _words(values), estimate(with_args(facts, **values), weights, e.layout)

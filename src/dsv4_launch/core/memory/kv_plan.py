@@ -264,7 +264,8 @@ class StagePlan(Record):
         if self.family not in TUPLE_FAMILIES or not self.group_pages:
             return self.unit, self.need(length, in_flight) // self.unit
         if self.family == TUPLES_SLAB:
-            return self.pool_block, sum(_pages(window, block, length, in_flight) for window, block, _ in self.group_pages)
+            return self.pool_block, sum(_pages(window, block, length, in_flight)
+                                        for window, block, _ in self.group_pages)
         total = sum(_pages(window, block, length, in_flight) * page for window, block, page in self.group_pages)
         return self.pool_block, cdiv(total, self.group_pages[0][2])
 

@@ -40,14 +40,9 @@ def weights_certainly_over(facts: Facts, e: Estimate) -> bool:
 
 
 def verdict(facts: Facts, e: Estimate, length: int | None = None) -> str:
-    """One of the four verdicts (or why none can be given) for one request of ``length``
-    (default: the ``--max-model-len`` vLLM will try; None for auto: ``MIN_USEFUL_LENGTH``).
-
-    *does not fit* only where the weights' lower bound alone is over the budget; *fits* only
-    where the weights' estimate is within the budget and one request fits at the pessimistic
-    end of every band; *short at every end we estimate* where even the optimistic end admits
-    less (a warning: the bands are estimates, vLLM's own profile still decides); otherwise the
-    bands straddle the need and vLLM's own profile at start decides."""
+    """One of the four verdicts (their meanings: the constants above), or why none can be given,
+    for one request of ``length`` (default: the ``--max-model-len`` vLLM will try; None for auto:
+    ``MIN_USEFUL_LENGTH``)."""
     if e.gpu_memory_bytes is None:
         return NOT_CHECKED
     if weights_certainly_over(facts, e):
@@ -103,29 +98,17 @@ def weights_refusal(facts: Facts) -> dict | None:
     basis = ("the busiest GPU by the tensor-class tally, checked within 0.5 % against the checkpoint's size"
              if split is not None and split.checked else "the exact bytes split over every GPU as if nothing were "
              "replicated")
-    return {
-        "layout": e.layout.words(),
-        "basis": basis,
-        "weights": gib_text(e.weights_lower_bytes),
-        "plus": plus,
-        "limit": gib_text(limit),
-        "where": f"{gib_text(e.gpu_memory_bytes)} × gpu-memory-utilization" if not kv_memory else "the whole GPU",
-        "source": weights.source,
-        "more": max(2, -(-e.layout.gpus * needed // max(limit, 1))),
-    }
+    return {"layout": e.layout.words(), "basis": basis, "weights": gib_text(e.weights_lower_bytes), "plus": plus,
+            "limit": gib_text(limit), "source": weights.source,
+            "where": f"{gib_text(e.gpu_memory_bytes)} × gpu-memory-utilization" if not kv_memory else "the whole GPU",
+            "more": max(2, -(-e.layout.gpus * needed // max(limit, 1)))}
 
 
 def summary(facts: Facts) -> dict | None:
     """``plan --json``'s ``memory`` object (null fields where unknown); None for other models.
-
-    ``verdict`` is one of ``fits`` (even at the pessimistic end of every band), ``vLLM decides at
-    start`` (the bands straddle what one request of ``max_model_len`` needs), ``short at every end
-    we estimate`` (even the optimistic end is short: a warning), ``does not fit``
-    (exactly when the weights refusal ``weights-exceed-memory`` holds), ``memory not checked`` (the
-    GPUs' memory is unknown: ``not_checked`` says why and what to set) or ``unknown`` (the
-    checkpoint's size is). ``fits`` keeps its meaning — the weights: false exactly with the
-    refusal, true when their estimate is within the budget, null when it cannot tell.
-    """
+    ``verdict``: one of the verdicts above (``does not fit`` exactly when ``weights-exceed-memory``
+    holds); ``fits`` keeps its meaning — the weights: false exactly with the refusal, true when their
+    estimate is within the budget, null when it cannot tell."""
     if not facts.model.is_dsv4_family:
         return None
     weights = facts.weights
@@ -133,37 +116,25 @@ def summary(facts: Facts) -> dict | None:
     said = verdict(facts, e)  # does not fit exactly when weights_refusal holds: the same test on the same estimate
     fits = False if said == DOES_NOT_FIT else (True if e.fits else None)  # the weights (its meaning since schema 1)
     return {
-        "layout": e.layout.words(),
-        "verdict": said,
+        "layout": e.layout.words(), "verdict": said,
         "not_checked": memory_not_checked(facts) if e.gpu_memory_bytes is None else None,
         "weights_bytes": weights.total_bytes if weights else None,
-        "weights_bytes_per_gpu": e.weights_bytes_per_gpu,
-        "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
+        "weights_bytes_per_gpu": e.weights_bytes_per_gpu, "weights_bytes_per_gpu_at_least": e.weights_lower_bytes,
         # what of the checkpoint vLLM keeps in host memory (DeepSeek-V4.1's Engram tables), all GPUs together
         "weights_host_bytes": host_tables_bytes(facts),
         # this host's memory (/proc/meminfo), and the free space where vLLM downloads: null where not read
         "host_memory_bytes": facts.host.memory_total_bytes,
         "host_memory_available_bytes": facts.host.memory_available_bytes,
         "download_free_bytes": facts.host.download_free_bytes,
-        "gpu_memory_bytes": e.gpu_memory_bytes,
-        "budget_bytes": e.budget_bytes,
-        "kv_bytes_per_token": e.kv_bytes_per_token,
-        "kv_request_bytes": e.need_bytes,
-        "kv_available_bytes": e.kv_available_bytes,
-        "kv_available_bytes_low": e.kv_available_low,
-        "kv_available_bytes_high": e.kv_available_high,
-        "max_model_len": e.max_model_len,
-        "max_model_len_fits": e.max_model_len_fits,
-        "max_model_len_fits_low": e.max_model_len_fits_low,
-        "max_model_len_fits_high": e.max_model_len_fits_high,
-        "max_num_batched_tokens": e.max_num_batched_tokens,
-        "max_num_seqs": e.max_num_seqs,
-        "in_flight_tokens": e.in_flight_tokens,
-        "model_runner": e.runner,
+        "gpu_memory_bytes": e.gpu_memory_bytes, "budget_bytes": e.budget_bytes,
+        "kv_bytes_per_token": e.kv_bytes_per_token, "kv_request_bytes": e.need_bytes,
+        "kv_available_bytes": e.kv_available_bytes, "kv_available_bytes_low": e.kv_available_low,
+        "kv_available_bytes_high": e.kv_available_high, "max_model_len": e.max_model_len,
+        "max_model_len_fits": e.max_model_len_fits, "max_model_len_fits_low": e.max_model_len_fits_low,
+        "max_model_len_fits_high": e.max_model_len_fits_high, "max_num_batched_tokens": e.max_num_batched_tokens,
+        "max_num_seqs": e.max_num_seqs, "in_flight_tokens": e.in_flight_tokens, "model_runner": e.runner,
         "terms": {name: {"low_bytes": t.low, "high_bytes": t.high, "basis": t.basis} for name, t in e.terms},
-        "vllm_version": facts.vllm_version,
-        "fits": fits,
-        "source": weights.source if weights else None,
+        "vllm_version": facts.vllm_version, "fits": fits, "source": weights.source if weights else None,
         "estimate": True,
     }
 

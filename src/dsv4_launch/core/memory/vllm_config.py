@@ -42,7 +42,8 @@ ASYNC_WITH_DRAFT_MODEL = fact("async-with-draft-model").range  # method draft_mo
 ASYNC_OFF_WITH_PP_ON_V1 = fact("async-off-with-pp-on-v1").range  # PP > 1 on the V1 runner turns it off
 ASYNC_SPEC_ON_V1_ONLY = fact("async-spec-on-v1-only").range  # the speculative conditions bind the V1 runner only
 RAY_V1_EXECUTOR = fact("ray-v1-executor").range  # VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: RayDistributedExecutor, no async
-# Speculative methods that keep async scheduling on (EagleModelTypes, NgramGPUTypes, dspark; config/speculative.py:63@0.26)
+# Speculative methods that keep async scheduling on (EagleModelTypes, NgramGPUTypes, dspark;
+# config/speculative.py:63@0.26)
 ASYNC_METHODS = frozenset({"eagle", "eagle3", "extract_hidden_states", "mtp", "dflash", "ngram_gpu", "dspark"})
 # The V2 model runner's speculative methods (config/vllm.py _get_v2_model_runner_unsupported_features): until
 # 0.29 the ones it takes, from 0.30 the ones it refuses (True: takes); the V1 runner runs the others.
@@ -52,7 +53,8 @@ MXFP4_INDEXER_STATE = fact("mxfp4-indexer-state").range  # 68-byte MXFP4 indexer
 V2_RUNNER_FOR_DSV4 = fact("v2-runner-for-dsv4").range  # DeepseekV4ForCausalLM in the V2 runner's defaults
 LARGE_GPU_BATCH = fact("large-gpu-batch").range  # 16384 batched tokens on ≥ 160 GiB GPUs
 RETAINED_FOR_MULTI_MTP = fact("retained-for-multi-mtp").range  # SlidingWindowSpec.extra_retained_tokens
-DSPARK_DEFAULT_LAYERS = 3  # DSparkDeepseekV4Model: n_mtp_layers or 3 (models/deepseek_v4/nvidia/dspark.py:106@0.33, :69@0.25)
+# DSparkDeepseekV4Model: n_mtp_layers or 3 (models/deepseek_v4/nvidia/dspark.py:106@0.33, :69@0.25)
+DSPARK_DEFAULT_LAYERS = 3
 GB10_BATCH = fact("gb10-batch").range  # GB10 (SM 12.1) gets the small-GPU default
 
 

@@ -594,7 +594,8 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
         rope = rope.get("compress", rope) if isinstance(rope, Mapping) else {}
         factor = rope.get("factor") if isinstance(rope, Mapping) else None
         original = rope.get("original_max_position_embeddings") if isinstance(rope, Mapping) else None
-        if isinstance(factor, (int, float)) and type(original) is int and 0 < factor <= 1024 and 0 < original <= MAX_DIM:
+        if (isinstance(factor, (int, float)) and type(original) is int
+                and 0 < factor <= 1024 and 0 < original <= MAX_DIM):
             length = int(original * factor)
         else:
             length = max_pos
