@@ -33,6 +33,15 @@ def test_a_misspelt_secret_option_masks_its_value_in_every_line_shape(opt, shape
     assert opt in out and "8000" in out  # the option's name and the rest of the line are shown
 
 
+@pytest.mark.parametrize("opt", ["--api-kye", "--aip-key", "--api_keys", "-apikey", "\u2014api-ky"])
+@pytest.mark.parametrize("shape", ["vllm serve: error: unrecognized arguments: {opt} {s}1 {s}2 --port 8000",
+                                   '["{opt}", "{s}1", "{s}2", "--port", "8000"]'])
+def test_every_key_after_a_misspelt_api_key_is_masked_up_to_the_next_option(opt, shape):
+    # --api-key takes every word up to the next option: so may the one the user misspelt
+    out = mask_line(shape.format(opt=opt, s=S))
+    assert S not in out and opt in out and "--port" in out and "8000" in out
+
+
 @pytest.mark.parametrize("opt", ["--api-key", "-api-key", "\u2014hf-token", "--hf_token"])
 @pytest.mark.parametrize("shape", ["vllm serve m {opt}{s} --port 8000", '["--port", "1", "{opt}{s}"]'])
 def test_a_value_glued_to_a_secret_option_is_masked_and_the_name_kept(opt, shape):

@@ -190,6 +190,7 @@ SECRET_OPTIONS = frozenset({"api-key", "hf-token", "watermark-config",
                             "kv-transfer-config", "ec-transfer-config", "model-loader-extra-config",
                             "additional-config"})
 WORD_SECRET_OPTIONS = ("api-key", "hf-token")  # whose value is the credential itself, a word
+NEAR_SECRET_OPTION = 0.75  # difflib's ratio from which a name is a secret option misspelt ("api-kye")
 _GLUED = 6  # characters glued to a secret option's name that are taken for its value (not a typo's "s")
 
 
@@ -202,7 +203,7 @@ def secret_option_name(name: str, options: Iterable[str] = SECRET_OPTIONS) -> tu
     a pasted command quotes the word after: the key the user meant."""
     glued = next((len(name) - len(o) for o in options if name.startswith(o) and len(name) >= len(o) + _GLUED), 0)
     return bool(glued or is_credential_name(name) or any(o.startswith(name) for o in options if name)
-                or difflib.get_close_matches(name, options, n=1, cutoff=0.75)), glued
+                or difflib.get_close_matches(name, options, n=1, cutoff=NEAR_SECRET_OPTION)), glued
 
 # Values that say there is no secret, or a setting: never masked wherever a line quotes them.
 _NO_SECRET = frozenset("true false yes no on off none null nil empty unset disabled enabled auto default".split())

@@ -22,12 +22,14 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from ..credentials import (
     DASHES,
     HINT_SHORT,
     HINT_WORDS,
+    NEAR_SECRET_OPTION,
     WORD_SECRET_OPTIONS,
     hint_pattern,
     is_credential_name,
@@ -177,8 +179,8 @@ def _option_of(name: str) -> str:
     misspelt (``api-kye``, ``hf-tokn``: ``secret_option_name``, the rule explain reads vLLM's
     ``unrecognized arguments`` with), or ""."""
     norm = _normal(name)
-    if _MULTI_VALUED.startswith(norm):
-        return _MULTI_VALUED
+    if _MULTI_VALUED.startswith(norm) or difflib.get_close_matches(norm, [_MULTI_VALUED], 1, NEAR_SECRET_OPTION):
+        return _MULTI_VALUED  # misspelt too, the user's keys: every word up to the next option ("--api-kye k1 k2")
     if "hf-token".startswith(norm):
         return "hf-token"
     return "secret" if credential_name(name) or secret_option_name(norm, WORD_SECRET_OPTIONS)[0] else ""
