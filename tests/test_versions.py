@@ -98,3 +98,34 @@ def test_version_ranges():
     assert [window.contains(v) for v in ("0.26.0", "0.27.0", "0.27.1+cu130", "0.28.0")] == [False, True, True, False]
     assert (window.short(), crash.short(), VersionRange(since="0.30.0").short(), ANY_VERSION.short()) == (
         "≥ 0.27.0, < 0.28.0", "< 0.30.0", "≥ 0.30.0", "all")
+
+
+@pytest.mark.parametrize(("version", "inside"), [
+    ("0.30.0rc1", None), ("0.30.0.dev5+g12ab", None), ("0.30.0a1", None), ("0.30.0b2", None), ("0.30rc1", None),
+    ("0.30.0rc1+cu129", None),  # a pre-release of `since`'s release: its change is likely, not certain
+    ("0.29.9", False), ("0.29.0rc1", False), ("0.30.0", True), ("0.30.0+cu130", True), ("0.30.0.post1", True),
+    ("0.30.1rc1", True), ("0.31.0", True),
+])
+def test_a_pre_release_of_since_is_unknown_and_every_other_version_certain(version, inside):
+    from dsv4_launch.core.versions import VersionRange
+
+    assert VersionRange(since="0.30.0").contains(version) is inside
+    assert VersionRange(since="0.30.0").early(version) is (inside is None)
+
+
+@settings(max_examples=800, deadline=None)
+@given(versions, finals, finals)
+def test_contains_matches_packaging_and_is_unknown_only_for_a_pre_release_of_since(v, since, before):
+    from dsv4_launch.core.versions import VersionRange
+
+    public, low, high = Reference(Reference(v).public), Reference(since), Reference(before)
+    early = public < low and Reference(public.base_version) == low and public < high  # under since, its release
+    expected = None if early else low <= public < high
+    assert VersionRange(since=since, before=before).contains(v) is expected
+
+
+def test_the_before_side_keeps_its_pre_releases_inside():
+    from dsv4_launch.core.versions import VersionRange
+
+    window = VersionRange(since="0.31.0", before="0.34.0")  # a fix first shipped in 0.34.0: not assumed in its rcs
+    assert [window.contains(v) for v in ("0.34.0rc1", "0.34.0.dev3", "0.34.0", "0.31.0rc2")] == [True, True, False, None]

@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ..core.explain.masking import credential_name, mask_line, mask_lines
+from ..core.credentials import secret_option_name
+from ..core.explain.masking import mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
 from ..core.explain.signatures import KV_AUTO
 from . import exit_codes
@@ -260,19 +261,7 @@ def argument_suggestion(message: str, version: str | None) -> str:
     return f"{parser} does not know {unknown} — correct or drop it"
 
 
-@lru_cache(maxsize=4096)
-def _secret_name(name: str) -> tuple[bool, int]:
-    """(whether ``name`` may name a secret option: a credential's name, a near miss, an
-    abbreviation or a secret option with something glued on; the length of what is glued on)."""
-    from ..vllm_cli.secrets import SECRET_OPTIONS
-
-    glued = next((len(name) - len(o) for o in SECRET_OPTIONS if name.startswith(o) and len(name) >= len(o) + _GLUED), 0)
-    return bool(glued or credential_name(name) or any(o.startswith(name) for o in SECRET_OPTIONS if name)
-                or difflib.get_close_matches(name, SECRET_OPTIONS, n=1, cutoff=0.75)), glued
-
-
 _NAMED = 12  # unknown options named in the suggestion
-_GLUED = 6  # characters glued to a secret option's name that are taken for its value (not a typo's "s")
 
 
 def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
@@ -286,7 +275,7 @@ def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
         if not word[:1] or word[0] not in _DASHES:
             continue
         name, eq, value = word.lstrip(_DASHES).partition("=")
-        named, glued = _secret_name(name.lower().replace("_", "-"))
+        named, glued = secret_option_name(name.lower().replace("_", "-"))
         if glued:
             found.append(name[len(name) - glued:])
         if not named:

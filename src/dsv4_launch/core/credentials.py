@@ -17,8 +17,10 @@ shape can say (the word after the bare "token" in a log line). Pure: nothing imp
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 # Whole words that make a name a credential's.
 _WHOLE = frozenset({
@@ -157,6 +159,27 @@ def is_credential_name(name: str) -> bool:
 # full-width hyphen-minus (an em or en dash is what autocorrect makes of "--"). An option written
 # with them is no option to argparse, but the user's: its value is masked as the option's.
 DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
+
+# vLLM's options that carry secrets: a credential (--api-key, --hf-token, --watermark-config), then
+# JSON options that may carry credentials.
+SECRET_OPTIONS = frozenset({"api-key", "hf-token", "watermark-config",
+                            "kv-transfer-config", "ec-transfer-config", "model-loader-extra-config",
+                            "additional-config"})
+WORD_SECRET_OPTIONS = ("api-key", "hf-token")  # whose value is the credential itself, a word
+NEAR_SECRET_OPTION = 0.75  # difflib's ratio from which a name is a secret option misspelt ("api-kye")
+_GLUED = 6  # characters glued to a secret option's name that are taken for its value (not a typo's "s")
+
+
+@lru_cache(maxsize=4096)
+def secret_option_name(name: str, options: Iterable[str] = SECRET_OPTIONS) -> tuple[bool, int]:
+    """(whether ``name`` — an option's name without its dashes, lower-cased, ``-`` for ``_`` — may
+    name one of ``options``: a credential's name, a near miss (difflib ≥ 0.75: ``api-kye``,
+    ``hf-tokn``), an abbreviation (``a``) or the option with something glued on (``api-keyK``); the
+    length of what is glued on). vLLM refuses all of these but the abbreviation, and its message or
+    a pasted command quotes the word after: the key the user meant."""
+    glued = next((len(name) - len(o) for o in options if name.startswith(o) and len(name) >= len(o) + _GLUED), 0)
+    return bool(glued or is_credential_name(name) or any(o.startswith(name) for o in options if name)
+                or difflib.get_close_matches(name, options, n=1, cutoff=NEAR_SECRET_OPTION)), glued
 
 # Values that say there is no secret, or a setting: never masked wherever a line quotes them.
 _NO_SECRET = frozenset("true false yes no on off none null nil empty unset disabled enabled auto default".split())

@@ -92,24 +92,40 @@ class VersionRange(Record):
     """The vLLM releases a rule holds for: ``since`` ≤ version < ``before`` (None: open).
 
     Pre-releases of ``before`` are inside (``0.30.0rc1`` < ``0.30.0``): a fix first shipped in a
-    release is not assumed in its release candidates."""
+    release is not assumed in its release candidates. A pre-release or dev build of ``since``'s
+    release is unknown (None): a release candidate almost always carries its release's change, but
+    not certainly."""
 
     since: str | None = None
     before: str | None = None
 
     def contains(self, version: str | None) -> bool | None:
-        """True/False; None when the version is unknown or unreadable and the range is bounded."""
+        """True/False; None when the version is unknown or unreadable and the range is bounded, or
+        a pre-release of ``since``'s release (``0.30.0rc1`` for ``since="0.30.0"``) below ``before``."""
         if self.since is None and self.before is None:
             return True
         if version is None:
             return None
         try:
             v = parse_version(version)
-            if self.since is not None and v < parse_version(self.since):
+            if self.before is not None and not v < parse_version(self.before):
                 return False
-            return not (self.before is not None and not v < parse_version(self.before))
+            if self.since is not None and v < parse_version(self.since):
+                return None if self.early(version) else False
+            return True
         except ValueError:
             return None
+
+    def early(self, version: str | None) -> bool:
+        """Whether ``version`` is a pre-release or dev build of ``since``'s release (``0.30.0rc1``
+        for ``since="0.30.0"``): whether it carries that release's change is unknown."""
+        try:
+            if self.since is None or version is None:
+                return False
+            v, since = parse_version(version), parse_version(self.since)
+        except ValueError:
+            return False
+        return v[:2] == since[:2] and v[2] == BEFORE < since[2]
 
     def short(self) -> str:
         """``≥ 0.24.0, < 0.30.0``, ``≥ 0.30.0``, ``< 0.30.0``, ``all`` (messages and tables)."""

@@ -15,11 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 
 from ..core.args import SecretSpans
-from ..core.credentials import DASHES, is_credential_name, url_credentials
+from ..core.credentials import DASHES, SECRET_OPTIONS, is_credential_name, url_credentials
 
-SECRET_OPTIONS = frozenset({"api-key", "hf-token", "watermark-config",  # then JSON options that may carry credentials
-                            "kv-transfer-config", "ec-transfer-config", "model-loader-extra-config",
-                            "additional-config"})
 SECRET_DESTS = frozenset(o.replace("-", "_") for o in SECRET_OPTIONS)
 
 WHOLE, AFTER_EQ = "whole", "after="  # a span is a whole token, or the part after its first "="

@@ -22,9 +22,20 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import difflib
 import re
 
-from ..credentials import DASHES, HINT_SHORT, HINT_WORDS, hint_pattern, is_credential_name, looks_like_credential_value
+from ..credentials import (
+    DASHES,
+    HINT_SHORT,
+    HINT_WORDS,
+    NEAR_SECRET_OPTION,
+    WORD_SECRET_OPTIONS,
+    hint_pattern,
+    is_credential_name,
+    looks_like_credential_value,
+    secret_option_name,
+)
 from ..walker import closing
 
 SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # vLLM's own list, 0.30+
@@ -164,13 +175,45 @@ _MORE_WORDS = r"(?:[ \t]+(?!-|\[-)\S+)*"
 
 def _option_of(name: str) -> str:
     """Which of vLLM's credential options ``--name`` is (``api-key``, ``hf-token``) as its parser
-    reads it (``_`` for ``-``, an abbreviation), ``secret`` for another credential's name, or ""."""
-    norm = re.sub(f"[{_DASHES}_]", "-", name).lower()
-    if _MULTI_VALUED.startswith(norm):
-        return _MULTI_VALUED
+    reads it (``_`` for ``-``, an abbreviation), ``secret`` for another credential's name or one
+    misspelt (``api-kye``, ``hf-tokn``: ``secret_option_name``, the rule explain reads vLLM's
+    ``unrecognized arguments`` with), or ""."""
+    norm = _normal(name)
+    if _MULTI_VALUED.startswith(norm) or difflib.get_close_matches(norm, [_MULTI_VALUED], 1, NEAR_SECRET_OPTION):
+        return _MULTI_VALUED  # misspelt too, the user's keys: every word up to the next option ("--api-kye k1 k2")
     if "hf-token".startswith(norm):
         return "hf-token"
-    return "secret" if credential_name(name) else ""
+    return "secret" if credential_name(name) or secret_option_name(norm, WORD_SECRET_OPTIONS)[0] else ""
+
+
+def _normal(name: str) -> str:
+    return re.sub(f"[{_DASHES}_]", "-", name).lower()
+
+
+# A word that names an option, its value glued on ("--api-keyK"), and argparse's message about
+# an option's value ("argument --api-key: invalid int value: 'K'", "... invalid choice: 'K'").
+_OPTION_WORD = rf"""(?<![\w{_DASHES}])[{_DASHES}]{{1,2}}([A-Za-z][^\s='"]*)"""
+_ARGPARSE_ARGUMENT = rf"\bargument ((?:[{_DASHES}]{{1,2}}[A-Za-z][\w{_DASHES}]*/?)+): (.*)"
+
+
+def _glued_spans(text: str) -> list[tuple[int, int]]:
+    """What is glued onto a credential option's name: ``--api-keyK``, ``-hf-tokenK``."""
+    spans = []
+    for m in re.finditer(_OPTION_WORD, text):
+        norm = _normal(m.group(1))
+        glued = secret_option_name(norm, WORD_SECRET_OPTIONS)[1]
+        if glued:
+            spans.append((m.start(1) + len(norm) - glued, m.end(1)))
+    return spans
+
+
+def _argparse_spans(text: str) -> list[tuple[int, int]]:
+    """The quoted words of argparse's message about a credential option's value."""
+    spans = []
+    for m in re.finditer(_ARGPARSE_ARGUMENT, text):
+        if any(_option_of(o.lstrip(DASHES)) for o in m.group(1).split("/") if o):
+            spans += [(m.start(2) + q.start(), m.start(2) + q.end()) for q in re.finditer(_QUOTED, m.group(2))]
+    return spans
 
 
 def _option_spans(text: str) -> list[tuple[int, int]]:
@@ -366,7 +409,7 @@ def _passes(text: str) -> list[tuple[int, int]]:
     # Every pass reads the same text, so none hides a name or a value from another: in "token
     # 'hf_token': 'X'" the phrase masks 'hf_token' and the name still masks 'X'.
     return (_phrase_spans(text) + _option_spans(text) + _argv_item_spans(text) + _named_spans(text)
-            + _config_line_spans(text) + _pair_spans(text))
+            + _config_line_spans(text) + _pair_spans(text) + _glued_spans(text) + _argparse_spans(text))
 
 
 def _unescaped_spans(text: str) -> list[tuple[int, int]]:

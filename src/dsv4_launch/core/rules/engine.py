@@ -116,13 +116,13 @@ def evaluate(rule: Rule, facts: Facts) -> Finding | None:
     if facts.model.family not in rule.models:
         return None
     in_range = rule.vllm.contains(facts.vllm_version)
-    if in_range is False:
-        return None
-    if in_range is None and facts.newest_release and rule.vllm.contains(facts.newest_release) is False:
+    early = rule.vllm.early(facts.vllm_version)  # 0.30.0rc1 for a rule since 0.30.0: in range or not is unknown
+    if in_range is False or (in_range is None and not early and facts.newest_release
+                             and rule.vllm.contains(facts.newest_release) is False):
         return None  # version unknown: a rule about old releases only is not guessed at (plan says so)
-    qualifiers: list[str] = []
-    if in_range is None:
-        qualifiers.append(f"if vLLM is {rule.vllm.short()}: the installed version is unknown")
+    qualifiers = [] if in_range else [
+        f"if vLLM {facts.vllm_version} has {rule.vllm.since}'s code: it is a pre-release of it" if early
+        else f"if vLLM is {rule.vllm.short()}: the installed version is unknown"]
     ambiguous = facts.gpus.ambiguous
     if rule.families is None:
         values = rule.check(facts, None)
