@@ -4,18 +4,8 @@ pointer), so each line is masked on its own (``mask_lines``, ``mask_line``): the
 a credential word's phrasing, ``--option value`` — every word up to the next option after
 ``--api-key``, as vLLM's parser reads it —, ``name: value``, a config dump's line to its end, a
 URL's password (``@``, ``#``, ``/`` and blanks in it too), a private key's base64 body line
-whole (``mask_secrets_in_text``, ``key_body``). Left alone, on evidence: a lowercase word
-after ``secret``, ``credential``, ``api key``, ``token``, ``bearer``, ``HF_TOKEN`` and the other
-credential words but a password's (``secret dragon`` is shown): in the string literals of vLLM
-0.24.0, 0.29.0, 0.33.0 and of the packages its install brings (huggingface_hub, transformers,
-openai, ray, httpx, …) those words are followed by a lowercase word 521 times, all prose
-("credential chain", "secret value", "api key obtained"); after ``password`` 64 times, in the
-words of ``_PROSE_AFTER_PASSWORD``; after ``passphrase``, ``passwd`` and ``pwd`` only in psutil's
-"pwd module". So after those four any other lowercase word is masked (``passphrase
-swordfish``); after every credential word a value shaped like a credential is. In the middle of
-a line ``name = value`` masks one word (the line goes on: "token = X (see the docs)"), and
-after ``name:`` or ``name = `` a word of ``_NOT_VALUES`` is read as prose ("password: correct";
-right after ``name=`` only the words that say there is no value are: ``_NO_VALUE``).
+whole (``mask_secrets_in_text``, ``key_body``). What is left alone after a credential word, and
+the evidence for it (the string literals of vLLM and its dependencies): docs/output.md.
 
 Pure: no I/O.
 """

@@ -35,10 +35,7 @@ SEQUENCE_PARALLEL = fact("sequence-parallel").range  # sp_shard(hidden_states)
 INDEXER_FACTOR = fact("indexer-factor").range
 RADIX_TOPK_WORKSPACE = 1024 * 1024
 INDEXER_LOGITS_MB = 512
-# From 0.34 the stand-in is the larger of that budget (FP32) and the decode steps' logits: min(max_num_seqs,
-# batched tokens) × (1 + k) rows of round_up(max_model_len, lcm(split-KV, 1024 B / dtype)) (split-KV 384 on
-# SM 10, 256 elsewhere); on SM 10 with the default top-k a decode chunk holds at most
-# VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB (2048) and is read in place (sparse_attn_indexer.py:626-664@0.34)
+# From 0.34 the larger of that budget and the decode steps' logits (docs/memory.md, IndexerLogits.at)
 INDEXER_DECODE_LOGITS = fact("indexer-decode-logits").range
 INDEXER_DECODE_LOGITS_MB = 2048
 FLASHINFER_BACKENDS = ("FLASHINFER_MLA_SPARSE_DSV4",)
