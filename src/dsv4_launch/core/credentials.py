@@ -17,7 +17,6 @@ shape can say (the word after the bare "token" in a log line). Pure: nothing imp
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -177,6 +176,8 @@ def secret_option_name(name: str, options: Iterable[str] = SECRET_OPTIONS) -> tu
     ``hf-tokn``), an abbreviation (``a``) or the option with something glued on (``api-keyK``); the
     length of what is glued on). vLLM refuses all of these but the abbreviation, and its message or
     a pasted command quotes the word after: the key the user meant."""
+    import difflib  # here: not on a start's path (tests/test_cli.py)
+
     glued = next((len(name) - len(o) for o in options if name.startswith(o) and len(name) >= len(o) + _GLUED), 0)
     return bool(glued or is_credential_name(name) or any(o.startswith(name) for o in options if name)
                 or difflib.get_close_matches(name, options, n=1, cutoff=NEAR_SECRET_OPTION)), glued

@@ -12,7 +12,6 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from ..credentials import (
@@ -168,6 +167,8 @@ def _option_of(name: str) -> str:
     reads it (``_`` for ``-``, an abbreviation), ``secret`` for another credential's name or one
     misspelt (``api-kye``, ``hf-tokn``: ``secret_option_name``, the rule explain reads vLLM's
     ``unrecognized arguments`` with), or ""."""
+    import difflib  # here: not on a start's path
+
     norm = _normal(name)
     if _MULTI_VALUED.startswith(norm) or difflib.get_close_matches(norm, [_MULTI_VALUED], 1, NEAR_SECRET_OPTION):
         return _MULTI_VALUED  # misspelt too, the user's keys: every word up to the next option ("--api-kye k1 k2")
