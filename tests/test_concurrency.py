@@ -36,7 +36,8 @@ def test_each_release_plans_with_its_own_family(version, family):
 
 @pytest.mark.parametrize("version,counted", [
     ("0.24.0", True), ("0.26.0", True), ("0.27.0", True), ("0.27.1", True), ("0.28.0", True), ("0.29.0", True),
-    ("0.33.0", True), ("0.35.0", True), (None, True), ("0.23.0", False), ("0.24.0rc1", False),
+    ("0.33.0", True), ("0.35.0", True), (None, True), ("0.23.0", False),
+    ("0.24.0rc1", True),  # a pre-release of the first release: unknown, counted as an unknown release is
 ])
 def test_the_count_is_vllms_on_every_release_read(version, counted):
     assert concurrency_counted(version) is counted

@@ -78,17 +78,17 @@ def test_a_run_against_the_recorded_set_renders_its_budgets_clock_and_release():
 
 
 def test_a_run_of_every_pinned_release_renders_each_budget_and_the_machine_noise():
-    # benchmarks/results/check-2026-12-01-final.json: a run of the bench as it is now (every
+    # benchmarks/results/check-2026-12-05-0.34.json: a run of the bench as it is now (every
     # recorded release side by side, the stand-ins in a group of their own, the floor's noise).
     bench = _bench()
-    document = json.loads((ROOT / "benchmarks" / "results" / "check-2026-12-01-final.json").read_text(encoding="utf-8"))
-    assert document["releases"] == bench.recorded_releases() == ["0.24.0", "0.29.0", "0.33.0"]
+    document = json.loads((ROOT / "benchmarks" / "results" / "check-2026-12-05-0.34.json").read_text(encoding="utf-8"))
+    assert document["releases"] == bench.recorded_releases() == ["0.24.0", "0.29.0", "0.34.0"]
     text = bench.render(document)
     for release in document["releases"]:
         assert f"| {bench.real_start_budget(release)} |" in text
         assert f"| vllm stub+ {release}, heap frozen |" in text
     assert "| machine noise (floor median / floor min) |" in text
-    assert "stub+ imports what each vLLM release's CLI imports (0.24.0, 0.29.0, 0.33.0)" in text
+    assert "stub+ imports what each vLLM release's CLI imports (0.24.0, 0.29.0, 0.34.0)" in text
 
 
 def test_what_a_start_waits_longer_is_paired_round_by_round():
