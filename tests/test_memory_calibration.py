@@ -135,6 +135,11 @@ def test_a_gpu_of_unknown_kind_widens_the_band_instead_of_fitting():
     assert term[:2] == (0, UNKNOWN_KIND_HIGH) and "AMD Instinct MI300X" in term.basis
     assert e_odd.kv_available_low < e_known.kv_available_low
     assert verdict(odd, e_odd) == DECIDES  # not "fits": its overheads are not known
+    # and plan's line says why the band is wider; a known kind's line does not
+    from dsv4_launch.core.memory.verdicts import summary, summary_line
+
+    assert "the GPU's kind has no preset: up to 3.0 GiB more" in summary_line(summary(odd))
+    assert "no preset" not in summary_line(summary(known))
 
 
 def test_the_fixture_cases_name_their_gpus_by_a_preset_kind():

@@ -181,6 +181,10 @@ def summary_line(data: dict | None) -> str | None:
         parts.append(f"one request up to {longest} tokens" if data["max_model_len_fits_high"]
                      else "no room for one request")
     parts.append(f"weights from {data['source']}" if data.get("source") else "checkpoint size unknown")
+    odd = (data.get("terms") or {}).get("unknown gpu kind") or {}
+    if odd.get("high_bytes"):  # no preset for this GPU's kind: the band is wider, said where it is read
+        parts.append(f"the GPU's kind has no preset: up to {gib_text(odd['high_bytes'])} more kept at the "
+                     "pessimistic end")
     return f"{data['verdict']}: " + "; ".join(parts) + " (estimate)"
 
 
