@@ -10,13 +10,13 @@ core/rules/ (with ``ast``) and fails for one whose row is not here.
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
-from . import doctor_rows, kv, memory, parallel, recipe, releases, speculative
+from . import kv, memory, parallel, recipe, releases, speculative
 from .engine import TOPICS, Rule
 
 # The plan rows' modules, in the order their rows are read: within a topic, findings keep it.
 PLAN_MODULES: tuple[ModuleType, ...] = (parallel, speculative, releases, recipe, kv, memory)
-DOCTOR_MODULES: tuple[ModuleType, ...] = (doctor_rows,)
 
 
 def collect(modules: tuple[ModuleType, ...]) -> tuple[Rule, ...]:
@@ -26,4 +26,15 @@ def collect(modules: tuple[ModuleType, ...]) -> tuple[Rule, ...]:
 # The order findings are shown in (plan, dsv4-serve, plan --json, the plugin's log, docs/rules.md's
 # table): topic by topic in ``engine.TOPICS``' order (sorted is stable: within a topic, as above).
 RULES: tuple[Rule, ...] = tuple(sorted(collect(PLAN_MODULES), key=lambda rule: TOPICS.index(rule.topic)))
-DOCTOR_RULES: tuple[Rule, ...] = collect(DOCTOR_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    """``DOCTOR_MODULES`` and ``DOCTOR_RULES``, read on first use: doctor and explain read them, a
+    start does not (its import costs a real start ~1 ms: docs/performance.md)."""
+    if name == "DOCTOR_MODULES":
+        from . import doctor_rows
+
+        return (doctor_rows,)
+    if name == "DOCTOR_RULES":
+        return collect(__getattr__("DOCTOR_MODULES"))
+    raise AttributeError(name)
