@@ -10,7 +10,6 @@ core/rules/ (with ``ast``) and fails for one whose row is not here.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
 
 from . import kv, memory, parallel, recipe, releases, speculative
 from .engine import TOPICS, Rule
@@ -28,7 +27,7 @@ def collect(modules: tuple[ModuleType, ...]) -> tuple[Rule, ...]:
 RULES: tuple[Rule, ...] = tuple(sorted(collect(PLAN_MODULES), key=lambda rule: TOPICS.index(rule.topic)))
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> tuple:  # no typing import before the hand-over (test_imports)
     """``DOCTOR_MODULES`` and ``DOCTOR_RULES``, read on first use: doctor and explain read them, a
     start does not (its import costs a real start ~1 ms: docs/performance.md)."""
     if name == "DOCTOR_MODULES":
