@@ -224,6 +224,16 @@ def test_when_the_weights_on_the_gpu_are_only_estimated_it_is_a_warning(tokens):
     assert "weights-tight" in found
 
 
+@pytest.mark.parametrize("version,offered", [("0.33.0", True), ("0.34.0", False)])
+def test_the_weights_warning_offers_a_higher_utilization_only_below_the_releases_default(version, offered):
+    # 0.33's default is 0.92: 0.95 gives more room. 0.34's is 1.0 with the extensible KV cache
+    # (config/cache.py:496-501@0.34.0): 0.95 would give less, so it is not offered there.
+    plan, found = findings(facts(["--quantization", "fp8"], version=version))
+    assert ("--gpu-memory-utilization 0.95" in found["weights-tight"].text) is offered
+    plan, found = findings(facts(["--quantization", "fp8", "--no-enable-extensible-kv-cache"], version="0.34.0"))
+    assert "--gpu-memory-utilization 0.95" in found["weights-tight"].text  # 0.92 again without it
+
+
 def test_a_rounded_checkpoint_size_is_never_refused_on():
     rounded = WeightFacts(total_bytes=PRO["weights_bytes"], source="table", exact=False,
                           replicated_bytes=PRO["replicated_bytes"])

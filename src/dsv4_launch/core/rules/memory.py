@@ -13,7 +13,7 @@ from ..credentials import clip
 from ..facts import Facts, as_human_int
 from ..gpus import GpuInfo
 from ..memory.estimate import estimate, gib_text, gpu_memory_utilization, host_tables_bytes
-from ..memory.fit import lever_fix, with_args
+from ..memory.fit import USUAL_GMU, lever_fix, with_args
 from ..memory.verdicts import (
     DECIDES,
     SHORT,
@@ -162,8 +162,11 @@ def download_space_short(facts: Facts, gpu: GpuInfo | None):
 
 
 def _higher_gmu(facts: Facts) -> str:
-    """The usual higher --gpu-memory-utilization, where the user did not set one."""
-    return "" if facts.args.value("gpu_memory_utilization") is not None else ", or --gpu-memory-utilization 0.95"
+    """The usual higher --gpu-memory-utilization, where the user did not set one and the release's
+    default is lower (0.34's extensible KV cache defaults to 1.0: 0.95 would shrink the budget)."""
+    if facts.args.value("gpu_memory_utilization") is not None or (gpu_memory_utilization(facts) or 1) >= USUAL_GMU:
+        return ""
+    return f", or --gpu-memory-utilization {USUAL_GMU}"
 
 
 def _replanned(facts: Facts, length: int) -> int | None:
