@@ -34,7 +34,7 @@ S = "Zq81xPLAINkey0042"  # a key with no shape of its own: only the option befor
 @pytest.mark.parametrize("words", [
     f"--api-kye {S}", f"--api-kye={S}", f"--apikey {S}", f"-api-key {S}", f"\u2014api-key {S}",
     f"\u2013hf-token={S}", f"--hf-tokn {S}", f"--api-key{S}", f"-hf-token={S} --enable-expert-paralel",
-    f"--Api-Key {S}",
+    f"--Api-Key {S}", f"\uff0dapi-kye {S}", f"\u2015hf-tokn={S}",  # every look-alike dash credentials.DASHES has
 ])
 @pytest.mark.parametrize("as_json", [True, False])
 def test_a_misspelt_secret_option_in_an_argument_error_never_prints_its_value(tmp_path, words, as_json):

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ..core.credentials import secret_option_name
+from ..core.credentials import DASHES, secret_option_name
 from ..core.explain.masking import mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
 from ..core.explain.signatures import KV_AUTO
@@ -225,7 +225,6 @@ _ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 _PORT_IN_USE = ("Address already in use", "EADDRINUSE", "address already in use")
 
 
-_DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2212"  # the ASCII hyphen and its look-alikes a paste may carry
 
 
 def _unrecognized(message: str) -> list[str]:
@@ -251,9 +250,9 @@ def argument_suggestion(message: str, version: str | None) -> str:
     parts = []
     for word in words:  # "NAME: …", never "NAME (…": a credential's name is masked with the word after it
         name = word.split("=", 1)[0]
-        if name[:1] not in _DASHES or not name.lstrip(_DASHES) or name in known:
+        if name[:1] not in DASHES or not name.lstrip(DASHES) or name in known:
             continue
-        close = difflib.get_close_matches("--" + name.lstrip(_DASHES).lower(), known, n=1, cutoff=0.8)
+        close = difflib.get_close_matches("--" + name.lstrip(DASHES).lower(), known, n=1, cutoff=0.8)
         parts.append(f"{name}: did you mean {close[0]}?" if close else f"{name}: no such option")
     parts = list(dict.fromkeys(parts))
     more = f"; and {len(parts) - _NAMED} more" if len(parts) > _NAMED else ""
@@ -272,9 +271,9 @@ def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
     whose value they are."""
     found: list[str] = []
     for i, word in enumerate(words):
-        if not word[:1] or word[0] not in _DASHES:
+        if not word[:1] or word[0] not in DASHES:
             continue
-        name, eq, value = word.lstrip(_DASHES).partition("=")
+        name, eq, value = word.lstrip(DASHES).partition("=")
         named, glued = secret_option_name(name.lower().replace("_", "-"))
         if glued:
             found.append(name[len(name) - glued:])
@@ -282,7 +281,7 @@ def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
             continue
         if eq:
             found.append(value)
-        elif i + 1 < len(words) and words[i + 1][:1] not in _DASHES:
+        elif i + 1 < len(words) and words[i + 1][:1] not in DASHES:
             found.append(words[i + 1])
     return [f for f in found if f]
 
