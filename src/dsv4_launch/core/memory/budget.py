@@ -19,7 +19,6 @@ from ..gpus import GpuInfo
 from ..records import Record
 from ..vllm.facts import fact
 from .presets import PRESETS, preset_key
-from .vllm_config import speculative_method
 from .weights import expert_padding
 
 GiB = 2**30
@@ -125,17 +124,12 @@ def non_torch_term(tp: int, pp: int) -> Term:
 
 
 def moe_padding_term(facts: Facts, tp: int, pp: int, dp: int, expert_parallel: bool,
-                     capability: tuple[int, int] | None) -> Term:
+                     capability: tuple[int, int] | None, draft: int) -> Term:
     """The bytes the MXFP4 MoE kernel adds to the routed experts by rounding each rank's slice up
     (``core/memory/weights.py`` ``expert_padding``): exact where the GPU and release leave one
-    kernel's rounding, a band where the kernel vLLM picks at start is not known here."""
+    kernel's rounding, a band where the kernel vLLM picks at start is not known here. ``draft``: the
+    speculative draft's layers (``estimate.draft_kv``), whose experts are padded alike."""
     config = facts.model.config or {}
-    method = speculative_method(facts)
-    draft = 0
-    if method == "mtp" or (isinstance(method, str) and method.endswith("_mtp")):
-        draft = facts.model.number("num_nextn_predict_layers") or 0
-    elif method == "dspark":
-        draft = facts.model.number("n_mtp_layers") or 3
     found = expert_padding(config, tp, pp, dp, expert_parallel, capability, facts.vllm_version, draft)
     if found is None:
         return _zero("the experts' shapes are not read here: no rounding counted")

@@ -574,7 +574,7 @@ TERMS: tuple[BudgetTerm, ...] = (
                "fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size",
                "tests/test_memory_calibration.py::test_pro_at_tp_8_on_sm_10_before_0_27_pads_its_experts_a_third",
                lambda facts, s: moe_padding_term(facts, s.layout.tp, s.layout.pp, s.layout.dp,
-                                                 s.layout.expert_parallel, s.capability)),
+                                                 s.layout.expert_parallel, s.capability, draft_kv(facts)[0])),
     BudgetTerm("unknown gpu kind", "whether a preset names the GPUs' kind (presets.py)",
                f"0 for a preset's kind, else 0–{UNKNOWN_KIND_HIGH / GiB:.1f} GiB (its overheads not known)",
                "none: the overheads measured on the preset kinds do not carry over",
