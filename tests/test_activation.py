@@ -200,6 +200,21 @@ def test_the_0_34_indexer_logits_on_an_unknown_gpu_are_a_band_and_grow_with_the_
     assert IndexerLogits(512).at(1_048_576) == (512 * MiB, 512 * MiB)  # before 0.34: flat
 
 
+def test_the_0_34_decode_chunk_cap_is_read_from_the_environment_vllm_reads():
+    """VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB reaches the estimate as gather reads the environment
+    (core/facts.RULE_ENV): SM 10 at 1M tokens holds 512 rows of logits by default, 128 at 512 MiB."""
+    from dsv4_launch.core.facts import RULE_ENV
+    from dsv4_launch.core.memory.activation import _indexer_logits
+    from tests.planning import facts_for
+
+    assert "VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB" in RULE_ENV
+    base = facts_for(["deepseek-ai/DeepSeek-V4-Flash"], version="0.34.0", config=FLASH, gpu=None)
+    for env, rows in (({}, 512), ({"VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB": "512"}, 128)):
+        logits = _indexer_logits(base._replace(rule_env=env), 8192, 1024, BLACKWELL, {}, {})
+        low, _ = logits.at(1_048_576)
+        assert low == rows * (-(-1_048_576 // 768) * 768) * 4, env
+
+
 def test_the_0_34_logits_reach_the_estimate_by_release_and_gpu():
     """0.33 keeps the flat 512 MiB; 0.34 at 1M tokens on SM 12 (no decode chunks) holds the decode rows."""
     from dsv4_launch.core.memory.activation import activation_of

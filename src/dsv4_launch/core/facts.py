@@ -27,6 +27,7 @@ RULE_ENV = (
     "VLLM_USE_RAY_V2_EXECUTOR_BACKEND",  # Ray's V1/V2 executor (core/memory/estimate.py, in-flight batches)
     "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",  # 0: the CUDA-graph estimate is not subtracted (core/memory/budget.py)
     "VLLM_SPARSE_INDEXER_MAX_LOGITS_MB",  # the indexer's logits stand-in in the profile run (core/memory/activation.py)
+    "VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB",  # from 0.34: SM 10's decode-chunk cap of that stand-in (the same)
 )
 
 
