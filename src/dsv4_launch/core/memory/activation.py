@@ -19,6 +19,7 @@ from ..gpus import GpuInfo
 from ..records import Record
 from ..vllm.facts import fact
 from .budget import Term
+from .kv_plan import round_up as _round_up
 from .vllm_config import DSV4_MAX_MODEL_LEN, speculative_method
 
 MiB = 2**20
@@ -103,10 +104,6 @@ class Activation(Record):
 
     def term(self, name: str) -> Term | None:
         return next((t for n, t in self.terms if n == name), None)
-
-
-def _round_up(n: int, to: int) -> int:
-    return -(-n // to) * to
 
 
 def mega_moe(backend: str | None, release: str | None) -> bool:
@@ -262,7 +259,7 @@ class IndexerLogits(Record):
             if sm10 and self.decode_mb > 0 and self.topk_backend in ("auto", "persistent") and self.chunk_topk:
                 rows, decode_copy = min(rows, self.decode_mb * MiB // (self.itemsize * max_model_len)), 0
             align = math.lcm(384 if sm10 else 256, 1024 // self.itemsize)
-            ends.append(max(prefill, rows * -(-max_model_len // align) * align * (self.itemsize + decode_copy)))
+            ends.append(max(prefill, rows * _round_up(max_model_len, align) * (self.itemsize + decode_copy)))
         return min(ends), max(ends)
 
 

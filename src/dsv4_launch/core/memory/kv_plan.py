@@ -41,6 +41,10 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def round_up(n: int, to: int) -> int:
+    return cdiv(n, to) * to
+
+
 class Cache(Record):
     """One cache of one layer, as the planner sees it."""
 

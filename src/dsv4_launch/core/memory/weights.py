@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from ..records import Record
 from ..vllm.facts import fact
 from .kv_plan import cdiv as _cdiv
+from .kv_plan import round_up as _round_up
 
 MAX_LAYERS = 1024  # a config naming more layers is not a DeepSeek-V4 we can tally
 MAX_DIM = 1 << 24  # any size past this is not a real checkpoint's
@@ -443,10 +444,6 @@ def _dspark(t: _Tally, s: _Shapes, q: _Dtypes, hc_head: int) -> tuple[int, int, 
     # DeepseekV4DecoderLayer still allocates one (fused_wqa_wkv).
     wkv, wkv_sc = q.linear(s.hd, s.D)
     return n * (ck - wkv) + extra, n * (sc - wkv_sc) + main_sc + ctx_sc, n * gpu + extra
-
-
-def _round_up(n: int, to: int) -> int:
-    return _cdiv(n, to) * to
 
 
 def _padding_rows(capability: tuple[int, int] | None, vllm_version: str | None) -> tuple[int, int, str]:
