@@ -152,8 +152,14 @@ def visible_layout(facts: Facts) -> Layout | None:
     if n < 2 or not all(g.memory_total_bytes for g in facts.all_gpus):
         return None
     rows = fit_rows(facts, facts.weights, n, None, DEFAULT_CONTEXT)
-    rank = {FITS: 3, DECIDES: 2, SHORT: 1}
-    return max(rows, key=lambda r: (rank.get(r.verdict, 0), *headroom(r))).estimate.layout if rows else None
+    return _best(rows).estimate.layout if rows else None
+
+
+_RANK = {FITS: 3, DECIDES: 2, SHORT: 1}  # how well a row plans: its verdict, then its headroom
+
+
+def _best(rows: list[FitRow]) -> FitRow:
+    return max(rows, key=lambda r: (_RANK.get(r.verdict, 0), *headroom(r)))
 
 
 def with_args(facts: Facts, **values) -> Facts:
@@ -224,9 +230,9 @@ def fix_on_these(facts: Facts, rows: list[FitRow], context: int) -> tuple[FitRow
     """Where no layout on these GPUs fits ``context`` at the pessimistic end: the user's layout
     (else the one that plans best) and the smallest change of ``levers`` with which it does (True),
     or else fits at the optimistic end (False); None where neither, or where a layout fits."""
-    rank = {DECIDES: 2, SHORT: 1}
     if not rows or any(r.verdict == FITS for r in rows):
         return None
-    row = next((r for r in rows if r.yours), None) or max(rows, key=lambda r: (rank.get(r.verdict, 0), *headroom(r)))
-    pessimistic, optimistic = lever_fix(facts, row.estimate, context) if row.verdict in rank else (None, None)
+    row = next((r for r in rows if r.yours), None) or _best(rows)
+    near = row.verdict in (DECIDES, SHORT)
+    pessimistic, optimistic = lever_fix(facts, row.estimate, context) if near else (None, None)
     return (row, pessimistic, True) if pessimistic else ((row, optimistic, False) if optimistic else None)
