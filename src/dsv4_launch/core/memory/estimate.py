@@ -529,6 +529,7 @@ class Setting(Record):
     length: int  # the --max-model-len the activation peak is sized by (vLLM's, else the model's cap)
     capability: tuple[int, int] | None  # the GPUs' where exactly known
     v2: bool  # the V2 model runner
+    gpus: tuple[GpuInfo, ...] = ()  # the GPUs the layout uses (used_gpus)
 
 
 def _activations(facts: Facts, s: Setting) -> Term:
@@ -579,14 +580,14 @@ TERMS: tuple[BudgetTerm, ...] = (
                f"0 for a preset's kind, else 0–{UNKNOWN_KIND_HIGH / GiB:.1f} GiB (its overheads not known)",
                "none: the overheads measured on the preset kinds do not carry over",
                "tests/test_memory_calibration.py::test_a_gpu_of_unknown_kind_widens_the_band_instead_of_fitting",
-               lambda facts, s: unknown_kind_term(used_gpus(facts, s.layout.gpus)[0])),
+               lambda facts, s: unknown_kind_term(s.gpus)),
     BudgetTerm("spec sampler scratch", "--speculative-config's num_speculative_tokens, --max-num-seqs, "
                "--max-num-batched-tokens, the runner, --gpu-memory-utilization",
                "the rows a full verification step samples beyond the profile's, × vocab × 6–28 B, less the "
                "headroom vLLM leaves outside its budget (allocated after the KV cache: vLLM does not subtract it)",
                "v1/worker/gpu_model_runner.py _dummy_sampler_run (V1), v1/worker/gpu/model_runner.py (V2)",
                "tests/test_memory_calibration.py::test_verifying_many_drafts_at_many_sequences_outgrows_the_headroom",
-               lambda facts, s: spec_scratch_term(facts, s.mnbt, s.seqs, s.v2, used_gpus(facts, s.layout.gpus)[0],
+               lambda facts, s: spec_scratch_term(facts, s.mnbt, s.seqs, s.v2, s.gpus,
                                                   gpu_memory_utilization(facts))),
 )
 
@@ -646,7 +647,8 @@ def _estimate(facts: Facts, weights: WeightFacts | None, layout: Layout | None,
     if not (seqs and seqs > 0):
         seqs = default_max_num_seqs(gpu_memory, first.name if first else None, first.capability if first else None,
                                     facts.vllm_version)
-    setting = Setting(layout, mnbt or 0, seqs, requested or cap, first.capability if first and exact_gpus else None, v2)
+    setting = Setting(layout, mnbt or 0, seqs, requested or cap, first.capability if first and exact_gpus else None, v2,
+                      tuple(chosen))
     terms = tuple((t.name, t.build(facts, setting)) for t in TERMS) if mnbt else ()
     e = Estimate(layout, per_gpu, gpu_memory, budget, max_model_len=requested, fits=fits, max_num_batched_tokens=mnbt,
                  offloaded_bytes=offloaded, uncertain=uncertain, weights_lower_bytes=lower, in_flight_tokens=in_flight,
