@@ -15,10 +15,10 @@ import json
 import pytest
 
 from dsv4_launch.adapters.vllm_install import VllmInstall
-from dsv4_launch.commands import own_options
+from dsv4_launch.commands import PROGRAM, SERVE_PROGRAM, own_options
 from dsv4_launch.commands.cli import run_command
 from dsv4_launch.commands.completion import candidates
-from dsv4_launch.commands.own_options import COMMANDS, GPUS, PROGRAM, SERVE_PROGRAM, load
+from dsv4_launch.commands.own_options import COMMANDS, GPUS, load
 from dsv4_launch.core.facts import GIVEN_GPUS
 from dsv4_launch.core.gpus import GpuInfo
 from dsv4_launch.output.lines import Reporter

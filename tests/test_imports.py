@@ -105,3 +105,14 @@ def test_no_regex_is_compiled_when_the_hand_over_path_is_imported(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], env=clean_env(tmp_path), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_start_imports_no_standard_module_a_recorded_vllm_does_not(run_cli):
+    """What dsv4-serve imports that vLLM's CLI imports anyway costs a start nothing (it hands over in
+    the same process); anything else is paid on every start of some release (shlex: 0.34's CLI
+    does not import it). Our own modules: the door's declarations are not on this path."""
+    mods = modules_at_handover(run_cli, "deepseek-ai/DeepSeek-V4-Flash", "-tp", "2", gpus=TWO)
+    shared = imported_by_every_recorded_vllm()
+    ours = {m for m in mods if m.split(".")[0] in ("dsv4_launch", "pynvml", "tests", "vllm")}
+    assert not mods - shared - ours
+    assert "dsv4_launch.commands.own_options" not in mods

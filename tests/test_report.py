@@ -98,3 +98,16 @@ def test_a_broken_stream_silences_the_reporter_and_never_raises(error):
     closed = Reporter(None, {}, prefix="dsv4-serve")  # `2>&-`: Python's sys.stderr is None
     closed.error("three")
     assert closed.broken
+
+
+@pytest.mark.parametrize("argv", [
+    [], [""], ["deepseek-ai/DeepSeek-V4-Flash", "-tp", "2"], ["--api-key", "it's"], ["a b", "c\td", "e\nf"],
+    ["$HOME", "`x`", "*", "~", "!", "\\", '"q"', "'"], ["--hf-overrides", '{"a": [1, 2]}'], ["ünïcode", "日本"],
+    ["-O3", "a=b", "x@y%z+w,v:u/t.s_r-q"],
+])
+def test_the_command_line_is_quoted_as_shlex_join_quotes_it(argv):
+    import shlex
+
+    from dsv4_launch.output.report import command_line
+
+    assert command_line(argv) == shlex.join(["vllm", "serve", *argv])

@@ -16,7 +16,7 @@ def read_meminfo(path: str = MEMINFO) -> tuple[int | None, int | None]:
     """(MemTotal, MemAvailable) in bytes; None for a field that is not there or not a number."""
     found: dict[str, int] = {}
     try:
-        with open(path, encoding="ascii", errors="replace") as handle:
+        with open(path, encoding="utf-8", errors="replace") as handle:  # ASCII text; utf-8 needs no codec import
             for line in handle:
                 key, _, rest = line.partition(":")
                 words = rest.split()

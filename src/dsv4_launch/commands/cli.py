@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from . import exit_codes
-from .own_options import COMMANDS, JSON, NEAR_MISSES, PROGRAM, VERSION_FLAGS, HelpRequested, UsageError, load, parse
+from . import PROGRAM, VERSION_FLAGS, exit_codes
+from .own_options import COMMANDS, JSON, NEAR_MISSES, HelpRequested, UsageError, load, parse
 
 TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from . import exit_codes
-from .own_options import COMMANDS, HELP_WIDTH, PROGRAM, VERSION_FLAGS, Command, load
+from . import HELP_WIDTH, PROGRAM, VERSION_FLAGS, exit_codes
+from .own_options import COMMANDS, Command, load
 
 Door = Callable[[str, Sequence[str]], int]
 

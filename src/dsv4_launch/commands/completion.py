@@ -19,8 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..core.vllm.facts import fact
-from . import exit_codes
-from .own_options import SERVE_PROGRAM, VLLM_VERSION, Command
+from . import SERVE_PROGRAM, exit_codes
+from .own_options import VLLM_VERSION, Command
 
 SHELLS = ("bash", "zsh", "fish")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..core.records import Record
+from . import PROGRAM
 
 TYPE_CHECKING = False  # type checkers read this as True; nothing is imported for them at run time
 if TYPE_CHECKING:
@@ -280,10 +281,6 @@ GPUS = Option("--gpus", "How many GPUs (default: those visible here), or a prese
 GPU_MEMORY = Option("--gpu-memory", "Memory of one GPU, e.g. 96GiB (default: the preset's, or read through NVML).",
                     "SIZE", _size)
 PLANNING = (JSON, VLLM_VERSION, GPUS, GPU_MEMORY)
-PROGRAM = "dsv4-launch"  # the console script of the commands (pyproject.toml)
-SERVE_PROGRAM = "dsv4-serve"  # the console script of the drop-in (commands/serve.py)
-HELP_WIDTH = 100  # every --help (click's and dsv4-serve's own) stays within this many columns (tests/test_cli.py)
-VERSION_FLAGS = ("--version", "-V")  # dsv4-launch --version and dsv4-serve --version (alone): commands/version.py
 
 # The commands the door knows, and where each is declared (imported only when it runs). serve is
 # dsv4-serve's fast path (commands/serve.py), declared here for the help only.

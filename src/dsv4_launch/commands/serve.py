@@ -14,10 +14,9 @@ from ..core.rules.plan import DISABLED_NOTE
 from ..core.settings import ENV_VARS
 from ..output.lines import Reporter, make_lenient, safe_write
 from ..output.report import report_plan
-from . import exit_codes
+from . import HELP_WIDTH, VERSION_FLAGS, exit_codes
+from . import SERVE_PROGRAM as PROGRAM
 from .context import Context, here
-from .own_options import HELP_WIDTH, VERSION_FLAGS, Command
-from .own_options import SERVE_PROGRAM as PROGRAM
 from .pipeline import SERVE, prepare_in
 
 USAGE = """\
@@ -107,6 +106,12 @@ def _run(own: dict, rest: list[str], ctx: Context | None = None) -> int:
     return run_serve(rest, ctx)
 
 
-# `dsv4-launch serve` as the door and the help show it; it runs as dsv4-serve (no options of its own).
-COMMAND = Command("serve", "Same as dsv4-serve: plan, then run `vllm serve VLLM_ARGS` in this process.", (), _run,
-                  vllm_args=True, arguments="[VLLM_ARGS]...")
+def __getattr__(name: str):
+    """``COMMAND``: `dsv4-launch serve` as the door and the help show it (``own_options.load``); it runs
+    as dsv4-serve (no options of its own). Made when asked: the declarations are not on dsv4-serve's path."""
+    if name != "COMMAND":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .own_options import Command
+
+    return Command("serve", "Same as dsv4-serve: plan, then run `vllm serve VLLM_ARGS` in this process.", (), _run,
+                   vllm_args=True, arguments="[VLLM_ARGS]...")

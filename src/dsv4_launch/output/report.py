@@ -17,6 +17,9 @@ def describe_change(change: Change) -> str:
     return f"{change.option} {before} → {change.after}: {change.reason} ({change.reference})"
 
 
+_SHELL_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
 def rule_of(plan: Plan, text: str) -> str | None:
     """The rule row a warning or refusal line came from (its id goes into JSON log lines)."""
     for finding in plan.findings:
@@ -26,9 +29,10 @@ def rule_of(plan: Plan, text: str) -> str | None:
 
 
 def command_line(argv: Sequence[str]) -> str:
-    import shlex  # here, not at import: plan --json prints no command line
-
-    return shlex.join(["vllm", "serve", *argv])
+    """``shlex.join``'s line, quoted by ``shlex.quote``'s rule: shlex itself is a module more before
+    every start (vLLM 0.34's CLI does not import it; tests/test_report.py compares the two)."""
+    return " ".join(w if w and _SHELL_SAFE.issuperset(w) else "'" + w.replace("'", "'\"'\"'") + "'"
+                    for w in ("vllm", "serve", *argv))
 
 
 def model_line(facts: Facts | None, plan: Plan) -> str:
