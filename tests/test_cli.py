@@ -46,8 +46,9 @@ def test_rewrites_on_sm120_and_hands_over(run_cli, v4_dir):
 
 
 def test_the_heap_is_collected_then_frozen_before_vllm_starts(monkeypatch):
-    """In process, with vLLM's entry point faked: garbage made before the hand-over is gone and
-    everything else frozen when vLLM's main() runs (vllm/utils/gc_utils.py freeze_gc_heap)."""
+    """In process, with vLLM's entry point faked: garbage made before the hand-over (young: the
+    run's own) is gone and everything else frozen when vLLM's main() runs (vllm/utils/gc_utils.py
+    freeze_gc_heap); the old generation is not walked again (adapters/handover.py)."""
     import gc
     import types
     import weakref

@@ -35,12 +35,14 @@ def install_hint(env=None) -> str:
 
 
 def run_vllm_in_process(argv: Sequence[str]) -> int:
-    """Run ``vllm serve ARGV`` here; vLLM's own exit status (``None`` → 0). First the heap is
-    collected and frozen as vLLM freezes its own once up (``vllm/utils/gc_utils.py``
-    ``freeze_gc_heap``, 0.24–0.33): what lives until the exit (our modules, the plan) would be
-    traversed by every full collection while vLLM starts (~7 ms, benchmarks/bench.py)."""
+    """Run ``vllm serve ARGV`` here; vLLM's own exit status (``None`` → 0). First the heap is frozen,
+    as vLLM freezes its own once up (``vllm/utils/gc_utils.py`` ``freeze_gc_heap``, 0.24–0.34): what
+    lives until the exit (our modules, the plan) would be traversed by every full collection while
+    vLLM starts. Only the young generations are collected before (~0.2 ms): a full collection walks
+    the whole heap (~2 ms of a start, benchmarks/bench.py) to free nothing but a dozen objects made
+    at import time (the run's own cycles are young); those are frozen with the rest."""
     sys.argv = ["vllm", "serve", *argv]
-    gc.collect()
+    gc.collect(1)
     gc.freeze()
     from vllm.entrypoints.cli.main import main  # only now: vLLM import costs seconds
 
