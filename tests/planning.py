@@ -10,9 +10,8 @@ from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.records import Record
 from dsv4_launch.core.rules.plan import make_plan
-from dsv4_launch.vllm_cli.argv_edit import apply_changes
 from dsv4_launch.vllm_cli.option_table import load_table
-from dsv4_launch.vllm_cli.serve_args import read_serve_args
+from dsv4_launch.vllm_cli.serve_args import apply_changes, read_serve_args
 from tests.conftest import V4_CONFIG as V4
 
 M = "deepseek-ai/DeepSeek-V4-Flash"

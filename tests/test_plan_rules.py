@@ -13,9 +13,8 @@ from dsv4_launch.core.facts import Facts, GpuFacts
 from dsv4_launch.core.gpus import GpuInfo, GpuSelection
 from dsv4_launch.core.model import classify
 from dsv4_launch.core.rules.plan import make_plan
-from dsv4_launch.vllm_cli.argv_edit import apply_changes
 from dsv4_launch.vllm_cli.option_table import load_table
-from dsv4_launch.vllm_cli.serve_args import read_serve_args
+from dsv4_launch.vllm_cli.serve_args import apply_changes, read_serve_args
 from tests.planning import gpus, planned
 
 M = "deepseek-ai/DeepSeek-V4-Flash"

@@ -69,7 +69,7 @@ def test_copy_and_deepcopy_keep_type_and_values():
 PROBE = '''
 from __future__ import annotations
 from dsv4_launch.core.records import Record
-from dsv4_launch.core.args import ServeArgs
+from dsv4_launch.core.facts import ServeArgs
 
 class L(Record):
     tp: int

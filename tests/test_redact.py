@@ -134,7 +134,7 @@ def test_which_values_found_by_a_key_s_name_are_masked_everywhere(value, everywh
 
 @pytest.mark.parametrize("weak", ["true", "8", "no", "ab", "0.5"])
 def test_a_weak_config_value_is_masked_in_its_key_s_place_only(weak):
-    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.core.facts import SecretSpans
     from dsv4_launch.output.redact import Redactor
 
     redact = Redactor.for_argv([M], SecretSpans(), more=[weak])  # a --config file's {"password": weak}
@@ -148,7 +148,7 @@ def test_a_weak_config_value_is_masked_in_its_key_s_place_only(weak):
 
 
 def test_a_weak_json_value_is_masked_in_place_in_the_argv_shown():
-    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.core.facts import SecretSpans
     from dsv4_launch.output.redact import Redactor
 
     value = '{"password": "true", "enable": true, "n": 8, "hf_token": 8}'
@@ -169,7 +169,7 @@ def test_a_weak_json_value_is_masked_in_place_in_the_argv_shown():
     ('{"token": true, "n": 8}', '{"token": true, "n": 8}'),
 ])
 def test_a_weak_json_value_in_a_credential_s_list_or_object_is_masked_in_place(value, shown):
-    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.core.facts import SecretSpans
     from dsv4_launch.output.redact import Redactor
 
     redact = Redactor.for_argv([M, "--speculative-config", value], SecretSpans())
@@ -184,7 +184,7 @@ def test_a_weak_json_value_in_a_credential_s_list_or_object_is_masked_in_place(v
     ({"VLLM_API_KEY": "sk-Zq9SECRET"}, "sk-Zq9SECRET"),
 ])
 def test_an_environment_credential_is_masked_wherever_a_line_quotes_it(env, masked):
-    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.core.facts import SecretSpans
     from dsv4_launch.output.redact import Redactor
 
     assert Redactor.for_argv([M], SecretSpans(), env=env)(f"a line quoting {masked}.") == "a line quoting ***."
@@ -212,7 +212,7 @@ def test_a_url_s_credentials_in_the_environment_are_masked_wherever_a_line_quote
     {"PATH": "models"}, {"TOKENIZERS_PARALLELISM": "models"},
 ])
 def test_an_environment_value_that_is_no_credential_is_not_masked(env):
-    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.core.facts import SecretSpans
     from dsv4_launch.output.redact import Redactor
 
     line = "weights in /home/me/models, models 1 true"

@@ -18,7 +18,7 @@ import stat
 
 import pytest
 
-from dsv4_launch.core.args import SecretSpans
+from dsv4_launch.core.facts import SecretSpans
 from dsv4_launch.output.redact import Redactor
 
 S = "Zq9SECRETzz4f9a0c2e"  # the run's secret: an --api-key, an HF_TOKEN

@@ -197,8 +197,8 @@ def test_an_ambiguous_abbreviation_with_a_credentials_name_is_masked(tokens, exp
 ])
 @pytest.mark.parametrize("version", ["0.33.0", None])
 def test_spans_follow_the_inserted_or_rewritten_option(tokens, version):
-    from dsv4_launch.vllm_cli.argv_edit import set_option
     from dsv4_launch.vllm_cli.secrets import follow_edit
+    from dsv4_launch.vllm_cli.serve_args import set_option
 
     args = read_serve_args(tokens, load_table(version), lambda p: {})
     after = set_option(tokens, "--kv-cache-dtype", "fp8")
@@ -212,7 +212,7 @@ def test_spans_follow_the_inserted_or_rewritten_option(tokens, version):
 
 
 def test_an_edit_of_another_shape_keeps_every_position_masked():
-    from dsv4_launch.core.args import SecretSpans
+    from dsv4_launch.core.facts import SecretSpans
     from dsv4_launch.vllm_cli.secrets import WHOLE, follow_edit
 
     spans = SecretSpans(frozenset({(2, WHOLE)}))

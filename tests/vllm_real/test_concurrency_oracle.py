@@ -26,8 +26,7 @@ import inspect
 
 import pytest
 
-from dsv4_launch.core.args import ServeArgs
-from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.facts import Facts, ServeArgs
 from dsv4_launch.core.memory import kv_plan
 from dsv4_launch.core.memory.estimate import draft_kv
 from dsv4_launch.core.memory.vllm_config import IN_FLIGHT_TOKENS, kv_family

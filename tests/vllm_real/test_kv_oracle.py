@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dsv4_launch.core.args import ServeArgs
-from dsv4_launch.core.facts import Facts
+from dsv4_launch.core.facts import Facts, ServeArgs
 from dsv4_launch.core.memory import kv_plan
 from dsv4_launch.core.memory.estimate import draft_kv
 from dsv4_launch.core.memory.vllm_config import IN_FLIGHT_TOKENS, MXFP4_INDEXER_STATE, kv_family

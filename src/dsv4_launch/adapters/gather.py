@@ -11,9 +11,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
-from ..core.args import ServeArgs
 from ..core.credentials import clip
-from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport, HostFacts, python_optimizes
+from ..core.facts import RULE_ENV, Facts, GpuFacts, GpuReport, HostFacts, ServeArgs, python_optimizes
 from ..core.gpus import GpuInfo, GpuSelection, select_visible
 from ..core.model import ModelFacts, classify
 from ..core.records import Record

@@ -43,10 +43,9 @@ from ..core.records import Record
 from ..core.rules.plan import Plan, disabled_plan, make_plan
 from ..core.settings import Settings, SettingsError, disable_switch, read_settings
 from ..output.redact import NO_REDACT, Redactor
-from ..vllm_cli.argv_edit import apply_changes
 from ..vllm_cli.option_table import load_table
 from ..vllm_cli.secrets import SecretSpans, conservative_spans, follow_edit
-from ..vllm_cli.serve_args import ConfigFileError
+from ..vllm_cli.serve_args import ConfigFileError, apply_changes
 from . import exit_codes
 from .context import Context
 

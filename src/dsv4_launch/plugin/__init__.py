@@ -39,8 +39,8 @@ def _say_failed(exc: Exception) -> None:
     if _failed:
         return
     try:  # the environment's credentials and URL credentials masked, then cut (credentials.excerpt)
-        from ..core.args import SecretSpans
         from ..core.credentials import excerpt
+        from ..core.facts import SecretSpans
         from ..output.escape import printable
         from ..output.redact import Redactor
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..core.args import ServeArgs
+from ..core.facts import ServeArgs
 from .option_table import OptionTable
 
 # Credentials that no rule reads: never copied out of vLLM's objects.

@@ -14,8 +14,8 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 
-from ..core.args import SecretSpans
 from ..core.credentials import DASHES, SECRET_OPTIONS, is_credential_name, url_credentials
+from ..core.facts import SecretSpans
 
 SECRET_DESTS = frozenset(o.replace("-", "_") for o in SECRET_OPTIONS)
 
@@ -206,7 +206,7 @@ def _names_short(token: str, short: frozenset[str], *, glued: bool) -> bool:
 
 
 def follow_edit(spans: SecretSpans, before: Sequence[str], after: Sequence[str]) -> SecretSpans:
-    """``spans`` of ``before`` moved onto ``after`` as ``argv_edit.set_option`` edits: a token
+    """``spans`` of ``before`` moved onto ``after`` as ``serve_args.set_option`` edits: a token
     rewritten in place (positions stay) or a block inserted (later positions move by its length);
     any other difference: both positions of each span, so that nothing masked is shown."""
     grown = len(after) - len(before)

@@ -6,7 +6,7 @@ the rule rows of the topic modules (``kv.py``, ``parallel.py``, ``speculative.py
 ``releases.py``, ``memory.py``; ``registry.RULES`` is the order their findings are shown in, by each
 row's ``topic``), never touches files, NVML or vLLM, and explains every
 decision from the same data that made it. Turning the changes into argv tokens is
-``vllm_cli/argv_edit.py``'s job; printing them is ``output/``'s.
+``vllm_cli/serve_args.py``'s job; printing them is ``output/``'s.
 """
 
 from __future__ import annotations
