@@ -289,10 +289,12 @@ COMMANDS = {name: f"dsv4_launch.commands.{name}"
 
 
 def load(name: str) -> Command:
-    """The declaration of command ``name`` (a key of ``COMMANDS``), its module imported now."""
-    import importlib
+    """The declaration of command ``name`` (a key of ``COMMANDS``), its module imported now (by
+    ``__import__``: the ``importlib`` package is a module more on ``plan``'s path)."""
+    import sys
 
-    return importlib.import_module(COMMANDS[name]).COMMAND
+    __import__(COMMANDS[name])
+    return sys.modules[COMMANDS[name]].COMMAND
 
 
 def planning_context(own: Mapping[str, object], ctx: Context | None) -> Context:
