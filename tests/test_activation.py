@@ -64,6 +64,18 @@ def test_sequence_parallel_splits_the_streams_over_tp(release, tp, dp, ep, mega,
     assert sequence_parallel(8, 2, 2, True, False, "0.33.0") is False  # PP > 1: none
 
 
+@pytest.mark.parametrize("release,v4,v41", [
+    ("0.33.0", False, False), ("0.34.0", False, True), ("0.35.0", False, True), (None, False, None)])
+def test_under_pipeline_parallelism_only_v4_1_shards_the_streams_and_only_from_0_34(release, v4, v41):
+    # V4's _use_sequence_parallel asks for PP 1 on every release; V4.1's no longer from 0.34
+    # (deepseek_v41/nvidia/model.py:271-280@0.34.0, :261-271@0.33.0); unknown release: either
+    for pp in (2, 4):
+        assert sequence_parallel(8, pp, 2, True, False, release) is v4
+        assert sequence_parallel(8, pp, 2, True, False, release, v41=True) is v41
+        assert sequence_parallel(8, pp, 1, True, False, release, v41=True) is False  # DP 1, no MegaMoE
+    assert sequence_parallel(8, 1, 2, True, False, "0.33.0", v41=True) is True
+
+
 def test_an_unknown_release_carries_both_possibilities():
     t = terms(tp=8, dp=2, expert_parallel=True, release=None).term("residual streams")
     assert t.low == terms().term("residual streams").high // 8 and t.high == terms().term("residual streams").high

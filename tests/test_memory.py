@@ -1036,19 +1036,26 @@ def test_a_draft_only_its_own_config_can_name_adds_none_of_the_checkpoints_draft
     assert unnamed == named == plain
 
 
-@pytest.mark.parametrize("version,own_topk", [("0.25.0", False), ("0.26.0", False), ("0.27.0", True), ("0.33.0", True)])
-def test_the_dspark_drafter_has_a_top_k_buffer_of_its_own_only_from_0_27(version, own_topk):
+@pytest.mark.parametrize("version,own_topk,hidden", [
+    ("0.25.0", False, False), ("0.26.0", False, False), ("0.27.0", True, True), ("0.33.0", True, True),
+    ("0.34.0", True, False), ("0.35.0", True, False), (None, True, False)])
+def test_the_dspark_drafter_has_a_top_k_buffer_of_its_own_from_0_27_and_the_hidden_buffer_only_in_0_27_to_0_33(
+        version, own_topk, hidden):
     # DSparkDeepseekV4Model allocates topk_indices_buffer [batched tokens, index_topk] int32 from
     # 0.27 (nvidia/dspark.py:98@0.27, :125@0.33); 0.25-0.26 build its layers without one
     # (DeepseekV4DecoderLayer(current_vllm_config, prefix=…): topk_indices_buffer None,
-    # dspark.py:91@0.25). The hidden-state buffer: always before 0.27, for DSpark after.
+    # dspark.py:91@0.25). The target's hidden-state buffer: always before 0.27 (so no extra for
+    # DSpark), for DSpark in 0.27-0.33, not from 0.34 (needs_mtp_hidden_buffer excludes it,
+    # models/deepseek_v4/common/spec_decode.py:15@0.34.0); an unknown release: the newest's.
     from dsv4_launch.core.memory.weights import load_buffers
 
     c = FLASH_0731["config"]
     extra = load_buffers(c, 8192, "dspark", version) - load_buffers(c, 8192, None, version)
     topk = 4 * 8192 * c["index_topk"]
-    hidden = hidden_buffer(c, 8192) if version >= "0.27" else 0
-    assert extra == (topk if own_topk else 0) + hidden
+    assert extra == (topk if own_topk else 0) + (hidden_buffer(c, 8192) if hidden else 0)
+    # MTP keeps the buffer on every release
+    mtp = load_buffers(c, 8192, "mtp", version) - load_buffers(c, 8192, None, version)
+    assert mtp == (hidden_buffer(c, 8192) if version is None or version >= "0.27" else 0)
 
 
 V41 = known_checkpoint("deepseek-ai/DeepSeek-V4.1-Flash")
@@ -1145,3 +1152,17 @@ def test_the_longest_length_counted_past_the_windows_is_vllms_bisection(which, f
     ratios = checkpoint["config"]["compress_ratios"]
     for plan in kv_plan.stage_plans(ratios, family, pp, draft_layers=draft):
         assert plan.longest(available, in_flight, cap) == _bisect(plan, available, in_flight, cap)
+
+
+@pytest.mark.parametrize("version,sharded", [("0.33.0", False), ("0.34.0", True)])
+def test_v4_1_under_pipeline_parallelism_holds_1_over_tp_of_the_streams_from_0_34(version, sharded):
+    # the plan's own path: the model's family reaches _use_sequence_parallel's V4.1 reading
+    # (deepseek_v41/nvidia/model.py:271-280@0.34.0 has no PP 1 condition; :261-271@0.33.0 had)
+    from dsv4_launch.core.memory.activation import activation_of
+
+    f = facts(["-tp", "8", "-pp", "2", "-dp", "2", "--enable-expert-parallel"], entry=V41, gpus=32,
+              memory_gib=141, name="NVIDIA H200", cc=(9, 0), version=version)
+    run = activation_of(f, 8, 8192, 256, pp=2, dp=2, expert_parallel=True)
+    whole = activation_of(f, 8, 8192, 256, pp=2, dp=2, expert_parallel=False)
+    ratio = run.term("residual streams").high / whole.term("residual streams").high
+    assert ratio == (1 / 8 if sharded else 1)

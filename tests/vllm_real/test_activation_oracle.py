@@ -13,9 +13,9 @@ What vLLM runs, unchanged:
   default (0.32+) and the logits stand-in are read as source text.
 * ``MarlinExperts.workspace_shapes`` (called on a bare object: it reads its arguments only) for the
   DP ranks' all-gathered tokens, the DP + EP term's high end.
-* ``_use_sequence_parallel`` (``nvidia/model.py``, from 0.27) on stand-in configs: the layouts
-  where each rank holds 1/TP of the residual streams. Before 0.27 the function does not exist and
-  ours must say no sequence parallelism.
+* ``_use_sequence_parallel`` (``nvidia/model.py`` of V4 from 0.27 and of V4.1) on stand-in
+  configs: the layouts where each rank holds 1/TP of the residual streams. Before 0.27 the
+  function does not exist and ours must say no sequence parallelism.
 
 The release is ``vllm.version``'s, so a release's own sources laid over another's venv are judged
 as that release.
@@ -110,11 +110,14 @@ def test_the_gather_workspace_is_what_flashmla_asks_for(release, monkeypatch, co
     (8, 1, 2, True, None), (8, 1, 1, True, None), (8, 1, 1, True, "deep_gemm_mega_moe"), (8, 2, 2, True, None),
     (8, 1, 2, False, None), (1, 1, 8, True, None), (2, 1, 4, True, "flashinfer_moe_ep_cutedsl"),
     (4, 1, 1, True, "flashinfer_moe_ep_mega_deep_gemm"), (4, 1, 1, True, "flashinfer_moe_ep_mega_cutedsl"),
-    (4, 1, 1, True, "triton"),
+    (4, 1, 1, True, "triton"), (4, 2, 1, True, "deep_gemm_mega_moe"), (2, 4, 2, True, None),
 ])
-def test_sequence_parallelism_is_vllms(release, tp, pp, dp, ep, moe_backend):
-    module = importlib.import_module("vllm.models.deepseek_v4.nvidia.model")
-    ours = sequence_parallel(tp, pp, dp, ep, mega_moe(moe_backend, release), release)
+@pytest.mark.parametrize("model", ["deepseek_v4", "deepseek_v41"])
+def test_sequence_parallelism_is_vllms(release, tp, pp, dp, ep, moe_backend, model):
+    if importlib.util.find_spec(f"vllm.models.{model}") is None:
+        pytest.skip(f"no {model} in vLLM {release}")
+    module = importlib.import_module(f"vllm.models.{model}.nvidia.model")
+    ours = sequence_parallel(tp, pp, dp, ep, mega_moe(moe_backend, release), release, v41=model == "deepseek_v41")
     theirs_fn = getattr(module, "_use_sequence_parallel", None)
     if theirs_fn is None:
         assert ours is False, release

@@ -329,8 +329,12 @@ def test_the_drafter_reads_only_the_mtp_tensors_of_the_checkpoint():
 
 def test_the_target_keeps_the_hidden_state_buffer_for_the_methods_vllm_names():
     # from 0.27 DeepseekV4Model allocates _mtp_hidden_buffer for use_eagle() or uses_draft_model()
-    # (nvidia/model.py:1095-1099@0.27, :902-906@0.33); before, always (the release's own code is
-    # not buildable on the CPU: nvidia/model.py:1008@0.24 is cited instead)
+    # (nvidia/model.py:1095-1099@0.27, :902-906@0.33), from 0.34 as the release's
+    # needs_mtp_hidden_buffer says (DSpark no longer: common/spec_decode.py:12-16@0.34.0), called
+    # here where the release has it; before 0.27, always (the release's own code is not buildable
+    # on the CPU: nvidia/model.py:1008@0.24 is cited instead)
+    import importlib
+    import importlib.util
     from types import SimpleNamespace
 
     from vllm import __version__
@@ -340,11 +344,18 @@ def test_the_target_keeps_the_hidden_state_buffer_for_the_methods_vllm_names():
 
     if tuple(int(p) for p in __version__.split(".")[:2]) < (0, 27):
         pytest.skip("before 0.27 the buffer does not depend on the method (nvidia/model.py:1008@0.24)")
+    found = importlib.util.find_spec("vllm.models.deepseek_v4.common.spec_decode") if (
+        importlib.util.find_spec("vllm.models.deepseek_v4.common")) else None
+    needs = importlib.import_module(found.name).needs_mtp_hidden_buffer if found else None
+    assert (needs is not None) is (tuple(int(p) for p in __version__.split(".")[:2]) >= (0, 34)), __version__
     c = FLASH["config"]
     plain = load_buffers(c, 8192, None, __version__)
     for method in ("mtp", "eagle", "eagle3", "dflash", "dspark", "draft_model", "ngram", "ngram_gpu", "suffix",
                    "medusa", "mlp_speculator", "custom_class", "extract_hidden_states"):
         me = SimpleNamespace(method=method)
-        takes = SpeculativeConfig.use_eagle(me) or SpeculativeConfig.uses_draft_model(me)
+        for name in ("use_eagle", "uses_draft_model", "use_dspark"):
+            if hasattr(SpeculativeConfig, name):
+                setattr(me, name, getattr(SpeculativeConfig, name).__get__(me))
+        takes = needs(me) if needs else me.use_eagle() or me.uses_draft_model()
         ours = load_buffers(c, 8192, method, __version__) - plain - (4 * 8192 * c["index_topk"] if method == "dspark" else 0)
         assert (ours == 8192 * c["hc_mult"] * c["hidden_size"] * 2) is bool(takes), (__version__, method)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..facts import Facts, as_bool, attention_backend, json_option
 from ..gpus import GpuInfo
+from ..model import V41
 from ..records import Record
 from ..vllm.facts import fact
 from .budget import Term
@@ -31,6 +32,7 @@ INT32 = 4
 PREFILL_CHUNK_SIZE = 4  # DeepseekV4Attention.PREFILL_CHUNK_SIZE (attention.py:119@0.24, :156@0.33)
 COMBINED_INDICES = fact("combined-indices").range
 SEQUENCE_PARALLEL = fact("sequence-parallel").range  # sp_shard(hidden_states)
+V41_SP_ANY_PP = fact("v41-sequence-parallel-any-pp").range  # V4.1 shards them under PP too, from 0.34
 # The indexer's dummy-run reservations, their sizes and vLLM's lines: docs/memory.md "The activation
 # peak" (the gather workspace and the indexer's logits rows).
 INDEXER_FACTOR = fact("indexer-factor").range
@@ -114,10 +116,13 @@ def mega_moe(backend: str | None, release: str | None) -> bool:
 
 
 def sequence_parallel(tp: int, pp: int, dp: int, expert_parallel: bool, mega_moe: bool,
-                      release: str | None) -> bool | None:
-    """``_use_sequence_parallel``: every rank holds 1/TP of the tokens (None: the release is unknown)."""
-    if not (pp == 1 and expert_parallel and tp > 1 and (mega_moe or dp > 1)):
+                      release: str | None, v41: bool = False) -> bool | None:
+    """``_use_sequence_parallel``: every rank holds 1/TP of the tokens (None: the release is unknown).
+    V4's asks for PP 1; V4.1's did until 0.33 and no longer from 0.34."""
+    if not (expert_parallel and tp > 1 and (mega_moe or dp > 1)):
         return False
+    if pp > 1:
+        return V41_SP_ANY_PP.contains(release) if v41 else False
     return SEQUENCE_PARALLEL.contains(release)
 
 
@@ -379,9 +384,9 @@ class _DummyRun:
                  dp: int = 1, expert_parallel: bool = False, release: str | None = None,
                  capability: tuple[int, int] | None = None, backend: str | None = None, speculative: bool = False,
                  mega_moe: bool = False, fp4_indexer: bool = False, indexer_factor: int | None = None,
-                 indexer_logits: IndexerLogits | None = None) -> None:
+                 indexer_logits: IndexerLogits | None = None, v41: bool = False) -> None:
         self.shape = shape = shape_of(config)
-        sp = sequence_parallel(tp, pp, dp, expert_parallel, mega_moe, release)
+        sp = sequence_parallel(tp, pp, dp, expert_parallel, mega_moe, release, v41)
         self.tokens, self.max_num_seqs, self.release, self.capability, self.backend = (
             tokens, max_num_seqs, release, capability, backend)
         self.fp4_indexer, self.indexer_factor = fp4_indexer, indexer_factor
@@ -502,7 +507,7 @@ def _dummy_run(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep
                    release=facts.vllm_version, capability=capability, backend=attention_backend(args),
                    speculative=speculative_method(facts) is not None, mega_moe=mega, fp4_indexer=fp4,
                    indexer_factor=factor if type(factor) is int and factor >= 2 else None,
-                   indexer_logits=logits)
+                   indexer_logits=logits, v41=facts.model.family == V41)
     return _DummyRun(facts.model.config, **settled), default_length  # type: ignore[arg-type]
 
 

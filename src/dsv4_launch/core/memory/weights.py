@@ -27,9 +27,11 @@ VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of th
 CHECK_TOLERANCE = 0.005  # a tally within 0.5 % of an exact total counts as checked
 # Sequence parallelism replicates the shared experts from 0.27.0 (_use_sequence_parallel).
 SEQUENCE_PARALLEL_SHARED = fact("sequence-parallel-shared").range
-# The target's _mtp_hidden_buffer: before 0.27 whatever the method, from 0.27 for these (load_buffers).
+# The target's _mtp_hidden_buffer: before 0.27 whatever the method, from 0.27 for these (load_buffers),
+# DSpark not from 0.34 (it drafts from the target's aux hidden states).
 HIDDEN_BUFFER_ALWAYS = fact("hidden-buffer-always").range
 HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "draft_model"})
+DSPARK_NO_HIDDEN_BUFFER = fact("dspark-no-hidden-buffer").range
 # DSpark's own top-k buffer, from 0.27 (load_buffers).
 DSPARK_TOPK_BUFFER = fact("dspark-topk-buffer").range
 # The MXFP4 MoE kernels round each rank's expert slice up (Mxfp4MoEMethod.maybe_roundup_sizes): FlashInfer's
@@ -566,7 +568,8 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
       [max_num_batched_tokens, hc_mult × hidden] bf16: always before 0.27
       (nvidia/model.py:1008@0.24, :1048@0.26), from 0.27 only for a drafter that takes the
       target's hidden states (``use_eagle()`` — EAGLE, EAGLE3, MTP, DFlash, DSpark — or
-      ``draft_model``: model.py:1095-1099@0.27, :902-906@0.33).
+      ``draft_model``: model.py:1095-1099@0.27, :902-906@0.33), DSpark no longer from 0.34
+      (``needs_mtp_hidden_buffer``: fact ``dspark-no-hidden-buffer``).
 
     ``speculative``: the method ``SpeculativeConfig`` settles on (a ``*_mtp`` name is MTP), True
     for the checkpoint's own draft, False/None without speculative decoding; ``vllm_version``:
@@ -604,6 +607,8 @@ def load_buffers(config: Mapping, max_num_batched_tokens: int | None, speculativ
             method = "mtp"
         if method == "dspark" and DSPARK_TOPK_BUFFER.contains(vllm_version) is not False:
             total += 4 * max_num_batched_tokens * topk
-        if last_stage and (HIDDEN_BUFFER_ALWAYS.contains(vllm_version) is True or method in HIDDEN_STATE_DRAFTS):
+        drafts_from_hidden = method in HIDDEN_STATE_DRAFTS and not (
+            method == "dspark" and DSPARK_NO_HIDDEN_BUFFER.contains(vllm_version) is not False)
+        if last_stage and (HIDDEN_BUFFER_ALWAYS.contains(vllm_version) is True or drafts_from_hidden):
             total += 2 * max_num_batched_tokens * s.hc * s.D
     return total

@@ -266,6 +266,10 @@ FACTS: tuple[Fact, ...] = (
        "vllm/models/deepseek_v4/nvidia/flashmla.py:118@0.34.0 combined_topk = round_up("),
     _f("sequence-parallel", "0.27.0", None,
        "vllm/models/deepseek_v4/nvidia/model.py:985@0.34.0 hidden_states = sp_shard(hidden_states)"),
+    # from 0.34 V4.1's _use_sequence_parallel has no pipeline_parallel_size == 1 (V4's keeps it)
+    _f("v41-sequence-parallel-any-pp", "0.34.0", None,
+       "vllm/models/deepseek_v41/nvidia/model.py:277@0.34.0 parallel_config.enable_expert_parallel",
+       "vllm/models/deepseek_v4/nvidia/model.py:580@0.34.0 parallel_config.pipeline_parallel_size == 1"),
     _f("indexer-factor", "0.32.0", None, "vllm/v1/attention/backends/mla/indexer.py:892@0.34.0 "
        "factor = vllm_config.attention_config.sparse_mla_prefill_workspace_factor"),
     # from 0.34 the indexer's profile logits are the larger of the prefill budget and the decode rows'
@@ -284,6 +288,10 @@ FACTS: tuple[Fact, ...] = (
     _f("sequence-parallel-shared", "0.27.0", None,
        "vllm/models/deepseek_v4/nvidia/model.py:334@0.34.0 is_sequence_parallel=use_sequence_parallel,"),
     _f("hidden-buffer-always", before="0.27.0"),
+    # from 0.34 DSpark drafts from the target's aux hidden states: no _mtp_hidden_buffer for it
+    _f("dspark-no-hidden-buffer", "0.34.0", None,
+       "vllm/models/deepseek_v4/common/spec_decode.py:15@0.34.0 and not spec_config.use_dspark()",
+       "vllm/models/deepseek_v4/nvidia/model.py:915@0.34.0 needs_mtp_hidden_buffer(spec_config)"),
     _f("dspark-topk-buffer", "0.27.0", None,
        "vllm/models/deepseek_v4/nvidia/dspark.py:125@0.34.0 self.topk_indices_buffer = torch.empty("),
     # the MXFP4 MoE kernel's rounding of each rank's expert slice (core/memory/weights.py expert_padding)
