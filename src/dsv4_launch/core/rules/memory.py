@@ -274,7 +274,7 @@ def one_request_does_not_fit(facts: Facts, gpu: GpuInfo | None):
     effect="vLLM rejects it itself when it builds its config (a pydantic ValidationError), before loading",
     message="--gpu-memory-utilization {value}: vLLM accepts a fraction greater than 0 and at most 1, and "
     "rejects this value itself",
-    fix="a fraction such as 0.92 (vLLM's default) or 0.95",
+    fix="leave it unset (vLLM's default for this release) or give a fraction such as 0.9",
     reference="vllm/config/cache.py gpu_memory_utilization Field(gt=0, le=1)", models=BOTH)
 def gpu_memory_utilization_invalid(facts: Facts, gpu: GpuInfo | None):
     raw = facts.args.value("gpu_memory_utilization")
