@@ -4,9 +4,9 @@ vLLM measures the peak on the GPU while ``profile_run`` runs the dummy forward a
 term is (low, high, basis): derived exactly from the config, the layout and the release where vLLM's
 code says the size (the residual streams, the mHC step, the gather workspace, the indexer's and
 the sampler's logits), a band where it does not (the layer's intermediates and kernel workspaces,
-fitted on one GB10 measurement; MegaMoE's dispatch buffer; DP + EP's all-gather). The terms, the
-vLLM lines each rests on, the fit, the field cases and how the terms coexist in the peak:
-docs/memory.md "The activation peak".
+fitted on one GB10 measurement; MegaMoE's dispatch buffer; DP + EP's all-gather where its kernel
+is not read). The vLLM lines each rests on, the fit, the field cases and how the terms coexist in
+the peak: docs/memory.md "The activation peak".
 """
 
 from __future__ import annotations
