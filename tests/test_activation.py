@@ -338,9 +338,9 @@ def _humming(config, m, high):  # get_buffer_metas under EP: 16-bit outputs, ≤
     return m * ((6 * max(i, k)) if high else k) * 2 + m * 6 * max(2 * i, k) * 2
 
 
-@pytest.mark.parametrize("release,kernels", [("0.24.0", ("marlin",)), ("0.29.0", ("marlin",)),
-                                             ("0.33.0", ("humming", "marlin")), ("0.34.0", ("humming", "marlin")),
-                                             ("0.31.0", ()), ("0.23.0", ()), (None, ())])
+@pytest.mark.parametrize("release,kernels", [("0.24.0", ("marlin",)), ("0.29.0", ("marlin",)), ("0.31.0", ("marlin",)),
+                                             ("0.32.0", ("humming", "marlin")), ("0.34.0", ("humming", "marlin")),
+                                             ("0.23.0", ()), (None, ())])
 def test_on_sm_9_the_release_settles_the_mxfp4_kernel_that_sizes_the_all_gather(release, kernels):
     from dsv4_launch.core.memory.activation import gathered_kernels
 
@@ -390,7 +390,7 @@ def test_a_known_kernel_gives_the_all_gather_a_floor_and_humming_a_lower_ceiling
     assert moe_gather_term(shape, t, dp, True, mega=True, kernels=("marlin",)).low == 0  # MegaMoE: its own buffer
 
 
-@pytest.mark.parametrize("release,floor", [("0.29.0", "marlin"), ("0.33.0", "humming"), ("0.31.0", None)])
+@pytest.mark.parametrize("release,floor", [("0.29.0", "marlin"), ("0.33.0", "humming"), (None, None)])
 def test_the_floor_raises_the_low_peak_as_the_workspace_managers_one_buffer(release, floor):
     a = _dp_ep(release)
     res, step, ws, logits, rest, sampler, gathered = (a.term(n) for n in (

@@ -289,12 +289,15 @@ FACTS: tuple[Fact, ...] = (
     # the MXFP4 MoE kernel's rounding of each rank's expert slice (core/memory/weights.py expert_padding)
     _f("mxfp4-trtllm-rows-256", None, "0.27.0"),
     # the MXFP4 kernel DeepSeek-V4's experts get on SM 9.0 with moe_backend auto: TRTLLM (family 100) and
-    # DeepGEMM FP4 (100/120) refuse the device, so Marlin; from 0.33 Humming ahead of Marlin on SM 9.0
-    # (humming-kernels a requirement of the wheel). 0.30-0.32 not read: no value (the band stays).
-    _table("dsv4-mxfp4-moe-sm90", ((VersionRange("0.24.0", "0.30.0"), "marlin"), (VersionRange("0.33.0"), "humming")),
+    # DeepGEMM FP4 (100/120) refuse the device, so Marlin; from 0.32 Humming ahead of Marlin on SM 9.0
+    # (humming-kernels a requirement of the wheel)
+    _table("dsv4-mxfp4-moe-sm90", ((VersionRange("0.24.0", "0.32.0"), "marlin"), (VersionRange("0.32.0"), "humming")),
            "vllm/model_executor/layers/quantization/mxfp4.py:481@0.24.0 select_deepseek_v4_mxfp4_moe_backend(moe)",
            "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:342@0.24.0 Mxfp4MoeBackend.MARLIN,",
            "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:363@0.29.0 Mxfp4MoeBackend.MARLIN,",
+           "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:390@0.31.0 return _AVAILABLE_BACKENDS",
+           "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:449@0.32.0 "
+           "return prioritize_humming(_AVAILABLE_BACKENDS)",
            "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:485@0.34.0 "
            "return prioritize_humming(_AVAILABLE_BACKENDS)",
            "vllm/model_executor/layers/quantization/utils/humming/priority.py:11@0.34.0 "
@@ -308,7 +311,8 @@ FACTS: tuple[Fact, ...] = (
     _f("all2all-default-allgather", "0.24.0", None,
        'vllm/config/parallel.py:229@0.34.0 all2all_backend: All2AllBackend = "allgather_reducescatter"'),
     # Humming under EP: grouped gemm, every buffer M × topk rows (fused_humming_moe.get_buffer_metas)
-    _f("humming-moe-workspaces", "0.33.0", None,
+    _f("humming-moe-workspaces", "0.32.0", None,
+       "vllm/model_executor/layers/fused_moe/experts/fused_humming_moe.py:490@0.32.0 input_shape_m = M * topk",
        'vllm/model_executor/layers/fused_moe/experts/fused_humming_moe.py:120@0.34.0 gemm_type = "grouped_contiguous"',
        "vllm/model_executor/layers/fused_moe/experts/fused_humming_moe.py:492@0.34.0 input_shape_m = M * topk",
        "vllm/model_executor/layers/fused_moe/experts/fused_humming_moe.py:518@0.34.0 "
