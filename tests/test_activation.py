@@ -331,6 +331,95 @@ def test_dp_ep_adds_the_all_gathered_moe_workspaces_at_the_high_end(config, inte
         t.term("gather workspace").high + t.term("sampler").high)
 
 
+def _dp_ep(release, *extra, config=PRO, gpu=HOPPER, dp=8, tp=1):
+    from dsv4_launch.core.memory.activation import activation_of
+    from tests.planning import facts_for, gpus
+
+    facts = facts_for(["deepseek-ai/DeepSeek-V4-Pro", *extra], version=release, config=config,
+                      gpu=gpus(*[gpu] * (dp * tp)))
+    return activation_of(facts, tp, 8192, 256, dp=dp, expert_parallel=True, max_model_len=200_000)
+
+
+def _marlin(config, m):  # experts/marlin_moe.py:664-665@0.34: N = 2 × intermediate, bf16
+    k, n = config["hidden_size"], 2 * config["moe_intermediate_size"]
+    return m * 6 * (max(n, k) + max(2 * n, k)) * 2
+
+
+def _humming(config, m, high):  # get_buffer_metas under EP: 16-bit outputs, ≤ 16-bit inputs
+    k, i = config["hidden_size"], config["moe_intermediate_size"]
+    return m * ((6 * max(i, k)) if high else k) * 2 + m * 6 * max(2 * i, k) * 2
+
+
+@pytest.mark.parametrize("release,kernels", [("0.24.0", ("marlin",)), ("0.29.0", ("marlin",)), ("0.31.0", ("marlin",)),
+                                             ("0.32.0", ("humming", "marlin")), ("0.34.0", ("humming", "marlin")),
+                                             ("0.23.0", ()), (None, ())])
+def test_on_sm_9_the_release_settles_the_mxfp4_kernel_that_sizes_the_all_gather(release, kernels):
+    from dsv4_launch.core.memory.activation import gathered_kernels
+
+    ask = dict(tp=1, pp=1, dp=8, expert_parallel=True, release=release)
+    assert gathered_kernels(PRO, "", capability=HOPPER, **ask) == kernels
+    assert gathered_kernels(PRO, "auto", capability=HOPPER, **ask) == kernels
+    # another GPU (TRTLLM or DeepGEMM may take it), or one not known: not read
+    assert gathered_kernels(PRO, "", capability=BLACKWELL, **ask) == ()
+    assert gathered_kernels(PRO, "", capability=None, **ask) == ()
+
+
+def test_what_else_leaves_the_all_gather_kernel_unread():
+    from dsv4_launch.core.memory.activation import gathered_kernels
+
+    ask = dict(tp=1, pp=1, dp=8, expert_parallel=True, release="0.29.0", capability=HOPPER)
+    assert gathered_kernels(PRO, "", **ask) == ("marlin",)
+    assert gathered_kernels(PRO, "", **{**ask, "tp": 2}) == ()  # sequence parallel: not modelled here
+    assert gathered_kernels(PRO, "", **{**ask, "dp": 1}) == ()
+    assert gathered_kernels(PRO, "", **{**ask, "expert_parallel": False}) == ()
+    assert gathered_kernels(PRO, "", all2all="deepep_high_throughput", **ask) == ()
+    assert gathered_kernels(PRO, "", all2all="allgather_reducescatter", **ask) == ("marlin",)
+    assert gathered_kernels(PRO, "", dbo=True, **ask) == ()  # micro-batches halve M
+    assert gathered_kernels(PRO, "flashinfer_trtllm", **ask) == ()
+    nvfp4 = known_checkpoint("nvidia/DeepSeek-V4-Flash-NVFP4")["config"]
+    assert gathered_kernels(nvfp4, "", **ask) == ()  # not the MXFP4 oracle
+    # asked for by name: that kernel on any GPU (Humming only where the release has its EP shapes)
+    assert gathered_kernels(PRO, "marlin", **{**ask, "capability": BLACKWELL, "release": "0.33.0"}) == ("marlin",)
+    assert gathered_kernels(PRO, "humming", **{**ask, "release": "0.33.0"}) == ("humming",)
+    assert gathered_kernels(PRO, "humming", **ask) == ()
+
+
+@pytest.mark.parametrize("config", [FLASH, PRO], ids=["flash", "pro"])
+@pytest.mark.parametrize("dp", [2, 8])
+def test_a_known_kernel_gives_the_all_gather_a_floor_and_humming_a_lower_ceiling(config, dp):
+    from dsv4_launch.core.memory.activation import moe_gather_term
+
+    shape, t = shape_of(config), 8192
+    unknown = moe_gather_term(shape, t, dp, True)
+    assert unknown.low == 0 and unknown.high == _marlin(config, (dp - 1) * t)
+    marlin = moe_gather_term(shape, t, dp, True, kernels=("marlin",))
+    assert (marlin.low, marlin.high) == (_marlin(config, dp * t), unknown.high)  # all M rows, in the buffer
+    either = moe_gather_term(shape, t, dp, True, kernels=("humming", "marlin"))
+    assert (either.low, either.high) == (_humming(config, dp * t, False), unknown.high)
+    humming = moe_gather_term(shape, t, dp, True, kernels=("humming",))
+    assert (humming.low, humming.high) == (_humming(config, dp * t, False), _humming(config, (dp - 1) * t, True))
+    assert 0 < humming.low < marlin.low and humming.high < unknown.high
+    assert moe_gather_term(shape, t, dp, True, mega=True, kernels=("marlin",)).low == 0  # MegaMoE: its own buffer
+
+
+@pytest.mark.parametrize("release,floor", [("0.29.0", "marlin"), ("0.33.0", "humming"), (None, None)])
+def test_the_floor_raises_the_low_peak_as_the_workspace_managers_one_buffer(release, floor):
+    a = _dp_ep(release)
+    res, step, ws, logits, rest, sampler, gathered = (a.term(n) for n in (
+        "residual streams", "mhc step", "gather workspace", "indexer logits", "intermediates", "sampler",
+        "moe all-gather"))
+    m = 8 * 8192
+    want = {"marlin": _marlin(PRO, m), "humming": _humming(PRO, m, False), None: 0}[floor]
+    assert gathered.low == want and gathered.high == _marlin(PRO, 7 * 8192)
+    buffer = max(ws.low, gathered.low)
+    assert buffer > ws.low or floor is None  # Pro at DP 8: the MoE's workspaces outgrow the gather's
+    assert a.peak.low == max(res.low + max(step.low + buffer, buffer + logits.low, rest.low), buffer + sampler.low)
+    assert a.peak.high == max(res.high + ws.high + max(step.high, logits.high + rest.high + gathered.high),
+                              ws.high + sampler.high)
+    # the same start with DeepEP's all2all: the kernel is not read, the floor goes
+    assert _dp_ep(release, "--all2all-backend", "deepep_high_throughput").term("moe all-gather").low == 0
+
+
 @pytest.mark.parametrize("layout,ranks", [(dict(tp=1), 1), (dict(tp=8), 8), (dict(dp=8, expert_parallel=True), 8),
                                          (dict(tp=2, dp=4, expert_parallel=True), 8), (dict(dp=8), 1),
                                          (dict(tp=4, dp=2), 4)])

@@ -178,12 +178,22 @@ def test_no_official_recipe_is_said_not_to_fit(tmp_path, what, model, gpus, args
         assert memory["verdict"] in line and "--max-model-len" in line
 
 
-def test_the_recipes_that_are_reported_to_start_fit_at_the_optimistic_end(tmp_path):
+def test_the_dp_ep_recipe_on_h200_is_short_where_marlin_sizes_the_all_gather_and_fits_at_the_reported_512(tmp_path):
     # The V4-Pro recipe's hopper override (200K, 0.95) came from TP 8 + EP runs on H20-3e (recipes#617, #700);
     # what recipes#381/#832 report starting at DP 8 + EP is 800K at 512 batched tokens (tests/fixtures/memory/
-    # field.json). The official DP 8 + EP command must still not be called short at the optimistic end.
-    code, data, _ = plan(tmp_path, PRO, "8xH200", [*BASE, "--data-parallel-size", "8", "--enable-expert-parallel",
-                                                   *HOPPER_PRO], "0.25.0")
+    # field.json). On SM 9.0 up to 0.29 vLLM's MXFP4 kernel is Marlin (fact dsv4-mxfp4-moe-sm90), whose
+    # workspaces for DP 8 × 8,192 all-gathered tokens (14.3 GiB for Pro) outgrow the ~10 GiB the weights leave:
+    # short at every end, and the fix is the lever those starts used.
+    dp_ep = [*BASE, "--data-parallel-size", "8", "--enable-expert-parallel", *HOPPER_PRO]
+    code, data, _ = plan(tmp_path, PRO, "8xH200", dp_ep, "0.25.0")
+    memory = data["memory"]
+    assert code == 0 and memory["verdict"] == "short at every end we estimate"
+    line = next(f["text"] for f in data["findings"] if f["rule"] == "max-model-len-too-long")
+    assert "Fix: --max-num-batched-tokens" in line
+    code, data, _ = plan(tmp_path, PRO, "8xH200", [*dp_ep, "--max-num-batched-tokens", "512"], "0.25.0")
+    assert code == 0 and data["memory"]["verdict"] == "fits"
+    # with DeepEP's all2all the kernel is not read: the all-gather stays a band, vLLM decides
+    code, data, _ = plan(tmp_path, PRO, "8xH200", [*dp_ep, "--all2all-backend", "deepep_high_throughput"], "0.25.0")
     memory = data["memory"]
     assert memory["max_model_len_fits_high"] >= 200_000 > memory["max_model_len_fits_low"]
     assert memory["verdict"] == "vLLM decides at start"

@@ -13,6 +13,9 @@ What vLLM runs, unchanged:
   default (0.32+) and the logits stand-in are read as source text.
 * ``MarlinExperts.workspace_shapes`` (called on a bare object: it reads its arguments only) for the
   DP ranks' all-gathered tokens, the DP + EP term's high end.
+* The DP + EP term's kernel on SM 9.0: ``_get_priority_backends`` (DeepSeek-V4's MXFP4 list) and each
+  kernel class's own ``_supports_current_device`` with the platform faked as an SM 9.0 CUDA device;
+  Humming's ``_workspace_shapes`` on a stand-in layer for every input type, output type and gemm.
 * ``_use_sequence_parallel`` (``nvidia/model.py`` of V4 from 0.27 and of V4.1) on stand-in
   configs: the layouts where each rank holds 1/TP of the residual streams. Before 0.27 the
   function does not exist and ours must say no sequence parallelism.
@@ -212,3 +215,98 @@ def _prod(shape) -> int:
     for d in shape:
         n *= d
     return n
+
+
+# --- DP + EP's all-gather: the MXFP4 kernel SM 9.0 gets, and Humming's workspaces ---------------------------
+
+class _Hopper:
+    """An SM 9.0 CUDA device, as the kernels' ``_supports_current_device`` ask about it."""
+
+    def is_rocm(self):
+        return False
+
+    is_xpu = is_cpu = is_rocm
+
+    def is_cuda(self):
+        return True
+
+    def is_device_capability_family(self, family):
+        return family == 90
+
+    def is_device_capability(self, capability):
+        return tuple(capability) == (9, 0) if not isinstance(capability, int) else capability == 90
+
+    def has_device_capability(self, capability):
+        return (9, 0) >= (tuple(capability) if not isinstance(capability, int) else divmod(capability, 10))
+
+    def get_device_capability(self, device_id=0):
+        return SimpleNamespace(major=9, minor=0, to_int=lambda: 90)
+
+
+def test_on_sm_9_the_first_kernel_that_takes_the_device_is_the_facts(release, monkeypatch):
+    # _get_priority_backends() for DeepSeek-V4's MXFP4 experts (select_deepseek_v4_mxfp4_moe_backend's
+    # list), each kernel class's own _supports_current_device() on an SM 9.0 CUDA device (the platform
+    # faked; FlashInfer and DeepGEMM taken as installed, so only the device decides)
+    from dsv4_launch.core.memory.activation import MXFP4_SM90
+
+    platforms = importlib.import_module("vllm.platforms")
+    oracle = importlib.import_module("vllm.model_executor.layers.fused_moe.oracle.mxfp4")
+    hopper = _Hopper()
+    monkeypatch.setattr(oracle, "current_platform", hopper)
+    monkeypatch.setattr(platforms, "current_platform", hopper)
+    first = None
+    for backend in oracle._get_priority_backends():
+        takes = []
+        for cls in oracle.backend_to_kernel_cls(backend):
+            module = importlib.import_module(cls.__module__)
+            for name, value in (("current_platform", hopper), ("has_flashinfer", lambda: True),
+                                ("is_deep_gemm_supported", lambda: True), ("has_humming", lambda: True)):
+                if hasattr(module, name):
+                    monkeypatch.setattr(module, name, value)
+            takes.append(cls._supports_current_device())
+        if any(takes):
+            first = backend.name
+            break
+    expected = MXFP4_SM90.at(release)
+    if expected is None:
+        pytest.skip(f"{release}: no SM 9.0 kernel fact (first that takes the device: {first})")
+    assert first == expected.upper(), (release, first)
+
+
+@pytest.mark.parametrize("config", [FLASH, PRO], ids=["flash", "pro"])
+@pytest.mark.parametrize("tokens,dp", [(8192, 8), (512, 8), (16384, 2)])
+def test_hummings_workspaces_lie_in_the_all_gather_terms_ends(release, config, tokens, dp):
+    # HummingExpertsBase._workspace_shapes / get_buffer_metas under EP (grouped gemm; the indexed one too),
+    # on a stand-in carrying the fields they read, for every input type Humming takes and both 16-bit outputs
+    from dsv4_launch.core.memory.activation import HUMMING
+
+    if HUMMING.contains(release) is not True:
+        pytest.skip(f"{release}: Humming's EP shapes not claimed")
+    torch = importlib.import_module("torch")
+    experts = importlib.import_module("vllm.model_executor.layers.fused_moe.experts.fused_humming_moe")
+    humming = importlib.import_module("vllm.utils.humming")
+    silu = importlib.import_module("vllm.model_executor.layers.fused_moe.activation").MoEActivation.SILU
+    k, i, topk = config["hidden_size"], config["moe_intermediate_size"], config["num_experts_per_tok"]
+    d = humming.dtypes
+
+    def workspaces(m, a, c, gemm):
+        layer = SimpleNamespace(
+            num_experts=256 // dp, is_batched=lambda: False, humming_gemm_type=lambda: gemm,
+            adjust_N_for_activation=lambda n, act: n // 2, moe_config=SimpleNamespace(in_dtype=torch.bfloat16),
+            humming_configs={"w13": SimpleNamespace(shape_n=2 * i, pad_shape_n=0, shape_k=k, pad_shape_k=0,
+                                                    a_dtype=a, c_dtype=c),
+                             "w2": SimpleNamespace(shape_n=k, pad_shape_n=0, shape_k=i, pad_shape_k=0,
+                                                   a_dtype=a, c_dtype=c)})
+        layer.get_buffer_metas = experts.HummingExpertsBase.get_buffer_metas.__get__(layer)
+        one, two, _ = experts.HummingExpertsBase._workspace_shapes(layer, m, topk, silu)
+        return (_prod(one) + _prod(two)) * 2  # in_dtype elements
+
+    kinds = [(a, c, g) for a in (d.bfloat16, d.float16, d.float8e4m3, d.int8, d.float4e2m1)
+             for c in (d.bfloat16, d.float16) for g in (humming.GemmType.GROUPED_CONTIGUOUS, humming.GemmType.INDEXED)]
+    term = moe_gather_term(shape_of(config), tokens, dp, True, kernels=("humming",))
+    every = [workspaces(dp * tokens, *kind) for kind in kinds]
+    assert term.low <= min(every)  # the floor: what every input type and gemm asks for over all the tokens
+    # the ceiling: 16-bit inputs on the grouped gemm (EP's default), beyond the band's own tokens
+    beyond = [workspaces(dp * tokens, *kind) - workspaces(tokens, *kind) for kind in kinds]
+    assert term.high == max(beyond)
+    assert term.low == min(every)  # attained: 4-bit inputs, where workspace 1 is the (M, K) output

@@ -4,9 +4,9 @@ vLLM measures the peak on the GPU while ``profile_run`` runs the dummy forward a
 term is (low, high, basis): derived exactly from the config, the layout and the release where vLLM's
 code says the size (the residual streams, the mHC step, the gather workspace, the indexer's and
 the sampler's logits), a band where it does not (the layer's intermediates and kernel workspaces,
-fitted on one GB10 measurement; MegaMoE's dispatch buffer; DP + EP's all-gather). The terms, the
-vLLM lines each rests on, the fit, the field cases and how the terms coexist in the peak:
-docs/memory.md "The activation peak".
+fitted on one GB10 measurement; MegaMoE's dispatch buffer; DP + EP's all-gather where its kernel
+is not read). The vLLM lines each rests on, the fit, the field cases and how the terms coexist in
+the peak: docs/memory.md "The activation peak".
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..vllm.facts import fact
 from .budget import Term
 from .kv_plan import round_up as _round_up
 from .vllm_config import DSV4_MAX_MODEL_LEN, speculative_method
+from .weights import routed_experts_format
 
 MiB = 2**20
 GiB = 2**30
@@ -49,6 +50,10 @@ FLASHMLA_BACKENDS = ("FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4")
 NATIVE_MEGA_MOE = "deep_gemm_mega_moe"
 FLASHINFER_MEGA_MOE = tuple(  # (name, the releases it is a megakernel backend in)
     (name, r) for r, names in fact("flashinfer-mega-moe-backends").by_release for name in names)
+# DP + EP's all-gather (docs/memory.md, its row): the MXFP4 kernel SM 9.0 gets per release, the default all2all
+MXFP4_SM90 = fact("dsv4-mxfp4-moe-sm90")
+ALLGATHER_DEFAULT = fact("all2all-default-allgather").range
+HUMMING = fact("humming-moe-workspaces").range
 
 # The band (docs/memory.md "The activation peak"): the GB10 measurement (V4-Flash, TP 1: 5.30 GiB at
 # 8,224 batched tokens, 1.39 GiB at 2,048) less the derived streams.
@@ -299,9 +304,43 @@ def intermediates_term(shape: Shape, tokens: int, tp: int, ranks: int) -> Term:
 MEGA_MOE_BUFFER_PER_VALUE = 16  # bytes per batched token × hidden: fitted on vllm#51454's two runs (below)
 
 
-def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool, mega: bool = False) -> Term:
-    """DP + EP's all-gathered tokens in a modular MoE kernel's workspaces (Marlin's shape), beyond the
-    band's, at the high end only; or MegaMoE's dispatch buffer (docs/memory.md, their two rows)."""
+def _moe_workspaces(shape: Shape, tokens: int, kernel: str, high: bool) -> int:
+    """The workspaces a modular MXFP4 kernel asks the workspace manager for at M = ``tokens``, bf16:
+    Marlin's (M·topk, max(N, K)) + (M·topk·max(2N, K)), N = 2 × intermediate (experts/marlin_moe.py:
+    664-665@0.34); Humming's under EP (fused_humming_moe.py get_buffer_metas): workspace 2 the gate-up
+    and down outputs, (M·topk, max(2I, K)) in its 16-bit output type, workspace 1 at least the (M, K)
+    output, at most (M·topk, max(I, K)) with inputs of ≤ 16 bits (``high``)."""
+    k, i, topk = shape.hidden, shape.moe_intermediate, shape.experts_per_token
+    if kernel == "marlin":
+        return tokens * topk * (max(2 * i, k) + max(4 * i, k)) * BF16
+    return tokens * ((topk * max(i, k)) if high else k) * BF16 + tokens * topk * max(2 * i, k) * BF16
+
+
+def gathered_kernels(config: Mapping | None, chosen: str, *, tp: int, pp: int, dp: int, expert_parallel: bool,
+                     release: str | None, capability: tuple[int, int] | None, all2all: object = None,
+                     dbo: bool = False) -> tuple[str, ...]:
+    """The modular MoE kernels that may size their workspaces by the DP ranks' all-gathered tokens,
+    where the release's code settles it (MXFP4 experts, the default all2all, TP 1, no DBO; ``chosen``
+    the moe_backend asked for, "" for auto); () where it is not read: the band stays."""
+    if not (expert_parallel and dp > 1 and tp == 1 and pp == 1) or dbo or routed_experts_format(config) != "fp4":
+        return ()
+    if all2all not in (None, "allgather_reducescatter") or ALLGATHER_DEFAULT.contains(release) is not True:
+        return ()
+    if chosen in ("", "auto"):
+        default = MXFP4_SM90.at(release) if capability == (9, 0) else None
+        # Humming where its classes take the config, else the next in the list: Marlin
+        return ("humming", "marlin") if default == "humming" else ("marlin",) if default == "marlin" else ()
+    if chosen == "humming" and HUMMING.contains(release) is True:
+        return ("humming",)
+    return ("marlin",) if chosen == "marlin" else ()
+
+
+def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool, mega: bool = False,
+                    kernels: tuple[str, ...] = ()) -> Term:
+    """DP + EP's all-gathered tokens in a modular MoE kernel's workspaces: at the high end beyond the
+    band's (Marlin's shape, or the known ``kernels``' largest), at the low end the known kernels'
+    least over all the gathered tokens (the workspace manager's buffer: the low end takes the larger
+    of it and the gather workspace); or MegaMoE's dispatch buffer (docs/memory.md, their two rows)."""
     if mega and expert_parallel:
         # A MegaMoE backend dispatches the tokens itself through a symmetric buffer sized by
         # max_num_batched_tokens (DeepGemmMegaMoEExperts.get_symm_buffer,
@@ -315,12 +354,17 @@ def moe_gather_term(shape: Shape, tokens: int, dp: int, expert_parallel: bool, m
                     "16 B × hidden a token, fitted on vllm#51454's TP 8 + EP and DP 8 + EP starts), no all-gather")
     if not (expert_parallel and dp > 1):
         return Term(0, 0, "no DP + EP all-gather")
-    n = 2 * shape.moe_intermediate  # EP: the experts are whole on their rank
-    per_token = shape.experts_per_token * (max(n, shape.hidden) + max(2 * n, shape.hidden)) * BF16
-    extra = (dp - 1) * tokens * per_token
-    return Term(0, extra, f"0 … a modular MoE kernel's workspaces over the {dp} DP ranks' {dp * tokens:,} "
-                "all-gathered tokens (Marlin's: experts/marlin_moe.py:691-719@0.33, "
-                f"modular_kernel.py:1340-1366@0.33), beyond the band's {tokens:,}")
+    extra = max(_moe_workspaces(shape, (dp - 1) * tokens, k, True) for k in kernels or ("marlin",))
+    if not kernels:
+        return Term(0, extra, f"0 … a modular MoE kernel's workspaces over the {dp} DP ranks' {dp * tokens:,} "
+                    "all-gathered tokens (Marlin's: experts/marlin_moe.py:691-719@0.33, "
+                    f"modular_kernel.py:1340-1366@0.33), beyond the band's {tokens:,}; the kernel is not read here")
+    low = min(_moe_workspaces(shape, dp * tokens, k, False) for k in kernels)
+    return Term(low, extra, f"{' or '.join(kernels)} (the release's MXFP4 kernel here, all2all "
+                f"allgather_reducescatter): its workspaces for the {dp} DP ranks' {dp * tokens:,} all-gathered "
+                f"tokens, {low / GiB:.2f} GiB at least (in the workspace manager's buffer), at most "
+                f"{extra / GiB:.2f} GiB beyond the band's {tokens:,} (experts/marlin_moe.py:664-665@0.34, "
+                "fused_humming_moe.py:486-535@0.34)")
 
 
 def sampler_term(shape: Shape, tokens: int, max_num_seqs: int | None, speculative: bool) -> Term:
@@ -384,7 +428,8 @@ class _DummyRun:
                  dp: int = 1, expert_parallel: bool = False, release: str | None = None,
                  capability: tuple[int, int] | None = None, backend: str | None = None, speculative: bool = False,
                  mega_moe: bool = False, fp4_indexer: bool = False, indexer_factor: int | None = None,
-                 indexer_logits: IndexerLogits | None = None, v41: bool = False) -> None:
+                 indexer_logits: IndexerLogits | None = None, moe_kernels: tuple[str, ...] = (),
+                 v41: bool = False) -> None:
         self.shape = shape = shape_of(config)
         sp = sequence_parallel(tp, pp, dp, expert_parallel, mega_moe, release, v41)
         self.tokens, self.max_num_seqs, self.release, self.capability, self.backend = (
@@ -394,7 +439,7 @@ class _DummyRun:
         self.residual = residual_term(shape, tokens, tp, sp)
         self.step = mhc_step_term(shape, tokens, tp, sp)
         self.logits = indexer_logits or IndexerLogits(INDEXER_LOGITS_MB)
-        self.gathered = moe_gather_term(shape, tokens, dp, expert_parallel, mega_moe)
+        self.gathered = moe_gather_term(shape, tokens, dp, expert_parallel, mega_moe, moe_kernels)
         self.rest = intermediates_term(shape, tokens, tp, tp * (dp if expert_parallel else 1))
         self.sampler = sampler_term(shape, tokens, max_num_seqs, speculative)
 
@@ -402,6 +447,7 @@ class _DummyRun:
         """(forward low, forward high, sampler low, sampler high) beside this workspace, as the terms
         coexist (docs/memory.md "The activation peak", **How they coexist**: the same formulas)."""
         residual, step, rest = self.residual, self.step, self.rest
+        workspace_low = max(workspace_low, self.gathered.low)  # the all-gathered MoE workspaces: one buffer
         forward_low = residual.low + max(step.low + workspace_low, workspace_low + logits.low, rest.low)
         forward_high = residual.high + workspace_high + max(step.high,
                                                             logits.high + rest.high + self.gathered.high)
@@ -498,7 +544,8 @@ def _dummy_run(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep
         capabilities = {g.capability for g in facts.all_gpus if g.capability}
         capability = capabilities.pop() if len(capabilities) == 1 else None
     kernel = json_option(args, "kernel_config") or {}
-    mega = mega_moe(str(args.value("moe_backend") or kernel.get("moe_backend") or "").lower(), facts.vllm_version)
+    chosen = str(args.value("moe_backend") or kernel.get("moe_backend") or "").lower()
+    mega = mega_moe(chosen, facts.vllm_version)
     attention = json_option(args, "attention_config") or {}
     fp4 = attention.get("indexer_kv_dtype") == "mxfp4" or as_bool(attention.get("use_fp4_indexer_cache")) is True
     factor = attention.get("sparse_mla_prefill_workspace_factor")
@@ -507,7 +554,11 @@ def _dummy_run(facts: Facts, tp: int, mnbt: int, max_num_seqs: int | None, dp_ep
                    release=facts.vllm_version, capability=capability, backend=attention_backend(args),
                    speculative=speculative_method(facts) is not None, mega_moe=mega, fp4_indexer=fp4,
                    indexer_factor=factor if type(factor) is int and factor >= 2 else None,
-                   indexer_logits=logits, v41=facts.model.family == V41)
+                   indexer_logits=logits, v41=facts.model.family == V41,
+                   moe_kernels=gathered_kernels(facts.model.config, chosen, tp=tp, pp=pp, dp=dp,
+                                                expert_parallel=expert_parallel, release=facts.vllm_version,
+                                                capability=capability, all2all=args.value("all2all_backend"),
+                                                dbo=args.value("enable_dbo") is True))
     return _DummyRun(facts.model.config, **settled), default_length  # type: ignore[arg-type]
 
 

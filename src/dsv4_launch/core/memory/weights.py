@@ -466,6 +466,15 @@ def _padding_rows(capability: tuple[int, int] | None, vllm_version: str | None) 
     return 128, 128, "Marlin (the MXFP4 kernel here) rounds to 128 rows"
 
 
+def routed_experts_format(config: Mapping | None) -> str | None:
+    """The routed experts' format in the checkpoint ("fp4": MXFP4, "nvfp4", "fp8", "bf16"); None: unread."""
+    try:
+        plain = isinstance(config, Mapping) and not isinstance(config.get("text_config"), Mapping)
+        return _Dtypes(config).backbone_experts if plain else None  # type: ignore[arg-type]
+    except _Unknown:
+        return None
+
+
 def expert_padding(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, expert_parallel: bool = False,
                    capability: tuple[int, int] | None = None, vllm_version: str | None = None,
                    draft_layers: int = 0) -> tuple[int, int, str] | None:

@@ -296,6 +296,36 @@ FACTS: tuple[Fact, ...] = (
        "vllm/models/deepseek_v4/nvidia/dspark.py:125@0.34.0 self.topk_indices_buffer = torch.empty("),
     # the MXFP4 MoE kernel's rounding of each rank's expert slice (core/memory/weights.py expert_padding)
     _f("mxfp4-trtllm-rows-256", None, "0.27.0"),
+    # the MXFP4 kernel DeepSeek-V4's experts get on SM 9.0 with moe_backend auto: TRTLLM (family 100) and
+    # DeepGEMM FP4 (100/120) refuse the device, so Marlin; from 0.32 Humming ahead of Marlin on SM 9.0
+    # (humming-kernels a requirement of the wheel)
+    _table("dsv4-mxfp4-moe-sm90", ((VersionRange("0.24.0", "0.32.0"), "marlin"), (VersionRange("0.32.0"), "humming")),
+           "vllm/model_executor/layers/quantization/mxfp4.py:481@0.24.0 select_deepseek_v4_mxfp4_moe_backend(moe)",
+           "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:342@0.24.0 Mxfp4MoeBackend.MARLIN,",
+           "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:363@0.29.0 Mxfp4MoeBackend.MARLIN,",
+           "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:390@0.31.0 return _AVAILABLE_BACKENDS",
+           "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:449@0.32.0 "
+           "return prioritize_humming(_AVAILABLE_BACKENDS)",
+           "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:485@0.34.0 "
+           "return prioritize_humming(_AVAILABLE_BACKENDS)",
+           "vllm/model_executor/layers/quantization/utils/humming/priority.py:11@0.34.0 "
+           "_HUMMING_PREFERRED_CAPABILITIES = frozenset({90})",
+           "vllm/model_executor/layers/fused_moe/experts/trtllm_mxfp4_moe.py:125@0.34.0 "
+           "is_device_capability_family(100) and has_flashinfer()",
+           "vllm/model_executor/layers/fused_moe/experts/deep_gemm_moe.py:479@0.34.0 "
+           "or current_platform.is_device_capability_family(120)",
+           oracle="tests/vllm_real/test_activation_oracle.py"),
+    # the default all2all: every DP rank's tokens all-gathered into each rank's modular MoE kernel
+    _f("all2all-default-allgather", "0.24.0", None,
+       'vllm/config/parallel.py:229@0.34.0 all2all_backend: All2AllBackend = "allgather_reducescatter"'),
+    # Humming under EP: grouped gemm, every buffer M × topk rows (fused_humming_moe.get_buffer_metas)
+    _f("humming-moe-workspaces", "0.32.0", None,
+       "vllm/model_executor/layers/fused_moe/experts/fused_humming_moe.py:490@0.32.0 input_shape_m = M * topk",
+       'vllm/model_executor/layers/fused_moe/experts/fused_humming_moe.py:120@0.34.0 gemm_type = "grouped_contiguous"',
+       "vllm/model_executor/layers/fused_moe/experts/fused_humming_moe.py:492@0.34.0 input_shape_m = M * topk",
+       "vllm/model_executor/layers/fused_moe/experts/fused_humming_moe.py:518@0.34.0 "
+       '"shape": (real_shape_m, gate_up_dim),',
+       oracle="tests/vllm_real/test_activation_oracle.py"),
     _f("b12x-moe-exact-dimensions", "0.29.0", None,
        "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:833@0.34.0 b12x plans for the exact model dimensions"),
 )
