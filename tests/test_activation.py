@@ -455,3 +455,18 @@ def test_the_searchs_peak_is_the_worded_peaks_numbers(config, settings):
     for length in (1, 4095, 65_536, 256 * 1024, 256 * 1024 + 1, 400_001, 1_048_576):
         peak = activation_terms(config, max_model_len=length, **settings).peak
         assert run.peak_at(length) == (peak.low, peak.high), length
+
+
+@pytest.mark.parametrize("release", ["0.24.0", "0.29.0", "0.32.0", "0.34.0", None])
+@pytest.mark.parametrize("dp,kernels", [(8, ()), (8, ("marlin",)), (4, ("humming", "marlin")), (2, ("humming",))])
+def test_every_band_the_activation_peak_names_runs_low_to_high(release, dp, kernels):
+    # the DP + EP all-gather's low end is a floor of the workspace buffer and its high end what comes
+    # on top of the intermediates: said apart, never as one reversed band ("14.25–12.47 GiB")
+    import re
+
+    for config in (FLASH, PRO):
+        peak = terms(config, dp=dp, expert_parallel=True, release=release, capability=HOPPER,
+                     moe_kernels=kernels).peak
+        bands = re.findall(r"(\d+\.\d+)–(\d+\.\d+) GiB", peak.basis)
+        assert bands and all(float(a) <= float(b) for a, b in bands), peak.basis
+        assert peak.low <= peak.high

@@ -476,7 +476,7 @@ class _DummyRun:
         requests = min(tokens, self.max_num_seqs or tokens)
         basis = (f"peak at {at}: the forward holds the residual streams ({_gib(residual)}) and the mHC step "
                  f"({_gib(step)}), the indexer's logits ({_gib(logits)}) or the layer's intermediates ({_gib(rest)}"
-                 + (f", + {_gib(gathered)} for the MoE's dispatch" if gathered.high else "") + "), "
+                 + (_dispatch(gathered) if gathered.high else "") + "), "
                  f"beside the gather workspace ({_gib(workspace)}, one buffer with the MoE's workspaces); then the "
                  f"sampler ({_gib(sampler)}) beside the workspace; {tokens:,} batched tokens in {requests:,} dummy "
                  "requests")
@@ -491,12 +491,21 @@ def activation_terms(config: Mapping | None, *, tokens: int, max_num_seqs: int |
                      release: str | None = None, capability: tuple[int, int] | None = None,
                      backend: str | None = None, speculative: bool = False, mega_moe: bool = False,
                      fp4_indexer: bool = False, indexer_factor: int | None = None,
-                     indexer_logits: IndexerLogits | None = None) -> Activation:
+                     indexer_logits: IndexerLogits | None = None, moe_kernels: tuple[str, ...] = ()) -> Activation:
     """The profile run's activation peak on the busiest GPU, term by term, and how they coexist."""
     return _DummyRun(config, tokens=tokens, max_num_seqs=max_num_seqs, tp=tp, pp=pp, dp=dp,
                      expert_parallel=expert_parallel, release=release, capability=capability, backend=backend,
-                     speculative=speculative, mega_moe=mega_moe, fp4_indexer=fp4_indexer,
-                     indexer_factor=indexer_factor, indexer_logits=indexer_logits).activation(max_model_len)
+                     speculative=speculative, mega_moe=mega_moe, fp4_indexer=fp4_indexer, indexer_factor=indexer_factor,
+                     indexer_logits=indexer_logits, moe_kernels=moe_kernels).activation(max_model_len)
+
+
+def _dispatch(term: Term) -> str:
+    """The all-gather term in words: its low end is a floor of the workspace buffer, its high end
+    what comes on top of the band's intermediates (``moe_gather_term``), so they are said apart."""
+    if not term.low:
+        return f", + up to {term.high / GiB:.2f} GiB for the MoE's dispatch"
+    return (f"; the MoE's dispatch: at least {term.low / GiB:.2f} GiB of workspace buffer, up to "
+            f"{term.high / GiB:.2f} GiB on top at the high end")
 
 
 def _gib(term: Term) -> str:
