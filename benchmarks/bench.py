@@ -40,9 +40,9 @@ Cases:
                (dsv4-serve → stub+ X) − (vllm stub+ X) is what a real start of X waits longer (a
                budget per release, BUDGET_REAL_START_MS; the median of the round-by-round
                differences, the two taken back to back: paired_difference). dsv4-serve collects the
-               young generations and freezes the heap before it imports vLLM (adapters/handover.py, as vLLM's freeze_gc_heap does
-               once the server is up), which also spares vLLM's own start-up collections the
-               interpreter's objects:
+               young generations and freezes the heap before it imports vLLM (adapters/handover.py,
+               as vLLM's freeze_gc_heap does once the server is up), which also spares vLLM's own
+               start-up collections the interpreter's objects:
   vllm stub+ X, heap frozen
                vllm stub+ X collecting and freezing the heap the same way before its imports:
                (dsv4-serve → stub+ X) − this is dsv4-serve's own cost with that gain taken out
@@ -88,7 +88,8 @@ QUIET_FLOOR_RATIO = 1.08  # floor median / min above this: a busy machine (said,
 BUDGET_REAL_START_MS = 15.0  # what a real start waits longer: (dsv4-serve → stub+) − vllm stub+
 RELEASE = "0.24.0"  # build_fakes' default release (tests); a run measures every recorded one (--release)
 VLLM_IMPORTS = "BENCH_STUB_IMPORTS_SHARED"  # set: the stub's main module imports them, as vLLM's does
-STUB_FREEZE = "BENCH_STUB_FREEZE"  # set: the stub collects the young generations and freezes the heap first, as dsv4-serve does
+# set: the stub collects the young generations and freezes the heap first, as dsv4-serve does
+STUB_FREEZE = "BENCH_STUB_FREEZE"
 README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
 COMMITTED_RUN = "benchmarks/results/latest.json"  # the run docs/performance.md shows
 
