@@ -132,9 +132,10 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
                 masking = masking and not own
                 continue
             masking = False  # an unknown option of its own: the earlier option's values end here
-        if secret and guessed_only and not separated:
+        if secret and guessed_only and not separated and root.translate(_HYPHEN) == root:
             # A recorded secret option: the parse placed its values (dotted ones too; after a
-            # bare "--" it placed none: there its words are masked as without a parse). The word
+            # bare "--" it placed none, nor for a look-alike dash in the name, which argparse does
+            # not read as the option: there its words are masked as without a parse). The word
             # the user wrote right after it is the value they meant, whatever vLLM's
             # pre-processing makes of it (``--api-key -sk.live-4f9a``: a "dotted option" that
             # swallows the next token): masked too, unless it names a known option.
