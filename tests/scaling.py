@@ -14,7 +14,7 @@ benchmarks/. It either
   (a regular expression, a substring search) or in modules not named (argparse) is not
   counted: growth of CPU time judges that.
 
-tests/test_scaling.py shows that both fail on a quadratic or exponential version of the same work.
+tests/project/test_scaling.py shows that both fail on a quadratic or exponential version of the same work.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from dsv4_launch.adapters.installer import CONDA, PIP, PIPX, UV, UV_TOOL, add_co
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.context import Context
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _venv(prefix: Path, project: str = "dsv4_launch", installer_name: str | None = "pip") -> Path:

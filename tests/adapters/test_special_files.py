@@ -28,9 +28,9 @@ from dsv4_launch.commands.fit import run_fit
 from dsv4_launch.commands.plan import run_plan
 from dsv4_launch.commands.serve import run_serve
 from dsv4_launch.core.gpus import GpuInfo
+from tests.adapters.test_model_weights import shard
 from tests.conftest import V4_CONFIG
 from tests.planning import make_context
-from tests.test_model_weights import shard
 
 H200S = tuple(GpuInfo(i, "NVIDIA H200", f"GPU-{i}", (9, 0), 141 * 2**30) for i in range(8))
 BUDGET = 20.0  # seconds; each command takes well under one

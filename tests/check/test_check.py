@@ -674,7 +674,7 @@ def test_check_stays_off_the_dsv4_serve_path(run_cli):
 
 # --- README's examples are the real output ------------------------------------------------------
 
-README = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "commands.md"  # check's section
+README = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "commands.md"  # check's section
 README_RUNS = {  # the docs' command -> the replayed server it was run against (its section says so)
     "    $ dsv4-launch check --api-key-env VLLM_API_KEY\n": ("healthy", True),
     "    $ dsv4-launch check http://127.0.0.1:8000\n": ("dsml-in-content", False),

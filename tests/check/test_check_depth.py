@@ -3,7 +3,7 @@ step (issue 28's attack: deeply nested JSON ended the whole check in `internal e
 RecursionError` before the chat and tool steps); and its one verdict line (issue 31 item 4).
 
 Faked: the HTTP exchange (``Context.fetch``: the answers a server would give, as bytes) — the
-judging, the report and the document are the real ones. Over real sockets: tests/test_check.py.
+judging, the report and the document are the real ones. Over real sockets: tests/check/test_check.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One pipeline: every case through `plan`, `plan --json`, `dsv4-serve` and `doctor --json`
 gives the same argv, changes, warnings, refusals and exit status (doctor fails exactly when plan
 refuses); and the vLLM plugin, fed vLLM's EngineArgs instead of argv, plans the same — on these
-cases end to end and on every case of the rule matrix (tests/test_rules.py CASES).
+cases end to end and on every case of the rule matrix (tests/rules/test_rules.py CASES).
 
 In-process, with honest fakes at the boundaries only: the GPU probe returns fixed GPUs (what
 NVML would report), the vLLM install is a fixed version, and the hand-over to vLLM is replaced
@@ -29,8 +29,8 @@ from dsv4_launch.core.rules.plan import make_plan
 from dsv4_launch.vllm_cli.engine_args import read_engine_args
 from dsv4_launch.vllm_cli.option_table import load_table
 from tests.planning import LLAMA, V4, V41
-from tests.test_rules import CASES as RULE_CASES
-from tests.test_rules import judge
+from tests.rules.test_rules import CASES as RULE_CASES
+from tests.rules.test_rules import judge
 
 RTX, H200, B200, A100 = (GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-r", (12, 0), 97887 * 2**20),
                          GpuInfo(0, "NVIDIA H200", "GPU-h", (9, 0), 143771 * 2**20),

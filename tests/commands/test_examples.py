@@ -31,7 +31,7 @@ from dsv4_launch.commands.context import Context
 from dsv4_launch.core.vllm.releases import CI_RELEASES
 from tests.conftest import BIN, H200, RTX_PRO_6000, clean_env, install_fake_vllm_executable
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 M = "deepseek-ai/DeepSeek-V4-Flash"
 EIGHT_GPUS = (RTX_PRO_6000,) * 8
 FIX = ["--kv-cache-dtype", "fp8"]
@@ -698,7 +698,7 @@ def test_leaderworkerset_is_valid(run_cli):
     import jsonschema
 
     doc = lws_doc()
-    schema = json.loads((Path(__file__).parent / "schemas" / "leaderworkerset-v1.json").read_text())
+    schema = json.loads((Path(__file__).parents[1] / "schemas" / "leaderworkerset-v1.json").read_text())
     jsonschema.validate(doc, schema)
     for role, template in lws_pod_templates(doc).items():
         # each pod template against Kubernetes' own PodTemplateSpec schema

@@ -122,7 +122,7 @@ def test_the_readme_s_exit_codes_are_the_declared_ones():
 
     from dsv4_launch.commands import exit_codes, explain, fit
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     table = readme.split("## Exit codes", 1)[1].split("\n\n", 2)[1]
     said = {int(code) for row in table.splitlines()[2:] for code in re.findall(r"\d+", row.split("|")[1])}
     declared = {v for k, v in vars(exit_codes).items() if k.isupper() and isinstance(v, int)}

@@ -21,7 +21,7 @@ from dsv4_launch.commands.own_options import load
 from dsv4_launch.core.gpus import GpuInfo
 from tests.planning import M, make_context
 
-SCHEMAS = Path(__file__).parent / "schemas"
+SCHEMAS = Path(__file__).parents[1] / "schemas"
 PLAN = json.loads((SCHEMAS / "plan-v1.json").read_text())
 NEAR_MISSES = {"$defs": PLAN["$defs"], "$ref": "#/$defs/near_misses"}
 H200 = tuple(GpuInfo(i, "NVIDIA H200", f"GPU-{i}", (9, 0), 141 * 2**30) for i in range(8))

@@ -17,7 +17,7 @@ import pytest
 from dsv4_launch.commands.cli import run_command
 from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.own_options import COMMANDS, HelpRequested, load, parse
-from tests.test_explain import UPSTREAM
+from tests.explain.test_explain import UPSTREAM
 
 # the words after "--": each looks like an option, one of them our own (--json), one help
 DASHED = ["-file", "--json", "-h", "--help", "--follow", "-"]

@@ -1,5 +1,5 @@
 """The replica parser built with only the needed options (serve_args.needed_actions)
-reads every argv as the full replica does, on every recorded table (tests/test_serve_args.py
+reads every argv as the full replica does, on every recorded table (tests/door/test_serve_args.py
 checks two), and read_serve_args as a whole — values, cli_values, model, rejection text,
 unknown options, secrets — is the same with either parser, also with a --config file's tokens,
 dotted options folded at the end, -O forms, underscores and tokens after '--'. Nothing faked:

@@ -28,7 +28,7 @@ from dsv4_launch.core.rules.engine import FAIL, REFUSE
 from dsv4_launch.core.rules.plan import RULES
 from dsv4_launch.core.rules.registry import DOCTOR_RULES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "logs"
 UPSTREAM = FIXTURES / "vllm-47174-journald-0.24.0.log"
 ROWS = {r.id: r for r in (*RULES, *DOCTOR_RULES)}
 VLLM_SRC = Path(os.environ.get("DSV4_VLLM_SRC", "/work/vllm-src"))
@@ -682,7 +682,7 @@ def test_the_unknown_failure_fixture():
 
 def test_readme_shows_the_real_output():
     """The docs' examples are explain's real output on the fixtures (as `cd tests/fixtures/logs`)."""
-    readme = (Path(__file__).parents[1] / "docs" / "commands.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[2] / "docs" / "commands.md").read_text(encoding="utf-8")
     section = readme.split("## After a crash: `dsv4-launch explain`", 1)[1].split("\n## ", 1)[0]
     examples = re.findall(r"    \$ dsv4-launch explain ([\w.\-]+)\n((?:    (?!\$).*\n)+)", section)
     assert len(examples) >= 2

@@ -21,7 +21,7 @@ from dsv4_launch.commands.context import Context
 from dsv4_launch.commands.explain import run_explain
 from dsv4_launch.core.explain.signatures import SIGNATURES
 
-FIELD = Path(__file__).parent / "fixtures" / "logs" / "field"
+FIELD = Path(__file__).parents[1] / "fixtures" / "logs" / "field"
 MANIFEST = json.loads((FIELD / "MANIFEST.json").read_text(encoding="utf-8"))
 CASES = MANIFEST["cases"]
 KNOWN = {s.rule for s in SIGNATURES}

@@ -9,14 +9,13 @@
   pessimistic end ("unknown gpu kind") instead of being judged with the overheads of the kinds the
   bands were measured on.
 
-Pure: facts by hand (tests/test_memory_budget.py's), configs from the known-checkpoint table.
+Pure: facts by hand (tests/memory/test_memory_budget.py's), configs from the known-checkpoint table.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
@@ -25,9 +24,7 @@ from dsv4_launch.core.memory.budget import UNKNOWN_KIND_HIGH, known_kind, unknow
 from dsv4_launch.core.memory.estimate import GiB, estimate
 from dsv4_launch.core.memory.verdicts import DECIDES, FITS, verdict
 from dsv4_launch.core.memory.weights import ROUTED, expert_padding, split_weights
-
-sys.path.insert(0, os.path.dirname(__file__))
-from test_memory_budget import FLASH, PRO, facts  # noqa: E402
+from tests.memory.test_memory_budget import FLASH, PRO, facts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -87,9 +84,8 @@ def test_the_estimate_spends_the_padding_before_the_kv_cache():
 def test_the_field_starts_that_printed_model_loading_are_not_padded():
     """Every field case with vLLM's "Model loading took" is one where the kernel pads nothing by
     this model (EP, or slices of whole 128/256 rows): its weights agree with the tally alone
-    (tests/test_memory_field.py holds them within 3 %). A padding modelled there would be wrong."""
-    sys.path.insert(0, HERE)
-    from test_memory_field import CASES, plan
+    (tests/memory/test_memory_field.py holds them within 3 %). A padding modelled there would be wrong."""
+    from tests.memory.test_memory_field import CASES, plan
 
     checked = 0
     for case in CASES:
@@ -144,7 +140,7 @@ def test_a_gpu_of_unknown_kind_widens_the_band_instead_of_fitting():
 
 def test_the_fixture_cases_name_their_gpus_by_a_preset_kind():
     """The field's GPUs are all of preset kinds, so the widening never touches their bands."""
-    with open(os.path.join(HERE, "fixtures", "memory", "field.json"), encoding="utf-8") as handle:
+    with open(os.path.join(os.path.dirname(HERE), "fixtures", "memory", "field.json"), encoding="utf-8") as handle:
         cases = json.load(handle)["cases"]
     from dsv4_launch.core.memory.presets import parse_gpus
 
@@ -157,7 +153,7 @@ def test_the_fixture_cases_name_their_gpus_by_a_preset_kind():
 
 def test_verifying_many_drafts_at_many_sequences_outgrows_the_headroom():
     from dsv4_launch.core.memory.activation import SAMPLER_LOW_BYTES, Shape, spec_sampler_scratch
-    from test_memory_budget import DSPARK, FLASH_0731
+    from tests.memory.test_memory_budget import DSPARK, FLASH_0731
 
     vocab = Shape().vocab
     # V2 profiles the sampler on min(T, seqs) rows and no rejection sampler; a full step with 7

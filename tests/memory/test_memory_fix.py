@@ -7,12 +7,9 @@ Every suggestion here is planned again with its flags added and must say what it
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
-from test_memory import facts, findings  # noqa: E402  (Flash from the known table, GPUs by hand)
+from tests.memory.test_memory import facts, findings  # Flash from the known table, GPUs by hand
 
 FIX = re.compile(r"Fix: (.+?) \(fits at the (pessimistic end|optimistic end only)\), or --max-model-len auto")
 
@@ -60,7 +57,7 @@ def test_where_no_lever_fits_at_the_pessimistic_end_the_optimistic_one_is_said_a
 def test_the_layout_people_run_is_suggested_when_the_settings_are_the_users(tmp_path):
     # the official Pro-0813 DP 8 + EP H200 command with its batch size set: short, and TP 8 + EP (the
     # recipe's default layout) fits on the same GPUs
-    from test_recipes import BASE, EP_GRAPHS, HOPPER_PRO, PRO_0813, plan
+    from tests.rules.test_recipes import BASE, EP_GRAPHS, HOPPER_PRO, PRO_0813, plan
 
     tokens = [*BASE, "--data-parallel-size", "8", "--enable-expert-parallel", *EP_GRAPHS, *HOPPER_PRO,
               "--max-num-batched-tokens", "8192"]
@@ -73,7 +70,7 @@ def test_the_layout_people_run_is_suggested_when_the_settings_are_the_users(tmp_
 
 
 def test_fit_on_two_gpus_names_the_change_that_fits_them_not_more_gpus(tmp_path):
-    from test_fit_memory import FLASH, fit, nvml
+    from tests.memory.test_fit_memory import FLASH, fit, nvml
 
     args = [FLASH, "-tp", "2", "--max-model-len", "65536"]
     code, data, _ = fit(tmp_path, args, nvml(2), as_json=True, gpus=2)

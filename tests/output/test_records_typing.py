@@ -19,7 +19,7 @@ import pytest
 
 from dsv4_launch.core.records import Record
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Odd(Record):

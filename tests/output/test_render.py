@@ -31,9 +31,9 @@ from dsv4_launch.output import render
 from tests.conftest import V4_CONFIG
 from tests.planning import make_context
 
-ENVELOPE = json.loads((Path(__file__).parent / "schemas" / "envelope-v1.json").read_text())
+ENVELOPE = json.loads((Path(__file__).parents[1] / "schemas" / "envelope-v1.json").read_text())
 RTX = tuple(GpuInfo(i, "NVIDIA RTX PRO 6000", f"GPU-{i}", (12, 0), 96 * 2**30) for i in range(2))
-LOG = Path(__file__).parent / "fixtures" / "logs" / "vllm-47174-journald-0.24.0.log"
+LOG = Path(__file__).parents[1] / "fixtures" / "logs" / "vllm-47174-journald-0.24.0.log"
 NO_RUNTIME = {"read_runtime": lambda python, shapes: (None, "not inspected in this test")}
 NO_GPU = {"read_gpus": lambda: GpuReport(error="NVML: no driver (faked)")}  # doctor: FAIL, exit 1
 NOT_INSTALLED = VllmInstall(version=None, importable=False)  # plan: nothing to hand over to, exit 127

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.conftest import H200, RTX_PRO_6000, clean_env
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "gpu_check.py"
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "gpu_check.py"
 
 
 def _run(tmp_path, *args, env=None):

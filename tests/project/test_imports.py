@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.conftest import RTX_PRO_6000, clean_env
 
-RECORDED = Path(__file__).resolve().parents[1] / "benchmarks" / "vllm_imports"  # tools/record_vllm_imports.py
+RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "vllm_imports"  # tools/record_vllm_imports.py
 
 
 def imported_by_every_recorded_vllm() -> set[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "dsv4_launch"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "dsv4_launch"
 THIRD_PARTY = {"click", "rich", "pynvml", "yaml", "vllm", "torch", "flashinfer"}
 
 # layer -> the layers of this package it may import

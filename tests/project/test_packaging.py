@@ -27,11 +27,11 @@ import dsv4_launch
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAME = f"dsv4_launch-{dsv4_launch.__version__}"
 # In-process test files run again from the unpacked sdist: the C stand-in for NVML, README's
 # tables (tools/), the option tables (package data) and the version rules.
-SDIST_RUNS = ("tests/test_nvml.py", "tests/test_versions.py", "tests/test_rules.py")
+SDIST_RUNS = ("tests/adapters/test_nvml.py", "tests/releases/test_versions.py", "tests/rules/test_rules.py")
 
 
 def _need(module: str, why: str) -> None:

@@ -1,7 +1,7 @@
 """The known-checkpoint files (data/checkpoints/*.json) reach the wheel and the sdist,
-and a start from the installed wheel finds an entry. tests/test_packaging.py checks only the
+and a start from the installed wheel finds an entry. tests/project/test_packaging.py checks only the
 top-level data/*.json (the option tables), so a package-data glob that lost the folder would
-pass there. Nothing is faked: the wheel is the one tests/test_packaging.py builds."""
+pass there. Nothing is faked: the wheel is the one tests/project/test_packaging.py builds."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from tests.test_packaging import NAME, ROOT, _env, dists  # noqa: F401  (the module-scoped build)
+from tests.project.test_packaging import NAME, ROOT, _env, dists  # noqa: F401  (the module-scoped build)
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import RTX_PRO_6000
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -126,7 +126,7 @@ def test_the_module_map_names_modules_that_exist():
 
 
 def test_httpx_is_in_the_test_extras():
-    """`check`'s client tests run with httpx in the default suite (tests/test_check.py)."""
+    """`check`'s client tests run with httpx in the default suite (tests/check/test_check.py)."""
     text = (ROOT / "pyproject.toml").read_text()
     extras = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
     test = extras.split("test = [", 1)[1].split("\n]", 1)[0]
@@ -140,7 +140,7 @@ OURS = [README, *(ROOT / "docs" / n for n in ("commands.md", "deployment.md", "d
 
 @pytest.mark.parametrize("path", OURS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_repository_path_named_exists(path):
-    """A file or folder of this repository named in backticks (`tests/test_process.py`,
+    """A file or folder of this repository named in backticks (`tests/adapters/test_process.py`,
     `src/dsv4_launch/data/serve-options-*.json`) is there: moved code leaves no stale pointer."""
     missing = [p for p in REPO_PATH.findall(path.read_text()) if not list(ROOT.glob(p.rstrip("/")))]
     assert missing == [], missing

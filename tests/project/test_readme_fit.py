@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import RTX_PRO_6000
 
-README = Path(__file__).resolve().parents[1] / "docs" / "commands.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "commands.md"
 COMMAND = "    $ dsv4-launch fit --gpus 4\n"
 
 

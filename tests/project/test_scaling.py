@@ -31,7 +31,7 @@ def test_linear_work_passes_and_quadratic_work_fails():
 
 
 def test_the_counter_counts_lines_of_the_named_module_only_and_stops_a_blow_up():
-    import tests.test_scaling as here
+    import tests.project.test_scaling as here
 
     assert lines_run(here, lambda: _linear(10)) == lines_run(here, lambda: _linear(10))
     assert lines_run(pytest, lambda: _linear(10)) == 0  # another module's lines are not counted
@@ -40,7 +40,7 @@ def test_the_counter_counts_lines_of_the_named_module_only_and_stops_a_blow_up()
 
 
 def test_a_limit_passed_inside_a_broad_except_still_fails():
-    import tests.test_scaling as here
+    import tests.project.test_scaling as here
 
     def swallowing():
         try:
@@ -64,7 +64,7 @@ def test_the_line_state_test_fails_on_a_quadratic_state(monkeypatch):
     """test_explain_secrets' line-state case [lines3], with a scanner that looks through every
     line it has kept at each new line."""
     from dsv4_launch.core.explain.scanner import Scanner
-    from tests import test_explain_secrets as t
+    from tests.secrets import test_explain_secrets as t
 
     feed = Scanner.feed
 
@@ -84,7 +84,7 @@ def test_the_line_state_test_fails_on_a_quadratic_state(monkeypatch):
 def test_the_hostile_line_test_fails_on_a_pattern_retried_at_every_position(monkeypatch):
     import re
 
-    from tests import test_explain_secrets as t
+    from tests.secrets import test_explain_secrets as t
 
     mask, word = t.mask_secrets_in_text, re.compile(r"\w*'")
 
@@ -124,7 +124,7 @@ def test_the_unknown_credentials_test_fails_on_a_per_pair_search(monkeypatch):
 
 
 def test_a_count_grows_as_the_work_does():
-    import tests.test_scaling as here
+    import tests.project.test_scaling as here
 
     assert_linear_count(here, lambda n: n, _linear, 1000)
     with pytest.raises(AssertionError, match="quadratic"):
@@ -181,7 +181,7 @@ def split_weights(config, *args, **kwargs):
 
 def test_the_compress_ratios_test_fails_on_a_walk_of_every_entry(monkeypatch):
     from dsv4_launch.core.memory import weights
-    from tests import test_weights as t
+    from tests.memory import test_weights as t
 
     space: dict = {"real": weights.split_weights}
     exec(compile(_PER_ENTRY_WALK, weights.__file__, "exec"), space)
@@ -194,7 +194,7 @@ def test_the_absent_shards_test_fails_on_a_quadratic_accounting(monkeypatch, tmp
     import json
     import os
 
-    from tests import test_model_weights as t
+    from tests.adapters import test_model_weights as t
 
     read = t.read_weights
 

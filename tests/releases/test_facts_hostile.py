@@ -9,7 +9,7 @@ import pytest
 
 from dsv4_launch.core.vllm.facts import FACTS, fact
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "dsv4_launch"
+SRC = Path(__file__).resolve().parents[2] / "src" / "dsv4_launch"
 
 
 @pytest.mark.parametrize("version", ["main", "nightly", "", "None", "0.33.0\x00", "0.33.0 rc1", "latest", "0..33"])

@@ -17,7 +17,7 @@ import pytest
 from dsv4_launch.core.vllm.facts import FACTS
 from dsv4_launch.core.vllm.releases import NEWEST_VERIFIED
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "new_release.py"
 
 

@@ -70,7 +70,7 @@ def test_a_pre_release_of_since_is_not_dropped_as_a_rule_about_old_releases():
 
 
 def _explained(tmp_path, rule_id: str, version: str) -> tuple[int, list[str]]:
-    from tests.test_explain import CASES, explain, version_line
+    from tests.explain.test_explain import CASES, explain, version_line
 
     lines = next(lines for rule, at, lines in CASES if rule == rule_id and at == "0.26.0")
     status, doc, _ = explain(tmp_path, [version_line(version), *lines])

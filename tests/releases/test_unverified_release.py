@@ -1,7 +1,7 @@
 """Doctor's own rows on a vLLM newer than every verified release (core/vllm/releases.py): a FAIL
-that rests on release code is a warning saying so, like plan's refusals (tests/test_rules.py) and
-dsv4-serve's (tests/test_never_worse.py). Pure: doctor's diagnosis from hand-built facts and a
-faked runtime probe answer (tests/test_doctor.py's helpers)."""
+that rests on release code is a warning saying so, like plan's refusals (tests/rules/test_rules.py) and
+dsv4-serve's (tests/commands/test_never_worse.py). Pure: doctor's diagnosis from hand-built facts and a
+faked runtime probe answer (tests/commands/test_doctor.py's helpers)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from dsv4_launch.core.rules.registry import DOCTOR_RULES
 from dsv4_launch.core.vllm.releases import NEWEST_VERIFIED
-from tests.test_doctor import DOCTOR_CASES, FAIL, WARN, M, make
+from tests.commands.test_doctor import DOCTOR_CASES, FAIL, WARN, M, make
 
 FAILING = [r for r in DOCTOR_RULES if r.level == "fail"]
 

@@ -16,7 +16,7 @@ from dsv4_launch.core.versions import VersionRange, parse_version, same_release
 from dsv4_launch.core.vllm.facts import FACTS, Cite, Fact, fact
 from dsv4_launch.core.vllm.releases import CI_RELEASES, VERIFIED_RELEASES
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "dsv4_launch"
+SRC = Path(__file__).resolve().parents[2] / "src" / "dsv4_launch"
 
 
 def test_a_citation_reads_and_prints_back():

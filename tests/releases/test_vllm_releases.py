@@ -10,7 +10,7 @@ from dsv4_launch.core.versions import parse_version
 from dsv4_launch.core.vllm import releases as vllm_releases
 from dsv4_launch.vllm_cli.option_table import available_versions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_verified_releases_are_the_recorded_option_tables_in_order():

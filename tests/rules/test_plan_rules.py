@@ -169,7 +169,7 @@ def test_the_memory_picture_is_computed_once_per_plan_and_kept_on_it(monkeypatch
     other settings for their fix: those are other facts) read that same picture. Spied, not faked:
     the real estimate runs."""
     from dsv4_launch.core.memory import estimate as memory
-    from tests.test_rules import CASES, judge
+    from tests.rules.test_rules import CASES, judge
 
     calls = []
     real = memory._estimate
@@ -191,7 +191,7 @@ def test_the_memory_picture_is_computed_once_per_plan_and_kept_on_it(monkeypatch
 
 
 def test_other_models_have_no_memory_picture():
-    from tests.test_rules import judge
+    from tests.rules.test_rules import judge
 
     plan, _ = judge(([M], {"config": LLAMA}))
     assert plan.memory is None and plan.findings == ()

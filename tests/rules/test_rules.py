@@ -260,7 +260,7 @@ def test_every_plan_row_is_shown_once_under_one_topic_and_doctor_rows_under_none
     assert not [r.id for r in DOCTOR_RULES if r.topic]
 
 
-RULES_DIR = Path(__file__).resolve().parents[1] / "src" / "dsv4_launch" / "core" / "rules"
+RULES_DIR = Path(__file__).resolve().parents[2] / "src" / "dsv4_launch" / "core" / "rules"
 
 
 def decorated_ids(source: str) -> list[str]:
@@ -459,7 +459,7 @@ def test_readme_tables_are_generated_from_the_rows():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root / "tools"))
     import readme_tables
 
@@ -483,7 +483,7 @@ def test_release_matrix_is_rendered_from_the_rows_and_the_recorded_outcomes():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root / "tools"))
     import oracle_sweep
 
@@ -731,7 +731,7 @@ def test_the_fp4_indexer_opt_out_is_dropped_not_turned_into_an_opt_in():
     ("fp4-indexer-off-sm10", [M, "--attention_config.use_fp4_indexer_cache=True"], {"version": "0.27.1"}),
 ])
 # CPython's reading (get_env_flag): "" is unset; text strtol does not read whole, or a negative number,
-# is level 1 (tests/test_env_values.py checks each against a real interpreter's sys.flags.optimize)
+# is level 1 (tests/door/test_env_values.py checks each against a real interpreter's sys.flags.optimize)
 @pytest.mark.parametrize("value,optimized", [("1", True), ("2", True), ("yes", True), ("0", False), ("-1", True),
                                              ("", False), (" ", True), ("0 ", True), (" 0", False), ("-0", False)])
 def test_a_refusal_resting_on_a_bare_assert_is_a_warning_under_pythonoptimize(rule, tokens, kw, value, optimized):

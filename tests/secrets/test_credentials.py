@@ -32,7 +32,7 @@ CREDENTIALS = [
     "--oauth-client-secret", "--session-cookie", "--db-passwd", "--speculative-config.hf_token", "--x-auth",
     "--authtoken", "--passphrase", "--client-credentials", "--bearer", "--my_secret.value", "--kv-token-file-password",
     "--db-pass", "--redis_pw", "--wifi-psk", "--jwt", "--private-key-pem", "--foo-auth-token", "--hf-overrides.hf_token",
-    # keys (explain's: tests/test_explain_secrets.py)
+    # keys (explain's: tests/secrets/test_explain_secrets.py)
     "api_key", "hf_token", "X-Amz-Signature", "sig", "jwt", "passphrase", "db_passphrase", "weight_key",
     "auth_token_secret", "api_keys", "apiKeys", "passwords", "hf_tokens", "access_keys", "auth_tokens", "privatekeys",
     "'api_key'", '"password"', "apiKey", "hfToken", "accessToken", "clientSecret",

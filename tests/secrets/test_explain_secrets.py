@@ -5,7 +5,7 @@ Both sides are tested: each phrasing a credential takes in a log line (after its
 after ``is``, ``provided:``, a scheme word; ``name=value`` / ``name: value`` in text, JSON,
 headers and query strings; bracketed bodies; the well-known key formats by their shapes) is
 masked with the rest of the line kept as it was, and a corpus of benign texts stays
-byte-identical: the lines of tests/fixtures/logs, the excerpts of tests/test_explain.py, every
+byte-identical: the lines of tests/fixtures/logs, the excerpts of tests/explain/test_explain.py, every
 rule row's and signature's own text, and vLLM's own messages (cited ``path:line@release`` of the
 call that logs or raises them, values filled in as vLLM would). Hypothesis embeds random secrets
 (tests/hostile_strategies.py) in random benign lines. A credential that spans words or lines
@@ -32,10 +32,10 @@ from dsv4_launch.core.credentials import is_credential_name, looks_like_credenti
 from dsv4_launch.core.explain.masking import mask_line, mask_lines, mask_secrets_in_text
 from dsv4_launch.core.explain.signatures import NO_SIGNATURE, SIGNATURES
 from tests import hostile_strategies as hs
+from tests.explain.test_explain import CASES
 from tests.scaling import SCALE, assert_linear
-from tests.test_explain import CASES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "logs"
 S = "ZqS3cr3tV4lue9"  # shaped like a generated credential
 S2 = "Zq7otherPart2x"
 
@@ -472,7 +472,7 @@ def test_the_fast_gate_lets_every_credential_name_through(part):
 def test_a_count_named_after_tokens_is_read_back_not_masked(tmp_path):
     # is_secret_key read long_prefill_token_threshold as a credential: the corrected command said
     # "--long-prefill-token-threshold ***", which no vLLM accepts
-    from tests.test_explain import _FP8, args_line, explain, traceback, version_line, vllm_lines
+    from tests.explain.test_explain import _FP8, args_line, explain, traceback, version_line, vllm_lines
 
     lines = [version_line("0.24.0"),
              args_line("{'model_tag': 'deepseek-ai/DeepSeek-V4-Flash', 'long_prefill_token_threshold': 512, "
@@ -579,7 +579,7 @@ def test_a_log_that_starts_inside_a_key_block_masks_it_back_to_its_start(tmp_pat
 
 
 def test_a_key_block_never_closed_masks_to_the_end_and_the_failure_is_still_named(tmp_path):
-    from tests.test_explain import _FP8, explain, version_line, vllm_lines
+    from tests.explain.test_explain import _FP8, explain, version_line, vllm_lines
 
     block = PEM_BLOCKS["rsa"][:-1]  # no END: cut by the reader's line limit, or by the log's end
     raw = [version_line("0.24.0"), *vllm_lines(["ValueError: bad key", *block, f"AssertionError: {_FP8} auto"])]

@@ -2,7 +2,7 @@
 
 The hunt (brief L, item 2): tests/test_hostile.py once printed part of a secret
 ('-Zq000001=' as '-Zq000001' inside "unrecognized arguments: …") only when run after
-tests/test_explain.py. No state of ours leaked: Hypothesis (6.1xx) mixes string constants
+tests/explain/test_explain.py. No state of ours leaked: Hypothesis (6.1xx) mixes string constants
 of the local modules already imported (``sys.modules``) into what it generates, so which test
 files are collected changes the derandomized examples, and only one order drew that case. The
 cause was ours and deterministic: the scrub masked a secret's text as written, while the

@@ -7,7 +7,7 @@ look-alike dashes (em and en dash, minus sign, non-breaking hyphen: ``—api-key
 The spellings come from the recorded option tables (every prefix of every secret option they
 hold), never from a list here. What vLLM's own parser does with each is checked in
 tests/vllm_real/test_secret_spelling_oracle.py. Pure: no vLLM, nothing faked but the
-commands' boundaries (tests/test_secret_channels.py's)."""
+commands' boundaries (tests/secrets/test_secret_channels.py's)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_spellings_of_other_options_keep_their_values(tokens, version):
 @pytest.mark.parametrize("spelling", ["--a", "-api-key", "\u2014api-key", "--h"])
 @pytest.mark.parametrize("command", ["serve", "plan text", "plan json", "doctor text", "doctor json"])
 def test_every_channel_masks_a_misspelt_secret_option(spelling, command):
-    from tests.test_secret_channels import COMMANDS
+    from tests.secrets.test_secret_channels import COMMANDS
 
     key = "Zq9SECRETzz"
     status, out, err = COMMANDS[command]([M, spelling, key, "--max-model-len", key])

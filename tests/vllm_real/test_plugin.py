@@ -209,7 +209,7 @@ def test_the_change_and_a_would_refuse_are_in_vllms_own_log(real_vllm, models):
 # --- The plugin reads vLLM's real EngineArgs as dsv4-serve reads the argv ----------------
 
 def _matrix():
-    from tests.test_rules import CASES
+    from tests.rules.test_rules import CASES
 
     return [pytest.param(case, id=f"{rule}-{way}")
             for rule, pair in CASES.items() for way, case in zip(("trips", "passes"), pair)]
@@ -227,7 +227,7 @@ def test_the_real_engine_args_give_the_same_plan(real_vllm, case):
     from dsv4_launch.vllm_cli.engine_args import read_engine_args
     from dsv4_launch.vllm_cli.option_table import load_table
     from dsv4_launch.vllm_cli.serve_args import read_serve_args
-    from tests.test_rules import judge
+    from tests.rules.test_rules import judge
 
     top, _, installed = real_vllm
     tokens, kw = case
