@@ -1067,7 +1067,7 @@ def test_yaml_bombs_are_cheap(ws, data):
     and the size of each mapping read; past the bound the file is left to vLLM unread (a
     warning), never a refusal."""
     from dsv4_launch.adapters import config_file
-    from tests.test_attack_round3 import yaml_work_bound
+    from tests.adapters.test_config_yaml import yaml_work_bound
 
     text = data.draw(hs.yaml_bomb(), label="bomb")
     path = ws.fresh("bomb") / "c.yaml"

@@ -114,7 +114,7 @@ def _unknown_names(unknown, secrets):
 
 def test_the_unknown_credentials_test_fails_on_a_per_pair_search(monkeypatch):
     from dsv4_launch.vllm_cli import serve_args
-    from tests import test_attack_round3 as t
+    from tests.secrets import test_secret_unrecorded as t
 
     space: dict = {}
     exec(compile(_PER_PAIR_SEARCH, serve_args.__file__, "exec"), space)
@@ -150,7 +150,7 @@ def expanded_size(data, limit):
 @pytest.mark.parametrize("kind", ["list", "dict", "block"])
 def test_the_alias_bomb_test_fails_on_a_walk_that_expands_the_aliases(monkeypatch, tmp_path, kind, v4_dir):
     from dsv4_launch.adapters import config_file
-    from tests import test_attack_round3 as t
+    from tests.adapters import test_config_yaml as t
 
     space: dict = {}
     exec(compile(_EXPANDING_WALK, config_file.__file__, "exec"), space)
@@ -161,7 +161,7 @@ def test_the_alias_bomb_test_fails_on_a_walk_that_expands_the_aliases(monkeypatc
 
 def test_the_nesting_test_fails_when_the_pure_python_loader_is_asked(monkeypatch, tmp_path):
     from dsv4_launch.adapters import config_file
-    from tests import test_attack_round3 as t
+    from tests.adapters import test_config_yaml as t
 
     def asking(yaml, path, text, exc):  # no short cut: vLLM's own loader decides every failure
         return config_file._load_like_vllm(yaml, path, text)

@@ -27,7 +27,7 @@ from dsv4_launch.vllm_cli.option_table import DATA
 # JSON keys, environment names, a log's keys; issue 30's leaks (DB_PASS, GITHUB_PAT, redis_pass,
 # --db-pass, *_pat, passwd, pwd) among them.
 CREDENTIALS = [
-    # argv (round three's credential words, tests/test_attack_round3.py)
+    # argv (round three's credential words, tests/secrets/test_secret_unrecorded.py)
     "--api-key", "--hf-token", "--ssl-keyfile-password", "--api-keyy", "--api_keyy", "--apikey", "--hf-tokenn",
     "--oauth-client-secret", "--session-cookie", "--db-passwd", "--speculative-config.hf_token", "--x-auth",
     "--authtoken", "--passphrase", "--client-credentials", "--bearer", "--my_secret.value", "--kv-token-file-password",
