@@ -1,8 +1,8 @@
-"""Hypothesis strategies for hostile inputs to dsv4-serve / dsv4-launch (see test_hostile.py).
+"""Hypothesis strategies for hostile inputs to dsv4-serve / dsv4-launch (see commands/test_hostile_inputs.py).
 
 Everything here builds *inputs*: argv tokens, environment values, config.json bytes, --config
 YAML text, nvidia-smi output, fake NVML answers and secrets. Nothing here knows the expected
-answer; the invariants live in test_hostile.py.
+answer; the invariants live in commands/test_hostile_inputs.py.
 """
 
 from __future__ import annotations

@@ -241,7 +241,7 @@ def test_undecodable_argv_bytes_under_a_utf8_locale(tmp_path, v4_dir, locale):
             assert argv[2] == "na\\xffme" and any(p.endswith("/argv/2") for p in data["not_utf8"])
 
 
-# --- the hostile-input run's findings, each as a fixed case (tests/test_hostile.py finds more) ----
+# --- the hostile-input run's findings, each as a fixed case (tests/commands/test_hostile_inputs.py finds more) ----
 
 def test_the_fix_goes_before_a_bare_double_dash():
     from tests.planning import SM120, gpus, planned

@@ -1,6 +1,6 @@
 """Secrets in messages, in every form a message may quote them, whatever ran before.
 
-The hunt (brief L, item 2): tests/test_hostile.py once printed part of a secret
+The hunt (brief L, item 2): tests/commands/test_hostile_inputs.py once printed part of a secret
 ('-Zq000001=' as '-Zq000001' inside "unrecognized arguments: …") only when run after
 tests/explain/test_explain.py. No state of ours leaked: Hypothesis (6.1xx) mixes string constants
 of the local modules already imported (``sys.modules``) into what it generates, so which test
