@@ -26,7 +26,8 @@ def _streams():
 
 def _plan(argv, env=None, vllm=NEWER, as_json=False):
     out, err = _streams()
-    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})}, stdout=out, stderr=err, vllm=vllm))
+    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})},
+                                                           stdout=out, stderr=err, vllm=vllm))
     return rc, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()
 
 
@@ -40,7 +41,8 @@ def _bomb(kind: str, width: int = 9, depth: int = 9) -> str:
         lines += [f"{n}: &{n} [" + ",".join([f"*{p}"] * width) + "]" for p, n in zip(names, names[1:])]
     elif kind == "dict":
         lines = ["a: &a {" + ",".join(f"k{i}: x" for i in range(width)) + "}"]
-        lines += [f"{n}: &{n} {{" + ",".join(f"k{i}: *{p}" for i in range(width)) + "}" for p, n in zip(names, names[1:])]
+        lines += [f"{n}: &{n} {{" + ",".join(f"k{i}: *{p}" for i in range(width)) + "}" for p,
+                  n in zip(names, names[1:])]
     elif kind == "strings":  # few aliases of one long string
         lines = ["a: &a " + "y" * 100_000, "b: &b [" + ",".join(["*a"] * 200) + "]",
                  "c: [" + ",".join(["*b"] * 200) + "]"]

@@ -22,7 +22,8 @@ def _streams():
 
 def _plan(argv, env=None, vllm=NEWER, as_json=False):
     out, err = _streams()
-    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})}, stdout=out, stderr=err, vllm=vllm))
+    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})},
+                                                           stdout=out, stderr=err, vllm=vllm))
     return rc, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()
 
 

@@ -166,7 +166,12 @@ def test_doctor_says_how_to_put_the_plugin_into_vllms_uv_environment(tmp_path):
     script.write_text(f"#!{prefix}/bin/python\nimport sys\n")
     script.chmod(0o755)
     out = io.StringIO()
-    run_doctor(["deepseek-ai/DeepSeek-V4-Flash"], as_json=True, ctx=Context(env={"HOME": str(tmp_path), "PATH": "/usr/bin"}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: GpuReport(error="NVML: faked away"), vllm=VllmInstall("0.33.0", False, str(script)), read_runtime=lambda python, shapes: ({"torch": None, "flashinfer": None, "plugins": []}, None)))
+    run_doctor(["deepseek-ai/DeepSeek-V4-Flash"], as_json=True,
+               ctx=Context(env={"HOME": str(tmp_path), "PATH": "/usr/bin"}, stdout=out, stderr=io.StringIO(),
+                           read_gpus=lambda: GpuReport(error="NVML: faked away"),
+                           vllm=VllmInstall("0.33.0", False, str(script)),
+                           read_runtime=lambda python, shapes: ({"torch": None, "flashinfer": None, "plugins": []},
+                                                                None)))
     plugin = [c["detail"] for c in json.loads(out.getvalue())["checks"] if c["section"] == "plugin"]
     assert plugin and plugin[0].endswith(f"to install it there: uv pip install --python {prefix}/bin/python "
                                          f"{installer.our_source()}")

@@ -164,7 +164,8 @@ def test_known_checkpoints_give_facts_for_names_not_downloaded_yet():
         known = classify(entry["id"], None, None, known=entry)
         assert known.is_dsv4_family, entry["id"]
         assert entry["sources"], entry["id"]
-    v41 = classify("deepseek-ai/DeepSeek-V4.1-Flash", None, None, known=known_checkpoint("deepseek-ai/DeepSeek-V4.1-Flash"))
+    v41 = classify("deepseek-ai/DeepSeek-V4.1-Flash", None, None,
+                   known=known_checkpoint("deepseek-ai/DeepSeek-V4.1-Flash"))
     assert v41.family == V41 and v41.number("num_attention_heads")  # read from text_config
 
 

@@ -149,7 +149,8 @@ def test_a_special_index_blob_in_the_hugging_face_cache_blocks_nothing(tmp_path,
         shard(blobs / f"b{i}", 1000)
         os.symlink(f"../../blobs/b{i}", snap / f"model-0000{i}-of-00002.safetensors")
     handed: list = []
-    ctx = make_context(env={"HF_HUB_CACHE": str(hub)}, gpus=H200S, hand_over=lambda a, v, e: handed.append(list(a)) or 0)
+    ctx = make_context(env={"HF_HUB_CACHE": str(hub)}, gpus=H200S,
+                       hand_over=lambda a, v, e: handed.append(list(a)) or 0)
     try:
         assert finishes(run_serve, ["deepseek-ai/DeepSeek-V4-Flash", "-tp", "8"], ctx) == 0
         assert handed == [["deepseek-ai/DeepSeek-V4-Flash", "-tp", "8"]]

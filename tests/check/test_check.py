@@ -62,7 +62,8 @@ def client(request):
 def check(*args, client="stdlib", env=None, fetch=None):
     """(exit status, stdout, stderr) of ``dsv4-launch check ARGS``, in this process."""
     out, err = io.StringIO(), io.StringIO()
-    status = run_command("check", list(args), ctx=Context(env={} if env is None else env, stdout=out, stderr=err, http_client=client,
+    status = run_command("check", list(args),
+                         ctx=Context(env={} if env is None else env, stdout=out, stderr=err, http_client=client,
                                                fetch=fetch))
     return status, out.getvalue(), err.getvalue()
 
@@ -299,7 +300,8 @@ def test_a_key_given_as_the_variables_name_is_never_printed(key):
 
 
 @pytest.mark.parametrize("argv", [
-    ["--api-key", KEY], [f"--api-key={KEY}"], ["--api_key", KEY], ["--token", KEY], ["--header", f"Authorization: {KEY}"],
+    ["--api-key", KEY], [f"--api-key={KEY}"], ["--api_key", KEY], ["--token", KEY],
+    ["--header", f"Authorization: {KEY}"],
     ["http://127.0.0.1:9", "--password", KEY], ["--api-key-env", KEY],  # the key itself given as the name
 ])
 def test_a_secret_on_the_command_line_is_refused_without_echoing_it(argv):
@@ -591,7 +593,8 @@ def test_the_standard_library_is_the_fallback_when_httpx_does_not_import(monkeyp
     assert http_client.default_client() == "stdlib"
     with ReplayServer("healthy") as s:
         out, err = io.StringIO(), io.StringIO()
-        status = run_command("check", [s.url, "--json"], ctx=Context(env={}, stdout=out, stderr=err))  # client chosen by itself
+        # client chosen by itself
+        status = run_command("check", [s.url, "--json"], ctx=Context(env={}, stdout=out, stderr=err))
     assert status == 0 and json.loads(out.getvalue())["client"] == "stdlib"
 
 
@@ -807,13 +810,15 @@ def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch):
         raise RuntimeError(f"boom {KEY}")
 
     out, err = io.StringIO(), io.StringIO()
-    status = run_command("check", ["--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
+    status = run_command("check", ["--api-key-env", "K"],
+                         ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
     assert status == 1 and "Traceback" not in err.getvalue() + out.getvalue()
     # each step's own finding (the steps that need no earlier answer still run), the key masked
     assert "problem: GET /health: internal error: RuntimeError: boom ***" in out.getvalue()
     assert "problem: GET /v1/models: internal error: RuntimeError: boom ***" in out.getvalue()
     with pytest.raises(RuntimeError):
-        run_command("check", [], ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(), fetch=broken))
+        run_command("check", [], ctx=Context(env={"DSV4_LAUNCH_DEBUG": "1"}, stdout=io.StringIO(), stderr=io.StringIO(),
+                                             fetch=broken))
 
 
 @pytest.mark.parametrize("word", ["sk-abc123", "sk-proj-Zq9xY8", "hf_AbCdEf123456", "ghp_Zq12345678", "my_key_9",
@@ -835,7 +840,8 @@ def test_json_says_an_interrupt_in_the_one_error_shape():
         raise KeyboardInterrupt(f"boom {KEY}")
 
     out, err = io.StringIO(), io.StringIO()
-    got = run_command("check", ["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
+    got = run_command("check", ["--json", "--api-key-env", "K"],
+                      ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
     doc = json.loads(out.getvalue())
     assert got == 130 == doc["exit_status"] and KEY not in out.getvalue() + err.getvalue()
     assert doc["error"] and err.getvalue() == f"dsv4-launch check: error: {doc['error']}\n"
@@ -846,7 +852,8 @@ def test_json_says_an_internal_error_as_findings_with_a_documented_status():
         raise RuntimeError(f"boom {KEY}")
 
     out, err = io.StringIO(), io.StringIO()
-    got = run_command("check", ["--json", "--api-key-env", "K"], ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
+    got = run_command("check", ["--json", "--api-key-env", "K"],
+                      ctx=Context(env={"K": KEY}, stdout=out, stderr=err, fetch=broken))
     doc = json.loads(out.getvalue())
     assert got == 1 == doc["exit_status"] and doc["status"] == "problem" and KEY not in out.getvalue() + err.getvalue()
     assert [f["code"] for f in doc["findings"]] == ["internal-error", "internal-error"] and doc["error"] is None

@@ -33,7 +33,8 @@ def deep_object(depth: int) -> str:
 def answers(**replaced):
     """A healthy server's answers (step → (status, body bytes)); ``replaced`` gives other bodies."""
     bodies = {"health": (200, b""), "models": (200, json.dumps(models_body()).encode()),
-              "chat": (200, json.dumps(HEALTHY_CHAT).encode()), "tools": (200, json.dumps(tool_call_completion()).encode())}
+              "chat": (200, json.dumps(HEALTHY_CHAT).encode()),
+              "tools": (200, json.dumps(tool_call_completion()).encode())}
     bodies.update(replaced)
     return bodies
 
@@ -130,7 +131,8 @@ def test_a_request_that_raises_is_its_steps_finding_and_with_a_model_the_rest_st
 
 def _text(bodies):
     out = io.StringIO()
-    status = run_command("check", [], ctx=Context(env={}, stdout=out, stderr=io.StringIO(), fetch=fake_fetch(bodies, [])))
+    status = run_command("check", [],
+                         ctx=Context(env={}, stdout=out, stderr=io.StringIO(), fetch=fake_fetch(bodies, [])))
     return status, out.getvalue().splitlines()
 
 
@@ -138,7 +140,8 @@ def test_the_verdict_line_counts_the_warnings():
     thinking = completion("", reasoning="Okay, the user wants me to count", finish="length")
     status, lines = _text(answers(chat=(200, json.dumps(thinking).encode())))
     assert status == 0 and sum("warning:" in line for line in lines) == 1
-    assert lines[-1].startswith("healthy: 4 requests answered in") and "no problem, 1 warning above (exit 0)" in lines[-1]
+    assert (lines[-1].startswith("healthy: 4 requests answered in")
+            and "no problem, 1 warning above (exit 0)" in lines[-1])
     assert "nothing wrong found" not in "\n".join(lines)
     status, lines = _text(answers())
     assert status == 0 and lines[-1].endswith("nothing wrong found (exit 0)")
@@ -147,5 +150,6 @@ def test_the_verdict_line_counts_the_warnings():
 def test_the_problem_line_counts_warnings_too():
     thinking = completion("", reasoning="Okay, the user wants me to count", finish="length")
     bad_tool = completion("<｜DSML｜tool_calls>", tokens=40, finish="stop")
-    status, lines = _text(answers(chat=(200, json.dumps(thinking).encode()), tools=(200, json.dumps(bad_tool).encode())))
+    status, lines = _text(answers(chat=(200, json.dumps(thinking).encode()),
+                                  tools=(200, json.dumps(bad_tool).encode())))
     assert status == 1 and lines[-1].startswith("problem: 1 problem found, 1 warning above (exit 1)"), lines[-1]

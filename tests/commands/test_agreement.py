@@ -57,7 +57,8 @@ CASES = [
     ("tp-4-on-2-gpus-refused", ["-tp", "4"], two(RTX), "0.24.0", V4, {}),
     ("a100-warned-not-refused", [], (A100,), "0.33.0", V4, {}),
     ("warn-mode-block-size-64-warned", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_PREFLIGHT": "warn"}),
-    ("off-mode-block-size-64-not-judged", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_PREFLIGHT": "off"}),
+    ("off-mode-block-size-64-not-judged", ["--block-size", "64"], (RTX,), "0.24.0", V4,
+     {"DSV4_LAUNCH_PREFLIGHT": "off"}),
     ("disabled-passed-through", ["--block-size", "64"], (RTX,), "0.24.0", V4, {"DSV4_LAUNCH_DISABLE": "1"}),
     ("v41-fp8-e4m3-refused", ["--kv-cache-dtype", "fp8_e4m3"], (RTX,), "0.33.0", V41, {}),
     ("llama-passed-through", ["--block-size", "16"], (RTX,), "0.24.0", LLAMA, {}),
@@ -86,7 +87,9 @@ def test_every_command_agrees(case, tmp_path, monkeypatch):
     text_out, json_out, doctor_out = io.StringIO(), io.StringIO(), io.StringIO()
     text_status = run_plan(argv, as_json=False, ctx=Context(**fakes, env=env, stdout=text_out, stderr=io.StringIO()))
     json_status = run_plan(argv, as_json=True, ctx=Context(**fakes, env=env, stdout=json_out, stderr=io.StringIO()))
-    doctor_status = run_doctor(argv, as_json=True, ctx=Context(**fakes, env=env, stdout=doctor_out, stderr=io.StringIO(), read_runtime=lambda python, shapes: (None, "not inspected in this test")))
+    doctor_status = run_doctor(argv, as_json=True,
+                               ctx=Context(**fakes, env=env, stdout=doctor_out, stderr=io.StringIO(),
+                                           read_runtime=lambda python, shapes: (None, "not inspected in this test")))
     plan = json.loads(json_out.getvalue())
     doctor = json.loads(doctor_out.getvalue())
 
@@ -217,7 +220,8 @@ def test_the_plugin_and_dsv4_serve_gather_the_same(case, tmp_path):
     (model / "config.json").write_text(json.dumps(config))
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **extra}
     probe = lambda: GpuReport(gpus=gpus, source="nvml", driver_version="580.1")  # noqa: E731
-    served = prepare([str(model), *rest], env, SERVE, read_gpus=probe, vllm=VllmInstall(version=version, importable=True))
+    served = prepare([str(model), *rest], env, SERVE, read_gpus=probe,
+                     vllm=VllmInstall(version=version, importable=True))
     if served.facts is None or served.facts.args.rejection:
         assert served.error or served.plan.disabled or served.status != 0 or served.facts.args.rejection
         if served.facts is None:

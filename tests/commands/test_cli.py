@@ -42,7 +42,8 @@ def test_rewrites_on_sm120_and_hands_over(run_cli, v4_dir):
     assert record["torch_loaded"] is False
     # the heap as vLLM freezes its own once up (adapters/handover.py): frozen before vLLM starts
     assert record["gc_frozen"] > 1000
-    assert record["gc_enabled"]  # and vLLM runs with its collector on (commands/collector.py pauses only plan/doctor/fit)
+    # and vLLM runs with its collector on (commands/collector.py pauses only plan/doctor/fit)
+    assert record["gc_enabled"]
 
 
 def test_the_heap_is_collected_then_frozen_before_vllm_starts(monkeypatch):
@@ -366,7 +367,8 @@ def test_doctor_end_to_end(run_cli, v4_dir):
     assert record is None
     data = json.loads(done.stdout)
     gpu = [c for c in data["checks"] if c["section"] == "gpu"]
-    assert gpu[0]["status"] == "OK" and "NVIDIA RTX PRO 6000 Blackwell Workstation Edition (SM 12.0)" in gpu[0]["detail"]
+    assert (gpu[0]["status"] == "OK"
+            and "NVIDIA RTX PRO 6000 Blackwell Workstation Edition (SM 12.0)" in gpu[0]["detail"])
     # the fake vLLM package is importable but this test environment has no torch
     torch = [c for c in data["checks"] if c["section"] == "torch"]
     assert torch[0]["status"] == "FAIL" and done.returncode == 1
@@ -493,7 +495,8 @@ def test_a_bad_planning_option_is_one_line(run_cli, args, fragment):
 def test_check_and_explain_refuse_what_they_do_not_declare(run_cli):
     done, _ = run_cli("dsv4-launch", "check", "--jsno")
     assert done.returncode == 2
-    assert done.stderr == "dsv4-launch check: no such option: --jsno (did you mean --json?) (see: dsv4-launch check --help)\n"
+    assert (done.stderr
+            == "dsv4-launch check: no such option: --jsno (did you mean --json?) (see: dsv4-launch check --help)\n")
     done, _ = run_cli("dsv4-launch", "check", "--api-key=sk-secret-1")  # refused as a key, never echoed
     assert done.returncode == 2 and "sk-secret-1" not in done.stderr and "--api-key-env NAME" in done.stderr
     done, _ = run_cli("dsv4-launch", "explain", "--timeout", "3")
@@ -583,7 +586,8 @@ def test_gpus_as_a_count_takes_the_kind_dsv4_launch_gpu_capability_names(run_cli
     assert done.returncode == 2 and "DSV4_LAUNCH_GPU_CAPABILITY='hopper'" in done.stderr
 
 
-@pytest.mark.parametrize("size,expected", [("80GiB", 80 * 2**30), ("80GB", 80 * 10**9), ("141.5GiB", int(141.5 * 2**30)),
+@pytest.mark.parametrize("size,expected",
+                         [("80GiB", 80 * 2**30), ("80GB", 80 * 10**9), ("141.5GiB", int(141.5 * 2**30)),
                                            ("97887MiB", 97887 * 2**20)])
 def test_gpu_memory_with_dsv4_launch_gpu_capability_is_the_variables_gpus_memory(run_cli, size, expected):
     """--gpu-memory alone, with DSV4_LAUNCH_GPU_CAPABILITY naming the GPUs (no NVML here): the

@@ -40,7 +40,9 @@ def make(gpus=(RTX,), visible=None, tokens=(M,), version="0.24.0", runtime=None,
                        cuda_driver_version="12.4") if gpus or error else None
     selection = GpuSelection(tuple(visible if visible is not None else gpus)) if gpus else None
     args = read_serve_args(list(tokens), load_table(version or "0.33.0"), lambda p: {})
-    facts = Facts(args=args, model=classify(tokens[0], config, "config.json"), gpus=GpuFacts(selection, error, source if gpus else None, read=True, report=report), vllm_version=version)
+    facts = Facts(args=args, model=classify(tokens[0], config, "config.json"),
+                  gpus=GpuFacts(selection, error, source if gpus else None, read=True, report=report),
+                  vllm_version=version)
     rt = VllmRuntime(python="3.11.7", vllm_version=version, vllm_where=where,
                      report=runtime if runtime is not None else {"torch": TORCH_OK, "flashinfer": FI_OK})
     if runtime is False:
@@ -62,7 +64,8 @@ def test_all_present_and_fine():
     assert not d.failed
     assert statuses(d, "gpu") == [OK] and "95.6 GiB" in details(d, "gpu") and "GPU-r" in details(d, "gpu")
     assert "visible to CUDA" in details(d, "gpu")
-    assert statuses(d, "driver") == [OK] and "550.54.15" in details(d, "driver") and "CUDA driver 12.4" in details(d, "driver")
+    assert (statuses(d, "driver") == [OK] and "550.54.15" in details(d, "driver")
+            and "CUDA driver 12.4" in details(d, "driver"))
     assert statuses(d, "vllm") == [OK]
     assert statuses(d, "torch") == [OK, OK] and "has kernels for GPU 0 (SM 12.0)" in details(d, "torch")
     assert statuses(d, "flashinfer") == [OK] and "present" in details(d, "flashinfer")
@@ -87,7 +90,8 @@ def test_gpu_hidden_by_cuda_visible_devices_and_too_old():
     (line,) = [c for c in d.lines if "NVIDIA A100" in c.detail and c.section == "plan"]
     assert line.status == WARN
     args = read_serve_args([M], load_table("0.33.0"), lambda p: {})
-    plan = make_plan(Facts(args=args, model=classify(M, V4, "config.json"), gpus=GpuFacts(GpuSelection((A100,)), source="nvml"),
+    plan = make_plan(Facts(args=args, model=classify(M, V4, "config.json"),
+                           gpus=GpuFacts(GpuSelection((A100,)), source="nvml"),
                            vllm_version="0.33.0"))
     assert line.detail in plan.warnings and not plan.refusals
 
@@ -166,15 +170,23 @@ def test_doctor_command_json_and_exit_codes():
     out = io.StringIO()
     gpus = GpuReport(gpus=(RTX, RTX._replace(index=1, uuid="GPU-r2")), source="nvml", driver_version="550.54.15")
     code = run_doctor(
-        [M, "-tp", "2", "--api-key", "sk-doc-1"], as_json=True, ctx=Context(env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: gpus, vllm=VllmInstall(version="0.33.0", importable=True), read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
+        [M, "-tp", "2", "--api-key", "sk-doc-1"], as_json=True,
+        ctx=Context(env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: gpus,
+                    vllm=VllmInstall(version="0.33.0", importable=True),
+                    read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
     )
     data = json.loads(out.getvalue())
     assert code == 0 and data["ok"] is True and data["schema_version"] == 1
-    assert {"gpu", "driver", "python", "vllm", "torch", "flashinfer", "model", "plan"} <= {c["section"] for c in data["checks"]}
+    assert ({"gpu", "driver", "python", "vllm", "torch", "flashinfer", "model", "plan"}
+            <= {c["section"] for c in data["checks"]})
     assert data["plan"]["argv"] == [M, "-tp", "2", "--api-key", "***", "--kv-cache-dtype", "fp8"]
     assert "sk-doc-1" not in out.getvalue()
     out = io.StringIO()
-    code = run_doctor([M], as_json=False, ctx=Context(env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: GpuReport(error="NVML: driver not loaded"), vllm=VllmInstall(version=None, importable=False), read_runtime=lambda python, shapes: (None, "no vLLM")))
+    code = run_doctor([M], as_json=False,
+                      ctx=Context(env={"HOME": "/nonexistent"}, stdout=out, stderr=io.StringIO(),
+                                  read_gpus=lambda: GpuReport(error="NVML: driver not loaded"),
+                                  vllm=VllmInstall(version=None, importable=False),
+                                  read_runtime=lambda python, shapes: (None, "no vLLM")))
     assert code == 1
     assert out.getvalue().splitlines()[-1] == "FAIL: DeepSeek-V4 would not start here"
     assert out.getvalue().splitlines()[0].startswith("FAIL  gpu ")
@@ -205,7 +217,8 @@ def test_bad_input_is_one_line_and_exit_2(command):
     run = run_plan if command == "plan" else run_doctor
     out, err = io.StringIO(), io.StringIO()
     code = run([M], as_json=True, ctx=Context(env={"DSV4_LAUNCH_PREFLIGHT": "maybe"}, stdout=out, stderr=err,
-                                              read_gpus=lambda: GpuReport(), vllm=VllmInstall(version="0.33.0", importable=True)))
+                                              read_gpus=lambda: GpuReport(),
+                                              vllm=VllmInstall(version="0.33.0", importable=True)))
     # --json still prints one valid object (with the error), the one line goes to stderr
     assert code == 2 and json.loads(out.getvalue())["error"].startswith("DSV4_LAUNCH_PREFLIGHT='maybe'")
     assert err.getvalue().splitlines() == [
@@ -288,10 +301,13 @@ def test_doctor_and_plan_have_one_json_error_shape(env, tmp_path):
     # plan is plan's own document.
     from dsv4_launch.commands.plan import run_plan
 
-    fakes = {"read_gpus": lambda: GpuReport(gpus=(RTX,), source="nvml"), "vllm": VllmInstall(version="0.24.0", importable=True)}
+    fakes = {"read_gpus": lambda: GpuReport(gpus=(RTX,), source="nvml"),
+             "vllm": VllmInstall(version="0.24.0", importable=True)}
     plan_out, doctor_out = io.StringIO(), io.StringIO()
     plan_status = run_plan([M], as_json=True, ctx=Context(**fakes, env=env, stdout=plan_out, stderr=io.StringIO()))
-    doctor_status = run_doctor([M], as_json=True, ctx=Context(**fakes, env=env, stdout=doctor_out, stderr=io.StringIO(), read_runtime=lambda python, shapes: (None, "not inspected")))
+    doctor_status = run_doctor([M], as_json=True,
+                               ctx=Context(**fakes, env=env, stdout=doctor_out, stderr=io.StringIO(),
+                                           read_runtime=lambda python, shapes: (None, "not inspected")))
     plan, doctor = json.loads(plan_out.getvalue()), json.loads(doctor_out.getvalue())
     assert plan_status == doctor_status == plan["exit_status"] == doctor["exit_status"] == 2
     assert plan["error"] and doctor["error"] == plan["error"]
@@ -301,9 +317,11 @@ def test_doctor_and_plan_have_one_json_error_shape(env, tmp_path):
 
 
 def test_doctor_json_says_its_exit_status_and_no_error_when_it_ran(tmp_path):
-    fakes = {"read_gpus": lambda: GpuReport(gpus=(RTX,), source="nvml"), "vllm": VllmInstall(version="0.33.0", importable=True)}
+    fakes = {"read_gpus": lambda: GpuReport(gpus=(RTX,), source="nvml"),
+             "vllm": VllmInstall(version="0.33.0", importable=True)}
     out = io.StringIO()
-    status = run_doctor([M], as_json=True, ctx=Context(**fakes, env={}, stdout=out, stderr=io.StringIO(), read_runtime=lambda python, shapes: (None, "not inspected")))
+    status = run_doctor([M], as_json=True, ctx=Context(**fakes, env={}, stdout=out, stderr=io.StringIO(),
+                                                       read_runtime=lambda python, shapes: (None, "not inspected")))
     data = json.loads(out.getvalue())
     assert data["exit_status"] == status and data["error"] is None and data["ok"] is (status == 0)
 
@@ -346,7 +364,8 @@ def test_a_driver_nobody_read_for_gpus_named_on_the_command_line_is_said_once_no
 
     out = io.StringIO()
     ctx = Context(env={"HOME": "/nonexistent", "NO_COLOR": "1"}, stdout=out, stderr=io.StringIO(),
-                  read_gpus=(lambda: machine) if machine else unread, vllm=VllmInstall(version="0.33.0", importable=True),
+                  read_gpus=(lambda: machine) if machine else unread,
+                  vllm=VllmInstall(version="0.33.0", importable=True),
                   read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
     run_command("doctor", [*given, M], ctx)
     driver = [line for line in out.getvalue().splitlines() if line.split()[1:2] == ["driver"]]
@@ -417,7 +436,8 @@ def test_doctors_plan_is_plans_document(argv):
 
     two = tuple(GpuInfo(i, "NVIDIA RTX PRO 6000", f"GPU-{i}", (12, 0), 96 * 2**30) for i in range(2))
     plan_ctx = make_context(gpus=two)
-    doctor_ctx = make_context(gpus=two, read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
+    doctor_ctx = make_context(gpus=two,
+                              read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
     from dsv4_launch.commands.plan import run_plan
 
     run_plan(argv, as_json=True, ctx=plan_ctx)
@@ -438,7 +458,8 @@ def test_doctor_without_arguments_judges_a_layout_of_the_visible_gpus_not_tp_1()
                 for i in range(2))
 
     def run(argv):
-        ctx = make_context(gpus=two, read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
+        ctx = make_context(gpus=two,
+                           read_runtime=lambda python, shapes: ({"torch": TORCH_OK, "flashinfer": FI_OK}, None))
         run_doctor(argv, as_json=True, ctx=ctx)
         return json.loads(ctx.stdout.getvalue())
 

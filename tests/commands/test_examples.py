@@ -967,7 +967,8 @@ def test_kubernetes_probe_command_passes_on_a_healthy_server_and_fails_on_a_brok
     for shape, expected in (("healthy", 0), ("bos-only", 1)):
         with ReplayServer(shape, api_key=env["VLLM_API_KEY"]) as server:
             out = io.StringIO()
-            status = run_command("check", [*command[2:], server.url], ctx=Context(env=env, stdout=out, stderr=io.StringIO(), http_client="stdlib"))
+            status = run_command("check", [*command[2:], server.url],
+                                 ctx=Context(env=env, stdout=out, stderr=io.StringIO(), http_client="stdlib"))
         assert status == expected, out.getvalue()
         assert env["VLLM_API_KEY"] not in out.getvalue()
 
@@ -1219,7 +1220,8 @@ def test_ray_example_finds_its_wheel(tmp_path):
     (folder / "other-1.0-py3-none-any.whl").write_bytes(b"")
     assert find_wheel({"DSV4_LAUNCH_WHEEL_DIR": str(folder)}) == str(folder / "dsv4_launch-0.2.0-py3-none-any.whl")
     (folder / "dsv4_launch-0.3.0-py3-none-any.whl").write_bytes(b"")
-    with pytest.raises(SystemExit, match=r"2 wheels \(dsv4_launch-0\.2\.0.*, dsv4_launch-0\.3\.0.*\).*DSV4_LAUNCH_WHEEL"):
+    with pytest.raises(SystemExit,
+                       match=r"2 wheels \(dsv4_launch-0\.2\.0.*, dsv4_launch-0\.3\.0.*\).*DSV4_LAUNCH_WHEEL"):
         find_wheel({"DSV4_LAUNCH_WHEEL_DIR": str(folder)})
 
 
@@ -1425,7 +1427,8 @@ def test_the_key_checks_catch_an_example_without_a_key(tmp_path):
     assert not docker_run_has_a_key_or_loopback("docker run --gpus all --ipc=host -p 8000:8000 img")
     assert docker_run_has_a_key_or_loopback("docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 img")
     unit = UNIT.read_text()
-    for broken in (unit.replace("EnvironmentFile=/etc/dsv4-serve/api-key.env", "EnvironmentFile=-/etc/dsv4-serve/api-key.env"),
+    for broken in (unit.replace("EnvironmentFile=/etc/dsv4-serve/api-key.env",
+                                "EnvironmentFile=-/etc/dsv4-serve/api-key.env"),
                    unit.replace("test -n", "test -z"),
                    "\n".join(l for l in unit.splitlines() if not l.startswith("ExecStartPre="))):
         path = tmp_path / "broken.service"
@@ -1438,7 +1441,8 @@ def test_the_key_checks_catch_an_example_without_a_key(tmp_path):
 
 def test_compose_restarts_the_server():
     service = yaml.safe_load((EXAMPLES / "docker" / "compose.yaml").read_text())["services"]["deepseek-v4"]
-    assert service.get("restart") in ("always", "unless-stopped") or str(service.get("restart")).startswith("on-failure")
+    assert (service.get("restart") in ("always", "unless-stopped")
+            or str(service.get("restart")).startswith("on-failure"))
 
 
 def all_containers(spec: dict) -> list[dict]:
@@ -1480,7 +1484,8 @@ def lws_template_texts() -> dict[str, str]:
     return {"leader": leader.split("    leaderTemplate:", 1)[1], "worker": rest.split("volumeClaimTemplates:", 1)[0]}
 
 
-RDMA_LINE = re.compile(r"^(\s*)# ((?:- name: |  value: )\S.*|securityContext:.*|  capabilities:.*|    add: .*|rdma/.*)$",
+RDMA_LINE = re.compile(
+    r"^(\s*)# ((?:- name: |  value: )\S.*|securityContext:.*|  capabilities:.*|    add: .*|rdma/.*)$",
                        re.M)
 
 
@@ -1512,7 +1517,8 @@ def test_kubernetes_pods_download_the_weights_before_the_startup_budget():
     for role, spec, _, _ in pod_specs():
         (container,) = spec["containers"]
         model = container["args"][0]
-        downloads = [c for c in spec.get("initContainers", []) if f"snapshot_download('{model}'" in " ".join(c["command"])]
+        downloads = [c for c in spec.get("initContainers",
+                                         []) if f"snapshot_download('{model}'" in " ".join(c["command"])]
         assert downloads, f"{role}: no init container downloads {model}"
         (init,) = downloads
         assert k8s_env(init).get("HF_HOME") == k8s_env(container)["HF_HOME"], role

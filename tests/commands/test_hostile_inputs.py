@@ -561,7 +561,8 @@ def check_serve(res: Result, tokens: list[str]) -> None:
         check_edit_shape(tokens, res.vllm_argv[2:], res.show())
         check_edit_effect(tokens, res.vllm_argv[2:], res.show())
         if res.vllm_argv[2:] != tokens:  # a change is never quiet, DSV4_LAUNCH_QUIET or not (class 9)
-            assert "dsv4-serve: changed: " in res.err_text, f"vLLM got changed arguments, no changed: line:\n{res.show()}"
+            assert ("dsv4-serve: changed: "
+                    in res.err_text), f"vLLM got changed arguments, no changed: line:\n{res.show()}"
         return
     assert res.rc == 2, f"vLLM was not started and the exit status is {res.rc}, not 2:\n{res.show()}"
     errors = [ln for ln in res.err_text.splitlines() if ln.startswith("dsv4-serve: error: ")]
@@ -601,7 +602,8 @@ def test_plan_in_process(ws, data):
         raise AssertionError(f"{TRACEBACK} in prepare():\n{traceback.format_exc()[-4000:]}\n{what}") from None
     check_prepared_argv(argv, prepared, what)
 
-    res = in_process("plan --json " + what, run_plan, argv, as_json=True, ctx=Context(env=env, read_gpus=probe, vllm=vllm))
+    res = in_process("plan --json " + what, run_plan, argv, as_json=True,
+                     ctx=Context(env=env, read_gpus=probe, vllm=vllm))
     check_no_crash(res)
     doc = check_json(res)
     assert isinstance(doc, dict) and doc.get("exit_status") == res.rc, res.show()
@@ -658,7 +660,8 @@ def test_doctor_in_process(ws, data):
     def runtime(python, shapes):  # the real adapter, asking a stand-in Python
         return read_runtime(ws.runtime_script, shapes, timeout=20)
 
-    res = in_process(what, doctor_command.run_doctor, argv, as_json=True, ctx=Context(env=env, read_runtime=runtime, read_gpus=probe, vllm=VLLM_0240))
+    res = in_process(what, doctor_command.run_doctor, argv, as_json=True,
+                     ctx=Context(env=env, read_runtime=runtime, read_gpus=probe, vllm=VLLM_0240))
     check_no_crash(res)
     doc = check_json(res)
     assert isinstance(doc, dict) and "checks" in doc, res.show()
@@ -682,7 +685,8 @@ def test_doctor_edge_numbers_in_process(ws, data):
         return read_runtime(ws.runtime_script, shapes, timeout=20)
 
     what = f"doctor --json {argv!r}\nconfig.json={(folder / 'config.json').read_bytes()[:300]!r}…"
-    res = in_process(what, doctor_command.run_doctor, argv, as_json=True, ctx=Context(env=env, read_runtime=runtime, vllm=VLLM_0240))
+    res = in_process(what, doctor_command.run_doctor, argv, as_json=True,
+                     ctx=Context(env=env, read_runtime=runtime, vllm=VLLM_0240))
     check_no_crash(res)
     check_json(res)
     res = in_process("plan --json " + what, run_plan, argv, as_json=True, ctx=Context(env=env, vllm=VLLM_0240))
@@ -714,7 +718,9 @@ def test_config_yaml_in_process(ws, data):
     check_no_crash(res)
     check_terminal_safe(res, "stdout")
     check_terminal_safe(res, "stderr")
-    res = in_process("doctor --json " + what, doctor_command.run_doctor, argv, as_json=True, ctx=Context(env=env, read_runtime=lambda python, shapes: (None, "not probed in this test"), vllm=VLLM_0240))
+    res = in_process("doctor --json " + what, doctor_command.run_doctor, argv, as_json=True,
+                     ctx=Context(env=env, read_runtime=lambda python, shapes: (None, "not probed in this test"),
+                                 vllm=VLLM_0240))
     check_no_crash(res)
     check_json(res)
 
@@ -753,7 +759,8 @@ def secret_case(draw, ws: Workspace, family: str):
         value = plain[-1] if draw(st.booleans()) else [plain[-1], plain[0]]
         key = draw(st.sampled_from(["api_key", "api-key", "hf_token"]), label="yaml key")
         text = f"{key}: " + json.dumps(value, ensure_ascii=False) + "\n"
-        text += draw(st.sampled_from(["", "port: 8000\n", "kv-cache-dtype: auto\n", "port: [\n", "tensor-parallel-size: x\n",
+        text += draw(st.sampled_from(["", "port: 8000\n", "kv-cache-dtype: auto\n", "port: [\n",
+                                      "tensor-parallel-size: x\n",
                                       "api-k: z\n"]),
                      label="yaml extra")
         (folder / "c.yaml").write_text(text, encoding="utf-8")
@@ -770,10 +777,13 @@ def test_secrets_in_process(ws, family, data):
            **env_secrets}
     what = f"argv={argv!r}\nenv={env_secrets!r}"
     for as_json in (True, False):
-        res = in_process(f"plan json={as_json} {what}", run_plan, argv, as_json=as_json, ctx=Context(env=env, vllm=VLLM_0240))
+        res = in_process(f"plan json={as_json} {what}", run_plan, argv, as_json=as_json,
+                         ctx=Context(env=env, vllm=VLLM_0240))
         check_no_crash(res)
         check_secrets(res, secrets)
-    res = in_process(f"doctor --json {what}", doctor_command.run_doctor, argv, as_json=True, ctx=Context(env=env, read_runtime=lambda python, shapes: (None, "not probed in this test"), vllm=VLLM_0240))
+    res = in_process(f"doctor --json {what}", doctor_command.run_doctor, argv, as_json=True,
+                     ctx=Context(env=env, read_runtime=lambda python, shapes: (None, "not probed in this test"),
+                                 vllm=VLLM_0240))
     check_no_crash(res)
     check_secrets(res, secrets)
 
@@ -905,7 +915,8 @@ def test_credential_named_options_in_process(ws, data):
     env = {**ws.base_env(), "DSV4_LAUNCH_GPU_CAPABILITY": "12.0"}
     what = f"argv={argv!r} vLLM={vllm.version}"
     for as_json in (True, False):
-        res = in_process(f"plan json={as_json} {what}", run_plan, argv, as_json=as_json, ctx=Context(env=env, vllm=vllm))
+        res = in_process(f"plan json={as_json} {what}", run_plan, argv, as_json=as_json,
+                         ctx=Context(env=env, vllm=vllm))
         check_no_crash(res)
         check_secrets(res, secrets)
 
@@ -962,7 +973,8 @@ def test_markup_and_bytes_in_names_in_process(ws, data):
     try:
         rc = run_fit(argv, as_json=False, ctx=Context(env=env, stdout=out, stderr=err, vllm=VLLM_0240))
     except BaseException:  # noqa: BLE001
-        raise AssertionError(f"{TRACEBACK} in fit on a terminal ({argv!r}):\n{traceback.format_exc()[-3000:]}") from None
+        raise AssertionError(
+            f"{TRACEBACK} in fit on a terminal ({argv!r}):\n{traceback.format_exc()[-3000:]}") from None
     assert "\x1b]8;" not in out.getvalue(), f"a hyperlink was injected: {argv!r}"
     assert rc in (0, 1, 2), (rc, argv)  # 1: no layout fits
     res = in_process(f"plan --json {argv!r}", run_plan, argv, as_json=True, ctx=Context(env=env, vllm=VLLM_0240))

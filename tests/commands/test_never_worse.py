@@ -308,7 +308,8 @@ def test_url_credentials_in_a_model_name_are_masked_in_every_line(run_cli):
 def test_environment_values_never_garble_the_output(run_cli, v4_dir, command):
     # Environment values are never printed, so none is "masked" into the JSON: AWS_USE_FIPS_ENDPOINT
     # =false once turned "gpus_ambiguous": false into *** (invalid JSON).
-    env = {"AWS_USE_FIPS_ENDPOINT": "false", "S3_REGION": "0", "HF_TOKEN": "hf_Zq13secret", "AWS_SECRET_ACCESS_KEY": "→"}
+    env = {"AWS_USE_FIPS_ENDPOINT": "false", "S3_REGION": "0", "HF_TOKEN": "hf_Zq13secret",
+           "AWS_SECRET_ACCESS_KEY": "→"}
     done, _ = run_cli(*command, v4_dir, gpus=TWO, env=env)
     data = json.loads(done.stdout)
     plan = data["plan"] if "plan" in data else data

@@ -84,7 +84,8 @@ def test_version_on_a_full_stdout_is_one_line_and_74():
 
 def test_version_escapes_outside_text():
     out = io.StringIO()
-    run_version("dsv4-launch", Context(env={}, stdout=out, stderr=io.StringIO(), vllm=VllmInstall("0.33.0\x1b[2J", False, "/x/\nvllm")))
+    run_version("dsv4-launch", Context(env={}, stdout=out, stderr=io.StringIO(),
+                                       vllm=VllmInstall("0.33.0\x1b[2J", False, "/x/\nvllm")))
     assert "\x1b" not in out.getvalue() and out.getvalue().count("\n") == 3
     assert "vLLM 0.33.0\\x1b[2J (/x/\\nvllm, started in place of this process)" in out.getvalue()
 
@@ -95,7 +96,8 @@ def test_run_serve_version_does_not_prepare_or_hand_over(monkeypatch):
     monkeypatch.setattr(serve, "prepare_in", lambda *a, **k: pytest.fail("prepared"))
     monkeypatch.setattr(serve, "hand_over", lambda *a, **k: pytest.fail("handed over"))
     out = io.StringIO()
-    assert run_serve(["-V"], Context(env={}, stderr=io.StringIO(), stdout=out, vllm=VllmInstall("0.24.0", True, location="/v/vllm"))) == 0
+    assert run_serve(["-V"], Context(env={}, stderr=io.StringIO(), stdout=out,
+                                     vllm=VllmInstall("0.24.0", True, location="/v/vllm"))) == 0
     assert out.getvalue().splitlines()[1] == "vLLM 0.24.0 (/v/vllm, runs in this process)"
 
 

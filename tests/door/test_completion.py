@@ -130,7 +130,8 @@ def test_launch_commands_own_options_and_values():
 
 def test_helper_never_fails_into_the_prompt():
     out = io.StringIO()
-    assert run_completion(["--complete", "dsv4-launch", "--", "plan", "\udcff", "--kv-cache-dtype", "="], Context(stdout=out)) == 0
+    assert run_completion(["--complete", "dsv4-launch", "--", "plan", "\udcff", "--kv-cache-dtype", "="],
+                          Context(stdout=out)) == 0
     assert run_completion(["--complete", "nonsense", "--"], Context(stdout=io.StringIO())) == 0
 
 
@@ -231,8 +232,8 @@ def test_a_model_is_offered_only_where_the_model_goes():
     assert candidates("dsv4-launch", ["plan", "--vllm-version", "0.24.0", "deepseek-ai/DeepSeek-V4.1"]) == [
         "deepseek-ai/DeepSeek-V4.1-Flash"]
     # a value of an own option is not the model, and no model is offered as one
-    assert candidates("dsv4-launch", ["fit", "--gpu-memory", "80GiB", "deepseek-ai/DeepSeek-V4.1"], version="0.33.0") == [
-        "deepseek-ai/DeepSeek-V4.1-Flash"]
+    assert candidates("dsv4-launch", ["fit", "--gpu-memory", "80GiB", "deepseek-ai/DeepSeek-V4.1"],
+                      version="0.33.0") == ["deepseek-ai/DeepSeek-V4.1-Flash"]
     assert candidates("dsv4-launch", ["doctor", "--gpu-memory", "deep"], version="0.33.0") == []
 
 

@@ -52,7 +52,8 @@ def test_many_names_answer_as_the_definition(seed):
     count = serve_args.FEW_NAMES + 200
     unknown, _ = _random_case(rnd, count, "-abcdefgh=_")
     unknown += [f"--opt-{i}={i}" for i in range(count)]
-    secrets = [f"tok{i}--opt-{i * 7}-x" for i in range(2 * count)] + ["".join(rnd.choice("-abcdefgh") for _ in range(400))
+    secrets = [f"tok{i}--opt-{i * 7}-x" for i in range(2 * count)] + [
+        "".join(rnd.choice("-abcdefgh") for _ in range(400))
                                                                    for _ in range(50)]
     assert len(set(unknown)) * len("\x00".join(secrets)) > serve_args.CHEAP_SEARCH  # the one pass answers
     got = serve_args._unknown_names(unknown, secrets)

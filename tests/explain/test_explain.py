@@ -69,7 +69,8 @@ def explain(tmp_path, lines, *, as_json=True, env=None, name="vllm.log"):
 # One realistic excerpt per signature and release family: (rule, vLLM release, the lines).
 _FP8 = "DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got"
 _PLEASE = "Please set `--kv-cache-dtype fp8` or select a backend that supports bfloat16 KV cache."
-_ATT = ("models/deepseek_v4/attention.py", 79, "_resolve_dsv4_kv_cache_dtype", 'assert kv_cache_dtype.startswith("fp8"), (')
+_ATT = ("models/deepseek_v4/attention.py", 79, "_resolve_dsv4_kv_cache_dtype",
+        'assert kv_cache_dtype.startswith("fp8"), (')
 _PHASE1 = "/workspace/.deps/flashmla-src/csrc/sm90/prefill/sparse/instantiations/../phase1.cuh:614"
 _TMA_ASSERT = "Assertion `res == CUresult::CUDA_SUCCESS`"
 
@@ -86,18 +87,23 @@ CASES = [
                               "'bfloat16', 'fp8'] [type=value_error, input_value='fp9', input_type=str]"]),
     ("nvfp4-on-mla", "0.24.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
                                 "  Value error, nvfp4 KV cache is not supported with MLA (Multi-head Latent Attention) "
-                                "backends. Please use a different --kv-cache-dtype (e.g., 'fp8' or 'auto') for MLA models "
-                                "such as DeepSeek. [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]"]),
+                                "backends. Please use a different --kv-cache-dtype (e.g., 'fp8' or 'auto') for MLA "
+                                "models such as DeepSeek. [type=value_error, input_value=ArgsKwargs((), {}), "
+                                "input_type=ArgsKwargs]"]),
     ("v41-kv", "0.30.0", traceback([("models/deepseek_v41/attention.py", 141, "_resolve_dsv41_kv_cache_dtype",
                                      "raise ValueError(")], f"ValueError: {_FP8} bfloat16. {_PLEASE}")),
-    ("v41-kv", "0.33.0", traceback([], "ValueError: DeepseekV4 packed KV layouts only support fp8 kv-cache, got float16. "
+    ("v41-kv", "0.33.0",
+     traceback([], "ValueError: DeepseekV4 packed KV layouts only support fp8 kv-cache, got float16. "
                                    + _PLEASE)),
     ("backend-not-dsv4", "0.24.0", traceback([("models/deepseek_v4/nvidia/model.py", 752, "_select_dsv4_attn_cls",
                                                "raise ValueError(")],
-                                             "ValueError: FLASHINFER_MLA_SPARSE is not a DeepSeek V4 attention backend. "
-                                             "Use FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4 FlashInfer sparse MLA.")),
-    ("backend-not-dsv4", "0.33.0", traceback([], "ValueError: FLASHINFER_MLA_SPARSE_SM120 is not a DeepSeek V4 attention "
-                                             "backend. Use FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4 FlashInfer sparse MLA.")),
+                                             "ValueError: FLASHINFER_MLA_SPARSE is not a DeepSeek V4 attention "
+                                             "backend. Use FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4 FlashInfer "
+                                             "sparse MLA.")),
+    ("backend-not-dsv4", "0.33.0",
+     traceback([], "ValueError: FLASHINFER_MLA_SPARSE_SM120 is not a DeepSeek V4 attention "
+                                             "backend. Use FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4 FlashInfer "
+                                             "sparse MLA.")),
     ("backend-not-dsv4", "0.31.0", traceback([], "ValueError: FLASHINFER_MLA_SPARSE is not a DeepSeek V4.1 attention "
                                              "backend. Use FLASHINFER_MLA_SPARSE_DSV41 for DeepSeek V4.1 FlashInfer "
                                              "sparse MLA.")),
@@ -129,9 +135,10 @@ CASES = [
                                                  'raise NotImplementedError("DeepGEMM MegaMoE requires SM100 GPUs.")')],
                                                "NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.")),
     ("mega-moe-not-sm100", "0.33.0", traceback([], "NotImplementedError: DeepGEMM MegaMoE requires SM100 GPUs.")),
-    ("fp4-indexer-off-sm10", "0.24.0", traceback([], "AssertionError: use_fp4_indexer_cache requires Blackwell datacenter "
-                                                 "GPUs (sm_10x, e.g. B200/GB200); sm_120 (consumer Blackwell) and earlier "
-                                                 "architectures are not supported.")),
+    ("fp4-indexer-off-sm10", "0.24.0",
+     traceback([], "AssertionError: use_fp4_indexer_cache requires Blackwell datacenter "
+                                                 "GPUs (sm_10x, e.g. B200/GB200); sm_120 (consumer Blackwell) and "
+                                                 "earlier architectures are not supported.")),
     ("mxfp4-indexer-off-sm10", "0.33.0", traceback([], "ValueError: indexer_kv_dtype='mxfp4' requires Blackwell "
                                                    "datacenter GPUs (sm_10x, e.g. B200/GB200).")),
     ("fp4-indexer-removed", "0.33.0", ["usage: vllm serve [model_tag] [options]",
@@ -159,7 +166,8 @@ CASES = [
                               "'--distributed-executor-backend ray'."]),
     ("block-size", "0.24.0", traceback([], "ValueError: No common block size for 64. ")),
     ("block-size", "0.33.0", traceback([], "ValueError: No common block size for 64 (FLASHMLA_SPARSE_DSV4: [256]).")),
-    ("block-size-v41", "0.33.0", traceback([], "ValueError: No common block size for 64 (FLASHMLA_SPARSE_DSV41: [128]).")),
+    ("block-size-v41", "0.33.0",
+     traceback([], "ValueError: No common block size for 64 (FLASHMLA_SPARSE_DSV41: [128]).")),
     ("dspark-before-0.25", "0.24.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for "
                                       "SpeculativeConfig", "method", "  Input should be 'ngram', 'medusa', "
                                       "'mlp_speculator', 'draft_model', 'suffix', 'eagle', 'eagle3' or 'mtp' "
@@ -178,7 +186,8 @@ CASES = [
     ("dspark-v1-runner", "0.29.0", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
                                     "  Value error, Model Runner V1 does not support: dspark speculative decoding "
                                     "[type=value_error]"]),
-    ("vision-before-0.30", "0.29.0", traceback([], "ValueError: There is no module or parameter named 'vision_model' in "
+    ("vision-before-0.30", "0.29.0",
+     traceback([], "ValueError: There is no module or parameter named 'vision_model' in "
                                                "DeepseekV4ForCausalLM. The available parameters belonging to  "
                                                "(DeepseekV4ForCausalLM) are: {'lm_head.weight'}")),
     ("hma-disabled", "0.31.0", traceback([("v1/core/kv_cache_utils.py", 1887, "_promote_local_kv_cache_specs",
@@ -187,25 +196,28 @@ CASES = [
                                          "'bounded_replay'")),
     ("connector-turns-hma-off", "0.33.0", traceback([], "TypeError: MLAAttentionSpec.__init__() got an unexpected "
                                                     "keyword argument 'bounded_replay'")),
-    ("connector-hma-forced", "0.24.0", traceback([], "ValueError: Connector LMCacheConnectorV1 does not support HMA but "
+    ("connector-hma-forced", "0.24.0",
+     traceback([], "ValueError: Connector LMCacheConnectorV1 does not support HMA but "
                                                  "HMA is enabled. Please set `--disable-hybrid-kv-cache-manager`.")),
     ("weights-exceed-memory", "0.24.0", traceback([], "ValueError: No available memory for the cache blocks. Try "
                                                   "increasing `gpu_memory_utilization` when initializing the engine.")),
-    ("weights-exceed-memory", "0.33.0", traceback([("model_executor/model_loader/default_loader.py", 300, "load_weights",
+    ("weights-exceed-memory", "0.33.0",
+     traceback([("model_executor/model_loader/default_loader.py", 300, "load_weights",
                                                     "loaded_weights = model.load_weights(")],
-                                                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
-                                                  "GPU 0 has a total capacity of 95.59 GiB of which 1.12 GiB is free.")),
+                                                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 "
+                                                  "GiB. GPU 0 has a total capacity of 95.59 GiB of which 1.12 GiB is "
+                                                  "free.")),
     # the wording before 0.24 (the field corpus's opea-project/GenAIExamples#1762)
     ("max-model-len-too-long", "0.9.2", traceback([], "ValueError: The model's max seq len (131072) is larger than the "
-                                                  "maximum number of tokens that can be stored in KV cache (21840). Try "
-                                                  "increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
-                                                  "initializing the engine.")),
+                                                  "maximum number of tokens that can be stored in KV cache (21840). "
+                                                  "Try increasing `gpu_memory_utilization` or decreasing "
+                                                  "`max_model_len` when initializing the engine.")),
     ("max-model-len-too-long", "0.24.0", traceback([], "ValueError: To serve at least one request with the model's max "
                                                    "seq len (1048576), (9.81 GiB KV cache is needed, which is larger "
-                                                   "than the available KV cache memory (6.15 GiB). Based on the available "
-                                                   "memory, the estimated maximum model length is 61214. Try increasing "
-                                                   "`gpu_memory_utilization` or decreasing `max_model_len` when "
-                                                   "initializing the engine.")),
+                                                   "than the available KV cache memory (6.15 GiB). Based on the "
+                                                   "available memory, the estimated maximum model length is 61214. Try "
+                                                   "increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+                                                   "when initializing the engine.")),
     ("shards-missing", "0.33.0", traceback([], "ValueError: Following weights were not initialized from checkpoint: "
                                            "{'model.layers.42.ffn.experts.255.w1.weight'}")),
     ("flashinfer-sm120-api", "0.24.0", traceback([], "RuntimeError: FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires "
@@ -213,17 +225,19 @@ CASES = [
     ("flashinfer-missing", "0.27.0", traceback([], "RuntimeError: FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires "
                                                "FlashInfer's sparse MLA decode API.")),
     ("flashinfer-sm120-shape", "0.33.0", traceback([], "RuntimeError: FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires a "
-                                                   "FlashInfer DSV4 sparse MLA decode specialization for (num_q_heads=64, "
-                                                   "top_k=192). Install a FlashInfer build containing "
+                                                   "FlashInfer DSV4 sparse MLA decode specialization for "
+                                                   "(num_q_heads=64, top_k=192). Install a FlashInfer build containing "
                                                    "flashinfer-ai/flashinfer#4380.")),
     ("sm12-0.24-deepgemm", "0.24.0", traceback([], "RuntimeError: Assertion error (/workspace/DeepGEMM/csrc/utils/"
                                                "layout.hpp:76): Unknown recipe")),
     ("sm12-0.27", "0.27.1", traceback([], "RuntimeError: Assertion error (/workspace/DeepGEMM/csrc/utils/layout.hpp:"
                                       "102): Unknown SF transformation")),
     # Failures no rule row decides (the signature's own words), in the words of the field corpus's threads.
-    ("deepgemm-not-for-this-gpu", "0.24.0", traceback([], "RuntimeError: Assertion error (/workspace/.deps/deepgemm-src/"
+    ("deepgemm-not-for-this-gpu", "0.24.0",
+     traceback([], "RuntimeError: Assertion error (/workspace/.deps/deepgemm-src/"
                                                       "csrc/apis/hyperconnection.hpp:56): Unsupported architecture")),
-    ("deepgemm-not-for-this-gpu", "0.28.0", traceback([], "RuntimeError: CUDA driver error (.../jit/handle.hpp:141): 200 "
+    ("deepgemm-not-for-this-gpu", "0.28.0",
+     traceback([], "RuntimeError: CUDA driver error (.../jit/handle.hpp:141): 200 "
                                                       "(CUDA_ERROR_INVALID_IMAGE, device kernel image is invalid)")),
     ("deepgemm-not-for-this-gpu", "0.28.0", traceback([], "RuntimeError: Assertion error (csrc/apis/layout.hpp:49): "
                                                       "not disable_ue8m0_cast")),
@@ -237,8 +251,8 @@ CASES = [
     ("flashinfer-sm120-no-kernel", "0.29.0", traceback([], "ValueError: SM120 sparse-MLA has no decode kernel for this "
                                                        "shape: num_tokens=16, num_heads=64, topk=1152")),
     ("dspark-kv-shape", "0.24.0", ["RuntimeError: Worker failed with error 'kv must have shape (num_blocks, "
-                                   "page_block_size, h_kv, bytes_per_token)', please check the stack trace above for the "
-                                   "root cause"]),
+                                   "page_block_size, h_kv, bytes_per_token)', please check the stack trace above for "
+                                   "the root cause"]),
     ("dspark-no-d2t", "0.26.0", traceback([("v1/worker/gpu/spec_decode/dspark/speculator.py", 86, "load_draft_model",
                                             "if self.draft_logits is not None and model.draft_id_to_target_id is not "
                                             "None:")],
@@ -246,18 +260,23 @@ CASES = [
                                           "'draft_id_to_target_id'")),
     ("tp-fp8-block", "0.29.0", traceback([], "ValueError: Weight input_size_per_partition = 192 is not divisible by "
                                          "weight quantization block_k = 128.")),
-    ("gpu-memory-not-free", "0.33.0", traceback([], "ValueError: Free memory on device cuda:0 (22.76/24.0 GiB) on startup "
-                                                "is less than desired GPU memory utilization (0.97, 23.28 GiB). Decrease "
-                                                "GPU memory utilization or reduce GPU memory used by other processes.")),
-    ("cuda-oom", "0.29.0", traceback([], "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 "
+    ("gpu-memory-not-free", "0.33.0",
+     traceback([], "ValueError: Free memory on device cuda:0 (22.76/24.0 GiB) on startup "
+                                                "is less than desired GPU memory utilization (0.97, 23.28 GiB). "
+                                                "Decrease GPU memory utilization or reduce GPU memory used by other "
+                                                "processes.")),
+    ("cuda-oom", "0.29.0",
+     traceback([], "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 "
                                      "has a total capacity of 95.07 GiB of which 298.69 MiB is free.")),
     ("hybrid-kv-forced", "0.33.0", traceback([("config/vllm.py", 2285, "__post_init__", "raise ValueError(")],
                                              "ValueError: Hybrid KV cache manager was explicitly enabled but is not "
                                              "supported in this configuration. Consider omitting the "
-                                             "--enable-hybrid-kv-cache-manager flag to let vLLM decide automatically.")),
+                                             "--enable-hybrid-kv-cache-manager flag to let vLLM decide "
+                                             "automatically.")),
     ("v2-runner-unsupported", "0.33.0", traceback([], "ValueError: Model Runner V2 does not yet support: "
                                                   "kv_sharing_fast_prefill")),
-    ("dspark-pp", "0.27.1", ["non-default args: {'model': 'deepseek-ai/DeepSeek-V4-Flash-0731', 'pipeline_parallel_size': "
+    ("dspark-pp", "0.27.1",
+     ["non-default args: {'model': 'deepseek-ai/DeepSeek-V4-Flash-0731', 'pipeline_parallel_size': "
                              "3, 'speculative_config': {'method': 'dspark', 'num_speculative_tokens': 5}}",
                              *traceback([], "ValueError: Pipeline parallelism is not supported for this model. "
                                             "Supported models implement the `SupportsPP` interface.")]),
@@ -265,14 +284,17 @@ CASES = [
                                              "sqrtsoftplus routing only.")),
     ("mega-moe-routing", "0.33.0", traceback([], "NotImplementedError: DeepSeek V4 MegaMoE requires normalized top-k "
                                              "probabilities.")),
-    ("memory-changed-while-profiling", "0.29.0", traceback([], "AssertionError: Error in memory profiling. Initial free "
-                                                           "memory 70.1 GiB, current free memory 75.3 GiB. This happens "
-                                                           "when other processes sharing the same container release "
-                                                           "GPU memory while vLLM is profiling during initialization.")),
+    ("memory-changed-while-profiling", "0.29.0",
+     traceback([], "AssertionError: Error in memory profiling. Initial free "
+                                                           "memory 70.1 GiB, current free memory 75.3 GiB. This "
+                                                           "happens when other processes sharing the same container "
+                                                           "release GPU memory while vLLM is profiling during "
+                                                           "initialization.")),
     ("deep-gemm-env-not-int", "0.24.0", traceback([("envs.py", 1434, "<lambda>", "\"VLLM_USE_DEEP_GEMM\": lambda: "
                                                     "bool(int(os.getenv(\"VLLM_USE_DEEP_GEMM\", \"1\"))),")],
                                                   "ValueError: invalid literal for int() with base 10: 'true'")),
-    ("v2-runner-env-not-int", "0.33.0", traceback([("envs.py", 2150, "<lambda>", "os.getenv(\"VLLM_USE_V2_MODEL_RUNNER\", "
+    ("v2-runner-env-not-int", "0.33.0",
+     traceback([("envs.py", 2150, "<lambda>", "os.getenv(\"VLLM_USE_V2_MODEL_RUNNER\", "
                                                     "None)"), ("envs.py", 233, "maybe_convert_bool",
                                                                "return bool(int(value))")],
                                                   "ValueError: invalid literal for int() with base 10: 'yes'")),
@@ -280,7 +302,8 @@ CASES = [
                                      "has been removed. Unset this variable."]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["KeyError: 'invalid tool call parser: deepseek_v4 (chose from { deepseek_v3, "
                                          "hermes })'"]),
-    ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type `deepseek_v4` "
+    ("vllm-too-old-for-dsv4", "0.19.1",
+     ["ValueError: The checkpoint you are trying to load has model type `deepseek_v4` "
                                          "but Transformers does not recognize this architecture."]),
     # round two (issue 40): the field's texts
     ("flashmla-sparse-prefill-0.26", "0.26.0", [f"RuntimeError: Assertion error ({_PHASE1}): {_TMA_ASSERT} failed."]),
@@ -289,16 +312,21 @@ CASES = [
     ("flashmla-on-sm12", "0.29.0", ["RuntimeError: Sparse Attention Forward Kernel is only supported on SM90a and "
                                     "SM100f architectures."]),
     ("flashinfer-sm120-no-kernel", "0.26.0", ["tvm.error.InternalError: Check failed: num_tokens > 64 (5 vs. 64) : "
-                                              "Decode (num_tokens <= 64)", "must go through sparse_mla_sm120_decode_dsv4"]),
+                                              "Decode (num_tokens <= 64)",
+                                              "must go through sparse_mla_sm120_decode_dsv4"]),
     ("flashinfer-sm120-no-kernel", "0.25.0", ['  File "/x/flashinfer/data/csrc/sparse_mla_sm120.cu", line 261, in void '
                                               "flashinfer::sparse_mla_sm120::SparseMlaSm120PagedAttention(tvm::ffi::TensorView)",
                                               "    TVM_FFI_ICHECK_GT(num_tokens, 64)"]),
-    ("cudagraph-c128a-assert", "0.33.0", ['  File "/x/vllm/models/deepseek_v4/sparse_mla.py", line 260, in _build_c128a_metadata',
+    ("cudagraph-c128a-assert", "0.33.0",
+     ['  File "/x/vllm/models/deepseek_v4/sparse_mla.py", line 260, in _build_c128a_metadata',
                                           "    assert active_topk_width >= cm.max_seq_len // self.compress_ratio",
                                           "AssertionError"]),
-    ("cudagraph-paged-mqa-oob", "0.27.1", ['  File "/x/vllm/utils/deep_gemm.py", line 707, in get_paged_mqa_logits_metadata',
-                                           "    return _get_paged_mqa_logits_metadata_impl(context_lens, block_size, num_sms)",
-                                           "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]),
+    ("cudagraph-paged-mqa-oob", "0.27.1",
+     ['  File "/x/vllm/utils/deep_gemm.py", line 707, in get_paged_mqa_logits_metadata',
+                                           "    return _get_paged_mqa_logits_metadata_impl(context_lens, block_size, "
+                                           "num_sms)",
+                                           "torch.AcceleratorError: CUDA error: an illegal memory access was "
+                                           "encountered"]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: The checkpoint you are trying to load has model type deepseek_v4 "
                                          "but Transformers does not recognize this architecture."]),
     ("vllm-too-old-for-dsv4", "0.19.1", ["ValueError: Model architectures ['DeepseekV4ForCausalLM'] are not supported "
@@ -364,7 +392,8 @@ def _literal(pattern: str) -> str:
     return max(pieces, key=len).strip()
 
 
-@pytest.mark.skipif(not VLLM_SRC.is_dir(), reason="vLLM sources not extracted: set DSV4_VLLM_SRC to the folder of extracted releases")
+@pytest.mark.skipif(not VLLM_SRC.is_dir(),
+                    reason="vLLM sources not extracted: set DSV4_VLLM_SRC to the folder of extracted releases")
 def test_every_cited_line_is_where_the_message_is_raised():
     """Each file:line@release exists in that release; where the message's text is in the cited
     file, it is within a few lines of the cited line."""
@@ -574,7 +603,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, make):
     for as_json in (False, True):
         out, err = io.StringIO(), io.StringIO()
         # through the door (an option is the door's to read: run_explain takes operands)
-        assert run_command("explain", [*args, *(["--json"] if as_json else [])], Context(env={}, stdout=out, stderr=err)) == 2
+        assert run_command("explain", [*args, *(["--json"] if as_json else [])],
+                           Context(env={}, stdout=out, stderr=err)) == 2
         said = "dsv4-launch explain: " + ("no such option: --follow" if make == "option" else "error: ")
         assert len(err.getvalue().splitlines()) == 1 and err.getvalue().startswith(said)
         if as_json:
@@ -658,7 +688,8 @@ def test_a_kubectl_log_of_033_names_the_failure_and_says_the_command_still_fails
     DeepGemmMegaMoEExperts.__init__): the traceback's own source line does not count, the command
     dsv4-serve would run is shown as still failing (the GPU type is not in the log)."""
     out = io.StringIO()
-    status = run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
+    status = run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=True,
+                         ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     doc = json.loads(out.getvalue())
     assert status == 0
     assert [(i["rule"], i["count"]) for i in doc["explained"]] == [("mega-moe-not-sm100", 4)]
@@ -666,14 +697,16 @@ def test_a_kubectl_log_of_033_names_the_failure_and_says_the_command_still_fails
     assert doc["explained"][0]["plan_agrees"] is True
     assert doc["corrected"]["unfixed"] == ["mega-moe-not-sm100"] and doc["corrected"]["fixed"] == []
     out = io.StringIO()
-    run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=False, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
+    run_explain([str(FIXTURES / "kubectl-megamoe-sm120-0.33.0.log")], as_json=False,
+                ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     assert "corrected command:" not in out.getvalue()
     assert "which still fails with mega-moe-not-sm100" in out.getvalue()
 
 
 def test_the_unknown_failure_fixture():
     out = io.StringIO()
-    status = run_explain([str(FIXTURES / "unknown-disk-full-0.29.0.log")], as_json=True, ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
+    status = run_explain([str(FIXTURES / "unknown-disk-full-0.29.0.log")], as_json=True,
+                         ctx=Context(env={}, stdout=out, stderr=io.StringIO()))
     doc = json.loads(out.getvalue())
     assert status == 1 and doc["explained"] == [] and doc["corrected"] is not None
     assert [r["line"] for r in doc["root_cause"]] == [8]
@@ -761,7 +794,8 @@ def test_help_says_the_exit_codes(capsys):
 
 @pytest.mark.parametrize("line", [
     "ValueError: HF_TOKEN=hf_LEAK7secret", 'ValueError: {"token": "LEAKC7secret"}', "ValueError: password:LEAKD7secret",
-    "ValueError: 'api_key': ['a','LEAKF7secret']", "ValueError: apiKey=LEAKM7secret", "ValueError: x-api-key=LEAKN7secret",
+    "ValueError: 'api_key': ['a','LEAKF7secret']", "ValueError: apiKey=LEAKM7secret",
+    "ValueError: x-api-key=LEAKN7secret",
     "ValueError: AWS_SECRET_ACCESS_KEY LEAKE7secret", "ValueError: Bearer LEAKJ7secret",
     "ValueError: Cookie: session=LEAKO7secret", "ValueError: api key sk-LEAK47secret",
     "ERROR 12-01 08:00:00 [x.py:1] Authorization: Bearer sk-LEAK17secret", "msg: HF_TOKEN=LEAKX7secret",
@@ -815,7 +849,8 @@ def test_an_unknown_option_is_no_such_option_as_click_says_it(args):
 def test_an_oom_in_the_weight_load_is_weights_exceed_memory_and_elsewhere_points_to_fit(tmp_path):
     oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity of "
            "95.07 GiB of which 298.69 MiB is free.")
-    load = traceback([("model_executor/model_loader/default_loader.py", 269, "load_weights", "loaded = model.load_weights(")],
+    load = traceback([("model_executor/model_loader/default_loader.py", 269, "load_weights",
+                       "loaded = model.load_weights(")],
                      oom)
     _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(load)], name="load.log")
     assert [i["rule"] for i in doc["explained"]] == ["weights-exceed-memory"]
@@ -829,7 +864,8 @@ def test_an_oom_in_the_weight_load_is_weights_exceed_memory_and_elsewhere_points
 
 def test_free_memory_at_start_quotes_the_logs_numbers(tmp_path):
     line = ("ValueError: Free memory on device cuda:0 (1.54/22.05 GiB) on startup is less than desired GPU memory "
-            "utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+            "utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.")
     _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(traceback([], line))])
     (item,) = doc["explained"]
     assert item["rule"] == "gpu-memory-not-free"
@@ -1045,7 +1081,8 @@ def test_a_log_cut_inside_a_traceback_says_so_instead_of_printing_frames(tmp_pat
     lines = vllm_lines(["Traceback (most recent call last):",
                         '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py", '
                         "line 619, in __init__", "    self.worker.load_model()",
-                        "           ^^^^^^^^^^^^^^^^^^^^^^^^^"], proc="Worker_TP4_EP4", where="multiproc_executor.py:870")
+                        "           ^^^^^^^^^^^^^^^^^^^^^^^^^"], proc="Worker_TP4_EP4",
+                        where="multiproc_executor.py:870")
     status, doc, _ = explain(tmp_path, lines)
     assert status == 1 and doc["root_cause"] == [] and doc["traceback_cut"] == 4
     _, text, _ = explain(tmp_path, lines, as_json=False)
@@ -1118,7 +1155,8 @@ def test_the_026_prefill_crash_is_named_only_on_its_release(tmp_path, version, n
 
 
 @pytest.mark.parametrize(("version", "line", "wanted"), [
-    ("0.33.0", "vllm: error: unrecognized arguments: --enable-expert-paralel", "did you mean --enable-expert-parallel?"),
+    ("0.33.0", "vllm: error: unrecognized arguments: --enable-expert-paralel",
+     "did you mean --enable-expert-parallel?"),
     ("0.24.0", "api_server.py: error: unrecognized arguments: -tensor-parallel-size 2",
      "did you mean --tensor-parallel-size?"),
     ("0.33.0", "vllm: error: unrecognized arguments: --no-such-thing-at-all", "--no-such-thing-at-all: no such option"),
@@ -1151,7 +1189,8 @@ def test_a_port_in_use_gets_a_hint_not_a_name(tmp_path):
     lines = [version_line("0.29.0"), *vllm_lines(["OSError: [Errno 98] Address already in use"])]
     status, doc, _ = explain(tmp_path, lines)
     assert status == 1 and doc["explained"] == [] and "--port" in doc["hint"]
-    _, doc, _ = explain(tmp_path, [version_line("0.29.0"), *vllm_lines(["OSError: [Errno 28] No space left on device"])])
+    _, doc, _ = explain(tmp_path,
+                        [version_line("0.29.0"), *vllm_lines(["OSError: [Errno 28] No space left on device"])])
     assert doc["hint"] is None
 
 
@@ -1165,7 +1204,8 @@ def test_a_message_wrapped_by_the_copy_is_matched_whole(tmp_path):
 
 
 def test_a_bare_assertion_is_not_the_c128a_one_without_its_frame(tmp_path):
-    lines = [version_line("0.33.0"), '  File "/x/vllm/v1/worker/gpu_worker.py", line 480, in determine_available_memory',
+    lines = [version_line("0.33.0"),
+             '  File "/x/vllm/v1/worker/gpu_worker.py", line 480, in determine_available_memory',
              "    assert x", "AssertionError"]
     _, doc, _ = explain(tmp_path, lines)
     assert doc["explained"] == []
@@ -1197,12 +1237,14 @@ def test_a_pasted_commands_secret_is_never_printed(tmp_path):
         assert "sk-pasted-secret-123" not in json.dumps(out)
 
 
-@pytest.mark.parametrize(("gpu", "named"), [(None, True), ("NVIDIA RTX PRO 6000 Blackwell Server Edition (SM 12.0)", True),
+@pytest.mark.parametrize(("gpu", "named"),
+                         [(None, True), ("NVIDIA RTX PRO 6000 Blackwell Server Edition (SM 12.0)", True),
                                             ("NVIDIA A100-SXM4-80GB (SM 8.0)", False)])
 def test_flashmla_forced_is_named_only_off_other_gpu_families(tmp_path, gpu, named):
     """FlashMLA's own check names SM 12.x's pre-flight rule; on a GPU the log shows as another
     family the same words have another fix, and nothing is named."""
     lines = [version_line("0.29.0")] + ([f"dsv4-launch: warning: {gpu} with vLLM 0.29.0: …"] if gpu else [])
-    lines += vllm_lines(["RuntimeError: Sparse Attention Forward Kernel is only supported on SM90a and SM100f architectures."])
+    lines += vllm_lines(
+        ["RuntimeError: Sparse Attention Forward Kernel is only supported on SM90a and SM100f architectures."])
     _, doc, _ = explain(tmp_path, lines)
     assert ("flashmla-on-sm12" in [i["rule"] for i in doc["explained"]]) is named

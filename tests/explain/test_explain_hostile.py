@@ -66,7 +66,8 @@ def test_the_did_you_mean_of_an_unrecorded_release_names_the_table_it_used(tmp_p
 
 def test_the_did_you_mean_of_a_recorded_release_is_its_own(tmp_path):
     _, out, _ = _explain(tmp_path, _argument_error("--enable-expert-paralel", "0.33.0"), as_json=True)
-    assert json.loads(out)["explained"][0]["fix"].startswith("vLLM 0.33.0's parser does not know --enable-expert-paralel")
+    assert json.loads(out)["explained"][0]["fix"].startswith(
+        "vLLM 0.33.0's parser does not know --enable-expert-paralel")
 
 
 def test_the_did_you_mean_is_bounded_by_the_options_named_not_the_words(tmp_path):

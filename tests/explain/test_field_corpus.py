@@ -53,7 +53,8 @@ def test_manifest_lists_every_log_once_with_its_provenance():
 
 def test_corpus_spans_what_the_issue_asks():
     text = json.dumps(CASES)
-    for needed in ("SM 9.0", "SM 12.0", "SM 12.1", "H20", "H200", "GB10", "RTX PRO 6000", "DeepSeek-V4-Pro", "DeepSeek-V4.1",
+    for needed in ("SM 9.0", "SM 12.0", "SM 12.1", "H20", "H200", "GB10", "RTX PRO 6000", "DeepSeek-V4-Pro",
+                   "DeepSeek-V4.1",
                    "DSpark", "EP", "DP", "TP16", "NCCL", "out of memory", "in use"):
         assert needed in text, needed
     named = [c for c in CASES if c["expected"] != "unknown"]
@@ -97,7 +98,8 @@ def test_explain_gives_the_threads_answer(case, request):
 def _named(case) -> list[str]:
     _, out, _ = _explain(FIELD / case["file"], as_json=True)
     data = json.loads(out)
-    return sorted({item["rule"] for item in data["explained"]} | {r for item in data["explained"] for r in item["candidates"]})
+    return sorted(
+        {item["rule"] for item in data["explained"]} | {r for item in data["explained"] for r in item["candidates"]})
 
 
 @pytest.mark.parametrize("split", ["design", "held"])

@@ -202,9 +202,11 @@ def test_fit_says_max_conc_is_vllms_count_where_it_is(tmp_path, version):
 
 @pytest.mark.parametrize("version,counted,said", [
     # an installed release newer than every one read: 0.33's count, said to be unverified there
-    ("0.35.0", True, 'max conc is counted as vLLM 0.34.0 counts its "Maximum concurrency"; not verified for vLLM 0.35.0'),
+    ("0.35.0", True,
+     'max conc is counted as vLLM 0.34.0 counts its "Maximum concurrency"; not verified for vLLM 0.35.0'),
     # before 0.24 no count was read: the KV left over one request's need, said as such
-    ("0.23.0", False, 'max conc is the KV left over what one request needs, not vLLM 0.23.0\'s own "Maximum concurrency"'),
+    ("0.23.0", False,
+     'max conc is the KV left over what one request needs, not vLLM 0.23.0\'s own "Maximum concurrency"'),
 ])
 def test_fit_says_where_max_conc_is_not_vllms_own_count(tmp_path, version, counted, said):
     vllm = VllmInstall(version=version, importable=True)

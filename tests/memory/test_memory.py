@@ -53,7 +53,8 @@ def facts(tokens=(), *, entry=FLASH, gpus=1, memory_gib=95.6, name="NVIDIA RTX P
     args = read_serve_args([entry["id"], *tokens], load_table(version), lambda p: {})
     sel = GpuSelection(tuple(GpuInfo(i, name, f"GPU-{i}", cc, int(memory_gib * GiB)) for i in range(gpus)))
     w = weights_of(entry) if weights == "table" else weights
-    return Facts(args=args, model=classify(entry["id"], entry["config"], "test"), gpus=GpuFacts(sel, source="nvml", read=True),
+    return Facts(args=args, model=classify(entry["id"], entry["config"], "test"),
+                 gpus=GpuFacts(sel, source="nvml", read=True),
                  vllm_version=version, weights=w)
 
 
@@ -263,7 +264,8 @@ def test_every_suggested_fix_is_admitted_when_planned_again(tokens, gpus, memory
     assert plan.refusals == ()
     line = found["max-model-len-too-long"].text
     assert "--max-model-len 1,048,576" in line and "--max-model-len auto" in line
-    fix = re.search(r"Fix: (--[^,(]+?)(?: \(fits at the pessimistic end\))?, or --max-model-len auto", line).group(1).split()
+    fix = re.search(r"Fix: (--[^,(]+?)(?: \(fits at the pessimistic end\))?, or --max-model-len auto",
+                    line).group(1).split()
     again, found = findings(facts([*tokens, *fix], gpus=gpus, memory_gib=memory_gib, version=version))
     assert "max-model-len-too-long" not in found, (fix, found["max-model-len-too-long"].text)
     length = suggested(line)
@@ -335,7 +337,8 @@ def test_an_empty_shard_file_counts_as_missing(tmp_path):
     assert (w.shards_total, w.shards_missing) == (3, 1)
     f = facts(gpus=1, memory_gib=400)._replace(weights=w)
     plan, found = findings(f._replace(model=f.model._replace(directory=str(folder))))
-    assert "1 of the 3 shards that model.safetensors.index.json names are missing or empty" in found["shards-missing"].text
+    assert ("1 of the 3 shards that model.safetensors.index.json names are missing or empty"
+            in found["shards-missing"].text)
 
 
 def test_an_online_cache_with_missing_shards_is_a_download_note(tmp_path):
@@ -356,12 +359,14 @@ def fakes(gpus=2, memory_gib=95.6):
 
 def test_plan_json_has_the_memory_object(tmp_path):
     out = io.StringIO()
-    code = run_plan([M], as_json=True, ctx=Context(**fakes(), env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO()))
+    code = run_plan([M], as_json=True,
+                    ctx=Context(**fakes(), env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO()))
     data = json.loads(out.getvalue())
     assert code == 2 and data["memory"]["fits"] is False  # TP 1 on 96 GB: refused
     assert data["memory"]["weights_bytes_per_gpu"] > data["memory"]["budget_bytes"]
     out = io.StringIO()
-    run_plan([M, "-tp", "2", "--max-model-len", "65536", "--max-num-batched-tokens", "2048"], as_json=True, ctx=Context(**fakes(), env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO()))
+    run_plan([M, "-tp", "2", "--max-model-len", "65536", "--max-num-batched-tokens", "2048"], as_json=True,
+             ctx=Context(**fakes(), env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO()))
     assert json.loads(out.getvalue())["memory"]["fits"] is True
 
 
@@ -489,7 +494,8 @@ def test_a_display_gpu_beside_the_cards_does_not_decide():
     gpus = (GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-0", (12, 0), int(95.6 * GiB)),
             GpuInfo(1, "NVIDIA T400", "GPU-1", (7, 5), 4 * GiB),
             GpuInfo(2, "NVIDIA RTX PRO 6000", "GPU-2", (12, 0), int(95.6 * GiB)))
-    f = facts(["-tp", "2", "--max-model-len", "32768"])._replace(gpus=GpuFacts(select_visible(gpus, None, None), source="nvml", read=True))
+    f = facts(["-tp", "2", "--max-model-len",
+               "32768"])._replace(gpus=GpuFacts(select_visible(gpus, None, None), source="nvml", read=True))
     plan, found = findings(f)
     assert plan.refusals == () and "weights-exceed-memory" not in found
     e = estimate(f, f.weights)
@@ -629,7 +635,9 @@ def test_override_values_that_are_not_sizes_or_capabilities_are_one_line_errors(
 
 def test_the_memory_override_wins_over_nvml_and_the_plan_says_so(tmp_path):
     out = io.StringIO()
-    code = run_plan([M, "-tp", "2"], as_json=True, ctx=Context(**fakes(), env={"HOME": str(tmp_path), "DSV4_LAUNCH_GPU_MEMORY": "48GiB"}, stdout=out, stderr=io.StringIO()))
+    code = run_plan([M, "-tp", "2"], as_json=True,
+                    ctx=Context(**fakes(), env={"HOME": str(tmp_path), "DSV4_LAUNCH_GPU_MEMORY": "48GiB"}, stdout=out,
+                                stderr=io.StringIO()))
     data = json.loads(out.getvalue())
     assert data["memory"]["gpu_memory_bytes"] == 48 * GiB
     assert any("DSV4_LAUNCH_GPU_MEMORY" in n for n in data["notes"]), data["notes"]
@@ -955,7 +963,8 @@ def test_a_dspark_checkpoint_is_not_refused_on_a_module_vllm_does_not_load(spec,
     e = estimate(f, f.weights)
     module = split_weights(FLASH_0731["config"]).bytes_of(DRAFT).checkpoint_bytes
     assert 10.8e9 < module < 10.9e9
-    assert e.weights_lower_bytes <= e.weights_bytes_per_gpu < e.budget_bytes < int(FLASH_0731["weights_bytes"] * was) // 2
+    assert (e.weights_lower_bytes <= e.weights_bytes_per_gpu < e.budget_bytes
+            < int(FLASH_0731["weights_bytes"] * was) // 2)
     plan, found = findings(f)
     assert "weights-exceed-memory" not in found
     # and where even that cannot fit, it is still refused
@@ -970,7 +979,8 @@ def test_before_0_27_the_target_holds_the_hidden_buffer_without_a_draft(version,
     # drafter that reads the target's hidden states (model.py:1095-1099@0.27)
     e = estimate(facts(["-tp", "2"], gpus=2, version=version), weights_of(FLASH))
     newest = estimate(facts(["-tp", "2"], gpus=2, version="0.33.0"), weights_of(FLASH))
-    assert e.weights_bytes_per_gpu - newest.weights_bytes_per_gpu == (hidden_buffer(FLASH["config"], 8192) if held else 0)
+    assert (e.weights_bytes_per_gpu - newest.weights_bytes_per_gpu
+            == (hidden_buffer(FLASH["config"], 8192) if held else 0))
 
 
 @pytest.mark.parametrize("spec,hidden", [
@@ -982,7 +992,8 @@ def test_a_draft_that_is_not_the_checkpoints_loads_none_of_its_mtp_layer(spec, h
     tokens = ["-tp", "2", "--speculative-config", json.dumps(spec)]
     plain = estimate(facts(["-tp", "2"], gpus=2), weights_of(FLASH))
     e = estimate(facts(tokens, gpus=2), weights_of(FLASH))
-    assert e.weights_bytes_per_gpu - plain.weights_bytes_per_gpu == (hidden_buffer(FLASH["config"], 8192) if hidden else 0)
+    assert (e.weights_bytes_per_gpu - plain.weights_bytes_per_gpu
+            == (hidden_buffer(FLASH["config"], 8192) if hidden else 0))
 
 
 def test_without_the_shapes_the_bound_takes_the_draft_modules_layers_share_and_a_margin_off():
@@ -1124,7 +1135,8 @@ def test_a_v4_1_whose_config_does_not_give_its_engram_tables_has_no_weights_verd
     assert e.weights_lower_bytes is None and e.weights_bytes_per_gpu is None
     assert weights_refusal(f) is None and verdict(f, e) == UNKNOWN_WEIGHTS
     # with no Engram layers (an empty list), nothing is left in host memory
-    plain = {**V41, "config": {**V41["config"], "text_config": {**V41["config"]["text_config"], "engram_layer_ids": []}}}
+    plain = {**V41,
+             "config": {**V41["config"], "text_config": {**V41["config"]["text_config"], "engram_layer_ids": []}}}
     f = facts(["-tp", "2"], entry=plain, gpus=2, memory_gib=179.1, name="NVIDIA B200", cc=(10, 0))
     g = facts(["-tp", "2", "--engram-config", '{"cpu_offload": false}'], entry=V41, gpus=2, memory_gib=179.1,
               name="NVIDIA B200", cc=(10, 0))

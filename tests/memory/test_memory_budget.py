@@ -44,7 +44,8 @@ def facts(tokens=(), *, entry=FLASH, gpus=2, memory_gib=95.6, name="NVIDIA RTX P
                              for i in range(gpus)))
     w = WeightFacts(total_bytes=entry["weights_bytes"], source="test", exact=True,
                     replicated_bytes=entry["replicated_bytes"]) if weights else None
-    return Facts(args=args, model=classify(entry["id"], entry["config"], "test"), gpus=GpuFacts(sel, source="nvml", read=True),
+    return Facts(args=args, model=classify(entry["id"], entry["config"], "test"),
+                 gpus=GpuFacts(sel, source="nvml", read=True),
                  vllm_version=version, weights=w, rule_env=dict(env or {}))
 
 
@@ -242,7 +243,8 @@ def _old_longest_at_own_length(cap, longest_at, breaks=()):
 
 
 @settings(max_examples=400, deadline=None)
-@given(cap=st.integers(1, 3000), cut=st.integers(0, 3000), budgets=st.tuples(st.integers(0, 4000), st.integers(0, 4000)),
+@given(cap=st.integers(1, 3000), cut=st.integers(0, 3000),
+       budgets=st.tuples(st.integers(0, 4000), st.integers(0, 4000)),
        slopes=st.tuples(st.integers(0, 2000), st.integers(0, 2000)), step=st.sampled_from([1, 7, 64, 256]))
 def test_the_length_search_finds_what_trying_every_length_finds(cap, cut, budgets, slopes, step):
     # Any longest_at that does not grow within a segment (a budget falling with the length, the

@@ -138,7 +138,8 @@ def implied_available(case: dict, version: str, memory: dict) -> tuple[float, fl
     if "kv_tokens" in seen or "max_concurrency" in seen:  # the pool's blocks / one request's blocks
         return from_concurrency(case, version)
     if "auto_max_model_len_below" in seen:  # fitted under N: less than one request of N needs
-        _, data = plan(case, version, with_value(case["argv"], "--max-model-len", str(seen["auto_max_model_len_below"])))
+        _, data = plan(case, version,
+                       with_value(case["argv"], "--max-model-len", str(seen["auto_max_model_len_below"])))
         return 0.0, float(data["memory"]["kv_request_bytes"])
     return None
 
@@ -175,7 +176,8 @@ def test_what_happened_is_never_contradicted(case, version):
     elif seen.get("failure") != "cause not given":  # a KV-short failure (one whose cause is not given: not judged)
         assert memory["verdict"] != "fits", memory
     if "model_loading_gib" in seen:  # the weights (and load buffers) on one GPU: within the tally's 3 %
-        assert abs(memory["weights_bytes_per_gpu"] - seen["model_loading_gib"] * GiB) <= 0.03 * seen["model_loading_gib"] * GiB
+        assert (abs(memory["weights_bytes_per_gpu"] - seen["model_loading_gib"] * GiB)
+                <= 0.03 * seen["model_loading_gib"] * GiB)
 
 
 KV_SEEN = ("available_kv_gib", "kv_tokens", "max_concurrency", "auto_max_model_len_below")
@@ -229,7 +231,8 @@ def test_the_concurrency_vllm_printed_is_ours_at_the_memory_it_printed(case, ver
 STARTED_AT = [r for r in RUNS if r[0]["observed"]["started"] and "available_kv_gib" in r[0]["observed"]]
 
 
-@pytest.mark.parametrize("case,version", known(STARTED_AT, "test_a_start_passed_vllms_own_check_at_the_memory_it_printed"))
+@pytest.mark.parametrize("case,version",
+                         known(STARTED_AT, "test_a_start_passed_vllms_own_check_at_the_memory_it_printed"))
 def test_a_start_passed_vllms_own_check_at_the_memory_it_printed(case, version):
     """vLLM started: one request of max_model_len fitted in the KV memory it printed, by the release's
     own start check — so our need for it is at most that memory (± its rounding)."""
@@ -246,7 +249,8 @@ def test_the_presets_carry_the_field_gpus():
 
 @pytest.mark.parametrize("typed,name", [("8xH20-3e", "NVIDIA H20-3e"), ("8 x h20 141GB", "NVIDIA H20-3e"),
                                         ("8xH20", "NVIDIA H20"), ("2xGH200", "NVIDIA GH200 480GB"),
-                                        ("2xGH200-480GB", "NVIDIA GH200 480GB"), ("GH200 144G", "NVIDIA GH200 144G HBM3e")])
+                                        ("2xGH200-480GB", "NVIDIA GH200 480GB"),
+                                        ("GH200 144G", "NVIDIA GH200 144G HBM3e")])
 def test_the_field_gpus_are_named_as_people_name_them(typed, name):
     _, preset = parse_gpus(typed)
     assert preset is not None and preset.name == name and preset.source == "nvidia-smi"
@@ -277,7 +281,8 @@ def field_rows() -> list[str]:
         what = ("started" if seen["started"] else "failed: KV too small" if seen.get("failure") != "cause not given"
                 else "failed, cause not given")
         if "model_loading_gib" in seen:
-            what += f", model loading took {seen['model_loading_gib']:.2f} GiB (ours {_gib(memory['weights_bytes_per_gpu'])})"
+            what += (f", model loading took {seen['model_loading_gib']:.2f} GiB (ours "
+                     f"{_gib(memory['weights_bytes_per_gpu'])})")
         implied = implied_available(case, version, memory) if case["releases"] else None
         if implied is not None and "available_kv_gib" in seen:
             what += f", KV {seen['available_kv_gib']:.2f} GiB"
@@ -295,7 +300,9 @@ def field_rows() -> list[str]:
                      f"{seen['max_model_len']:,} (KV {_gib(implied[0])}–{_gib(implied[1])} GiB)")
         band = f"{_gib(memory['kv_available_bytes_low'])}–{_gib(memory['kv_available_bytes_high'])} GiB"
         if implied is None:  # what test_what_happened_is_never_contradicted asserts
-            consistent = memory["verdict"] != ("does not fit" if seen["started"] else "fits" if seen.get("failure") != "cause not given" else None)
+            consistent = (memory["verdict"]
+                          != ("does not fit" if seen["started"]
+                              else "fits" if seen.get("failure") != "cause not given" else None))
             verdict = f"{'consistent' if consistent else 'CONTRADICTED'}; plan: {memory['verdict']}"
         else:
             inside = memory["kv_available_bytes_low"] <= implied[1] and implied[0] <= memory["kv_available_bytes_high"]
@@ -317,7 +324,8 @@ def docs_table() -> str:
 def test_the_docs_table_is_the_fixtures():
     assert docs_table() == "\n".join(field_rows()), (
         "docs/memory.md's field table is not what the model says today: put the output of "
-        "`python tests/memory/test_memory_field.py` between its two markers (and check every row still reads inside/consistent)")
+        "`python tests/memory/test_memory_field.py` between its two markers (and check every row still reads "
+        "inside/consistent)")
 
 
 if __name__ == "__main__":

@@ -260,4 +260,5 @@ def test_a_mega_moe_backend_makes_tp_ep_sequence_parallel_at_dp_1():
 
 def test_deprecated_mtp_method_names_load_the_mtp_layers():
     # SpeculativeConfig: a method of MTPModelTypes other than "mtp" is replaced with "mtp"
-    assert split_weights(FLASH["config"], speculative="deepseek_mtp") == split_weights(FLASH["config"], speculative="mtp")
+    assert (split_weights(FLASH["config"], speculative="deepseek_mtp")
+            == split_weights(FLASH["config"], speculative="mtp"))

@@ -113,7 +113,8 @@ def text_commands(model: str):
         ("explain", lambda ctx: run_explain([str(LOG)], as_json=False, ctx=ctx), 0),
         ("version", lambda ctx: run_version("dsv4-launch", ctx), exit_codes.OK),
         ("completion", lambda ctx: run_completion(["bash"], ctx), exit_codes.OK),
-        ("check", lambda ctx: run_command("check", ["http://127.0.0.1:1", "--timeout", "2"], ctx=ctx), exit_codes.NOT_REACHABLE),
+        ("check", lambda ctx: run_command("check", ["http://127.0.0.1:1", "--timeout", "2"], ctx=ctx),
+         exit_codes.NOT_REACHABLE),
     ]
 
 

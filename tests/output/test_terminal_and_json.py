@@ -25,7 +25,8 @@ def _streams():
 
 def _plan(argv, env=None, vllm=NEWER, as_json=False):
     out, err = _streams()
-    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})}, stdout=out, stderr=err, vllm=vllm))
+    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})},
+                                                           stdout=out, stderr=err, vllm=vllm))
     return rc, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()
 
 
@@ -61,7 +62,8 @@ def test_fit_on_a_terminal_with_markup_in_the_model_path(tmp_path, text):
                                                     "model_type": "deepseek_v4", "num_attention_heads": 64}))
     out, err = _Tty(), io.StringIO()
     rc = run_fit([str(folder)], as_json=False, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0",
-                                                    "DSV4_LAUNCH_GPU_MEMORY": "96GiB"}, stdout=out, stderr=err, vllm=VllmInstall("0.33.0", True)))
+                                                    "DSV4_LAUNCH_GPU_MEMORY": "96GiB"}, stdout=out, stderr=err,
+                                                    vllm=VllmInstall("0.33.0", True)))
     assert "Traceback" not in err.getvalue() and "\x1b]8;" not in out.getvalue(), err.getvalue()
     assert rc in (0, 2), err.getvalue()
 

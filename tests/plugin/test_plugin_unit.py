@@ -176,7 +176,8 @@ def test_an_internal_error_is_said_escaped_and_without_url_credentials(monkeypat
 FAILING = {
     "import error": "raise ImportError('cannot import name resolve_kv_cache_dtype_string')\n",
     "error at import": "import json\njson.loads('{not json')\n",
-    "patch refused": "resolve_kv_cache_dtype_string = lambda dtype, config: dtype\nEngineArgs = 5  # no attribute can be set\n",
+    "patch refused": "resolve_kv_cache_dtype_string = lambda dtype, config: dtype\nEngineArgs = 5  # no attribute can "
+                     "be set\n",
 }
 GUARD_SCRIPT = textwrap.dedent("""
     import vllm.logger  # vLLM configures its logging before it loads plugins

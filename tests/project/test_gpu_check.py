@@ -39,7 +39,8 @@ def _smi(tmp_path, lines: list[str]) -> str:
     return str(bindir)
 
 
-SMI_AGREES = ["0, GPU-12000000-0000-0000-0000-000000000000, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 12.0, 97887 MiB",
+SMI_AGREES = [
+    "0, GPU-12000000-0000-0000-0000-000000000000, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 12.0, 97887 MiB",
               "1, GPU-90000000-0000-0000-0000-000000000000, NVIDIA H200, 9.0, 143771 MiB"]
 
 

@@ -59,16 +59,16 @@ def test_yaml_only_with_a_config_file(run_cli, tmp_path):
 def test_importing_every_module_has_no_side_effects(tmp_path):
     code = (
         "import io, sys, os, signal, pkgutil, importlib, dsv4_launch\n"
-        "before = (list(sys.argv), dict(os.environ), signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))\n"
-        "out, err = sys.stdout, sys.stderr\n"
+        "before = (list(sys.argv), dict(os.environ), signal.getsignal(signal.SIGINT), "
+        "signal.getsignal(signal.SIGTERM))\nout, err = sys.stdout, sys.stderr\n"
         "sys.stdout, sys.stderr = io.StringIO(), io.StringIO()\n"
         "names = [m.name for m in pkgutil.walk_packages(dsv4_launch.__path__, 'dsv4_launch.')]\n"
         "for n in names: importlib.import_module(n)\n"
         "printed = sys.stdout.getvalue() + sys.stderr.getvalue()\n"
         "sys.stdout, sys.stderr = out, err\n"
-        "after = (list(sys.argv), dict(os.environ), signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))\n"
-        "import json; print(json.dumps({'same': before == after, 'printed': printed, 'n': len(names),"
-        " 'heavy': sorted(m for m in ('torch', 'vllm', 'pynvml') if m in sys.modules)}))\n"
+        "after = (list(sys.argv), dict(os.environ), signal.getsignal(signal.SIGINT), "
+        "signal.getsignal(signal.SIGTERM))\nimport json; print(json.dumps({'same': before == after, 'printed': "
+        "printed, 'n': len(names), 'heavy': sorted(m for m in ('torch', 'vllm', 'pynvml') if m in sys.modules)}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], env=clean_env(tmp_path), capture_output=True, text=True)
     result = json.loads(done.stdout)

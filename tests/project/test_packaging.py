@@ -93,7 +93,8 @@ def dists(tmp_path_factory) -> dict[str, Path]:
 
 def test_twine_check_strict_passes_for_both(dists):
     _need("twine", "twine check --strict validates the metadata and README rendering")
-    done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(dists["sdist"]), str(dists["wheel"])],
+    done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(dists["sdist"]),
+                           str(dists["wheel"])],
                           capture_output=True, text=True, env={**_env(), "NO_COLOR": "1"}, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("PASSED") == 2, done.stdout
@@ -122,7 +123,8 @@ def test_wheel_metadata_says_what_pyproject_declares(dists):
         assert needed in classifiers
     assert meta["Requires-Python"] == ">=3.10"
     # the classifiers' Python versions are the ones requires-python allows, no more
-    assert min(int(c.rsplit(".", 1)[1]) for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)) == 10
+    assert min(int(c.rsplit(".", 1)[1]) for c in classifiers
+               if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)) == 10
     assert meta["Description-Content-Type"] == "text/markdown"
     assert "dsv4-serve = dsv4_launch.commands.serve:main" in entry_points
     assert "dsv4-launch = dsv4_launch.commands.cli:main" in entry_points

@@ -68,7 +68,8 @@ def test_a_run_against_the_recorded_set_renders_its_budgets_clock_and_release():
     document.pop("releases", None)  # a run of one release, as the bench wrote them before it measured every one
     document.update(release="0.33.0", clock="cpu", note="a shared machine", reported=[
         {"name": "hand-over overhead (dsv4-serve − vllm stub)", "value": 30.0, "unit": "ms"}])
-    document["budgets"].append({"name": "what a real vLLM 0.33.0 start waits longer ((dsv4-serve → stub+) − vllm stub+)",
+    document["budgets"].append(
+        {"name": "what a real vLLM 0.33.0 start waits longer ((dsv4-serve → stub+) − vllm stub+)",
                                 "value": 16.0, "unit": "ms", "limit": bench.BUDGET_REAL_START_MS, "ok": False})
     text = bench.render(document)
     assert "| 1.5 ms |" in text and "| 16.0 ms | 15.0 ms | OVER |" in text

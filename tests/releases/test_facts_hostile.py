@@ -33,7 +33,8 @@ def test_a_pre_post_or_far_release_never_crashes_a_fact(version):
         f.at(version)
         if len(f.by_release) == 1:  # certain but for a pre-release of its `since` release (its change is likely)
             inside = f.range.contains(version)
-            early = f.range.since is not None and version.startswith(f.range.since) and ("rc" in version or "dev" in version)
+            early = (f.range.since is not None and version.startswith(f.range.since)
+                     and ("rc" in version or "dev" in version))
             assert (inside is None) if early else (inside in (True, False)), (f.id, version, inside)
             assert not early or f.at(version) is None  # unknown: no value, not the previous release's
 

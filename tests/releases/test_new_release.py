@@ -100,7 +100,8 @@ def test_changed_cited_lines_come_with_their_diff_and_moved_ones_with_their_cita
     assert cite["state"] == "lines changed" and "+        added = 1" in cite["diff"]
     moved = found["dspark-topk-buffer"]["cites"][0]
     assert moved["state"] == "moved to line 126" and not found["dspark-topk-buffer"]["review"]
-    assert moved["suggest"] == "vllm/models/deepseek_v4/nvidia/dspark.py:126@0.35.0 self.topk_indices_buffer = torch.empty("
+    assert (moved["suggest"]
+            == "vllm/models/deepseek_v4/nvidia/dspark.py:126@0.35.0 self.topk_indices_buffer = torch.empty(")
 
 
 def test_a_removed_file_and_a_fact_without_a_citation_are_for_review(tmp_path, monkeypatch):
@@ -187,7 +188,8 @@ def _main_with_stub(tmp_path, monkeypatch, capsys, releases, installed):
     stub.chmod(0o755)
     real_step = new_release.step
     # steps 2 and 3 write into the checkout (the option table, the import set): not run here
-    monkeypatch.setattr(new_release, "step", lambda title, *a, **k: 0 if title[0] in "23" else real_step(title, *a, **k))
+    monkeypatch.setattr(new_release, "step",
+                        lambda title, *a, **k: 0 if title[0] in "23" else real_step(title, *a, **k))
     old, new = releases
     status = new_release.main(["0.35.0", "--vllm-python", str(stub), "--old-src", str(old), "--new-src", str(new)])
     return status, capsys.readouterr()

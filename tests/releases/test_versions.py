@@ -128,4 +128,5 @@ def test_the_before_side_keeps_its_pre_releases_inside():
     from dsv4_launch.core.versions import VersionRange
 
     window = VersionRange(since="0.31.0", before="0.34.0")  # a fix first shipped in 0.34.0: not assumed in its rcs
-    assert [window.contains(v) for v in ("0.34.0rc1", "0.34.0.dev3", "0.34.0", "0.31.0rc2")] == [True, True, False, None]
+    assert ([window.contains(v) for v in ("0.34.0rc1", "0.34.0.dev3", "0.34.0", "0.31.0rc2")]
+            == [True, True, False, None])

@@ -34,7 +34,8 @@ def test_a_citation_without_line_release_or_anchor_is_refused(text):
 
 def test_a_fact_has_a_value_per_release():
     table = Fact("t", ((VersionRange(before="0.30.0"), "old"), (VersionRange(since="0.30.0"), "new")))
-    assert (table.at("0.29.0"), table.at("0.30.0rc1"), table.at("0.30.0"), table.at("junk")) == ("old", "old", "new", None)
+    assert ((table.at("0.29.0"), table.at("0.30.0rc1"), table.at("0.30.0"), table.at("junk"))
+            == ("old", "old", "new", None))
     assert table.open_ended
     with pytest.raises(ValueError, match="2 ranges"):
         table.range
@@ -54,7 +55,8 @@ def test_ids_are_unique_and_named():
 def test_every_open_ended_fact_cites_the_newest_pinned_release():
     # tests/vllm_real/test_citations.py checks the citations at the installed release: one at
     # CI's newest pin means CI checks every fact the next release may change, on every change
-    missing = [f.id for f in FACTS if f.open_ended and not any(same_release(c.release, CI_RELEASES[-1]) for c in f.cites)]
+    missing = [
+        f.id for f in FACTS if f.open_ended and not any(same_release(c.release, CI_RELEASES[-1]) for c in f.cites)]
     assert not missing, f"open-ended facts without a citation @{CI_RELEASES[-1]}: {missing}"
 
 
@@ -68,7 +70,8 @@ def test_citations_name_verified_releases_and_vllm_files():
 def test_every_fact_is_named_by_the_code():
     text = "\n".join(p.read_text(encoding="utf-8") for p in SRC.rglob("*.py") if p.parent.name != "vllm")
     named = set(re.findall(r"""fact\(["']([a-z0-9.-]+)["']\)""", text))
-    assert not {f.id for f in FACTS} - named, "facts nobody names (dead): " + ", ".join(sorted({f.id for f in FACTS} - named))
+    assert not {f.id for f in FACTS} - named, "facts nobody names (dead): " + ", ".join(
+        sorted({f.id for f in FACTS} - named))
 
 
 def test_a_table_facts_ranges_are_ordered_and_disjoint():

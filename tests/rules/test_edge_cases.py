@@ -33,7 +33,9 @@ def with_weights(tokens, **kw):
 @pytest.mark.parametrize("env", [{"DSV4_LAUNCH_DISABLE": "maybe"}, {"DSV4_LAUNCH_DISABLE": "1"}])
 def test_no_secret_on_the_off_switch_paths(tmp_path, env):
     out = io.StringIO()
-    run_plan([M, "--api-key", "sk-Zq14secret"], as_json=True, ctx=Context(env={"HOME": str(tmp_path), **env}, stdout=out, stderr=io.StringIO(), vllm=VllmInstall(version="0.33.0", importable=True)))
+    run_plan([M, "--api-key", "sk-Zq14secret"], as_json=True,
+             ctx=Context(env={"HOME": str(tmp_path), **env}, stdout=out, stderr=io.StringIO(),
+                         vllm=VllmInstall(version="0.33.0", importable=True)))
     assert "sk-Zq14secret" not in out.getvalue() and json.loads(out.getvalue())["argv"][-1] == "***"
 
 
@@ -42,13 +44,16 @@ def test_no_secret_when_interrupted(tmp_path):
         raise KeyboardInterrupt
 
     out = io.StringIO()
-    code = run_plan([M, "--api-key", "sk-Zq15secret"], as_json=True, ctx=Context(env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO(), read_gpus=interrupted, vllm=VllmInstall(version="0.33.0", importable=True)))
+    code = run_plan([M, "--api-key", "sk-Zq15secret"], as_json=True,
+                    ctx=Context(env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO(), read_gpus=interrupted,
+                                vllm=VllmInstall(version="0.33.0", importable=True)))
     assert code == 130 and "sk-Zq15secret" not in out.getvalue()
 
 
 def test_ambiguous_numbering_never_refuses_on_memory():
     # An L4 and two H200s, CUDA_VISIBLE_DEVICES=1,2 in FASTEST_FIRST order: the L4 may not be used.
-    sel = GpuSelection((GpuInfo(0, "NVIDIA L4", "GPU-4", (8, 9), 22 * GiB), GpuInfo(1, "NVIDIA H200", "GPU-9", SM90, 140 * GiB),
+    sel = GpuSelection((GpuInfo(0, "NVIDIA L4", "GPU-4", (8, 9), 22 * GiB),
+                        GpuInfo(1, "NVIDIA H200", "GPU-9", SM90, 140 * GiB),
                         GpuInfo(2, "NVIDIA H200", "GPU-A", SM90, 140 * GiB)), ambiguous=True, count=2)
     plan, _ = with_weights([M, "-tp", "2", "--max-model-len", "32768"], gpu=sel)
     assert plan.refusals == ()
@@ -103,8 +108,12 @@ def test_the_fp4_indexer_flag_as_typed_counts_in_the_estimate():
 
 def test_doctor_with_the_off_switch_still_reports_the_machine(tmp_path):
     out = io.StringIO()
-    gpus_seen = GpuReport(gpus=(GpuInfo(0, "NVIDIA H200", "GPU-h", SM90, 141 * GiB),), source="nvml", driver_version="1")
-    run_doctor([M], as_json=True, ctx=Context(env={"HOME": str(tmp_path), "DSV4_LAUNCH_DISABLE": "1"}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: gpus_seen, vllm=VllmInstall(version="0.33.0", importable=True), read_runtime=lambda python, shapes: (None, "not inspected")))
+    gpus_seen = GpuReport(gpus=(GpuInfo(0, "NVIDIA H200", "GPU-h", SM90, 141 * GiB),), source="nvml",
+                          driver_version="1")
+    run_doctor([M], as_json=True,
+               ctx=Context(env={"HOME": str(tmp_path), "DSV4_LAUNCH_DISABLE": "1"}, stdout=out, stderr=io.StringIO(),
+                           read_gpus=lambda: gpus_seen, vllm=VllmInstall(version="0.33.0", importable=True),
+                           read_runtime=lambda python, shapes: (None, "not inspected")))
     checks = json.loads(out.getvalue())["checks"]
     assert [c["status"] for c in checks if c["section"] == "gpu"] == ["OK"]
 
@@ -112,7 +121,10 @@ def test_doctor_with_the_off_switch_still_reports_the_machine(tmp_path):
 def test_doctor_knows_an_ignored_backend_still_needs_flashinfer(tmp_path):
     out = io.StringIO()
     rtx = GpuReport(gpus=(GpuInfo(0, "NVIDIA RTX PRO 6000", "GPU-r", SM120, 96 * GiB),) * 1, source="nvml")
-    run_doctor([M, "--attention-backend", "TRITON_MLA"], as_json=True, ctx=Context(env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: rtx, vllm=VllmInstall(version="0.33.0", importable=True), read_runtime=lambda python, shapes: ({"torch": None, "flashinfer": None}, None)))
+    run_doctor([M, "--attention-backend", "TRITON_MLA"], as_json=True,
+               ctx=Context(env={"HOME": str(tmp_path)}, stdout=out, stderr=io.StringIO(), read_gpus=lambda: rtx,
+                           vllm=VllmInstall(version="0.33.0", importable=True),
+                           read_runtime=lambda python, shapes: ({"torch": None, "flashinfer": None}, None)))
     checks = json.loads(out.getvalue())["checks"]
     assert any(c["status"] == "FAIL" and "FlashInfer is not installed" in c["detail"] for c in checks)
 

@@ -186,7 +186,8 @@ def test_the_memory_picture_is_computed_once_per_plan_and_kept_on_it(monkeypatch
         assert sum(f is facts for f in calls) == 1, rule
         assert plan.memory == real(facts, facts.weights, None, None)
         text = next(f.text for f in plan.findings if f.rule == rule)
-        said = f"--max-model-len {plan.memory.max_model_len:,}" if rule == "max-model-len-too-long" else plan.memory.layout.words()
+        said = (f"--max-model-len {plan.memory.max_model_len:,}"
+                if rule == "max-model-len-too-long" else plan.memory.layout.words())
         assert said in text, (said, text)
 
 

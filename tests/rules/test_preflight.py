@@ -18,7 +18,8 @@ from dsv4_launch.vllm_cli.serve_args import read_serve_args
 from tests.planning import LLAMA, SM80, SM90, SM100, SM120, V4, V41, M, gpus, planned
 
 
-def plan(tokens, gpu=None, version: Optional[str] = "0.33.0", config=V4, mode="refuse", source="nvml", env_backend=None):
+def plan(tokens, gpu=None, version: Optional[str] = "0.33.0", config=V4, mode="refuse", source="nvml",
+         env_backend=None):
     env = {"VLLM_ATTENTION_BACKEND": env_backend} if env_backend else {}
     return planned(tokens, gpu=gpus(SM120) if gpu is None else gpu, version=version, config=config, mode=mode,
                    source=source, env=env)
@@ -145,7 +146,8 @@ def test_unknown_gpus_are_said_not_refused():
 
 
 def test_ray_head_without_gpus_is_warned():
-    args = read_serve_args([M, "--distributed-executor-backend", "ray", "-tp", "16"], load_table("0.33.0"), lambda p: {})
+    args = read_serve_args([M, "--distributed-executor-backend", "ray", "-tp", "16"], load_table("0.33.0"),
+                           lambda p: {})
     blind = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=GpuFacts(GpuSelection(()), source="nvml")))
     assert any("Ray worker" in w and "DSV4_LAUNCH_GPU_CAPABILITY" in w for w in blind.warnings)
     told = make_plan(Facts(args=args, model=classify(M, V4, "test"), gpus=GpuFacts(gpus(SM120),

@@ -75,7 +75,9 @@ def downloaded(tmp_path, model: str) -> str:
 
 def plan(tmp_path, model, gpus, args, version="0.33.0"):
     out, err = io.StringIO(), io.StringIO()
-    code = run_plan([model, *args], as_json=True, ctx=Context(env={"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}, stdout=out, stderr=err, read_gpus=probe_for(gpus), vllm=VllmInstall(version=version, importable=True)))
+    code = run_plan([model, *args], as_json=True,
+                    ctx=Context(env={"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}, stdout=out, stderr=err,
+                                read_gpus=probe_for(gpus), vllm=VllmInstall(version=version, importable=True)))
     return code, json.loads(out.getvalue()), err.getvalue()
 
 
@@ -110,12 +112,14 @@ def test_the_2x_rtx_pro_6000_recipe_plans_without_a_context_warning(tmp_path):
 # memory part never says "does not fit" nor "more GPUs" for any of them, on any release family.
 FLASH_0731, PRO_0813 = "deepseek-ai/DeepSeek-V4-Flash-0731", "deepseek-ai/DeepSeek-V4-Pro-0813"
 BASE = ["--trust-remote-code", "--kv-cache-dtype", "fp8", "--block-size", "256"]
-DSPARK = ["--speculative-config", '{"method":"dspark","num_speculative_tokens":7,"draft_sample_method":"probabilistic"}']
+DSPARK = ["--speculative-config",
+          '{"method":"dspark","num_speculative_tokens":7,"draft_sample_method":"probabilistic"}']
 EP_GRAPHS = ["--compilation-config", '{"cudagraph_mode":"FULL_AND_PIECEWISE", "custom_ops":["all"]}']
 BLACKWELL_FLASH = ["--attention_config.use_fp4_indexer_cache", "True", "--moe-backend", "deep_gemm_mega_moe"]
 BLACKWELL_PRO = ["--attention_config.use_fp4_indexer_cache=True", "--moe-backend", "deep_gemm_mega_moe"]
 HOPPER_PRO = ["--max-model-len", "200000", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "16",
-              "--no-enable-flashinfer-autotune", "--compilation-config", '{"mode": 0, "cudagraph_mode": "FULL_DECODE_ONLY"}']
+              "--no-enable-flashinfer-autotune", "--compilation-config",
+              '{"mode": 0, "cudagraph_mode": "FULL_DECODE_ONLY"}']
 OFFICIAL = [
     ("Flash-0731 8 × H200 TP 8 + EP", FLASH_0731, "8xH200", ["-tp", "8", "--enable-expert-parallel"]),
     ("Flash-0731 8 × H200 TP 8", FLASH_0731, "8xH200", ["-tp", "8", "--no-enable-flashinfer-autotune"]),
@@ -147,7 +151,8 @@ OFFICIAL = [
      ["--data-parallel-size", "8", "--enable-expert-parallel", *EP_GRAPHS, *HOPPER_PRO]),
     ("Pro-0813 8 × H200 TP 8 + EP (hopper)", PRO_0813, "8xH200",
      ["-tp", "8", "--enable-expert-parallel", *EP_GRAPHS, *HOPPER_PRO]),
-    ("Pro-0813 8 × B200 TP 8 + EP", PRO_0813, "8xB200", ["-tp", "8", "--enable-expert-parallel", *EP_GRAPHS, *BLACKWELL_PRO]),
+    ("Pro-0813 8 × B200 TP 8 + EP", PRO_0813, "8xB200",
+     ["-tp", "8", "--enable-expert-parallel", *EP_GRAPHS, *BLACKWELL_PRO]),
     ("Pro-0813 8 × B300 DP 8 + EP", PRO_0813, "8xB300",
      ["--data-parallel-size", "8", "--enable-expert-parallel", *EP_GRAPHS, *BLACKWELL_PRO]),
     ("Pro-0813 2 × 4 GB200 DP 8 + EP", PRO_0813, "8xGB200",

@@ -67,11 +67,13 @@ CASES = {
     "kv-invalid": (([M, "--kv-cache-dtype", "fp9"], {}), ([M, "--kv-cache-dtype", "fp8"], {})),
     "kv-not-fp8": (([M, "--kv-cache-dtype", "bfloat16"], {}), ([M, "--kv-cache-dtype", "fp8_e4m3"], {})),
     "nvfp4-on-mla": (([M, "--kv-cache-dtype", "nvfp4"], {}), ([M, "--kv-cache-dtype", "nvfp4_ds_mla"], {})),
-    "v41-kv": (([M, "--kv-cache-dtype", "fp8_e4m3"], {"config": V41}), ([M, "--kv-cache-dtype", "fp8"], {"config": V41})),
+    "v41-kv": (([M, "--kv-cache-dtype", "fp8_e4m3"], {"config": V41}),
+               ([M, "--kv-cache-dtype", "fp8"], {"config": V41})),
     "v41-ds-mla-on-plain-rows": (([M, *FI41, "--kv-cache-dtype", "fp8_ds_mla"], {"config": V41, "gpu": big(SM100)}),
                                  ([M, *FI41, "--kv-cache-dtype", "fp8_ds_mla"], {"config": V41})),
     "backend-not-dsv4": (([M, "--attention-backend", "FLASHINFER_MLA_SPARSE"], {}), ([M, *FI], {})),
-    "compressed-tensors-scale-names": (([M], {"config": {**V4, "quantization_config": {"quant_method": "compressed-tensors"}},
+    "compressed-tensors-scale-names": (([M], {"config": {**V4,
+                                                         "quantization_config": {"quant_method": "compressed-tensors"}},
                                               "version": "0.26.0"}),
                                        ([M], {"config": {**V4, "quantization_config": {"quant_method": "fp8"}},
                                               "version": "0.26.0"})),
@@ -107,13 +109,16 @@ CASES = {
     "v4-wrong-parsers": (([M, "--tool-call-parser", "hermes"], {}),
                          ([M, "--tool-call-parser", "deepseek_v4", "--reasoning-parser", "deepseek_v4"], {})),
     "vision-no-compress-ratios": (([M], {"config": VISION["config"]}),
-                                  ([M], {"config": {**VISION["config"], "compress_ratios": V4_FULL["compress_ratios"]}})),
+                                  ([M],
+                                   {"config": {**VISION["config"], "compress_ratios": V4_FULL["compress_ratios"]}})),
     "sm12-before-0.24": (([M], {"version": "0.23.1"}), ([M], {"version": "0.24.0"})),
     "sm12-0.27": (([M], {"version": "0.27.1"}), ([M], {"version": "0.26.0"})),
-    "sm12-0.24-deepgemm": (([M], {"version": "0.24.0"}), ([M], {"version": "0.24.0", "env": {"VLLM_USE_DEEP_GEMM": "0"}})),
+    "sm12-0.24-deepgemm": (([M], {"version": "0.24.0"}),
+                           ([M], {"version": "0.24.0", "env": {"VLLM_USE_DEEP_GEMM": "0"}})),
     "sm10-0.28-v2-runner": (([M], {"version": "0.28.0", "gpu": big(SM100)}),
                             ([M], {"version": "0.28.0", "gpu": big(SM100), "env": {"VLLM_USE_V2_MODEL_RUNNER": "0"}})),
-    "h20-0.27.1": (([M], {"version": "0.27.1", "gpu": GpuSelection((GpuInfo(0, "NVIDIA H20", "GPU-0", SM90, 96 * GiB),))}),
+    "h20-0.27.1": (([M],
+                    {"version": "0.27.1", "gpu": GpuSelection((GpuInfo(0, "NVIDIA H20", "GPU-0", SM90, 96 * GiB),))}),
                    ([M], {"version": "0.27.1", "gpu": big(SM90)})),
     "gb10-stock": (([M], {"gpu": big(SM121)}), ([M], {"gpu": big(SM120)})),
     "mixed-gpus": (([M], {"gpu": big(SM90, SM120)}), ([M], {"gpu": big(SM120, SM120)})),
@@ -128,8 +133,10 @@ CASES = {
                             ([M, "--attention-config.indexer_kv_dtype", "mxfp4"], {"gpu": big(SM100)})),
     "mxfp4-indexer-off-sm10": (([M, "--attention-config.indexer_kv_dtype", "mxfp4"], {}),
                                ([M, "--attention-config.indexer_kv_dtype", "mxfp4"], {"gpu": big(SM100)})),
-    "indexer-dtype-ignored": (([M, "--attention-config.indexer_kv_dtype", "mxfp4"], {"version": "0.26.0", "gpu": big(SM100)}),
-                              ([M, "--attention_config.use_fp4_indexer_cache=True"], {"version": "0.26.0", "gpu": big(SM100)})),
+    "indexer-dtype-ignored": (([M, "--attention-config.indexer_kv_dtype", "mxfp4"],
+                               {"version": "0.26.0", "gpu": big(SM100)}),
+                              ([M, "--attention_config.use_fp4_indexer_cache=True"],
+                               {"version": "0.26.0", "gpu": big(SM100)})),
     "tp-heads": (([M, "-tp", "3"], {"gpu": big(SM120, SM120, SM120)}), ([M, "-tp", "4"], {"gpu": big(*[SM120] * 4)})),
     "tp-o-groups": (([M, "-tp", "16"], {"gpu": big(*[SM120] * 16), "config": V4_FULL}),
                     ([M, "-tp", "8", "-dp", "2"], {"gpu": big(*[SM120] * 16), "config": V4_FULL})),
@@ -143,8 +150,10 @@ CASES = {
     "dspark-before-0.25": (([M, *DSPARK], {"version": "0.24.0", "config": F0731["config"]}),
                            ([M, *DSPARK], {"version": "0.25.0", "config": F0731["config"]})),
     "dspark-without-module": (([M, *DSPARK], {"config": V4_FULL}), ([M, *DSPARK], {"config": F0731["config"]})),
-    "dspark-pp": (([M, *DSPARK, "-pp", "2"], {"version": "0.29.0", "config": F0731["config"], "gpu": big(SM120, SM120)}),
-                  ([M, *DSPARK, "-pp", "2"], {"version": "0.30.0", "config": F0731["config"], "gpu": big(SM120, SM120)})),
+    "dspark-pp": (([M, *DSPARK, "-pp", "2"],
+                   {"version": "0.29.0", "config": F0731["config"], "gpu": big(SM120, SM120)}),
+                  ([M, *DSPARK, "-pp", "2"],
+                   {"version": "0.30.0", "config": F0731["config"], "gpu": big(SM120, SM120)})),
     "dspark-k-below-block": (([M, "--speculative-config", '{"method": "dspark", "num_speculative_tokens": 2}'],
                               {"version": "0.26.0", "config": F0731["config"]}),
                              ([M, *DSPARK], {"version": "0.26.0", "config": F0731["config"]})),
@@ -161,26 +170,33 @@ CASES = {
     "tokenizer-without-template": (([M, "--tokenizer-mode", "hf"], {}), ([M, "--tokenizer-mode", "auto"], {})),
     "v4-parsers-on-v41": (([M, "--tool-call-parser", "deepseek_v4"], {"config": V41}),
                           ([M, "--tool-call-parser", "deepseek_v41"], {"config": V41})),
-    "think-max-short": (([M, "--default-chat-template-kwargs", '{"reasoning_effort": "max"}', "--max-model-len", "131072"], {}),
-                        ([M, "--default-chat-template-kwargs", '{"reasoning_effort": "max"}', "--max-model-len", "393216"], {})),
+    "think-max-short": (([M, "--default-chat-template-kwargs", '{"reasoning_effort": "max"}', "--max-model-len",
+                          "131072"], {}),
+                        ([M, "--default-chat-template-kwargs", '{"reasoning_effort": "max"}', "--max-model-len",
+                          "393216"], {})),
     # the GPUs' memory unknown (gpus() without a memory): said, never assumed
     "memory-not-checked": (([M], {"gpu": gpus(SM120), "weights_facts": weights(148)}),
                            ([M], {"gpu": gpus(SM120, memory=96 * GiB), "weights_facts": weights(148)})),
     "weights-exceed-memory": (([M], {"gpu": gpus(SM120, memory=96 * GiB), "weights_facts": weights(148)}),
-                              ([M, "-tp", "2"], {"gpu": gpus(SM120, SM120, memory=96 * GiB), "weights_facts": weights(148)})),
+                              ([M, "-tp", "2"],
+                               {"gpu": gpus(SM120, SM120, memory=96 * GiB), "weights_facts": weights(148)})),
     "weights-tight": (([M], {"gpu": gpus(SM120, memory=96 * GiB), "weights_facts": weights(148, exact=False)}),
-                      ([M, "-tp", "2"], {"gpu": gpus(SM120, SM120, memory=96 * GiB), "weights_facts": weights(148, exact=False)})),
+                      ([M, "-tp", "2"],
+                       {"gpu": gpus(SM120, SM120, memory=96 * GiB), "weights_facts": weights(148, exact=False)})),
     "max-model-len-too-long": (([M, "-tp", "2"], {"gpu": gpus(SM120, SM120, memory=96 * GiB), "config": V4_FULL,
                                                   "weights_facts": weights(148)}),
                                ([M, "-tp", "2", "--max-model-len", "auto"], {"gpu": gpus(SM120, SM120, memory=96 * GiB),
-                                                                             "config": V4_FULL, "weights_facts": weights(148)})),
+                                                                             "config": V4_FULL,
+                                                                             "weights_facts": weights(148)})),
     # rows of core/rules/memory.py added by the memory work (their pairs kept here, where every row's pair is)
     "gpu-memory-utilization-invalid": (([M, "--gpu-memory-utilization", "1.5"], {"gpu": big(SM120)}),
                                        ([M, "--gpu-memory-utilization", "0.9"], {"gpu": big(SM120)})),
     "max-model-len-invalid": (([M, "--max-model-len", "-5"], {"gpu": big(SM120)}),
                               ([M, "--max-model-len", "65536"], {"gpu": big(SM120)})),
-    "shards-missing": (([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)}),
-                       ([M], {"gpu": big(SM120), "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=False)})),
+    "shards-missing": (([M], {"gpu": big(SM120),
+                              "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=True)}),
+                       ([M], {"gpu": big(SM120),
+                              "weights_facts": WeightFacts(shards_total=3, shards_missing=1, local=False)})),
     # this host's memory and download space (adapters/host.py), faked as gathered facts
     "host-memory-short": (([M], {"config": V41_ENGRAM, "host": HostFacts(250 * GiB, 120 * GiB)}),
                           ([M], {"config": V41_ENGRAM, "host": HostFacts(500 * GiB, 480 * GiB)})),
@@ -323,8 +339,9 @@ def test_a_row_after_a_modules_last_line_is_live_and_a_module_the_registry_misse
     (rules / "extra.py").write_text("from .engine import Rule, row\n\nROWS: list[Rule] = []\n"
                                     + APPENDED.replace("appended", "forgotten"))
     script = ("import json, dsv4_launch.core.rules.registry as r; assert r.__file__.startswith(%r); "
-              "assert [x.id for x in r.RULES if x.check.__module__.endswith('.parallel')][-1] == 'appended-row'; print(json.dumps("
-              "[(x.check.__module__, x.id) for x in r.collect((*r.PLAN_MODULES, *r.DOCTOR_MODULES))]))" % str(copy))
+              "assert [x.id for x in r.RULES if x.check.__module__.endswith('.parallel')][-1] == 'appended-row'; "
+              "print(json.dumps([(x.check.__module__, x.id) "
+              "for x in r.collect((*r.PLAN_MODULES, *r.DOCTOR_MODULES))]))" % str(copy))
     out = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(tmp_path)},
                          capture_output=True, text=True, check=True).stdout
     registered: dict[str, list[str]] = {}
@@ -550,7 +567,8 @@ def test_v41_prefill_context_parallel_needs_flashmla(tokens, version, config, re
 
 
 @pytest.mark.parametrize("version,method,warned", [
-    ("0.24.0", "compressed-tensors", True), ("0.26.0", "COMPRESSED_TENSORS", True), ("0.27.0", "compressed-tensors", False),
+    ("0.24.0", "compressed-tensors", True), ("0.26.0", "COMPRESSED_TENSORS", True),
+    ("0.27.0", "compressed-tensors", False),
     ("0.33.0", "compressed-tensors", False), ("0.24.0", "modelopt", False),
 ])
 def test_compressed_tensors_scale_names_before_the_fallback(version, method, warned):
@@ -607,8 +625,8 @@ def test_hma_off_refuses_from_the_promotion_typeerror_release_and_warns_before()
 
 LMCACHE_MP = ["--kv-transfer-config", '{"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both"}']
 MULTI_LMCACHE = ["--kv-transfer-config", '{"kv_connector": "MultiConnector", "kv_role": "kv_both", '
-                 '"kv_connector_extra_config": {"connectors": [{"kv_connector": "NixlConnector", "kv_role": "kv_both"}, '
-                 '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}']
+                 '"kv_connector_extra_config": {"connectors": [{"kv_connector": "NixlConnector", "kv_role": '
+                 '"kv_both"}, {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}}']
 MULTI_HMA = ["--kv-transfer-config", '{"kv_connector": "MultiConnector", "kv_role": "kv_both", '
              '"kv_connector_extra_config": {"connectors": [{"kv_connector": "NixlConnector", "kv_role": "kv_both"}, '
              '{"kv_connector": "OffloadingConnector", "kv_role": "kv_both"}]}}']
@@ -692,7 +710,8 @@ def test_a_connector_from_the_users_module_is_a_warning_never_a_refusal(tokens, 
         assert finding.level == WARN and not finding.certain
         assert "the class is the user's, and whether it supports the hybrid KV-cache manager (SupportsHMA) is " \
                "unknown here" in finding.text
-        assert " from my_org.kv" in finding.text or " from flexkv_fork" in finding.text or "lmcache_fork" in finding.text
+        assert (" from my_org.kv" in finding.text or " from flexkv_fork" in finding.text
+                or "lmcache_fork" in finding.text)
 
 
 def test_a_module_path_beside_an_uncertain_connector_keeps_the_certain_refusal():
@@ -905,7 +924,8 @@ def test_release_words_render_as_the_tables_wrote_them():
     by_id = {r.id: r for r in RULES}
     assert words(by_id["fp4-indexer-off-sm10"], "title").endswith("off SM 10.x, vLLM 0.24–0.29")
     assert "(0.24–0.27; a bare assert" in words(by_id["fp4-indexer-off-sm10"], "effect")
-    assert "(--enable-dbo ≥ 0.29.0, < 0.34.0; --enable-elastic-ep ≥ 0.29.0, < 0.32.0;" in words(by_id["dspark-v2-unsupported"], "title")
+    assert ("(--enable-dbo ≥ 0.29.0, < 0.34.0; --enable-elastic-ep ≥ 0.29.0, < 0.32.0;"
+            in words(by_id["dspark-v2-unsupported"], "title"))
     # a row re-ranged moves its words with it
     moved = by_id["dspark-pp"]._replace(vllm=VersionRange(since="0.26.0", before="0.31.0"))
     assert words(moved, "title").endswith("vLLM 0.26–0.30")
@@ -921,7 +941,8 @@ def test_deep_gemm_not_int_on_sm12_0_24_suggests_only_what_works_there(value):
         (text,) = [f.text for f in found.plan.findings if f.rule == "deep-gemm-env-not-int"]
         return text.split(". Fix: ", 1)[1]
 
-    sm12 = fix(planned([M, "-tp", "2"], version="0.24.0", gpu=gpus((12, 0), (12, 0)), env={"VLLM_USE_DEEP_GEMM": value}))
+    sm12 = fix(planned([M, "-tp", "2"], version="0.24.0", gpu=gpus((12, 0), (12, 0)),
+                       env={"VLLM_USE_DEEP_GEMM": value}))
     assert sm12.startswith("VLLM_USE_DEEP_GEMM=0 (") and " or 1 " not in sm12 and "unset" not in sm12
     for version, gpu in (("0.24.0", gpus(SM90)), ("0.28.0", gpus((12, 0), (12, 0)))):
         other = fix(planned([M, "-tp", "2"], version=version, gpu=gpu, env={"VLLM_USE_DEEP_GEMM": value}))

@@ -31,7 +31,8 @@ CREDENTIALS = [
     "--api-key", "--hf-token", "--ssl-keyfile-password", "--api-keyy", "--api_keyy", "--apikey", "--hf-tokenn",
     "--oauth-client-secret", "--session-cookie", "--db-passwd", "--speculative-config.hf_token", "--x-auth",
     "--authtoken", "--passphrase", "--client-credentials", "--bearer", "--my_secret.value", "--kv-token-file-password",
-    "--db-pass", "--redis_pw", "--wifi-psk", "--jwt", "--private-key-pem", "--foo-auth-token", "--hf-overrides.hf_token",
+    "--db-pass", "--redis_pw", "--wifi-psk", "--jwt", "--private-key-pem", "--foo-auth-token",
+    "--hf-overrides.hf_token",
     # keys (explain's: tests/secrets/test_explain_secrets.py)
     "api_key", "hf_token", "X-Amz-Signature", "sig", "jwt", "passphrase", "db_passphrase", "weight_key",
     "auth_token_secret", "api_keys", "apiKeys", "passwords", "hf_tokens", "access_keys", "auth_tokens", "privatekeys",
@@ -111,7 +112,8 @@ _SEP = st.sampled_from(["_", "-", ".", "", " ", "+", "é", ":"])
 
 
 @settings(max_examples=600, deadline=None)
-@given(st.lists(_WORD, min_size=1, max_size=5), st.lists(_SEP, min_size=5, max_size=5), st.sampled_from(["", "--", "'"]))
+@given(st.lists(_WORD, min_size=1, max_size=5), st.lists(_SEP, min_size=5, max_size=5),
+       st.sampled_from(["", "--", "'"]))
 def test_the_fast_gate_finds_every_credential_name(words, seps, lead):
     # NAME_HINT is what a scanner looks for before it reads names: it must not skip one
     name = lead + words[0] + "".join(sep + word for sep, word in zip(seps, words[1:]))
@@ -169,7 +171,8 @@ def test_the_fast_gate_on_examples(text, found):
     ("my_pat=Zq9abcdef1", "my_pat=***"), ("dbPw=Zq9abcdef1", "dbPw=***"),
     # and leaves these alone
     ("key_cache: torch.Size([1, 2])", "key_cache: torch.Size([1, 2])"), ("num_tokens=8192", "num_tokens=8192"),
-    ("path=/models/v4", "path=/models/v4"), ("pass_config={'fuse_norm_quant': True}", "pass_config={'fuse_norm_quant': True}"),
+    ("path=/models/v4", "path=/models/v4"),
+    ("pass_config={'fuse_norm_quant': True}", "pass_config={'fuse_norm_quant': True}"),
 ])
 def test_the_log_masker_reads_names_with_the_same_vocabulary(line, shown):
     from dsv4_launch.core.explain.masking import mask_secrets_in_text

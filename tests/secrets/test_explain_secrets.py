@@ -112,7 +112,8 @@ PHRASES = [
      "https://b.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=***"),
     ("o?X-Amz-Credential=ZQ7/20260101/us-east-1/s3/aws4_request&X-Amz-Date=20260101T000000Z",
      "o?X-Amz-Credential=***"),
-    ("https://storage.googleapis.com/b/o?X-Goog-Signature={s}", "https://storage.googleapis.com/b/o?X-Goog-Signature=***"),
+    ("https://storage.googleapis.com/b/o?X-Goog-Signature={s}",
+     "https://storage.googleapis.com/b/o?X-Goog-Signature=***"),
     ("https://h/v1?access_token={s}", "https://h/v1?access_token=***"),
     ("redirect_uri=https%3A%2F%2Fh%2Fcb%3Ftoken%3D{s}%26state%3D1", "redirect_uri=https%3A%2F%2Fh%2Fcb%3Ftoken%3D***"),
     ("ValueError: 'apiKey': '{s}'", "ValueError: 'apiKey': ***"),
@@ -177,7 +178,8 @@ def test_a_pem_private_key_is_masked_to_its_end():
     line = "ValueError: bad key -----BEGIN RSA PRIVATE KEY-----MIIEpAIBAAKCAQEAzq9 -----END RSA PRIVATE KEY----- x"
     assert mask_secrets_in_text(line) == "ValueError: bad key *** x"
     assert mask_secrets_in_text("-----BEGIN PRIVATE KEY----- MIIEvQIBADANBgkq") == "***"
-    assert mask_secrets_in_text("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n-----END PRIVATE KEY-----\nok") == "***\nok"
+    assert (mask_secrets_in_text("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n-----END PRIVATE KEY-----\nok")
+            == "***\nok")
 
 
 def test_a_cookie_is_masked_to_the_end_of_its_line_only():
@@ -201,9 +203,11 @@ def test_every_credential_word_in_every_phrasing(word, phrasing):
 # filled in as vLLM fills them.
 VLLM_MESSAGES = [
     "Tokenizer is missing required token '<think>'.",  # model_executor/models/moss_transcribe_diarize.py:186
-    "Llama3JsonToolParser could not locate the bot token '<|python_tag|>' in the tokenizer.",  # tool_parsers/llama_tool_parser.py:71
+    # tool_parsers/llama_tool_parser.py:71
+    "Llama3JsonToolParser could not locate the bot token '<|python_tag|>' in the tokenizer.",
     "Tokenizer must contain '<|start_of_assistant|>' token",  # reasoning/poolside_v1_reasoning_parser.py:43
-    "Message text contains image special token '<image>'; provide images as image content parts.",  # tokenizers/deepseek_v41.py:22
+    # tokenizers/deepseek_v41.py:22
+    "Message text contains image special token '<image>'; provide images as image content parts.",
     "Image sentinel token '<｜image▁start｜>' has id 128815, expected 128814; the DeepSeek-V4 vision sentinel "
     "block requires these consecutive reserved ids.",  # models/deepseek_v4/common/mm_preprocess.py:83
     "Image token '<|image_pad|>' not found in tokenizer vocabulary",  # model_executor/models/bagel.py:285
@@ -218,7 +222,8 @@ VLLM_MESSAGES = [
     # distributed/kv_transfer/kv_connector/v1/lmcache_integration/vllm_v1_adapter.py:1109
     "VocabMapping: draft has no unk_token_id; falling back to eos_token_id=1 for out-of-intersection tokens",
     # v1/spec_decode/vocab_mapping.py:55
-    "Prompt token ids and prompt embeds had different lengths prompt_token_ids=12 prompt_embeds=11",  # utils/__init__.py:31
+    # utils/__init__.py:31
+    "Prompt token ids and prompt embeds had different lengths prompt_token_ids=12 prompt_embeds=11",
     "EmitCachedBlock event: block_size=256, num_cached_blocks=3, parent_block_hash=None, token_ids_len=256, "
     "group_idx=0",  # v1/core/block_pool.py:462
     "Initialized FlashInfer All Reduce workspace: backend=trtllm, world_size=8, rank=0, max_token_num=8192, "
@@ -262,7 +267,8 @@ VLLM_MESSAGES = [
 # Log words the brief names, and shapes of ordinary log text near a credential word.
 ORDINARY = [
     "max_num_batched_tokens", "tokenizer", "token ids", "num_tokens=8192", "KeyError: 'model.layers.0'",
-    "the tokenizer is slow", "the tokenizer is deepseek_v4", "--tokenizer-mode deepseek_v4 --max-num-batched-tokens 8192",
+    "the tokenizer is slow", "the tokenizer is deepseek_v4",
+    "--tokenizer-mode deepseek_v4 --max-num-batched-tokens 8192",
     "TokenizerError: 'x'", "token budget exceeded", "max_tokens=5", "tokenizer_mode: deepseek_v4", "keyword=7",
     "ValueError: monkey=3", "token 128000 is the end", "the token is invalid", "the password is not set",
     "HF_TOKEN is not set", "HF_TOKEN environment variable is missing", "password authentication failed for user vllm",
@@ -702,7 +708,8 @@ ARGV_FORMS = [
     ("vllm serve m --api-key Zq000000Zq0PwA00= --port 8000", "vllm serve m --api-key *** --port 8000"),
     ("vllm serve m --api_key {s} {s2} -tp 2", "vllm serve m --api_key *** -tp 2"),
     ("vllm serve m --api-k {s} {s2} --port 8000", "vllm serve m --api-k *** --port 8000"),
-    ("vllm serve --api-key={s} deepseek-ai/DeepSeek-V4-Flash", "vllm serve --api-key=*** deepseek-ai/DeepSeek-V4-Flash"),
+    ("vllm serve --api-key={s} deepseek-ai/DeepSeek-V4-Flash",
+     "vllm serve --api-key=*** deepseek-ai/DeepSeek-V4-Flash"),
     ("vllm serve m --hf-token {s} deepseek-ai/DeepSeek-V4-Flash",
      "vllm serve m --hf-token *** deepseek-ai/DeepSeek-V4-Flash"),
     ("vllm serve m --api-key {s} --api-key {s2} --port 1", "vllm serve m --api-key *** --api-key *** --port 1"),
@@ -812,7 +819,8 @@ def test_prose_after_credential_words_is_kept(line):
 HUGE_BLOCKS = [
     (lambda k: ["-----BEGIN PRIVATE KEY-----", *["A" * 65536] * k, "-----END PRIVATE KEY-----"], 16),
     (lambda k: ["-----BEGIN PRIVATE KEY-----" * 2400, "-----END PRIVATE KEY-----" * 2400] * k, 8),
-    (lambda k: ["-----BEGIN " + "A " * 30000, "---- BEGIN" * 6000, "-" * 65536, "-----END " + "PRIVATE KEY " * 5000] * k,
+    (lambda k: ["-----BEGIN " + "A " * 30000, "---- BEGIN" * 6000, "-" * 65536,
+                "-----END " + "PRIVATE KEY " * 5000] * k,
      4),
     (lambda k: ["api_key:", *["    - " + "k" * 60000] * k, "x: 1"], 16),
     (lambda k: ['"api_key": [' + "[" * 30000, *[" " + "[" * 60000] * k], 16),
@@ -854,7 +862,8 @@ def _spanning_log(draw):
         form = [line.replace("Zq", cores[0][:4]) for line in form]
         cores = [line[4:20] for line in form if line.startswith("MIIE")]
     benign = _fixture_lines()[:60] + VLLM_MESSAGES
-    before = [x for x in draw(st.lists(st.sampled_from(benign), max_size=4)) if not any(s in x for s in _FIXTURE_SECRETS)]
+    before = [x for x in draw(st.lists(st.sampled_from(benign),
+                                       max_size=4)) if not any(s in x for s in _FIXTURE_SECRETS)]
     after = draw(st.lists(st.sampled_from(["EngineCore failed to start.", "RuntimeError: Engine core initialization "
                                            "failed. See root cause above.", *VLLM_MESSAGES[:10]]), max_size=3))
     start = draw(st.integers(0, len(form) - 1)) if name.startswith("pem-") else 0
@@ -1026,7 +1035,8 @@ def test_a_list_of_credentials_by_its_plural_name(name, secret):
     line = f"ValueError: bad config {{'{name}': ['{S}', '{S2}']}}"
     assert (S in mask_secrets_in_text(line)) is not secret
     if secret:
-        assert not any(S in line or S2 in line for line in _kept(["ValueError: x", f"{name}:", f"  - {S}", f"  - {S2}"]))
+        assert not any(S in line
+                       or S2 in line for line in _kept(["ValueError: x", f"{name}:", f"  - {S}", f"  - {S2}"]))
 
 
 # --- issue 30's leaks, each as a class --------------------------------------------------------------
@@ -1103,11 +1113,13 @@ def test_a_kubernetes_env_pair_after_a_cut_traceback_prints_no_value(level):
 # escaped argument: the quotes carry backslashes, once or more.
 _ESCAPED = [
     ('ValueError: {{\\"api_key\\": \\"{s}\\"}}', 'ValueError: {{\\"api_key\\": ***}}'),
-    ("RuntimeError: {{\\'token\\': \\'{s}\\', \\'port\\': 8000}}", "RuntimeError: {{\\'token\\': ***, \\'port\\': 8000}}"),
+    ("RuntimeError: {{\\'token\\': \\'{s}\\', \\'port\\': 8000}}",
+     "RuntimeError: {{\\'token\\': ***, \\'port\\': 8000}}"),
     ('{{"message": "kv_transfer_config={{\\"hf_token\\": \\"{s}\\", \\"role\\": \\"kv_both\\"}}"}}',
      '{{"message": "kv_transfer_config={{\\"hf_token\\": ***, \\"role\\": \\"kv_both\\"}}"}}'),
     ('"{{\\\\\\"password\\\\\\": \\\\\\"{s} with blanks\\\\\\"}}"', '"{{\\\\\\"password\\\\\\": ***}}"'),  # twice
-    ('args=[\\"--api-key\\", \\"{s}\\", \\"--port\\", \\"8000\\"]', 'args=[\\"--api-key\\", ***, \\"--port\\", \\"8000\\"]'),
+    ('args=[\\"--api-key\\", \\"{s}\\", \\"--port\\", \\"8000\\"]',
+     'args=[\\"--api-key\\", ***, \\"--port\\", \\"8000\\"]'),
     ('{{\\"auth\\": {{\\"user\\": \\"u\\", \\"secret\\": \\"{s}\\"}}}}', '{{\\"auth\\": ***}}'),
     ('{{\\"api_keys\\": [\\"{s}\\", \\"{s2}\\"]}}', '{{\\"api_keys\\": ***}}'),
 ]

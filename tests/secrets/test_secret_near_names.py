@@ -14,7 +14,8 @@ from dsv4_launch.vllm_cli.option_table import available_versions, load_table
 from tests.scaling import SCALE, assert_linear
 
 S = "ZqS3cr3tV4lue9"
-SPELLINGS = ["--api-kye", "--hf-tokn", "-api-key", "-hf-token", "\u2014api-key", "\u2010\u2010hf-token", "\u2212api-key",
+SPELLINGS = ["--api-kye", "--hf-tokn", "-api-key", "-hf-token", "\u2014api-key", "\u2010\u2010hf-token",
+             "\u2212api-key",
              "--apikey", "--api_kye", "--aip-key", "--hf-tokem", "--API-KYE", "--a", "--hf"]
 SHAPES = [
     "ERROR 05-12 10:00:01 [api_server.py:12] failed: vllm serve deepseek-ai/DeepSeek-V4 {opt} {s} --port 8000",

@@ -166,7 +166,8 @@ def test_the_rejection_names_the_later_option_and_hides_only_the_secret(version)
     text = " ".join([args.rejection or "", *args.unknown_options])
     assert S not in text and "Zq81" not in text
     assert "--vllm-version" in text or version is None, text  # None: unknown options pass, no rejection
-    assert masked_argv(tokens, args.secrets) == [M, "--my-secret-thing", MASK, "--vllm-version", "0.33.0", "--bogus", "7"]
+    assert (masked_argv(tokens, args.secrets)
+            == [M, "--my-secret-thing", MASK, "--vllm-version", "0.33.0", "--bogus", "7"])
 
 
 # --- an ambiguous abbreviation names no option: judged by its name ------------------------------

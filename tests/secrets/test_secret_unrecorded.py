@@ -28,7 +28,8 @@ def _streams():
 
 def _plan(argv, env=None, vllm=NEWER, as_json=False):
     out, err = _streams()
-    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})}, stdout=out, stderr=err, vllm=vllm))
+    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})},
+                                                           stdout=out, stderr=err, vllm=vllm))
     return rc, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()
 
 
@@ -91,7 +92,8 @@ def test_known_release_keeps_its_table():
 
 
 def test_serve_with_a_newer_vllm_masks_the_hand_over_line(run_cli, v4_dir):
-    done, record = run_cli("dsv4-serve", v4_dir, "--ssl-keyfile-password", "Zqhunter2secret", "--foo-auth-token=Zqtok99",
+    done, record = run_cli("dsv4-serve", v4_dir, "--ssl-keyfile-password", "Zqhunter2secret",
+                           "--foo-auth-token=Zqtok99",
                            vllm="0.35.0", env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0"})
     assert done.returncode == 0, done.stderr
     assert "Zqhunter2" not in done.stderr and "Zqtok99" not in done.stderr, done.stderr
