@@ -358,6 +358,6 @@ def test_the_target_keeps_the_hidden_state_buffer_for_the_methods_vllm_names():
             if hasattr(SpeculativeConfig, name):
                 setattr(me, name, getattr(SpeculativeConfig, name).__get__(me))
         takes = needs(me) if needs else me.use_eagle() or me.uses_draft_model()
-        ours = load_buffers(c, 8192, method,
-                            __version__) - plain - (4 * 8192 * c["index_topk"] if method == "dspark" else 0)
+        ours = (load_buffers(c, 8192, method, __version__) - plain
+                - (4 * 8192 * c["index_topk"] if method == "dspark" else 0))
         assert (ours == 8192 * c["hc_mult"] * c["hidden_size"] * 2) is bool(takes), (__version__, method)
