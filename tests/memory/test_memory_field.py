@@ -309,7 +309,8 @@ def field_rows() -> list[str]:
             verdict = f"{'inside' if inside else 'OUTSIDE'}; plan: {memory['verdict']}"
             if not inside and "disagrees" in case:
                 verdict += f" (known: {case['disagrees']['owner']})"
-        release = version if case["releases"] else f"{version} stands in ({case.get('stand_in_for', 'a pre-0.20 build')})"
+        release = (version if case["releases"]
+                   else f"{version} stands in ({case.get('stand_in_for', 'a pre-0.20 build')})")
         rows.append(f"| [{case['id']}]({case['provenance']['url']}) | {release} | {what} | {band} | {verdict} |")
     return rows
 
