@@ -14,7 +14,7 @@ light ones in one group, the stand-ins for vLLM's CLI in another (each budget co
 one group) — and the table shows medians; "machine noise" (the floor's median over its min) says
 how quiet the machine was. Nothing is written unless asked: --json FILE, or
 --write-readme: the run into benchmarks/results/latest.json (the committed run) and its tables
-into docs/performance.md's bench block (tests/test_readme_bench.py keeps the two the same).
+into docs/performance.md's bench block (tests/project/test_readme_bench.py keeps the two the same).
 
 Cases:
   floor        python -c pass (the interpreter itself)
@@ -541,7 +541,7 @@ def main() -> None:
 
 def render(document: dict) -> str:
     """The Markdown tables of one run (README's block between the bench markers is this, for
-    benchmarks/results/latest.json; tests/test_readme_bench.py keeps the two the same). Runs
+    benchmarks/results/latest.json; tests/project/test_readme_bench.py keeps the two the same). Runs
     recorded before the stand-in imported vLLM's recorded set (no ``release``) render as they
     were written; a run of one release (``release``) as it was written."""
     r = document["results"]

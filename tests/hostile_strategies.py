@@ -1,8 +1,8 @@
-"""Hypothesis strategies for hostile inputs to dsv4-serve / dsv4-launch (see test_hostile.py).
+"""Hypothesis strategies for hostile inputs to dsv4-serve / dsv4-launch (see commands/test_hostile_inputs.py).
 
 Everything here builds *inputs*: argv tokens, environment values, config.json bytes, --config
 YAML text, nvidia-smi output, fake NVML answers and secrets. Nothing here knows the expected
-answer; the invariants live in test_hostile.py.
+answer; the invariants live in commands/test_hostile_inputs.py.
 """
 
 from __future__ import annotations
@@ -515,11 +515,13 @@ NAME_WORDS = ["api", "hf", "ssl", "keyfile", "client", "db", "session", "foo", "
 @st.composite
 def credential_option(draw) -> str:
     """``--words-with-a-credential-stem``: a stem, maybe misspelt (``keyy``, ``tokenn``, ``secret2``),
-    among other words, ``-`` or ``_`` between them; sometimes a dotted sub-key of a known option."""
+    among other words, ``-`` or ``_`` between them; sometimes a dotted sub-key of a known option.
+    Never ending in ``id``: a name whose last word is a measure or an id is no credential
+    (core/credentials.py ``_MEASURES``: eos_token_id, --key-id)."""
     stem = draw(st.sampled_from(CREDENTIAL_STEMS))
     stem += draw(st.sampled_from(["", "", "", stem[-1], "y", "2", "x"]))
     words = [*draw(st.lists(st.sampled_from(NAME_WORDS), max_size=2)), stem,
-             *draw(st.lists(st.sampled_from(["id", "value", "v2", "secret", "token"]), max_size=1))]
+             *draw(st.lists(st.sampled_from(["value", "v2", "secret", "token"]), max_size=1))]
     name = draw(st.sampled_from(["-", "_"])).join(words)
     if draw(st.integers(0, 4)) == 0:
         return draw(st.sampled_from(["--speculative-config.", "--hf-overrides.", "--compilation-config.x."])) + name

@@ -14,7 +14,7 @@ benchmarks/. It either
   (a regular expression, a substring search) or in modules not named (argparse) is not
   counted: growth of CPU time judges that.
 
-tests/test_scaling.py shows that both fail on a quadratic or exponential version of the same work.
+tests/project/test_scaling.py shows that both fail on a quadratic or exponential version of the same work.
 """
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ def lines_run(modules: ModuleType | Iterable[ModuleType], work: Callable[[], obj
 
 
 def assert_linear_count(modules: ModuleType | Iterable[ModuleType], make: Callable[[int], Any],
-                        work: Callable[[Any], object], n: int, *, scale: int = SCALE, bound: float | None = None) -> int:
+                        work: Callable[[Any], object], n: int, *, scale: int = SCALE,
+                        bound: float | None = None) -> int:
     """The lines of ``modules`` that ``work`` runs grow at most linearly from ``make(n)`` to
     ``make(scale * n)``: × ``bound`` (default 1.25 × ``scale``; a count does not vary, so the
     bound is tight: a quadratic count grows × ``scale``²). The larger run is stopped at the bound."""

@@ -35,7 +35,7 @@ mismatch: the band must move) outside it. ``--profile-out FILE`` keeps the recor
 
 Exit status: 0 when nothing disagrees (a SKIP is not a failure: no GPU, no nvidia-smi, no
 torch), 1 when something does, 2 for bad arguments. Without a GPU it prints why every check
-was skipped and exits 0, so a test can run it anywhere (tests/test_gpu_check.py runs it with
+was skipped and exits 0, so a test can run it anywhere (tests/project/test_gpu_check.py runs it with
 no NVML library and with the stand-in one).
 """
 

@@ -30,7 +30,7 @@ Steps (docs/releases.md says why each one):
 Nothing here adds X to the release table: after the checklist is reviewed (the facts it lists
 corrected, and their citations at X written: the CI pin's citations are checked by
 tests/vllm_real/test_citations.py), add X to ``VERIFIED_RELEASES`` in
-src/dsv4_launch/core/vllm/releases.py (tests/test_vllm_releases.py fails until the recorded option
+src/dsv4_launch/core/vllm/releases.py (tests/releases/test_vllm_releases.py fails until the recorded option
 tables and the table agree) and run ``tools/oracle_sweep.py --releases X`` for the matrix.
 
 Each step says how long it took. Exit status: 0 done (the checklist may list items: that is the

@@ -7,7 +7,7 @@ README.md.
     python tools/readme_tables.py          # print the tables
     python tools/readme_tables.py --write  # rewrite them between their markers, in every file
 
-tests/test_rules.py fails when a file differs from what this writes.
+tests/rules/test_rules.py fails when a file differs from what this writes.
 """
 
 from __future__ import annotations

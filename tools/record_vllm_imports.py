@@ -9,7 +9,7 @@ library modules by full name, third-party packages by top-level name; vLLM's own
 left out), run in a fresh interpreter of that vLLM's environment on the CPU platform
 (``VLLM_TARGET_DEVICE=cpu``). ``--write`` stores it as benchmarks/vllm_imports/vllm-<version>.json:
 benchmarks/bench.py's "vllm stub+" imports exactly that set for the release it measures, and
-tests/test_imports.py allows on the hand-over path only what some recorded release imports.
+tests/project/test_imports.py allows on the hand-over path only what some recorded release imports.
 """
 
 from __future__ import annotations

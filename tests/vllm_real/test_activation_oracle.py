@@ -166,7 +166,7 @@ def test_the_factor_default_and_the_logits_stand_in_are_the_releases(release, mo
         assert "max_logits_elems = envs.VLLM_SPARSE_INDEXER_MAX_LOGITS_MB * 1024 * 1024" in source
         return
     # from 0.34 the larger of the prefill budget and the decode rows' logits (IndexerLogits.at, whose
-    # arithmetic tests/test_activation.py holds to these lines written out)
+    # arithmetic tests/memory/test_activation.py holds to these lines written out)
     assert envs.VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB == INDEXER_DECODE_LOGITS_MB
     for line in ("split_kv = 384 if current_platform.is_device_capability_family(100) else 256",
                  "row_align = math.lcm(split_kv, 1024 // logits_dtype.itemsize)",

@@ -1,4 +1,4 @@
-"""``dsv4-launch check``'s client tests (``tests/test_check.py``) once more with httpx, the HTTP
+"""``dsv4-launch check``'s client tests (``tests/check/test_check.py``) once more with httpx, the HTTP
 client vLLM installs — CI's plain test environment has no httpx, so there those tests run with
 the standard library only, and here (each pinned vLLM's venv) with httpx.
 
@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from tests import test_check as _base
+from tests.check import test_check as _base
 
 
 @pytest.fixture

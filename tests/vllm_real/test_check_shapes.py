@@ -90,7 +90,8 @@ def test_model_list_and_the_no_tool_parser_error_are_vllms(real_vllm):
     root = Path(vllm.__file__).parent
     sources = [root / "renderers" / "online_renderer.py", root / "entrypoints" / "serve" / "render" / "serving.py"]
     text = "".join(p.read_text() for p in sources if p.exists())
-    assert '"auto" tool choice requires ' in text and "--enable-auto-tool-choice and --tool-call-parser to be set" in text
+    assert ('"auto" tool choice requires ' in text
+            and "--enable-auto-tool-choice and --tool-call-parser to be set" in text)
 
 
 def test_the_markup_and_special_tokens_are_this_releases(real_vllm):

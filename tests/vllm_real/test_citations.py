@@ -4,7 +4,7 @@ that vLLM's code that still says what the fact rests on.
 Which citations: those whose release is the installed one (``Cite.release``, as
 ``versions.same_release`` reads it: a ``+cu130`` build counts). A citation at another release is
 history, checked where a venv of that release runs this file (a release with none: nothing to
-check, no skip). tests/test_vllm_facts.py requires a citation at CI's newest pin
+check, no skip). tests/releases/test_vllm_facts.py requires a citation at CI's newest pin
 for every open-ended fact, so CI checks each fact the next release may change.
 
 The check: the cited file exists in the installed vllm package and the anchor, a fragment of the

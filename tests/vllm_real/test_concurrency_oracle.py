@@ -77,7 +77,8 @@ def ours(plans, length, available, in_flight) -> list[float]:
 # vllm#51041 (Flash + MTP, 121,344 and 912,128 at 7.0–7.7 GiB), vllm#51454 (Flash at 1M, 149 GiB),
 # recipes#617 (Pro at 200K, 16.6 GiB) — and a few around them (Flash at 64K, 8,192 batched: fit's example).
 CASES = [("flash", 121_344, 7.71, 8192, 1), ("flash", 912_128, 7.01, 8192, 1), ("flash", 1_048_576, 149.0, 8192, 0),
-         ("flash", 65_536, 30.0, 2048, 0), ("flash", 65_536, 40.0, 8192, 0), ("pro", 200_000, 16.6, 16384, 0), ("pro", 1_048_576, 60.0, 8192, 1)]
+         ("flash", 65_536, 30.0, 2048, 0), ("flash", 65_536, 40.0, 8192, 0), ("pro", 200_000, 16.6, 16384, 0),
+         ("pro", 1_048_576, 60.0, 8192, 1)]
 
 
 @pytest.mark.parametrize("which,length,gib,mnbt,draft", CASES)
@@ -119,7 +120,8 @@ def test_every_stage_prints_our_concurrency(planner, which, pp, method, k, layer
     retained = 0
     if method:
         config = {"num_nextn_predict_layers": layers if method == "mtp" else 1, "n_mtp_layers": layers}
-        facts = Facts(args=ServeArgs((), {"speculative_config": f'{{"method": "{method}", "num_speculative_tokens": {k}}}'}),
+        facts = Facts(
+            args=ServeArgs((), {"speculative_config": f'{{"method": "{method}", "num_speculative_tokens": {k}}}'}),
                       model=ModelFacts(None, config=config), vllm_version=version)
         draft, retained = draft_kv(facts)
         assert draft == layers

@@ -52,7 +52,8 @@ def _explain(tmp_path, info: list[str], errors: list[str]) -> list[str]:
 
 
 def _startup_module(version: str) -> str:
-    return "vllm.entrypoints.serve.utils.api_utils" if is_older(version, "0.33.0") else "vllm.entrypoints.common.startup"
+    return ("vllm.entrypoints.serve.utils.api_utils"
+            if is_older(version, "0.33.0") else "vllm.entrypoints.common.startup")
 
 
 def test_vllms_own_argument_lines_print_no_key(real_vllm, tmp_path):
@@ -114,7 +115,8 @@ def test_a_credential_key_vllms_config_does_not_know_prints_no_value(real_vllm, 
 
 _LOG_CALLS = frozenset({"debug", "info", "warning", "error", "exception", "critical", "warning_once", "info_once",
                         "debug_once", "warn"})
-_PRINTED_DIRS = ("v1", "entrypoints", "engine", "config", "distributed", "executor", "models", "model_executor/model_loader",
+_PRINTED_DIRS = ("v1", "entrypoints", "engine", "config", "distributed", "executor", "models",
+                 "model_executor/model_loader",
                  "transformers_utils")
 
 

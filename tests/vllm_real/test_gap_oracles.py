@@ -28,7 +28,8 @@ def test_v41_prefill_context_parallel_backends(real_vllm, backend):
     try:
         model = importlib.import_module("vllm.models.deepseek_v41.nvidia.model")
     except ImportError:  # no DeepSeek-V4.1 before 0.30
-        assert "v41-pcp-not-flashmla" not in {f.rule for f in planned(tokens, version=version, config=V41).plan.findings}
+        assert ("v41-pcp-not-flashmla"
+                not in {f.rule for f in planned(tokens, version=version, config=V41).plan.findings})
         return
     enum = vllm_symbol("vllm.v1.attention.backends.registry", "AttentionBackendEnum")
     if backend is not None and backend not in enum.__members__:

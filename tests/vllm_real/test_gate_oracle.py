@@ -1,4 +1,4 @@
-"""What dsv4-serve refuses before vLLM reads any setting (tests/test_gate.py), against vLLM's own
+"""What dsv4-serve refuses before vLLM reads any setting (tests/rules/test_gate.py), against vLLM's own
 code on each CI release:
 
 * `serve` / `vllm serve` as the first word(s) after `dsv4-serve`: vLLM's real parser rejects
@@ -71,7 +71,7 @@ def test_vllm_loads_every_shard_past_a_special_index_as_dsv4_launch_reads_it(rea
     import threading
 
     from dsv4_launch.adapters.model_weights import INDEX, read_checkpoint_files
-    from tests.test_model_weights import shard
+    from tests.adapters.test_model_weights import shard
 
     names = [str(tmp_path / f"model-0000{i}-of-00002.safetensors") for i in (1, 2)]
     for name in names:

@@ -107,7 +107,8 @@ def test_the_worker_subtracts_the_graph_estimate_only_when_graphs_are_captured_a
     assert "self.requested_memory - profile_result.non_kv_cache_memory - cudagraph_memory_estimate )" in flat
     utils = " ".join(inspect.getsource(importlib.import_module("vllm.v1.worker.gpu.cudagraph_utils")
                                        .profile_cudagraph_memory).split())
-    assert "cudagraph_mode == CUDAGraphMode.NONE" in utils, "the graph profile's guard moved: re-read cudagraph_utils.py"
+    assert ("cudagraph_mode == CUDAGraphMode.NONE"
+            in utils), "the graph profile's guard moved: re-read cudagraph_utils.py"
     runner = " ".join(inspect.getsource(importlib.import_module("vllm.v1.worker.gpu.model_runner")
                                         .GPUModelRunner.profile_cudagraph_memory).split())
     assert "if self.cache_config.enable_extensible_kv_cache: # The extensible KV cache measures" in runner

@@ -64,7 +64,7 @@ def compare(top, version, tokens):
 
 
 def spelling_cases():
-    from tests.test_serve_args import SPELLINGS
+    from tests.door.test_serve_args import SPELLINGS
 
     return [tokens for tokens, _, _ in SPELLINGS]
 

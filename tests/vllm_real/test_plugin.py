@@ -130,7 +130,8 @@ from vllm.plugins import load_plugins_by_group
 import vllm.engine.arg_utils as a
 loaded = load_plugins_by_group("vllm.general_plugins")
 for f in loaded.values(): f()
-print(json.dumps({"names": sorted(loaded), "patched": getattr(a.resolve_kv_cache_dtype_string, "_dsv4_launch_patched", False)}))
+print(json.dumps({"names": sorted(loaded),
+                  "patched": getattr(a.resolve_kv_cache_dtype_string, "_dsv4_launch_patched", False)}))
 """
 
 
@@ -161,7 +162,8 @@ def test_loading_imports_only_the_patch_and_its_settings(real_vllm):
     ours = {m for m in added if m.startswith("dsv4_launch")}
     assert ours <= {"dsv4_launch", "dsv4_launch.plugin", "dsv4_launch.plugin.kv_patch", "dsv4_launch.core",
                     "dsv4_launch.core.records", "dsv4_launch.core.gpus", "dsv4_launch.core.settings",
-                    "dsv4_launch.core.vllm", "dsv4_launch.core.vllm.releases"}, ours  # the release table: data, no imports
+                    # the release table: data, no imports
+                    "dsv4_launch.core.vllm", "dsv4_launch.core.vllm.releases"}, ours
     assert "dsv4_launch.plugin.kv_patch" in ours  # it did load and patch
     assert not set(added) - ours, set(added) - ours  # nothing else: no pynvml, yaml, rich, click, json readers
 
@@ -188,7 +190,8 @@ def _vllm_line(output: str, level: str, text: str) -> str:
 
     lines = [x for x in output.splitlines() if text in x]
     assert len(lines) == 1, (text, output[-3000:])
-    assert re.search(rf"{level} \d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \[kv_patch\.py:\d+\] dsv4-launch: ", lines[0]), lines[0]
+    assert re.search(rf"{level} \d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \[kv_patch\.py:\d+\] dsv4-launch: ",
+                     lines[0]), lines[0]
     return lines[0]
 
 
@@ -209,7 +212,7 @@ def test_the_change_and_a_would_refuse_are_in_vllms_own_log(real_vllm, models):
 # --- The plugin reads vLLM's real EngineArgs as dsv4-serve reads the argv ----------------
 
 def _matrix():
-    from tests.test_rules import CASES
+    from tests.rules.test_rules import CASES
 
     return [pytest.param(case, id=f"{rule}-{way}")
             for rule, pair in CASES.items() for way, case in zip(("trips", "passes"), pair)]
@@ -227,7 +230,7 @@ def test_the_real_engine_args_give_the_same_plan(real_vllm, case):
     from dsv4_launch.vllm_cli.engine_args import read_engine_args
     from dsv4_launch.vllm_cli.option_table import load_table
     from dsv4_launch.vllm_cli.serve_args import read_serve_args
-    from tests.test_rules import judge
+    from tests.rules.test_rules import judge
 
     top, _, installed = real_vllm
     tokens, kw = case
@@ -279,11 +282,13 @@ for name, model, kw in json.loads(sys.argv[1]):
     config = args.create_engine_config()
     engines[name] = {"args": shown(vars(args)), **{k: shown(getattr(config, k))
                      for k in type(config).__dataclass_fields__ if k != "instance_id"}}
-loggers = {name: [lg.level, lg.propagate, lg.disabled, [(type(h).__name__, h.level, shown(h.formatter and h.formatter._fmt))
-                  for h in lg.handlers], [type(f).__name__ for f in lg.filters]]
+loggers = {name: [lg.level, lg.propagate, lg.disabled,
+                  [(type(h).__name__, h.level, shown(h.formatter and h.formatter._fmt)) for h in lg.handlers],
+                  [type(f).__name__ for f in lg.filters]]
            for name, lg in [("", logging.getLogger()), *logging.Logger.manager.loggerDict.items()]
            if isinstance(lg, logging.Logger)}
-print(json.dumps({"env": {k: v for k, v in os.environ.items() if env.get(k) != v}, "env_gone": sorted(set(env) - set(os.environ)),
+print(json.dumps({"env": {k: v for k, v in os.environ.items() if env.get(k) != v},
+                  "env_gone": sorted(set(env) - set(os.environ)),
                   "filters": [shown(f) for f in warnings.filters],
                   "by_loading": sorted(m for m in by_loading if not m.startswith("dsv4_launch")),
                   "modules": sorted(m for m in sys.modules if not m.startswith("dsv4_launch")),
@@ -324,7 +329,8 @@ def test_vllm_is_left_as_it_was_but_for_the_kv_dtype(real_vllm, models, tmp_path
     assert own == [0, True, False, [], []]  # NOTSET, propagates to vLLM's handler, nothing of its own
     assert with_it["loggers"] == without["loggers"]
     changed = with_it["engines"]["changed"]
-    assert "cache_dtype='fp8'" in changed["cache_config"] and "cache_dtype='auto'" in without["engines"]["changed"]["cache_config"]
+    assert ("cache_dtype='fp8'" in changed["cache_config"]
+            and "cache_dtype='auto'" in without["engines"]["changed"]["cache_config"])
     changed["cache_config"] = changed["cache_config"].replace("cache_dtype='fp8'", "cache_dtype='auto'")
     for name, _, _ in cases:
         for part, text in without["engines"][name].items():

@@ -159,7 +159,8 @@ def test_the_ray_example_ships_dsv4_launch_and_the_engine_gets_fp8(tmp_path):
     assert runtime_env == {"pip": [str(wheel)]}, runtime_env
     runtime_env["env_vars"] = {"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", "VLLM_TARGET_DEVICE": "cpu",
                                # the oracle harness in the engine's process too (conftest.SITE)
-                               "PYTHONPATH": SITE, **{k: v for k, v in os.environ.items() if k == "DSV4_ORACLE_AS_VERIFIED"}}
+                               "PYTHONPATH": SITE,
+                               **{k: v for k, v in os.environ.items() if k == "DSV4_ORACLE_AS_VERIFIED"}}
     python = thin_python(tmp_path / "driver-venv")
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths live under it
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_LAUNCH_", "PYTHON", "VIRTUAL_ENV"))}

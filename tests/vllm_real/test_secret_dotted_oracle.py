@@ -1,4 +1,4 @@
-"""Oracle for tests/test_secret_dotted.py: the error line vLLM's own argparse prints for an argv
+"""Oracle for tests/secrets/test_secret_dotted.py: the error line vLLM's own argparse prints for an argv
 holding a dash-prefixed, dotted secret (its pre-processing makes ``-abc.def`` an option ``-abc``
 with the JSON ``{"def": …}``), passed through the redactor ``prepare`` builds for the same argv,
 shows no piece of the secret — every form vLLM can quote it in is one the redactor masks."""

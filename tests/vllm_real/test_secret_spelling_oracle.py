@@ -1,4 +1,4 @@
-"""Oracle for tests/test_secret_spellings.py: what vLLM's own parser does with each spelling of
+"""Oracle for tests/secrets/test_secret_spellings.py: what vLLM's own parser does with each spelling of
 a secret option (issue 41 item 2). Where it puts a word in a secret option (an abbreviation it
 accepts: ``allow_abbrev``), that word is masked; where it refuses the argv (an ambiguous
 abbreviation, one dash, a look-alike dash), its own error line, passed through the redactor
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.pipeline import PLAN, prepare
 from dsv4_launch.vllm_cli.secrets import SECRET_DESTS
-from tests.test_secret_spellings import S, spelling
+from tests.secrets.test_secret_spellings import S, spelling
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 pytestmark = pytest.mark.vllm_real

@@ -2,7 +2,7 @@
 in a fresh interpreter of this release leaves in ``sys.modules`` exactly the standard-library
 modules and third-party packages benchmarks/vllm_imports/vllm-<release>.json says
 (tools/record_vllm_imports.py). The benchmark's stand-in for vLLM imports that set, and
-tests/test_imports.py allows on the hand-over path what every recorded release imports itself
+tests/project/test_imports.py allows on the hand-over path what every recorded release imports itself
 (pynvml's ctypes.util, subprocess, shutil, tempfile) — so a start pays nothing for those.
 
 Nothing is faked: the real vLLM (CPU build), in a fresh interpreter.
@@ -26,7 +26,7 @@ def test_the_recorded_import_set_is_this_releases(real_vllm):
 
     version = importlib.metadata.version("vllm").split("+")[0]
     now = record(sys.executable)
-    # what tests/test_imports.py lets dsv4-serve import before the hand-over: every release imports it too
+    # what tests/project/test_imports.py lets dsv4-serve import before the hand-over: every release imports it too
     assert {"ctypes.util", "subprocess", "shutil", "tempfile", "json", "argparse"} <= set(now["stdlib"])
     path = ROOT / "benchmarks" / "vllm_imports" / f"vllm-{version}.json"
     pinned = f" {version} " in " " + _pinned_releases() + " "

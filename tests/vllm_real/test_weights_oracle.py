@@ -246,7 +246,8 @@ def _v2_share(monkeypatch, pp):
     monkeypatch.setattr(utils, "get_pp_group", _pp_group(pp))
     for helper in ("get_draft_load_config", "get_pp_safe_draft_load_config"):  # 0.33: the load config as is
         if hasattr(utils, helper):
-            monkeypatch.setattr(utils, helper, (lambda c: c.load_config) if helper == "get_draft_load_config" else (lambda c: c))
+            monkeypatch.setattr(utils, helper,
+                                (lambda c: c.load_config) if helper == "get_draft_load_config" else (lambda c: c))
     load_config = SimpleNamespace(load_format="auto")
     # a speculative config that overrides nothing (0.30-0.32 read its backends and KV dtype one by
     # one, 0.33 through apply_draft_overrides)
@@ -357,5 +358,6 @@ def test_the_target_keeps_the_hidden_state_buffer_for_the_methods_vllm_names():
             if hasattr(SpeculativeConfig, name):
                 setattr(me, name, getattr(SpeculativeConfig, name).__get__(me))
         takes = needs(me) if needs else me.use_eagle() or me.uses_draft_model()
-        ours = load_buffers(c, 8192, method, __version__) - plain - (4 * 8192 * c["index_topk"] if method == "dspark" else 0)
+        ours = (load_buffers(c, 8192, method, __version__) - plain
+                - (4 * 8192 * c["index_topk"] if method == "dspark" else 0))
         assert (ours == 8192 * c["hc_mult"] * c["hidden_size"] * 2) is bool(takes), (__version__, method)

@@ -275,7 +275,7 @@ def _preset_names() -> list[str]:
 JSON = Option("--json", "Print the result as one JSON object.")
 VLLM_VERSION = Option("--vllm-version", "Plan for this vLLM release (its recorded option table and rules) instead "
                       "of the installed one.", "X.Y.Z", _release, _releases)
-# --gpus is also core/facts.GIVEN_GPUS, the source of the GPUs it gives (tests/test_door_names.py)
+# --gpus is also core/facts.GIVEN_GPUS, the source of the GPUs it gives (tests/door/test_door_names.py)
 GPUS = Option("--gpus", "How many GPUs (default: those visible here), or a preset to plan for from anywhere: "
               "8xH200, 2xRTXPRO6000, 8xB200, 4xH100, 1xRTX5090, GB10, …", "N|NxGPU", _gpus, _preset_names)
 GPU_MEMORY = Option("--gpu-memory", "Memory of one GPU, e.g. 96GiB (default: the preset's, or read through NVML).",

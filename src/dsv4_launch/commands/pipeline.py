@@ -5,7 +5,7 @@ the command's ``context.Context``).
 ``dsv4-serve``, ``plan``, ``doctor`` and ``fit`` call ``prepare_in`` with argv; the vLLM plugin
 calls ``prepare_engine`` with vLLM's ``EngineArgs``. Both run ``_through_the_pipeline``: the
 same off switch, settings, fact gathering (``adapters/gather.gather_facts``), rule rows and plan
-— only where the arguments are read from differs (tests/test_agreement.py compares the two on
+— only where the arguments are read from differs (tests/commands/test_agreement.py compares the two on
 the rule matrix). For doctor it also reads this machine (``adapters/gather.gather_machine``:
 ``Prepared.machine``), for plan and doctor whether there is a vLLM to hand over to
 (``Prepared.no_vllm``): no command gathers anything itself. It decides, for every command, the

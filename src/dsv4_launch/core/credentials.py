@@ -77,7 +77,7 @@ _LAST_NOT_SECRET = (
 )
 
 # Every credential name holds one of these words (a fast gate for scanning text:
-# tests/test_credentials.py checks it against is_credential_name); the short ones only where no
+# tests/secrets/test_credentials.py checks it against is_credential_name); the short ones only where no
 # lower-case letter follows ("GITHUB_PAT", "dbPw"; not "path", "patch").
 HINT_WORDS = ("key", "token", "secret", "passw", "passphrase", "pass", "pwd", "credential", "auth", "cookie", "bearer",
               "sig", "jwt")
@@ -176,7 +176,7 @@ def secret_option_name(name: str, options: Iterable[str] = SECRET_OPTIONS) -> tu
     ``hf-tokn``), an abbreviation (``a``) or the option with something glued on (``api-keyK``); the
     length of what is glued on). vLLM refuses all of these but the abbreviation, and its message or
     a pasted command quotes the word after: the key the user meant."""
-    import difflib  # here: not on a start's path (tests/test_cli.py)
+    import difflib  # here: not on a start's path (tests/commands/test_cli.py)
 
     glued = next((len(name) - len(o) for o in options if name.startswith(o) and len(name) >= len(o) + _GLUED), 0)
     return bool(glued or is_credential_name(name) or any(o.startswith(name) for o in options if name)

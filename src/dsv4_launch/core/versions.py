@@ -5,7 +5,7 @@ read only as far as that needs: its release (``0.30``, trailing zeros trimmed, a
 and whether it comes before that release (a pre-release or dev build: ``0.30.0rc1``,
 ``0.30.0.dev5``), is it (``0.30.0``, and a build of it: ``0.30.0+cu130``), or comes after it
 (``0.30.0.post1``).
-Against any final release that orders exactly as PEP 440 does (tests/test_versions.py checks it
+Against any final release that orders exactly as PEP 440 does (tests/releases/test_versions.py checks it
 against ``packaging.version``, which this avoids importing for ``plan``'s sake); two
 pre-releases of one release are not told apart, and nothing here needs them to be.
 """

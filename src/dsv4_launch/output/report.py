@@ -30,7 +30,7 @@ def rule_of(plan: Plan, text: str) -> str | None:
 
 def command_line(argv: Sequence[str]) -> str:
     """``shlex.join``'s line, quoted by ``shlex.quote``'s rule: shlex itself is a module more before
-    every start (vLLM 0.34's CLI does not import it; tests/test_report.py compares the two)."""
+    every start (vLLM 0.34's CLI does not import it; tests/output/test_report.py compares the two)."""
     return " ".join(w if w and _SHELL_SAFE.issuperset(w) else "'" + w.replace("'", "'\"'\"'") + "'"
                     for w in ("vllm", "serve", *argv))
 

@@ -111,7 +111,7 @@ _NAMED_VALUE = (
 # them and its message quotes the word after, the key the user meant).
 _DASHES = "\\-" + DASHES[1:]  # inside a class: "-" escaped
 _OPTION_VALUE = rf"((?<![\w{_DASHES}])[{_DASHES}]{{1,2}}([A-Za-z][\w{_DASHES}]*)(?:=|\s+))(\S+)"
-# A fast test before the passes: every word above contains one of these (tests/test_explain_secrets.py).
+# A fast test before the passes: every word above contains one of these (tests/secrets/test_explain_secrets.py).
 _HINT = hint_pattern((*HINT_WORDS, "basic", *(d + x for d in DASHES for x in "ah")), HINT_SHORT)  # -api-k, —hf
 _EXCEPTION_NAME = r"(?:Error|Exception|Warning|Exit)$"  # KeyError: 'model.layers.0' is vLLM's, not a key
 

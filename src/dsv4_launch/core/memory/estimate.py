@@ -6,7 +6,7 @@ refuse (``weights_lower_bound``) — and does one request of ``max_model_len`` f
 cache left: vLLM's own accounting (``kv_plan.py``, settled per release by ``vllm_config.py``)
 against its budget term by term (``budget.py``), so a warning, never a refusal. The GPUs that
 count are the first TP × PP × DP of the visible set in CUDA's order (``used_gpus``).
-tests/test_memory.py checks the estimate against every logged data point,
+tests/memory/test_memory.py checks the estimate against every logged data point,
 tests/vllm_real/test_kv_oracle.py the KV accounting against vLLM's planner on every CI release.
 """
 
@@ -545,7 +545,7 @@ class BudgetTerm(Record):
     decides: str  # the facts and release ranges that decide it
     formula: str  # its formula, or its band
     source: str  # the vLLM code it rests on
-    test: str  # its own test (tests/test_memory_terms.py holds every term to one)
+    test: str  # its own test (tests/memory/test_memory_terms.py holds every term to one)
     build: Callable[[Facts, Setting], Term]
 
 
@@ -554,39 +554,39 @@ TERMS: tuple[BudgetTerm, ...] = (
                "--max-model-len, the attention/MoE backends and the release (activation.py's ranges)",
                "the profile run's peak, term by term where the code sizes it, a band for the rest",
                "v1/worker/gpu_worker.py determine_available_memory (torch_peak_increase / transient_peak_headroom)",
-               "tests/test_activation.py::test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held",
+               "tests/memory/test_activation.py::test_the_peak_is_the_forward_or_the_sampler_with_the_workspace_held",
                _activations),
     BudgetTerm("cuda graphs", "--enforce-eager, cudagraph_mode, -O0, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, "
                "the runner (V2 profiles graphs from 0.29: V2_PROFILES_GRAPHS)",
                f"0 where vLLM takes none, else profiled on the GPU: {GRAPH_LOW / GiB:.1f}–{GRAPH_HIGH / GiB:.1f} GiB",
                "v1/worker/gpu_worker.py determine_available_memory (the CUDA-graph estimate)",
-               "tests/test_memory_budget.py::test_no_graph_term_where_vllm_subtracts_none",
+               "tests/memory/test_memory_budget.py::test_no_graph_term_where_vllm_subtracts_none",
                lambda facts, s: graph_term(facts, s.v2)),
     BudgetTerm("non-torch", "TP × PP (communicators)",
                f"not derivable: 0–{NON_TORCH_HIGH / GiB:.1f} GiB, "
                f"0–{NON_TORCH_HIGH_PARALLEL / GiB:.1f} GiB with TP/PP",
                "utils/mem_utils.py non_torch_increase (inside total_consumed from 0.27)",
-               "tests/test_memory_terms.py::test_the_non_torch_band_is_wider_with_communicators",
+               "tests/memory/test_memory_terms.py::test_the_non_torch_band_is_wider_with_communicators",
                lambda facts, s: non_torch_term(s.layout.tp, s.layout.pp)),
     BudgetTerm("moe padding", "the experts' dtype and shapes, TP × DP without EP, the GPU's kind, the release "
                "(TRTLLM_ROWS_256, B12X_MOE in weights.py)",
                "each rank's MXFP4 expert slice rounded up to the kernel's rows: exact where the kernel is known, "
                "a band where vLLM picks it at start",
                "fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size",
-               "tests/test_memory_calibration.py::test_pro_at_tp_8_on_sm_10_before_0_27_pads_its_experts_a_third",
+               "tests/memory/test_memory_calibration.py::test_pro_at_tp_8_on_sm_10_before_0_27_pads_its_experts_a_third",
                lambda facts, s: moe_padding_term(facts, s.layout.tp, s.layout.pp, s.layout.dp,
                                                  s.layout.expert_parallel, s.capability, draft_kv(facts)[0])),
     BudgetTerm("unknown gpu kind", "whether a preset names the GPUs' kind (presets.py)",
                f"0 for a preset's kind, else 0–{UNKNOWN_KIND_HIGH / GiB:.1f} GiB (its overheads not known)",
                "none: the overheads measured on the preset kinds do not carry over",
-               "tests/test_memory_calibration.py::test_a_gpu_of_unknown_kind_widens_the_band_instead_of_fitting",
+               "tests/memory/test_memory_calibration.py::test_a_gpu_of_unknown_kind_widens_the_band_instead_of_fitting",
                lambda facts, s: unknown_kind_term(s.gpus)),
     BudgetTerm("spec sampler scratch", "--speculative-config's num_speculative_tokens, --max-num-seqs, "
                "--max-num-batched-tokens, the runner, --gpu-memory-utilization",
                "the rows a full verification step samples beyond the profile's, × vocab × 6–28 B, less the "
                "headroom vLLM leaves outside its budget (allocated after the KV cache: vLLM does not subtract it)",
                "v1/worker/gpu_model_runner.py _dummy_sampler_run (V1), v1/worker/gpu/model_runner.py (V2)",
-               "tests/test_memory_calibration.py::test_verifying_many_drafts_at_many_sequences_outgrows_the_headroom",
+               "tests/memory/test_memory_calibration.py::test_verifying_many_drafts_at_many_sequences_outgrows_the_headroom",
                lambda facts, s: spec_scratch_term(facts, s.mnbt, s.seqs, s.v2, s.gpus,
                                                   gpu_memory_utilization(facts))),
 )

@@ -4,7 +4,7 @@ Every tensor of the checkpoint is counted from the config the way vLLM builds it
 (``models/deepseek_v4/nvidia/model.py``, ``attention.py``, ``compressor.py``, ``nvidia/mtp.py``,
 ``nvidia/dspark.py`` @0.33.0; the same layout in 0.24.0) and split the way vLLM splits it, with
 each checkpoint's dtypes: per class, the vLLM lines it rests on, in docs/memory.md "Weights per
-GPU". Checked against every exact total there is (tests/test_weights.py).
+GPU". Checked against every exact total there is (tests/memory/test_weights.py).
 
 Cost: one pass over at most ``MAX_LAYERS`` layers with a per-layer-kind cache; list fields are
 read only up to the layers they describe, so a 7 MB ``compress_ratios`` costs nothing extra.

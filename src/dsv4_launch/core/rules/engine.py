@@ -3,7 +3,7 @@
 docs/DESIGN.md ("Rules are rows") explains the fields, the topic modules that hold the rows
 (each check under its row; ``registry`` collects them once, in ``TOPICS``' order), how
 ``evaluate`` — the only interpreter — decides certainty, and the version words the texts name
-(``{since}``, ``{NAME_before:minor}``, …; tests/test_rules.py fails on a release number written
+(``{since}``, ``{NAME_before:minor}``, …; tests/rules/test_rules.py fails on a release number written
 into a row's text). Only ``CONFIRMED`` or ``CITED`` rows may refuse; code is read only up to the
 newest verified release (core/vllm/releases.py): on a newer vLLM every refusal resting on release
 code is a warning that says "verified up to …", in this one place for plan, dsv4-serve, doctor and

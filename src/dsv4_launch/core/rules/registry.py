@@ -3,7 +3,7 @@ doctor's rows.
 
 A topic module's rows are its ``ROWS`` list, filled by ``@row`` as the module is read, so a row
 written anywhere in a module is registered; a new topic module is one more name in
-``PLAN_MODULES``. tests/test_rules.py counts the ``@row`` decorators of every module under
+``PLAN_MODULES``. tests/rules/test_rules.py counts the ``@row`` decorators of every module under
 core/rules/ (with ``ast``) and fails for one whose row is not here.
 """
 

@@ -11,7 +11,7 @@ file, the line, the release it was read in, and its anchor, a fragment of that l
 writes it. tests/vllm_real/test_citations.py checks every citation whose release is the
 installed vLLM's: the anchor is on the cited line or within ``WINDOW`` lines of it (a line number
 alone passes by accident, a fragment found anywhere in the file too). Every open-ended fact cites
-the newest release CI pins (tests/test_vllm_facts.py), so each is checked on every change;
+the newest release CI pins (tests/releases/test_vllm_facts.py), so each is checked on every change;
 citations at other releases are checked where a venv of that release runs the test.
 ``tools/new_release.py`` lists the open-ended facts whose cited lines a new release changed.
 """

@@ -2,7 +2,7 @@
 
 - ``VERIFIED_RELEASES``: the releases whose own code the real-vLLM oracle suite (tests/vllm_real)
   has been run against (tools/oracle_sweep.py; docs/release-matrix.md) and whose option table is
-  recorded (``data/serve-options-X.json``; tests/test_vllm_releases.py holds the two equal). The
+  recorded (``data/serve-options-X.json``; tests/releases/test_vllm_releases.py holds the two equal). The
   plugin patches only these; every rule row is judged on them as its evidence says.
 - ``NEWEST_VERIFIED``: the last of them. On a newer release (``0.35.0``, ``0.34.1``, ``0.35.0rc1``)
   no refusal rests on code nobody has read: ``core/rules/engine.evaluate`` turns each refusal of a
