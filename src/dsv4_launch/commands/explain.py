@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ..core.credentials import DASHES, secret_option_name
+from ..core.credentials import DASHES, option_key, secret_option_name
 from ..core.explain.masking import mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
 from ..core.explain.signatures import KV_AUTO
@@ -274,7 +274,7 @@ def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
         if not word[:1] or word[0] not in DASHES:
             continue
         name, eq, value = word.lstrip(DASHES).partition("=")
-        named, glued = secret_option_name(name.lower().replace("_", "-"))
+        named, glued = secret_option_name(option_key(name))
         if glued:
             found.append(name[len(name) - glued:])
         if not named:

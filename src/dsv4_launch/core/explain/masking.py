@@ -23,6 +23,7 @@ from ..credentials import (
     hint_pattern,
     is_credential_name,
     looks_like_credential_value,
+    option_key,
     secret_option_name,
 )
 from ..walker import closing
@@ -169,16 +170,12 @@ def _option_of(name: str) -> str:
     ``unrecognized arguments`` with), or ""."""
     import difflib  # here: not on a start's path
 
-    norm = _normal(name)
+    norm = option_key(name)
     if _MULTI_VALUED.startswith(norm) or difflib.get_close_matches(norm, [_MULTI_VALUED], 1, NEAR_SECRET_OPTION):
         return _MULTI_VALUED  # misspelt too, the user's keys: every word up to the next option ("--api-kye k1 k2")
     if "hf-token".startswith(norm):
         return "hf-token"
     return "secret" if credential_name(name) or secret_option_name(norm, WORD_SECRET_OPTIONS)[0] else ""
-
-
-def _normal(name: str) -> str:
-    return re.sub(f"[{_DASHES}_]", "-", name).lower()
 
 
 # A word that names an option, its value glued on ("--api-keyK"), and argparse's message about
@@ -191,7 +188,7 @@ def _glued_spans(text: str) -> list[tuple[int, int]]:
     """What is glued onto a credential option's name: ``--api-keyK``, ``-hf-tokenK``."""
     spans = []
     for m in re.finditer(_OPTION_WORD, text):
-        norm = _normal(m.group(1))
+        norm = option_key(m.group(1))
         glued = secret_option_name(norm, WORD_SECRET_OPTIONS)[1]
         if glued:
             spans.append((m.start(1) + len(norm) - glued, m.end(1)))
