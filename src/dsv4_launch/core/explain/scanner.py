@@ -226,6 +226,11 @@ class _Failure:
         return bool(self.cause or self.weak or self.pointer)
 
 
+def _hits(literals: list[tuple[str, tuple[int, ...]]], text: str) -> list[int]:
+    """The signatures whose literal ``text`` holds (the gate before their regular expressions)."""
+    return [i for lit, indexes in literals if lit in text for i in indexes]
+
+
 class Scanner:
     """Feeds on log lines, keeps a bounded window: ``feed(text, level)`` per line, ``result()``."""
 
@@ -285,14 +290,12 @@ class Scanner:
         code = source or text.startswith(("dsv4-serve: ", "dsv4-launch"))
         head = text.lstrip(" \t|")
         self._after_frame = frame = head.startswith('File "')
-        literals = self._frame_literals if frame else self._literals
-        hits = [] if code or head[:1] in ("^", "~") else [
-            i for lit, indexes in literals if lit in text for i in indexes]
+        hits = [] if code or head[:1] in ("^", "~") else _hits(self._frame_literals if frame else self._literals, text)
         if hits or (self._always and not code):
             self._match(number, text, hits + self._always)
         joined = self._continued(number, text)
         if joined:  # an error message a copy wrapped: matched as one line
-            self._match(number - 1, joined, [i for lit, indexes in self._literals if lit in joined for i in indexes])
+            self._match(number - 1, joined, _hits(self._literals, joined))
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
         if "non-default args:" in text:
