@@ -41,6 +41,18 @@ class _Fill(dict):
         return f"<{key}>"
 
 
+def _filled(words: str | tuple[str, ...], values: Mapping[str, str]) -> str:
+    """A signature's words with the log's values (``<name>`` where the log has none); of
+    alternatives, the first whose every ``{name}`` the log gives."""
+    *first, last = (words,) if isinstance(words, str) else words
+    for text in first:
+        try:
+            return text.format_map(values)
+        except KeyError:
+            continue
+    return last.format_map(_Fill(values))
+
+
 def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = None) -> dict:
     """What happened, the fix and the reference, from the row itself (the KV rule: core/rules/kv_paths.py;
     a failure with no row: the signature's own words). ``values``: the log's, for ``{name}`` in the words."""
@@ -61,8 +73,7 @@ def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = No
     from ..core.rules.engine import version_words, words
 
     rule = _rules()[rule_id]
-    words_of_signature = {k: v.format_map(logged) for k, v in ((signature.fill or {}) if signature is not None
-                                                               else {}).items()}
+    words_of_signature = {k: _filled(v, values or {}) for k, v in (signature.fill or {} if signature else {}).items()}
     fill = _Fill({**version_words(rule), **words_of_signature})
     fill.setdefault("gpus", "these GPUs")
     fill.setdefault("vllm", "vLLM")
@@ -221,7 +232,6 @@ def _plan_rules(prepared) -> set[str]:
 # --- the document both renderings are made from ------------------------------------------------
 
 ARGUMENT_ERROR = "vllm-argument-error"  # the generic answer: named only where no other signature is
-_ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 _PORT_IN_USE = ("Address already in use", "EADDRINUSE", "address already in use")
 
 
@@ -328,10 +338,6 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and
                     prepared.facts is not None else None}
             item.update(row_text(match.signature.rule, match.signature, _values(match, scan)))
-            estimate = _ESTIMATE.search(match.line.text) if match.signature.rule == "max-model-len-too-long" else None
-            if estimate:  # vLLM's own estimate, quoted
-                item["fix"] = (f"--max-model-len {estimate.group(1)} (vLLM's estimate on this line) or less; "
-                               f"{item['fix']}")
             finding = next((f for f in prepared.plan.findings if f.rule == match.signature.rule), None) \
                 if prepared is not None else None
             item["plan_text"] = finding.text if finding else None

@@ -32,8 +32,9 @@ class Signature(Record):
     context: str | None = None
     context_lines: int = 0
     # Words for the row's fix placeholders where no plan can fill them ({sizes}, {fix}, …). The
-    # pattern's named groups fill ``{name}`` in these words (and in ``text``) with the log's values.
-    fill: Mapping[str, str] | None = None
+    # pattern's named groups fill ``{name}`` in these words (and in ``text``) with the log's values;
+    # of alternatives (a tuple), the first whose every ``{name}`` the log gives.
+    fill: Mapping[str, str | tuple[str, ...]] | None = None
     # A failure with no rule row (nothing at launch decides it: a kernel's, a library's, an old
     # release's): the signature's own words — title, effect, fix, reference, evidence.
     text: Mapping[str, str] | None = None
@@ -81,6 +82,8 @@ _FLASHINFER_SM120_TEXT = {
            "or with another --tensor-parallel-size",
     "reference": "flashinfer#3828, flashinfer#4336, flashinfer#4380, vllm#50720, vllm#56837",
     "evidence": "reported"}
+_MAX_LEN_FIX = ("--max-model-len at most the estimated maximum the message names, --max-model-len auto, or more "
+                "memory for the KV cache (--gpu-memory-utilization, more GPUs)")
 _TOO_OLD_TEXT = {
     "title": "a vLLM without DeepSeek-V4",
     "effect": "this vLLM (or the transformers it reads the config with) does not know deepseek_v4: no architecture, "
@@ -343,11 +346,12 @@ SIGNATURES: tuple[Signature, ...] = (
         fill={"more": "enough"}),
     Signature(
         rule="max-model-len-too-long", exception="ValueError",
-        pattern=r"To serve at least one request with the model's max seq len \(\d+\)",
+        pattern=r"To serve at least one request with the model's max seq len \(\d+\)"
+        r"(?:.*?the estimated maximum model length is (?P<estimate>\d+))?",  # vLLM's estimate, quoted in the fix
         source=f"{_KVU}:760@0.24.0–0.25.1, :778@0.26.0–0.27.1, :758@0.28.0, :879@0.29.0, :899@0.30.0, "
         ":925@0.31.0, :1030@0.32.0, vllm/v1/core/kv_cache_planning.py:77@0.33.0",
-        fill={"fix": "--max-model-len at most the estimated maximum the message names, --max-model-len auto, or "
-              "more memory for the KV cache (--gpu-memory-utilization, more GPUs)"}),
+        fill={"fix": (f"--max-model-len {{estimate}} (vLLM's estimate on this line) or less; {_MAX_LEN_FIX}",
+                      _MAX_LEN_FIX)}),
     # The wording before 0.24 (V0 and early V1 engines; not in 0.24.0–0.33.0): the length and the
     # tokens the KV cache holds, without an estimate.
     Signature(
