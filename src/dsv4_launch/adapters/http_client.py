@@ -177,12 +177,10 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 def _shown(url: str) -> str:
     """A URL for a message: credentials masked, at most 200 characters."""
-    from ..core.check.judge import excerpt
-
     parts = urlsplit(url)
     if "@" in parts.netloc:
         url = url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
-    return excerpt(url, 200)
+    return clip(url, 200)
 
 
 def _left(deadline, clock) -> float:
