@@ -176,24 +176,21 @@ def _stop(findings: list[sc.Finding]) -> bool:
 
 
 def probe(base: sc.BaseUrl, *, model: str | None, headers: Mapping[str, str], deadline: float, client: str,
-          key_from: str | None, key_set: bool, clock=time.monotonic, fetch=None, debug: bool = False) -> Run:
+          key_from: str | None, key_set: bool, clock, fetch, debug: bool = False) -> Run:
     """The four steps, each bounded by the time left before ``deadline``. Something unforeseen
     inside one step (``debug``: raised instead) is that step's finding, a problem, and the
     steps that do not need its result still run."""
-    if fetch is None:
-        from ..adapters.http_client import request as fetch
     run = Run()
-    json_headers = {**headers, "Content-Type": "application/json"}
+    keys: dict = {"key_from": key_from, "key_set": key_set}
 
-    def call(method: str, path: str, body: dict | None = None) -> sc.Exchange:
+    def step(name: str, request: str, judge, body: dict | None = None) -> tuple[list[sc.Finding], object]:
+        """``request`` sent and its answer judged: (its findings, what it gives the next steps)."""
+        method, path = request.split()[:2]
         data = json.dumps(body).encode() if body is not None else None
-        return fetch(method, base, path, headers=json_headers if data else headers, body=data,
-                     timeout=deadline - clock(), client=client, clock=clock)
-
-    def step(name: str, request: str, work) -> tuple[list[sc.Finding], object]:
-        """``work()`` → (the exchange, its findings, what the step gives the next ones)."""
         try:
-            ex, found, given = work()
+            ex = fetch(method, base, path, headers={**headers, "Content-Type": "application/json"} if data else headers,
+                       body=data, timeout=deadline - clock(), client=client, clock=clock)
+            found, given = judge(ex)
         except Exception as exc:
             if debug:
                 raise
@@ -204,37 +201,23 @@ def probe(base: sc.BaseUrl, *, model: str | None, headers: Mapping[str, str], de
             given = None
         return run.record(name, request, ex, found), given
 
-    def health():
-        ex = call("GET", "/health")
-        return ex, sc.judge_health(ex), None
-
-    def models():
-        ex = call("GET", "/v1/models")
-        return (ex, *sc.judge_models(ex, model, key_from=key_from, key_set=key_set))
-
-    def chat():
-        ex = call("POST", "/v1/chat/completions", sc.chat_request(run.model or ""))
-        return (ex, *sc.judge_chat(ex, key_from=key_from, key_set=key_set))
-
-    def tools():
-        ex = call("POST", "/v1/chat/completions", sc.tool_request(run.model or ""))
-        return (ex, *sc.judge_tools(ex, key_from=key_from, key_set=key_set))
-
-    found, _ = step("health", "GET /health", health)
+    found, _ = step("health", "GET /health", lambda ex: (sc.judge_health(ex), None))
     if _stop(found) and not _internal(found):
         return run
-    found, card = step("models", "GET /v1/models", models)
+    found, card = step("models", "GET /v1/models", lambda ex: sc.judge_models(ex, model, **keys))
     if isinstance(card, dict):
         run.model = card["id"]
     elif model is not None and _internal(found):
         run.model = model  # the model list could not be judged here: the model asked for is probed
     if run.model is None:
         return run
-    found, chat_summary = step("chat", "POST /v1/chat/completions", chat)
+    found, chat_summary = step("chat", "POST /v1/chat/completions", lambda ex: sc.judge_chat(ex, **keys),
+                               sc.chat_request(run.model))
     run.chat = chat_summary if isinstance(chat_summary, sc.ChatSummary) else None
     if any(f.level == sc.UNREACHABLE for f in found):
         return run
-    _, tools_summary = step("tools", "POST /v1/chat/completions (tools)", tools)
+    _, tools_summary = step("tools", "POST /v1/chat/completions (tools)", lambda ex: sc.judge_tools(ex, **keys),
+                            sc.tool_request(run.model))
     run.tools = tools_summary if isinstance(tools_summary, sc.ChatSummary) else None
     return run
 
