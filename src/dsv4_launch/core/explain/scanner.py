@@ -122,10 +122,9 @@ class Scan(Record):
     pointers: tuple[LogLine, ...] = ()  # vLLM's last line pointing above it ("See root cause above")
     traceback_cut: int | None = None  # the log ends inside a traceback (its last line): its exception is not in it
     secrets: tuple[str, ...] = ()  # the secrets of every "non-default args" line (to mask wherever they appear)
-    # The last ``vllm serve …`` command pasted into the log (its words after ``serve``, shell
-    # continuations and one-option-per-line pastes joined) and its first line.
+    # The last ``vllm serve …`` command pasted into the log: its words after ``serve``, shell
+    # continuations and one-option-per-line pastes joined.
     command: tuple[str, ...] = ()
-    command_line: int | None = None
     gpu_capabilities: tuple[tuple[int, int], ...] = ()  # every distinct one the log names (``gpu``: the last)
 
 def _top_level_alternatives(pattern: str) -> list[str]:
@@ -279,7 +278,7 @@ class Scanner:
         self._terminal_re = re.compile(_TERMINAL)
         self._args_re = re.compile(_ARGS)
         self._command: list[str] | None = None  # the pasted command being read (its lines)
-        self._commands: tuple[list[str], int] | None = None  # the last one read and its first line
+        self._commands: list[str] | None = None  # the last one read
 
     def feed(self, text: str, level: str | None = None) -> None:
         self.count += 1
@@ -305,7 +304,7 @@ class Scanner:
         if "(SM " in text or "cuda capability" in text:
             self._read_gpu(number, text)
         if self._command is not None or "vllm serve " in text:
-            self._read_command(number, text)
+            self._read_command(text)
         self._read_error(number, text, level, code)
 
     # --- the root cause ----------------------------------------------------------------------
@@ -425,7 +424,7 @@ class Scanner:
         for secret in secrets:
             self._secrets[secret] = None
 
-    def _read_command(self, number: int, text: str) -> None:
+    def _read_command(self, text: str) -> None:
         """A pasted ``vllm serve`` command: its line, then the lines a shell continuation (``\\``)
         or a one-option-per-line paste (``--option``) adds to it."""
         stripped = text.strip()
@@ -437,7 +436,7 @@ class Scanner:
         start = text.find("vllm serve ")
         if start >= 0:
             self._command = [text[start + len("vllm serve "):].strip()[:ARGS_TEXT_LIMIT]]
-            self._commands = (self._command, number)
+            self._commands = self._command
 
     def _read_gpu(self, number: int, text: str) -> None:
         for pattern in self._gpu_res:
@@ -465,8 +464,7 @@ class Scanner:
             lines=self.count, matches=tuple(self._matches[k] for k in self._order), version=self.version,
             version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
             pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
-            command=command_words(self._commands[0]) if self._commands else (),
-            command_line=self._commands[1] if self._commands else None, gpu_capabilities=tuple(self._capabilities))
+            command=command_words(self._commands) if self._commands else (), gpu_capabilities=tuple(self._capabilities))
 
 
 def command_words(lines: list[str]) -> tuple[str, ...]:
