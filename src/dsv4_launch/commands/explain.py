@@ -195,17 +195,12 @@ def rebuild_argv(values: Mapping[str, object], table) -> tuple[list[str], list[s
     return argv, skipped
 
 
-def _no_gpus():
-    from ..core.facts import GpuReport
-
-    return GpuReport(error="the log does not say which GPUs vLLM ran on")
-
-
 def corrected_plan(scan: Scan, env: Mapping[str, str]):
     """(Prepared, argv rebuilt, dests left out) for the log's arguments, or None without them."""
     if scan.args is None:
         return None
     from ..adapters.vllm_install import VllmInstall
+    from ..core.facts import GpuReport
     from ..vllm_cli.option_table import load_table
     from .pipeline import PLAN, prepare
 
@@ -216,7 +211,8 @@ def corrected_plan(scan: Scan, env: Mapping[str, str]):
         run_env["DSV4_LAUNCH_GPU_CAPABILITY"] = "{}.{}".format(*scan.gpu.capability)
     note = "the version the log shows" if scan.version else "the log does not show vLLM's version"
     vllm = VllmInstall(version=scan.version, importable=False, note=note)
-    prepared = prepare(argv, run_env, PLAN, read_gpus=_no_gpus, vllm=vllm)
+    prepared = prepare(argv, run_env, PLAN, vllm=vllm,
+                       read_gpus=lambda: GpuReport(error="the log does not say which GPUs vLLM ran on"))
     return prepared, argv, skipped
 
 
@@ -535,13 +531,12 @@ def explain_result(rest: list[str], ctx: Context):
     except KeyboardInterrupt:
         return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None, env),
                       document=_error_document(source, "interrupted"))
-    if scan.command:  # the pasted command's secrets are masked wherever they appear
-        scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1]
-                             + tuple(misspelt_secrets(scan.command)))
+    # masked wherever they appear: the pasted command's secrets, and the value of a secret option
+    # misspelt in vLLM's argument error
+    pasted = (*_read_command(scan.command, scan.version)[1], *misspelt_secrets(scan.command)) if scan.command else ()
     said = [w for m in scan.matches if m.signature.rule == ARGUMENT_ERROR
             for w in misspelt_secrets(_unrecognized((m.values or {}).get("message", "")))]
-    if said:  # a secret option misspelt in vLLM's argument error: its value, wherever it appears
-        scan = scan._replace(secrets=scan.secrets + tuple(said))
+    scan = scan._replace(secrets=(*scan.secrets, *pasted, *said))
     data = explain_data(scan, source, env)
     return Result(data["exit_status"], COMMAND.prefix, "the explanation", None, data,
                   lambda out: render_text(out.lines, data), _scrubber(scan, env))
