@@ -273,14 +273,10 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     secrets = [s for s in (key, base.password, auth.partition(" ")[2] if auth else None) if s]
     scrub = Redactor.for_argv((), env=env).also(secrets)
     timeout = own.get("timeout", DEFAULT_TIMEOUT)
-    client = ctx.http_client
-    if client is None:
-        from ..adapters.http_client import default_client
+    from ..adapters.http_client import default_client, request
 
-        client = default_client()
-    fetch = ctx.fetch
-    if fetch is None:
-        from ..adapters.http_client import request as fetch
+    client = ctx.http_client if ctx.http_client is not None else default_client()
+    fetch = ctx.fetch if ctx.fetch is not None else request
     headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": "dsv4-launch-check"}
     if auth:
         headers["Authorization"] = auth
