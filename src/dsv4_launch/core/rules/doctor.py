@@ -261,9 +261,6 @@ def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runt
         *torch_lines(runtime, used),
     ]
     judged = any(c.section == "flashinfer" for c in found)  # a row's verdict replaces the plain line
-    for extra in (flashinfer_line(runtime, judged), plugin_line(runtime, env, plugin_entry, plugin_hint)):
-        if extra is not None:
-            lines.append(extra)
-    lines += found
-    lines += plan_lines(plan, facts)
+    extra = (flashinfer_line(runtime, judged), plugin_line(runtime, env, plugin_entry, plugin_hint))
+    lines += [*(line for line in extra if line is not None), *found, *plan_lines(plan, facts)]
     return Diagnosis(tuple(lines), FAMILY_NAMES.get(family or "", "vLLM"))
