@@ -438,10 +438,6 @@ class Scanner:
                     self._capabilities[self.gpu.capability] = None
                 return
 
-    @property
-    def args(self) -> LogArgs | None:
-        return parse_args_text(*self._args_text) if self._args_text is not None else None
-
     def result(self) -> Scan:
         failure, previous = self._failure, self._previous
         if not failure.found() and previous is not None:
@@ -453,8 +449,9 @@ class Scanner:
         pointer = failure.pointer or (previous.pointer if previous is not None and cause else None)
         return Scan(
             lines=self.count, matches=tuple(self._matches[k] for k in self._order), version=self.version,
-            version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
-            pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
+            version_line=self.version_line, args=parse_args_text(*self._args_text) if self._args_text else None,
+            gpu=self.gpu, root_cause=tuple(cause), pointers=(pointer,) if pointer is not None else (),
+            traceback_cut=cut, secrets=tuple(self._secrets),
             command=command_words(self._commands) if self._commands else (), gpu_capabilities=tuple(self._capabilities))
 
 
