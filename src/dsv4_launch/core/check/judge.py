@@ -449,16 +449,11 @@ def judge_models(ex: Exchange, wanted: str | None, *, key_from: str | None = Non
                         "server?")], None
     if not cards:
         return [Finding("models", FAIL, "no-model", "/v1/models: the server lists no model")], None
-    names = [c["id"] for c in cards]
-    if wanted is not None:
-        match = next((c for c in cards if c["id"] == wanted), None)
-        if match is None:
-            shown = ", ".join(clip(n, 80) for n in names[:8]) + (" …" if len(names) > 8 else "")
-            return [Finding("models", FAIL, "model-not-served",
-                            f"/v1/models: {wanted!r} is not served here; served: {shown}")], None
-        card = match
-    else:
-        card = cards[0]
+    card = cards[0] if wanted is None else next((c for c in cards if c["id"] == wanted), None)
+    if card is None:
+        shown = ", ".join(clip(c["id"], 80) for c in cards[:8]) + (" …" if len(cards) > 8 else "")
+        return [Finding("models", FAIL, "model-not-served",
+                        f"/v1/models: {wanted!r} is not served here; served: {shown}")], None
     extra = f" (max_model_len {card['max_model_len']})" if _int(card.get("max_model_len")) else ""
     more = f"; also served: {len(cards) - 1} more" if len(cards) > 1 else ""
     return [Finding("models", OK, "model", f"/v1/models: {card['id']}{extra}{more}")], card
