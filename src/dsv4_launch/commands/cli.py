@@ -22,12 +22,6 @@ if TYPE_CHECKING:
     from .own_options import Command, NearMiss
 
 
-def _stderr_error(text: str) -> None:
-    from ..output.lines import safe_write
-
-    safe_write(sys.stderr, f"{text}\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``dsv4-launch``. ``argv`` None: this process's own command (``sys.argv``),
     which ends with it — plan, doctor and fit then leave the heap frozen for the exit
@@ -36,7 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args[0] if args else None
     if command in VERSION_FLAGS:
         if len(args) > 1:  # nothing is read after it: say so rather than ignore it (the words are not echoed)
-            _stderr_error(f"{PROGRAM}: {command} takes nothing after it (see: {PROGRAM} --help)")
+            from ..output.lines import safe_write
+
+            safe_write(sys.stderr, f"{PROGRAM}: {command} takes nothing after it (see: {PROGRAM} --help)\n")
             return exit_codes.USAGE
         from .version import run_version
 
