@@ -315,7 +315,6 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     prepared = corrected[0] if corrected else None
     planned = _plan_rules(prepared)
     explained = []
-    explained_rules: list[str] = []  # the rule of each entry of explained
     groups = group_matches(scan)
     if any(m.signature.rule != ARGUMENT_ERROR for group in groups for m in group):  # vLLM's argument error
         groups = [g for g in groups if any(m.signature.rule != ARGUMENT_ERROR for m in g)]  # only where none else
@@ -338,7 +337,6 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                 if prepared is not None else None
             item["plan_text"] = finding.text if finding else None
             explained.append(item)
-            explained_rules.append(match.signature.rule)
             chosen = [r for r in chosen if r != match.signature.rule]  # one entry per rule and line
     root = [{"line": x.number, "text": text}
             for x, text in zip(scan.root_cause, mask_lines([x.text for x in scan.root_cause]))]
@@ -349,7 +347,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         shown = masked_argv(prepared.argv, prepared.secrets)
         kv_fixed = any(c.option == "--kv-cache-dtype" for c in prepared.plan.changes)
         refused = {f.rule for f in prepared.plan.findings if f.level == "refuse"}
-        rules = list(dict.fromkeys(explained_rules))
+        rules = list(dict.fromkeys(str(item["rule"]) for item in explained))
         corrected_doc = {
             "argv": shown, "command": command_line(shown), "exit_status": prepared.status,
             # what the command changes about the failures explained: fixed by dsv4-serve's own
