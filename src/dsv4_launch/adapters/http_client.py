@@ -201,7 +201,6 @@ def _classify(exc: BaseException, what: str) -> _Failed:
     while seen is not None and len(chain) < 8:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    names = {type(e).__name__ for e in chain}
     for e in chain:
         if isinstance(e, ConnectionRefusedError):
             return _Failed("refused", f"connection refused ({what}): nothing listens there (yet)")
@@ -211,7 +210,7 @@ def _classify(exc: BaseException, what: str) -> _Failed:
             return _Failed("timeout", f"no answer in time ({what})")
         if isinstance(e, (ssl.SSLError, ssl.CertificateError)):
             return _Failed("tls", f"TLS failed ({what}): {clip(str(e), 160)}")
-    if names & {"ConnectError"}:
+    if any(type(e).__name__ == "ConnectError" for e in chain):
         return _Failed("refused", f"cannot connect ({what}): {clip(str(exc), 160)}")
     for e in chain:
         if isinstance(e, (ConnectionError, EOFError)) or type(e).__name__ in (

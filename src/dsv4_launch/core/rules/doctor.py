@@ -125,15 +125,9 @@ def arch_coverage(cc: tuple[int, int], arch_flags: list[str]) -> str:
 
     # Cubins run on the same major with an equal or higher minor ("a"/"f" variants are
     # architecture-specific: exact match only).
-    for code in sm:
-        n = num(code)
-        if n is None:
-            continue
-        if code.endswith(("a", "f")):
-            if n == major * 10 + minor:
-                return OK
-        elif n // 10 == major and n % 10 <= minor:
-            return OK
+    if any((n := num(c)) is not None and (n == major * 10 + minor if c.endswith(("a", "f"))
+                                          else n // 10 == major and n % 10 <= minor) for c in sm):
+        return OK
     if any((n := num(c)) is not None and n <= major * 10 + minor and not c.endswith("a") for c in ptx):
         return WARN
     return FAIL
