@@ -58,16 +58,14 @@ def run_command(name: str, args: Sequence[str], ctx: Context | None = None, *, e
     from .collector import Paused  # the collector off for the run (commands/collector.py)
 
     paused = Paused(ending=ending).__enter__()  # from the import on: most of plan's allocations are imports
-    resumed = False
     try:
         command = load(name)
         if not command.pause_collector:  # check and explain run as long as they must: the collector back on
-            paused.ending, resumed = False, True
+            paused.ending = False
             paused.__exit__()
         return _run(command, args, ctx)
     finally:
-        if not resumed:
-            paused.__exit__()
+        paused.__exit__()  # once more for check and explain: nothing left to do
 
 
 def _run(command: Command, args: list[str], ctx: Context | None) -> int:
