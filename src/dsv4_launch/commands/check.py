@@ -277,9 +277,8 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
 
     client = ctx.http_client if ctx.http_client is not None else default_client()
     fetch = ctx.fetch if ctx.fetch is not None else request
-    headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": "dsv4-launch-check"}
-    if auth:
-        headers["Authorization"] = auth
+    headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": "dsv4-launch-check",
+               **({"Authorization": auth} if auth else {})}
     start = clock()
     try:
         run = probe(base, model=own.get("model"), headers=headers, deadline=start + timeout, client=client,
