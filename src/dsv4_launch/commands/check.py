@@ -31,8 +31,6 @@ MAX_TIMEOUT = 3600.0
 _SECRET_OPTION = r"--?(?:api[-_]?key|key|token|bearer|password|passwd|secret|auth[\w-]*|header)"
 SECRET_REFUSED = ("a secret on the command line is visible to every user of this machine (ps, /proc, shell "
                   "history): put the key in an environment variable and give its name, --api-key-env NAME")
-
-
 MISSING_VARIABLE = "the variable named by --api-key-env"
 
 
