@@ -16,6 +16,7 @@ as the text ``\xff``/``\ud800``, which strict parsers accept, and listed in ``no
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from .redact import NO_REDACT, Redactor, masked
@@ -85,16 +86,9 @@ def rejected_line(prepared) -> str:
 
 
 def _surrogates_as_text(text: str) -> str:
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the undecodable byte itself
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Each lone surrogate as text: ``\\xff`` for surrogateescape's undecodable byte, else ``\\ud800``."""
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\x{ord(m[0]) - 0xDC00:02x}" if "\udc80" <= m[0] <= "\udcff"
+                  else f"\\u{ord(m[0]):04x}", text)
 
 
 def _valid_text(data, path: str, found: list[str]):
