@@ -482,13 +482,9 @@ def _leaves_value_below(text: str) -> bool:
         # pydantic's location: the credential's name is its last part but a list's index ("api_key.0")
         last = next((p for p in reversed(name.split(".")) if p and not p.isdigit()), "")
         return credential_name(last) or (m.group(2) is not None and _option_of(last) != "")
-    if text.rstrip()[-1:] not in "[{(,":
-        return False
-    for found in re.finditer(_NAMED_VALUE, text):
-        if found.group(3)[-1] in "[{(" and credential_name(found.group(2)) \
-                and closing(text, found.end(3) - 1) == len(text) and text.rstrip()[-1:] not in ")]}":
-            return True
-    return False
+    return text.rstrip()[-1:] in "[{(," and any(
+        found.group(3)[-1] in "[{(" and credential_name(found.group(2)) and closing(text, found.end(3) - 1) == len(text)
+        and text.rstrip()[-1:] not in ")]}" for found in re.finditer(_NAMED_VALUE, text))
 
 
 def _key_tail(word: str) -> bool:
