@@ -336,10 +336,8 @@ def _summary(state: str, run: Run, elapsed: float, status: int) -> str:
     warnings = sum(1 for f in run.findings if f.level == sc.WARN)
     warned = f", {_count(warnings, 'warning')} above" if warnings else ""
     if state == sc.HEALTHY:
-        if warnings:
-            return f"{asked} requests answered in {elapsed:.2f} s: no problem, {_count(warnings, 'warning')} above " \
-                   f"(exit {status})"
-        return f"{asked} requests answered in {elapsed:.2f} s, nothing wrong found (exit {status})"
+        said = f": no problem{warned}" if warnings else ", nothing wrong found"
+        return f"{asked} requests answered in {elapsed:.2f} s{said} (exit {status})"
     if state == sc.PROBLEM:
         n = sum(1 for f in run.findings if f.level == sc.FAIL)
         return f"{_count(n, 'problem')} found{warned} (exit {status})"
