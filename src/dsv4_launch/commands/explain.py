@@ -82,16 +82,13 @@ def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = No
 
 
 def _logged(values: Mapping[str, object], dest: str):
-    """A logged argument by dest; ``a.b`` reads key ``b`` of the dict ``a``. Missing: a marker."""
+    """A logged argument by dest; ``a.b`` reads key ``b`` of the dict ``a``. Missing: None."""
     value: object = values
     for part in dest.split("."):
         if not isinstance(value, Mapping) or part not in value:
-            return _ABSENT
+            return None
         value = value[part]
     return value
-
-
-_ABSENT = object()
 
 
 PARSED_WORDS = 2_000  # words of a pasted command read with the release's parser (argparse's cost is quadratic)
@@ -126,9 +123,8 @@ def _shown(scan: Scan, wanted: Mapping[str, object]) -> bool:
     values = scan.args.values if scan.args is not None else command_values(scan)
     if values is None:
         return False
-    found = {dest: _logged(values, dest) for dest in wanted}
-    return all(value is not _ABSENT and value is not None and (want is ... or value == want)
-               for (dest, want), value in zip(wanted.items(), found.values()))
+    return all((value := _logged(values, dest)) is not None and (want is ... or value == want)
+               for dest, want in wanted.items())
 
 
 def _args_fit(match: Match, scan: Scan) -> bool:
