@@ -144,12 +144,8 @@ def group_matches(scan: Scan) -> list[list[Match]]:
             continue  # the same text means another thing on the log's GPUs (each one it names)
         if _args_fit(match, scan):
             by_line.setdefault(match.line.number, []).append(match)
-    groups = []
-    for number in sorted(by_line):
-        found = by_line[number]
-        in_range = [m for m in found if m.signature.vllm.contains(m.version) is not False]
-        groups.append(in_range or found)
-    return groups
+    return [[m for m in found if m.signature.vllm.contains(m.version) is not False] or found
+            for _, found in sorted(by_line.items())]
 
 
 # --- the arguments in the log, through the same pipeline as plan ------------------------------
