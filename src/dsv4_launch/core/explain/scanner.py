@@ -412,8 +412,7 @@ class Scanner:
             if len(self._args_secrets) >= _ARGS_MEMO:
                 self._args_secrets.clear()
             self._args_secrets[text] = secrets
-        for secret in secrets:
-            self._secrets[secret] = None
+        self._secrets.update(dict.fromkeys(secrets))
 
     def _read_command(self, text: str) -> None:
         """A pasted ``vllm serve`` command: its line, then the lines a shell continuation (``\\``)
