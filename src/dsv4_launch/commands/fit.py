@@ -165,17 +165,17 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     fix = fix_on_these(facts, rows, context)
     # the user's own GPUs fit with a lever the fix found: say so instead of asking for more GPUs
     yours = fix if fix and fix[2] and (fewest is None or fewest.estimate.layout.gpus > count) else None
+    fewest_of = f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: "
+    not_judged = f"no layout can be judged to fit {context:,} tokens: "
     if yours is not None:
-        fewest_line = (f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: {count} "
-                       f"(yours: {yours[0].flags} with {yours[1]}, re-planned)")
+        fewest_line = fewest_of + f"{count} (yours: {yours[0].flags} with {yours[1]}, re-planned)"
     elif fewest is not None:
-        fewest_line = (f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: "
-                       f"{fewest.estimate.layout.gpus} ({fewest.flags}, the most headroom)")
+        fewest_line = fewest_of + f"{fewest.estimate.layout.gpus} ({fewest.flags}, the most headroom)"
     elif rows and all(r.estimate.weights_bytes_per_gpu is None for r in rows):
-        fewest_line = f"no layout can be judged to fit {context:,} tokens: the weights per GPU are unknown ({source})"
+        fewest_line = not_judged + f"the weights per GPU are unknown ({source})"
     elif rows and all(not r.estimate.stages for r in rows):  # DeepSeek-V4.1: its own caches
-        fewest_line = (f"no layout can be judged to fit {context:,} tokens: this model's KV cache is not modelled, "
-                       "so no length is judged (vLLM decides at start)")
+        fewest_line = not_judged + ("this model's KV cache is not modelled, so no length is judged (vLLM decides at "
+                                    "start)")
     else:
         fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (1, 2, 4, 8, then whole nodes) fits {context:,} "
                        "tokens at the pessimistic end")
