@@ -148,10 +148,6 @@ def _masking(fetch, scrub: Redactor):
 
 def _masked_json(text: str, scrub: Redactor) -> str:
     """A JSON text with its string values masked once read (written again only if one changed)."""
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
-        return text
 
     def walk(value):
         if isinstance(value, str):
@@ -163,9 +159,10 @@ def _masked_json(text: str, scrub: Redactor) -> str:
         return value
 
     try:
+        doc = json.loads(text)
         out = walk(doc)
         return text if out == doc else json.dumps(out)
-    except RecursionError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what json reads
         return text
 
 
