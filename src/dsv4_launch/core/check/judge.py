@@ -279,10 +279,9 @@ def repeated_unit(text: str, ids: Sequence[int] | None = None) -> str | None:
     s = text.strip()
     if len(s) < 8:
         return None
-    for p in range(1, min(16, int(len(s) / 3.5)) + 1):  # a piece of up to 16 characters, 3.5 times or more
-        if all(s[i] == s[i - p] for i in range(p, len(s))):
-            return repr(s[:p])
-    return None
+    # a piece of up to 16 characters, 3.5 times or more
+    return next((repr(s[:p]) for p in range(1, min(16, int(len(s) / 3.5)) + 1)
+                 if all(s[i] == s[i - p] for i in range(p, len(s)))), None)
 
 
 _COUNT_SEP = r"[\s,;.、\-–]*"  # what may stand between the numbers of a count
@@ -387,9 +386,7 @@ def _ids(doc) -> list[int] | None:
         ids = doc["choices"][0].get("token_ids")
     except (KeyError, IndexError, TypeError, AttributeError):
         return None
-    if isinstance(ids, list) and all(_int(i) is not None for i in ids):
-        return ids
-    return None
+    return ids if isinstance(ids, list) and all(_int(i) is not None for i in ids) else None
 
 
 # --- the steps -------------------------------------------------------------------------------
