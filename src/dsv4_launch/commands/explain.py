@@ -151,9 +151,7 @@ def group_matches(scan: Scan) -> list[list[Match]]:
 # --- the arguments in the log, through the same pipeline as plan ------------------------------
 
 def _option_text(value) -> str:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
 
 
 def rebuild_argv(values: Mapping[str, object], table) -> tuple[list[str], list[str]]:
