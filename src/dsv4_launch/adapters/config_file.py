@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from itertools import chain
 
 from ..core.credentials import excerpt
 from ..vllm_cli.serve_args import ConfigFileError, ConfigNotRead
@@ -76,13 +77,8 @@ def expanded_size(data: object, limit: int) -> int:
     sizes: dict[int, int] = {}
     keep = [data]  # the containers whose id() is in ``sizes``, alive for the whole count
 
-    def children(value):
-        if isinstance(value, dict):
-            for k, v in value.items():
-                yield k
-                yield v
-        else:
-            yield from value
+    def children(value):  # a dict's keys and values, a list's items
+        return chain.from_iterable(value.items()) if isinstance(value, dict) else iter(value)
 
     def leaf(value: object) -> int | None:
         if isinstance(value, str):
@@ -95,25 +91,24 @@ def expanded_size(data: object, limit: int) -> int:
     if top is not None:
         return top
     sizes[id(data)] = 1  # in progress: a cycle back here counts 1
-    stack = [(data, children(data), 1)]
+    stack = [(data, children(data), [1])]  # each container being walked, its items left, its size so far
     while stack:
-        value, items, total = stack.pop()
+        value, items, total = stack[-1]
         for child in items:
             known = leaf(child)
             if known is None:  # a container not seen yet: walk it first, then come back here
                 sizes[id(child)] = 1
                 keep.append(child)
-                stack.append((value, items, total))
-                stack.append((child, children(child), 1))
+                stack.append((child, children(child), [1]))
                 break
-            total += known
-            if total > limit:
-                return total
+            total[0] += known
+            if total[0] > limit:
+                return total[0]
         else:
-            sizes[id(value)] = total
+            sizes[id(value)] = total[0]
+            stack.pop()
             if stack:  # add it to its parent
-                parent, parent_items, parent_total = stack.pop()
-                stack.append((parent, parent_items, parent_total + total))
+                stack[-1][2][0] += total[0]
     return sizes[id(data)]
 
 

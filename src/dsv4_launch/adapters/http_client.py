@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import contextmanager
 from urllib.parse import urljoin, urlsplit
 
 from ..core.check.judge import BaseUrl, Exchange
@@ -138,43 +139,48 @@ def request(method: str, base: BaseUrl, path: str, *, headers: Mapping[str, str]
 
 
 def _follow(method, base, path, headers, body, deadline, client, max_bytes, clock, start) -> Exchange:
-    url = base.url(path)
-    origin = base.origin
-    for _ in range(MAX_REDIRECTS + 1):
-        once = _once_httpx if client == "httpx" else _once_stdlib
-        try:
-            status, data, truncated, location = once(method, url, headers, body, deadline, max_bytes, clock)
-        except _Failed as exc:
-            return Exchange(None, elapsed=clock() - start, error=exc.text, kind=exc.kind)
-        if status in (301, 302, 303, 307, 308) and location:
-            target = urljoin(url, location)
-            parts = urlsplit(target)
-            try:
-                port = parts.port or (443 if parts.scheme == "https" else 80)
-            except ValueError:
-                port = None
-            if (parts.scheme, (parts.hostname or "").lower(), port) != origin:
-                return Exchange(None, elapsed=clock() - start, kind="redirect",
-                                error=f"HTTP {status}: redirected to another host ({_shown(target)}): not followed, "
-                                      "so the API key is not sent there; give that URL if it is the server")
-            if method != "GET" and status not in (307, 308):
-                return Exchange(None, elapsed=clock() - start, kind="redirect",
-                                error=f"HTTP {status} for {method}: redirected to {_shown(target)}, which would "
-                                      "turn the request into a GET; give the server's own URL")
-            url = target
-            continue
-        return Exchange(status, data, elapsed=clock() - start, truncated=truncated)
-    return Exchange(None, elapsed=clock() - start, kind="redirect", error=f"more than {MAX_REDIRECTS} redirects")
+    """The request and the redirects it follows, over one client made for ``base``'s scheme and
+    host: a redirect is followed only to the same scheme, host and port."""
+    url, hops = base.url(path), 0
+
+    def failed(kind: str, error: str) -> Exchange:
+        return Exchange(None, elapsed=clock() - start, error=error, kind=kind)
+
+    try:
+        with (_httpx_client if client == "httpx" else _stdlib_client)(base, deadline, max_bytes, clock) as once:
+            while True:
+                status, data, truncated, location = once(method, url, headers, body)
+                if status not in (301, 302, 303, 307, 308) or not location:
+                    return Exchange(status, data, elapsed=clock() - start, truncated=truncated)
+                target = urljoin(url, location)
+                if _origin(target) != base.origin:
+                    return failed("redirect", f"HTTP {status}: redirected to another host ({_shown(target)}): not "
+                                  "followed, so the API key is not sent there; give that URL if it is the server")
+                if method != "GET" and status not in (307, 308):
+                    return failed("redirect", f"HTTP {status} for {method}: redirected to {_shown(target)}, which "
+                                  "would turn the request into a GET; give the server's own URL")
+                if hops == MAX_REDIRECTS:
+                    return failed("redirect", f"more than {MAX_REDIRECTS} redirects")
+                url, hops = target, hops + 1
+    except _Failed as exc:
+        return failed(exc.kind, exc.text)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = None
+    return parts.scheme, (parts.hostname or "").lower(), port
 
 
 def _shown(url: str) -> str:
     """A URL for a message: credentials masked, at most 200 characters."""
-    from ..core.check.judge import excerpt
-
     parts = urlsplit(url)
     if "@" in parts.netloc:
         url = url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
-    return excerpt(url, 200)
+    return clip(url, 200)
 
 
 def _left(deadline, clock) -> float:
@@ -195,7 +201,6 @@ def _classify(exc: BaseException, what: str) -> _Failed:
     while seen is not None and len(chain) < 8:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    names = {type(e).__name__ for e in chain}
     for e in chain:
         if isinstance(e, ConnectionRefusedError):
             return _Failed("refused", f"connection refused ({what}): nothing listens there (yet)")
@@ -205,7 +210,7 @@ def _classify(exc: BaseException, what: str) -> _Failed:
             return _Failed("timeout", f"no answer in time ({what})")
         if isinstance(e, (ssl.SSLError, ssl.CertificateError)):
             return _Failed("tls", f"TLS failed ({what}): {clip(str(e), 160)}")
-    if names & {"ConnectError"}:
+    if any(type(e).__name__ == "ConnectError" for e in chain):
         return _Failed("refused", f"cannot connect ({what}): {clip(str(exc), 160)}")
     for e in chain:
         if isinstance(e, (ConnectionError, EOFError)) or type(e).__name__ in (
@@ -217,61 +222,61 @@ def _classify(exc: BaseException, what: str) -> _Failed:
     return _Failed("other", f"{what}: {type(exc).__name__}: {clip(str(exc), 160)}")
 
 
-def _once_stdlib(method, url, headers, body, deadline, max_bytes, clock):
+@contextmanager
+def _stdlib_client(base: BaseUrl, deadline, max_bytes: int, clock):
+    """``once(method, url, headers, body)`` over ``http.client``: TLS or plain, chosen once."""
     import http.client
     import ssl
 
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    conn = None
-    try:
-        if parts.scheme == "https":
-            conn = http.client.HTTPSConnection(host, port, timeout=_left(deadline, clock),
-                                               context=ssl.create_default_context())
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=_left(deadline, clock))
-        conn.request(method, target, body=body, headers=headers)
-        if conn.sock is not None:
-            conn.sock.settimeout(_left(deadline, clock))
-        resp = conn.getresponse()
-        body = _Body(resp.getheader("Content-Encoding"), max_bytes)
-        while not body.full:
+    tls = {"context": ssl.create_default_context()} if base.scheme == "https" else {}
+    connection = http.client.HTTPSConnection if tls else http.client.HTTPConnection
+
+    def once(method, url, headers, body):
+        parts = urlsplit(url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn = None
+        try:
+            conn = connection(parts.hostname or "", parts.port, timeout=_left(deadline, clock), **tls)
+            conn.request(method, target, body=body, headers=headers)
             if conn.sock is not None:
                 conn.sock.settimeout(_left(deadline, clock))
-            elif resp.fp is None:
-                break
-            chunk = resp.read(CHUNK)
-            if not chunk:
-                break
-            body.feed(chunk)
-        return (resp.status, *body.result(), resp.getheader("Location"))
-    except _Failed:
-        raise
-    except (http.client.HTTPException, OSError, ValueError) as exc:
-        raise _classify(exc, f"{method} {parts.path or '/'}") from None
-    finally:
-        if conn is not None:
-            try:
-                conn.close()
-            except OSError:
-                pass
+            resp = conn.getresponse()
+            answer = _Body(resp.getheader("Content-Encoding"), max_bytes)
+            while not answer.full:
+                if conn.sock is not None:
+                    conn.sock.settimeout(_left(deadline, clock))
+                elif resp.fp is None:
+                    break
+                chunk = resp.read(CHUNK)
+                if not chunk:
+                    break
+                answer.feed(chunk)
+            return (resp.status, *answer.result(), resp.getheader("Location"))
+        except (http.client.HTTPException, OSError, ValueError) as exc:
+            raise _classify(exc, f"{method} {parts.path or '/'}") from None
+        finally:
+            if conn is not None:
+                try:
+                    conn.close()
+                except OSError:
+                    pass
+
+    yield once
 
 
-def _once_httpx(method, url, headers, body, deadline, max_bytes, clock):
+@contextmanager
+def _httpx_client(base: BaseUrl, deadline, max_bytes: int, clock):
+    """``once(method, url, headers, body)`` over one httpx client: no redirects or proxy
+    variables of its own; the system's CA store (and SSL_CERT_FILE/SSL_CERT_DIR), as http.client
+    and curl use it — not httpx's default, certifi's bundle, which lacks a company's own CA."""
     import ssl
 
     httpx = _httpx()
 
-    path = urlsplit(url).path or "/"
-    try:
-        left = _left(deadline, clock)
-        # The system's CA store (and SSL_CERT_FILE/SSL_CERT_DIR), as http.client and curl use it —
-        # not httpx's default, certifi's bundle, which lacks a company's own CA.
-        with httpx.Client(timeout=httpx.Timeout(left), follow_redirects=False, trust_env=False,
-                          verify=ssl.create_default_context()) as session:
-            with session.stream(method, url, headers=headers, content=body) as resp:
+    def once(method, url, headers, body):
+        try:
+            timeout = httpx.Timeout(_left(deadline, clock))
+            with session.stream(method, url, headers=headers, content=body, timeout=timeout) as resp:
                 answer = _Body(resp.headers.get("content-encoding"), max_bytes)
                 for chunk in resp.iter_raw(CHUNK):  # as sent: httpx decodes nothing, _Body does, bounded
                     _left(deadline, clock)
@@ -279,7 +284,8 @@ def _once_httpx(method, url, headers, body, deadline, max_bytes, clock):
                     if answer.full:
                         break
                 return (resp.status_code, *answer.result(), resp.headers.get("location"))
-    except _Failed:
-        raise
-    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
-        raise _classify(exc, f"{method} {path}") from None
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
+            raise _classify(exc, f"{method} {urlsplit(url).path or '/'}") from None
+
+    with httpx.Client(follow_redirects=False, trust_env=False, verify=ssl.create_default_context()) as session:
+        yield once

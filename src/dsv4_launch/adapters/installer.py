@@ -110,14 +110,13 @@ def add_command(env: Installer, package: str) -> str:
     return f"{_q(env.python)} -m pip install {_q(package)}"
 
 
+_WHERE = {PIPX: "dsv4-launch's pipx environment at {}",
+          UV_TOOL: "dsv4-launch's uv tool environment at {}, which uv re-creates with it added",
+          CONDA: "this conda environment at {}, with its pip as vLLM's own docs do"}
+
+
 def where(env: Installer) -> str:
-    if env.kind == PIPX:
-        return f"dsv4-launch's pipx environment at {env.prefix}"
-    if env.kind == UV_TOOL:
-        return f"dsv4-launch's uv tool environment at {env.prefix}, which uv re-creates with it added"
-    if env.kind == CONDA:
-        return f"this conda environment at {env.prefix}, with its pip as vLLM's own docs do"
-    return "this environment"
+    return _WHERE.get(env.kind, "this environment").format(env.prefix)
 
 
 def our_source() -> str:

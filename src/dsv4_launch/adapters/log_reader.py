@@ -54,10 +54,8 @@ def clean(line: str) -> tuple[str, str | None]:
         line = _ANSI.sub("", line)
     if "^[[" in line:
         line = _CARET_ANSI.sub("", line)
-    if "\r" in line:
-        line = line.rstrip("\r")
-        if "\r" in line:
-            line = line.rsplit("\r", 1)[1]
+    if "\r" in line:  # what a carriage return overwrote: the text after the last one
+        line = line.rstrip("\r").rsplit("\r", 1)[-1]
     level = None
     compose = _COMPOSE.match(line) if "|" in line else None
     if compose:

@@ -107,7 +107,7 @@ def read_runtime(python: str, sm120_shapes: Sequence[tuple[int, int]] = (), time
     try:
         result = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return None, f"{python} printed no result"
+        result = None
     if not isinstance(result, dict):
         return None, f"{python} printed no result"
     if isinstance(result.get("torch_error"), str):  # the child's exception message: masked, then cut

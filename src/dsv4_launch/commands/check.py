@@ -31,8 +31,6 @@ MAX_TIMEOUT = 3600.0
 _SECRET_OPTION = r"--?(?:api[-_]?key|key|token|bearer|password|passwd|secret|auth[\w-]*|header)"
 SECRET_REFUSED = ("a secret on the command line is visible to every user of this machine (ps, /proc, shell "
                   "history): put the key in an environment variable and give its name, --api-key-env NAME")
-
-
 MISSING_VARIABLE = "the variable named by --api-key-env"
 
 
@@ -150,10 +148,6 @@ def _masking(fetch, scrub: Redactor):
 
 def _masked_json(text: str, scrub: Redactor) -> str:
     """A JSON text with its string values masked once read (written again only if one changed)."""
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
-        return text
 
     def walk(value):
         if isinstance(value, str):
@@ -165,9 +159,10 @@ def _masked_json(text: str, scrub: Redactor) -> str:
         return value
 
     try:
+        doc = json.loads(text)
         out = walk(doc)
         return text if out == doc else json.dumps(out)
-    except RecursionError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what json reads
         return text
 
 
@@ -176,24 +171,21 @@ def _stop(findings: list[sc.Finding]) -> bool:
 
 
 def probe(base: sc.BaseUrl, *, model: str | None, headers: Mapping[str, str], deadline: float, client: str,
-          key_from: str | None, key_set: bool, clock=time.monotonic, fetch=None, debug: bool = False) -> Run:
+          key_from: str | None, key_set: bool, clock, fetch, debug: bool = False) -> Run:
     """The four steps, each bounded by the time left before ``deadline``. Something unforeseen
     inside one step (``debug``: raised instead) is that step's finding, a problem, and the
     steps that do not need its result still run."""
-    if fetch is None:
-        from ..adapters.http_client import request as fetch
     run = Run()
-    json_headers = {**headers, "Content-Type": "application/json"}
+    keys: dict = {"key_from": key_from, "key_set": key_set}
 
-    def call(method: str, path: str, body: dict | None = None) -> sc.Exchange:
+    def step(name: str, request: str, judge, body: dict | None = None) -> tuple[list[sc.Finding], object]:
+        """``request`` sent and its answer judged: (its findings, what it gives the next steps)."""
+        method, path = request.split()[:2]
         data = json.dumps(body).encode() if body is not None else None
-        return fetch(method, base, path, headers=json_headers if data else headers, body=data,
-                     timeout=deadline - clock(), client=client, clock=clock)
-
-    def step(name: str, request: str, work) -> tuple[list[sc.Finding], object]:
-        """``work()`` → (the exchange, its findings, what the step gives the next ones)."""
         try:
-            ex, found, given = work()
+            ex = fetch(method, base, path, headers={**headers, "Content-Type": "application/json"} if data else headers,
+                       body=data, timeout=deadline - clock(), client=client, clock=clock)
+            found, given = judge(ex)
         except Exception as exc:
             if debug:
                 raise
@@ -204,37 +196,23 @@ def probe(base: sc.BaseUrl, *, model: str | None, headers: Mapping[str, str], de
             given = None
         return run.record(name, request, ex, found), given
 
-    def health():
-        ex = call("GET", "/health")
-        return ex, sc.judge_health(ex), None
-
-    def models():
-        ex = call("GET", "/v1/models")
-        return (ex, *sc.judge_models(ex, model, key_from=key_from, key_set=key_set))
-
-    def chat():
-        ex = call("POST", "/v1/chat/completions", sc.chat_request(run.model or ""))
-        return (ex, *sc.judge_chat(ex, key_from=key_from, key_set=key_set))
-
-    def tools():
-        ex = call("POST", "/v1/chat/completions", sc.tool_request(run.model or ""))
-        return (ex, *sc.judge_tools(ex, key_from=key_from, key_set=key_set))
-
-    found, _ = step("health", "GET /health", health)
+    found, _ = step("health", "GET /health", lambda ex: (sc.judge_health(ex), None))
     if _stop(found) and not _internal(found):
         return run
-    found, card = step("models", "GET /v1/models", models)
+    found, card = step("models", "GET /v1/models", lambda ex: sc.judge_models(ex, model, **keys))
     if isinstance(card, dict):
         run.model = card["id"]
     elif model is not None and _internal(found):
         run.model = model  # the model list could not be judged here: the model asked for is probed
     if run.model is None:
         return run
-    found, chat_summary = step("chat", "POST /v1/chat/completions", chat)
+    found, chat_summary = step("chat", "POST /v1/chat/completions", lambda ex: sc.judge_chat(ex, **keys),
+                               sc.chat_request(run.model))
     run.chat = chat_summary if isinstance(chat_summary, sc.ChatSummary) else None
     if any(f.level == sc.UNREACHABLE for f in found):
         return run
-    _, tools_summary = step("tools", "POST /v1/chat/completions (tools)", tools)
+    _, tools_summary = step("tools", "POST /v1/chat/completions (tools)", lambda ex: sc.judge_tools(ex, **keys),
+                            sc.tool_request(run.model))
     run.tools = tools_summary if isinstance(tools_summary, sc.ChatSummary) else None
     return run
 
@@ -290,17 +268,12 @@ def probe_result(own: dict, url: str, ctx: Context) -> Result:
     secrets = [s for s in (key, base.password, auth.partition(" ")[2] if auth else None) if s]
     scrub = Redactor.for_argv((), env=env).also(secrets)
     timeout = own.get("timeout", DEFAULT_TIMEOUT)
-    client = ctx.http_client
-    if client is None:
-        from ..adapters.http_client import default_client
+    from ..adapters.http_client import default_client, request
 
-        client = default_client()
-    fetch = ctx.fetch
-    if fetch is None:
-        from ..adapters.http_client import request as fetch
-    headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": "dsv4-launch-check"}
-    if auth:
-        headers["Authorization"] = auth
+    client = ctx.http_client if ctx.http_client is not None else default_client()
+    fetch = ctx.fetch if ctx.fetch is not None else request
+    headers = {"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": "dsv4-launch-check",
+               **({"Authorization": auth} if auth else {})}
     start = clock()
     try:
         run = probe(base, model=own.get("model"), headers=headers, deadline=start + timeout, client=client,
@@ -360,10 +333,8 @@ def _summary(state: str, run: Run, elapsed: float, status: int) -> str:
     warnings = sum(1 for f in run.findings if f.level == sc.WARN)
     warned = f", {_count(warnings, 'warning')} above" if warnings else ""
     if state == sc.HEALTHY:
-        if warnings:
-            return f"{asked} requests answered in {elapsed:.2f} s: no problem, {_count(warnings, 'warning')} above " \
-                   f"(exit {status})"
-        return f"{asked} requests answered in {elapsed:.2f} s, nothing wrong found (exit {status})"
+        said = f": no problem{warned}" if warnings else ", nothing wrong found"
+        return f"{asked} requests answered in {elapsed:.2f} s{said} (exit {status})"
     if state == sc.PROBLEM:
         n = sum(1 for f in run.findings if f.level == sc.FAIL)
         return f"{_count(n, 'problem')} found{warned} (exit {status})"

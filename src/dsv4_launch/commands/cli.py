@@ -22,12 +22,6 @@ if TYPE_CHECKING:
     from .own_options import Command, NearMiss
 
 
-def _stderr_error(text: str) -> None:
-    from ..output.lines import safe_write
-
-    safe_write(sys.stderr, f"{text}\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``dsv4-launch``. ``argv`` None: this process's own command (``sys.argv``),
     which ends with it — plan, doctor and fit then leave the heap frozen for the exit
@@ -36,7 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args[0] if args else None
     if command in VERSION_FLAGS:
         if len(args) > 1:  # nothing is read after it: say so rather than ignore it (the words are not echoed)
-            _stderr_error(f"{PROGRAM}: {command} takes nothing after it (see: {PROGRAM} --help)")
+            from ..output.lines import safe_write
+
+            safe_write(sys.stderr, f"{PROGRAM}: {command} takes nothing after it (see: {PROGRAM} --help)\n")
             return exit_codes.USAGE
         from .version import run_version
 
@@ -62,16 +58,14 @@ def run_command(name: str, args: Sequence[str], ctx: Context | None = None, *, e
     from .collector import Paused  # the collector off for the run (commands/collector.py)
 
     paused = Paused(ending=ending).__enter__()  # from the import on: most of plan's allocations are imports
-    resumed = False
     try:
         command = load(name)
         if not command.pause_collector:  # check and explain run as long as they must: the collector back on
-            paused.ending, resumed = False, True
+            paused.ending = False
             paused.__exit__()
         return _run(command, args, ctx)
     finally:
-        if not resumed:
-            paused.__exit__()
+        paused.__exit__()  # once more for check and explain: nothing left to do
 
 
 def _run(command: Command, args: list[str], ctx: Context | None) -> int:

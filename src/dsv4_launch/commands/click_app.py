@@ -102,16 +102,12 @@ def run_click(args: list[str], door: Door) -> int:
         group(door).main(args=args, prog_name=PROGRAM, standalone_mode=True)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except OSError:  # help or an error message that stdout/stderr cannot take (a full disk)
-        return _cannot_write()
+    except OSError:
+        # The help or an error that stdout/stderr cannot take (a full disk): decided where every command's
+        # broken stream is (output/render.finish: one line and 74; click itself handles a closed pipe).
+        import sys
+
+        from ..output.render import finish
+
+        return finish(False, exit_codes.OK, sys.stdout, sys.stderr, {}, PROGRAM, "the help")
     return exit_codes.OK
-
-
-def _cannot_write() -> int:
-    """The help could not be written: decided where every command's broken stream is
-    (output/render.finish: one line and 74 for a full disk; click itself handles a closed pipe)."""
-    import sys
-
-    from ..output.render import finish
-
-    return finish(False, exit_codes.OK, sys.stdout, sys.stderr, {}, PROGRAM, "the help")

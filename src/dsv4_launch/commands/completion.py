@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from ..core.vllm.facts import fact
 from . import SERVE_PROGRAM, exit_codes
-from .own_options import VLLM_VERSION, Command
+from .own_options import COMMANDS, VLLM_VERSION, Command, load
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -79,19 +79,10 @@ KNOWN_VALUES = {"tool_call_parser": fact("tool-parser-names"), "reasoning_parser
 MODEL_OPTIONS = ("--model",)  # vLLM's options that take a model id, as the positional does
 
 
-def _launch_commands() -> list[str]:
-    """dsv4-launch's commands, as the door and its help list them."""
-    from .own_options import COMMANDS
-
-    return sorted(COMMANDS)
-
-
 def _declared(command: str) -> tuple[dict[str, list[str] | None], bool]:
     """A command's own options (name → the values completion offers: []: a free value, None: a
     flag), and whether it takes vLLM's arguments (its declaration's ``vllm_args``). serve is
     dsv4-serve's fast path: no options of its own, vLLM's arguments, its module not imported."""
-    from .own_options import COMMANDS, load
-
     if command == "serve":
         return {}, True
     if command not in COMMANDS:
@@ -218,7 +209,7 @@ def candidates(prog: str, words: Sequence[str], version: str | None = None) -> l
     if len(words) == 1:
         if current.startswith("-"):
             return [o for o in ("--help", "--version", "-V", "-h") if o.startswith(current)]
-        return [c for c in _launch_commands() if c.startswith(current)]
+        return [c for c in sorted(COMMANDS) if c.startswith(current)]  # as the door and its help list them
     command, rest = words[0], words[1:]
     if command == "completion":
         return [s for s in SHELLS if s.startswith(rest[-1])] if len(rest) == 1 else []

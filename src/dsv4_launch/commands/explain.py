@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ..core.credentials import DASHES, secret_option_name
+from ..core.credentials import DASHES, option_key, secret_option_name
 from ..core.explain.masking import mask_line, mask_lines
 from ..core.explain.scanner import Match, Scan, Scanner
 from ..core.explain.signatures import KV_AUTO
@@ -41,6 +41,18 @@ class _Fill(dict):
         return f"<{key}>"
 
 
+def _filled(words: str | tuple[str, ...], values: Mapping[str, str]) -> str:
+    """A signature's words with the log's values (``<name>`` where the log has none); of
+    alternatives, the first whose every ``{name}`` the log gives."""
+    *first, last = (words,) if isinstance(words, str) else words
+    for text in first:
+        try:
+            return text.format_map(values)
+        except KeyError:
+            continue
+    return last.format_map(_Fill(values))
+
+
 def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = None) -> dict:
     """What happened, the fix and the reference, from the row itself (the KV rule: core/rules/kv_paths.py;
     a failure with no row: the signature's own words). ``values``: the log's, for ``{name}`` in the words."""
@@ -61,8 +73,7 @@ def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = No
     from ..core.rules.engine import version_words, words
 
     rule = _rules()[rule_id]
-    words_of_signature = {k: v.format_map(logged) for k, v in ((signature.fill or {}) if signature is not None
-                                                               else {}).items()}
+    words_of_signature = {k: _filled(v, values or {}) for k, v in (signature.fill or {} if signature else {}).items()}
     fill = _Fill({**version_words(rule), **words_of_signature})
     fill.setdefault("gpus", "these GPUs")
     fill.setdefault("vllm", "vLLM")
@@ -71,16 +82,13 @@ def row_text(rule_id: str, signature=None, values: Mapping[str, str] | None = No
 
 
 def _logged(values: Mapping[str, object], dest: str):
-    """A logged argument by dest; ``a.b`` reads key ``b`` of the dict ``a``. Missing: a marker."""
+    """A logged argument by dest; ``a.b`` reads key ``b`` of the dict ``a``. Missing: None."""
     value: object = values
     for part in dest.split("."):
         if not isinstance(value, Mapping) or part not in value:
-            return _ABSENT
+            return None
         value = value[part]
     return value
-
-
-_ABSENT = object()
 
 
 PARSED_WORDS = 2_000  # words of a pasted command read with the release's parser (argparse's cost is quadratic)
@@ -115,9 +123,8 @@ def _shown(scan: Scan, wanted: Mapping[str, object]) -> bool:
     values = scan.args.values if scan.args is not None else command_values(scan)
     if values is None:
         return False
-    found = {dest: _logged(values, dest) for dest in wanted}
-    return all(value is not _ABSENT and value is not None and (want is ... or value == want)
-               for (dest, want), value in zip(wanted.items(), found.values()))
+    return all((value := _logged(values, dest)) is not None and (want is ... or value == want)
+               for dest, want in wanted.items())
 
 
 def _args_fit(match: Match, scan: Scan) -> bool:
@@ -137,20 +144,14 @@ def group_matches(scan: Scan) -> list[list[Match]]:
             continue  # the same text means another thing on the log's GPUs (each one it names)
         if _args_fit(match, scan):
             by_line.setdefault(match.line.number, []).append(match)
-    groups = []
-    for number in sorted(by_line):
-        found = by_line[number]
-        in_range = [m for m in found if m.signature.vllm.contains(m.version) is not False]
-        groups.append(in_range or found)
-    return groups
+    return [[m for m in found if m.signature.vllm.contains(m.version) is not False] or found
+            for _, found in sorted(by_line.items())]
 
 
 # --- the arguments in the log, through the same pipeline as plan ------------------------------
 
 def _option_text(value) -> str:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
 
 
 def rebuild_argv(values: Mapping[str, object], table) -> tuple[list[str], list[str]]:
@@ -184,17 +185,12 @@ def rebuild_argv(values: Mapping[str, object], table) -> tuple[list[str], list[s
     return argv, skipped
 
 
-def _no_gpus():
-    from ..core.facts import GpuReport
-
-    return GpuReport(error="the log does not say which GPUs vLLM ran on")
-
-
 def corrected_plan(scan: Scan, env: Mapping[str, str]):
     """(Prepared, argv rebuilt, dests left out) for the log's arguments, or None without them."""
     if scan.args is None:
         return None
     from ..adapters.vllm_install import VllmInstall
+    from ..core.facts import GpuReport
     from ..vllm_cli.option_table import load_table
     from .pipeline import PLAN, prepare
 
@@ -205,7 +201,8 @@ def corrected_plan(scan: Scan, env: Mapping[str, str]):
         run_env["DSV4_LAUNCH_GPU_CAPABILITY"] = "{}.{}".format(*scan.gpu.capability)
     note = "the version the log shows" if scan.version else "the log does not show vLLM's version"
     vllm = VllmInstall(version=scan.version, importable=False, note=note)
-    prepared = prepare(argv, run_env, PLAN, read_gpus=_no_gpus, vllm=vllm)
+    prepared = prepare(argv, run_env, PLAN, vllm=vllm,
+                       read_gpus=lambda: GpuReport(error="the log does not say which GPUs vLLM ran on"))
     return prepared, argv, skipped
 
 
@@ -221,7 +218,6 @@ def _plan_rules(prepared) -> set[str]:
 # --- the document both renderings are made from ------------------------------------------------
 
 ARGUMENT_ERROR = "vllm-argument-error"  # the generic answer: named only where no other signature is
-_ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 _PORT_IN_USE = ("Address already in use", "EADDRINUSE", "address already in use")
 
 
@@ -274,7 +270,7 @@ def misspelt_secrets(words: tuple[str, ...] | list[str]) -> list[str]:
         if not word[:1] or word[0] not in DASHES:
             continue
         name, eq, value = word.lstrip(DASHES).partition("=")
-        named, glued = secret_option_name(name.lower().replace("_", "-"))
+        named, glued = secret_option_name(option_key(name))
         if glued:
             found.append(name[len(name) - glued:])
         if not named:
@@ -309,7 +305,6 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
     prepared = corrected[0] if corrected else None
     planned = _plan_rules(prepared)
     explained = []
-    explained_rules: list[str] = []  # the rule of each entry of explained
     groups = group_matches(scan)
     if any(m.signature.rule != ARGUMENT_ERROR for group in groups for m in group):  # vLLM's argument error
         groups = [g for g in groups if any(m.signature.rule != ARGUMENT_ERROR for m in g)]  # only where none else
@@ -328,15 +323,10 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
                     "plan_agrees": (match.signature.rule in planned) if prepared is not None and
                     prepared.facts is not None else None}
             item.update(row_text(match.signature.rule, match.signature, _values(match, scan)))
-            estimate = _ESTIMATE.search(match.line.text) if match.signature.rule == "max-model-len-too-long" else None
-            if estimate:  # vLLM's own estimate, quoted
-                item["fix"] = (f"--max-model-len {estimate.group(1)} (vLLM's estimate on this line) or less; "
-                               f"{item['fix']}")
             finding = next((f for f in prepared.plan.findings if f.rule == match.signature.rule), None) \
                 if prepared is not None else None
             item["plan_text"] = finding.text if finding else None
             explained.append(item)
-            explained_rules.append(match.signature.rule)
             chosen = [r for r in chosen if r != match.signature.rule]  # one entry per rule and line
     root = [{"line": x.number, "text": text}
             for x, text in zip(scan.root_cause, mask_lines([x.text for x in scan.root_cause]))]
@@ -347,7 +337,7 @@ def explain_data(scan: Scan, source: str, env: Mapping[str, str]) -> dict:
         shown = masked_argv(prepared.argv, prepared.secrets)
         kv_fixed = any(c.option == "--kv-cache-dtype" for c in prepared.plan.changes)
         refused = {f.rule for f in prepared.plan.findings if f.level == "refuse"}
-        rules = list(dict.fromkeys(explained_rules))
+        rules = list(dict.fromkeys(str(item["rule"]) for item in explained))
         corrected_doc = {
             "argv": shown, "command": command_line(shown), "exit_status": prepared.status,
             # what the command changes about the failures explained: fixed by dsv4-serve's own
@@ -529,13 +519,12 @@ def explain_result(rest: list[str], ctx: Context):
     except KeyboardInterrupt:
         return Result(exit_codes.INTERRUPTED, COMMAND.prefix, error="interrupted", scrub=_scrubber(None, env),
                       document=_error_document(source, "interrupted"))
-    if scan.command:  # the pasted command's secrets are masked wherever they appear
-        scan = scan._replace(secrets=scan.secrets + _read_command(scan.command, scan.version)[1]
-                             + tuple(misspelt_secrets(scan.command)))
+    # masked wherever they appear: the pasted command's secrets, and the value of a secret option
+    # misspelt in vLLM's argument error
+    pasted = (*_read_command(scan.command, scan.version)[1], *misspelt_secrets(scan.command)) if scan.command else ()
     said = [w for m in scan.matches if m.signature.rule == ARGUMENT_ERROR
             for w in misspelt_secrets(_unrecognized((m.values or {}).get("message", "")))]
-    if said:  # a secret option misspelt in vLLM's argument error: its value, wherever it appears
-        scan = scan._replace(secrets=scan.secrets + tuple(said))
+    scan = scan._replace(secrets=(*scan.secrets, *pasted, *said))
     data = explain_data(scan, source, env)
     return Result(data["exit_status"], COMMAND.prefix, "the explanation", None, data,
                   lambda out: render_text(out.lines, data), _scrubber(scan, env))

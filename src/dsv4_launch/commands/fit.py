@@ -44,10 +44,11 @@ def _gib_short(n: int) -> str:
     return f"{x:.1f}" if x < 10 else f"{x:.0f}"
 
 
-def _band(low, high, words) -> str:
-    """``2.1–6.3`` GiB, ``361k–1M`` tokens: a band as the table writes it (JSON has the numbers)."""
+def _band(low, high, words=str, unknown: str = "?") -> str:
+    """``2.1–6.3`` GiB, ``361k–1M`` tokens, ``3–12`` requests: a band as the table writes it (JSON
+    has the numbers)."""
     if low is None or high is None:
-        return "?"
+        return unknown
     a, b = words(low), words(high)
     return a if a == b else f"{a}–{b}"
 
@@ -58,12 +59,6 @@ def _tokens(n: int) -> str:
     if n >= 1_000_000:
         return f"{n / 1_048_576:.2f}".rstrip("0").rstrip(".") + "M"
     return f"{n // 1000}k" if n >= 1000 else str(n)
-
-
-def _count_band(low, high) -> str:
-    if low is None or high is None:
-        return "-"
-    return str(low) if low == high else f"{low}–{high}"
 
 
 def _row_data(r) -> dict:
@@ -170,17 +165,17 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
     fix = fix_on_these(facts, rows, context)
     # the user's own GPUs fit with a lever the fix found: say so instead of asking for more GPUs
     yours = fix if fix and fix[2] and (fewest is None or fewest.estimate.layout.gpus > count) else None
+    fewest_of = f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: "
+    not_judged = f"no layout can be judged to fit {context:,} tokens: "
     if yours is not None:
-        fewest_line = (f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: {count} "
-                       f"(yours: {yours[0].flags} with {yours[1]}, re-planned)")
+        fewest_line = fewest_of + f"{count} (yours: {yours[0].flags} with {yours[1]}, re-planned)"
     elif fewest is not None:
-        fewest_line = (f"fewest of these GPUs that fit {context:,} tokens even at the pessimistic end: "
-                       f"{fewest.estimate.layout.gpus} ({fewest.flags}, the most headroom)")
+        fewest_line = fewest_of + f"{fewest.estimate.layout.gpus} ({fewest.flags}, the most headroom)"
     elif rows and all(r.estimate.weights_bytes_per_gpu is None for r in rows):
-        fewest_line = f"no layout can be judged to fit {context:,} tokens: the weights per GPU are unknown ({source})"
+        fewest_line = not_judged + f"the weights per GPU are unknown ({source})"
     elif rows and all(not r.estimate.stages for r in rows):  # DeepSeek-V4.1: its own caches
-        fewest_line = (f"no layout can be judged to fit {context:,} tokens: this model's KV cache is not modelled, "
-                       "so no length is judged (vLLM decides at start)")
+        fewest_line = not_judged + ("this model's KV cache is not modelled, so no length is judged (vLLM decides at "
+                                    "start)")
     else:
         fewest_line = (f"no layout of up to {MAX_FEWEST} of these GPUs (1, 2, 4, 8, then whole nodes) fits {context:,} "
                        "tokens at the pessimistic end")
@@ -211,7 +206,7 @@ def fit_result(argv: list[str], ctx: Context, *, gpus: int | None = None, gpu_me
          *(["-", "-"] if r.verdict == DOES_NOT_FIT else
            [_band(r.estimate.kv_available_low, r.estimate.kv_available_high, _gib_short),
             _band(r.estimate.max_model_len_fits_low, r.estimate.max_model_len_fits_high, _tokens)]),
-         _count_band(r.total_concurrency, r.total_concurrency_high),
+         _band(r.total_concurrency, r.total_concurrency_high, unknown="-"),
          SHORT_VERDICT.get(r.verdict, r.verdict)]
         for r in rows
     ]

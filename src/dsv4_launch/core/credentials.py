@@ -164,6 +164,15 @@ DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 SECRET_OPTIONS = frozenset({"api-key", "hf-token", "watermark-config",
                             "kv-transfer-config", "ec-transfer-config", "model-loader-extra-config",
                             "additional-config"})
+_OPTION_KEY = str.maketrans(dict.fromkeys(DASHES[1:] + "_", "-"))
+
+
+def option_key(name: str) -> str:
+    """An option's name (without its leading dashes) as one key: its look-alike dashes and ``_``
+    as ``-``, lower-cased (``API_Key``, ``api\u2010key`` → ``api-key``)."""
+    return name.translate(_OPTION_KEY).lower()
+
+
 WORD_SECRET_OPTIONS = ("api-key", "hf-token")  # whose value is the credential itself, a word
 NEAR_SECRET_OPTION = 0.75  # difflib's ratio from which a name is a secret option misspelt ("api-kye")
 _GLUED = 6  # characters glued to a secret option's name that are taken for its value (not a typo's "s")

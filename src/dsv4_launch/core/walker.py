@@ -5,12 +5,10 @@ repr, read without evaluating anything) and the secret masker (``vllm_cli/secret
 of a credential's list or object). A change to how quoting is read is made here, once; it lies flat
 in core/ because two rooms use it.
 
-How a repr is read: a string opens at ``'`` or ``"`` and ends at the same quote; inside it a
-backslash escapes the next character (``'it\\'s'``) and brackets and commas are text. Outside
-strings ``[ { (`` open and ``] } )`` close, any of them (a mismatched closer counts too: the
-walk reads depth, not pairs). A string left open (a repr cut by the line's end) runs to the end
-of the text. Linear in the text: the regular expression jumps over plain text and whole strings,
-and the loop runs once per run of brackets or comma.
+How a repr is read: a string runs from a quote to the same quote, backslash escapes skipped, or
+to the end of the text when left open (a repr cut by the line's end); outside strings any of
+``[ { (`` opens and any of ``] } )`` closes (the walk reads depth, not pairs). Linear in the text:
+the regular expression jumps over plain text and whole strings, one loop step per run of brackets.
 
 Pure: no I/O.
 """

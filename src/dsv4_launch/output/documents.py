@@ -16,22 +16,25 @@ as the text ``\xff``/``\ud800``, which strict parsers accept, and listed in ``no
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
-from ..core.facts import Facts
-from ..core.rules.plan import Plan
 from .redact import NO_REDACT, Redactor, masked
 
 SCHEMA_VERSION = 1
 
 
-def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vllm_version: str | None,
-              exit_status: int, memory: dict | None = None) -> dict:
-    """The plan as plain data (argv already masked)."""
+def plan_document(prepared, misses: Sequence = ()) -> dict:
+    """``plan --json``'s document (and doctor's ``plan``) from the pipeline's ``Prepared``
+    (commands/pipeline.py; read by its fields, output sits below commands): the plan, argv as the
+    run's redactor shows it (already masked), the exit status (``Prepared.plan_status``) and the
+    one error line; ``misses``: the door's near misses of the command's own options
+    (``near_misses``). Keys are only added (schema 1), each new one beside those it belongs with."""
+    plan, facts, vllm = prepared.plan, prepared.facts, prepared.vllm
     gpus = facts.all_gpus if facts else ()
     model = facts.model if facts else None
     return {
-        "argv": list(argv_shown),
+        "argv": list(prepared.redact.shown_argv),
         "changes": [{"option": c.option, "before": c.before, "after": c.after, "reason": c.reason,
                      "reference": c.reference} for c in plan.changes],
         "gpus": [{"index": g.index, "name": g.name, "compute_capability": g.capability_str, "uuid": g.uuid,
@@ -40,40 +43,21 @@ def plan_data(plan: Plan, facts: Facts | None, argv_shown: Sequence[str], *, vll
         "gpu_error": facts.gpus.error if facts else None,
         "model": {"name": model.name if model else None, "architecture": model.architecture if model else None,
                   "source": model.source if model else None},
-        "vllm_version": vllm_version,
+        "vllm_version": vllm.version if vllm else None,
+        "vllm_version_assumed": bool(vllm and vllm.assumed),  # --vllm-version's, not the installed vLLM's
         # DSV4_LAUNCH_PREFLIGHT's mode, not the outcome; "preflight": its old name, kept for schema 1
         "preflight_mode": plan.preflight, "preflight": plan.preflight, "disabled": plan.disabled,
-        "exit_status": exit_status, "refusals": list(plan.refusals), "warnings": list(plan.warnings),
+        "exit_status": prepared.plan_status, "refusals": list(plan.refusals), "warnings": list(plan.warnings),
+        "near_misses": near_misses(misses),  # beside the warning that lists each option
         "notes": list(plan.notes),
         "findings": [{"rule": f.rule, "level": f.level, "evidence": f.evidence, "certain": f.certain, "text": f.text}
                      for f in plan.findings],
-        "memory": memory,
+        "memory": memory_data(prepared),
+        "error": prepared.error or prepared.no_vllm,
+        # the installed vLLM's own parser message when it rejects the arguments (exit_status 2;
+        # ``refusals`` stays dsv4-serve's, which hands them over)
+        "rejected_by_vllm": prepared.rejected,
     }
-
-
-def plan_document(prepared, misses: Sequence = ()) -> dict:
-    """``plan --json``'s document (and doctor's ``plan``) from the pipeline's ``Prepared``
-    (commands/pipeline.py; read by its fields, output sits below commands): the plan, argv as the
-    run's redactor shows it, the exit status (``Prepared.plan_status``) and the one error line;
-    ``misses``: the door's near misses of the command's own options (``near_misses``)."""
-    vllm = prepared.vllm
-    data = plan_data(prepared.plan, prepared.facts, prepared.redact.shown_argv,
-                     vllm_version=vllm.version if vllm else None, exit_status=prepared.plan_status,
-                     memory=memory_data(prepared))
-    data["error"] = prepared.error or prepared.no_vllm
-    # New field (schema 1: keys are only added): the installed vLLM's own parser message when it
-    # rejects the arguments (exit_status 2; ``refusals`` stays dsv4-serve's, which hands them over).
-    data["rejected_by_vllm"] = prepared.rejected
-    # New field (schema 1 unchanged: no existing field changed), right after vllm_version: true when
-    # the version is the one --vllm-version gave, not the installed vLLM's.
-    document = {}
-    for key, value in data.items():
-        document[key] = value
-        if key == "vllm_version":
-            document["vllm_version_assumed"] = bool(vllm and vllm.assumed)
-        elif key == "warnings":  # new field (schema 1: added), beside the warning that lists the option
-            document["near_misses"] = near_misses(misses)
-    return document
 
 
 def near_misses(misses: Sequence) -> list[dict]:
@@ -102,16 +86,9 @@ def rejected_line(prepared) -> str:
 
 
 def _surrogates_as_text(text: str) -> str:
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the undecodable byte itself
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Each lone surrogate as text: ``\\xff`` for surrogateescape's undecodable byte, else ``\\ud800``."""
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\x{ord(m[0]) - 0xDC00:02x}" if "\udc80" <= m[0] <= "\udcff"
+                  else f"\\u{ord(m[0]):04x}", text)
 
 
 def _valid_text(data, path: str, found: list[str]):

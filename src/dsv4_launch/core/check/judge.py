@@ -46,6 +46,8 @@ import re
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
+# What is quoted is cut (``clip``) only once masked: a secret cut in half matches no form of it
+# (``check`` masks every answer as it arrives, commands/check.py ``_masking``).
 from ..credentials import clip
 from ..records import Record
 
@@ -234,13 +236,6 @@ def too_deep(ex: Exchange) -> bool:
     return bool(ex.body) and not ex.truncated and nested_too_deep(ex.body.decode("utf-8", "replace"))
 
 
-def excerpt(text: str, limit: int = 160) -> str:
-    """``text`` cut to ``limit`` characters, ending in ``…``. Cut only text already masked: a
-    secret cut in half matches no form of it (``check`` masks every answer as it arrives,
-    commands/check.py ``_masking``; the redactor also masks a secret's start before a ``…``)."""
-    return clip(text, limit)
-
-
 def error_message(ex: Exchange) -> str:
     """The server's own error text: vLLM's ``{"error": {"message": …}}``, ``{"error": "…"}``,
     older ``{"message": …}``, else the start of the body."""
@@ -249,9 +244,9 @@ def error_message(ex: Exchange) -> str:
         err = doc.get("error")
         for said in (err.get("message") if isinstance(err, dict) else err, doc.get("message"), doc.get("detail")):
             if isinstance(said, str):
-                return excerpt(said, 300)
+                return clip(said, 300)
     text = ex.body[:300].decode("utf-8", "replace").strip()
-    return excerpt(text, 300) if text else "(empty body)"
+    return clip(text, 300) if text else "(empty body)"
 
 
 def transport_finding(step: str, what: str, ex: Exchange) -> Finding:
@@ -262,18 +257,12 @@ def transport_finding(step: str, what: str, ex: Exchange) -> Finding:
 
 def markup_in(text: str) -> str | None:
     """The first tool-call markup in ``text`` (what a tool parser should have taken out)."""
-    for mark in MARKUP:
-        if mark in text:
-            return mark
     m = re.search(_FUNCTION_CALLS, text)
-    return m.group(0) if m else None
+    return next((mark for mark in MARKUP if mark in text), m.group(0) if m else None)
 
 
 def think_in(text: str) -> str | None:
-    for mark in THINK:
-        if mark in text:
-            return mark
-    return None
+    return next((mark for mark in THINK if mark in text), None)
 
 
 def only_special_tokens(text: str) -> bool:
@@ -290,10 +279,9 @@ def repeated_unit(text: str, ids: Sequence[int] | None = None) -> str | None:
     s = text.strip()
     if len(s) < 8:
         return None
-    for p in range(1, min(16, int(len(s) / 3.5)) + 1):  # a piece of up to 16 characters, 3.5 times or more
-        if all(s[i] == s[i - p] for i in range(p, len(s))):
-            return repr(s[:p])
-    return None
+    # a piece of up to 16 characters, 3.5 times or more
+    return next((repr(s[:p]) for p in range(1, min(16, int(len(s) / 3.5)) + 1)
+                 if all(s[i] == s[i - p] for i in range(p, len(s)))), None)
 
 
 _COUNT_SEP = r"[\s,;.、\-–]*"  # what may stand between the numbers of a count
@@ -361,8 +349,8 @@ class ChatSummary(Record):
 
     def data(self) -> dict:
         return {
-            "content": excerpt(self.content, 2000) if self.content is not None else None,
-            "reasoning": excerpt(self.reasoning, 2000) if self.reasoning is not None else None,
+            "content": clip(self.content, 2000) if self.content is not None else None,
+            "reasoning": clip(self.reasoning, 2000) if self.reasoning is not None else None,
             "reasoning_field": self.reasoning_field,
             "finish_reason": self.finish_reason,
             "completion_tokens": self.completion_tokens,
@@ -398,9 +386,7 @@ def _ids(doc) -> list[int] | None:
         ids = doc["choices"][0].get("token_ids")
     except (KeyError, IndexError, TypeError, AttributeError):
         return None
-    if isinstance(ids, list) and all(_int(i) is not None for i in ids):
-        return ids
-    return None
+    return ids if isinstance(ids, list) and all(_int(i) is not None for i in ids) else None
 
 
 # --- the steps -------------------------------------------------------------------------------
@@ -460,16 +446,11 @@ def judge_models(ex: Exchange, wanted: str | None, *, key_from: str | None = Non
                         "server?")], None
     if not cards:
         return [Finding("models", FAIL, "no-model", "/v1/models: the server lists no model")], None
-    names = [c["id"] for c in cards]
-    if wanted is not None:
-        match = next((c for c in cards if c["id"] == wanted), None)
-        if match is None:
-            shown = ", ".join(excerpt(n, 80) for n in names[:8]) + (" …" if len(names) > 8 else "")
-            return [Finding("models", FAIL, "model-not-served",
-                            f"/v1/models: {wanted!r} is not served here; served: {shown}")], None
-        card = match
-    else:
-        card = cards[0]
+    card = cards[0] if wanted is None else next((c for c in cards if c["id"] == wanted), None)
+    if card is None:
+        shown = ", ".join(clip(c["id"], 80) for c in cards[:8]) + (" …" if len(cards) > 8 else "")
+        return [Finding("models", FAIL, "model-not-served",
+                        f"/v1/models: {wanted!r} is not served here; served: {shown}")], None
     extra = f" (max_model_len {card['max_model_len']})" if _int(card.get("max_model_len")) else ""
     more = f"; also served: {len(cards) - 1} more" if len(cards) > 1 else ""
     return [Finding("models", OK, "model", f"/v1/models: {card['id']}{extra}{more}")], card
@@ -505,16 +486,18 @@ def _content_findings(step: str, what: str, summary: ChatSummary) -> list[Findin
     return out
 
 
-def _completion(step: str, what: str, ex: Exchange) -> tuple[object, ChatSummary | None, Finding | None]:
-    """A 200 answer's body, its chat-completion summary, and the finding where there is no summary
-    (the body not a chat completion, or nested too deep to be read)."""
+def _completion(step: str, what: str, ex: Exchange) -> tuple[object, ChatSummary | None, list[Finding]]:
+    """An answer's body and its chat-completion summary, or the finding where there is no summary
+    (a status other than 200, a body that is not a chat completion or is nested too deep)."""
+    if ex.status != 200:
+        return None, None, [Finding(step, FAIL, f"{step}-status", f"{what}: HTTP {ex.status}: {error_message(ex)}")]
     doc = json_body(ex)
     summary = summarize(doc, ex.elapsed)
     if summary is not None:
-        return doc, summary, None
+        return doc, summary, []
     _, _, wrong = _message(doc)
     wrong = TOO_DEEP if doc is None and too_deep(ex) else wrong
-    return doc, None, Finding(step, FAIL, "bad-response", f"{what}: {wrong or 'not a chat completion'}")
+    return doc, None, [Finding(step, FAIL, "bad-response", f"{what}: {wrong or 'not a chat completion'}")]
 
 
 def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = False
@@ -525,12 +508,9 @@ def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fal
     bad = _status_findings("chat", what, ex, key_from, key_set)
     if bad:
         return bad, None
-    if ex.status != 200:
-        return [Finding("chat", FAIL, "chat-status", f"{what}: HTTP {ex.status}: {error_message(ex)}")], None
-    doc, summary, bad_response = _completion("chat", what, ex)
+    doc, summary, wrong = _completion("chat", what, ex)
     if summary is None:
-        assert bad_response is not None  # _completion gives the finding exactly where it gives no summary
-        return [bad_response], None
+        return wrong, None
     out = _content_findings("chat", what, summary)
     content = summary.content or ""
     reasoning = summary.reasoning or ""
@@ -541,7 +521,7 @@ def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fal
         if reasoning.strip() and summary.finish_reason != "length":
             out.append(Finding("chat", FAIL, "answer-in-reasoning",
                                f"{what}: `content` is empty and the whole answer is in `{field}` "
-                               f"({excerpt(reasoning, 60)!r}): the reasoning parser never saw the end of the "
+                               f"({clip(reasoning, 60)!r}): the reasoning parser never saw the end of the "
                                "reasoning (`</think>`)", REF_REASONING))
         elif reasoning.strip():
             out.append(Finding("chat", WARN, "thinking-ignored",
@@ -562,17 +542,17 @@ def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fal
             out.append(Finding("chat", FAIL, "empty-output", f"{what}: the answer is empty (no tokens generated)"))
     elif only_special_tokens(content):
         out.append(Finding("chat", FAIL, "special-tokens-only",
-                           f"{what}: the answer is nothing but special tokens ({excerpt(content, 60)!r})", REF_SPECIAL))
+                           f"{what}: the answer is nothing but special tokens ({clip(content, 60)!r})", REF_SPECIAL))
     else:
         unit = repeated_unit(content, ids)
         if unit:
             out.append(Finding("chat", FAIL, "repeated-token",
-                               f"{what}: degenerate output, one token repeated ({unit}): {excerpt(content, 60)!r}",
+                               f"{what}: degenerate output, one token repeated ({unit}): {clip(content, 60)!r}",
                                REF_REPEATED))
         elif not out and not counts(content, summary.finish_reason):
             out.append(Finding("chat", FAIL, "wrong-answer",
                                f"{what}: asked to count from 1 to {COUNT_TO}, the model answered "
-                               f"{excerpt(content, 80)!r}: not the count, so its output is wrong (weights, "
+                               f"{clip(content, 80)!r}: not the count, so its output is wrong (weights, "
                                "quantization, kernels or the chat template)"))
     if not any(f.level == FAIL for f in out):
         rate = ""
@@ -580,9 +560,9 @@ def judge_chat(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fal
             per_s = f": {summary.tokens_per_second:.1f} tokens/s" if summary.tokens_per_second else ""
             rate = f" ({tokens} tokens in {ex.elapsed:.2f} s{per_s}, prefill and round trip included)"
         if content.strip():
-            shown = repr(excerpt(content.strip(), 80))
+            shown = repr(clip(content.strip(), 80))
         elif reasoning.strip():
-            shown = f"(reasoning only) {excerpt(reasoning.strip(), 80)!r}"
+            shown = f"(reasoning only) {clip(reasoning.strip(), 80)!r}"
         else:
             shown = f"(tool calls only: {len(summary.tool_calls)})"
         out.insert(0, Finding("chat", OK, "chat", f"{what}: {shown}{rate}"))
@@ -605,12 +585,9 @@ def judge_tools(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fa
             return [Finding("tools", NOTE, "no-tool-parser",
                             f"{what}: the server has no tool parser ({message!r}): tool calls not checked. "
                             "For DeepSeek-V4: --enable-auto-tool-choice --tool-call-parser deepseek_v4")], None
-    if ex.status != 200:
-        return [Finding("tools", FAIL, "tools-status", f"{what}: HTTP {ex.status}: {error_message(ex)}")], None
-    doc, summary, bad_response = _completion("tools", what, ex)
+    doc, summary, wrong = _completion("tools", what, ex)
     if summary is None:
-        assert bad_response is not None  # _completion gives the finding exactly where it gives no summary
-        return [bad_response], None
+        return wrong, None
     out = _content_findings("tools", what, summary)
     if summary.tool_calls:
         call = summary.tool_calls[0]
@@ -623,18 +600,18 @@ def judge_tools(ex: Exchange, *, key_from: str | None = None, key_set: bool = Fa
         elif not isinstance(parsed, dict):
             out.append(Finding("tools", FAIL, "tool-arguments",
                                f"{what}: {call.get('name')!r} called with arguments that are not a JSON object: "
-                               f"{excerpt(str(args), 80)!r}"))
+                               f"{clip(str(args), 80)!r}"))
         elif call.get("name") != TOOL_NAME:
             out.append(Finding("tools", WARN, "tool-name",
                                f"{what}: the model called {call.get('name')!r}, not the one tool offered "
                                f"({TOOL_NAME!r})"))
         elif not any(f.level == FAIL for f in out):
             out.insert(0, Finding("tools", OK, "tool-call",
-                                  f"{what}: {TOOL_NAME}({excerpt(json.dumps(parsed, ensure_ascii=False), 80)})"))
+                                  f"{what}: {TOOL_NAME}({clip(json.dumps(parsed, ensure_ascii=False), 80)})"))
     elif not out:
         content = (summary.content or "").strip()
         out.append(Finding("tools", NOTE, "no-tool-call",
-                           f"{what}: the model answered without calling the tool ({excerpt(content, 60)!r})"))
+                           f"{what}: the model answered without calling the tool ({clip(content, 60)!r})"))
     return out, summary
 
 

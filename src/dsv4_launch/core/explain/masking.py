@@ -23,6 +23,7 @@ from ..credentials import (
     hint_pattern,
     is_credential_name,
     looks_like_credential_value,
+    option_key,
     secret_option_name,
 )
 from ..walker import closing
@@ -31,15 +32,11 @@ SECRET_VALUE_DESTS = frozenset({"api_key", "hf_token", "watermark_config"})  # v
 MASK = "***"
 
 
-# --- credentials in free text (explain prints vLLM's log lines) --------------------------------
-# The well-known key formats wherever they stand (_KEY_FORMATS); then three readings of the same
-# text, whose spans are masked together: a credential word and the value its phrasing gives it
-# (_phrase_spans: "token 'X'", "the password is X", "passphrase X", "Bearer X", "Authorization:
-# Token X", "HF_TOKEN X", "Cookie: …"); ``--option value`` (_OPTION_VALUE); ``name: value`` /
-# ``name=value`` of a credential's name: dicts, JSON, query strings, headers (_NAMED_VALUE). "token" is the commonest
-# word of an LLM's log ("token ids", "Image token '<|image_pad|>'"), so after the bare word a value
-# is masked only where it has a credential's shape; after password/secret/api key/… any value but
-# an ordinary word.
+# --- credentials in free text ----------------------------------------------------------------
+# The key formats anywhere (_KEY_FORMATS); then readings of the same text whose spans are masked
+# together (_passes). "token" is the commonest word of an LLM's log ("token ids", "Image token
+# '<|image_pad|>'"), so after the bare word a value is masked only where it has a credential's
+# shape; after password/secret/api key/… any value but an ordinary word.
 
 # A private key's armor: PEM (RSA, EC, DSA, OPENSSH, ENCRYPTED, plain PKCS#8), PGP's "PRIVATE KEY
 # BLOCK", RFC 4716's "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----". Public keys and certificates
@@ -169,16 +166,12 @@ def _option_of(name: str) -> str:
     ``unrecognized arguments`` with), or ""."""
     import difflib  # here: not on a start's path
 
-    norm = _normal(name)
+    norm = option_key(name)
     if _MULTI_VALUED.startswith(norm) or difflib.get_close_matches(norm, [_MULTI_VALUED], 1, NEAR_SECRET_OPTION):
         return _MULTI_VALUED  # misspelt too, the user's keys: every word up to the next option ("--api-kye k1 k2")
     if "hf-token".startswith(norm):
         return "hf-token"
     return "secret" if credential_name(name) or secret_option_name(norm, WORD_SECRET_OPTIONS)[0] else ""
-
-
-def _normal(name: str) -> str:
-    return re.sub(f"[{_DASHES}_]", "-", name).lower()
 
 
 # A word that names an option, its value glued on ("--api-keyK"), and argparse's message about
@@ -191,7 +184,7 @@ def _glued_spans(text: str) -> list[tuple[int, int]]:
     """What is glued onto a credential option's name: ``--api-keyK``, ``-hf-tokenK``."""
     spans = []
     for m in re.finditer(_OPTION_WORD, text):
-        norm = _normal(m.group(1))
+        norm = option_key(m.group(1))
         glued = secret_option_name(norm, WORD_SECRET_OPTIONS)[1]
         if glued:
             spans.append((m.start(1) + len(norm) - glued, m.end(1)))
@@ -382,12 +375,10 @@ def _truncated_spans(text: str) -> list[tuple[int, int]]:
 
 
 def mask_secrets_in_text(text: str) -> str:
-    """``text`` with every credential masked: the well-known key formats (``hf_…``, ``sk-…``,
-    ``AKIA…``, ``ghp_…``, JWTs, …) anywhere; the value a credential word's phrasing gives it
-    (``token 'X'``, ``the password is X``, ``Bearer X``, ``Cookie: …``); the value of every
-    credential-named ``--option``, key, header or query parameter (``'api_key': [...]``,
-    ``token=…``, ``&sig=…``, ``credentials={...}``). Conservative: a log line is outside text of
-    unknown shape."""
+    """``text`` with every credential masked: the key formats anywhere, the value a credential
+    word's phrasing gives it (``token 'X'``, ``the password is X``, ``Bearer X``), the value of
+    every credential-named ``--option``, key, header or query parameter. Conservative: a log line
+    is outside text of unknown shape."""
     text = re.sub(_KEY_FORMATS, MASK, text)
     cut = _truncated_spans(text) if "..." in text and "input_value=" in text else []
     if not re.search(_HINT, text):
@@ -415,14 +406,7 @@ def _unescaped_spans(text: str) -> list[tuple[int, int]]:
             for start, end in _passes("".join(text[i] for i in keep)) if end > start]
 
 
-# --- the lines explain prints: each masked on its own ----------------------------------------
-# explain prints a few lines of a log (the matched line, the root cause and the lines its
-# message wraps onto, vLLM's pointer), never a region of it: no state runs across the log. A line
-# is masked on its own (``mask_secrets_in_text``), and a line that is a private key's base64 body
-# alone, or the tail of one, is masked whole. Within the few lines printed together (a wrapped
-# message), a line that names a credential and leaves its value to the next line (YAML's
-# ``api_key:``, an argv's ``--api-key`` alone, pydantic's location ``kv_transfer_config.token``)
-# masks that next line's value.
+# --- the lines explain prints: each masked on its own (no state runs across the log) ----------
 
 # A URL's credentials where a password holds "@", "#", "/" or blanks: from "scheme://user:" to the
 # last "@" on the line that a host follows.
@@ -498,13 +482,9 @@ def _leaves_value_below(text: str) -> bool:
         # pydantic's location: the credential's name is its last part but a list's index ("api_key.0")
         last = next((p for p in reversed(name.split(".")) if p and not p.isdigit()), "")
         return credential_name(last) or (m.group(2) is not None and _option_of(last) != "")
-    if text.rstrip()[-1:] not in "[{(,":
-        return False
-    for found in re.finditer(_NAMED_VALUE, text):
-        if found.group(3)[-1] in "[{(" and credential_name(found.group(2)) \
-                and closing(text, found.end(3) - 1) == len(text) and text.rstrip()[-1:] not in ")]}":
-            return True
-    return False
+    return text.rstrip()[-1:] in "[{(," and any(
+        found.group(3)[-1] in "[{(" and credential_name(found.group(2)) and closing(text, found.end(3) - 1) == len(text)
+        and text.rstrip()[-1:] not in ")]}" for found in re.finditer(_NAMED_VALUE, text))
 
 
 def _key_tail(word: str) -> bool:

@@ -28,48 +28,48 @@ from .signatures import SIGNATURES, Signature
 
 # --- reading facts from vLLM's log lines -----------------------------------------------------
 
-_VERSION_PATTERNS = (
+_VERSION_PATTERNS = tuple(map(re.compile, (
     r"vLLM server version (\S+?),? serving model",
     r"vLLM API server version (\S+)",
     r"Initializing a V1 LLM engine \(v([^)\s]+)\) with config",
-    r"█\s+version\s+(\S+)")
+    r"█\s+version\s+(\S+)")))
 _VERSION_TEXT = r"\d+\.\d+(?:\.\d+)?[\w.+\-]{0,30}"
-_ARGS = r"non-default args: (\{.*)$"
+_ARGS = re.compile(r"non-default args: (\{.*)$")
 # GPUs where a log names them with their compute capability: dsv4-launch's own lines
 # ("NVIDIA RTX PRO 6000 … (SM 12.0)") and torch's capability warning.
-_GPU_PATTERNS = (
+_GPU_PATTERNS = tuple(map(re.compile, (
     r"\bon ((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)",  # \bon: not "Editi|on (SM …)"
     r"Found GPU\d+ (.+?) which is of cuda capability (\d+)\.(\d+)",
-    r"^dsv4-(?:launch|serve): [\w\-]+: (?:[\w\-]+: )?((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)")
+    r"^dsv4-(?:launch|serve): [\w\-]+: (?:[\w\-]+: )?((?:NVIDIA )?[\w][\w \-]{1,80}?) \(SM (\d+)\.(\d+)\)")))
 # An exception line: indented too (a quoted log, an exception group's "  | "), a wrapped
 # exception's name in brackets (Ray's "RayTaskError(RuntimeError):"), after a launcher's "Error: ".
-_EXCEPTION = (r"^[ \t]*(?:\|[ \t]*)?(?:Error:[ \t]+)?(?:[A-Za-z_]\w*\.)*"
-              r"([A-Z]\w*(?:Error|Exception|Exit)|Error|Exception|KeyboardInterrupt)(?:\([\w.]+\))?(?::\s?(.*))?$")
+_EXCEPTION = re.compile(r"^[ \t]*(?:\|[ \t]*)?(?:Error:[ \t]+)?(?:[A-Za-z_]\w*\.)*"
+                        r"([A-Z]\w*(?:Error|Exception|Exit)|Error|Exception|KeyboardInterrupt)(?:\([\w.]+\))?(?::\s?(.*))?$")
 # Native errors of extensions and the CUDA runtime, wherever they stand on a line: glog's and
 # TVM's "Check failed:", "CUDA error: an illegal memory access was encountered", the driver's
 # CUDA_ERROR_* names, C++'s "terminate called after throwing an instance of 'c10::Error'", a
 # device-side assert, a crash of the interpreter.
-_NATIVE = (r"Check failed: |\bCUDA error: |terminate called after throwing|\bCUDA_ERROR_[A-Z_]{4,}|"
-           r"\bAssertion [`'].{0,2000}[`'] failed|Segmentation fault|Fatal Python error|illegal memory access|"
-           r"\bNCCL error\b|\bCUBLAS_STATUS_[A-Z_]{4,}|\bcore dumped\b")
+_NATIVE = re.compile(r"Check failed: |\bCUDA error: |terminate called after throwing|\bCUDA_ERROR_[A-Z_]{4,}|"
+                     r"\bAssertion [`'].{0,2000}[`'] failed|Segmentation fault|Fatal Python error|"
+                     r"illegal memory access|\bNCCL error\b|\bCUBLAS_STATUS_[A-Z_]{4,}|\bcore dumped\b")
 # Texts one of which every _NATIVE match holds (a substring test before the search).
 _NATIVE_HINTS = ("Check failed", "CUDA", "terminate called", "Assertion ", "Segmentation fault", "Fatal Python",
                  "illegal memory", "NCCL error", "CUBLAS_STATUS", "core dumped")
 # argparse's "PROG: error: …"
-_ARGPARSE_ERROR = r"^(?:vllm(?: serve)?|serve|api_server\.py|(?:__)?main(?:__)?\.py): error: "
+_ARGPARSE_ERROR = re.compile(r"^(?:vllm(?: serve)?|serve|api_server\.py|(?:__)?main(?:__)?\.py): error: ")
 # vLLM's own lines that point above them at the real cause (or introduce a traceback).
-_POINTER = r"See root cause above|See stack trace|stack trace above|Engine core initialization failed|" \
-    r"EngineCore failed to start|WorkerProc failed to start|" \
-    r"Frontend process failed during engine core initialization|" \
-    r"WorkerProc hit an exception|EngineCore encountered a fatal error|EngineCore encountered an issue"
+_POINTER = re.compile(r"See root cause above|See stack trace|stack trace above|Engine core initialization failed|"
+                      r"EngineCore failed to start|WorkerProc failed to start|Frontend process failed during engine "
+                      r"core initialization|WorkerProc hit an exception|EngineCore encountered a fatal error|"
+                      r"EngineCore encountered an issue")
 _POINTER_HINTS = ("See ", "stack trace", "initialization failed", "failed to start", "hit an exception",
                   "encountered a")
 # The line a traceback ends with when its exception's name is not one _EXCEPTION knows: a class's
 # name (a capital in it, or dotted, or C++'s "c10::Error"), then ":" or the end of the line — not
 # a YAML key ("env:").
-_TERMINAL = r"^(?=[\w.:<>]*(?:[A-Z]|\.\w|::))[A-Za-z_][\w.:<>]{0,200}(?:\([\w.]+\))?(?::|$)"
+_TERMINAL = re.compile(r"^(?=[\w.:<>]*(?:[A-Z]|\.\w|::))[A-Za-z_][\w.:<>]{0,200}(?:\([\w.]+\))?(?::|$)")
 # Lines of a traceback that are not its exception: the header, frames, source, carets, "...".
-_FRAME = r'^[ \t]*(?:\|[ \t]*)?(?:Traceback \(most recent call last\)|File "|[~^]+$|\.\.\.)'
+_FRAME = re.compile(r'^[ \t]*(?:\|[ \t]*)?(?:Traceback \(most recent call last\)|File "|[~^]+$|\.\.\.)')
 # What follows an error line without being its message (torch's CUDA advice).
 _NOISE = ("CUDA kernel errors might be", "For debugging consider passing", "Compile with `TORCH_USE_CUDA_DSA`",
           "Search for `cuda", "The above exception was", "During handling of the above exception", "[...",
@@ -122,10 +122,9 @@ class Scan(Record):
     pointers: tuple[LogLine, ...] = ()  # vLLM's last line pointing above it ("See root cause above")
     traceback_cut: int | None = None  # the log ends inside a traceback (its last line): its exception is not in it
     secrets: tuple[str, ...] = ()  # the secrets of every "non-default args" line (to mask wherever they appear)
-    # The last ``vllm serve …`` command pasted into the log (its words after ``serve``, shell
-    # continuations and one-option-per-line pastes joined) and its first line.
+    # The last ``vllm serve …`` command pasted into the log: its words after ``serve``, shell
+    # continuations and one-option-per-line pastes joined.
     command: tuple[str, ...] = ()
-    command_line: int | None = None
     gpu_capabilities: tuple[tuple[int, int], ...] = ()  # every distinct one the log names (``gpu``: the last)
 
 def _top_level_alternatives(pattern: str) -> list[str]:
@@ -226,6 +225,11 @@ class _Failure:
         return bool(self.cause or self.weak or self.pointer)
 
 
+def _hits(literals: list[tuple[str, tuple[int, ...]]], text: str) -> list[int]:
+    """The signatures whose literal ``text`` holds (the gate before their regular expressions)."""
+    return [i for lit, indexes in literals if lit in text for i in indexes]
+
+
 class Scanner:
     """Feeds on log lines, keeps a bounded window: ``feed(text, level)`` per line, ``result()``."""
 
@@ -264,17 +268,8 @@ class Scanner:
         self._secrets: dict[str, None] = {}
         self.gpu: LogGpu | None = None
         self._capabilities: dict[tuple[int, int], None] = {}
-        self._version_res = [re.compile(p) for p in _VERSION_PATTERNS]
-        self._gpu_res = [re.compile(p) for p in _GPU_PATTERNS]
-        self._exception_re = re.compile(_EXCEPTION)
-        self._native_re = re.compile(_NATIVE)
-        self._frame_re = re.compile(_FRAME)
-        self._argparse_re = re.compile(_ARGPARSE_ERROR)
-        self._pointer_re = re.compile(_POINTER)
-        self._terminal_re = re.compile(_TERMINAL)
-        self._args_re = re.compile(_ARGS)
         self._command: list[str] | None = None  # the pasted command being read (its lines)
-        self._commands: tuple[list[str], int] | None = None  # the last one read and its first line
+        self._commands: list[str] | None = None  # the last one read
 
     def feed(self, text: str, level: str | None = None) -> None:
         self.count += 1
@@ -285,24 +280,22 @@ class Scanner:
         code = source or text.startswith(("dsv4-serve: ", "dsv4-launch"))
         head = text.lstrip(" \t|")
         self._after_frame = frame = head.startswith('File "')
-        literals = self._frame_literals if frame else self._literals
-        hits = [] if code or head[:1] in ("^", "~") else [
-            i for lit, indexes in literals if lit in text for i in indexes]
+        hits = [] if code or head[:1] in ("^", "~") else _hits(self._frame_literals if frame else self._literals, text)
         if hits or (self._always and not code):
             self._match(number, text, hits + self._always)
         joined = self._continued(number, text)
         if joined:  # an error message a copy wrapped: matched as one line
-            self._match(number - 1, joined, [i for lit, indexes in self._literals if lit in joined for i in indexes])
+            self._match(number - 1, joined, _hits(self._literals, joined))
         if "version" in text or "engine (v" in text:
             self._read_version(number, text)
         if "non-default args:" in text:
-            found = self._args_re.search(text)
+            found = _ARGS.search(text)
             if found:
                 self._read_args(found.group(1), number)
         if "(SM " in text or "cuda capability" in text:
             self._read_gpu(number, text)
         if self._command is not None or "vllm serve " in text:
-            self._read_command(number, text)
+            self._read_command(text)
         self._read_error(number, text, level, code)
 
     # --- the root cause ----------------------------------------------------------------------
@@ -318,7 +311,7 @@ class Scanner:
         stripped = text.strip()
         if code and not self._after_frame and text.startswith(("dsv4-serve: ", "dsv4-launch")):
             return  # dsv4-launch's own line (quoting vLLM's message)
-        frame = bool(stripped) and (code or self._frame_re.match(text) is not None)
+        frame = bool(stripped) and (code or _FRAME.match(text) is not None)
         quiet = level in _QUIET_LEVELS
         kind = None  # "cause", "weak", "pointer", "frame"
         if frame and not quiet:
@@ -326,11 +319,11 @@ class Scanner:
         elif stripped and not quiet and not code:
             if self._pointer(text):
                 kind = "pointer"
-            elif (self._exception_re.match(text) or self._argparse_re.match(text)
+            elif (_EXCEPTION.match(text) or _ARGPARSE_ERROR.match(text)
                   or (not text.startswith("    ") and any(hint in text for hint in _NATIVE_HINTS)
-                      and self._native_re.search(text))):  # not a source line quoting the message
+                      and _NATIVE.search(text))):  # not a source line quoting the message
                 kind = "cause"
-            elif failure.open_traceback is not None and self._terminal_re.match(text):
+            elif failure.open_traceback is not None and _TERMINAL.match(text):
                 kind = "cause"  # the line a traceback ends with, whatever the exception's name
             elif level in ("ERROR", "CRITICAL") and re.match(r"[A-Za-z]\S*(?: \S+){2}", text):
                 kind = "weak"  # a message of vLLM's (three words or more), not a value dumped
@@ -372,10 +365,10 @@ class Scanner:
             return False
         if stripped.startswith("what():"):
             return True
-        return not (self._frame_re.match(text) or self._pointer(text) or self._exception_re.match(text))
+        return not (_FRAME.match(text) or self._pointer(text) or _EXCEPTION.match(text))
 
     def _pointer(self, text: str) -> bool:
-        return any(hint in text for hint in _POINTER_HINTS) and self._pointer_re.search(text) is not None
+        return any(hint in text for hint in _POINTER_HINTS) and _POINTER.search(text) is not None
 
     # --- the rest ----------------------------------------------------------------------------
 
@@ -401,7 +394,7 @@ class Scanner:
                 self._order.append(key)
 
     def _read_version(self, number: int, text: str) -> None:
-        for pattern in self._version_res:
+        for pattern in _VERSION_PATTERNS:
             found = pattern.search(text)
             if found and re.fullmatch(_VERSION_TEXT, found.group(1).rstrip(",")):
                 self.version, self.version_line = found.group(1).rstrip(","), number
@@ -419,10 +412,9 @@ class Scanner:
             if len(self._args_secrets) >= _ARGS_MEMO:
                 self._args_secrets.clear()
             self._args_secrets[text] = secrets
-        for secret in secrets:
-            self._secrets[secret] = None
+        self._secrets.update(dict.fromkeys(secrets))
 
-    def _read_command(self, number: int, text: str) -> None:
+    def _read_command(self, text: str) -> None:
         """A pasted ``vllm serve`` command: its line, then the lines a shell continuation (``\\``)
         or a one-option-per-line paste (``--option``) adds to it."""
         stripped = text.strip()
@@ -434,20 +426,16 @@ class Scanner:
         start = text.find("vllm serve ")
         if start >= 0:
             self._command = [text[start + len("vllm serve "):].strip()[:ARGS_TEXT_LIMIT]]
-            self._commands = (self._command, number)
+            self._commands = self._command
 
     def _read_gpu(self, number: int, text: str) -> None:
-        for pattern in self._gpu_res:
+        for pattern in _GPU_PATTERNS:
             found = pattern.search(text)
             if found:
                 self.gpu = LogGpu(found.group(1).strip(), (int(found.group(2)), int(found.group(3))), number)
                 if len(self._capabilities) < 16:
                     self._capabilities[self.gpu.capability] = None
                 return
-
-    @property
-    def args(self) -> LogArgs | None:
-        return parse_args_text(*self._args_text) if self._args_text is not None else None
 
     def result(self) -> Scan:
         failure, previous = self._failure, self._previous
@@ -460,10 +448,10 @@ class Scanner:
         pointer = failure.pointer or (previous.pointer if previous is not None and cause else None)
         return Scan(
             lines=self.count, matches=tuple(self._matches[k] for k in self._order), version=self.version,
-            version_line=self.version_line, args=self.args, gpu=self.gpu, root_cause=tuple(cause),
-            pointers=(pointer,) if pointer is not None else (), traceback_cut=cut, secrets=tuple(self._secrets),
-            command=command_words(self._commands[0]) if self._commands else (),
-            command_line=self._commands[1] if self._commands else None, gpu_capabilities=tuple(self._capabilities))
+            version_line=self.version_line, args=parse_args_text(*self._args_text) if self._args_text else None,
+            gpu=self.gpu, root_cause=tuple(cause), pointers=(pointer,) if pointer is not None else (),
+            traceback_cut=cut, secrets=tuple(self._secrets),
+            command=command_words(self._commands) if self._commands else (), gpu_capabilities=tuple(self._capabilities))
 
 
 def command_words(lines: list[str]) -> tuple[str, ...]:

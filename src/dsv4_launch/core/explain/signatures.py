@@ -32,8 +32,9 @@ class Signature(Record):
     context: str | None = None
     context_lines: int = 0
     # Words for the row's fix placeholders where no plan can fill them ({sizes}, {fix}, …). The
-    # pattern's named groups fill ``{name}`` in these words (and in ``text``) with the log's values.
-    fill: Mapping[str, str] | None = None
+    # pattern's named groups fill ``{name}`` in these words (and in ``text``) with the log's values;
+    # of alternatives (a tuple), the first whose every ``{name}`` the log gives.
+    fill: Mapping[str, str | tuple[str, ...]] | None = None
     # A failure with no rule row (nothing at launch decides it: a kernel's, a library's, an old
     # release's): the signature's own words — title, effect, fix, reference, evidence.
     text: Mapping[str, str] | None = None
@@ -81,6 +82,8 @@ _FLASHINFER_SM120_TEXT = {
            "or with another --tensor-parallel-size",
     "reference": "flashinfer#3828, flashinfer#4336, flashinfer#4380, vllm#50720, vllm#56837",
     "evidence": "reported"}
+_MAX_LEN_FIX = ("--max-model-len at most the estimated maximum the message names, --max-model-len auto, or more "
+                "memory for the KV cache (--gpu-memory-utilization, more GPUs)")
 _TOO_OLD_TEXT = {
     "title": "a vLLM without DeepSeek-V4",
     "effect": "this vLLM (or the transformers it reads the config with) does not know deepseek_v4: no architecture, "
@@ -92,16 +95,11 @@ _TOO_OLD_TEXT = {
 
 SIGNATURES: tuple[Signature, ...] = (
     # --- the KV cache ------------------------------------------------------------------------
-    Signature(
-        rule=KV_AUTO, exception="AssertionError",
-        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto\b",
-        source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
-        vllm=fact("dsv4-kv-auto-crash").range),
-    Signature(
-        rule="kv-not-fp8", exception="AssertionError",
-        pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+",
-        source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
-        vllm=fact("dsv4-kv-check-asserts").range),
+    *(Signature(
+        rule=rule, exception="AssertionError", pattern=rf"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, "
+        rf"got {got}", source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
+        vllm=fact(f).range) for rule, got, f in (
+        (KV_AUTO, r"auto\b", "dsv4-kv-auto-crash"), ("kv-not-fp8", r"(?!auto\b)\w+", "dsv4-kv-check-asserts"))),
     Signature(
         rule="kv-not-fp8", exception="ValueError",
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
@@ -312,20 +310,14 @@ SIGNATURES: tuple[Signature, ...] = (
         pattern=r"There is no module or parameter named '[^']*vision",
         source="vllm/model_executor/models/utils.py:341@0.24.0, :387@0.25.0–0.25.1, :390@0.26.0–0.27.1, "
         ":389@0.28.0, :412@0.29.0", vllm=fact("vision-before-0.30").range),
-    Signature(
-        rule="hma-disabled", exception="TypeError",
+    *(Signature(
+        rule=rule, exception="TypeError", vllm=fact("hma-promotion-raises").range,
         pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
-        source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (replace_as; "
-        "SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, :1015@0.33.0); "
-        "0.34 drops bounded_replay in the promotion, kv_cache_planning.py:845@0.34.0",
-        vllm=fact("hma-promotion-raises").range),
-    Signature(
-        rule="connector-turns-hma-off", exception="TypeError",
-        pattern=r"(?:\w+\.)?__init__\(\) got an unexpected keyword argument 'bounded_replay'",
-        source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 (HMA turned "
-        "off by vllm/config/vllm.py for a connector without SupportsHMA); "
-        "0.34 drops bounded_replay in the promotion, kv_cache_planning.py:845@0.34.0",
-        vllm=fact("hma-promotion-raises").range),
+        source=f"{_KVU}:1887@0.31.0, :1746@0.32.0, vllm/v1/core/kv_cache_planning.py:800@0.33.0 ({why}); "
+        "0.34 drops bounded_replay in the promotion, kv_cache_planning.py:845@0.34.0") for rule, why in (
+        ("hma-disabled", "replace_as; SlidingWindowMLASpec.bounded_replay, vllm/v1/kv_cache_interface.py:937@0.31.0, "
+         ":1015@0.33.0"),
+        ("connector-turns-hma-off", "HMA turned off by vllm/config/vllm.py for a connector without SupportsHMA"))),
     Signature(
         rule="connector-hma-forced", exception="ValueError",
         pattern=r"Connector \S+ does not support HMA but HMA is enabled",
@@ -343,11 +335,12 @@ SIGNATURES: tuple[Signature, ...] = (
         fill={"more": "enough"}),
     Signature(
         rule="max-model-len-too-long", exception="ValueError",
-        pattern=r"To serve at least one request with the model's max seq len \(\d+\)",
+        pattern=r"To serve at least one request with the model's max seq len \(\d+\)"
+        r"(?:.*?the estimated maximum model length is (?P<estimate>\d+))?",  # vLLM's estimate, quoted in the fix
         source=f"{_KVU}:760@0.24.0–0.25.1, :778@0.26.0–0.27.1, :758@0.28.0, :879@0.29.0, :899@0.30.0, "
         ":925@0.31.0, :1030@0.32.0, vllm/v1/core/kv_cache_planning.py:77@0.33.0",
-        fill={"fix": "--max-model-len at most the estimated maximum the message names, --max-model-len auto, or "
-              "more memory for the KV cache (--gpu-memory-utilization, more GPUs)"}),
+        fill={"fix": (f"--max-model-len {{estimate}} (vLLM's estimate on this line) or less; {_MAX_LEN_FIX}",
+                      _MAX_LEN_FIX)}),
     # The wording before 0.24 (V0 and early V1 engines; not in 0.24.0–0.33.0): the length and the
     # tokens the KV cache holds, without an estimate.
     Signature(
@@ -364,16 +357,12 @@ SIGNATURES: tuple[Signature, ...] = (
         source="vllm/model_executor/model_loader/default_loader.py:467@0.24.0–0.30.0, :521@0.31.0, "
         ":564@0.32.0, :569@0.33.0", fill={"where": "the model's directory (or the Hugging Face cache)"}),
     # --- doctor rows (this machine's FlashInfer) -----------------------------------------------
-    Signature(
-        rule="flashinfer-missing", exception="RuntimeError",
+    *(Signature(
+        rule=rule, exception="RuntimeError", vllm=fact("flashinfer-sm120-decode-api").range,
         pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
-        source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1 (has_flashinfer_sparse_mla_sm120() "
-        "is False without FlashInfer)", vllm=fact("flashinfer-sm120-decode-api").range),
-    Signature(
-        rule="flashinfer-sm120-api", exception="RuntimeError",
-        pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires FlashInfer's sparse MLA decode API",
-        source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1",
-        vllm=fact("flashinfer-sm120-decode-api").range),
+        source=f"{_FI}:563@0.24.0, :582@0.25.0–0.26.0, :579@0.27.0–0.27.1{note}") for rule, note in (
+        ("flashinfer-missing", " (has_flashinfer_sparse_mla_sm120() is False without FlashInfer)"),
+        ("flashinfer-sm120-api", ""))),
     Signature(
         rule="flashinfer-sm120-shape", exception="RuntimeError",
         pattern=r"FLASHINFER_MLA_SPARSE_DSV4 on SM120 requires a FlashInfer DSV4 sparse MLA decode specialization",

@@ -125,15 +125,9 @@ def arch_coverage(cc: tuple[int, int], arch_flags: list[str]) -> str:
 
     # Cubins run on the same major with an equal or higher minor ("a"/"f" variants are
     # architecture-specific: exact match only).
-    for code in sm:
-        n = num(code)
-        if n is None:
-            continue
-        if code.endswith(("a", "f")):
-            if n == major * 10 + minor:
-                return OK
-        elif n // 10 == major and n % 10 <= minor:
-            return OK
+    if any((n := num(c)) is not None and (n == major * 10 + minor if c.endswith(("a", "f"))
+                                          else n // 10 == major and n % 10 <= minor) for c in sm):
+        return OK
     if any((n := num(c)) is not None and n <= major * 10 + minor and not c.endswith("a") for c in ptx):
         return WARN
     return FAIL
@@ -261,9 +255,6 @@ def diagnose(plan: Plan, facts: Facts | None, gpu_report: GpuReport | None, runt
         *torch_lines(runtime, used),
     ]
     judged = any(c.section == "flashinfer" for c in found)  # a row's verdict replaces the plain line
-    for extra in (flashinfer_line(runtime, judged), plugin_line(runtime, env, plugin_entry, plugin_hint)):
-        if extra is not None:
-            lines.append(extra)
-    lines += found
-    lines += plan_lines(plan, facts)
+    extra = (flashinfer_line(runtime, judged), plugin_line(runtime, env, plugin_entry, plugin_hint))
+    lines += [*(line for line in extra if line is not None), *found, *plan_lines(plan, facts)]
     return Diagnosis(tuple(lines), FAMILY_NAMES.get(family or "", "vLLM"))
