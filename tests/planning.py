@@ -76,3 +76,21 @@ def make_context(*, env=None, gpus=None, vllm=None, **fields):
     fields.setdefault("stderr", io.StringIO())
     return Context(env={} if env is None else env, read_gpus=gpus,
                    vllm=VllmInstall(version="0.33.0", importable=True) if vllm is None else vllm, **fields)
+
+
+def plan_on_bytes(argv, env=None, vllm=None, as_json=False):
+    """``plan`` in process on byte streams, as the console script's (stdout surrogateescape, stderr
+    backslashreplace): (status, stdout, stderr). ``vllm``: a release the option tables do not
+    record (0.35.0) unless given; the GPUs: DSV4_LAUNCH_GPU_CAPABILITY 12.0. Faked: the vLLM lookup."""
+    import io
+
+    from dsv4_launch.adapters.vllm_install import VllmInstall
+    from dsv4_launch.commands.context import Context
+    from dsv4_launch.commands.plan import run_plan
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
+    ctx = Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})}, stdout=out, stderr=err,
+                  vllm=VllmInstall("0.35.0", True) if vllm is None else vllm)
+    rc = run_plan(list(argv), as_json=as_json, ctx=ctx)
+    return rc, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()

@@ -11,23 +11,15 @@ import pytest
 
 from dsv4_launch.adapters.vllm_install import VllmInstall
 from dsv4_launch.commands.context import Context
-from dsv4_launch.commands.plan import run_plan
 from tests.conftest import BIN, clean_env
+from tests.planning import plan_on_bytes
 
 M = "deepseek-ai/DeepSeek-V4-Flash"
 NEWER = VllmInstall("0.35.0", True)  # a release the option tables do not record
 
 
-def _streams():
-    return (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape", write_through=True),
-            io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True))
-
-
 def _plan(argv, env=None, vllm=NEWER, as_json=False):
-    out, err = _streams()
-    rc = run_plan(list(argv), as_json=as_json, ctx=Context(env={"DSV4_LAUNCH_GPU_CAPABILITY": "12.0", **(env or {})},
-                                                           stdout=out, stderr=err, vllm=vllm))
-    return rc, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()
+    return plan_on_bytes(argv, env, vllm, as_json)
 
 
 # --- class 4: terminal and JSON integrity ------------------------------------------------------
