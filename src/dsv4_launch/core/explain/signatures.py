@@ -98,8 +98,9 @@ SIGNATURES: tuple[Signature, ...] = (
     *(Signature(
         rule=rule, exception="AssertionError", pattern=rf"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, "
         rf"got {got}", source=f"{_ATT}:79@0.24.0, :83@0.25.0–0.26.0, :105@0.27.0–0.27.1, :106@0.28.0, :105@0.29.0",
-        vllm=fact(f).range) for rule, got, f in (
-        (KV_AUTO, r"auto\b", "dsv4-kv-auto-crash"), ("kv-not-fp8", r"(?!auto\b)\w+", "dsv4-kv-check-asserts"))),
+        vllm=f.range) for rule, got, f in (
+        (KV_AUTO, r"auto\b", fact("dsv4-kv-auto-crash")),
+        ("kv-not-fp8", r"(?!auto\b)\w+", fact("dsv4-kv-check-asserts")))),
     Signature(
         rule="kv-not-fp8", exception="ValueError",
         pattern=r"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got (?!auto\b)\w+\. Please set",
