@@ -180,9 +180,7 @@ def _regular_file(path: str) -> str | None:
         return "dangling link" if os.path.islink(path) else "missing"
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte or an unencodable name
         return getattr(exc, "strerror", None) or "not a usable path"
-    if not stat.S_ISREG(st.st_mode):
-        return "not a regular file"
-    return None
+    return None if stat.S_ISREG(st.st_mode) else "not a regular file"
 
 
 def locate_config(model: str, env: Mapping[str, str], revision: str | None = None,
@@ -333,6 +331,4 @@ def near_checkpoint(name: str) -> str | None:
     scored = sorted(((difflib.SequenceMatcher(None, repo, key.split("/", 1)[1]).ratio(), key.split("/", 1)[0] == org,
                       key) for key in table), reverse=True)
     close = [key for ratio, _, key in scored[:1] if ratio >= 0.88]
-    if not close or close[0] == wanted:
-        return None
-    return str(table[close[0]].get("id") or close[0])
+    return None if not close or close[0] == wanted else str(table[close[0]].get("id") or close[0])

@@ -235,9 +235,7 @@ def _complete_from_listing(index: _Index, safetensors: dict[str, int]) -> set[st
     if count is None or len(seen) != int(count) or seen != set(range(1, int(count) + 1)):
         return None
     named_in_head = {n.decode("utf-8", "replace") for n in re.findall(_NAMED, index.head)}
-    if not named_in_head or not named_in_head <= safetensors.keys():
-        return None
-    return set(safetensors)
+    return None if not named_in_head or not named_in_head <= safetensors.keys() else set(safetensors)
 
 
 def _with_payload(model_dir: str, files: CheckpointFiles, shards: dict[str, int]) -> CheckpointFiles:

@@ -329,9 +329,7 @@ def url_userinfo(token: str) -> str | None:
     if at <= 0:
         return None
     userinfo = rest[:at]
-    if "/" in userinfo and ":" not in userinfo:
-        return None
-    return userinfo
+    return None if "/" in userinfo and ":" not in userinfo else userinfo
 
 
 def url_credentials(texts: Iterable[str]) -> list[str]:

@@ -203,9 +203,7 @@ def flashmla(capability: tuple[int, int] | None, backend: str | None) -> bool | 
         return False
     if backend in FLASHMLA_BACKENDS:
         return True
-    if backend is not None or capability is None:
-        return None
-    return capability[0] != 12
+    return None if backend is not None or capability is None else capability[0] != 12
 
 
 def _workspace_bytes(shape: Shape, tokens: int, length: int, release: str | None, uses: bool | None,

@@ -319,9 +319,7 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
         return min((draft.checkpoint_bytes if draft else 0) + max(total - split.checkpoint_bytes, 0), total)
     layers = facts.model.number("num_hidden_layers")
     n = _draft_layers(facts, own)
-    if not layers or n <= 0:
-        return None
-    return min(int(total * n * MTP_SHARE_MARGIN) // (layers + n), total)
+    return None if not layers or n <= 0 else min(int(total * n * MTP_SHARE_MARGIN) // (layers + n), total)
 
 
 def _draft_layers(facts: Facts, own: str) -> int:

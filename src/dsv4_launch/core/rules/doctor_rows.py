@@ -59,9 +59,7 @@ def sm120_decode_shapes(facts: Facts) -> list[tuple[int, int]]:
     fix="install the flashinfer-python version vLLM pins (pip install vllm pulls it in)",
     reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py", families=frozenset({"12"}), section="flashinfer")
 def flashinfer_missing(facts: Facts, gpu: GpuInfo | None):
-    if not _on_sm120_path(facts) or _flashinfer(facts) is not None:
-        return None
-    return {}
+    return None if not _on_sm120_path(facts) or _flashinfer(facts) is not None else {}
 
 
 @row(
