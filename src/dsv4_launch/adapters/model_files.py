@@ -197,9 +197,7 @@ def locate_config(model: str, env: Mapping[str, str], revision: str | None = Non
         problem = _regular_file(candidate)
         if problem is None:
             return candidate, f"config.json in {local}"
-        if problem == "missing":
-            return None, f"{local} has no config.json"
-        return None, f"{candidate}: {problem}"
+        return (None, f"{local} has no config.json") if problem == "missing" else (None, f"{candidate}: {problem}")
     if not is_hub_id(model):
         return None, f"{model} is neither a local directory nor a Hugging Face repository id"
     rev = revision or "main"
@@ -244,9 +242,7 @@ def _read_ref(path: str) -> tuple[str | None, str | None]:
     except ValueError as exc:  # a NUL byte: no strerror
         return None, f"cannot read {path} ({exc})"
     text = raw.decode("ascii", "replace").strip()
-    if not re.match(_COMMIT, text):
-        return None, f"{path} does not hold a commit hash"
-    return text, None
+    return (text, None) if re.match(_COMMIT, text) else (None, f"{path} does not hold a commit hash")
 
 
 def read_json_file(path: str) -> tuple[object | None, str | None]:
@@ -278,9 +274,7 @@ def read_config(path: str) -> tuple[dict[str, object] | None, str | None]:
     data, problem = read_json_file(path)
     if problem is not None:
         return None, problem
-    if not isinstance(data, dict):
-        return None, f"{path} is not a JSON object"
-    return data, None
+    return (data, None) if isinstance(data, dict) else (None, f"{path} is not a JSON object")
 
 
 def model_facts(model: str | None, env: Mapping[str, str], hf_config_path: str | None = None,

@@ -297,9 +297,7 @@ def mask_url_credentials(text: str) -> str:
 
 def _mask_query(url: re.Match) -> str:
     def pair(m: re.Match) -> str:
-        if not m.group(3) or not is_credential_name(m.group(2)):
-            return m.group(0)
-        return f"{m.group(1)}{m.group(2)}=***"
+        return m.group(0) if not m.group(3) or not is_credential_name(m.group(2)) else f"{m.group(1)}{m.group(2)}=***"
 
     return re.sub(_QUERY_PAIR, pair, url.group(0))
 

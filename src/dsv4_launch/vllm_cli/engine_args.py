@@ -36,8 +36,7 @@ def read_engine_args(engine: object, table: OptionTable, model: str | None = Non
                 values[dest] = value
         name = getattr(engine, "model", None)
         model = name if isinstance(name, str) and name else model
-    return ServeArgs(tokens=(), values=values, cli_values=values, model=model,
-                     model_source="engine" if model else None)
+    return ServeArgs(tokens=(), values=values, cli_values=values, model=model, model_source="engine" if model else None)
 
 
 _DEFAULTS: dict[type, dict[str, object]] = {}  # per EngineArgs class: read once per process

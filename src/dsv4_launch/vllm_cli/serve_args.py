@@ -84,9 +84,7 @@ class _Tok(str):
 
     def split(self, sep=None, maxsplit=-1):
         parts = str.split(self, sep, maxsplit)
-        if sep == "=" and len(parts) == 2:
-            return [parts[0], self._tail(parts[1])]
-        return parts
+        return [parts[0], self._tail(parts[1])] if sep == "=" and len(parts) == 2 else parts
 
     def partition(self, sep):
         head, found, tail = str.partition(self, sep)
@@ -492,9 +490,7 @@ def _human_readable_int(value: str) -> object:
         number, suffix = m.groups()
         if suffix in "kmgt":
             return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
-        if number.isdigit():
-            return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
-        return value
+        return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1)) if number.isdigit() else value
     try:
         return int(text)
     except ValueError:

@@ -547,9 +547,7 @@ def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bo
                 if judged[2] is None:
                     return False, f"MultiConnector (its child {judged[1]})", None
                 doubts.append((judged[1], judged[2]))
-        if doubts:
-            return False, f"MultiConnector (its child {doubts[0][0]})", doubts[0][1]
-        return True, name, None
+        return (False, f"MultiConnector (its child {doubts[0][0]})", doubts[0][1]) if doubts else (True, name, None)
     module = config.get("kv_connector_module_path")
     if isinstance(module, str) and module:  # (MultiConnector above: vLLM judges it by its children whatever the class)
         return False, f"{name} from {module}", USER_CLASS_DOUBT
