@@ -191,13 +191,12 @@ def locate_config(model: str, env: Mapping[str, str], revision: str | None = Non
     in vllm/transformers_utils/repo_utils.py file_or_path_exists, 0.24.0-0.33.0): a ``~`` the shell
     did not expand (``--model=~/x``, a quoted ``'~/x'``) is not the home directory for vLLM, so
     not here either."""
-    local = model
-    if os.path.isdir(local):
-        candidate = os.path.join(local, "config.json")
+    if os.path.isdir(model):
+        candidate = os.path.join(model, "config.json")
         problem = _regular_file(candidate)
         if problem is None:
-            return candidate, f"config.json in {local}"
-        return (None, f"{local} has no config.json") if problem == "missing" else (None, f"{candidate}: {problem}")
+            return candidate, f"config.json in {model}"
+        return None, f"{model} has no config.json" if problem == "missing" else f"{candidate}: {problem}"
     if not is_hub_id(model):
         return None, f"{model} is neither a local directory nor a Hugging Face repository id"
     rev = revision or "main"

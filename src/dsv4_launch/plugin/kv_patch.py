@@ -16,7 +16,6 @@ _engine_args: contextvars.ContextVar = contextvars.ContextVar("dsv4_launch_engin
 _said: set[str] = set()
 
 
-
 def _logger():
     from vllm.logger import init_logger
 

@@ -69,11 +69,8 @@ def _changed(value: object, default: object) -> object:
     if value == default:
         return _MISSING
     if isinstance(value, dict) and isinstance(default, dict):
-        kept = {}
-        for key, item in value.items():
-            left = _changed(item, default.get(key, _MISSING))
-            if left is not _MISSING:
-                kept[key] = left
+        kept = {key: left for key, item in value.items()
+                if (left := _changed(item, default.get(key, _MISSING))) is not _MISSING}
         return kept or _MISSING
     return value
 

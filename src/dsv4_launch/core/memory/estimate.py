@@ -84,11 +84,7 @@ class Layout(Record):
         return self.tp * self.pp * self.dp
 
     def words(self) -> str:
-        parts = [f"TP {self.tp}"]
-        if self.pp > 1:
-            parts.append(f"PP {self.pp}")
-        if self.dp > 1:
-            parts.append(f"DP {self.dp}")
+        parts = [f"{k} {n}" for k, n in (("TP", self.tp), ("PP", self.pp), ("DP", self.dp)) if k == "TP" or n > 1]
         return " × ".join(parts) + (" + EP" if self.expert_parallel else "")
 
 
