@@ -627,9 +627,8 @@ def _build_replica(table: OptionTable, wanted: Sequence[int] | None = None) -> _
 def _secret_action(action, exact: bool) -> bool:
     """A recorded secret option; or, in a table that is not the installed release's own, an
     option whose name looks like a credential (``credentials.is_credential_name``)."""
-    if action.dest in SECRET_DESTS:
-        return True
-    return not exact and any(is_credential_name(o) for o in action.options if o.startswith("--"))
+    return action.dest in SECRET_DESTS or (
+        not exact and any(is_credential_name(o) for o in action.options if o.startswith("--")))
 
 
 class _StoreFlag(argparse.Action):
