@@ -83,9 +83,7 @@ def expanded_size(data: object, limit: int) -> int:
     def leaf(value: object) -> int | None:
         if isinstance(value, str):
             return 1 + len(value)
-        if not isinstance(value, (list, dict)):
-            return 1
-        return sizes.get(id(value))
+        return sizes.get(id(value)) if isinstance(value, (list, dict)) else 1
 
     top = leaf(data)
     if top is not None:

@@ -180,9 +180,7 @@ def _regular_file(path: str) -> str | None:
         return "dangling link" if os.path.islink(path) else "missing"
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte or an unencodable name
         return getattr(exc, "strerror", None) or "not a usable path"
-    if not stat.S_ISREG(st.st_mode):
-        return "not a regular file"
-    return None
+    return None if stat.S_ISREG(st.st_mode) else "not a regular file"
 
 
 def locate_config(model: str, env: Mapping[str, str], revision: str | None = None,
@@ -193,15 +191,12 @@ def locate_config(model: str, env: Mapping[str, str], revision: str | None = Non
     in vllm/transformers_utils/repo_utils.py file_or_path_exists, 0.24.0-0.33.0): a ``~`` the shell
     did not expand (``--model=~/x``, a quoted ``'~/x'``) is not the home directory for vLLM, so
     not here either."""
-    local = model
-    if os.path.isdir(local):
-        candidate = os.path.join(local, "config.json")
+    if os.path.isdir(model):
+        candidate = os.path.join(model, "config.json")
         problem = _regular_file(candidate)
         if problem is None:
-            return candidate, f"config.json in {local}"
-        if problem == "missing":
-            return None, f"{local} has no config.json"
-        return None, f"{candidate}: {problem}"
+            return candidate, f"config.json in {model}"
+        return None, f"{model} has no config.json" if problem == "missing" else f"{candidate}: {problem}"
     if not is_hub_id(model):
         return None, f"{model} is neither a local directory nor a Hugging Face repository id"
     rev = revision or "main"
@@ -246,9 +241,7 @@ def _read_ref(path: str) -> tuple[str | None, str | None]:
     except ValueError as exc:  # a NUL byte: no strerror
         return None, f"cannot read {path} ({exc})"
     text = raw.decode("ascii", "replace").strip()
-    if not re.match(_COMMIT, text):
-        return None, f"{path} does not hold a commit hash"
-    return text, None
+    return (text, None) if re.match(_COMMIT, text) else (None, f"{path} does not hold a commit hash")
 
 
 def read_json_file(path: str) -> tuple[object | None, str | None]:
@@ -280,9 +273,7 @@ def read_config(path: str) -> tuple[dict[str, object] | None, str | None]:
     data, problem = read_json_file(path)
     if problem is not None:
         return None, problem
-    if not isinstance(data, dict):
-        return None, f"{path} is not a JSON object"
-    return data, None
+    return (data, None) if isinstance(data, dict) else (None, f"{path} is not a JSON object")
 
 
 def model_facts(model: str | None, env: Mapping[str, str], hf_config_path: str | None = None,
@@ -333,6 +324,4 @@ def near_checkpoint(name: str) -> str | None:
     scored = sorted(((difflib.SequenceMatcher(None, repo, key.split("/", 1)[1]).ratio(), key.split("/", 1)[0] == org,
                       key) for key in table), reverse=True)
     close = [key for ratio, _, key in scored[:1] if ratio >= 0.88]
-    if not close or close[0] == wanted:
-        return None
-    return str(table[close[0]].get("id") or close[0])
+    return None if not close or close[0] == wanted else str(table[close[0]].get("id") or close[0])

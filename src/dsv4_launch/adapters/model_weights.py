@@ -136,9 +136,7 @@ def read_checkpoint_files(model_dir: str) -> CheckpointFiles | None:
     empty = sum(1 for n in named if safetensors.get(n) == 0)  # listed, but empty or a dangling link
     files = CheckpointFiles("safetensors", total, len(named), len(named) - len(present), files=len(present),
                             present_bytes=sum(safetensors[n] for n in present), shards_empty=empty)
-    if files.shards_missing:
-        return files
-    return _with_payload(model_dir, files, {n: safetensors[n] for n in present})
+    return files if files.shards_missing else _with_payload(model_dir, files, {n: safetensors[n] for n in present})
 
 
 def _is_file(entry: os.DirEntry) -> bool:
@@ -209,9 +207,7 @@ def _named_shards(index: _Index) -> set[str]:
     """The distinct files the index's ``weight_map`` names (parsed: exact)."""
     parsed = index.parsed()
     weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
-    if not isinstance(weight_map, dict):
-        return set()
-    return {v for v in weight_map.values() if isinstance(v, str)}
+    return {v for v in weight_map.values() if isinstance(v, str)} if isinstance(weight_map, dict) else set()
 
 
 def _complete_from_listing(index: _Index, safetensors: dict[str, int]) -> set[str] | None:
@@ -235,9 +231,7 @@ def _complete_from_listing(index: _Index, safetensors: dict[str, int]) -> set[st
     if count is None or len(seen) != int(count) or seen != set(range(1, int(count) + 1)):
         return None
     named_in_head = {n.decode("utf-8", "replace") for n in re.findall(_NAMED, index.head)}
-    if not named_in_head or not named_in_head <= safetensors.keys():
-        return None
-    return set(safetensors)
+    return None if not named_in_head or not named_in_head <= safetensors.keys() else set(safetensors)
 
 
 def _with_payload(model_dir: str, files: CheckpointFiles, shards: dict[str, int]) -> CheckpointFiles:

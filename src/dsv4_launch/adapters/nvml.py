@@ -208,6 +208,4 @@ def _read_smi(run: Callable[[list[str]], tuple[str | None, str | None]]) -> GpuR
         why = None if cc else "nvidia-smi: compute capability not reported"
         gpus.append(GpuInfo(index=int(fields[0]), uuid=fields[1] or None, name=fields[2] or None, capability=cc,
                             memory_total_bytes=mem, error=why))
-    if not gpus:
-        return GpuReport(error="nvidia-smi listed no GPU")
-    return GpuReport(gpus=tuple(gpus), source="nvidia-smi")
+    return GpuReport(gpus=tuple(gpus), source="nvidia-smi") if gpus else GpuReport(error="nvidia-smi listed no GPU")

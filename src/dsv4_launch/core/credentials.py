@@ -113,11 +113,10 @@ def name_words(name: str) -> list[str]:
 
 
 def _plural_secret(before: str, word: str) -> bool:
-    if word in ("passwords", "passphrases", "passwds", "secrets", "credentials", "cookies", "signatures"):
-        return True
-    if word.endswith("keys") and word[:-1] in _KEY_WORDS:  # apikeys, accesskeys
-        return True
-    return (word == "keys" and before + "key" in _KEY_WORDS) or (word == "tokens" and before in _PLURAL_TOKENS_AFTER)
+    return (word in ("passwords", "passphrases", "passwds", "secrets", "credentials", "cookies", "signatures")
+            or (word.endswith("keys") and word[:-1] in _KEY_WORDS)  # apikeys, accesskeys
+            or (word == "keys" and before + "key" in _KEY_WORDS)
+            or (word == "tokens" and before in _PLURAL_TOKENS_AFTER))
 
 
 def _a_kind_of_pass(before: str) -> bool:
@@ -134,13 +133,9 @@ def _credential_word(before2: str, before: str, word: str, after: str) -> bool:
             not (word == "pat" and before in _PATTERN_WORDS)
     if word == "key" and before in ("and", "or") and before2 in _MEASURES:
         return False  # a pair: the measure and the key it was read under (derived_max_model_len_and_key)
-    if word in _WHOLE or word in _KEY_WORDS:
-        return True
-    if _plural_secret(before, word):
-        return True
-    if len(word) > 5 and word.endswith(_ENDINGS):
-        return True
-    return any(stem in word for stem in _STEMS) and re.fullmatch(_ORDINARY, word) is None
+    return (word in _WHOLE or word in _KEY_WORDS or _plural_secret(before, word)
+            or (len(word) > 5 and word.endswith(_ENDINGS))
+            or (any(stem in word for stem in _STEMS) and re.fullmatch(_ORDINARY, word) is None))
 
 
 def is_credential_name(name: str) -> bool:
@@ -297,9 +292,7 @@ def mask_url_credentials(text: str) -> str:
 
 def _mask_query(url: re.Match) -> str:
     def pair(m: re.Match) -> str:
-        if not m.group(3) or not is_credential_name(m.group(2)):
-            return m.group(0)
-        return f"{m.group(1)}{m.group(2)}=***"
+        return m.group(0) if not m.group(3) or not is_credential_name(m.group(2)) else f"{m.group(1)}{m.group(2)}=***"
 
     return re.sub(_QUERY_PAIR, pair, url.group(0))
 
@@ -329,9 +322,7 @@ def url_userinfo(token: str) -> str | None:
     if at <= 0:
         return None
     userinfo = rest[:at]
-    if "/" in userinfo and ":" not in userinfo:
-        return None
-    return userinfo
+    return None if "/" in userinfo and ":" not in userinfo else userinfo
 
 
 def url_credentials(texts: Iterable[str]) -> list[str]:

@@ -100,10 +100,7 @@ def family_words(families: Iterable[str]) -> str:
 def parse_capability(text: str) -> tuple[int, int]:
     """``"12.0"`` → ``(12, 0)``; also ``"9"`` and ``"sm_120"``/``"sm120"``. ValueError otherwise."""
     value = text.strip().lower()
-    if value.startswith("sm_"):
-        value = value[3:]
-    elif value.startswith("sm"):
-        value = value[2:]
+    value = value[3:] if value.startswith("sm_") else value.removeprefix("sm")
     if "." in value:
         major, _, minor = value.partition(".")
     elif is_ascii_int(value) and len(value) >= 2 and text.strip().lower().startswith("sm"):
@@ -143,8 +140,7 @@ def select_visible(gpus: Sequence[GpuInfo], cuda_visible_devices: str | None,
             notes.append(f"CUDA_VISIBLE_DEVICES entry {entry!r} {why}; CUDA ignores it and everything after it "
                          f"({rest!r})")
             break
-        if is_ascii_int(entry):
-            used_index = True
+        used_index = used_index or is_ascii_int(entry)
         seen.add(gpu.index)
         chosen.append(gpu)
 

@@ -75,9 +75,7 @@ def family_of(architectures: object, model_type: object) -> str | None:
     archs = set(_strings(architectures))
     if archs & DSV4_ARCHITECTURES or model_type in DSV4_MODEL_TYPES:
         return V4
-    if archs & DSV41_ARCHITECTURES or model_type in DSV41_MODEL_TYPES:
-        return V41
-    return None
+    return V41 if archs & DSV41_ARCHITECTURES or model_type in DSV41_MODEL_TYPES else None
 
 
 def main_architecture(architectures: object) -> str | None:
@@ -157,6 +155,4 @@ def family_from_name(name: str | None) -> str | None:
     base = name.rstrip("/").rsplit("/", 1)[-1].lower().replace("_", "-")
     if base.startswith(("deepseek-v4.1", "deepseek-v41")):
         return V41
-    if base.startswith("deepseek-v4"):
-        return V4
-    return None
+    return V4 if base.startswith("deepseek-v4") else None

@@ -41,10 +41,8 @@ def read_flag(env: Mapping[str, str], name: str, unclear: bool = False) -> tuple
     if raw is None:
         return False, None
     value = raw.strip().lower()
-    if value in TRUE:
-        return True, None
-    if value in FALSE:
-        return False, None
+    if value in TRUE or value in FALSE:
+        return value in TRUE, None
     return unclear, f"{name}={raw!r} is not 1 (on) or 0 (off); taken as {'on' if unclear else 'off'}"
 
 

@@ -207,6 +207,4 @@ def masked(data, redact: Redactor = NO_REDACT):
         return redact(data)
     if isinstance(data, dict):
         return {k: masked(v, redact) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [masked(v, redact) for v in data]
-    return data
+    return [masked(v, redact) for v in data] if isinstance(data, (list, tuple)) else data

@@ -16,7 +16,6 @@ _engine_args: contextvars.ContextVar = contextvars.ContextVar("dsv4_launch_engin
 _said: set[str] = set()
 
 
-
 def _logger():
     from vllm.logger import init_logger
 
@@ -112,8 +111,7 @@ def _decide(model_config, version: str, may_change: bool = True) -> str | None:
     hf_config = getattr(model_config, "hf_config", None)
     to_dict = getattr(hf_config, "to_dict", None)
     as_dict = to_dict() if callable(to_dict) else None
-    prepared = prepare_engine(_engine_args.get(), getattr(model_config, "model", None), as_dict, version,
-                              os.environ)
+    prepared = prepare_engine(_engine_args.get(), getattr(model_config, "model", None), as_dict, version, os.environ)
     redact = prepared.redact  # the engine's and the environment's credentials (pipeline.prepare_engine)
     if prepared.error:
         _once("settings", "warning", "dsv4-launch plugin does nothing: %s", printable(prepared.error, redact))

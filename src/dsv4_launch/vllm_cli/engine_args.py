@@ -36,8 +36,7 @@ def read_engine_args(engine: object, table: OptionTable, model: str | None = Non
                 values[dest] = value
         name = getattr(engine, "model", None)
         model = name if isinstance(name, str) and name else model
-    return ServeArgs(tokens=(), values=values, cli_values=values, model=model,
-                     model_source="engine" if model else None)
+    return ServeArgs(tokens=(), values=values, cli_values=values, model=model, model_source="engine" if model else None)
 
 
 _DEFAULTS: dict[type, dict[str, object]] = {}  # per EngineArgs class: read once per process
@@ -70,11 +69,8 @@ def _changed(value: object, default: object) -> object:
     if value == default:
         return _MISSING
     if isinstance(value, dict) and isinstance(default, dict):
-        kept = {}
-        for key, item in value.items():
-            left = _changed(item, default.get(key, _MISSING))
-            if left is not _MISSING:
-                kept[key] = left
+        kept = {key: left for key, item in value.items()
+                if (left := _changed(item, default.get(key, _MISSING))) is not _MISSING}
         return kept or _MISSING
     return value
 

@@ -84,9 +84,7 @@ class _Tok(str):
 
     def split(self, sep=None, maxsplit=-1):
         parts = str.split(self, sep, maxsplit)
-        if sep == "=" and len(parts) == 2:
-            return [parts[0], self._tail(parts[1])]
-        return parts
+        return [parts[0], self._tail(parts[1])] if sep == "=" and len(parts) == 2 else parts
 
     def partition(self, sep):
         head, found, tail = str.partition(self, sep)
@@ -492,9 +490,7 @@ def _human_readable_int(value: str) -> object:
         number, suffix = m.groups()
         if suffix in "kmgt":
             return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
-        if number.isdigit():
-            return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
-        return value
+        return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1)) if number.isdigit() else value
     try:
         return int(text)
     except ValueError:
@@ -631,9 +627,8 @@ def _build_replica(table: OptionTable, wanted: Sequence[int] | None = None) -> _
 def _secret_action(action, exact: bool) -> bool:
     """A recorded secret option; or, in a table that is not the installed release's own, an
     option whose name looks like a credential (``credentials.is_credential_name``)."""
-    if action.dest in SECRET_DESTS:
-        return True
-    return not exact and any(is_credential_name(o) for o in action.options if o.startswith("--"))
+    return action.dest in SECRET_DESTS or (
+        not exact and any(is_credential_name(o) for o in action.options if o.startswith("--")))
 
 
 class _StoreFlag(argparse.Action):

@@ -203,9 +203,7 @@ def flashmla(capability: tuple[int, int] | None, backend: str | None) -> bool | 
         return False
     if backend in FLASHMLA_BACKENDS:
         return True
-    if backend is not None or capability is None:
-        return None
-    return capability[0] != 12
+    return None if backend is not None or capability is None else capability[0] != 12
 
 
 def _workspace_bytes(shape: Shape, tokens: int, length: int, release: str | None, uses: bool | None,
@@ -449,8 +447,7 @@ class _DummyRun:
         residual, step, rest = self.residual, self.step, self.rest
         workspace_low = max(workspace_low, self.gathered.low)  # the all-gathered MoE workspaces: one buffer
         forward_low = residual.low + max(step.low + workspace_low, workspace_low + logits.low, rest.low)
-        forward_high = residual.high + workspace_high + max(step.high,
-                                                            logits.high + rest.high + self.gathered.high)
+        forward_high = residual.high + workspace_high + max(step.high, logits.high + rest.high + self.gathered.high)
         return forward_low, forward_high, workspace_low + self.sampler.low, workspace_high + self.sampler.high
 
     def peak_at(self, max_model_len: int) -> tuple[int, int]:
@@ -599,6 +596,4 @@ def length_breaks(facts: Facts) -> tuple[int, ...]:
     """The ``--max-model-len`` values where the peak drops as the length grows: from 0.32 the
     indexer's factor goes from 5 to 2 above 256K (config/vllm.py:1866-1874@0.33), unless set."""
     factor = (json_option(facts.args, "attention_config") or {}).get("sparse_mla_prefill_workspace_factor")
-    if type(factor) is int or INDEXER_FACTOR.contains(facts.vllm_version) is False:
-        return ()
-    return (256 * 1024,)
+    return () if type(factor) is int or INDEXER_FACTOR.contains(facts.vllm_version) is False else (256 * 1024,)

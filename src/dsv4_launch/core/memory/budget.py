@@ -131,9 +131,7 @@ def moe_padding_term(facts: Facts, tp: int, pp: int, dp: int, expert_parallel: b
     speculative draft's layers (``estimate.draft_kv``), whose experts are padded alike."""
     config = facts.model.config or {}
     found = expert_padding(config, tp, pp, dp, expert_parallel, capability, facts.vllm_version, draft)
-    if found is None:
-        return _zero("the experts' shapes are not read here: no rounding counted")
-    return Term(*found)
+    return _zero("the experts' shapes are not read here: no rounding counted") if found is None else Term(*found)
 
 
 _PRESET_KEYS = tuple(sorted({preset_key(p.key) for p in PRESETS}, key=len, reverse=True))

@@ -84,11 +84,7 @@ class Layout(Record):
         return self.tp * self.pp * self.dp
 
     def words(self) -> str:
-        parts = [f"TP {self.tp}"]
-        if self.pp > 1:
-            parts.append(f"PP {self.pp}")
-        if self.dp > 1:
-            parts.append(f"DP {self.dp}")
+        parts = [f"{k} {n}" for k, n in (("TP", self.tp), ("PP", self.pp), ("DP", self.dp)) if k == "TP" or n > 1]
         return " × ".join(parts) + (" + EP" if self.expert_parallel else "")
 
 
@@ -319,9 +315,7 @@ def _skipped_draft_bytes(facts: Facts, weights: WeightFacts, layout: Layout) -> 
         return min((draft.checkpoint_bytes if draft else 0) + max(total - split.checkpoint_bytes, 0), total)
     layers = facts.model.number("num_hidden_layers")
     n = _draft_layers(facts, own)
-    if not layers or n <= 0:
-        return None
-    return min(int(total * n * MTP_SHARE_MARGIN) // (layers + n), total)
+    return None if not layers or n <= 0 else min(int(total * n * MTP_SHARE_MARGIN) // (layers + n), total)
 
 
 def _draft_layers(facts: Facts, own: str) -> int:

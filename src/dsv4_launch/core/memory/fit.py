@@ -75,11 +75,7 @@ def layouts(facts: Facts, gpus: int) -> list[Layout]:
 
 
 def flags(layout: Layout) -> str:
-    words = [f"-tp {layout.tp}"]
-    if layout.pp > 1:
-        words.append(f"-pp {layout.pp}")
-    if layout.dp > 1:
-        words.append(f"-dp {layout.dp}")
+    words = [f"-{k} {n}" for k, n in (("tp", layout.tp), ("pp", layout.pp), ("dp", layout.dp)) if k == "tp" or n > 1]
     return " ".join(words + (["-ep"] if layout.expert_parallel else []))
 
 

@@ -80,9 +80,7 @@ def parse_gpus(text: str) -> tuple[int, Preset | None]:
         count, found, name = raw.partition(sep)
         if found and count.strip(" ").isdigit():
             return _count(count.strip(" ")), _preset(name)
-    if raw.isdigit():
-        return _count(raw), None
-    return 1, _preset(raw)
+    return (_count(raw), None) if raw.isdigit() else (1, _preset(raw))
 
 
 def _count(text: str) -> int:

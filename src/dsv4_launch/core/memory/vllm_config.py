@@ -68,9 +68,7 @@ def default_max_num_seqs(gpu_memory: int | None, gpu_name: str | None, capabilit
     if gpu_memory is None:
         return None
     gb10 = capability == (12, 1) and GB10_BATCH.contains(vllm_version) is not False
-    if gpu_memory >= 70 * GiB and "a100" not in (gpu_name or "").lower() and not gb10:
-        return 1024
-    return 256
+    return 1024 if gpu_memory >= 70 * GiB and "a100" not in (gpu_name or "").lower() and not gb10 else 256
 
 
 def default_max_num_batched_tokens(gpu_memory: int | None, gpu_name: str | None, capability,
@@ -82,9 +80,7 @@ def default_max_num_batched_tokens(gpu_memory: int | None, gpu_name: str | None,
     if LARGE_GPU_BATCH.contains(vllm_version) is not False and gpu_memory >= 160 * GiB:
         return 16384
     gb10 = capability == (12, 1) and GB10_BATCH.contains(vllm_version) is not False
-    if gpu_memory >= 70 * GiB and "a100" not in name and not gb10:
-        return 8192
-    return 2048
+    return 8192 if gpu_memory >= 70 * GiB and "a100" not in name and not gb10 else 2048
 
 
 def kv_family(vllm_version: str | None) -> str:
@@ -106,9 +102,7 @@ def in_flight_tokens(facts: Facts, mnbt: int, pp: int, world: int = 1) -> int:
     v2 = v2_runner(facts, method, pp)
     if async_scheduling(facts, method, v2, pp, world) is False:
         return pp * mnbt
-    if v2:
-        return (pp + 1) * mnbt
-    return (2 if pp <= 1 else pp) * mnbt
+    return (pp + 1) * mnbt if v2 else (2 if pp <= 1 else pp) * mnbt
 
 
 UNKNOWN = "?"  # a speculative method only the draft model's own config.json can tell

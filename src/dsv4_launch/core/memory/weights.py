@@ -82,10 +82,7 @@ class WeightSplit(Record):
     notes: tuple = ()
 
     def bytes_of(self, name: str) -> ClassBytes | None:
-        for c in self.classes:
-            if c.name == name:
-                return c
-        return None
+        return next((c for c in self.classes if c.name == name), None)
 
 
 class _Unknown(Exception):
@@ -146,9 +143,7 @@ class _Dtypes:
         if fmt == "nvfp4":  # e2m1 + an FP8 scale per 16 + weight_scale_2 and input_scale (fp32)
             scales = out * _cdiv(inp, 16) + 8
             return out * _cdiv(inp, 2) + scales, scales
-        if fmt == "fp8":
-            return self.linear(out, inp)
-        return 2 * out * inp, 0
+        return self.linear(out, inp) if fmt == "fp8" else (2 * out * inp, 0)
 
 
 def _bf16(*dims: int) -> int:
@@ -514,20 +509,13 @@ def expert_padding(config: Mapping, tp: int = 1, pp: int = 1, dp: int = 1, exper
 
 def _split_words(name: str, lay: _Layout, method: str | None) -> str:
     tp = f"÷ TP {lay.tp}" if lay.tp > 1 else "whole (TP 1)"
-    if name == ROUTED:
-        if lay.ep > 1:
-            return f"whole experts over {lay.ep} EP ranks"
-        return f"tensor-parallel over {lay.moe_tp} ranks" if lay.moe_tp > 1 else "whole"
-    if name == SHARED:
-        return "replicated (sequence parallel)" if lay.sequence_parallel else tp
-    if name == ATTENTION:
-        return f"wq_b/wo_a/wo_b {tp}; wq_a/wkv, compressor, indexer replicated"
-    if name == EMBEDDING:
-        return f"{tp}, first stage"
-    if name == HEAD:
-        return f"{tp}, last stage"
-    if name == NORMS:
-        return "replicated"
+    words = {ROUTED: f"whole experts over {lay.ep} EP ranks" if lay.ep > 1
+             else f"tensor-parallel over {lay.moe_tp} ranks" if lay.moe_tp > 1 else "whole",
+             SHARED: "replicated (sequence parallel)" if lay.sequence_parallel else tp,
+             ATTENTION: f"wq_b/wo_a/wo_b {tp}; wq_a/wkv, compressor, indexer replicated",
+             EMBEDDING: f"{tp}, first stage", HEAD: f"{tp}, last stage", NORMS: "replicated"}
+    if name in words:
+        return words[name]
     return f"loaded ({method}), last stage" if method else "not loaded (no speculative decoding)"
 
 

@@ -59,9 +59,7 @@ def sm120_decode_shapes(facts: Facts) -> list[tuple[int, int]]:
     fix="install the flashinfer-python version vLLM pins (pip install vllm pulls it in)",
     reference="vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py", families=frozenset({"12"}), section="flashinfer")
 def flashinfer_missing(facts: Facts, gpu: GpuInfo | None):
-    if not _on_sm120_path(facts) or _flashinfer(facts) is not None:
-        return None
-    return {}
+    return {} if _on_sm120_path(facts) and _flashinfer(facts) is None else None
 
 
 @row(
@@ -95,10 +93,8 @@ def sm120_shape_missing(facts: Facts, gpu: GpuInfo | None):
     if fi is None or not isinstance(answers, Mapping) or not fi.get("sm120_sparse_mla") or not _on_sm120_path(facts):
         return None
     missing = [(h, k) for h, k in sm120_decode_shapes(facts) if answers.get(f"{h},{k}") is False]
-    if not missing:
-        return None
-    return {"version": fi.get("version") or "(version unknown)",
-            "shapes": ", ".join(f"num_q_heads={h}, top_k={k}" for h, k in missing)}
+    return None if not missing else {"version": fi.get("version") or "(version unknown)",
+                                     "shapes": ", ".join(f"num_q_heads={h}, top_k={k}" for h, k in missing)}
 
 
 @row(
@@ -116,6 +112,5 @@ def flashinfer_off_pin(facts: Facts, gpu: GpuInfo | None):
     pins = [r.split("==", 1)[1].strip() for r in vllm.get("requires") or ()
             if r.replace("_", "-").lower().startswith("flashinfer-python==")]
     found = fi.get("version")
-    if not pins or not found or found == pins[0]:
-        return None
-    return {"found": found, "pinned": pins[0], "vllm_version": vllm.get("version") or "?"}
+    return None if not pins or not found or found == pins[0] else {
+        "found": found, "pinned": pins[0], "vllm_version": vllm.get("version") or "?"}

@@ -237,9 +237,7 @@ PCP_BACKENDS = frozenset({"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4", "FLASHMLA_S
 def v41_pcp_not_flashmla(facts: Facts, gpu: GpuInfo | None):
     pcp = as_int(facts.args.value("prefill_context_parallel_size")) or 1
     backend = attention_backend(facts.args)
-    if pcp <= 1 or backend is None or backend in PCP_BACKENDS:
-        return None
-    return {"pcp": pcp, "backend": backend}
+    return None if pcp <= 1 or backend is None or backend in PCP_BACKENDS else {"pcp": pcp, "backend": backend}
 
 
 @row(
@@ -306,9 +304,7 @@ def ds_mla_on_plain_rows(facts: Facts, gpu: GpuInfo | None):
         if V41_PLAIN_ROWS_CHECKED.contains(facts.vllm_version) is not False or not _v41_plain_rows(facts, gpu):
             return None
         return {"backend": attention_backend(facts.args), "kv": kv}
-    if dsv4_backend(facts.args) != FLASHINFER_DSV4:
-        return None
-    return {"backend": FLASHINFER_DSV4, "kv": kv}
+    return None if dsv4_backend(facts.args) != FLASHINFER_DSV4 else {"backend": FLASHINFER_DSV4, "kv": kv}
 
 
 @row(
@@ -435,9 +431,7 @@ def fp4_indexer_removed(facts: Facts, gpu: GpuInfo | None):
     fix="drop it (vLLM picks the indexer cache itself)",
     reference="vllm/v1/attention/backends/mla/indexer.py", families=NOT_SM10, vllm=fact("mxfp4-indexer-off-sm10").range)
 def mxfp4_indexer_off_sm10(facts: Facts, gpu: GpuInfo | None):
-    if _attention_config(facts).get("indexer_kv_dtype") != "mxfp4" or _fp4_indexer_flag(facts):
-        return None
-    return {}
+    return None if _attention_config(facts).get("indexer_kv_dtype") != "mxfp4" or _fp4_indexer_flag(facts) else {}
 
 
 @row(
@@ -553,9 +547,7 @@ def _supports_hma(config: dict, version: str | None, depth: int = 0) -> tuple[bo
                 if judged[2] is None:
                     return False, f"MultiConnector (its child {judged[1]})", None
                 doubts.append((judged[1], judged[2]))
-        if doubts:
-            return False, f"MultiConnector (its child {doubts[0][0]})", doubts[0][1]
-        return True, name, None
+        return (False, f"MultiConnector (its child {doubts[0][0]})", doubts[0][1]) if doubts else (True, name, None)
     module = config.get("kv_connector_module_path")
     if isinstance(module, str) and module:  # (MultiConnector above: vLLM judges it by its children whatever the class)
         return False, f"{name} from {module}", USER_CLASS_DOUBT

@@ -84,9 +84,7 @@ def memory_not_known(facts: Facts, gpu: GpuInfo | None):
     if not facts.model.is_dsv4_family:
         return None
     why = memory_not_checked(facts)
-    if why is None:
-        return None
-    return {"why": why.removeprefix("memory not checked: ").split("; set ")[0]}
+    return None if why is None else {"why": why.removeprefix("memory not checked: ").split("; set ")[0]}
 
 
 @row(

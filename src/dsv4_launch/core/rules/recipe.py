@@ -38,9 +38,7 @@ def _moe_backend(facts: Facts) -> str | None:
     fix="add --enable-expert-parallel on SM 10.x, or --moe-backend auto",
     reference="vllm/models/deepseek_v4/nvidia/model.py (DeepseekV4Model.__init__); recipes#760")
 def mega_moe_without_ep(facts: Facts, gpu: GpuInfo | None):
-    if _moe_backend(facts) != MEGA_MOE or facts.args.value("enable_expert_parallel") is True:
-        return None
-    return {}
+    return None if _moe_backend(facts) != MEGA_MOE or facts.args.value("enable_expert_parallel") is True else {}
 
 
 @row(
@@ -168,9 +166,7 @@ def think_max_too_short(facts: Facts, gpu: GpuInfo | None):
         return None
 
     length = max_model_len_tried(facts)
-    if length is None or length >= THINK_MAX_MIN_LEN:
-        return None
-    return {"length": f"{length:,}"}
+    return None if length is None or length >= THINK_MAX_MIN_LEN else {"length": f"{length:,}"}
 
 
 # --- the environment --------------------------------------------------------------------------

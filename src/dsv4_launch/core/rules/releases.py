@@ -66,9 +66,7 @@ def on_gb10(facts: Facts, gpu: GpuInfo | None):
     fix="run one kind per server (CUDA_VISIBLE_DEVICES)",
     reference="vllm/models/deepseek_v4/nvidia/model.py _select_dsv4_attn_cls", models=BOTH, reads_gpus=True)
 def mixed_gpus(facts: Facts, gpu: GpuInfo | None):
-    if len({g.capability for g in facts.known_gpus}) > 1:
-        return {"kinds": describe_kinds(facts.known_gpus)}
-    return None
+    return {"kinds": describe_kinds(facts.known_gpus)} if len({g.capability for g in facts.known_gpus}) > 1 else None
 
 
 # --- releases ---------------------------------------------------------------------------------
@@ -154,9 +152,7 @@ def v2_runner_on(facts: Facts, gpu: GpuInfo | None):
     reference="vLLM #53320", families=frozenset({"9"}), vllm=fact("h20-0.27.1").range)
 def h20_0271(facts: Facts, gpu: GpuInfo | None):
     multicast_off = (facts.rule_env.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") or "") == "1"
-    if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or multicast_off:
-        return None
-    return {}
+    return None if gpu is None or not re.search(r"\bH20\b", gpu.name or "") or multicast_off else {}
 
 
 @row(

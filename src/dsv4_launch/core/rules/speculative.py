@@ -93,9 +93,7 @@ def dspark_with_pp(facts: Facts, gpu: GpuInfo | None):
 def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     block = facts.model.number("dspark_block_size")
     k = as_int(spec_config(facts).get("num_speculative_tokens"))
-    if spec_method(facts) != "dspark" or not block or k is None or k >= block:
-        return None
-    return {"k": k, "block": block}
+    return None if spec_method(facts) != "dspark" or not block or k is None or k >= block else {"k": k, "block": block}
 
 
 @row(
@@ -106,9 +104,7 @@ def dspark_k_below_block(facts: Facts, gpu: GpuInfo | None):
     "refuses the configuration",
     fix="unset VLLM_USE_V2_MODEL_RUNNER", reference="vllm/config/vllm.py", vllm=fact("dspark-v1-runner").range)
 def dspark_on_v1_runner(facts: Facts, gpu: GpuInfo | None):
-    if spec_method(facts) != "dspark" or v2_runner_env(facts) is not False:
-        return None
-    return {}
+    return None if spec_method(facts) != "dspark" or v2_runner_env(facts) is not False else {}
 
 
 @row(
@@ -161,9 +157,7 @@ def draft_kv_not_fp8(facts: Facts, gpu: GpuInfo | None):
     if gpu is None or gpu.capability is None:
         return None
     path = kv_path(gpu.capability, dsv4_backend(facts.args))
-    if path is None or path.layout != FP8_DS_MLA:
-        return None
-    return {"kv": kv}
+    return None if path is None or path.layout != FP8_DS_MLA else {"kv": kv}
 
 
 @row(

@@ -227,8 +227,7 @@ FACTS: tuple[Fact, ...] = (
        "vllm/v1/core/kv_cache_utils.py:1170@0.34.0 Maximum concurrency for %s tokens per request",
        oracle="tests/vllm_real/test_concurrency_oracle.py"),
     # 0.34's extensible KV cache: the default --gpu-memory-utilization is 1.0 where it is on
-    _f("extensible-kv-cache", "0.34.0", None,
-       "vllm/config/cache.py:500@0.34.0 if self.enable_extensible_kv_cache:"),
+    _f("extensible-kv-cache", "0.34.0", None, "vllm/config/cache.py:500@0.34.0 if self.enable_extensible_kv_cache:"),
     _f("in-flight-tokens", "0.26.0", None, "vllm/config/vllm.py:569@0.34.0 def max_in_flight_tokens(self) -> int:"),
     # the V1 runner's async conditions end with the V1 runner (v1-runner-exists); from 0.34 the
     # default is on but for pooling, an executor without async, ROCm's DeepEP DBO
