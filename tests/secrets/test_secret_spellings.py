@@ -126,7 +126,7 @@ def test_a_look_alike_dotted_option_of_a_known_root_masks_a_credential_key(word,
         assert not _leaks(tokens, version), tokens
 
 
-@pytest.mark.parametrize("spelling", ["--a", "-api-key", "\u2014api-key", "--h"])
+@pytest.mark.parametrize("spelling", ["--a", "-api-key", "\u2014api-key", "--h", "\u2010\u2010speculative-config.hf_token"])
 @pytest.mark.parametrize("command", ["serve", "plan text", "plan json", "doctor text", "doctor json"])
 def test_every_channel_masks_a_misspelt_secret_option(spelling, command):
     from tests.secrets.test_secret_channels import COMMANDS
