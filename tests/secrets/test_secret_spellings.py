@@ -114,7 +114,20 @@ def test_spellings_of_other_options_keep_their_values(tokens, version):
     assert masked_argv(tokens, _read(tokens, version).secrets) == tokens
 
 
-@pytest.mark.parametrize("spelling", ["--a", "-api-key", "\u2014api-key", "--h"])
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("dash", LOOK_ALIKES)
+@pytest.mark.parametrize("word", ["speculative{d}config.hf_token", "speculative-config.api{d}key",
+                                  "hf-overrides.password", "compilation{d}config.secret", "kv-transfer-config.token"])
+def test_a_look_alike_dotted_option_of_a_known_root_masks_a_credential_key(word, dash, version):
+    # argparse reads no option in "‐‐speculative-config.hf_token=KEY"; read with two dashes its root
+    # is a known option that is no secret, but its dotted key is a credential's name: as with "--"
+    word = word.format(d=dash)
+    for tokens in ([M, f"{dash}{dash}{word}={S}"], [M, f"{dash}{dash}{word}", S, "-tp", "2"], [M, f"{dash}{word}={S}"]):
+        assert not _leaks(tokens, version), tokens
+
+
+@pytest.mark.parametrize("spelling", ["--a", "-api-key", "\u2014api-key", "--h",
+                                      "\u2010\u2010speculative-config.hf_token"])
 @pytest.mark.parametrize("command", ["serve", "plan text", "plan json", "doctor text", "doctor json"])
 def test_every_channel_masks_a_misspelt_secret_option(spelling, command):
     from tests.secrets.test_secret_channels import COMMANDS

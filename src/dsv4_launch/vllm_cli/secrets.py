@@ -108,7 +108,7 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
     for i, token in enumerate(tokens):
         first, right_after = right_after, False
         name = option_name(token)
-        if name is None and not masking and _misspelt_secret(token, known, short):
+        if name is None and not masking and _misspelt_secret(token, known, short, exact):
             # argparse reads no option here (one dash, a look-alike dash), but the user wrote
             # one of a secret: its words are masked as that option's would be; it never ends
             # the values of an earlier option (argparse does not read it as an option's name).
@@ -162,17 +162,18 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
     return SecretSpans(frozenset(spans))
 
 
-def _misspelt_secret(token: str, known: frozenset[str], short: frozenset[str]) -> bool:
+def _misspelt_secret(token: str, known: frozenset[str], short: frozenset[str], exact: bool) -> bool:
     """``token`` is no long option to argparse (``-api-key``, ``—hf-token=…``), but read with two
-    dashes names a secret option or, unknown to the table, a credential's name — unless it names
-    a known short option (``-tp``, ``-q3``, ``-O3``, ``-e`` for ``-ep``)."""
+    dashes names a secret option or, where the table cannot say (as for ``--``: unknown to it, a
+    dotted sub-key ``—speculative-config.hf_token``, a table not ``exact``), a credential's name —
+    unless it names a known short option (``-tp``, ``-q3``, ``-O3``, ``-e`` for ``-ep``)."""
     body = token.lstrip(DASHES)
     if token.startswith("--") or token[:1] not in DASHES or not body or _names_short(token, short, glued=True) \
             or len(_starting_with(token.split("=", 1)[0], short)) == 1:
         return False
     name = option_name("--" + body) or ""
     secret = _resolves_to_secret(name.split(".", 1)[0].rstrip("+"), known)
-    return bool(secret) or (secret is None and is_credential_name(name))
+    return bool(secret) or ((secret is None or not exact or "." in name) and is_credential_name(name))
 
 
 def _dash_value(token: str, known: frozenset[str], short: frozenset[str]) -> bool:
