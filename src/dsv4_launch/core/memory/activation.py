@@ -22,7 +22,7 @@ from ..vllm.facts import fact
 from .budget import Term
 from .kv_plan import round_up as _round_up
 from .vllm_config import DSV4_MAX_MODEL_LEN, speculative_method
-from .weights import routed_experts_format
+from .weights import routed_experts_format, shards_tokens
 
 MiB = 2**20
 GiB = 2**30
@@ -123,8 +123,8 @@ def mega_moe(backend: str | None, release: str | None) -> bool:
 def sequence_parallel(tp: int, pp: int, dp: int, expert_parallel: bool, mega_moe: bool,
                       release: str | None, v41: bool = False) -> bool | None:
     """``_use_sequence_parallel``: every rank holds 1/TP of the tokens (None: the release is unknown).
-    V4's asks for PP 1; V4.1's did until 0.33 and no longer from 0.34."""
-    if not (expert_parallel and tp > 1 and (mega_moe or dp > 1)):
+    Under PP only V4.1's, from fact ``v41-sequence-parallel-any-pp``'s releases."""
+    if not shards_tokens(tp, dp, expert_parallel, mega_moe):
         return False
     if pp > 1:
         return V41_SP_ANY_PP.contains(release) if v41 else False

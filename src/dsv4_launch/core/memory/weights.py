@@ -204,9 +204,15 @@ class _Layout:
         self.tp, self.pp, self.dp = tp, pp, dp
         self.ep = tp * dp if expert_parallel and tp * dp > 1 else 1  # FusedMoEParallelConfig.make
         self.moe_tp = 1 if self.ep > 1 else tp * dp  # flatten_tp_across_dp_and_pcp without EP
-        self.sequence_parallel = (pp == 1 and expert_parallel and tp > 1 and (dp > 1 or mega_moe)
+        self.sequence_parallel = (pp == 1 and shards_tokens(tp, dp, expert_parallel, mega_moe)
                                   and SEQUENCE_PARALLEL_SHARED.contains(vllm_version) is not False)
         self.redundant = redundant_experts
+
+
+def shards_tokens(tp: int, dp: int, expert_parallel: bool, mega_moe: bool) -> bool:
+    """``_use_sequence_parallel``'s layout test, less the pipeline's (V4 asks for PP 1, V4.1 not from
+    0.34: fact ``v41-sequence-parallel-any-pp``): TP > 1 under EP, with DP > 1 or a MegaMoE backend."""
+    return expert_parallel and tp > 1 and (dp > 1 or mega_moe)
 
 
 def _add(acc: dict, name: str, checkpoint: int, scales: int, per_gpu: int) -> None:
