@@ -153,8 +153,8 @@ def conservative_spans(tokens: Sequence[str], known_options: Iterable[str], *, e
                         spans.add((j, WHOLE))
                         j += 1
             secret = False
-        elif not secret and (secret is None or not exact or "." in name):
-            secret = is_credential_name(name)
+        elif not secret:
+            secret = _by_its_name(secret, name, exact)
         masking = bool(secret) and "=" not in token
         right_after = masking
         if secret and "=" in token:
@@ -173,7 +173,13 @@ def _misspelt_secret(token: str, known: frozenset[str], short: frozenset[str], e
         return False
     name = option_name("--" + body) or ""
     secret = _resolves_to_secret(name.split(".", 1)[0].rstrip("+"), known)
-    return bool(secret) or ((secret is None or not exact or "." in name) and is_credential_name(name))
+    return bool(secret) or _by_its_name(secret, name, exact)
+
+
+def _by_its_name(secret: bool | None, name: str, exact: bool) -> bool:
+    """An option the table does not call secret, judged by its name where the table cannot say
+    (``secret`` None: unknown to it; a dotted sub-key; a table not ``exact``)."""
+    return (secret is None or not exact or "." in name) and is_credential_name(name)
 
 
 def _dash_value(token: str, known: frozenset[str], short: frozenset[str]) -> bool:
